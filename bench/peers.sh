@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Engine benchmark: flashkit vs. two reference peers on the "pipeline" workload
+# (workload definition: $PEERS_DIR/README.md).
+#   - magic_simpy.py : what a user would otherwise write (SimPy 4)
+#   - magic_heap.rs  : hand-written std-only BinaryHeap loop (near the single-core limit)
+# All three must agree exactly on completion / sum of completions / sum of latencies
+# before any timing counts (exit 1 if not). Speed targets are reported as PASS/MISS
+# but never fail the script: this is a benchmark, not a test.
+#
+# Usage: bench/peers.sh            (from anywhere; it cd's to the repo root)
+# Environment:
+#   PEERS_DIR      peers directory, relative to the repo root  (default ../shared/peers)
+#   NODES          node counts, space separated                (default 64)
+#   MSGS           messages per node, space separated          (default 1000)
+#   PATTERNS       destination patterns: ring|shift|rand       (default "rand ring")
+#   REPS           interleaved rounds per run                  (default 3)
+#   SKIP_FLASHKIT  =1: skip building/running flashkit and its checks
+#                  (lets the peer half of this script be exercised on its own)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PEERS_DIR=${PEERS_DIR:-../shared/peers}
+NODES=${NODES:-64}
+MSGS=${MSGS:-1000}
+PATTERNS=${PATTERNS:-rand ring}
+REPS=${REPS:-3}
+SKIP_FLASHKIT=${SKIP_FLASHKIT:-0}
+
+FLASHKIT=target/release/flashkit
+HEAP=target/bench/magic_heap
+SIMPY="$PEERS_DIR/magic_simpy.py"
+
+# Targets: flashkit must beat SimPy by a wide margin and stay close to the hand-written loop.
+TARGET_VS_SIMPY=50    # flashkit events/s / SimPy events/s  >=
+TARGET_VS_HEAP=2.0    # flashkit wall / heap wall            <=
+
+die() { echo "peers.sh: $*" >&2; exit 1; }
+
+# Median of the arguments (mean of the middle two for an even count).
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# Floating-point helper: calc 'expression' -> value (awk, so no bc dependency).
+# div(a, b) gives "inf" rather than aborting when a tiny run times as 0 s.
+calc() { awk "function div(a, b) { return b == 0 ? \"inf\" : a / b } BEGIN { print $1 }"; }
+
+# ---- setup -------------------------------------------------------------------------------
+[[ -f "$PEERS_DIR/magic_heap.rs" && -f "$SIMPY" ]] ||
+  die "reference peers not found in '$PEERS_DIR' (set PEERS_DIR; need magic_heap.rs and magic_simpy.py)"
+
+if [[ $SKIP_FLASHKIT != 1 ]]; then
+  cargo build --release >&2
+  [[ -x $FLASHKIT ]] || die "cargo build succeeded but $FLASHKIT is missing (CARGO_TARGET_DIR set?)"
+fi
+
+# target-cpu=native: give the hand-written peer its best shot; it is the bar to measure against.
+mkdir -p target/bench
+rustc -C opt-level=3 -C target-cpu=native -o "$HEAP" "$PEERS_DIR/magic_heap.rs"
+
+python3 -c 'import simpy' 2>/dev/null || python3 -m pip install --quiet simpy
+
+# ---- one invocation of each implementation -------------------------------------------------
+# Each sets R_COMPLETION R_SUM_DONE R_SUM_LAT R_WALL (wall = event-loop time in seconds, as
+# each implementation measures it itself, so process start-up and builds are excluded).
+
+run_flashkit() {  # N M PATTERN
+  local out
+  out=$("$FLASHKIT" pipeline --nodes "$1" --msgs "$2" --pattern "$3" --format json) ||
+    die "flashkit failed on N=$1 M=$2 $3"
+  # Take the last line that looks like a JSON object, so stray log lines do not break parsing.
+  read -r R_COMPLETION R_SUM_DONE R_SUM_LAT R_EVENTS R_WALL < <(
+    printf '%s\n' "$out" | python3 -c '
+import json, sys
+line = [l for l in sys.stdin if l.lstrip().startswith("{")][-1]
+d = json.loads(line)
+print(d["completion"], d["sum_completion"], d["sum_latency"], d["events"], d["wall_s"])
+' 2>/dev/null) || die "cannot parse flashkit JSON output: $out"
+  [[ $R_EVENTS == "$CANON" ]] ||
+    echo "  note: flashkit reports events=$R_EVENTS, expected $CANON (rates use $CANON)" >&2
+}
+
+run_heap() {  # N M PATTERN
+  local out re='^rep 0: wall ([0-9.]+)s completion ([0-9]+) sum_done ([0-9]+) sum_lat ([0-9]+) heap_events ([0-9]+)'
+  out=$("$HEAP" "$1" "$2" "$3" 1) || die "heap peer failed on N=$1 M=$2 $3"
+  [[ $out =~ $re ]] || die "cannot parse heap peer output: $out"
+  R_WALL=${BASH_REMATCH[1]} R_COMPLETION=${BASH_REMATCH[2]}
+  R_SUM_DONE=${BASH_REMATCH[3]} R_SUM_LAT=${BASH_REMATCH[4]}
+}
+
+run_simpy() {  # N M PATTERN
+  local out re='completion=([0-9]+) sum_done=([0-9]+) sum_lat=([0-9]+) median_wall=([0-9.]+)s'
+  out=$(python3 "$SIMPY" "$1" "$2" "$3" 1) || die "SimPy peer failed on N=$1 M=$2 $3"
+  [[ $out =~ $re ]] || die "cannot parse SimPy peer output: $out"
+  R_COMPLETION=${BASH_REMATCH[1]} R_SUM_DONE=${BASH_REMATCH[2]}
+  R_SUM_LAT=${BASH_REMATCH[3]} R_WALL=${BASH_REMATCH[4]}
+}
+
+# Run one implementation, check its results against the first ones seen for this run,
+# and append its wall time to the array WALLS_<impl>.
+measure() {  # IMPL N M PATTERN
+  local impl=$1 got
+  local -n walls="WALLS_$impl"
+  "run_$impl" "$2" "$3" "$4"
+  got="completion=$R_COMPLETION sum_completion=$R_SUM_DONE sum_latency=$R_SUM_LAT"
+  if [[ -z $EXPECT ]]; then
+    EXPECT=$got EXPECT_FROM=$impl
+  elif [[ $got != "$EXPECT" ]]; then
+    echo "peers.sh: MISMATCH on N=$2 M=$3 $4 (results must agree exactly; timings discarded):" >&2
+    echo "  $EXPECT_FROM: $EXPECT" >&2
+    echo "  $impl: $got" >&2
+    exit 1
+  fi
+  walls+=("$R_WALL")
+}
+
+# One line of the table: IMPL MEDIAN_WALL
+report_impl() {
+  printf '  %-10s median wall %10.4f s   %8.3f M events/s\n' "$1" "$2" "$(calc "div($CANON / 1e6, $2)")"
+}
+
+verdict() {  # VALUE OP TARGET  (OP is >= or <=)
+  if awk "BEGIN { v = \"$1\"; v = (v == \"inf\") ? 1e300 : v + 0; exit !(v $2 $3) }"; then
+    echo PASS
+  else
+    echo MISS
+  fi
+}
+
+# ---- the runs ------------------------------------------------------------------------------
+if [[ $SKIP_FLASHKIT == 1 ]]; then
+  echo "SKIP_FLASHKIT=1: peers only, flashkit not built or run"
+  IMPLS=(heap simpy)
+else
+  IMPLS=(flashkit heap simpy)
+fi
+
+for n in $NODES; do
+  for m in $MSGS; do
+    for p in $PATTERNS; do
+      CANON=$((n * m * (1 + 4 * 32)))  # model events, counted the same way for all three
+      EXPECT='' EXPECT_FROM=''
+      WALLS_flashkit=() WALLS_heap=() WALLS_simpy=()
+      # Interleave rounds so machine noise hits every implementation alike.
+      for ((r = 0; r < REPS; r++)); do
+        for impl in "${IMPLS[@]}"; do measure "$impl" "$n" "$m" "$p"; done
+      done
+
+      echo "== N=$n M=$m $p: $CANON model events, $REPS interleaved rounds =="
+      echo "  all agree: $EXPECT"
+      heap=$(median "${WALLS_heap[@]}")
+      simpy=$(median "${WALLS_simpy[@]}")
+      if [[ $SKIP_FLASHKIT != 1 ]]; then
+        fk=$(median "${WALLS_flashkit[@]}")
+        report_impl flashkit "$fk"
+      fi
+      report_impl heap "$heap"
+      report_impl simpy "$simpy"
+      if [[ $SKIP_FLASHKIT != 1 ]]; then
+        vs_simpy=$(calc "div($simpy, $fk)")  # = flashkit events/s / SimPy events/s
+        vs_heap=$(calc "div($fk, $heap)")
+        printf '  flashkit events/s / SimPy events/s = %8.1f  (target >= %s)  %s\n' \
+          "$vs_simpy" "$TARGET_VS_SIMPY" "$(verdict "$vs_simpy" '>=' "$TARGET_VS_SIMPY")"
+        printf '  flashkit wall / heap wall          = %8.2f  (target <= %s) %s\n' \
+          "$vs_heap" "$TARGET_VS_HEAP" "$(verdict "$vs_heap" '<=' "$TARGET_VS_HEAP")"
+      else
+        printf '  heap events/s / SimPy events/s     = %8.1f  (for reference)\n' "$(calc "div($simpy, $heap)")"
+      fi
+    done
+  done
+done

@@ -1,0 +1,141 @@
+//! MAGIC's data buffers: a fixed pool of cache-line-sized registers.
+//!
+//! Allocation can fail, and the handler sees it. A buffer handed to the outbox
+//! returns to the pool when its packet has left the node; that return is
+//! recorded with its time and applied lazily, so no event is spent on it.
+
+use crate::ids::{BufId, LINE_BYTES};
+use crate::time::Cycles;
+use std::collections::VecDeque;
+
+pub(crate) struct Buffer {
+    pub bytes: [u8; LINE_BYTES],
+    /// When the first doubleword of the current contents is in.
+    pub first_ready: Cycles,
+    /// When the whole line is in.
+    pub ready: Cycles,
+    in_use: bool,
+}
+
+pub struct BufferPool {
+    bufs: Vec<Buffer>,
+    free: Vec<u16>,
+    /// Buffers to return at a known time, in time order.
+    returning: VecDeque<(Cycles, u16)>,
+    pub(crate) allocs: u64,
+    pub(crate) failures: u64,
+}
+
+impl BufferPool {
+    pub fn new(n: usize) -> BufferPool {
+        BufferPool {
+            bufs: (0..n)
+                .map(|_| Buffer {
+                    bytes: [0; LINE_BYTES],
+                    first_ready: Cycles(0),
+                    ready: Cycles(0),
+                    in_use: false,
+                })
+                .collect(),
+            // Lowest id first out.
+            free: (0..n as u16).rev().collect(),
+            returning: VecDeque::with_capacity(n),
+            allocs: 0,
+            failures: 0,
+        }
+    }
+
+    fn reclaim(&mut self, at: Cycles) {
+        while let Some(&(t, b)) = self.returning.front() {
+            if t > at {
+                break;
+            }
+            self.returning.pop_front();
+            self.bufs[b as usize].in_use = false;
+            self.free.push(b);
+        }
+    }
+
+    /// A free buffer at `at`, or `None` when all are in use.
+    pub fn alloc(&mut self, at: Cycles) -> Option<BufId> {
+        self.reclaim(at);
+        match self.free.pop() {
+            Some(b) => {
+                self.allocs += 1;
+                let buf = &mut self.bufs[b as usize];
+                buf.in_use = true;
+                buf.first_ready = at;
+                buf.ready = at;
+                Some(BufId(b))
+            }
+            None => {
+                self.failures += 1;
+                None
+            }
+        }
+    }
+
+    /// Return `b` to the pool at `at` (now, or when its packet has left).
+    /// Returns false (and changes nothing) if `b` is not allocated.
+    pub fn release(&mut self, b: BufId, at: Cycles) -> bool {
+        let Some(buf) = self.bufs.get(b.0 as usize) else {
+            return false;
+        };
+        if !buf.in_use || self.returning.iter().any(|&(_, r)| r == b.0) {
+            return false;
+        }
+        // Keep `returning` sorted; releases come nearly in order.
+        let pos = self
+            .returning
+            .iter()
+            .rposition(|&(t, _)| t <= at)
+            .map_or(0, |p| p + 1);
+        self.returning.insert(pos, (at, b.0));
+        true
+    }
+
+    pub(crate) fn get(&self, b: BufId) -> Option<&Buffer> {
+        self.bufs.get(b.0 as usize).filter(|x| x.in_use)
+    }
+
+    pub(crate) fn get_mut(&mut self, b: BufId) -> Option<&mut Buffer> {
+        self.bufs.get_mut(b.0 as usize).filter(|x| x.in_use)
+    }
+
+    /// Buffers allocated and not yet returned at `at`.
+    pub fn in_use(&self, at: Cycles) -> usize {
+        let returned = self.returning.iter().filter(|&&(t, _)| t <= at).count();
+        self.bufs.len() - self.free.len() - returned
+    }
+
+    /// The next time a buffer comes back, if one is on its way.
+    pub fn next_return(&self) -> Option<Cycles> {
+        self.returning.front().map(|&(t, _)| t)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_fails_when_the_pool_is_empty_and_succeeds_after_a_return() {
+        let mut p = BufferPool::new(2);
+        let a = p.alloc(Cycles(0)).unwrap();
+        let b = p.alloc(Cycles(0)).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(p.alloc(Cycles(1)), None);
+        assert_eq!(p.failures, 1);
+        // Returned when its packet leaves at 50: still busy at 49.
+        assert!(p.release(a, Cycles(50)));
+        assert!(!p.release(a, Cycles(50)), "double release is refused");
+        assert_eq!(p.alloc(Cycles(49)), None);
+        assert_eq!(p.in_use(Cycles(49)), 2);
+        assert_eq!(p.alloc(Cycles(50)), Some(a));
+        assert!(!p.release(BufId(9), Cycles(0)), "no such buffer");
+    }
+}

@@ -1,0 +1,71 @@
+//! The node controller as the compute processor and the network see it.
+//!
+//! MAGIC implements it here; the CM-5 network interface and the SP adapter
+//! stand beside it, so one workload program can drive any of the three. Times
+//! cross this boundary in ticks ([`Time`]), the unit every controller's clock
+//! converts into exactly.
+
+use crate::ids::{Msg, NodeId};
+use crate::ledger::Ledger;
+use crate::machine::{Magic, NodeState, RunReport};
+use crate::time::{Cycles, Time};
+
+pub trait Controller {
+    /// A short name for reports ("magic", "cm5", "sp").
+    fn name(&self) -> &'static str;
+
+    /// Nodes in the machine.
+    fn node_count(&self) -> u32;
+
+    /// The present of the model.
+    fn now(&self) -> Time;
+
+    /// The compute processor of `node` hands the controller `msg` at `at`
+    /// (a command, a send, a request). Bad input is an `Err`, not a panic.
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String>;
+
+    /// Run until nothing is pending, or until `limit`.
+    fn run(&mut self, limit: Option<Time>) -> RunReport;
+
+    /// What the controller handed `node`'s processor (replies, ACK/NACK,
+    /// received messages), with when; drained.
+    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)>;
+
+    /// Where the controller's time went.
+    fn ledger(&self) -> Ledger;
+}
+
+impl<S: NodeState> Controller for Magic<S> {
+    fn name(&self) -> &'static str {
+        "magic"
+    }
+
+    fn node_count(&self) -> u32 {
+        self.nodes()
+    }
+
+    fn now(&self) -> Time {
+        Time::from_cycles(Magic::now(self))
+    }
+
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+        // MAGIC accepts processor requests on system-cycle boundaries.
+        let c = Cycles(at.0.div_ceil(crate::time::TICKS_PER_SYSTEM_CYCLE));
+        Magic::post(self, node, c, msg)
+    }
+
+    fn run(&mut self, limit: Option<Time>) -> RunReport {
+        self.run_until(limit.map(Time::to_cycles_floor))
+    }
+
+    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
+        self.take_processor_messages(node)
+            .into_iter()
+            .map(|(c, m)| (Time::from_cycles(c), m))
+            .collect()
+    }
+
+    fn ledger(&self) -> Ledger {
+        Magic::ledger(self)
+    }
+}

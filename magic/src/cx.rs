@@ -1,0 +1,321 @@
+//! The handler context: the only way a handler touches the machine.
+//!
+//! Every method both performs its step and charges it to the handler's own
+//! clock (`now`), so the occupancy the ledger reports is what the handler did.
+//! A handler runs to completion at dispatch; units it uses (memory, processor
+//! cache, outbox, data buffers) are timelines that answer, at the handler's
+//! current cycle, when their part will be done. Waiting for one is explicit
+//! (`wait`), so work done between issuing and waiting overlaps with it.
+
+use crate::engine::Engine;
+use crate::ids::{BufId, Lane, Msg, NodeId, PAddr, LINE_BYTES};
+use crate::ledger::HandlerStats;
+use crate::machine::{Ev, NodeHw, Packets};
+use crate::params::{InQueue, MagicParams};
+use crate::pcache::{Intervention, LineState};
+use crate::time::{Cycles, Time};
+
+/// When a memory or processor-cache transfer into or out of a data buffer is
+/// done: `first` doubleword and the whole line (`ready`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    pub first: Cycles,
+    pub ready: Cycles,
+}
+
+/// Why a context operation did nothing. Each is also counted as a drop on the
+/// node, so a study can see it even if a handler ignores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The address is not in this node's memory.
+    BadAddress,
+    /// The buffer is not allocated.
+    BadBuffer,
+    /// No such destination node.
+    BadNode,
+    /// The software queue is full.
+    QueueFull,
+}
+
+pub struct Cx<'a, S> {
+    pub(crate) node: NodeId,
+    pub(crate) nodes: u32,
+    pub(crate) start: Cycles,
+    pub(crate) now: Cycles,
+    pub(crate) hw: &'a mut NodeHw,
+    pub(crate) state: &'a mut S,
+    pub(crate) engine: &'a mut Engine<Ev>,
+    pub(crate) packets: &'a mut Packets,
+    pub(crate) params: &'a MagicParams,
+    /// The data buffer the message arrived in, until the handler sends or frees it.
+    pub(crate) msg_buf: Option<BufId>,
+    pub(crate) spec: Option<Ticket>,
+    pub(crate) tally: HandlerStats,
+}
+
+impl<'a, S> Cx<'a, S> {
+    /// This node.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Nodes in the machine.
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// The handler's current cycle.
+    pub fn now(&self) -> Cycles {
+        self.now
+    }
+
+    /// Cycles since the handler started.
+    pub fn elapsed(&self) -> Cycles {
+        self.now - self.start
+    }
+
+    pub fn params(&self) -> &MagicParams {
+        self.params
+    }
+
+    /// The protocol's state for this node (held in MAGIC memory; charge accesses
+    /// to it with [`Cx::load`] and [`Cx::store`]).
+    pub fn state(&mut self) -> &mut S {
+        self.state
+    }
+
+    /// Issue `n` instructions; the PP issues `pp_issue_width` per cycle.
+    pub fn instr(&mut self, n: u32) {
+        let w = self.params.pp_issue_width;
+        self.bundles(n.div_ceil(w), n);
+    }
+
+    /// Issue a hand-scheduled sequence: `cycles` bundles holding `instrs` instructions.
+    pub fn bundles(&mut self, cycles: u32, instrs: u32) {
+        self.now += Cycles(cycles as u64);
+        self.tally.instructions += instrs as u64;
+    }
+
+    /// Spend a fixed number of cycles: for prototyping a handler whose cost is
+    /// known before its code is written.
+    pub fn busy(&mut self, c: Cycles) {
+        self.now += c;
+    }
+
+    /// A load from MAGIC memory (directory, operation record...) at byte `addr`
+    /// of the reserved space. The instruction itself is part of `instr`; a
+    /// data-cache miss stalls for the line from memory.
+    pub fn load(&mut self, addr: u64) {
+        self.tally.loads += 1;
+        self.dcache(addr);
+    }
+
+    /// A store to MAGIC memory; like [`Cx::load`].
+    pub fn store(&mut self, addr: u64) {
+        self.tally.stores += 1;
+        self.dcache(addr);
+    }
+
+    fn dcache(&mut self, addr: u64) {
+        if !self.hw.dcache.access(addr) {
+            let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+            self.wait_until(t.last);
+        }
+    }
+
+    /// Wait (stalled) until cycle `t`.
+    pub fn wait_until(&mut self, t: Cycles) {
+        if t > self.now {
+            self.tally.wait += (t - self.now).0;
+            self.now = t;
+        }
+    }
+
+    /// Wait until a transfer is complete.
+    pub fn wait(&mut self, t: Ticket) {
+        self.wait_until(t.ready);
+    }
+
+    /// The speculative memory read the inbox started for this message's
+    /// address at dispatch, if its jump-table entry asked for one.
+    pub fn speculative_read(&self) -> Option<Ticket> {
+        self.spec
+    }
+
+    fn local(&mut self, a: PAddr) -> Result<(), Refused> {
+        if a.node() != self.node || a.offset() >= self.params.mem_bytes {
+            self.hw.drops.bad_address += 1;
+            return Err(Refused::BadAddress);
+        }
+        Ok(())
+    }
+
+    fn check_buf(&mut self, b: BufId) -> Result<(), Refused> {
+        if self.hw.bufs.get(b).is_none() {
+            self.hw.drops.bad_buffer += 1;
+            return Err(Refused::BadBuffer);
+        }
+        Ok(())
+    }
+
+    /// Read the line holding `a` from this node's memory into buffer `b`.
+    pub fn mem_read(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
+        self.local(a)?;
+        self.check_buf(b)?;
+        let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+        let bytes = self.hw.mem.line(a.line());
+        let buf = self.hw.bufs.get_mut(b).expect("checked");
+        buf.bytes = bytes;
+        buf.first_ready = t.first;
+        buf.ready = t.last;
+        Ok(Ticket {
+            first: t.first,
+            ready: t.last,
+        })
+    }
+
+    /// Write buffer `b` to the line holding `a` once the buffer's data is in.
+    pub fn mem_write(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
+        self.local(a)?;
+        self.check_buf(b)?;
+        let buf = self.hw.bufs.get(b).expect("checked");
+        let (bytes, ready) = (buf.bytes, buf.ready);
+        let t = self.hw.mem.write(self.now.max(ready));
+        self.hw.mem.store_line(a.line(), &bytes);
+        Ok(Ticket {
+            first: t.first,
+            ready: t.last,
+        })
+    }
+
+    /// Ask the compute processor's cache for the line holding `a`, leaving it
+    /// in `next` (or its present state if that is less). A dirty line's bytes
+    /// go into buffer `b`. Wait for `state_at` before branching on the state.
+    pub fn pc_get(&mut self, a: PAddr, b: BufId, next: LineState) -> Result<Intervention, Refused> {
+        self.check_buf(b)?;
+        let (iv, data) = self.hw.pcache.intervene(self.now, self.params, a, next);
+        if let (Some(bytes), Some(first)) = (data, iv.first_word_at) {
+            let buf = self.hw.bufs.get_mut(b).expect("checked");
+            buf.bytes = bytes;
+            buf.first_ready = first;
+            buf.ready = iv.done;
+        }
+        Ok(iv)
+    }
+
+    /// A data buffer, or `None` when the pool is empty (the handler backs off).
+    pub fn alloc_buffer(&mut self) -> Option<BufId> {
+        self.hw.bufs.alloc(self.now)
+    }
+
+    /// Return a buffer to the pool now.
+    pub fn free_buffer(&mut self, b: BufId) -> Result<(), Refused> {
+        if self.msg_buf == Some(b) {
+            self.msg_buf = None;
+        }
+        if self.hw.bufs.release(b, self.now) {
+            Ok(())
+        } else {
+            self.hw.drops.bad_buffer += 1;
+            Err(Refused::BadBuffer)
+        }
+    }
+
+    /// The buffer the message's data arrived in, if it carried data.
+    pub fn msg_buffer(&self) -> Option<BufId> {
+        self.msg_buf
+    }
+
+    /// The bytes of an allocated buffer (functional; the timing of filling it
+    /// is in its ticket).
+    pub fn buffer(&self, b: BufId) -> Option<&[u8; LINE_BYTES]> {
+        self.hw.bufs.get(b).map(|x| &x.bytes)
+    }
+
+    pub fn buffer_mut(&mut self, b: BufId) -> Option<&mut [u8; LINE_BYTES]> {
+        self.hw.bufs.get_mut(b).map(|x| &mut x.bytes)
+    }
+
+    /// Hand `msg` to the outbox, with the bytes of buffer `data` if given (the
+    /// buffer returns to the pool once the packet has left). The payload on the
+    /// wire is `msg.len` bytes, or a full line when `data` is given and
+    /// `msg.len` is 0. If the lane's outbox slots are full the PP stalls here
+    /// until one frees; the stall is charged to this handler.
+    pub fn send(&mut self, mut msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
+        if msg.dest.0 >= self.nodes {
+            self.hw.drops.bad_node += 1;
+            return Err(Refused::BadNode);
+        }
+        let (bytes, ready) = match data {
+            Some(b) => {
+                self.check_buf(b)?;
+                let buf = self.hw.bufs.get(b).expect("checked");
+                if msg.len == 0 {
+                    msg.len = LINE_BYTES as u16;
+                }
+                (Some(buf.bytes), buf.first_ready)
+            }
+            None => (None, self.now),
+        };
+        msg.src = self.node;
+        let q = match msg.lane {
+            Lane::Request => InQueue::NetRequest,
+            Lane::Reply => InQueue::NetReply,
+        };
+        let (arrive, left) = if msg.dest == self.node {
+            // Loopback: MAGIC hands the message to its own inbox.
+            (self.now, self.now.max(ready))
+        } else {
+            let wire = self
+                .params
+                .wire_cycles(msg.len.min(LINE_BYTES as u16) as u64);
+            let d = self
+                .hw
+                .link
+                .issue(self.now, msg.lane, wire, ready, self.params.outbox_slots);
+            self.tally.outbox_stall += (d.accepted - self.now).0;
+            self.now = d.accepted;
+            (d.end + self.params.net_latency, d.end)
+        };
+        if let Some(b) = data {
+            if self.msg_buf == Some(b) {
+                self.msg_buf = None;
+            }
+            self.hw.bufs.release(b, left);
+        }
+        let pkt = self.packets.insert(msg, bytes);
+        self.engine.schedule(
+            Time::from_cycles(arrive),
+            Ev::Deliver {
+                node: msg.dest.0,
+                q,
+                pkt,
+            },
+        );
+        Ok(())
+    }
+
+    /// Put `msg` on this node's software queue, to be dispatched after the
+    /// handler ends (the way a long operation continues itself).
+    pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
+        let q = &mut self.hw.queues[InQueue::Software as usize];
+        if q.len() >= self.params.swq_capacity + 1 {
+            self.hw.drops.swq_full += 1;
+            return Err(Refused::QueueFull);
+        }
+        let pkt = self.packets.insert(msg, None);
+        q.push_back(crate::machine::Queued { pkt, at: self.now });
+        Ok(())
+    }
+
+    /// Hand a message to the compute processor (a reply, an ACK/NACK, an interrupt).
+    pub fn to_processor(&mut self, msg: Msg) {
+        self.hw.to_processor.push((self.now, msg));
+    }
+
+    /// State of a line in this node's processor cache, without an intervention
+    /// (for tests and for handlers that keep a copy of it in the directory).
+    pub fn pc_state(&self, a: PAddr) -> LineState {
+        self.hw.pcache.state(a)
+    }
+}

@@ -1,0 +1,207 @@
+//! Small identifiers and the message header every unit passes around.
+
+use core::fmt;
+use serde::Serialize;
+
+/// A node of the machine (0-based).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    #[inline]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A message type: with the address region, the index into MAGIC's jump table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct MsgType(pub u8);
+
+/// A handler registered with a machine (index into its handler list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct HandlerId(pub u16);
+
+/// One of the node's cache-line-sized data buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct BufId(pub u16);
+
+/// A virtual lane of the network. Requests and replies never share a queue, so a
+/// full request lane can never keep a reply from being delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Lane {
+    Request = 0,
+    Reply = 1,
+}
+
+/// Bytes in a cache line (and in a data buffer, and in a full packet's payload).
+pub const LINE_BYTES: usize = 128;
+/// Doublewords (64-bit) in a cache line.
+pub const LINE_DWORDS: u64 = 16;
+
+/// The four physical address-space regions. The region selects the jump-table
+/// column, so references to alternate spaces reach their own handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Region {
+    Normal = 0,
+    Io = 1,
+    Message = 2,
+    Reserved = 3,
+}
+
+impl Region {
+    pub const ALL: [Region; 4] = [
+        Region::Normal,
+        Region::Io,
+        Region::Message,
+        Region::Reserved,
+    ];
+}
+
+/// A physical address.
+///
+/// Layout (a documented model choice; the paper fixes none): bits 0..40 are the
+/// byte offset within a node's memory, bits 40..48 the node, bits 48..50 the
+/// region. A shadow mapping differs from the normal one only in the region bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct PAddr(pub u64);
+
+/// A cache-line number within one node's memory (byte offset / 128).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct LineAddr(pub u64);
+
+impl PAddr {
+    pub const OFFSET_BITS: u32 = 40;
+    pub const NODE_BITS: u32 = 8;
+    const REGION_SHIFT: u32 = Self::OFFSET_BITS + Self::NODE_BITS;
+
+    pub const fn new(region: Region, node: NodeId, offset: u64) -> PAddr {
+        PAddr(
+            ((region as u64) << Self::REGION_SHIFT)
+                | ((node.0 as u64) << Self::OFFSET_BITS)
+                | (offset & ((1 << Self::OFFSET_BITS) - 1)),
+        )
+    }
+
+    pub const fn region(self) -> Region {
+        match (self.0 >> Self::REGION_SHIFT) & 3 {
+            0 => Region::Normal,
+            1 => Region::Io,
+            2 => Region::Message,
+            _ => Region::Reserved,
+        }
+    }
+
+    /// The node whose memory holds this address.
+    pub const fn node(self) -> NodeId {
+        NodeId(((self.0 >> Self::OFFSET_BITS) & ((1 << Self::NODE_BITS) - 1)) as u32)
+    }
+
+    /// Byte offset within the node's memory.
+    pub const fn offset(self) -> u64 {
+        self.0 & ((1 << Self::OFFSET_BITS) - 1)
+    }
+
+    pub const fn line(self) -> LineAddr {
+        LineAddr(self.offset() / LINE_BYTES as u64)
+    }
+
+    /// The same location seen through another region (the shadow mapping).
+    pub const fn with_region(self, r: Region) -> PAddr {
+        PAddr::new(r, self.node(), self.offset())
+    }
+}
+
+impl fmt::Display for PAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?}:n{}:{:#x}",
+            self.region(),
+            self.node(),
+            self.offset()
+        )
+    }
+}
+
+/// A message header: what the inbox hands the protocol processor and what a
+/// packet carries on the network (32 header bytes on the wire).
+///
+/// `args` are handler-defined words (operation record, sequence, timestamp...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Msg {
+    pub mtype: MsgType,
+    pub lane: Lane,
+    pub src: NodeId,
+    pub dest: NodeId,
+    pub addr: PAddr,
+    /// Payload bytes the packet carries on the wire (0..=128). A packet may
+    /// declare a payload without bytes (see `Cx::send`).
+    pub len: u16,
+    pub args: [u64; 3],
+}
+
+impl Msg {
+    pub fn new(mtype: MsgType, src: NodeId, dest: NodeId) -> Msg {
+        Msg {
+            mtype,
+            lane: Lane::Request,
+            src,
+            dest,
+            addr: PAddr::default(),
+            len: 0,
+            args: [0; 3],
+        }
+    }
+
+    pub fn lane(mut self, lane: Lane) -> Msg {
+        self.lane = lane;
+        self
+    }
+
+    pub fn addr(mut self, addr: PAddr) -> Msg {
+        self.addr = addr;
+        self
+    }
+
+    pub fn args(mut self, args: [u64; 3]) -> Msg {
+        self.args = args;
+        self
+    }
+
+    pub fn len(mut self, len: u16) -> Msg {
+        self.len = len;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_fields_round_trip() {
+        let a = PAddr::new(Region::Message, NodeId(5), 0x1234_5680);
+        assert_eq!(a.region(), Region::Message);
+        assert_eq!(a.node(), NodeId(5));
+        assert_eq!(a.offset(), 0x1234_5680);
+        assert_eq!(a.line(), LineAddr(0x1234_5680 / 128));
+        let s = a.with_region(Region::Normal);
+        assert_eq!(
+            (s.region(), s.node(), s.offset()),
+            (Region::Normal, NodeId(5), a.offset())
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! The occupancy ledger: where each node's cycles went.
+//!
+//! Per node and per handler: invocations, busy cycles, mean and max cycles per
+//! invocation, the cycles of stalls inside them, and their share of the PP's
+//! time. Per unit (inbox, PP, outbox, memory, processor-cache interface,
+//! network out): operations, busy cycles and utilization over the run.
+//! A [`Ledger`] is a plain report, rendered as an aligned text table or as JSON.
+
+use crate::table::TextTable;
+use crate::time::Cycles;
+use serde::Serialize;
+
+/// Live counters of one handler on one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HandlerStats {
+    pub invocations: u64,
+    /// Cycles the PP spent in this handler, stalls included.
+    pub busy: u64,
+    /// Longest single invocation.
+    pub max: u64,
+    /// Cycles stalled on a full outbox lane.
+    pub outbox_stall: u64,
+    /// Cycles stalled waiting for memory, the processor cache or a data-cache miss.
+    pub wait: u64,
+    /// Instructions charged (dual-issued, so usually about twice the issue cycles).
+    pub instructions: u64,
+    /// MAGIC data-cache loads and stores.
+    pub loads: u64,
+    pub stores: u64,
+}
+
+impl HandlerStats {
+    pub(crate) fn add(&mut self, o: &HandlerStats) {
+        self.invocations += o.invocations;
+        self.busy += o.busy;
+        self.max = self.max.max(o.max);
+        self.outbox_stall += o.outbox_stall;
+        self.wait += o.wait;
+        self.instructions += o.instructions;
+        self.loads += o.loads;
+        self.stores += o.stores;
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.invocations == 0 {
+            0.0
+        } else {
+            self.busy as f64 / self.invocations as f64
+        }
+    }
+}
+
+/// One handler's row of the report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HandlerRow {
+    /// `None` for a row summed over all nodes.
+    pub node: Option<u32>,
+    pub handler: String,
+    #[serde(flatten)]
+    pub stats: HandlerStats,
+    pub mean: f64,
+    /// Share of the node's (or all nodes') PP time spent in this handler.
+    pub pp_share: f64,
+}
+
+/// The pipeline units, in the order the report lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unit {
+    Inbox,
+    Pp,
+    Outbox,
+    Memory,
+    PcacheIf,
+    NetOut,
+}
+
+impl Unit {
+    pub const ALL: [Unit; 6] = [
+        Unit::Inbox,
+        Unit::Pp,
+        Unit::Outbox,
+        Unit::Memory,
+        Unit::PcacheIf,
+        Unit::NetOut,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Inbox => "inbox",
+            Unit::Pp => "pp",
+            Unit::Outbox => "outbox",
+            Unit::Memory => "memory",
+            Unit::PcacheIf => "pcache-if",
+            Unit::NetOut => "net-out",
+        }
+    }
+}
+
+/// One unit's row of the report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnitRow {
+    pub node: Option<u32>,
+    pub unit: Unit,
+    /// Messages dispatched, handler invocations, packets, line transfers...
+    pub ops: u64,
+    /// Cycles the unit was busy: inbox dispatching, PP running handlers,
+    /// outbox holding a packet that waits for the wire, memory data bus,
+    /// processor-cache interface, wire.
+    pub busy: u64,
+    /// `busy` over the elapsed cycles (times nodes, for a summed row).
+    pub utilization: f64,
+    /// Cycles messages or packets spent waiting in this unit's queues (inbox:
+    /// time in the input queues; outbox: time a handler stalled on a full lane).
+    pub waiting: u64,
+}
+
+/// The occupancy report of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ledger {
+    pub elapsed: Cycles,
+    pub nodes: u32,
+    pub handlers: Vec<HandlerRow>,
+    pub units: Vec<UnitRow>,
+}
+
+/// Per-node raw figures the machine hands the ledger.
+pub(crate) struct NodeFigures<'a> {
+    pub handlers: &'a [HandlerStats],
+    pub units: [(u64, u64, u64); 6],
+}
+
+impl Ledger {
+    pub(crate) fn build(
+        elapsed: Cycles,
+        names: &[&'static str],
+        nodes: &[NodeFigures<'_>],
+    ) -> Ledger {
+        let el = elapsed.0.max(1) as f64;
+        let mut handlers = Vec::new();
+        let mut units = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            for (h, s) in n.handlers.iter().enumerate() {
+                if s.invocations > 0 {
+                    handlers.push(HandlerRow {
+                        node: Some(i as u32),
+                        handler: names[h].to_string(),
+                        stats: *s,
+                        mean: s.mean(),
+                        pp_share: s.busy as f64 / el,
+                    });
+                }
+            }
+            for (u, &(ops, busy, waiting)) in Unit::ALL.iter().zip(n.units.iter()) {
+                units.push(UnitRow {
+                    node: Some(i as u32),
+                    unit: *u,
+                    ops,
+                    busy,
+                    utilization: busy as f64 / el,
+                    waiting,
+                });
+            }
+        }
+        Ledger {
+            elapsed,
+            nodes: nodes.len() as u32,
+            handlers,
+            units,
+        }
+    }
+
+    /// The same report with every node's rows summed into one row per handler
+    /// and per unit (shares and utilizations are over all nodes' time).
+    pub fn summed(&self) -> Ledger {
+        let el = self.elapsed.0.max(1) as f64 * self.nodes.max(1) as f64;
+        let mut handlers: Vec<HandlerRow> = Vec::new();
+        for r in &self.handlers {
+            match handlers.iter_mut().find(|h| h.handler == r.handler) {
+                Some(h) => h.stats.add(&r.stats),
+                None => handlers.push(HandlerRow {
+                    node: None,
+                    ..r.clone()
+                }),
+            }
+        }
+        for h in &mut handlers {
+            h.mean = h.stats.mean();
+            h.pp_share = h.stats.busy as f64 / el;
+        }
+        let units = Unit::ALL
+            .iter()
+            .map(|&u| {
+                let rows = self.units.iter().filter(|r| r.unit == u);
+                let (ops, busy, waiting) = rows.fold((0, 0, 0), |a, r| {
+                    (a.0 + r.ops, a.1 + r.busy, a.2 + r.waiting)
+                });
+                UnitRow {
+                    node: None,
+                    unit: u,
+                    ops,
+                    busy,
+                    utilization: busy as f64 / el,
+                    waiting,
+                }
+            })
+            .collect();
+        Ledger {
+            elapsed: self.elapsed,
+            nodes: self.nodes,
+            handlers,
+            units,
+        }
+    }
+
+    /// The rows of one handler on one node (`None`: the summed row).
+    pub fn handler(&self, node: Option<u32>, name: &str) -> Option<&HandlerRow> {
+        self.handlers
+            .iter()
+            .find(|r| r.node == node && r.handler == name)
+    }
+
+    pub fn unit(&self, node: Option<u32>, unit: Unit) -> Option<&UnitRow> {
+        self.units.iter().find(|r| r.node == node && r.unit == unit)
+    }
+
+    /// Both tables, aligned, for people (and for snapshots).
+    pub fn render(&self) -> String {
+        let node = |n: Option<u32>| n.map_or("all".to_string(), |n| n.to_string());
+        let mut t = TextTable::new(&[
+            "node", "handler", "calls", "busy", "mean", "max", "stall", "wait", "instr", "ld/st",
+            "pp-time",
+        ]);
+        for r in &self.handlers {
+            let s = &r.stats;
+            t.row(vec![
+                node(r.node),
+                r.handler.clone(),
+                s.invocations.to_string(),
+                s.busy.to_string(),
+                format!("{:.1}", r.mean),
+                s.max.to_string(),
+                s.outbox_stall.to_string(),
+                s.wait.to_string(),
+                s.instructions.to_string(),
+                format!("{}/{}", s.loads, s.stores),
+                format!("{:.1}%", 100.0 * r.pp_share),
+            ]);
+        }
+        let mut u = TextTable::new(&["node", "unit", "ops", "busy", "util", "waiting"]);
+        for r in &self.units {
+            u.row(vec![
+                node(r.node),
+                r.unit.name().to_string(),
+                r.ops.to_string(),
+                r.busy.to_string(),
+                format!("{:.1}%", 100.0 * r.utilization),
+                r.waiting.to_string(),
+            ]);
+        }
+        format!(
+            "handler occupancy (cycles of 10 ns; run of {} cycles)\n{}\nunit utilization\n{}",
+            self.elapsed,
+            t.render(),
+            u.render()
+        )
+    }
+}

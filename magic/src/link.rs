@@ -1,0 +1,123 @@
+//! The outbox and the node's outgoing network link.
+//!
+//! Packets leave in the order the PP hands them over, whichever lane they are
+//! on; each lane has its own `outbox_slots` waiting slots (the packet on the
+//! wire holds none), so a full request lane never blocks a reply. Only this
+//! node's PP feeds the outbox and it does so in time order, so each packet's
+//! start on the wire is known when it is handed over: the link is a timeline,
+//! not a stream of events, and an outbox-full stall is computed exactly at the
+//! send.
+
+use crate::ids::Lane;
+use crate::time::Cycles;
+use smallvec::SmallVec;
+
+/// What happened to a packet handed to the outbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    /// When the outbox took the packet (later than the send if the lane was full).
+    pub accepted: Cycles,
+    /// When its first byte went on the wire.
+    pub start: Cycles,
+    /// When its last byte left.
+    pub end: Cycles,
+}
+
+#[derive(Default)]
+pub struct OutLink {
+    /// When the wire is next free.
+    free_at: Cycles,
+    /// Per lane: start times of accepted packets not yet on the wire, ascending.
+    waiting: [SmallVec<[Cycles; 4]>; 2],
+    last_issue: Cycles,
+    pub(crate) busy: Cycles,
+    pub(crate) packets: u64,
+    pub(crate) stall: Cycles,
+    pub(crate) queued: Cycles,
+}
+
+impl OutLink {
+    /// Hand over a packet at `at` that holds the wire `wire` cycles and whose
+    /// data is ready to stream from `ready` on.
+    pub fn issue(
+        &mut self,
+        at: Cycles,
+        lane: Lane,
+        wire: Cycles,
+        ready: Cycles,
+        slots: usize,
+    ) -> Departure {
+        debug_assert!(at >= self.last_issue, "outbox fed out of time order");
+        self.last_issue = at;
+        let q = &mut self.waiting[lane as usize];
+        q.retain(|s| *s > at);
+        let mut accepted = at;
+        if q.len() >= slots {
+            // Wait until enough waiting packets have gone on the wire.
+            accepted = q[q.len() - slots];
+            let acc = accepted;
+            q.retain(|s| *s > acc);
+        }
+        let start = accepted.max(self.free_at).max(ready);
+        let end = start + wire;
+        if start > accepted {
+            q.push(start);
+        }
+        self.free_at = end;
+        self.busy += wire;
+        self.packets += 1;
+        self.stall += accepted - at;
+        self.queued += start - accepted;
+        self.last_issue = accepted;
+        Departure {
+            accepted,
+            start,
+            end,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_serialize_and_a_full_lane_stalls_until_a_slot_frees() {
+        let mut l = OutLink::default();
+        let w = Cycles(40);
+        let d0 = l.issue(Cycles(0), Lane::Request, w, Cycles(0), 2);
+        assert_eq!(
+            d0,
+            Departure {
+                accepted: Cycles(0),
+                start: Cycles(0),
+                end: Cycles(40)
+            }
+        );
+        let d1 = l.issue(Cycles(1), Lane::Request, w, Cycles(0), 2);
+        assert_eq!(d1.start, Cycles(40));
+        let d2 = l.issue(Cycles(2), Lane::Request, w, Cycles(0), 2);
+        assert_eq!(d2.start, Cycles(80));
+        // Wire busy, two waiting: the fourth waits for d1 to go on the wire.
+        let d3 = l.issue(Cycles(3), Lane::Request, w, Cycles(0), 2);
+        assert_eq!(d3.accepted, Cycles(40));
+        assert_eq!(d3.start, Cycles(120));
+        assert_eq!(l.stall, Cycles(37));
+        // The reply lane has its own slots: no stall, but it shares the wire.
+        let r = l.issue(Cycles(40), Lane::Reply, Cycles(8), Cycles(0), 2);
+        assert_eq!(
+            (r.accepted, r.start, r.end),
+            (Cycles(40), Cycles(160), Cycles(168))
+        );
+    }
+
+    #[test]
+    fn a_packet_waits_for_its_data() {
+        let mut l = OutLink::default();
+        let d = l.issue(Cycles(5), Lane::Reply, Cycles(40), Cycles(19), 2);
+        assert_eq!(
+            (d.accepted, d.start, d.end),
+            (Cycles(5), Cycles(19), Cycles(59))
+        );
+    }
+}

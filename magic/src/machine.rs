@@ -1,0 +1,605 @@
+//! The MAGIC machine: nodes of inbox -> protocol processor -> outbox, their
+//! memory, processor caches and network links, driven by the event engine.
+//!
+//! Each instant is applied in two phases, so the order in which the engine
+//! stores simultaneous events cannot change a result: first every event
+//! stamped `t` (deliveries into input queues, handlers finishing), then every
+//! node whose PP is idle and that has something to do picks its next message
+//! by the inbox's priority. A delivery's position in a network input queue is
+//! (arrival cycle, source node): simultaneous arrivals enter lowest source
+//! first, as a fixed-priority arbiter of the network ports would order them.
+
+use crate::buffers::BufferPool;
+use crate::cx::{Cx, Ticket};
+use crate::dcache::DCache;
+use crate::engine::Engine;
+use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
+use crate::ledger::{HandlerStats, Ledger, NodeFigures};
+use crate::link::OutLink;
+use crate::memory::Memory;
+use crate::params::{InQueue, MagicParams};
+use crate::pcache::ProcCache;
+use crate::time::{Cycles, Time};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+/// A handler: a plain function over the context and the message it was
+/// dispatched for.
+pub type HandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
+
+/// The protocol's per-node state. `pending` describes work the protocol still
+/// holds, so a run that stops with work outstanding can say what is stuck.
+pub trait NodeState {
+    fn pending(&self) -> Option<String> {
+        None
+    }
+}
+
+impl NodeState for () {}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    /// A message enters input queue `q` of `node`.
+    Deliver { node: u32, q: InQueue, pkt: u32 },
+    /// The PP of `node` finished its handler.
+    PpDone { node: u32 },
+    /// Look at `node` again (a data buffer came back).
+    Wake { node: u32 },
+}
+
+/// Messages in flight or queued, with their bytes; slots are reused.
+#[derive(Default)]
+pub(crate) struct Packets {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+}
+
+struct Packet {
+    msg: Msg,
+    has_data: bool,
+    data: [u8; LINE_BYTES],
+}
+
+impl Packets {
+    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>) -> u32 {
+        let p = Packet {
+            msg,
+            has_data: data.is_some(),
+            data: data.unwrap_or([0; LINE_BYTES]),
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = p;
+                i
+            }
+            None => {
+                self.slots.push(p);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    fn get(&self, i: u32) -> &Packet {
+        &self.slots[i as usize]
+    }
+
+    fn remove(&mut self, i: u32) -> (Msg, Option<[u8; LINE_BYTES]>) {
+        self.free.push(i);
+        let p = &self.slots[i as usize];
+        (p.msg, p.has_data.then_some(p.data))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    pub pkt: u32,
+    pub at: Cycles,
+}
+
+/// Counted drops and refusals: the model's answer to bad requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Drops {
+    /// Messages with no jump-table entry for their type and region.
+    pub unhandled: u64,
+    /// Handler references outside this node's memory.
+    pub bad_address: u64,
+    /// Uses of a buffer that is not allocated.
+    pub bad_buffer: u64,
+    /// Sends to a node that does not exist.
+    pub bad_node: u64,
+    /// Reschedules refused by a full software queue.
+    pub swq_full: u64,
+}
+
+pub(crate) struct NodeHw {
+    pub queues: [VecDeque<Queued>; 4],
+    pub mem: Memory,
+    pub pcache: ProcCache,
+    pub link: OutLink,
+    pub bufs: BufferPool,
+    pub dcache: DCache,
+    pub to_processor: Vec<(Cycles, Msg)>,
+    pub drops: Drops,
+    handler_stats: Vec<HandlerStats>,
+    pp_running: bool,
+    pp_busy: u64,
+    dispatched: u64,
+    net_delivered: u64,
+    inbox_wait: u64,
+    dirty: bool,
+    wake_at: Option<Cycles>,
+}
+
+#[derive(Clone, Copy)]
+struct Route {
+    handler: HandlerId,
+    speculative_read: bool,
+}
+
+struct HandlerEntry<S> {
+    name: &'static str,
+    f: HandlerFn<S>,
+}
+
+/// Builds a machine: register handlers, fill the jump table, then `build`.
+pub struct MagicBuilder<S> {
+    params: MagicParams,
+    nodes: u32,
+    handlers: Vec<HandlerEntry<S>>,
+    table: Vec<[Option<Route>; 4]>,
+}
+
+impl<S: NodeState> MagicBuilder<S> {
+    pub fn new(params: MagicParams, nodes: u32) -> Self {
+        MagicBuilder {
+            params,
+            nodes,
+            handlers: Vec::new(),
+            table: vec![[None; 4]; 256],
+        }
+    }
+
+    /// Register a handler under a name (the name the ledger shows).
+    pub fn handler(&mut self, name: &'static str, f: HandlerFn<S>) -> HandlerId {
+        self.handlers.push(HandlerEntry { name, f });
+        HandlerId((self.handlers.len() - 1) as u16)
+    }
+
+    /// Dispatch messages of type `t` whose address is in `region` to `h`.
+    pub fn route(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
+        self.table[t.0 as usize][region as usize] = Some(Route {
+            handler: h,
+            speculative_read: false,
+        });
+        self
+    }
+
+    /// As `route`, and have the inbox start a memory read of the message's
+    /// line at dispatch (the handler finds it in `Cx::speculative_read`).
+    pub fn route_speculative(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
+        self.table[t.0 as usize][region as usize] = Some(Route {
+            handler: h,
+            speculative_read: true,
+        });
+        self
+    }
+
+    /// Dispatch type `t` to `h` whatever region its address is in.
+    pub fn route_any(&mut self, t: MsgType, h: HandlerId) -> &mut Self {
+        for r in Region::ALL {
+            self.route(t, r, h);
+        }
+        self
+    }
+
+    pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, String> {
+        self.params.validate()?;
+        if self.nodes == 0 || self.nodes > 1 << PAddr::NODE_BITS {
+            return Err(format!(
+                "a machine has 1 to {} nodes (got {})",
+                1 << PAddr::NODE_BITS,
+                self.nodes
+            ));
+        }
+        let p = &self.params;
+        let hw = (0..self.nodes)
+            .map(|_| NodeHw {
+                queues: Default::default(),
+                mem: Memory::default(),
+                pcache: ProcCache::default(),
+                link: OutLink::default(),
+                bufs: BufferPool::new(p.data_buffers),
+                dcache: DCache::new(p.dcache_lines),
+                to_processor: Vec::new(),
+                drops: Drops::default(),
+                handler_stats: vec![HandlerStats::default(); self.handlers.len()],
+                pp_running: false,
+                pp_busy: 0,
+                dispatched: 0,
+                net_delivered: 0,
+                inbox_wait: 0,
+                dirty: false,
+                wake_at: None,
+            })
+            .collect();
+        Ok(Magic {
+            engine: Engine::with_capacity(4 * self.nodes as usize),
+            hw,
+            state: (0..self.nodes).map(|i| state(NodeId(i))).collect(),
+            handlers: self.handlers,
+            table: self.table,
+            packets: Packets::default(),
+            dirty: Vec::with_capacity(self.nodes as usize),
+            params: self.params,
+            nodes: self.nodes,
+        })
+    }
+}
+
+/// What a run ended with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunReport {
+    /// The last cycle at which anything happened.
+    pub end: Cycles,
+    /// Events the engine applied.
+    pub engine_events: u64,
+    /// True if the run stopped at its cycle limit with events still pending.
+    pub limit_reached: bool,
+    /// Work left when the run stopped: one line per stuck item.
+    pub stuck: Vec<String>,
+}
+
+impl RunReport {
+    pub fn is_clean(&self) -> bool {
+        !self.limit_reached && self.stuck.is_empty()
+    }
+}
+
+/// A FLASH machine of MAGIC nodes running one protocol (`S` is its per-node state).
+pub struct Magic<S> {
+    params: MagicParams,
+    nodes: u32,
+    engine: Engine<Ev>,
+    hw: Vec<NodeHw>,
+    state: Vec<S>,
+    handlers: Vec<HandlerEntry<S>>,
+    table: Vec<[Option<Route>; 4]>,
+    packets: Packets,
+    dirty: Vec<u32>,
+}
+
+impl<S: NodeState> Magic<S> {
+    pub fn params(&self) -> &MagicParams {
+        &self.params
+    }
+
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// The current cycle (of the last event applied).
+    pub fn now(&self) -> Cycles {
+        self.engine.now().to_cycles_floor()
+    }
+
+    pub fn state(&self, n: NodeId) -> &S {
+        &self.state[n.index()]
+    }
+
+    pub fn state_mut(&mut self, n: NodeId) -> &mut S {
+        &mut self.state[n.index()]
+    }
+
+    pub fn states(&self) -> &[S] {
+        &self.state
+    }
+
+    pub fn drops(&self, n: NodeId) -> Drops {
+        self.hw[n.index()].drops
+    }
+
+    /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
+    /// (through the processor interface input queue).
+    pub fn post(&mut self, node: NodeId, at: Cycles, mut msg: Msg) -> Result<(), String> {
+        if node.0 >= self.nodes {
+            return Err(format!("no node {node} (the machine has {})", self.nodes));
+        }
+        if at < self.now() {
+            return Err(format!(
+                "cannot post at cycle {at}: the run is at cycle {}",
+                self.now()
+            ));
+        }
+        msg.src = node;
+        let pkt = self.packets.insert(msg, None);
+        self.engine.schedule(
+            Time::from_cycles(at),
+            Ev::Deliver {
+                node: node.0,
+                q: InQueue::Processor,
+                pkt,
+            },
+        );
+        Ok(())
+    }
+
+    /// Messages MAGIC handed node `n`'s processor, with their cycles; drained.
+    pub fn take_processor_messages(&mut self, n: NodeId) -> Vec<(Cycles, Msg)> {
+        std::mem::take(&mut self.hw[n.index()].to_processor)
+    }
+
+    /// Memory of node `n` (functional access, for setting up and checking data).
+    pub fn memory(&self, n: NodeId) -> &Memory {
+        &self.hw[n.index()].mem
+    }
+
+    pub fn memory_mut(&mut self, n: NodeId) -> &mut Memory {
+        &mut self.hw[n.index()].mem
+    }
+
+    pub fn pcache(&self, n: NodeId) -> &ProcCache {
+        &self.hw[n.index()].pcache
+    }
+
+    pub fn pcache_mut(&mut self, n: NodeId) -> &mut ProcCache {
+        &mut self.hw[n.index()].pcache
+    }
+
+    /// Run until no event is left.
+    pub fn run(&mut self) -> RunReport {
+        self.run_until(None)
+    }
+
+    /// Run until no event is left or the next one is later than `limit`.
+    pub fn run_until(&mut self, limit: Option<Cycles>) -> RunReport {
+        let mut limit_reached = false;
+        while let Some(t) = self.engine.next_time() {
+            let c = t.to_cycles_floor();
+            if limit.is_some_and(|l| c > l) {
+                limit_reached = true;
+                break;
+            }
+            while let Some(ev) = self.engine.pop_at(t) {
+                self.apply(c, ev);
+            }
+            self.arbitrate(c);
+        }
+        RunReport {
+            end: self.now(),
+            engine_events: self.engine.popped(),
+            limit_reached,
+            stuck: self.stuck(),
+        }
+    }
+
+    fn mark(&mut self, n: u32) {
+        let hw = &mut self.hw[n as usize];
+        if !hw.dirty {
+            hw.dirty = true;
+            self.dirty.push(n);
+        }
+    }
+
+    fn apply(&mut self, t: Cycles, ev: Ev) {
+        match ev {
+            Ev::Deliver { node, q, pkt } => {
+                let src = self.packets.get(pkt).msg.src;
+                let hw = &mut self.hw[node as usize];
+                let queue = &mut hw.queues[q as usize];
+                let mut pos = queue.len();
+                if matches!(q, InQueue::NetReply | InQueue::NetRequest) {
+                    hw.net_delivered += 1;
+                    // Simultaneous arrivals enter lowest source first.
+                    while pos > 0 {
+                        let prev = queue[pos - 1];
+                        if prev.at == t && self.packets.get(prev.pkt).msg.src > src {
+                            pos -= 1;
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                queue.insert(pos, Queued { pkt, at: t });
+                self.mark(node);
+            }
+            Ev::PpDone { node } => {
+                self.hw[node as usize].pp_running = false;
+                self.mark(node);
+            }
+            Ev::Wake { node } => {
+                self.hw[node as usize].wake_at = None;
+                self.mark(node);
+            }
+        }
+    }
+
+    fn arbitrate(&mut self, t: Cycles) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &n in &dirty {
+            self.hw[n as usize].dirty = false;
+            if !self.hw[n as usize].pp_running {
+                self.dispatch(n, t);
+            }
+        }
+        dirty.clear();
+        self.dirty = dirty;
+    }
+
+    /// Pick the next message of node `n` by the inbox's priority and run its
+    /// handler. A message that carries data needs a free data buffer; while
+    /// none is free it waits and lower-priority queues are served.
+    fn dispatch(&mut self, n: u32, t: Cycles) {
+        loop {
+            let hw = &mut self.hw[n as usize];
+            let mut pick = None;
+            let mut starved = false;
+            for q in self.params.inbox_priority {
+                let Some(front) = hw.queues[q as usize].front() else {
+                    continue;
+                };
+                let p = self.packets.get(front.pkt);
+                if p.has_data {
+                    match hw.bufs.alloc(t) {
+                        Some(b) => {
+                            pick = Some((q, Some(b)));
+                            break;
+                        }
+                        None => starved = true,
+                    }
+                } else {
+                    pick = Some((q, None));
+                    break;
+                }
+            }
+            let Some((q, buf)) = pick else {
+                if starved {
+                    if let Some(r) = hw.bufs.next_return() {
+                        if hw.wake_at != Some(r) {
+                            hw.wake_at = Some(r);
+                            self.engine
+                                .schedule(Time::from_cycles(r), Ev::Wake { node: n });
+                        }
+                    }
+                }
+                return;
+            };
+            let queued = hw.queues[q as usize].pop_front().expect("picked");
+            let (msg, data) = self.packets.remove(queued.pkt);
+            hw.dispatched += 1;
+            hw.inbox_wait += (t - queued.at).0;
+            let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
+                hw.drops.unhandled += 1;
+                if let Some(b) = buf {
+                    hw.bufs.release(b, t);
+                }
+                continue;
+            };
+            if let (Some(b), Some(bytes)) = (buf, data) {
+                let x = hw.bufs.get_mut(b).expect("just allocated");
+                x.bytes = bytes;
+            }
+            let start = t + self.params.inbox_dispatch;
+            let spec = (route.speculative_read
+                && msg.addr.region() == Region::Normal
+                && msg.addr.node().0 == n)
+                .then(|| {
+                    let lt = hw.mem.read(t, self.params.mem_first_dword);
+                    Ticket {
+                        first: lt.first,
+                        ready: lt.last,
+                    }
+                });
+            let f = self.handlers[route.handler.0 as usize].f;
+            let mut cx = Cx {
+                node: NodeId(n),
+                nodes: self.nodes,
+                start,
+                now: start,
+                hw,
+                state: &mut self.state[n as usize],
+                engine: &mut self.engine,
+                packets: &mut self.packets,
+                params: &self.params,
+                msg_buf: buf,
+                spec,
+                tally: HandlerStats::default(),
+            };
+            f(&mut cx, &msg);
+            // A handler occupies the PP at least one cycle.
+            let end = cx.now.max(start + Cycles(1));
+            let (tally, left) = (cx.tally, cx.msg_buf);
+            if let Some(b) = left {
+                hw.bufs.release(b, end);
+            }
+            let busy = (end - start).0;
+            let s = &mut hw.handler_stats[route.handler.0 as usize];
+            s.invocations += 1;
+            s.busy += busy;
+            s.max = s.max.max(busy);
+            s.outbox_stall += tally.outbox_stall;
+            s.wait += tally.wait;
+            s.instructions += tally.instructions;
+            s.loads += tally.loads;
+            s.stores += tally.stores;
+            hw.pp_busy += busy;
+            hw.pp_running = true;
+            self.engine
+                .schedule(Time::from_cycles(end), Ev::PpDone { node: n });
+            return;
+        }
+    }
+
+    /// One line for every piece of work left behind.
+    fn stuck(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, hw) in self.hw.iter().enumerate() {
+            for q in InQueue::ALL {
+                let queue = &hw.queues[q as usize];
+                if let Some(front) = queue.front() {
+                    let m = self.packets.get(front.pkt).msg;
+                    let mut s = String::new();
+                    let _ = write!(
+                        s,
+                        "node {i}: {} message(s) in the {} queue (first: type {} from node {} since cycle {})",
+                        queue.len(),
+                        q.name(),
+                        m.mtype.0,
+                        m.src,
+                        front.at
+                    );
+                    out.push(s);
+                }
+            }
+            let held = hw.bufs.in_use(self.now());
+            if held > 0 {
+                out.push(format!("node {i}: {held} data buffer(s) still allocated"));
+            }
+            if let Some(p) = self.state[i].pending() {
+                out.push(format!("node {i}: {p}"));
+            }
+        }
+        out
+    }
+
+    /// Model events so far, counted as the reference peers count them: handler
+    /// runs, packets put on a link, and packets delivered from the network.
+    pub fn model_events(&self) -> u64 {
+        self.hw
+            .iter()
+            .map(|hw| {
+                hw.handler_stats.iter().map(|s| s.invocations).sum::<u64>()
+                    + hw.link.packets
+                    + hw.net_delivered
+            })
+            .sum()
+    }
+
+    /// The occupancy ledger of the run so far.
+    pub fn ledger(&self) -> Ledger {
+        let names: Vec<&'static str> = self.handlers.iter().map(|h| h.name).collect();
+        let figures: Vec<NodeFigures<'_>> = self
+            .hw
+            .iter()
+            .map(|hw| NodeFigures {
+                handlers: &hw.handler_stats,
+                units: [
+                    (
+                        hw.dispatched,
+                        hw.dispatched * self.params.inbox_dispatch.0,
+                        hw.inbox_wait,
+                    ),
+                    (
+                        hw.handler_stats.iter().map(|s| s.invocations).sum(),
+                        hw.pp_busy,
+                        0,
+                    ),
+                    (hw.link.packets, hw.link.queued.0, hw.link.stall.0),
+                    (hw.mem.ops, hw.mem.busy.0, 0),
+                    (hw.pcache.ops, hw.pcache.busy.0, 0),
+                    (hw.link.packets, hw.link.busy.0, 0),
+                ],
+            })
+            .collect();
+        Ledger::build(self.now(), &names, &figures)
+    }
+}

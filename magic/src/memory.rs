@@ -1,0 +1,106 @@
+//! A node's main memory: real bytes plus the timing of its data bus.
+//!
+//! A read delivers its first doubleword `mem_first_dword` (14) cycles after the
+//! address is presented and one doubleword per cycle after that, so a whole
+//! line is in at cycle 29. A new address is accepted while the previous line is
+//! still streaming: only the data bus, one doubleword per cycle, is shared.
+
+use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
+use crate::time::Cycles;
+use hashbrown::HashMap;
+
+/// When a line moved over the memory bus: first and last doubleword.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineTiming {
+    pub first: Cycles,
+    pub last: Cycles,
+}
+
+#[derive(Default)]
+pub struct Memory {
+    /// Lines ever written; others read as zeros.
+    lines: HashMap<u64, Box<[u8; LINE_BYTES]>>,
+    /// First cycle at which the data bus can carry another doubleword.
+    bus_free: Cycles,
+    pub(crate) busy: Cycles,
+    pub(crate) ops: u64,
+}
+
+impl Memory {
+    /// Timing of a line read presented at `at`.
+    pub fn read(&mut self, at: Cycles, first_dword: Cycles) -> LineTiming {
+        let first = (at + first_dword).max(self.bus_free);
+        self.stream(first)
+    }
+
+    /// Timing of a line write presented at `at`: the buffer streams over the
+    /// data bus as soon as it is free.
+    pub fn write(&mut self, at: Cycles) -> LineTiming {
+        let first = at.max(self.bus_free);
+        self.stream(first)
+    }
+
+    fn stream(&mut self, first: Cycles) -> LineTiming {
+        let last = first + Cycles(LINE_DWORDS - 1);
+        self.bus_free = last + Cycles(1);
+        self.busy += Cycles(LINE_DWORDS);
+        self.ops += 1;
+        LineTiming { first, last }
+    }
+
+    /// The bytes of a line (functional: no time).
+    pub fn line(&self, l: LineAddr) -> [u8; LINE_BYTES] {
+        self.lines.get(&l.0).map_or([0; LINE_BYTES], |b| **b)
+    }
+
+    /// Store a whole line (functional: no time).
+    pub fn store_line(&mut self, l: LineAddr, bytes: &[u8; LINE_BYTES]) {
+        match self.lines.get_mut(&l.0) {
+            Some(b) => **b = *bytes,
+            None => {
+                self.lines.insert(l.0, Box::new(*bytes));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_arrives_at_29_and_reads_pipeline_behind_each_other() {
+        let mut m = Memory::default();
+        let a = m.read(Cycles(0), Cycles(14));
+        assert_eq!(
+            a,
+            LineTiming {
+                first: Cycles(14),
+                last: Cycles(29)
+            }
+        );
+        // Presented while the first still streams: its data follows on the bus.
+        let b = m.read(Cycles(1), Cycles(14));
+        assert_eq!(
+            b,
+            LineTiming {
+                first: Cycles(30),
+                last: Cycles(45)
+            }
+        );
+        // Presented late enough, it sees the bare 14-cycle latency again.
+        let c = m.read(Cycles(100), Cycles(14));
+        assert_eq!(c.first, Cycles(114));
+        assert_eq!(m.busy, Cycles(48));
+    }
+
+    #[test]
+    fn bytes_are_stored() {
+        let mut m = Memory::default();
+        assert_eq!(m.line(LineAddr(3)), [0; 128]);
+        let mut l = [0u8; 128];
+        l[7] = 42;
+        m.store_line(LineAddr(3), &l);
+        assert_eq!(m.line(LineAddr(3))[7], 42);
+    }
+}

@@ -1,0 +1,159 @@
+//! Machine parameters: one set, FLASH's published values by default.
+//!
+//! Every timing figure of the hardware model is here, in 10 ns system cycles,
+//! so a study changes a parameter rather than a constant in the code.
+
+use crate::time::Cycles;
+use serde::Serialize;
+
+/// The inbox's input queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum InQueue {
+    /// Network input, reply lane.
+    NetReply = 0,
+    /// Network input, request lane.
+    NetRequest = 1,
+    /// The software queue's head register.
+    Software = 2,
+    /// The processor interface (requests from the compute processor).
+    Processor = 3,
+}
+
+impl InQueue {
+    pub const ALL: [InQueue; 4] = [
+        InQueue::NetReply,
+        InQueue::NetRequest,
+        InQueue::Software,
+        InQueue::Processor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InQueue::NetReply => "net-reply",
+            InQueue::NetRequest => "net-request",
+            InQueue::Software => "software",
+            InQueue::Processor => "processor",
+        }
+    }
+}
+
+/// Parameters of one FLASH node and the network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MagicParams {
+    /// Memory: cycles from presenting an address to the first doubleword (14).
+    pub mem_first_dword: Cycles,
+    /// Processor-cache intervention: cycles until the line state is known (23).
+    pub pc_state: Cycles,
+    /// ... until the first data word of a dirty line (28).
+    pub pc_first_word: Cycles,
+    /// ... until the whole dirty line has arrived (43).
+    pub pc_line: Cycles,
+    /// Network link bandwidth in bytes per system cycle (4 = 400 MB/s).
+    pub link_bytes_per_cycle: u64,
+    /// Header bytes of every packet on the wire (32).
+    pub header_bytes: u64,
+    /// Network latency after a packet has left the link (22, the average of a
+    /// small system of about three hops).
+    pub net_latency: Cycles,
+    /// Outbox slots per lane waiting for the link (the packet on the wire holds
+    /// none). A handler that sends into a full lane stalls the PP.
+    pub outbox_slots: usize,
+    /// Cache-line-sized data buffers per node.
+    pub data_buffers: usize,
+    /// Entries the software queue's in-memory part can hold.
+    pub swq_capacity: usize,
+    /// Inbox service order, highest priority first. The default drains the
+    /// network first (it must never back up), then continues operations already
+    /// under way (software queue) before it accepts new processor requests.
+    pub inbox_priority: [InQueue; 4],
+    /// Cycles the inbox spends selecting a handler before the PP can start it.
+    /// Zero by default: the inbox overlaps its work with the previous handler.
+    pub inbox_dispatch: Cycles,
+    /// Instructions the PP issues per cycle (dual issue).
+    pub pp_issue_width: u32,
+    /// MAGIC data cache: lines (direct mapped) and the stall of a miss
+    /// beyond the memory read it triggers.
+    pub dcache_lines: usize,
+    /// Bytes of memory per node (addresses beyond are bad addresses).
+    pub mem_bytes: u64,
+}
+
+impl Default for MagicParams {
+    fn default() -> Self {
+        MagicParams {
+            mem_first_dword: Cycles(14),
+            pc_state: Cycles(23),
+            pc_first_word: Cycles(28),
+            pc_line: Cycles(43),
+            link_bytes_per_cycle: 4,
+            header_bytes: 32,
+            net_latency: Cycles(22),
+            outbox_slots: 2,
+            data_buffers: 16,
+            swq_capacity: 1024,
+            inbox_priority: InQueue::ALL,
+            inbox_dispatch: Cycles(0),
+            pp_issue_width: 2,
+            dcache_lines: 1024,
+            mem_bytes: 64 << 20,
+        }
+    }
+}
+
+impl MagicParams {
+    /// Cycles a packet with `payload` data bytes holds the link.
+    pub fn wire_cycles(&self, payload: u64) -> Cycles {
+        Cycles((self.header_bytes + payload).div_ceil(self.link_bytes_per_cycle))
+    }
+
+    /// Checks that the parameters describe a machine that can run.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut seen = [false; 4];
+        for q in self.inbox_priority {
+            if std::mem::replace(&mut seen[q as usize], true) {
+                return Err(format!("inbox_priority names {} twice", q.name()));
+            }
+        }
+        if self.link_bytes_per_cycle == 0 {
+            return Err("link_bytes_per_cycle must be at least 1".into());
+        }
+        if self.pp_issue_width == 0 {
+            return Err("pp_issue_width must be at least 1".into());
+        }
+        if self.outbox_slots == 0 {
+            return Err("outbox_slots must be at least 1".into());
+        }
+        if self.data_buffers == 0 || self.data_buffers > u16::MAX as usize {
+            return Err("data_buffers must be between 1 and 65535".into());
+        }
+        if self.dcache_lines == 0 || !self.dcache_lines.is_power_of_two() {
+            return Err("dcache_lines must be a power of two".into());
+        }
+        if !(self.pc_state <= self.pc_first_word && self.pc_first_word <= self.pc_line) {
+            return Err("processor-cache timing must satisfy state <= first word <= line".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_line_packet_holds_the_link_forty_cycles() {
+        let p = MagicParams::default();
+        assert_eq!(p.wire_cycles(128), Cycles(40));
+        assert_eq!(p.wire_cycles(0), Cycles(8));
+        assert!(p.validate().is_ok());
+    }
+
+    #[test]
+    fn a_repeated_inbox_queue_is_rejected() {
+        let p = MagicParams {
+            inbox_priority: [InQueue::NetReply; 4],
+            ..MagicParams::default()
+        };
+        assert!(p.validate().unwrap_err().contains("twice"));
+    }
+}

@@ -1,0 +1,153 @@
+//! The compute processor's cache as MAGIC sees it: a state and real bytes per
+//! line, and the timing of an intervention (MAGIC asking the cache for a line).
+//!
+//! An intervention learns the line's state after `pc_state` (23) cycles; a dirty
+//! line's first word follows at `pc_first_word` (28) and the whole line at
+//! `pc_line` (43). Interventions are not pipelined: the next one starts only
+//! when the previous one's data transfer has finished.
+
+use crate::ids::{PAddr, Region, LINE_BYTES};
+use crate::params::MagicParams;
+use crate::time::Cycles;
+use hashbrown::HashMap;
+use serde::Serialize;
+
+/// State of a line in the compute processor's cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum LineState {
+    #[default]
+    Uncached,
+    /// Clean (shared): memory holds the same bytes.
+    Clean,
+    /// Dirty (exclusive): the only up-to-date copy is in the cache.
+    Dirty,
+}
+
+/// The outcome of an intervention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Intervention {
+    /// The state the line was in.
+    pub state: LineState,
+    /// When MAGIC knows that state.
+    pub state_at: Cycles,
+    /// When the whole intervention is over (data included for a dirty line).
+    pub done: Cycles,
+    /// When the first data word arrives, if the line was dirty.
+    pub first_word_at: Option<Cycles>,
+}
+
+struct CachedLine {
+    state: LineState,
+    bytes: [u8; LINE_BYTES],
+}
+
+#[derive(Default)]
+pub struct ProcCache {
+    lines: HashMap<u64, CachedLine>,
+    free_at: Cycles,
+    pub(crate) busy: Cycles,
+    pub(crate) ops: u64,
+}
+
+/// Cache lines are keyed by their normal-space line address.
+fn key(a: PAddr) -> u64 {
+    a.with_region(Region::Normal).0 / LINE_BYTES as u64
+}
+
+impl ProcCache {
+    pub fn state(&self, a: PAddr) -> LineState {
+        self.lines
+            .get(&key(a))
+            .map_or(LineState::Uncached, |l| l.state)
+    }
+
+    /// The cached bytes, if the line is cached.
+    pub fn bytes(&self, a: PAddr) -> Option<&[u8; LINE_BYTES]> {
+        self.lines.get(&key(a)).map(|l| &l.bytes)
+    }
+
+    /// Put a line in a state with the given bytes (used by the processor model
+    /// and by experiments preparing a starting point). `Uncached` drops it.
+    pub fn set(&mut self, a: PAddr, state: LineState, bytes: [u8; LINE_BYTES]) {
+        if state == LineState::Uncached {
+            self.lines.remove(&key(a));
+        } else {
+            self.lines.insert(key(a), CachedLine { state, bytes });
+        }
+    }
+
+    /// Intervene at `at` for the line of `a`, leaving it in `next` (or in its
+    /// present state if that is less). Returns the timing and, for a dirty line,
+    /// its bytes.
+    pub fn intervene(
+        &mut self,
+        at: Cycles,
+        p: &MagicParams,
+        a: PAddr,
+        next: LineState,
+    ) -> (Intervention, Option<[u8; LINE_BYTES]>) {
+        let start = at.max(self.free_at);
+        let state = self.state(a);
+        let (done, first, data) = match state {
+            LineState::Dirty => (
+                start + p.pc_line,
+                Some(start + p.pc_first_word),
+                self.bytes(a).copied(),
+            ),
+            _ => (start + p.pc_state, None, None),
+        };
+        match (state, next) {
+            (LineState::Uncached, _) => {}
+            (_, LineState::Uncached) => {
+                self.lines.remove(&key(a));
+            }
+            (LineState::Dirty, LineState::Clean) => {
+                if let Some(l) = self.lines.get_mut(&key(a)) {
+                    l.state = LineState::Clean;
+                }
+            }
+            _ => {}
+        }
+        self.free_at = done;
+        self.busy += done - start;
+        self.ops += 1;
+        let iv = Intervention {
+            state,
+            state_at: start + p.pc_state,
+            done,
+            first_word_at: first,
+        };
+        (iv, data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::NodeId;
+
+    #[test]
+    fn a_dirty_line_comes_back_at_43_and_interventions_do_not_overlap() {
+        let p = MagicParams::default();
+        let mut c = ProcCache::default();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x80);
+        let b = PAddr::new(Region::Normal, NodeId(0), 0x100);
+        c.set(a, LineState::Dirty, [7; 128]);
+        c.set(b, LineState::Clean, [1; 128]);
+        let (iv, data) = c.intervene(Cycles(0), &p, a, LineState::Clean);
+        assert_eq!(iv.state, LineState::Dirty);
+        assert_eq!(iv.state_at, Cycles(23));
+        assert_eq!(iv.first_word_at, Some(Cycles(28)));
+        assert_eq!(iv.done, Cycles(43));
+        assert_eq!(data, Some([7; 128]));
+        assert_eq!(c.state(a), LineState::Clean);
+        // Issued at 10, it waits for the previous transfer to end at 43.
+        let (iv2, data2) = c.intervene(Cycles(10), &p, b, LineState::Uncached);
+        assert_eq!(
+            (iv2.state, iv2.state_at, iv2.done),
+            (LineState::Clean, Cycles(66), Cycles(66))
+        );
+        assert_eq!(data2, None);
+        assert_eq!(c.state(b), LineState::Uncached);
+    }
+}

@@ -1,0 +1,137 @@
+//! Simulated time.
+//!
+//! One integer unit, the *tick*, serves every clock in the kit: a tick is
+//! 1/26.4 GHz, the least common multiple of the clocks the kit models (the
+//! 100 MHz FLASH system clock, the 33 MHz CM-5 processor, its 32 MHz NI timer and
+//! the 66 MHz SP processor), so each of their cycles is a whole number of ticks
+//! and no conversion ever goes through floating point.
+//!
+//! MAGIC, its memory and the FLASH network count in [`Cycles`] of the 10 ns
+//! system clock; [`Time`] is the engine's absolute clock in ticks.
+
+use core::fmt;
+use core::ops::{Add, AddAssign, Sub};
+use serde::Serialize;
+
+/// Ticks in one 10 ns FLASH system cycle.
+pub const TICKS_PER_SYSTEM_CYCLE: u64 = 264;
+/// Ticks in one 33 MHz CM-5 processor cycle.
+pub const TICKS_PER_CM5_CYCLE: u64 = 800;
+/// Ticks in one 32 MHz CM-5 NI timer count.
+pub const TICKS_PER_CM5_TIMER: u64 = 825;
+/// Ticks in one 66 MHz SP (POWER2) processor cycle.
+pub const TICKS_PER_SP_CYCLE: u64 = 400;
+/// Ticks in one microsecond.
+pub const TICKS_PER_US: u64 = 26_400;
+
+/// An absolute point in simulated time, in ticks (1/26.4 GHz).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Time(pub u64);
+
+/// A count of 10 ns FLASH system cycles: MAGIC's, memory's and the network's unit.
+///
+/// Used both for durations and for points in time on a FLASH machine (cycles
+/// since the start of the run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Cycles(pub u64);
+
+impl Time {
+    pub const ZERO: Time = Time(0);
+
+    /// The time `c` system cycles after the start of the run.
+    pub const fn from_cycles(c: Cycles) -> Time {
+        Time(c.0 * TICKS_PER_SYSTEM_CYCLE)
+    }
+
+    /// This time in whole system cycles, rounded down.
+    pub const fn to_cycles_floor(self) -> Cycles {
+        Cycles(self.0 / TICKS_PER_SYSTEM_CYCLE)
+    }
+
+    /// This time in microseconds (for reports only; the model never uses it).
+    pub fn as_us(self) -> f64 {
+        self.0 as f64 / TICKS_PER_US as f64
+    }
+}
+
+impl Cycles {
+    pub const ZERO: Cycles = Cycles(0);
+
+    /// Microseconds for reports (10 ns per cycle).
+    pub fn as_us(self) -> f64 {
+        self.0 as f64 / 100.0
+    }
+
+    /// The later of two points in time.
+    #[inline]
+    pub fn max(self, o: Cycles) -> Cycles {
+        Cycles(self.0.max(o.0))
+    }
+
+    /// `self - o`, or zero if `o` is later.
+    #[inline]
+    pub fn saturating_sub(self, o: Cycles) -> Cycles {
+        Cycles(self.0.saturating_sub(o.0))
+    }
+}
+
+impl Add for Cycles {
+    type Output = Cycles;
+    #[inline]
+    fn add(self, o: Cycles) -> Cycles {
+        Cycles(self.0 + o.0)
+    }
+}
+
+impl AddAssign for Cycles {
+    #[inline]
+    fn add_assign(&mut self, o: Cycles) {
+        self.0 += o.0;
+    }
+}
+
+impl Sub for Cycles {
+    type Output = Cycles;
+    #[inline]
+    fn sub(self, o: Cycles) -> Cycles {
+        Cycles(self.0 - o.0)
+    }
+}
+
+impl Add for Time {
+    type Output = Time;
+    #[inline]
+    fn add(self, o: Time) -> Time {
+        Time(self.0 + o.0)
+    }
+}
+
+impl fmt::Display for Cycles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}t", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_clock_is_a_whole_number_of_ticks() {
+        // 26.4 GHz divided by each clock's frequency, exactly.
+        assert_eq!(26_400 / 100, TICKS_PER_SYSTEM_CYCLE);
+        assert_eq!(26_400 % 33, 0);
+        assert_eq!(26_400 / 33, TICKS_PER_CM5_CYCLE);
+        assert_eq!(26_400 / 32, TICKS_PER_CM5_TIMER);
+        assert_eq!(26_400 / 66, TICKS_PER_SP_CYCLE);
+        assert_eq!(Time::from_cycles(Cycles(100)).0, TICKS_PER_US);
+        assert_eq!(Time::from_cycles(Cycles(7)).to_cycles_floor(), Cycles(7));
+    }
+}

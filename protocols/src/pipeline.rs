@@ -1,0 +1,220 @@
+//! The `pipeline` scenario: every node sends `msgs` messages of 32 line-sized
+//! packets, all posted at cycle 0, through three handlers of fixed cost.
+//!
+//! - `setup` (processor interface, 20 cycles): picks the destination and puts
+//!   the message's first packet on the software queue;
+//! - `send` (software queue, 12 cycles): sends one packet, then reschedules
+//!   itself for the next;
+//! - `recv` (network request lane, 10 cycles, 16 more for the last packet of a
+//!   message, when the message is complete).
+//!
+//! The machine is MAGIC with its default parameters: a full-line packet holds
+//! the link 40 cycles, arrives 22 cycles later, and the outbox has two slots
+//! behind the wire. Inbox priority (network, then software queue, then
+//! processor) makes a node finish sending one message before it sets up the
+//! next, and serves received packets before its own sends.
+
+use magic::{
+    Cx, Cycles, Lane, Ledger, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState,
+    Region, RunReport,
+};
+use serde::Serialize;
+
+/// Packets per message (4 KB as 128-byte lines).
+pub const PACKETS: u64 = 32;
+const SETUP: Cycles = Cycles(20);
+const SEND: Cycles = Cycles(12);
+const RECV: Cycles = Cycles(10);
+const DONE: Cycles = Cycles(16);
+
+const POST: MsgType = MsgType(1);
+const NEXT: MsgType = MsgType(2);
+const PKT: MsgType = MsgType(3);
+
+/// How a node picks the destination of its j-th message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// (i + 1) mod N
+    Ring,
+    /// (i + 1 + j mod (N - 1)) mod N
+    Shift,
+    /// (i + 1 + (x >> 33) mod (N - 1)) mod N, x a per-node 64-bit LCG
+    Rand,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PipelineConfig {
+    pub nodes: u32,
+    pub msgs: u32,
+    pub pattern: Pattern,
+}
+
+impl PipelineConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.nodes < 2 {
+            return Err(format!("--nodes must be at least 2 (got {})", self.nodes));
+        }
+        if self.nodes > 256 {
+            return Err(format!("--nodes must be at most 256 (got {})", self.nodes));
+        }
+        if self.msgs == 0 {
+            return Err("--msgs must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// A node's part of the scenario: its own messages and what it received.
+#[derive(Debug)]
+pub struct PipeNode {
+    id: u32,
+    nodes: u32,
+    pattern: Pattern,
+    lcg: u64,
+    next_msg: u32,
+    posted: u32,
+    completed: u64,
+    sum_completion: u64,
+    sum_latency: u64,
+    last: Cycles,
+}
+
+impl NodeState for PipeNode {
+    fn pending(&self) -> Option<String> {
+        (self.next_msg < self.posted).then(|| {
+            format!(
+                "{} of its messages never set up",
+                self.posted - self.next_msg
+            )
+        })
+    }
+}
+
+impl PipeNode {
+    fn dest(&mut self, j: u32) -> u32 {
+        let (i, n) = (self.id, self.nodes);
+        match self.pattern {
+            Pattern::Ring => (i + 1) % n,
+            Pattern::Shift => (i + 1 + j % (n - 1)) % n,
+            Pattern::Rand => {
+                self.lcg = self
+                    .lcg
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (i + 1 + ((self.lcg >> 33) % (n as u64 - 1)) as u32) % n
+            }
+        }
+    }
+}
+
+fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg) {
+    let start = cx.now();
+    let me = cx.node();
+    let s = cx.state();
+    let j = s.next_msg;
+    s.next_msg += 1;
+    let dst = s.dest(j);
+    cx.busy(SETUP);
+    let first = Msg::new(NEXT, me, me).args([dst as u64, 0, start.0]);
+    // The queue holds one entry per node at most here; it cannot be full.
+    let _ = cx.reschedule(first);
+}
+
+fn send(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
+    let [dst, k, start] = m.args;
+    cx.busy(SEND);
+    let pkt = Msg::new(PKT, cx.node(), NodeId(dst as u32))
+        .lane(Lane::Request)
+        .len(128)
+        .args([k, start, 0]);
+    let _ = cx.send(pkt, None);
+    if k + 1 < PACKETS {
+        let _ = cx.reschedule(Msg {
+            args: [dst, k + 1, start],
+            ..*m
+        });
+    }
+}
+
+fn recv(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
+    let [k, start, _] = m.args;
+    cx.busy(RECV);
+    if k + 1 == PACKETS {
+        cx.busy(DONE);
+        let t = cx.now();
+        let s = cx.state();
+        s.completed += 1;
+        s.sum_completion += t.0;
+        s.sum_latency += t.0 - start;
+        s.last = s.last.max(t);
+    }
+}
+
+/// The simulated results the peers agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PipelineResult {
+    /// Cycle at which the last message completed.
+    pub completion: u64,
+    /// Sum over messages of their completion cycles.
+    pub sum_completion: u64,
+    /// Sum over messages of completion minus setup start.
+    pub sum_latency: u64,
+    /// Model events (handler runs, link transmissions, network deliveries).
+    pub events: u64,
+}
+
+/// The machine with the scenario's handlers installed and every message posted.
+pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, String> {
+    cfg.validate()?;
+    let mut b = MagicBuilder::new(MagicParams::default(), cfg.nodes);
+    let h_setup = b.handler("setup", setup);
+    let h_send = b.handler("send", send);
+    let h_recv = b.handler("recv", recv);
+    b.route(POST, Region::Normal, h_setup)
+        .route(NEXT, Region::Normal, h_send)
+        .route(PKT, Region::Normal, h_recv);
+    let mut m = b.build(|n| PipeNode {
+        id: n.0,
+        nodes: cfg.nodes,
+        pattern: cfg.pattern,
+        lcg: (n.0 as u64)
+            .wrapping_mul(0x9E3779B97F4A7C15)
+            .wrapping_add(1),
+        next_msg: 0,
+        posted: cfg.msgs,
+        completed: 0,
+        sum_completion: 0,
+        sum_latency: 0,
+        last: Cycles(0),
+    })?;
+    for n in 0..cfg.nodes {
+        for _ in 0..cfg.msgs {
+            m.post(NodeId(n), Cycles(0), Msg::new(POST, NodeId(n), NodeId(n)))?;
+        }
+    }
+    Ok(m)
+}
+
+/// Sum the nodes' records into the result.
+pub fn result(m: &Magic<PipeNode>) -> PipelineResult {
+    let s = m.states();
+    PipelineResult {
+        completion: s.iter().map(|n| n.last.0).max().unwrap_or(0),
+        sum_completion: s.iter().map(|n| n.sum_completion).sum(),
+        sum_latency: s.iter().map(|n| n.sum_latency).sum(),
+        events: m.model_events(),
+    }
+}
+
+/// Messages completed so far (all nodes).
+pub fn completed(m: &Magic<PipeNode>) -> u64 {
+    m.states().iter().map(|n| n.completed).sum()
+}
+
+/// Build, run and summarize in one call.
+pub fn run(cfg: &PipelineConfig) -> Result<(PipelineResult, Ledger, RunReport), String> {
+    let mut m = build(cfg)?;
+    let report = m.run();
+    Ok((result(&m), m.ledger(), report))
+}

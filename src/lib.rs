@@ -1,0 +1,9 @@
+//! flashkit: a model of the Stanford FLASH multiprocessor's programmable node
+//! controller, MAGIC, and the message-passing protocols that run on it.
+//!
+//! This facade re-exports the workspace's crates under one name.
+
+pub use coherence;
+pub use magic;
+pub use os_shim;
+pub use protocols;
