@@ -299,7 +299,8 @@ impl<'a, S> Cx<'a, S> {
     /// handler ends (the way a long operation continues itself).
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
         let q = &mut self.hw.queues[InQueue::Software as usize];
-        if q.len() >= self.params.swq_capacity + 1 {
+        // The head register holds one entry beyond the in-memory part.
+        if q.len() > self.params.swq_capacity {
             self.hw.drops.swq_full += 1;
             return Err(Refused::QueueFull);
         }

@@ -47,26 +47,41 @@ pub(crate) enum Ev {
     Wake { node: u32 },
 }
 
-/// Messages in flight or queued, with their bytes; slots are reused.
+/// Messages in flight or queued, with their bytes; slots are reused, and a
+/// message without data costs no line of storage.
 #[derive(Default)]
 pub(crate) struct Packets {
     slots: Vec<Packet>,
     free: Vec<u32>,
+    lines: Vec<[u8; LINE_BYTES]>,
+    free_lines: Vec<u32>,
 }
 
+#[derive(Clone, Copy)]
 struct Packet {
     msg: Msg,
-    has_data: bool,
-    data: [u8; LINE_BYTES],
+    /// Index into `lines`, or `NO_DATA`.
+    data: u32,
 }
+
+const NO_DATA: u32 = u32::MAX;
 
 impl Packets {
     pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>) -> u32 {
-        let p = Packet {
-            msg,
-            has_data: data.is_some(),
-            data: data.unwrap_or([0; LINE_BYTES]),
+        let data = match data {
+            None => NO_DATA,
+            Some(bytes) => match self.free_lines.pop() {
+                Some(i) => {
+                    self.lines[i as usize] = bytes;
+                    i
+                }
+                None => {
+                    self.lines.push(bytes);
+                    (self.lines.len() - 1) as u32
+                }
+            },
         };
+        let p = Packet { msg, data };
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -79,14 +94,25 @@ impl Packets {
         }
     }
 
-    fn get(&self, i: u32) -> &Packet {
-        &self.slots[i as usize]
+    fn msg(&self, i: u32) -> &Msg {
+        &self.slots[i as usize].msg
     }
 
-    fn remove(&mut self, i: u32) -> (Msg, Option<[u8; LINE_BYTES]>) {
+    fn has_data(&self, i: u32) -> bool {
+        self.slots[i as usize].data != NO_DATA
+    }
+
+    /// Take a message out; its bytes, if any, are copied into `into`.
+    fn remove(&mut self, i: u32, into: Option<&mut [u8; LINE_BYTES]>) -> Msg {
         self.free.push(i);
-        let p = &self.slots[i as usize];
-        (p.msg, p.has_data.then_some(p.data))
+        let p = self.slots[i as usize];
+        if p.data != NO_DATA {
+            if let Some(dst) = into {
+                *dst = self.lines[p.data as usize];
+            }
+            self.free_lines.push(p.data);
+        }
+        p.msg
     }
 }
 
@@ -383,7 +409,7 @@ impl<S: NodeState> Magic<S> {
     fn apply(&mut self, t: Cycles, ev: Ev) {
         match ev {
             Ev::Deliver { node, q, pkt } => {
-                let src = self.packets.get(pkt).msg.src;
+                let src = self.packets.msg(pkt).src;
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
                 let mut pos = queue.len();
@@ -392,7 +418,7 @@ impl<S: NodeState> Magic<S> {
                     // Simultaneous arrivals enter lowest source first.
                     while pos > 0 {
                         let prev = queue[pos - 1];
-                        if prev.at == t && self.packets.get(prev.pkt).msg.src > src {
+                        if prev.at == t && self.packets.msg(prev.pkt).src > src {
                             pos -= 1;
                         } else {
                             break;
@@ -437,8 +463,7 @@ impl<S: NodeState> Magic<S> {
                 let Some(front) = hw.queues[q as usize].front() else {
                     continue;
                 };
-                let p = self.packets.get(front.pkt);
-                if p.has_data {
+                if self.packets.has_data(front.pkt) {
                     match hw.bufs.alloc(t) {
                         Some(b) => {
                             pick = Some((q, Some(b)));
@@ -464,7 +489,8 @@ impl<S: NodeState> Magic<S> {
                 return;
             };
             let queued = hw.queues[q as usize].pop_front().expect("picked");
-            let (msg, data) = self.packets.remove(queued.pkt);
+            let into = buf.and_then(|b| hw.bufs.get_mut(b)).map(|x| &mut x.bytes);
+            let msg = self.packets.remove(queued.pkt, into);
             hw.dispatched += 1;
             hw.inbox_wait += (t - queued.at).0;
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
@@ -474,10 +500,6 @@ impl<S: NodeState> Magic<S> {
                 }
                 continue;
             };
-            if let (Some(b), Some(bytes)) = (buf, data) {
-                let x = hw.bufs.get_mut(b).expect("just allocated");
-                x.bytes = bytes;
-            }
             let start = t + self.params.inbox_dispatch;
             let spec = (route.speculative_read
                 && msg.addr.region() == Region::Normal
@@ -536,7 +558,7 @@ impl<S: NodeState> Magic<S> {
             for q in InQueue::ALL {
                 let queue = &hw.queues[q as usize];
                 if let Some(front) = queue.front() {
-                    let m = self.packets.get(front.pkt).msg;
+                    let m = *self.packets.msg(front.pkt);
                     let mut s = String::new();
                     let _ = write!(
                         s,

@@ -1,0 +1,248 @@
+//! Exact timing of the node hardware, seen from handlers on a small machine.
+
+use magic::{
+    Cx, Cycles, Lane, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState,
+    PAddr, Region, Unit,
+};
+
+const GO: MsgType = MsgType(1);
+const DATA: MsgType = MsgType(2);
+const STEP: MsgType = MsgType(3);
+
+/// What the test handlers observed.
+#[derive(Default, Debug)]
+struct Seen {
+    at: Vec<(&'static str, u64, u64)>,
+    bytes: Vec<u8>,
+    allocs: Vec<bool>,
+}
+
+impl NodeState for Seen {}
+
+fn machine(nodes: u32, go: magic::HandlerFn<Seen>) -> Magic<Seen> {
+    let mut b = MagicBuilder::new(MagicParams::default(), nodes);
+    let h = b.handler("go", go);
+    let d = b.handler("data", on_data);
+    let s = b.handler("step", on_step);
+    b.route_any(GO, h).route_any(DATA, d).route_any(STEP, s);
+    b.build(|_| Seen::default()).unwrap()
+}
+
+fn on_data(cx: &mut Cx<'_, Seen>, m: &Msg) {
+    let t = cx.now().0;
+    let b = cx.msg_buffer().expect("data message");
+    let first = cx.buffer(b).unwrap()[0];
+    let s = cx.state();
+    s.at.push(("data", t, m.args[0]));
+    s.bytes.push(first);
+}
+
+fn on_step(cx: &mut Cx<'_, Seen>, m: &Msg) {
+    cx.busy(Cycles(1));
+    let t = cx.now().0;
+    cx.state().at.push(("step", t, m.args[0]));
+}
+
+fn go_at_zero(m: &mut Magic<Seen>) {
+    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+        .unwrap();
+    let r = m.run();
+    assert!(r.is_clean(), "{:?}", r.stuck);
+}
+
+#[test]
+fn a_line_from_memory_is_in_at_cycle_29() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        let b = cx.alloc_buffer().unwrap();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x1000);
+        let t = cx.mem_read(a, b).unwrap();
+        cx.wait(t);
+        let now = cx.now().0;
+        let first = cx.buffer(b).unwrap()[5];
+        cx.state().at.push(("read", now, first as u64));
+        cx.free_buffer(b).unwrap();
+    }
+    let mut m = machine(1, go);
+    let mut line = [0u8; 128];
+    line[5] = 99;
+    m.memory_mut(NodeId(0))
+        .store_line(PAddr::new(Region::Normal, NodeId(0), 0x1000).line(), &line);
+    go_at_zero(&mut m);
+    assert_eq!(m.state(NodeId(0)).at, vec![("read", 29, 99)]);
+    let l = m.ledger();
+    let go_row = l.handler(Some(0), "go").unwrap();
+    assert_eq!((go_row.stats.busy, go_row.stats.wait), (29, 29));
+    assert_eq!(l.unit(Some(0), Unit::Memory).unwrap().busy, 16);
+}
+
+#[test]
+fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        let b = cx.alloc_buffer().unwrap();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
+        let iv = cx.pc_get(a, b, LineState::Clean).unwrap();
+        cx.wait_until(iv.state_at);
+        let at_state = cx.now().0;
+        cx.wait_until(iv.done);
+        let now = cx.now().0;
+        let byte = cx.buffer(b).unwrap()[0];
+        let s = cx.state();
+        s.at.push(("state", at_state, iv.first_word_at.unwrap().0));
+        s.at.push(("line", now, byte as u64));
+        cx.free_buffer(b).unwrap();
+    }
+    let mut m = machine(1, go);
+    let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
+    m.pcache_mut(NodeId(0))
+        .set(a, LineState::Dirty, [0xAB; 128]);
+    go_at_zero(&mut m);
+    assert_eq!(
+        m.state(NodeId(0)).at,
+        vec![("state", 23, 28), ("line", 43, 0xAB)]
+    );
+    assert_eq!(m.pcache(NodeId(0)).state(a), LineState::Clean);
+}
+
+#[test]
+fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        let b = cx.alloc_buffer().unwrap();
+        cx.buffer_mut(b).unwrap()[0] = 7;
+        cx.send(
+            Msg::new(DATA, cx.node(), NodeId(1)).args([1, 0, 0]),
+            Some(b),
+        )
+        .unwrap();
+    }
+    let mut m = machine(2, go);
+    go_at_zero(&mut m);
+    assert_eq!(m.state(NodeId(1)).at, vec![("data", 62, 1)]);
+    assert_eq!(m.state(NodeId(1)).bytes, vec![7]);
+    let l = m.ledger();
+    assert_eq!(l.unit(Some(0), Unit::NetOut).unwrap().busy, 40);
+}
+
+#[test]
+fn a_handler_sending_into_a_full_outbox_lane_stalls_and_the_stall_is_charged() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        for k in 0..4 {
+            let m = Msg::new(STEP, cx.node(), NodeId(1))
+                .len(128)
+                .args([k, 0, 0]);
+            cx.send(m, None).unwrap();
+        }
+        // A reply does not wait for the full request lane.
+        cx.send(
+            Msg::new(STEP, cx.node(), NodeId(1))
+                .lane(Lane::Reply)
+                .args([9, 0, 0]),
+            None,
+        )
+        .unwrap();
+    }
+    let mut m = machine(2, go);
+    go_at_zero(&mut m);
+    // One on the wire, two waiting: the fourth waits until the first is gone.
+    let l = m.ledger();
+    let row = l.handler(Some(0), "go").unwrap();
+    assert_eq!((row.stats.busy, row.stats.outbox_stall), (40, 40));
+    assert_eq!(l.unit(Some(0), Unit::Outbox).unwrap().waiting, 40);
+    // Packets arrive 62 cycles after each start: 0, 40, 80, 120; the reply is
+    // on the wire behind them (8 cycles: header only).
+    let at: Vec<_> = m
+        .state(NodeId(1))
+        .at
+        .iter()
+        .map(|&(_, t, k)| (t, k))
+        .collect();
+    assert_eq!(at, vec![(63, 0), (103, 1), (143, 2), (183, 3), (191, 9)]);
+}
+
+#[test]
+fn data_buffer_exhaustion_is_seen_by_the_handler() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        let mut held = Vec::new();
+        for _ in 0..17 {
+            let b = cx.alloc_buffer();
+            cx.state().allocs.push(b.is_some());
+            held.extend(b);
+        }
+        for b in held {
+            cx.free_buffer(b).unwrap();
+        }
+        let again = cx.alloc_buffer();
+        cx.state().allocs.push(again.is_some());
+        cx.free_buffer(again.unwrap()).unwrap();
+    }
+    let mut m = machine(1, go);
+    go_at_zero(&mut m);
+    let mut want = vec![true; 16];
+    want.extend([false, true]);
+    assert_eq!(m.state(NodeId(0)).allocs, want);
+}
+
+#[test]
+fn the_software_queue_is_first_in_first_out_and_yields_to_the_network() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        for k in 0..3 {
+            cx.reschedule(Msg::new(STEP, cx.node(), cx.node()).args([k, 0, 0]))
+                .unwrap();
+        }
+        // Loopback on the request lane: arrives in the network queue now.
+        cx.send(Msg::new(STEP, cx.node(), cx.node()).args([100, 0, 0]), None)
+            .unwrap();
+        cx.busy(Cycles(5));
+    }
+    let mut m = machine(1, go);
+    go_at_zero(&mut m);
+    let order: Vec<_> = m
+        .state(NodeId(0))
+        .at
+        .iter()
+        .map(|&(_, t, k)| (t, k))
+        .collect();
+    assert_eq!(order, vec![(6, 100), (7, 0), (8, 1), (9, 2)]);
+}
+
+#[test]
+fn a_message_with_no_handler_is_dropped_and_counted() {
+    let mut m = machine(1, |_, _| {});
+    m.post(
+        NodeId(0),
+        Cycles(0),
+        Msg::new(MsgType(77), NodeId(0), NodeId(0)),
+    )
+    .unwrap();
+    let r = m.run();
+    assert!(r.is_clean());
+    assert_eq!(m.drops(NodeId(0)).unhandled, 1);
+    assert!(m
+        .post(NodeId(5), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+        .is_err());
+}
+
+#[test]
+fn a_run_that_ends_with_work_pending_says_what_is_stuck() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        // Takes a buffer and never gives it back.
+        let _ = cx.alloc_buffer();
+    }
+    let mut m = machine(1, go);
+    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+        .unwrap();
+    let r = m.run();
+    assert_eq!(
+        r.stuck,
+        vec!["node 0: 1 data buffer(s) still allocated".to_string()]
+    );
+    // A cycle limit stops a run that would go on, and says so.
+    let mut m = machine(1, |cx, _| cx.busy(Cycles(10)));
+    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+        .unwrap();
+    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+        .unwrap();
+    let r = m.run_until(Some(Cycles(5)));
+    assert!(r.limit_reached);
+    assert_eq!(r.stuck.len(), 1, "{:?}", r.stuck);
+    assert!(r.stuck[0].contains("processor queue"), "{:?}", r.stuck);
+}
