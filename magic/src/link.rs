@@ -33,7 +33,9 @@ pub struct OutLink {
     pub(crate) busy: Cycles,
     pub(crate) packets: u64,
     pub(crate) stall: Cycles,
-    pub(crate) queued: Cycles,
+    /// Cycles during which at least one accepted packet waited for the wire.
+    pub(crate) occupied: Cycles,
+    occupied_until: Cycles,
 }
 
 impl OutLink {
@@ -67,7 +69,10 @@ impl OutLink {
         self.busy += wire;
         self.packets += 1;
         self.stall += accepted - at;
-        self.queued += start - accepted;
+        // Waiting intervals come in order, so their union grows at the end.
+        let from = accepted.max(self.occupied_until);
+        self.occupied += start.saturating_sub(from);
+        self.occupied_until = self.occupied_until.max(start);
         self.last_issue = accepted;
         Departure {
             accepted,

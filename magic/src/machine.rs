@@ -77,6 +77,8 @@ impl Packets {
                 }
                 None => {
                     self.lines.push(bytes);
+                    // The free list can hold every slot, so it never grows later.
+                    self.free_lines.reserve(self.lines.len());
                     (self.lines.len() - 1) as u32
                 }
             },
@@ -89,6 +91,7 @@ impl Packets {
             }
             None => {
                 self.slots.push(p);
+                self.free.reserve(self.slots.len());
                 (self.slots.len() - 1) as u32
             }
         }
@@ -615,7 +618,7 @@ impl<S: NodeState> Magic<S> {
                         hw.pp_busy,
                         0,
                     ),
-                    (hw.link.packets, hw.link.queued.0, hw.link.stall.0),
+                    (hw.link.packets, hw.link.occupied.0, hw.link.stall.0),
                     (hw.mem.ops, hw.mem.busy.0, 0),
                     (hw.pcache.ops, hw.pcache.busy.0, 0),
                     (hw.link.packets, hw.link.busy.0, 0),

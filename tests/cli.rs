@@ -1,0 +1,90 @@
+//! The command line: JSON output and bad input (one line, exit status 2).
+
+use std::process::Command;
+
+fn flashkit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn pipeline_prints_the_results_as_json() {
+    let (code, out, err) = flashkit(&[
+        "pipeline",
+        "--nodes",
+        "4",
+        "--msgs",
+        "3",
+        "--pattern",
+        "rand",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["completion"], 4140);
+    assert_eq!(v["sum_completion"], 32570);
+    assert_eq!(v["sum_latency"], 17364);
+    assert_eq!(v["events"], 4 * 3 * 129);
+    assert!(v["wall_s"].as_f64().unwrap() >= 0.0);
+    let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            "completion",
+            "events",
+            "sum_completion",
+            "sum_latency",
+            "wall_s"
+        ]
+    );
+}
+
+#[test]
+fn pipeline_table_shows_the_ledger() {
+    let (code, out, _) = flashkit(&["pipeline", "--nodes", "2", "--msgs", "1"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("completion      1360 cycles"), "{out}");
+    assert!(out.contains("handler occupancy"), "{out}");
+    assert!(out.contains("net-out"), "{out}");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_status_2() {
+    for args in [
+        &["pipeline", "--nodes", "1"][..],
+        &["pipeline", "--msgs", "0"],
+        &["pipeline", "--pattern", "star"],
+        &["pipeline", "--bogus"],
+        &["pipeline", "--nodes", "-3"],
+        &["pipeline", "--nodes", "300"],
+        &["frobnicate"],
+        &[],
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        if !args.is_empty() {
+            assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.starts_with("error: "), "{args:?}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn version_and_help_succeed() {
+    let (code, out, _) = flashkit(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("flashkit "));
+    let (code, out, _) = flashkit(&["pipeline", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Example: flashkit pipeline"), "{out}");
+}

@@ -1,0 +1,87 @@
+//! The `pipeline` scenario agrees exactly with the reference peers
+//! (../shared/peers): their published table and smaller runs of theirs.
+
+use protocols::pipeline::{self, Pattern, PipelineConfig};
+
+/// (nodes, msgs, pattern, completion, sum of completions, sum of latencies),
+/// as the hand-written peer (magic_heap.rs) printed them.
+const PEERS: &[(u32, u32, Pattern, u64, u64, u64)] = &[
+    (3, 3, Pattern::Rand, 3920, 23894, 12842),
+    (3, 50, Pattern::Rand, 64080, 4911608, 219074),
+    (5, 10, Pattern::Ring, 12880, 356810, 72320),
+    (5, 10, Pattern::Shift, 12880, 356810, 72320),
+    (5, 50, Pattern::Rand, 65740, 8304342, 365778),
+    (8, 3, Pattern::Rand, 5026, 65398, 35706),
+    (8, 10, Pattern::Rand, 16804, 615388, 126186),
+    (8, 50, Pattern::Shift, 64080, 13095056, 581632),
+    (8, 50, Pattern::Rand, 68926, 13677774, 597494),
+    (16, 3, Pattern::Rand, 5182, 129666, 70436),
+    (16, 10, Pattern::Rand, 14142, 1159434, 233682),
+];
+
+/// The peers' README table.
+const PUBLISHED: &[(u32, u32, Pattern, u64, u64, u64)] = &[
+    (16, 1000, Pattern::Ring, 1280080, 10251807712, 23294464),
+    (16, 1000, Pattern::Rand, 1322768, 10531903180, 23760054),
+    (64, 1000, Pattern::Ring, 1280080, 41007230848, 93177856),
+    (64, 1000, Pattern::Rand, 1335580, 42239407390, 95629802),
+];
+
+fn check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
+    for &(nodes, msgs, pattern, completion, sum_completion, sum_latency) in rows {
+        let cfg = PipelineConfig {
+            nodes,
+            msgs,
+            pattern,
+        };
+        let (r, ledger, report) = pipeline::run(&cfg).unwrap();
+        assert!(report.is_clean(), "{cfg:?}: {:?}", report.stuck);
+        assert_eq!(
+            (r.completion, r.sum_completion, r.sum_latency),
+            (completion, sum_completion, sum_latency),
+            "{cfg:?}"
+        );
+        // Model events as the peers count them: N*M*(1 + 4*32).
+        assert_eq!(r.events, nodes as u64 * msgs as u64 * 129, "{cfg:?}");
+        let recv = ledger
+            .summed()
+            .handler(None, "recv")
+            .unwrap()
+            .stats
+            .invocations;
+        assert_eq!(recv, nodes as u64 * msgs as u64 * 32);
+    }
+}
+
+#[test]
+fn small_runs_match_the_peers() {
+    check(PEERS);
+}
+
+#[test]
+fn the_sixteen_node_rows_of_the_published_table_match() {
+    check(&PUBLISHED[..2]);
+}
+
+#[test]
+#[ignore = "large: run with cargo test --release -- --ignored (CI does)"]
+fn every_row_of_the_published_table_matches() {
+    check(PUBLISHED);
+}
+
+#[test]
+fn runs_are_identical_byte_for_byte() {
+    let cfg = PipelineConfig {
+        nodes: 8,
+        msgs: 20,
+        pattern: Pattern::Rand,
+    };
+    let a = pipeline::run(&cfg).unwrap();
+    let b = pipeline::run(&cfg).unwrap();
+    assert_eq!(a.0, b.0);
+    assert_eq!(a.1.render(), b.1.render());
+    assert_eq!(
+        serde_json::to_string(&a.1).unwrap(),
+        serde_json::to_string(&b.1).unwrap()
+    );
+}
