@@ -6,17 +6,25 @@
 //! scheduled, whatever the queue's internal layout. Nothing here reads the wall
 //! clock.
 //!
-//! Layout: a binary heap for events in the future plus a FIFO for events
-//! scheduled *at the current time*. An event scheduled now always carries a
-//! larger sequence number than anything already in the heap for this time, so
-//! the FIFO is drained after the heap's events at `now`, which keeps the
-//! (time, sequence) order exact while zero-delay events skip the heap.
-//! Both structures keep their capacity, so a run in steady state does not
-//! allocate per event.
+//! Layout: a timing wheel of `SLOTS` slots, one per *quantum* of time (a
+//! machine's own clock period: a MAGIC machine uses the 10 ns system cycle),
+//! covering the near future; each slot is a FIFO (a linked list through one
+//! shared arena of entries with a free list), so same-time events keep their
+//! scheduling order for free. Events further out wait in a heap (`far`)
+//! and move into the wheel as soon as their time enters its window, before
+//! anything scheduled later can be added beside them. Events at times that
+//! are not whole quanta (another clock's edges) live in a second heap
+//! (`odd`), ordered by (time, sequence); they never share a time with a wheel
+//! event. Every structure keeps its capacity, so a run in steady state does
+//! not allocate per event.
 
 use crate::time::Time;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
+
+/// Slots in the wheel (a power of two).
+const SLOTS: usize = 1024;
+const WORDS: usize = SLOTS / 64;
 
 struct Entry<E> {
     at: Time,
@@ -42,32 +50,69 @@ impl<E> Ord for Entry<E> {
     }
 }
 
-/// A deterministic event queue over payloads of type `E`.
+const NIL: u32 = u32::MAX;
+
+/// One wheel slot: the first and last arena entries of its list.
+#[derive(Clone, Copy)]
+struct Slot {
+    head: u32,
+    tail: u32,
+}
+
+/// An arena entry: an event and the next entry of its slot (or of the free list).
+#[derive(Clone, Copy)]
+struct Link<E> {
+    ev: E,
+    next: u32,
+}
+
+/// A deterministic event queue over payloads of type `E` (small plain values).
 pub struct Engine<E> {
     now: Time,
+    /// Ticks per wheel slot.
+    quantum: u64,
+    /// Quantum index of `now`: the wheel holds quanta `base .. base + SLOTS`.
+    base: u64,
+    slots: Box<[Slot; SLOTS]>,
+    arena: Vec<Link<E>>,
+    free: u32,
+    /// Bit per slot: has unread events.
+    occupied: [u64; WORDS],
+    in_wheel: usize,
+    far: BinaryHeap<Entry<E>>,
+    odd: BinaryHeap<Entry<E>>,
     seq: u64,
-    future: BinaryHeap<Entry<E>>,
-    current: VecDeque<E>,
     popped: u64,
 }
 
-impl<E> Default for Engine<E> {
+impl<E: Copy> Default for Engine<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> Engine<E> {
+impl<E: Copy> Engine<E> {
+    /// An engine whose wheel quantum is one tick.
     pub fn new() -> Self {
-        Self::with_capacity(64)
+        Self::with_quantum(1)
     }
 
-    pub fn with_capacity(n: usize) -> Self {
+    /// An engine whose wheel slots are `quantum` ticks wide: pick the period of
+    /// the clock most events fall on.
+    pub fn with_quantum(quantum: u64) -> Self {
+        assert!(quantum > 0, "quantum must be positive");
         Engine {
             now: Time::ZERO,
+            quantum,
+            base: 0,
+            slots: Box::new([Slot { head: NIL, tail: NIL }; SLOTS]),
+            arena: Vec::new(),
+            free: NIL,
+            occupied: [0; WORDS],
+            in_wheel: 0,
+            far: BinaryHeap::new(),
+            odd: BinaryHeap::new(),
             seq: 0,
-            future: BinaryHeap::with_capacity(n),
-            current: VecDeque::with_capacity(n.min(1024)),
             popped: 0,
         }
     }
@@ -81,63 +126,141 @@ impl<E> Engine<E> {
     /// Schedule `ev` at `at`. Scheduling into the past is a model bug.
     #[inline]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        assert!(
-            at >= self.now,
-            "event scheduled in the past ({at} < {})",
-            self.now
-        );
+        assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
         self.seq += 1;
-        if at == self.now {
-            self.current.push_back(ev);
+        if at.0 % self.quantum != 0 {
+            self.odd.push(Entry { at, seq: self.seq, ev });
+            return;
+        }
+        let q = at.0 / self.quantum;
+        if q < self.base + SLOTS as u64 {
+            self.put(q, ev);
         } else {
-            self.future.push(Entry {
-                at,
-                seq: self.seq,
-                ev,
-            });
+            self.far.push(Entry { at, seq: self.seq, ev });
         }
     }
 
-    /// The time of the next pending event, if any.
     #[inline]
-    pub fn next_time(&self) -> Option<Time> {
-        if !self.current.is_empty() {
-            Some(self.now)
+    fn put(&mut self, q: u64, ev: E) {
+        let i = (q as usize) & (SLOTS - 1);
+        let link = Link { ev, next: NIL };
+        let n = if self.free != NIL {
+            let n = self.free;
+            self.free = self.arena[n as usize].next;
+            self.arena[n as usize] = link;
+            n
         } else {
-            self.future.peek().map(|e| e.at)
+            self.arena.push(link);
+            (self.arena.len() - 1) as u32
+        };
+        let slot = &mut self.slots[i];
+        if slot.tail == NIL {
+            slot.head = n;
+            self.occupied[i / 64] |= 1 << (i % 64);
+        } else {
+            self.arena[slot.tail as usize].next = n;
+        }
+        slot.tail = n;
+        self.in_wheel += 1;
+    }
+
+    /// Quantum index of the earliest occupied slot, if any.
+    fn wheel_next(&self) -> Option<u64> {
+        if self.in_wheel == 0 {
+            return None;
+        }
+        let start = (self.base as usize) & (SLOTS - 1);
+        // Scan the bitmap from `start`, wrapping once.
+        for k in 0..=WORDS {
+            let w = (start / 64 + k) % WORDS;
+            let mut bits = self.occupied[w];
+            if k == 0 {
+                bits &= !0u64 << (start % 64);
+            } else if k == WORDS {
+                bits &= !(!0u64 << (start % 64));
+            }
+            if bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                let off = (i + SLOTS - start) % SLOTS;
+                return Some(self.base + off as u64);
+            }
+        }
+        unreachable!("in_wheel > 0 but no slot occupied")
+    }
+
+    /// The time of the next pending event, if any.
+    pub fn next_time(&self) -> Option<Time> {
+        let wheel = self.wheel_next().map(|q| Time(q * self.quantum));
+        // Far events lie beyond the wheel's window, so they come after it.
+        let even = wheel.or_else(|| self.far.peek().map(|e| e.at));
+        match (even, self.odd.peek().map(|e| e.at)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Move time to `t` and pull the far events its window now covers.
+    fn advance(&mut self, t: Time) {
+        if t == self.now {
+            return;
+        }
+        self.now = t;
+        let q = t.0 / self.quantum;
+        if q > self.base {
+            self.base = q;
+            let end = self.base + SLOTS as u64;
+            while self.far.peek().is_some_and(|e| e.at.0 / self.quantum < end) {
+                let e = self.far.pop().expect("peeked");
+                self.put(e.at.0 / self.quantum, e.ev);
+            }
         }
     }
 
     /// Take the next event if it is stamped `at` (used to drain one instant).
+    /// `at` must not be earlier than any pending event.
     #[inline]
     pub fn pop_at(&mut self, at: Time) -> Option<E> {
-        if self.next_time() == Some(at) {
-            self.pop().map(|(_, e)| e)
-        } else {
-            None
+        if at.0 % self.quantum != 0 {
+            if self.odd.peek().is_some_and(|e| e.at == at) {
+                self.advance(at);
+                self.popped += 1;
+                return self.odd.pop().map(|e| e.ev);
+            }
+            return None;
         }
+        self.advance(at);
+        let q = at.0 / self.quantum;
+        if q >= self.base + SLOTS as u64 {
+            return None;
+        }
+        let i = (q as usize) & (SLOTS - 1);
+        let slot = &mut self.slots[i];
+        let n = slot.head;
+        if n == NIL {
+            return None;
+        }
+        let Link { ev, next } = self.arena[n as usize];
+        slot.head = next;
+        if next == NIL {
+            slot.tail = NIL;
+            self.occupied[i / 64] &= !(1 << (i % 64));
+        }
+        self.arena[n as usize].next = self.free;
+        self.free = n;
+        self.in_wheel -= 1;
+        self.popped += 1;
+        Some(ev)
     }
 
     /// Take the next event in (time, sequence) order and advance `now` to it.
-    #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        // Heap entries at `now` were scheduled before anything in `current`.
-        if let Some(top) = self.future.peek() {
-            if top.at == self.now || self.current.is_empty() {
-                let e = self.future.pop().expect("peeked");
-                self.now = e.at;
-                self.popped += 1;
-                return Some((e.at, e.ev));
-            }
-        }
-        let ev = self.current.pop_front()?;
-        self.popped += 1;
-        Some((self.now, ev))
+        let t = self.next_time()?;
+        self.pop_at(t).map(|e| (t, e))
     }
 
     /// Events waiting.
     pub fn pending(&self) -> usize {
-        self.future.len() + self.current.len()
+        self.in_wheel + self.far.len() + self.odd.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -190,6 +313,73 @@ mod tests {
         assert_eq!(e.pop(), Some((Time(6), 5)));
         assert!(e.is_empty());
         assert_eq!(e.popped(), 5);
+    }
+
+    /// A plain sorted list: what the engine must agree with.
+    fn reference(mut evs: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
+        // Stable sort by time keeps insertion order among equal times.
+        evs.sort_by_key(|e| e.0);
+        evs
+    }
+
+    #[test]
+    fn far_and_off_quantum_events_keep_the_total_order() {
+        // Quantum 10: multiples of 10 go to the wheel (or the far heap when
+        // more than 1024 quanta out); the others to the off-quantum heap.
+        let mut e = Engine::with_quantum(10);
+        let mut x: u64 = 12345;
+        let mut evs = Vec::new();
+        for id in 0..5000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = match x >> 62 {
+                0 => (x >> 20) % 50_000 * 10,   // wheel or far
+                1 => (x >> 20) % 500 * 10,      // near: many ties
+                2 => (x >> 20) % 50_000,        // any tick
+                _ => 20_000_000 + (x >> 20) % 7 * 10, // very far, tied
+            };
+            evs.push((t, id));
+            e.schedule(Time(t), id);
+        }
+        let got: Vec<_> = std::iter::from_fn(|| e.pop()).map(|(t, id)| (t.0, id)).collect();
+        assert_eq!(got, reference(evs));
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn events_scheduled_while_running_keep_the_order() {
+        // Each popped event schedules a follower at a pseudo-random delay,
+        // some zero, some beyond the wheel; compare with a reference queue.
+        let mut e = Engine::with_quantum(4);
+        let mut r: Vec<(u64, u64, u32)> = Vec::new(); // (time, seq, id)
+        let mut seq = 0;
+        let mut x: u64 = 99;
+        for id in 0..64u32 {
+            e.schedule(Time(id as u64 * 4), id);
+            seq += 1;
+            r.push((id as u64 * 4, seq, id));
+        }
+        let mut next_id = 64;
+        let mut n = 0;
+        while let Some((t, id)) = e.pop() {
+            r.sort();
+            let want = r.remove(0);
+            assert_eq!((t.0, id), (want.0, want.2));
+            n += 1;
+            if n < 20_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let d = match x >> 61 {
+                    0 => 0,
+                    1 => 4 * 2000,
+                    2 => 3,
+                    _ => (x >> 30) % 300 * 4,
+                };
+                e.schedule(Time(t.0 + d), next_id);
+                seq += 1;
+                r.push((t.0 + d, seq, next_id));
+                next_id += 1;
+            }
+        }
+        assert!(r.is_empty());
     }
 
     #[test]

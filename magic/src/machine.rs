@@ -252,7 +252,7 @@ impl<S: NodeState> MagicBuilder<S> {
             })
             .collect();
         Ok(Magic {
-            engine: Engine::with_capacity(4 * self.nodes as usize),
+            engine: Engine::with_quantum(crate::time::TICKS_PER_SYSTEM_CYCLE),
             hw,
             state: (0..self.nodes).map(|i| state(NodeId(i))).collect(),
             handlers: self.handlers,
