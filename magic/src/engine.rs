@@ -105,7 +105,12 @@ impl<E: Copy> Engine<E> {
             now: Time::ZERO,
             quantum,
             base: 0,
-            slots: Box::new([Slot { head: NIL, tail: NIL }; SLOTS]),
+            slots: Box::new(
+                [Slot {
+                    head: NIL,
+                    tail: NIL,
+                }; SLOTS],
+            ),
             arena: Vec::new(),
             free: NIL,
             occupied: [0; WORDS],
@@ -126,17 +131,29 @@ impl<E: Copy> Engine<E> {
     /// Schedule `ev` at `at`. Scheduling into the past is a model bug.
     #[inline]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
+        assert!(
+            at >= self.now,
+            "event scheduled in the past ({at} < {})",
+            self.now
+        );
         self.seq += 1;
         if at.0 % self.quantum != 0 {
-            self.odd.push(Entry { at, seq: self.seq, ev });
+            self.odd.push(Entry {
+                at,
+                seq: self.seq,
+                ev,
+            });
             return;
         }
         let q = at.0 / self.quantum;
         if q < self.base + SLOTS as u64 {
             self.put(q, ev);
         } else {
-            self.far.push(Entry { at, seq: self.seq, ev });
+            self.far.push(Entry {
+                at,
+                seq: self.seq,
+                ev,
+            });
         }
     }
 
@@ -330,17 +347,21 @@ mod tests {
         let mut x: u64 = 12345;
         let mut evs = Vec::new();
         for id in 0..5000u32 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = match x >> 62 {
-                0 => (x >> 20) % 50_000 * 10,   // wheel or far
-                1 => (x >> 20) % 500 * 10,      // near: many ties
-                2 => (x >> 20) % 50_000,        // any tick
+                0 => (x >> 20) % 50_000 * 10,         // wheel or far
+                1 => (x >> 20) % 500 * 10,            // near: many ties
+                2 => (x >> 20) % 50_000,              // any tick
                 _ => 20_000_000 + (x >> 20) % 7 * 10, // very far, tied
             };
             evs.push((t, id));
             e.schedule(Time(t), id);
         }
-        let got: Vec<_> = std::iter::from_fn(|| e.pop()).map(|(t, id)| (t.0, id)).collect();
+        let got: Vec<_> = std::iter::from_fn(|| e.pop())
+            .map(|(t, id)| (t.0, id))
+            .collect();
         assert_eq!(got, reference(evs));
         assert!(e.is_empty());
     }
@@ -366,7 +387,9 @@ mod tests {
             assert_eq!((t.0, id), (want.0, want.2));
             n += 1;
             if n < 20_000 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let d = match x >> 61 {
                     0 => 0,
                     1 => 4 * 2000,

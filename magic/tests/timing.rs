@@ -246,3 +246,141 @@ fn a_run_that_ends_with_work_pending_says_what_is_stuck() {
     assert_eq!(r.stuck.len(), 1, "{:?}", r.stuck);
     assert!(r.stuck[0].contains("processor queue"), "{:?}", r.stuck);
 }
+
+#[test]
+fn the_inbox_can_start_a_speculative_read_at_dispatch() {
+    fn spec(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        cx.instr(20); // 10 cycles of work overlap the read
+        let t = cx.speculative_read().expect("the route asked for one");
+        cx.wait(t);
+        let now = cx.now().0;
+        cx.state().at.push(("spec", now, 0));
+    }
+    fn plain(cx: &mut Cx<'_, Seen>, m: &Msg) {
+        cx.instr(20);
+        assert!(cx.speculative_read().is_none());
+        let b = cx.alloc_buffer().unwrap();
+        let t = cx.mem_read(m.addr, b).unwrap();
+        cx.wait(t);
+        cx.free_buffer(b).unwrap();
+        let now = cx.now().0;
+        cx.state().at.push(("plain", now, 0));
+    }
+    let mut b = MagicBuilder::new(MagicParams::default(), 1);
+    let s = b.handler("spec", spec);
+    let p = b.handler("plain", plain);
+    // One message type, two regions, two handlers: the jump table's two indices.
+    b.route_speculative(GO, Region::Normal, s)
+        .route(GO, Region::Io, p);
+    let mut m = b.build(|_| Seen::default()).unwrap();
+    let a = PAddr::new(Region::Normal, NodeId(0), 0x400);
+    m.post(
+        NodeId(0),
+        Cycles(0),
+        Msg::new(GO, NodeId(0), NodeId(0)).addr(a),
+    )
+    .unwrap();
+    m.post(
+        NodeId(0),
+        Cycles(100),
+        Msg::new(GO, NodeId(0), NodeId(0)).addr(a.with_region(Region::Io)),
+    )
+    .unwrap();
+    assert!(m.run().is_clean());
+    // Speculative: line in at 29 although the handler only asked at 10.
+    // Plain: asked at 110, in at 110 + 29.
+    assert_eq!(
+        m.state(NodeId(0)).at,
+        vec![("spec", 29, 0), ("plain", 139, 0)]
+    );
+    let l = m.ledger();
+    assert_eq!(l.handler(Some(0), "spec").unwrap().stats.instructions, 20);
+    assert_eq!(l.handler(Some(0), "spec").unwrap().stats.wait, 19);
+}
+
+#[test]
+fn inbox_priority_is_a_parameter() {
+    fn note(cx: &mut Cx<'_, Seen>, m: &Msg) {
+        cx.busy(Cycles(2));
+        let now = cx.now().0;
+        cx.state().at.push(("note", now, m.args[0]));
+    }
+    fn first(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        // Put one message on the software queue and one in the network queue.
+        cx.reschedule(Msg::new(STEP, cx.node(), cx.node()).args([1, 0, 0]))
+            .unwrap();
+        cx.send(Msg::new(STEP, cx.node(), cx.node()).args([2, 0, 0]), None)
+            .unwrap();
+    }
+    let order = |priority: [magic::InQueue; 4]| {
+        let params = MagicParams {
+            inbox_priority: priority,
+            ..MagicParams::default()
+        };
+        let mut b = MagicBuilder::new(params, 1);
+        let f = b.handler("first", first);
+        let n = b.handler("note", note);
+        b.route_any(GO, f).route_any(STEP, n);
+        let mut m = b.build(|_| Seen::default()).unwrap();
+        m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
+            .unwrap();
+        assert!(m.run().is_clean());
+        m.state(NodeId(0))
+            .at
+            .iter()
+            .map(|a| a.2)
+            .collect::<Vec<_>>()
+    };
+    use magic::InQueue::*;
+    assert_eq!(
+        order([NetReply, NetRequest, Software, Processor]),
+        vec![2, 1]
+    );
+    assert_eq!(
+        order([Software, NetReply, NetRequest, Processor]),
+        vec![1, 2]
+    );
+    let bad = MagicParams {
+        inbox_priority: [Software; 4],
+        ..MagicParams::default()
+    };
+    assert!(MagicBuilder::<Seen>::new(bad, 1)
+        .build(|_| Seen::default())
+        .is_err());
+}
+
+#[test]
+fn magic_drives_through_the_controller_trait() {
+    use magic::{Controller, Time};
+    fn echo(cx: &mut Cx<'_, Seen>, m: &Msg) {
+        cx.instr(8);
+        cx.to_processor(Msg {
+            args: [m.args[0] + 1, 0, 0],
+            ..*m
+        });
+    }
+    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    let h = b.handler("echo", echo);
+    b.route_any(GO, h);
+    let mut m = b.build(|_| Seen::default()).unwrap();
+    let c: &mut dyn Controller = &mut m;
+    assert_eq!((c.name(), c.node_count()), ("magic", 2));
+    c.post(
+        NodeId(1),
+        Time::from_cycles(Cycles(5)),
+        Msg::new(GO, NodeId(1), NodeId(1)).args([41, 0, 0]),
+    )
+    .unwrap();
+    assert!(c
+        .post(NodeId(2), Time::ZERO, Msg::new(GO, NodeId(0), NodeId(0)))
+        .is_err());
+    let r = c.run(None);
+    assert!(r.is_clean());
+    let got = c.take_delivered(NodeId(1));
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].0, got[0].1.args[0]),
+        (Time::from_cycles(Cycles(9)), 42)
+    );
+    assert_eq!(c.ledger().handler(Some(1), "echo").unwrap().stats.busy, 4);
+}
