@@ -50,8 +50,13 @@ enum Format {
     Json,
 }
 
-/// A user error: one line on stderr, exit status 2.
-struct UsageError(String);
+/// Why a command failed.
+enum Failure {
+    /// Bad input from the user: one line on stderr, exit status 2.
+    Usage(String),
+    /// The model stopped with work pending (what is stuck was printed): status 1.
+    Stuck,
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -78,14 +83,15 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(UsageError(msg)) => {
+        Err(Failure::Usage(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(2)
         }
+        Err(Failure::Stuck) => ExitCode::from(1),
     }
 }
 
-fn run(cli: Cli) -> Result<(), UsageError> {
+fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Pipeline {
             nodes,
@@ -102,14 +108,14 @@ fn run(cli: Cli) -> Result<(), UsageError> {
                     PatternArg::Rand => Pattern::Rand,
                 },
             };
-            let mut m = pipeline::build(&cfg).map_err(UsageError)?;
+            let mut m = pipeline::build(&cfg).map_err(Failure::Usage)?;
             // wall_s times the event loop alone, outside the model.
             let t0 = Instant::now();
             let report = m.run();
             let wall_s = t0.elapsed().as_secs_f64();
             let r = pipeline::result(&m);
             if !report.is_clean() {
-                eprintln!("warning: the run stopped with work pending:");
+                eprintln!("error: the model stopped with work pending:");
                 for s in &report.stuck {
                     eprintln!("  {s}");
                 }
@@ -144,7 +150,7 @@ fn run(cli: Cli) -> Result<(), UsageError> {
             if report.is_clean() {
                 Ok(())
             } else {
-                Err(UsageError("the model stopped with work pending".into()))
+                Err(Failure::Stuck)
             }
         }
     }

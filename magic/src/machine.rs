@@ -562,10 +562,12 @@ impl<S: NodeState> Magic<S> {
                 let queue = &hw.queues[q as usize];
                 if let Some(front) = queue.front() {
                     let m = *self.packets.msg(front.pkt);
+                    let handler = self.table[m.mtype.0 as usize][m.addr.region() as usize]
+                        .map_or("no handler", |r| self.handlers[r.handler.0 as usize].name);
                     let mut s = String::new();
                     let _ = write!(
                         s,
-                        "node {i}: {} message(s) in the {} queue (first: type {} from node {} since cycle {})",
+                        "node {i}: {} message(s) in the {} queue (first: type {} for {handler}, from node {}, since cycle {})",
                         queue.len(),
                         q.name(),
                         m.mtype.0,
