@@ -10,7 +10,7 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, Lane, Msg, NodeId, PAddr, LINE_BYTES};
 use crate::ledger::HandlerStats;
-use crate::machine::{Ev, NodeHw, Packets};
+use crate::machine::{Arrival, Ev, NodeHw, Packets, Route};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
 use crate::time::{Cycles, Time};
@@ -46,6 +46,7 @@ pub struct Cx<'a, S> {
     pub(crate) state: &'a mut S,
     pub(crate) engine: &'a mut Engine<Ev>,
     pub(crate) packets: &'a mut Packets,
+    pub(crate) table: &'a [[Option<Route>; 4]],
     pub(crate) params: &'a MagicParams,
     /// The data buffer the message arrived in, until the handler sends or frees it.
     pub(crate) msg_buf: Option<BufId>,
@@ -232,6 +233,15 @@ impl<'a, S> Cx<'a, S> {
         self.hw.bufs.get(b).map(|x| &x.bytes)
     }
 
+    /// When an allocated buffer's current contents arrive (first doubleword,
+    /// whole line): from memory, the processor cache or the network.
+    pub fn buffer_ticket(&self, b: BufId) -> Option<Ticket> {
+        self.hw.bufs.get(b).map(|x| Ticket {
+            first: x.first_ready,
+            ready: x.ready,
+        })
+    }
+
     pub fn buffer_mut(&mut self, b: BufId) -> Option<&mut [u8; LINE_BYTES]> {
         self.hw.bufs.get_mut(b).map(|x| &mut x.bytes)
     }
@@ -262,20 +272,38 @@ impl<'a, S> Cx<'a, S> {
             Lane::Request => InQueue::NetRequest,
             Lane::Reply => InQueue::NetReply,
         };
-        let (arrive, left) = if msg.dest == self.node {
+        let (header, arrival, left) = if msg.dest == self.node {
             // Loopback: MAGIC hands the message to its own inbox.
-            (self.now, self.now.max(ready))
+            let at = Arrival {
+                first: ready.max(self.now),
+                full: ready.max(self.now),
+            };
+            (self.now, at, self.now.max(ready))
         } else {
-            let wire = self
-                .params
-                .wire_cycles(msg.len.min(LINE_BYTES as u16) as u64);
-            let d = self
-                .hw
-                .link
-                .issue(self.now, msg.lane, wire, ready, self.params.outbox_slots);
+            let p = self.params;
+            let wire = p.wire_cycles(msg.len.min(LINE_BYTES as u16) as u64);
+            let d = self.hw.link.issue(
+                self.now,
+                msg.lane,
+                wire,
+                ready,
+                p.outbox_latency,
+                p.outbox_slots,
+            );
             self.tally.outbox_stall += (d.accepted - self.now).0;
             self.now = d.accepted;
-            (d.end + self.params.net_latency, d.end)
+            // Cut through: the header is in once its bytes have crossed; the
+            // data follows at the link's rate, the last byte `wire` after the first.
+            let header = d.start + p.wire_cycles(0) + p.net_latency;
+            let first = header + Cycles(8u64.div_ceil(p.link_bytes_per_cycle));
+            (
+                header,
+                Arrival {
+                    first,
+                    full: d.end + p.net_latency,
+                },
+                d.end,
+            )
         };
         if let Some(b) = data {
             if self.msg_buf == Some(b) {
@@ -283,9 +311,16 @@ impl<'a, S> Cx<'a, S> {
             }
             self.hw.bufs.release(b, left);
         }
-        let pkt = self.packets.insert(msg, bytes);
+        let whole = self.table[msg.mtype.0 as usize][msg.addr.region() as usize]
+            .is_some_and(|r| r.opts.whole_packet);
+        let deliver = if whole {
+            arrival.full.max(header)
+        } else {
+            header
+        };
+        let pkt = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
-            Time::from_cycles(arrive),
+            Time::from_cycles(deliver + self.params.inbox_dispatch),
             Ev::Deliver {
                 node: msg.dest.0,
                 q,
@@ -304,8 +339,10 @@ impl<'a, S> Cx<'a, S> {
             self.hw.drops.swq_full += 1;
             return Err(Refused::QueueFull);
         }
-        let pkt = self.packets.insert(msg, None);
-        q.push_back(crate::machine::Queued { pkt, at: self.now });
+        let pkt = self.packets.insert(msg, None, Arrival::default());
+        // Eligible once through the inbox stage.
+        let at = self.now + self.params.inbox_dispatch;
+        q.push_back(crate::machine::Queued { pkt, at });
         Ok(())
     }
 

@@ -39,14 +39,16 @@ pub struct OutLink {
 }
 
 impl OutLink {
-    /// Hand over a packet at `at` that holds the wire `wire` cycles and whose
-    /// data is ready to stream from `ready` on.
+    /// Hand over a packet at `at` that holds the wire `wire` cycles, may go on
+    /// it `stage` cycles after the outbox took it (the outbox stage), and not
+    /// before `ready` (its data streaming in).
     pub fn issue(
         &mut self,
         at: Cycles,
         lane: Lane,
         wire: Cycles,
         ready: Cycles,
+        stage: Cycles,
         slots: usize,
     ) -> Departure {
         debug_assert!(at >= self.last_issue, "outbox fed out of time order");
@@ -60,7 +62,7 @@ impl OutLink {
             let acc = accepted;
             q.retain(|s| *s > acc);
         }
-        let start = accepted.max(self.free_at).max(ready);
+        let start = (accepted + stage).max(self.free_at).max(ready);
         let end = start + wire;
         if start > accepted {
             q.push(start);
@@ -90,7 +92,7 @@ mod tests {
     fn packets_serialize_and_a_full_lane_stalls_until_a_slot_frees() {
         let mut l = OutLink::default();
         let w = Cycles(40);
-        let d0 = l.issue(Cycles(0), Lane::Request, w, Cycles(0), 2);
+        let d0 = l.issue(Cycles(0), Lane::Request, w, Cycles(0), Cycles(0), 2);
         assert_eq!(
             d0,
             Departure {
@@ -99,17 +101,17 @@ mod tests {
                 end: Cycles(40)
             }
         );
-        let d1 = l.issue(Cycles(1), Lane::Request, w, Cycles(0), 2);
+        let d1 = l.issue(Cycles(1), Lane::Request, w, Cycles(0), Cycles(0), 2);
         assert_eq!(d1.start, Cycles(40));
-        let d2 = l.issue(Cycles(2), Lane::Request, w, Cycles(0), 2);
+        let d2 = l.issue(Cycles(2), Lane::Request, w, Cycles(0), Cycles(0), 2);
         assert_eq!(d2.start, Cycles(80));
         // Wire busy, two waiting: the fourth waits for d1 to go on the wire.
-        let d3 = l.issue(Cycles(3), Lane::Request, w, Cycles(0), 2);
+        let d3 = l.issue(Cycles(3), Lane::Request, w, Cycles(0), Cycles(0), 2);
         assert_eq!(d3.accepted, Cycles(40));
         assert_eq!(d3.start, Cycles(120));
         assert_eq!(l.stall, Cycles(37));
         // The reply lane has its own slots: no stall, but it shares the wire.
-        let r = l.issue(Cycles(40), Lane::Reply, Cycles(8), Cycles(0), 2);
+        let r = l.issue(Cycles(40), Lane::Reply, Cycles(8), Cycles(0), Cycles(0), 2);
         assert_eq!(
             (r.accepted, r.start, r.end),
             (Cycles(40), Cycles(160), Cycles(168))
@@ -119,10 +121,13 @@ mod tests {
     #[test]
     fn a_packet_waits_for_its_data() {
         let mut l = OutLink::default();
-        let d = l.issue(Cycles(5), Lane::Reply, Cycles(40), Cycles(19), 2);
+        let d = l.issue(Cycles(5), Lane::Reply, Cycles(40), Cycles(19), Cycles(2), 2);
         assert_eq!(
             (d.accepted, d.start, d.end),
             (Cycles(5), Cycles(19), Cycles(59))
         );
+        // The outbox stage: on the wire 3 cycles after the outbox took it.
+        let d = l.issue(Cycles(60), Lane::Reply, Cycles(8), Cycles(0), Cycles(3), 2);
+        assert_eq!((d.accepted, d.start), (Cycles(60), Cycles(63)));
     }
 }

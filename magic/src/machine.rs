@@ -62,12 +62,22 @@ struct Packet {
     msg: Msg,
     /// Index into `lines`, or `NO_DATA`.
     data: u32,
+    /// When the data's first doubleword and its last byte arrive.
+    first: Cycles,
+    full: Cycles,
+}
+
+/// When a packet's data arrives at its destination.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Arrival {
+    pub first: Cycles,
+    pub full: Cycles,
 }
 
 const NO_DATA: u32 = u32::MAX;
 
 impl Packets {
-    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>) -> u32 {
+    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
         let data = match data {
             None => NO_DATA,
             Some(bytes) => match self.free_lines.pop() {
@@ -83,7 +93,12 @@ impl Packets {
                 }
             },
         };
-        let p = Packet { msg, data };
+        let p = Packet {
+            msg,
+            data,
+            first: at.first,
+            full: at.full,
+        };
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -105,13 +120,16 @@ impl Packets {
         self.slots[i as usize].data != NO_DATA
     }
 
-    /// Take a message out; its bytes, if any, are copied into `into`.
-    fn remove(&mut self, i: u32, into: Option<&mut [u8; LINE_BYTES]>) -> Msg {
+    /// Take a message out; its bytes, if any, go into buffer `into` with
+    /// their arrival times.
+    fn remove(&mut self, i: u32, into: Option<&mut crate::buffers::Buffer>) -> Msg {
         self.free.push(i);
         let p = self.slots[i as usize];
         if p.data != NO_DATA {
-            if let Some(dst) = into {
-                *dst = self.lines[p.data as usize];
+            if let Some(b) = into {
+                b.bytes = self.lines[p.data as usize];
+                b.first_ready = p.first;
+                b.ready = p.full;
             }
             self.free_lines.push(p.data);
         }
@@ -159,10 +177,21 @@ pub(crate) struct NodeHw {
     wake_at: Option<Cycles>,
 }
 
+/// How the inbox dispatches one jump-table entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Start a memory read of the message's line at dispatch; the handler
+    /// finds it in `Cx::speculative_read`.
+    pub speculative_read: bool,
+    /// Dispatch only when the whole packet has arrived (store and forward),
+    /// instead of when its header has (cut through, the default).
+    pub whole_packet: bool,
+}
+
 #[derive(Clone, Copy)]
-struct Route {
+pub(crate) struct Route {
     handler: HandlerId,
-    speculative_read: bool,
+    pub(crate) opts: Dispatch,
 }
 
 struct HandlerEntry<S> {
@@ -196,27 +225,29 @@ impl<S: NodeState> MagicBuilder<S> {
 
     /// Dispatch messages of type `t` whose address is in `region` to `h`.
     pub fn route(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
-        self.table[t.0 as usize][region as usize] = Some(Route {
-            handler: h,
-            speculative_read: false,
-        });
-        self
+        self.route_with(t, region, h, Dispatch::default())
     }
 
-    /// As `route`, and have the inbox start a memory read of the message's
-    /// line at dispatch (the handler finds it in `Cx::speculative_read`).
-    pub fn route_speculative(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
-        self.table[t.0 as usize][region as usize] = Some(Route {
-            handler: h,
-            speculative_read: true,
-        });
+    /// As `route`, with dispatch options.
+    pub fn route_with(
+        &mut self,
+        t: MsgType,
+        region: Region,
+        h: HandlerId,
+        opts: Dispatch,
+    ) -> &mut Self {
+        self.table[t.0 as usize][region as usize] = Some(Route { handler: h, opts });
         self
     }
 
     /// Dispatch type `t` to `h` whatever region its address is in.
     pub fn route_any(&mut self, t: MsgType, h: HandlerId) -> &mut Self {
+        self.route_any_with(t, h, Dispatch::default())
+    }
+
+    pub fn route_any_with(&mut self, t: MsgType, h: HandlerId, opts: Dispatch) -> &mut Self {
         for r in Region::ALL {
-            self.route(t, r, h);
+            self.route_with(t, r, h, opts);
         }
         self
     }
@@ -340,9 +371,9 @@ impl<S: NodeState> Magic<S> {
             ));
         }
         msg.src = node;
-        let pkt = self.packets.insert(msg, None);
+        let pkt = self.packets.insert(msg, None, Arrival::default());
         self.engine.schedule(
-            Time::from_cycles(at),
+            Time::from_cycles(at + self.params.inbox_dispatch),
             Ev::Deliver {
                 node: node.0,
                 q: InQueue::Processor,
@@ -436,7 +467,10 @@ impl<S: NodeState> Magic<S> {
                 self.mark(node);
             }
             Ev::Wake { node } => {
-                self.hw[node as usize].wake_at = None;
+                let hw = &mut self.hw[node as usize];
+                if hw.wake_at == Some(t) {
+                    hw.wake_at = None;
+                }
                 self.mark(node);
             }
         }
@@ -455,44 +489,51 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// Pick the next message of node `n` by the inbox's priority and run its
-    /// handler. A message that carries data needs a free data buffer; while
-    /// none is free it waits and lower-priority queues are served.
+    /// handler. A message is eligible once it has been in its queue through
+    /// the inbox stage; one that carries data also needs a free data buffer,
+    /// and while none is free lower-priority queues are served. If nothing can
+    /// go now, the node is woken when something will be able to.
     fn dispatch(&mut self, n: u32, t: Cycles) {
         loop {
             let hw = &mut self.hw[n as usize];
             let mut pick = None;
-            let mut starved = false;
+            let mut wake: Option<Cycles> = None;
             for q in self.params.inbox_priority {
                 let Some(front) = hw.queues[q as usize].front() else {
                     continue;
                 };
-                if self.packets.has_data(front.pkt) {
-                    match hw.bufs.alloc(t) {
-                        Some(b) => {
-                            pick = Some((q, Some(b)));
-                            break;
-                        }
-                        None => starved = true,
-                    }
-                } else {
+                if front.at > t {
+                    wake = Some(wake.map_or(front.at, |w| w.min(front.at)));
+                    continue;
+                }
+                if !self.packets.has_data(front.pkt) {
                     pick = Some((q, None));
                     break;
                 }
+                match hw.bufs.alloc(t) {
+                    Some(b) => {
+                        pick = Some((q, Some(b)));
+                        break;
+                    }
+                    None => {
+                        if let Some(r) = hw.bufs.next_return() {
+                            wake = Some(wake.map_or(r, |w| w.min(r)));
+                        }
+                    }
+                }
             }
             let Some((q, buf)) = pick else {
-                if starved {
-                    if let Some(r) = hw.bufs.next_return() {
-                        if hw.wake_at != Some(r) {
-                            hw.wake_at = Some(r);
-                            self.engine
-                                .schedule(Time::from_cycles(r), Ev::Wake { node: n });
-                        }
+                if let Some(w) = wake {
+                    if hw.wake_at.is_none_or(|x| w < x || x <= t) {
+                        hw.wake_at = Some(w);
+                        self.engine
+                            .schedule(Time::from_cycles(w), Ev::Wake { node: n });
                     }
                 }
                 return;
             };
             let queued = hw.queues[q as usize].pop_front().expect("picked");
-            let into = buf.and_then(|b| hw.bufs.get_mut(b)).map(|x| &mut x.bytes);
+            let into = buf.and_then(|b| hw.bufs.get_mut(b));
             let msg = self.packets.remove(queued.pkt, into);
             hw.dispatched += 1;
             hw.inbox_wait += (t - queued.at).0;
@@ -503,8 +544,8 @@ impl<S: NodeState> Magic<S> {
                 }
                 continue;
             };
-            let start = t + self.params.inbox_dispatch;
-            let spec = (route.speculative_read
+            let start = t;
+            let spec = (route.opts.speculative_read
                 && msg.addr.region() == Region::Normal
                 && msg.addr.node().0 == n)
                 .then(|| {
@@ -524,6 +565,7 @@ impl<S: NodeState> Magic<S> {
                 state: &mut self.state[n as usize],
                 engine: &mut self.engine,
                 packets: &mut self.packets,
+                table: &self.table,
                 params: &self.params,
                 msg_buf: buf,
                 spec,

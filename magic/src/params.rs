@@ -66,9 +66,13 @@ pub struct MagicParams {
     /// network first (it must never back up), then continues operations already
     /// under way (software queue) before it accepts new processor requests.
     pub inbox_priority: [InQueue; 4],
-    /// Cycles the inbox spends selecting a handler before the PP can start it.
-    /// Zero by default: the inbox overlaps its work with the previous handler.
+    /// Cycles from a message entering an input queue until the PP can start
+    /// its handler (the inbox stage: decode, jump-table lookup). The stage
+    /// works in parallel with the PP, so it adds latency, not occupancy.
     pub inbox_dispatch: Cycles,
+    /// Cycles from a handler's send until the packet can go on the wire
+    /// (the outbox stage).
+    pub outbox_latency: Cycles,
     /// Instructions the PP issues per cycle (dual issue).
     pub pp_issue_width: u32,
     /// MAGIC data cache: lines (direct mapped) and the stall of a miss
@@ -93,6 +97,7 @@ impl Default for MagicParams {
             swq_capacity: 1024,
             inbox_priority: InQueue::ALL,
             inbox_dispatch: Cycles(0),
+            outbox_latency: Cycles(0),
             pp_issue_width: 2,
             dcache_lines: 1024,
             mem_bytes: 64 << 20,

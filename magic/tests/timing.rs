@@ -28,12 +28,17 @@ fn machine(nodes: u32, go: magic::HandlerFn<Seen>) -> Magic<Seen> {
     b.build(|_| Seen::default()).unwrap()
 }
 
+/// Notes when it was dispatched, then waits for the whole line and notes that.
 fn on_data(cx: &mut Cx<'_, Seen>, m: &Msg) {
     let t = cx.now().0;
     let b = cx.msg_buffer().expect("data message");
     let first = cx.buffer(b).unwrap()[0];
+    let ticket = cx.buffer_ticket(b).unwrap();
+    cx.wait(ticket);
+    let full = cx.now().0;
     let s = cx.state();
     s.at.push(("data", t, m.args[0]));
+    s.at.push(("line", full, ticket.first.0));
     s.bytes.push(first);
 }
 
@@ -108,18 +113,38 @@ fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
     fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
         let b = cx.alloc_buffer().unwrap();
         cx.buffer_mut(b).unwrap()[0] = 7;
-        cx.send(
-            Msg::new(DATA, cx.node(), NodeId(1)).args([1, 0, 0]),
-            Some(b),
-        )
-        .unwrap();
+        let m = Msg::new(DATA, cx.node(), NodeId(1)).args([1, 0, 0]);
+        cx.send(m, Some(b)).unwrap();
     }
+    // Cut through: the handler starts when the 32-byte header is in
+    // (8 + 22), the first doubleword follows 2 cycles later, the whole packet
+    // is in at 40 + 22.
     let mut m = machine(2, go);
     go_at_zero(&mut m);
-    assert_eq!(m.state(NodeId(1)).at, vec![("data", 62, 1)]);
+    assert_eq!(
+        m.state(NodeId(1)).at,
+        vec![("data", 30, 1), ("line", 62, 32)]
+    );
     assert_eq!(m.state(NodeId(1)).bytes, vec![7]);
     let l = m.ledger();
     assert_eq!(l.unit(Some(0), Unit::NetOut).unwrap().busy, 40);
+    assert_eq!(l.handler(Some(1), "data").unwrap().stats.wait, 32);
+
+    // Store and forward: dispatched when the last byte is in.
+    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    let h = b.handler("go", go);
+    let d = b.handler("data", on_data);
+    let whole = magic::Dispatch {
+        whole_packet: true,
+        ..Default::default()
+    };
+    b.route_any(GO, h).route_any_with(DATA, d, whole);
+    let mut m = b.build(|_| Seen::default()).unwrap();
+    go_at_zero(&mut m);
+    assert_eq!(
+        m.state(NodeId(1)).at,
+        vec![("data", 62, 1), ("line", 62, 32)]
+    );
 }
 
 #[test]
@@ -147,15 +172,15 @@ fn a_handler_sending_into_a_full_outbox_lane_stalls_and_the_stall_is_charged() {
     let row = l.handler(Some(0), "go").unwrap();
     assert_eq!((row.stats.busy, row.stats.outbox_stall), (40, 40));
     assert_eq!(l.unit(Some(0), Unit::Outbox).unwrap().waiting, 40);
-    // Packets arrive 62 cycles after each start: 0, 40, 80, 120; the reply is
-    // on the wire behind them (8 cycles: header only).
+    // Headers arrive 30 cycles after each start: 0, 40, 80, 120; the reply is
+    // on the wire behind them, from 160 (8 cycles: header only).
     let at: Vec<_> = m
         .state(NodeId(1))
         .at
         .iter()
         .map(|&(_, t, k)| (t, k))
         .collect();
-    assert_eq!(at, vec![(63, 0), (103, 1), (143, 2), (183, 3), (191, 9)]);
+    assert_eq!(at, vec![(31, 0), (71, 1), (111, 2), (151, 3), (191, 9)]);
 }
 
 #[test]
@@ -273,7 +298,11 @@ fn the_inbox_can_start_a_speculative_read_at_dispatch() {
     let s = b.handler("spec", spec);
     let p = b.handler("plain", plain);
     // One message type, two regions, two handlers: the jump table's two indices.
-    b.route_speculative(GO, Region::Normal, s)
+    let speculative = magic::Dispatch {
+        speculative_read: true,
+        ..Default::default()
+    };
+    b.route_with(GO, Region::Normal, s, speculative)
         .route(GO, Region::Io, p);
     let mut m = b.build(|_| Seen::default()).unwrap();
     let a = PAddr::new(Region::Normal, NodeId(0), 0x400);
