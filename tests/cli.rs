@@ -65,6 +65,7 @@ fn bad_input_gets_one_line_and_status_2() {
         &["pipeline", "--bogus"],
         &["pipeline", "--nodes", "-3"],
         &["pipeline", "--nodes", "300"],
+        &["pipeline", "--nodes", "256", "--msgs", "4000000000"],
         &["frobnicate"],
         &[],
     ] {

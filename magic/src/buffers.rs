@@ -14,7 +14,15 @@ pub(crate) struct Buffer {
     pub first_ready: Cycles,
     /// When the whole line is in.
     pub ready: Cycles,
-    in_use: bool,
+    state: BufState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BufState {
+    Free,
+    InUse,
+    /// Released, back in the pool at a known time; no longer usable.
+    Returning,
 }
 
 pub struct BufferPool {
@@ -34,7 +42,7 @@ impl BufferPool {
                     bytes: [0; LINE_BYTES],
                     first_ready: Cycles(0),
                     ready: Cycles(0),
-                    in_use: false,
+                    state: BufState::Free,
                 })
                 .collect(),
             // Lowest id first out.
@@ -51,7 +59,7 @@ impl BufferPool {
                 break;
             }
             self.returning.pop_front();
-            self.bufs[b as usize].in_use = false;
+            self.bufs[b as usize].state = BufState::Free;
             self.free.push(b);
         }
     }
@@ -63,7 +71,7 @@ impl BufferPool {
             Some(b) => {
                 self.allocs += 1;
                 let buf = &mut self.bufs[b as usize];
-                buf.in_use = true;
+                buf.state = BufState::InUse;
                 buf.first_ready = at;
                 buf.ready = at;
                 Some(BufId(b))
@@ -78,12 +86,13 @@ impl BufferPool {
     /// Return `b` to the pool at `at` (now, or when its packet has left).
     /// Returns false (and changes nothing) if `b` is not allocated.
     pub fn release(&mut self, b: BufId, at: Cycles) -> bool {
-        let Some(buf) = self.bufs.get(b.0 as usize) else {
+        let Some(buf) = self.bufs.get_mut(b.0 as usize) else {
             return false;
         };
-        if !buf.in_use || self.returning.iter().any(|&(_, r)| r == b.0) {
+        if buf.state != BufState::InUse {
             return false;
         }
+        buf.state = BufState::Returning;
         // Keep `returning` sorted; releases come nearly in order.
         let pos = self
             .returning
@@ -95,11 +104,15 @@ impl BufferPool {
     }
 
     pub(crate) fn get(&self, b: BufId) -> Option<&Buffer> {
-        self.bufs.get(b.0 as usize).filter(|x| x.in_use)
+        self.bufs
+            .get(b.0 as usize)
+            .filter(|x| x.state == BufState::InUse)
     }
 
     pub(crate) fn get_mut(&mut self, b: BufId) -> Option<&mut Buffer> {
-        self.bufs.get_mut(b.0 as usize).filter(|x| x.in_use)
+        self.bufs
+            .get_mut(b.0 as usize)
+            .filter(|x| x.state == BufState::InUse)
     }
 
     /// Buffers allocated and not yet returned at `at`.
@@ -133,6 +146,7 @@ mod tests {
         // Returned when its packet leaves at 50: still busy at 49.
         assert!(p.release(a, Cycles(50)));
         assert!(!p.release(a, Cycles(50)), "double release is refused");
+        assert!(p.get(a).is_none(), "a released buffer cannot be used");
         assert_eq!(p.alloc(Cycles(49)), None);
         assert_eq!(p.in_use(Cycles(49)), 2);
         assert_eq!(p.alloc(Cycles(50)), Some(a));

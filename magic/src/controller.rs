@@ -1,9 +1,10 @@
 //! The node controller as the compute processor and the network see it.
 //!
 //! MAGIC implements it here; the CM-5 network interface and the SP adapter
-//! stand beside it, so one workload program can drive any of the three. Times
-//! cross this boundary in ticks ([`Time`]), the unit every controller's clock
-//! converts into exactly.
+//! stand beside it, so one workload program can drive any of the three. Points
+//! in time cross this boundary in ticks ([`Time`]), the unit every
+//! controller's clock converts into exactly; reports (`RunReport`, `Ledger`)
+//! count the controller's own cycles.
 
 use crate::ids::{Msg, NodeId};
 use crate::ledger::Ledger;
@@ -51,6 +52,9 @@ impl<S: NodeState> Controller for Magic<S> {
     fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
         // MAGIC accepts processor requests on system-cycle boundaries.
         let c = Cycles(at.0.div_ceil(crate::time::TICKS_PER_SYSTEM_CYCLE));
+        if c > Magic::<S>::LAST_CYCLE {
+            return Err(format!("cannot post at {at}: beyond the model's clock"));
+        }
         Magic::post(self, node, c, msg)
     }
 
@@ -59,6 +63,9 @@ impl<S: NodeState> Controller for Magic<S> {
     }
 
     fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
+        if node.0 >= self.nodes() {
+            return Vec::new();
+        }
         self.take_processor_messages(node)
             .into_iter()
             .map(|(c, m)| (Time::from_cycles(c), m))

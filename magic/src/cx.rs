@@ -35,6 +35,8 @@ pub enum Refused {
     BadNode,
     /// The software queue is full.
     QueueFull,
+    /// A payload longer than a line.
+    TooLong,
 }
 
 pub struct Cx<'a, S> {
@@ -50,7 +52,7 @@ pub struct Cx<'a, S> {
     pub(crate) params: &'a MagicParams,
     /// The data buffer the message arrived in, until the handler sends or frees it.
     pub(crate) msg_buf: Option<BufId>,
-    pub(crate) spec: Option<Ticket>,
+    pub(crate) spec: Option<(BufId, Ticket)>,
     pub(crate) tally: HandlerStats,
 }
 
@@ -137,10 +139,12 @@ impl<'a, S> Cx<'a, S> {
         self.wait_until(t.ready);
     }
 
-    /// The speculative memory read the inbox started for this message's
-    /// address at dispatch, if its jump-table entry asked for one.
-    pub fn speculative_read(&self) -> Option<Ticket> {
-        self.spec
+    /// The speculative memory read the inbox started at dispatch for this
+    /// message's line, if its jump-table entry asked for one and a buffer was
+    /// free: the buffer holding the line and when it fills. Taking it makes the
+    /// buffer the handler's; a read not taken is dropped at the handler's end.
+    pub fn speculative_read(&mut self) -> Option<(BufId, Ticket)> {
+        self.spec.take()
     }
 
     fn local(&mut self, a: PAddr) -> Result<(), Refused> {
@@ -256,16 +260,20 @@ impl<'a, S> Cx<'a, S> {
             self.hw.drops.bad_node += 1;
             return Err(Refused::BadNode);
         }
-        let (bytes, ready) = match data {
+        if msg.len as usize > LINE_BYTES {
+            self.hw.drops.too_long += 1;
+            return Err(Refused::TooLong);
+        }
+        let (bytes, ready, full) = match data {
             Some(b) => {
                 self.check_buf(b)?;
                 let buf = self.hw.bufs.get(b).expect("checked");
                 if msg.len == 0 {
                     msg.len = LINE_BYTES as u16;
                 }
-                (Some(buf.bytes), buf.first_ready)
+                (Some(buf.bytes), buf.first_ready, buf.ready)
             }
-            None => (None, self.now),
+            None => (None, self.now, self.now),
         };
         msg.src = self.node;
         let q = match msg.lane {
@@ -273,15 +281,16 @@ impl<'a, S> Cx<'a, S> {
             Lane::Reply => InQueue::NetReply,
         };
         let (header, arrival, left) = if msg.dest == self.node {
-            // Loopback: MAGIC hands the message to its own inbox.
+            // Loopback: MAGIC hands the message to its own inbox; its data
+            // arrives as the buffer fills.
             let at = Arrival {
                 first: ready.max(self.now),
-                full: ready.max(self.now),
+                full: full.max(self.now),
             };
-            (self.now, at, self.now.max(ready))
+            (self.now, at, full.max(self.now))
         } else {
             let p = self.params;
-            let wire = p.wire_cycles(msg.len.min(LINE_BYTES as u16) as u64);
+            let wire = p.wire_cycles(msg.len as u64);
             let d = self.hw.link.issue(
                 self.now,
                 msg.lane,
@@ -349,11 +358,5 @@ impl<'a, S> Cx<'a, S> {
     /// Hand a message to the compute processor (a reply, an ACK/NACK, an interrupt).
     pub fn to_processor(&mut self, msg: Msg) {
         self.hw.to_processor.push((self.now, msg));
-    }
-
-    /// State of a line in this node's processor cache, without an intervention
-    /// (for tests and for handlers that keep a copy of it in the directory).
-    pub fn pc_state(&self, a: PAddr) -> LineState {
-        self.hw.pcache.state(a)
     }
 }

@@ -233,10 +233,20 @@ impl<E: Copy> Engine<E> {
         }
     }
 
-    /// Take the next event if it is stamped `at` (used to drain one instant).
-    /// `at` must not be earlier than any pending event.
-    #[inline]
+    /// Take the next event if it is the next one and stamped `at` (to drain
+    /// one instant); otherwise take nothing and leave time alone.
     pub fn pop_at(&mut self, at: Time) -> Option<E> {
+        if self.next_time() != Some(at) {
+            return None;
+        }
+        self.pop_next_at(at)
+    }
+
+    /// As `pop_at`, for a caller that knows `at` is `next_time()` or the
+    /// present instant (the machine's drain loop): no bitmap scan.
+    #[inline]
+    pub(crate) fn pop_next_at(&mut self, at: Time) -> Option<E> {
+        debug_assert!(at >= self.now);
         if at.0 % self.quantum != 0 {
             if self.odd.peek().is_some_and(|e| e.at == at) {
                 self.advance(at);
@@ -272,7 +282,7 @@ impl<E: Copy> Engine<E> {
     /// Take the next event in (time, sequence) order and advance `now` to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
         let t = self.next_time()?;
-        self.pop_at(t).map(|e| (t, e))
+        self.pop_next_at(t).map(|e| (t, e))
     }
 
     /// Events waiting.
@@ -403,6 +413,18 @@ mod tests {
             }
         }
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn pop_at_a_time_that_is_not_next_takes_nothing() {
+        let mut e = Engine::with_quantum(2);
+        e.schedule(Time(10), 'a');
+        e.schedule(Time(20), 'b');
+        assert_eq!(e.pop_at(Time(20)), None);
+        assert_eq!(e.pop_at(Time(4)), None);
+        assert_eq!(e.now(), Time(0));
+        assert_eq!(e.pop(), Some((Time(10), 'a')));
+        assert_eq!(e.pop_at(Time(20)), Some('b'));
     }
 
     #[test]

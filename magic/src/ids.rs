@@ -90,7 +90,7 @@ impl PAddr {
     pub const fn new(region: Region, node: NodeId, offset: u64) -> PAddr {
         PAddr(
             ((region as u64) << Self::REGION_SHIFT)
-                | ((node.0 as u64) << Self::OFFSET_BITS)
+                | (((node.0 as u64) & ((1 << Self::NODE_BITS) - 1)) << Self::OFFSET_BITS)
                 | (offset & ((1 << Self::OFFSET_BITS) - 1)),
         )
     }

@@ -156,6 +156,8 @@ pub struct Drops {
     pub bad_node: u64,
     /// Reschedules refused by a full software queue.
     pub swq_full: u64,
+    /// Sends refused for a payload longer than a line.
+    pub too_long: u64,
 }
 
 pub(crate) struct NodeHw {
@@ -254,6 +256,19 @@ impl<S: NodeState> MagicBuilder<S> {
 
     pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, String> {
         self.params.validate()?;
+        let n = self.handlers.len();
+        if let Some(r) = self
+            .table
+            .iter()
+            .flatten()
+            .flatten()
+            .find(|r| r.handler.0 as usize >= n)
+        {
+            return Err(format!(
+                "the jump table names handler {} but only {n} are registered",
+                r.handler.0
+            ));
+        }
         if self.nodes == 0 || self.nodes > 1 << PAddr::NODE_BITS {
             return Err(format!(
                 "a machine has 1 to {} nodes (got {})",
@@ -329,6 +344,9 @@ pub struct Magic<S> {
 }
 
 impl<S: NodeState> Magic<S> {
+    /// The latest cycle the model's clock can reach with room to spare.
+    pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / crate::time::TICKS_PER_SYSTEM_CYCLE / 4);
+
     pub fn params(&self) -> &MagicParams {
         &self.params
     }
@@ -368,6 +386,11 @@ impl<S: NodeState> Magic<S> {
             return Err(format!(
                 "cannot post at cycle {at}: the run is at cycle {}",
                 self.now()
+            ));
+        }
+        if at > Self::LAST_CYCLE {
+            return Err(format!(
+                "cannot post at cycle {at}: beyond the model's clock"
             ));
         }
         msg.src = node;
@@ -419,7 +442,7 @@ impl<S: NodeState> Magic<S> {
                 limit_reached = true;
                 break;
             }
-            while let Some(ev) = self.engine.pop_at(t) {
+            while let Some(ev) = self.engine.pop_next_at(t) {
                 self.apply(c, ev);
             }
             self.arbitrate(c);
@@ -545,16 +568,29 @@ impl<S: NodeState> Magic<S> {
                 continue;
             };
             let start = t;
-            let spec = (route.opts.speculative_read
-                && msg.addr.region() == Region::Normal
-                && msg.addr.node().0 == n)
-                .then(|| {
+            // The speculative read needs a data buffer of its own; with none
+            // free, the inbox does not start it.
+            let local = msg.addr.region() == Region::Normal
+                && msg.addr.node().0 == n
+                && msg.addr.offset() < self.params.mem_bytes;
+            let spec = if route.opts.speculative_read && local {
+                hw.bufs.alloc(t).map(|b| {
                     let lt = hw.mem.read(t, self.params.mem_first_dword);
-                    Ticket {
-                        first: lt.first,
-                        ready: lt.last,
-                    }
-                });
+                    let x = hw.bufs.get_mut(b).expect("just allocated");
+                    x.bytes = hw.mem.line(msg.addr.line());
+                    x.first_ready = lt.first;
+                    x.ready = lt.last;
+                    (
+                        b,
+                        Ticket {
+                            first: lt.first,
+                            ready: lt.last,
+                        },
+                    )
+                })
+            } else {
+                None
+            };
             let f = self.handlers[route.handler.0 as usize].f;
             let mut cx = Cx {
                 node: NodeId(n),
@@ -574,8 +610,9 @@ impl<S: NodeState> Magic<S> {
             f(&mut cx, &msg);
             // A handler occupies the PP at least one cycle.
             let end = cx.now.max(start + Cycles(1));
-            let (tally, left) = (cx.tally, cx.msg_buf);
-            if let Some(b) = left {
+            let (tally, left, spec_left) = (cx.tally, cx.msg_buf, cx.spec);
+            // Buffers the handler neither sent nor kept go back to the pool.
+            for b in left.into_iter().chain(spec_left.map(|s| s.0)) {
                 hw.bufs.release(b, end);
             }
             let busy = (end - start).0;

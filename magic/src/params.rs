@@ -75,8 +75,8 @@ pub struct MagicParams {
     pub outbox_latency: Cycles,
     /// Instructions the PP issues per cycle (dual issue).
     pub pp_issue_width: u32,
-    /// MAGIC data cache: lines (direct mapped) and the stall of a miss
-    /// beyond the memory read it triggers.
+    /// MAGIC data cache: lines (direct mapped, 128 bytes each). A miss stalls
+    /// the handler for a line read from memory.
     pub dcache_lines: usize,
     /// Bytes of memory per node (addresses beyond are bad addresses).
     pub mem_bytes: u64,

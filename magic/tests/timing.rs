@@ -279,8 +279,10 @@ fn a_run_that_ends_with_work_pending_says_what_is_stuck() {
 fn the_inbox_can_start_a_speculative_read_at_dispatch() {
     fn spec(cx: &mut Cx<'_, Seen>, _: &Msg) {
         cx.instr(20); // 10 cycles of work overlap the read
-        let t = cx.speculative_read().expect("the route asked for one");
+        let (b, t) = cx.speculative_read().expect("the route asked for one");
         cx.wait(t);
+        assert_eq!(cx.buffer(b).unwrap()[3], 0x5A, "the line's bytes");
+        cx.free_buffer(b).unwrap();
         let now = cx.now().0;
         cx.state().at.push(("spec", now, 0));
     }
@@ -306,6 +308,7 @@ fn the_inbox_can_start_a_speculative_read_at_dispatch() {
         .route(GO, Region::Io, p);
     let mut m = b.build(|_| Seen::default()).unwrap();
     let a = PAddr::new(Region::Normal, NodeId(0), 0x400);
+    m.memory_mut(NodeId(0)).store_line(a.line(), &[0x5A; 128]);
     m.post(
         NodeId(0),
         Cycles(0),

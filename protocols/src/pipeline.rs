@@ -22,6 +22,9 @@ use magic::{
 };
 use serde::Serialize;
 
+/// Most messages a run may post (about 120 bytes of model state each).
+pub const MAX_MESSAGES: u64 = 4_000_000;
+
 /// Packets per message (4 KB as 128-byte lines).
 pub const PACKETS: u64 = 32;
 const SETUP: Cycles = Cycles(20);
@@ -62,6 +65,13 @@ impl PipelineConfig {
         }
         if self.msgs == 0 {
             return Err("--msgs must be at least 1".into());
+        }
+        // Every message is posted up front; keep that within memory.
+        let total = self.nodes as u64 * self.msgs as u64;
+        if total > MAX_MESSAGES {
+            return Err(format!(
+                "--nodes x --msgs must be at most {MAX_MESSAGES} (got {total})"
+            ));
         }
         Ok(())
     }
