@@ -355,8 +355,41 @@ impl<'a, S> Cx<'a, S> {
         Ok(())
     }
 
-    /// Hand a message to the compute processor (a reply, an ACK/NACK, an interrupt).
-    pub fn to_processor(&mut self, msg: Msg) {
-        self.hw.to_processor.push((self.now, msg));
+    /// Hand the compute processor `msg` (a reply, an ACK/NACK, an
+    /// interrupt), with the line in buffer `data` if given: it crosses the
+    /// processor interface once the interface is free and the buffer's first
+    /// doubleword is in; the buffer returns to the pool when it has crossed.
+    pub fn to_processor(&mut self, msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
+        let (bytes, ready) = match data {
+            Some(b) => {
+                self.check_buf(b)?;
+                let buf = self.hw.bufs.get(b).expect("checked");
+                (Some(buf.bytes), buf.first_ready)
+            }
+            None => (None, self.now),
+        };
+        let (arrive, free) =
+            self.hw
+                .pcache
+                .reply(self.now.max(ready), self.params, bytes.is_some());
+        if let Some(b) = data {
+            if self.msg_buf == Some(b) {
+                self.msg_buf = None;
+            }
+            self.hw.bufs.release(b, free);
+        }
+        let at = Arrival {
+            first: arrive,
+            full: arrive,
+        };
+        let pkt = self.packets.insert(msg, bytes, at);
+        self.engine.schedule(
+            Time::from_cycles(arrive),
+            Ev::ProcDeliver {
+                node: self.node.0,
+                pkt,
+            },
+        );
+        Ok(())
     }
 }

@@ -28,7 +28,9 @@ pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
-pub use machine::{Dispatch, Drops, HandlerFn, Magic, MagicBuilder, NodeState, RunReport};
+pub use machine::{
+    Dispatch, Drops, HandlerFn, Magic, MagicBuilder, NodeState, ProcStep, Processor, RunReport,
+};
 pub use params::{InQueue, MagicParams};
 pub use pcache::LineState;
 pub use time::{Cycles, Time};

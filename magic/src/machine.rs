@@ -20,6 +20,7 @@ use crate::memory::Memory;
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
 use crate::time::{Cycles, Time};
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
@@ -27,11 +28,74 @@ use std::fmt::Write as _;
 /// dispatched for.
 pub type HandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
 
-/// The protocol's per-node state. `pending` describes work the protocol still
-/// holds, so a run that stops with work outstanding can say what is stuck.
+/// The protocol's per-node state, and the node's compute processor.
+///
+/// `pending` describes work the protocol still holds, so a run that stops
+/// with work outstanding can say what is stuck. The two processor hooks let a
+/// workload program run on the compute processor: it steps when it scheduled
+/// itself to, and it is told when MAGIC hands it something.
 pub trait NodeState {
     fn pending(&self) -> Option<String> {
         None
+    }
+
+    /// The processor's step, scheduled by an earlier `ProcStep::At` or by
+    /// `Magic::start_processor`.
+    fn processor_step(&mut self, _p: &mut Processor<'_>) -> ProcStep {
+        ProcStep::Idle
+    }
+
+    /// MAGIC handed the processor `msg`, with a line of data if it carried
+    /// one. `None` leaves the message for `Magic::take_processor_messages`.
+    fn processor_receive(
+        &mut self,
+        _p: &mut Processor<'_>,
+        _msg: &Msg,
+        _data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        None
+    }
+}
+
+/// Requests a processor step handed MAGIC (rarely more than one).
+type Requests = SmallVec<[(Msg, Option<[u8; LINE_BYTES]>); 2]>;
+
+/// What the compute processor does after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcStep {
+    /// Nothing until MAGIC hands it something.
+    Idle,
+    /// Step again at this cycle.
+    At(Cycles),
+}
+
+/// The compute processor as a workload program sees it: its cache and the
+/// processor interface.
+pub struct Processor<'a> {
+    node: NodeId,
+    now: Cycles,
+    cache: &'a mut ProcCache,
+    requests: &'a mut Requests,
+}
+
+impl Processor<'_> {
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    pub fn now(&self) -> Cycles {
+        self.now
+    }
+
+    /// The processor's own cache (hits need no MAGIC).
+    pub fn cache(&mut self) -> &mut ProcCache {
+        self.cache
+    }
+
+    /// Hand MAGIC a request (a miss, a writeback with its line, a command):
+    /// it enters the processor-interface queue `pi_in` cycles from now.
+    pub fn request(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>) {
+        self.requests.push((msg, data));
     }
 }
 
@@ -43,8 +107,12 @@ pub(crate) enum Ev {
     Deliver { node: u32, q: InQueue, pkt: u32 },
     /// The PP of `node` finished its handler.
     PpDone { node: u32 },
-    /// Look at `node` again (a data buffer came back).
+    /// Look at `node` again (a data buffer came back, a message became eligible).
     Wake { node: u32 },
+    /// The compute processor of `node` takes a step.
+    ProcStep { node: u32 },
+    /// A message from MAGIC reaches the compute processor of `node`.
+    ProcDeliver { node: u32, pkt: u32 },
 }
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
@@ -110,6 +178,17 @@ impl Packets {
                 (self.slots.len() - 1) as u32
             }
         }
+    }
+
+    /// Take a message out with its bytes.
+    fn take(&mut self, i: u32) -> (Msg, Option<[u8; LINE_BYTES]>) {
+        self.free.push(i);
+        let p = self.slots[i as usize];
+        if p.data == NO_DATA {
+            return (p.msg, None);
+        }
+        self.free_lines.push(p.data);
+        (p.msg, Some(self.lines[p.data as usize]))
     }
 
     fn msg(&self, i: u32) -> &Msg {
@@ -378,7 +457,18 @@ impl<S: NodeState> Magic<S> {
 
     /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
     /// (through the processor interface input queue).
-    pub fn post(&mut self, node: NodeId, at: Cycles, mut msg: Msg) -> Result<(), String> {
+    pub fn post(&mut self, node: NodeId, at: Cycles, msg: Msg) -> Result<(), String> {
+        self.post_data(node, at, msg, None)
+    }
+
+    /// As `post`, with a line of data (a writeback, a command's payload).
+    pub fn post_data(
+        &mut self,
+        node: NodeId,
+        at: Cycles,
+        mut msg: Msg,
+        data: Option<[u8; LINE_BYTES]>,
+    ) -> Result<(), String> {
         if node.0 >= self.nodes {
             return Err(format!("no node {node} (the machine has {})", self.nodes));
         }
@@ -394,7 +484,11 @@ impl<S: NodeState> Magic<S> {
             ));
         }
         msg.src = node;
-        let pkt = self.packets.insert(msg, None, Arrival::default());
+        let here = Arrival {
+            first: at,
+            full: at,
+        };
+        let pkt = self.packets.insert(msg, data, here);
         self.engine.schedule(
             Time::from_cycles(at + self.params.inbox_dispatch),
             Ev::Deliver {
@@ -496,7 +590,61 @@ impl<S: NodeState> Magic<S> {
                 }
                 self.mark(node);
             }
+            Ev::ProcStep { node } => {
+                let mut requests = SmallVec::new();
+                let step = self.state[node as usize].processor_step(&mut Processor {
+                    node: NodeId(node),
+                    now: t,
+                    cache: &mut self.hw[node as usize].pcache,
+                    requests: &mut requests,
+                });
+                self.processor_after(node, t, step, requests);
+            }
+            Ev::ProcDeliver { node, pkt } => {
+                let (msg, data) = self.packets.take(pkt);
+                let mut requests = SmallVec::new();
+                let hw = &mut self.hw[node as usize];
+                let step = self.state[node as usize].processor_receive(
+                    &mut Processor {
+                        node: NodeId(node),
+                        now: t,
+                        cache: &mut hw.pcache,
+                        requests: &mut requests,
+                    },
+                    &msg,
+                    data.as_ref(),
+                );
+                match step {
+                    Some(step) => self.processor_after(node, t, step, requests),
+                    None => hw.to_processor.push((t, msg)),
+                }
+            }
         }
+    }
+
+    /// Carry out what a processor step asked for.
+    fn processor_after(&mut self, node: u32, t: Cycles, step: ProcStep, requests: Requests) {
+        for (msg, data) in requests {
+            let at = t + self.params.pi_in;
+            let _ = self.post_data(NodeId(node), at, msg, data);
+        }
+        if let ProcStep::At(at) = step {
+            self.engine
+                .schedule(Time::from_cycles(at.max(t)), Ev::ProcStep { node });
+        }
+    }
+
+    /// Let node `n`'s compute processor take its first step at `at`.
+    pub fn start_processor(&mut self, n: NodeId, at: Cycles) -> Result<(), String> {
+        if n.0 >= self.nodes {
+            return Err(format!("no node {n} (the machine has {})", self.nodes));
+        }
+        if at < self.now() || at > Self::LAST_CYCLE {
+            return Err(format!("cannot start a processor at cycle {at}"));
+        }
+        self.engine
+            .schedule(Time::from_cycles(at), Ev::ProcStep { node: n.0 });
+        Ok(())
     }
 
     fn arbitrate(&mut self, t: Cycles) {

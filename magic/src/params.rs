@@ -73,6 +73,12 @@ pub struct MagicParams {
     /// Cycles from a handler's send until the packet can go on the wire
     /// (the outbox stage).
     pub outbox_latency: Cycles,
+    /// Cycles from the compute processor issuing a request (a miss) to its
+    /// entering MAGIC's processor-interface queue.
+    pub pi_in: Cycles,
+    /// Cycles from MAGIC handing the processor interface a reply to the first
+    /// word reaching the processor.
+    pub pi_out: Cycles,
     /// Instructions the PP issues per cycle (dual issue).
     pub pp_issue_width: u32,
     /// MAGIC data cache: lines (direct mapped, 128 bytes each). A miss stalls
@@ -98,6 +104,8 @@ impl Default for MagicParams {
             inbox_priority: InQueue::ALL,
             inbox_dispatch: Cycles(0),
             outbox_latency: Cycles(0),
+            pi_in: Cycles(0),
+            pi_out: Cycles(0),
             pp_issue_width: 2,
             dcache_lines: 1024,
             mem_bytes: 64 << 20,

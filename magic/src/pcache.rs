@@ -76,6 +76,18 @@ impl ProcCache {
         }
     }
 
+    /// MAGIC hands the processor a reply at `at` (a line of data or a word):
+    /// it waits for the interface, which then carries it; returns when its
+    /// first word reaches the processor and when the interface is free again.
+    pub fn reply(&mut self, at: Cycles, p: &MagicParams, line: bool) -> (Cycles, Cycles) {
+        let start = at.max(self.free_at);
+        let held = Cycles(if line { crate::ids::LINE_DWORDS } else { 1 });
+        self.free_at = start + held;
+        self.busy += held;
+        self.ops += 1;
+        (start + p.pi_out, self.free_at)
+    }
+
     /// Intervene at `at` for the line of `a`, leaving it in `next` (or in its
     /// present state if that is less). Returns the timing and, for a dirty line,
     /// its bytes.

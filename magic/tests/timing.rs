@@ -389,10 +389,11 @@ fn magic_drives_through_the_controller_trait() {
     use magic::{Controller, Time};
     fn echo(cx: &mut Cx<'_, Seen>, m: &Msg) {
         cx.instr(8);
-        cx.to_processor(Msg {
+        let reply = Msg {
             args: [m.args[0] + 1, 0, 0],
             ..*m
-        });
+        };
+        cx.to_processor(reply, None).unwrap();
     }
     let mut b = MagicBuilder::new(MagicParams::default(), 2);
     let h = b.handler("echo", echo);
