@@ -121,6 +121,14 @@ impl BufferPool {
         self.bufs.len() - self.free.len() - returned
     }
 
+    /// Buffers allocated and neither freed nor on their way back.
+    pub fn held(&self) -> usize {
+        self.bufs
+            .iter()
+            .filter(|b| b.state == BufState::InUse)
+            .count()
+    }
+
     /// The next time a buffer comes back, if one is on its way.
     pub fn next_return(&self) -> Option<Cycles> {
         self.returning.front().map(|&(t, _)| t)

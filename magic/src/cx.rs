@@ -195,11 +195,23 @@ impl<'a, S> Cx<'a, S> {
 
     /// Ask the compute processor's cache for the line holding `a`, leaving it
     /// in `next` (or its present state if that is less). A dirty line's bytes
-    /// go into buffer `b`. Wait for `state_at` before branching on the state.
-    pub fn pc_get(&mut self, a: PAddr, b: BufId, next: LineState) -> Result<Intervention, Refused> {
-        self.check_buf(b)?;
+    /// go into buffer `b`; without a buffer, a dirty line is refused and left
+    /// as it was (only a clean copy can be dropped without one). Wait for
+    /// `state_at` before branching on the state.
+    pub fn pc_get(
+        &mut self,
+        a: PAddr,
+        b: Option<BufId>,
+        next: LineState,
+    ) -> Result<Intervention, Refused> {
+        if let Some(b) = b {
+            self.check_buf(b)?;
+        } else if self.hw.pcache.state(a) == LineState::Dirty && next != LineState::Dirty {
+            self.hw.drops.bad_buffer += 1;
+            return Err(Refused::BadBuffer);
+        }
         let (iv, data) = self.hw.pcache.intervene(self.now, self.params, a, next);
-        if let (Some(bytes), Some(first)) = (data, iv.first_word_at) {
+        if let (Some(b), Some(bytes), Some(first)) = (b, data, iv.first_word_at) {
             let buf = self.hw.bufs.get_mut(b).expect("checked");
             buf.bytes = bytes;
             buf.first_ready = first;
@@ -229,6 +241,12 @@ impl<'a, S> Cx<'a, S> {
     /// The buffer the message's data arrived in, if it carried data.
     pub fn msg_buffer(&self) -> Option<BufId> {
         self.msg_buf
+    }
+
+    /// Keep the message's buffer beyond this handler (it is otherwise returned
+    /// at the handler's end): it is the protocol's until sent or freed.
+    pub fn take_msg_buffer(&mut self) -> Option<BufId> {
+        self.msg_buf.take()
     }
 
     /// The bytes of an allocated buffer (functional; the timing of filling it

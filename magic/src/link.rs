@@ -39,6 +39,10 @@ pub struct OutLink {
 }
 
 impl OutLink {
+    pub(crate) fn reset_counters(&mut self) {
+        (self.busy, self.packets, self.stall, self.occupied) = (Cycles(0), 0, Cycles(0), Cycles(0));
+    }
+
     /// Hand over a packet at `at` that holds the wire `wire` cycles, may go on
     /// it `stage` cycles after the outbox took it (the outbox stage), and not
     /// before `ready` (its data streaming in).

@@ -384,6 +384,7 @@ impl<S: NodeState> MagicBuilder<S> {
             table: self.table,
             packets: Packets::default(),
             dirty: Vec::with_capacity(self.nodes as usize),
+            ledger_from: Cycles(0),
             params: self.params,
             nodes: self.nodes,
         })
@@ -420,6 +421,8 @@ pub struct Magic<S> {
     table: Vec<[Option<Route>; 4]>,
     packets: Packets,
     dirty: Vec<u32>,
+    /// Where the ledger's counting starts (see `reset_counters`).
+    ledger_from: Cycles,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -804,7 +807,7 @@ impl<S: NodeState> Magic<S> {
                     out.push(s);
                 }
             }
-            let held = hw.bufs.in_use(self.now());
+            let held = hw.bufs.held();
             if held > 0 {
                 out.push(format!("node {i}: {held} data buffer(s) still allocated"));
             }
@@ -813,6 +816,21 @@ impl<S: NodeState> Magic<S> {
             }
         }
         out
+    }
+
+    /// Start the ledger afresh from now (after a warm-up phase, say): every
+    /// handler and unit counter returns to zero; the machine's state stays.
+    pub fn reset_counters(&mut self) {
+        self.ledger_from = self.now();
+        for hw in &mut self.hw {
+            hw.handler_stats
+                .iter_mut()
+                .for_each(|s| *s = HandlerStats::default());
+            (hw.pp_busy, hw.dispatched, hw.net_delivered, hw.inbox_wait) = (0, 0, 0, 0);
+            hw.link.reset_counters();
+            hw.mem.reset_counters();
+            hw.pcache.reset_counters();
+        }
     }
 
     /// Model events so far, counted as the reference peers count them: handler
@@ -854,6 +872,6 @@ impl<S: NodeState> Magic<S> {
                 ],
             })
             .collect();
-        Ledger::build(self.now(), &names, &figures)
+        Ledger::build(self.now() - self.ledger_from, &names, &figures)
     }
 }

@@ -27,6 +27,10 @@ pub struct Memory {
 }
 
 impl Memory {
+    pub(crate) fn reset_counters(&mut self) {
+        (self.busy, self.ops) = (Cycles(0), 0);
+    }
+
     /// Timing of a line read presented at `at`.
     pub fn read(&mut self, at: Cycles, first_dword: Cycles) -> LineTiming {
         let first = (at + first_dword).max(self.bus_free);

@@ -55,6 +55,10 @@ fn key(a: PAddr) -> u64 {
 }
 
 impl ProcCache {
+    pub(crate) fn reset_counters(&mut self) {
+        (self.busy, self.ops) = (Cycles(0), 0);
+    }
+
     pub fn state(&self, a: PAddr) -> LineState {
         self.lines
             .get(&key(a))

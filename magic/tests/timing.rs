@@ -19,8 +19,18 @@ struct Seen {
 
 impl NodeState for Seen {}
 
+/// The hardware's own timing: no inbox or outbox stage latency, so each test
+/// sees one unit's figure alone (the stages have a test of their own).
+fn raw() -> MagicParams {
+    MagicParams {
+        inbox_dispatch: Cycles(0),
+        outbox_latency: Cycles(0),
+        ..MagicParams::default()
+    }
+}
+
 fn machine(nodes: u32, go: magic::HandlerFn<Seen>) -> Magic<Seen> {
-    let mut b = MagicBuilder::new(MagicParams::default(), nodes);
+    let mut b = MagicBuilder::new(raw(), nodes);
     let h = b.handler("go", go);
     let d = b.handler("data", on_data);
     let s = b.handler("step", on_step);
@@ -85,7 +95,7 @@ fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
     fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
         let b = cx.alloc_buffer().unwrap();
         let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
-        let iv = cx.pc_get(a, b, LineState::Clean).unwrap();
+        let iv = cx.pc_get(a, Some(b), LineState::Clean).unwrap();
         cx.wait_until(iv.state_at);
         let at_state = cx.now().0;
         cx.wait_until(iv.done);
@@ -131,7 +141,7 @@ fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
     assert_eq!(l.handler(Some(1), "data").unwrap().stats.wait, 32);
 
     // Store and forward: dispatched when the last byte is in.
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    let mut b = MagicBuilder::new(raw(), 2);
     let h = b.handler("go", go);
     let d = b.handler("data", on_data);
     let whole = magic::Dispatch {
@@ -296,7 +306,7 @@ fn the_inbox_can_start_a_speculative_read_at_dispatch() {
         let now = cx.now().0;
         cx.state().at.push(("plain", now, 0));
     }
-    let mut b = MagicBuilder::new(MagicParams::default(), 1);
+    let mut b = MagicBuilder::new(raw(), 1);
     let s = b.handler("spec", spec);
     let p = b.handler("plain", plain);
     // One message type, two regions, two handlers: the jump table's two indices.
@@ -395,7 +405,7 @@ fn magic_drives_through_the_controller_trait() {
         };
         cx.to_processor(reply, None).unwrap();
     }
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    let mut b = MagicBuilder::new(raw(), 2);
     let h = b.handler("echo", echo);
     b.route_any(GO, h);
     let mut m = b.build(|_| Seen::default()).unwrap();
@@ -414,9 +424,37 @@ fn magic_drives_through_the_controller_trait() {
     assert!(r.is_clean());
     let got = c.take_delivered(NodeId(1));
     assert_eq!(got.len(), 1);
+    // Handler 5..9 (8 instructions, dual issue), then 6 cycles across the
+    // processor interface.
     assert_eq!(
         (got[0].0, got[0].1.args[0]),
-        (Time::from_cycles(Cycles(9)), 42)
+        (Time::from_cycles(Cycles(15)), 42)
     );
     assert_eq!(c.ledger().handler(Some(1), "echo").unwrap().stats.busy, 4);
+}
+
+#[test]
+fn the_inbox_and_outbox_stages_add_latency_not_occupancy() {
+    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+        let m = Msg::new(STEP, cx.node(), NodeId(1)).args([5, 0, 0]);
+        cx.send(m, None).unwrap();
+    }
+    let params = MagicParams {
+        inbox_dispatch: Cycles(3),
+        outbox_latency: Cycles(2),
+        ..MagicParams::default()
+    };
+    let mut b = MagicBuilder::new(params, 2);
+    let h = b.handler("go", go);
+    let s = b.handler("step", on_step);
+    b.route_any(GO, h).route_any(STEP, s);
+    let mut m = b.build(|_| Seen::default()).unwrap();
+    go_at_zero(&mut m);
+    // Posted at 0, through the inbox at 3; the send at 3 goes on the wire at
+    // 5, its header is in at 5 + 8 + 22 = 35, through the inbox at 38, and
+    // the step handler's one cycle ends at 39.
+    assert_eq!(m.state(NodeId(1)).at, vec![("step", 39, 5)]);
+    let l = m.ledger();
+    assert_eq!(l.handler(Some(0), "go").unwrap().stats.busy, 1);
+    assert_eq!(l.handler(Some(1), "step").unwrap().stats.busy, 1);
 }

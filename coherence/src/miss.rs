@@ -1,0 +1,111 @@
+//! One read miss, seen from the processor: the `flashkit miss` experiment.
+//!
+//! Three nodes. Node 0's processor loads a word of a line that is
+//! - `local-clean`: homed at node 0, in no cache;
+//! - `remote-clean`: homed at node 1, in no cache;
+//! - `remote-dirty`: homed at node 1, dirty in node 2's cache.
+//!
+//! The latency is the processor's: from issuing the load to having the word.
+//! MAGIC's data cache is warm, as in a running machine: the processor first
+//! misses on a neighbouring line in the same state (whose directory entry
+//! shares a data-cache line with the measured one's); when the machine is
+//! quiet again the ledger restarts and the processor misses on the measured
+//! line.
+
+use crate::processor::Op;
+use crate::protocol::{self, CohParams};
+use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Case {
+    LocalClean,
+    RemoteClean,
+    RemoteDirty,
+}
+
+impl Case {
+    pub const ALL: [Case; 3] = [Case::LocalClean, Case::RemoteClean, Case::RemoteDirty];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::LocalClean => "local-clean",
+            Case::RemoteClean => "remote-clean",
+            Case::RemoteDirty => "remote-dirty",
+        }
+    }
+}
+
+/// The outcome of one miss.
+pub struct MissRun {
+    pub case: Case,
+    pub latency: Cycles,
+    /// The word the load returned and the word it should have.
+    pub value: u64,
+    pub expected: u64,
+    pub machine: Magic<protocol::CohNode>,
+}
+
+const OFFSET: u64 = 0x4000;
+
+/// Run one miss on a fresh machine.
+pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, String> {
+    let mut m = protocol::machine(params, coh, 3)?;
+    let home = match case {
+        Case::LocalClean => NodeId(0),
+        _ => NodeId(1),
+    };
+    let warm = PAddr::new(Region::Normal, home, OFFSET);
+    let line = PAddr::new(Region::Normal, home, OFFSET + 128);
+    let in_memory = [0x11u8; 128];
+    let dirty = [0x77u8; 128];
+    let copies: &[(NodeId, LineState)] = match case {
+        Case::RemoteDirty => &[(NodeId(2), LineState::Dirty)],
+        _ => &[],
+    };
+    for l in [warm, line] {
+        protocol::place(&mut m, l, copies, in_memory, dirty)?;
+    }
+    let expected = u64::from_le_bytes(if copies.is_empty() {
+        [0x11; 8]
+    } else {
+        [0x77; 8]
+    });
+    m.state_mut(NodeId(0)).proc.push([Op::Load(warm)]);
+    m.start_processor(NodeId(0), Cycles(0))?;
+    let warmup = m.run();
+    if !warmup.is_clean() {
+        return Err(format!(
+            "the warm-up miss did not complete: {}",
+            warmup.stuck.join("; ")
+        ));
+    }
+    m.reset_counters();
+    m.state_mut(NodeId(0))
+        .proc
+        .push([Op::Load(PAddr(line.0 + 8))]);
+    let start = m.now() + Cycles(1);
+    m.start_processor(NodeId(0), start)?;
+    let report = m.run();
+    if !report.is_clean() {
+        return Err(format!(
+            "the miss did not complete: {}",
+            report.stuck.join("; ")
+        ));
+    }
+    let r = m
+        .state(NodeId(0))
+        .proc
+        .results
+        .last()
+        .copied()
+        .ok_or("the load did not complete")?;
+    Ok(MissRun {
+        case,
+        latency: r.latency(),
+        value: r.value.unwrap_or_default(),
+        expected,
+        machine: m,
+    })
+}

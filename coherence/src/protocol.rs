@@ -1,0 +1,912 @@
+//! The base cache-coherence protocol as MAGIC handlers.
+//!
+//! A processor miss enters its node's processor interface; the handler there
+//! either acts as the home (a local line) or sends the request to the home.
+//! The home reads the directory entry, asks [`directory`](crate::directory)
+//! what to do, and does it: answer from memory (speculatively read at
+//! dispatch), intervene in its own processor's cache, send invalidations
+//! (acknowledged to the requester), forward to a remote owner (three hops), or
+//! NAK a busy entry. Requests and replies travel on separate lanes.
+//!
+//! Every step a handler takes is charged through the context with the
+//! instruction counts of [`Costs`]; directory entries and outstanding-miss
+//! records live in MAGIC memory and are reached through its data cache.
+
+use crate::directory::{self, Decision, DirEntry, DirFormat, Req, WbDecision};
+use crate::processor::Proc;
+use hashbrown::{HashMap, HashSet};
+use magic::{
+    BufId, Cx, Dispatch, Lane, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId,
+    NodeState, PAddr, ProcStep, Processor, Region, LINE_BYTES,
+};
+use serde::Serialize;
+use smallvec::SmallVec;
+
+/// Message types of the protocol.
+pub mod mt {
+    use magic::MsgType;
+    /// Processor interface: read miss, write miss, upgrade, writeback, resume
+    /// forwards deferred behind a fill.
+    pub const PI_GET: MsgType = MsgType(1);
+    pub const PI_GETX: MsgType = MsgType(2);
+    pub const PI_UPGRADE: MsgType = MsgType(3);
+    pub const PI_WB: MsgType = MsgType(4);
+    pub const PI_RESUME: MsgType = MsgType(5);
+    /// Requests (request lane).
+    pub const GET: MsgType = MsgType(10);
+    pub const GETX: MsgType = MsgType(11);
+    pub const UPGRADE: MsgType = MsgType(12);
+    pub const WB: MsgType = MsgType(13);
+    pub const FWD_GET: MsgType = MsgType(14);
+    pub const FWD_GETX: MsgType = MsgType(15);
+    pub const INVAL: MsgType = MsgType(16);
+    /// The writeback acknowledgement travels on the request lane, so it
+    /// cannot overtake a forward the home sent the writer earlier.
+    pub const WB_ACK: MsgType = MsgType(17);
+    /// Replies (reply lane).
+    pub const PUT: MsgType = MsgType(20);
+    pub const PUTX: MsgType = MsgType(21);
+    pub const UPGRADE_ACK: MsgType = MsgType(22);
+    pub const INV_ACK: MsgType = MsgType(23);
+    pub const NAK: MsgType = MsgType(24);
+    pub const SHARING_WB: MsgType = MsgType(25);
+    pub const TRANSFER: MsgType = MsgType(26);
+    /// MAGIC to the processor: the line (or the permission) it missed on.
+    pub const FILL: MsgType = MsgType(30);
+}
+
+/// Where a line's home is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum Placement {
+    /// The node bits of the physical address (page placement by the OS).
+    #[default]
+    NodeBits,
+    /// Consecutive lines on consecutive nodes.
+    Interleaved,
+}
+
+/// Instructions each protocol step issues on the PP (dual issue: a cycle per
+/// two). One set for every handler; the paper's handlers are of this size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Costs {
+    /// Read the header, branch on the case.
+    pub decode: u32,
+    /// Extract and test the directory entry's state (plus its load).
+    pub dir_check: u32,
+    /// Compose and write back the new entry (plus its store).
+    pub dir_update: u32,
+    /// Form a header and hand it to the outbox or the processor interface.
+    pub send: u32,
+    /// Per invalidation sent (plus a pointer load in the pointer-list format).
+    pub per_target: u32,
+    /// Issue an intervention, memory read or memory write.
+    pub issue: u32,
+    /// Update the outstanding-miss record (plus its load and store).
+    pub record: u32,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            decode: 4,
+            dir_check: 4,
+            dir_update: 3,
+            send: 4,
+            per_target: 3,
+            issue: 2,
+            record: 3,
+        }
+    }
+}
+
+/// Parameters of the protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CohParams {
+    pub placement: Placement,
+    pub format: DirFormat,
+    pub costs: Costs,
+}
+
+/// MAGIC-memory addresses of the protocol's data (for data-cache costs).
+const DIR_BASE: u64 = 0x1000_0000;
+const PTR_POOL: u64 = 0x2000_0000;
+const MISS_BASE: u64 = 0x3000_0000;
+
+/// A miss this node's processor is waiting for.
+#[derive(Clone, Debug)]
+struct Miss {
+    req: Req,
+    /// Acknowledgements to collect, once the reply has said how many.
+    acks_needed: Option<u32>,
+    acks_got: u32,
+    exclusive: bool,
+    /// The reply's data, held until every acknowledgement is in.
+    buf: Option<BufId>,
+    /// An invalidation overtook the reply: use the data once, do not cache it.
+    invalidated: bool,
+    retries: u32,
+}
+
+/// Counters a study reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CohStats {
+    pub naks: u64,
+    pub retries: u64,
+    pub max_retries: u32,
+    pub invalidations: u64,
+    pub forwards: u64,
+    /// Forwards dropped because the writeback crossing them answered instead.
+    pub forwards_dropped: u64,
+    pub deferred: u64,
+    /// Messages that found the protocol in a state it does not expect.
+    pub protocol_errors: u64,
+}
+
+/// One node: its directory (as home), its outstanding misses (as requester),
+/// and its compute processor.
+pub struct CohNode {
+    pub id: NodeId,
+    pub nodes: u32,
+    pub params: CohParams,
+    dir: HashMap<u64, DirEntry>,
+    misses: HashMap<u64, Miss>,
+    writebacks: HashSet<u64>,
+    deferred: HashMap<u64, SmallVec<[Msg; 2]>>,
+    pub proc: Proc,
+    pub stats: CohStats,
+}
+
+/// The key of a line: its canonical address over 128.
+fn key(a: PAddr) -> u64 {
+    a.0 / LINE_BYTES as u64
+}
+
+impl CohNode {
+    pub fn new(id: NodeId, nodes: u32, params: CohParams) -> CohNode {
+        CohNode {
+            id,
+            nodes,
+            params,
+            dir: HashMap::new(),
+            misses: HashMap::new(),
+            writebacks: HashSet::new(),
+            deferred: HashMap::new(),
+            proc: Proc::default(),
+            stats: CohStats::default(),
+        }
+    }
+
+    /// The directory entry of a line homed here.
+    pub fn entry(&self, line: PAddr) -> DirEntry {
+        self.dir.get(&key(line)).cloned().unwrap_or_default()
+    }
+
+    /// Set a directory entry (for experiments preparing a starting point).
+    pub fn set_entry(&mut self, line: PAddr, e: DirEntry) {
+        if e == DirEntry::default() {
+            self.dir.remove(&key(line));
+        } else {
+            self.dir.insert(key(line), e);
+        }
+    }
+
+    /// Lines whose directory entries are not uncached.
+    pub fn directory(&self) -> impl Iterator<Item = (u64, &DirEntry)> {
+        self.dir.iter().map(|(k, e)| (*k, e))
+    }
+}
+
+impl NodeState for CohNode {
+    fn pending(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.misses.is_empty() {
+            let mut lines: Vec<_> = self
+                .misses
+                .keys()
+                .map(|k| format!("{:#x}", k * 128))
+                .collect();
+            lines.sort();
+            parts.push(format!("outstanding misses on {}", lines.join(", ")));
+        }
+        if !self.writebacks.is_empty() {
+            parts.push(format!(
+                "{} unacknowledged writeback(s)",
+                self.writebacks.len()
+            ));
+        }
+        let busy = self.dir.values().filter(|e| e.pending.is_some()).count();
+        if busy > 0 {
+            parts.push(format!("{busy} directory entr(ies) still busy"));
+        }
+        if self.proc.waiting() {
+            parts.push("processor still waiting".into());
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        let placement = self.params.placement;
+        let nodes = self.nodes;
+        self.proc.step(p, |a| canonical(placement, nodes, a))
+    }
+
+    fn processor_receive(
+        &mut self,
+        p: &mut Processor<'_>,
+        msg: &Msg,
+        data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        if msg.mtype != mt::FILL {
+            return None;
+        }
+        let step = self.proc.fill(p, msg, data);
+        // Forwards that arrived while the fill was outstanding can go now
+        // that the processor has used the line.
+        if self.deferred.contains_key(&key(msg.addr)) {
+            p.request(
+                Msg::new(mt::PI_RESUME, self.id, self.id).addr(msg.addr),
+                None,
+            );
+        }
+        Some(step)
+    }
+}
+
+/// The canonical (home) address of a processor address.
+pub fn canonical(placement: Placement, nodes: u32, a: PAddr) -> PAddr {
+    match placement {
+        Placement::NodeBits => a.with_region(Region::Normal),
+        Placement::Interleaved => {
+            let home = ((a.offset() / LINE_BYTES as u64) % nodes as u64) as u32;
+            PAddr::new(Region::Normal, NodeId(home), a.offset())
+        }
+    }
+}
+
+type C<'a, 'b> = Cx<'a, CohNode>;
+
+fn costs(cx: &mut C<'_, '_>) -> Costs {
+    cx.state().params.costs
+}
+
+fn dir_addr(line: PAddr) -> u64 {
+    DIR_BASE + (line.line().0 % (1 << 20)) * 8
+}
+
+fn miss_addr(line: PAddr) -> u64 {
+    MISS_BASE + (line.line().0 % 1024) * 32
+}
+
+/// Load and test the directory entry of `line`.
+fn dir_load(cx: &mut C<'_, '_>, line: PAddr) -> DirEntry {
+    let c = costs(cx);
+    cx.instr(c.dir_check);
+    cx.load(dir_addr(line));
+    cx.state().entry(line)
+}
+
+/// Write the new entry back.
+fn dir_store(cx: &mut C<'_, '_>, line: PAddr, e: DirEntry) {
+    let c = costs(cx);
+    cx.instr(c.dir_update);
+    cx.store(dir_addr(line));
+    if cx.state().params.format == DirFormat::PointerList {
+        // Adding or freeing pointers touches the pool.
+        cx.store(PTR_POOL + (line.line().0 % 4096) * 8);
+    }
+    cx.state().set_entry(line, e);
+}
+
+fn send(cx: &mut C<'_, '_>, m: Msg, data: Option<BufId>) {
+    let c = costs(cx);
+    cx.instr(c.send);
+    if cx.send(m, data).is_err() {
+        cx.state().stats.protocol_errors += 1;
+    }
+}
+
+fn req_of(t: MsgType) -> Req {
+    match t {
+        mt::PI_GET | mt::GET => Req::Read,
+        mt::PI_GETX | mt::GETX => Req::Write,
+        _ => Req::Upgrade,
+    }
+}
+
+fn net_type(r: Req) -> MsgType {
+    match r {
+        Req::Read => mt::GET,
+        Req::Write => mt::GETX,
+        Req::Upgrade => mt::UPGRADE,
+    }
+}
+
+/// A miss from this node's processor.
+fn pi_miss(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    let req = req_of(m.mtype);
+    let me = cx.node();
+    cx.instr(c.record);
+    cx.store(miss_addr(line));
+    cx.state().misses.entry(key(line)).or_insert(Miss {
+        req,
+        acks_needed: None,
+        acks_got: 0,
+        exclusive: false,
+        buf: None,
+        invalidated: false,
+        retries: 0,
+    });
+    if line.node() == me {
+        home_request(cx, line, me, req, m);
+    } else {
+        let r = Msg::new(net_type(req), me, line.node())
+            .addr(line)
+            .args([me.0 as u64, 0, 0]);
+        send(cx, r, None);
+    }
+}
+
+/// A request at the home.
+fn net_request(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    home_request(cx, m.addr, m.src, req_of(m.mtype), m);
+}
+
+/// The home's part of a request from `r` (this node or another).
+fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg) {
+    let me = cx.node();
+    let e = dir_load(cx, line);
+    let (next, decision) = directory::on_request(&e, me, r, req);
+    // Claim the data buffer before committing the entry: without one, the
+    // request is refused like a busy entry.
+    let needs_buf = matches!(
+        decision,
+        Decision::Memory { data: true, .. } | Decision::LocalOwner { .. }
+    );
+    let spec = cx.speculative_read();
+    let buf = match (needs_buf, spec) {
+        (false, _) => None,
+        (true, Some((b, _))) => Some(b),
+        (true, None) => match cx.alloc_buffer() {
+            Some(b) => {
+                if !matches!(decision, Decision::LocalOwner { .. }) {
+                    let c = costs(cx);
+                    cx.instr(c.issue);
+                    let _ = cx.mem_read(line, b);
+                }
+                Some(b)
+            }
+            None => None,
+        },
+    };
+    if let (Some((b, _)), false) = (spec, needs_buf) {
+        let _ = cx.free_buffer(b);
+    }
+    if decision == Decision::Nak || (needs_buf && buf.is_none()) {
+        nak(cx, r, orig);
+        return;
+    }
+    match decision {
+        Decision::Nak => unreachable!("handled above"),
+        Decision::Memory {
+            exclusive,
+            data,
+            invalidate,
+        } => {
+            dir_store(cx, line, next);
+            let mut remote = 0u32;
+            for t in invalidate {
+                let c = costs(cx);
+                cx.instr(c.per_target);
+                if cx.state().params.format == DirFormat::PointerList {
+                    cx.load(PTR_POOL + (t.0 as u64) * 8);
+                }
+                cx.state().stats.invalidations += 1;
+                if t == me {
+                    invalidate_local(cx, line);
+                } else {
+                    remote += 1;
+                    let inv = Msg::new(mt::INVAL, me, t)
+                        .addr(line)
+                        .args([r.0 as u64, 0, 0]);
+                    send(cx, inv, None);
+                }
+            }
+            let ty = match (exclusive, data) {
+                (false, _) => mt::PUT,
+                (true, true) => mt::PUTX,
+                (true, false) => mt::UPGRADE_ACK,
+            };
+            reply(cx, line, r, ty, remote, buf);
+        }
+        Decision::LocalOwner { exclusive } => {
+            let b = buf.expect("claimed above");
+            dir_store(cx, line, next);
+            let c = costs(cx);
+            cx.instr(c.issue);
+            let keep = if exclusive {
+                LineState::Uncached
+            } else {
+                LineState::Clean
+            };
+            match cx.pc_get(line, Some(b), keep) {
+                Ok(iv) => {
+                    // The line comes back whole before the handler goes on.
+                    cx.wait_until(iv.done);
+                    if iv.state != LineState::Dirty {
+                        cx.state().stats.protocol_errors += 1;
+                    }
+                }
+                Err(_) => cx.state().stats.protocol_errors += 1,
+            }
+            if !exclusive {
+                cx.instr(c.issue);
+                let _ = cx.mem_write(line, b);
+            }
+            let ty = if exclusive { mt::PUTX } else { mt::PUT };
+            reply(cx, line, r, ty, 0, Some(b));
+        }
+        Decision::Forward { owner, exclusive } => {
+            dir_store(cx, line, next);
+            cx.state().stats.forwards += 1;
+            let ty = if exclusive { mt::FWD_GETX } else { mt::FWD_GET };
+            let f = Msg::new(ty, me, owner).addr(line).args([r.0 as u64, 0, 0]);
+            send(cx, f, None);
+        }
+    }
+}
+
+/// Refuse a request: the requester tries again.
+fn nak(cx: &mut C<'_, '_>, r: NodeId, orig: &Msg) {
+    cx.state().stats.naks += 1;
+    let me = cx.node();
+    if r == me {
+        // Our own processor's request: try again from the software queue,
+        // after the network has been served.
+        if cx.reschedule(*orig).is_err() {
+            cx.state().stats.protocol_errors += 1;
+        }
+    } else {
+        let n = Msg::new(mt::NAK, me, r).lane(Lane::Reply).addr(orig.addr);
+        send(cx, n, None);
+    }
+}
+
+/// Answer requester `r` (here or remote) with `ty`, telling it how many
+/// invalidation acknowledgements to expect.
+fn reply(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, ty: MsgType, acks: u32, buf: Option<BufId>) {
+    if r == cx.node() {
+        got_reply(cx, line, ty, acks, buf);
+    } else {
+        let m = Msg::new(ty, cx.node(), r)
+            .lane(Lane::Reply)
+            .addr(line)
+            .args([r.0 as u64, acks as u64, 0]);
+        send(cx, m, buf);
+    }
+}
+
+/// Invalidate this node's processor's copy (clean: the directory said shared).
+fn invalidate_local(cx: &mut C<'_, '_>, line: PAddr) {
+    let c = costs(cx);
+    cx.instr(c.issue);
+    if let Some(miss) = cx.state().misses.get_mut(&key(line)) {
+        if miss.req == Req::Read {
+            miss.invalidated = true;
+        }
+    }
+    match cx.pc_get(line, None, LineState::Uncached) {
+        Ok(iv) => cx.wait_until(iv.state_at),
+        Err(_) => cx.state().stats.protocol_errors += 1,
+    }
+}
+
+/// PUT, PUTX or UPGRADE_ACK at the requester.
+fn net_reply(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let buf = cx.take_msg_buffer();
+    got_reply(cx, m.addr, m.mtype, m.args[1] as u32, buf);
+}
+
+fn got_reply(cx: &mut C<'_, '_>, line: PAddr, ty: MsgType, acks: u32, buf: Option<BufId>) {
+    let c = costs(cx);
+    cx.instr(c.record);
+    cx.load(miss_addr(line));
+    cx.store(miss_addr(line));
+    let Some(miss) = cx.state().misses.get_mut(&key(line)) else {
+        cx.state().stats.protocol_errors += 1;
+        if let Some(b) = buf {
+            let _ = cx.free_buffer(b);
+        }
+        return;
+    };
+    miss.acks_needed = Some(acks);
+    miss.exclusive = ty != mt::PUT;
+    miss.buf = buf;
+    try_complete(cx, line);
+}
+
+/// An invalidation acknowledgement at the requester.
+fn inv_ack(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode + c.record);
+    cx.load(miss_addr(m.addr));
+    cx.store(miss_addr(m.addr));
+    match cx.state().misses.get_mut(&key(m.addr)) {
+        Some(miss) => miss.acks_got += 1,
+        None => {
+            cx.state().stats.protocol_errors += 1;
+            return;
+        }
+    }
+    try_complete(cx, m.addr);
+}
+
+/// Hand the processor its line once the reply and every acknowledgement are in.
+fn try_complete(cx: &mut C<'_, '_>, line: PAddr) {
+    let k = key(line);
+    let done = cx
+        .state()
+        .misses
+        .get(&k)
+        .is_some_and(|m| m.acks_needed == Some(m.acks_got));
+    if !done {
+        return;
+    }
+    let miss = cx.state().misses.remove(&k).expect("checked");
+    let f = Msg::new(mt::FILL, cx.node(), cx.node()).addr(line).args([
+        miss.exclusive as u64,
+        miss.invalidated as u64,
+        miss.retries as u64,
+    ]);
+    let c = costs(cx);
+    cx.instr(c.send);
+    if cx.to_processor(f, miss.buf).is_err() {
+        cx.state().stats.protocol_errors += 1;
+    }
+}
+
+/// A NAK at the requester: ask again.
+fn net_nak(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode + c.record);
+    let me = cx.node();
+    let Some(miss) = cx.state().misses.get_mut(&key(m.addr)) else {
+        cx.state().stats.protocol_errors += 1;
+        return;
+    };
+    miss.retries += 1;
+    let (req, retries) = (miss.req, miss.retries);
+    let s = &mut cx.state().stats;
+    s.retries += 1;
+    s.max_retries = s.max_retries.max(retries);
+    let r = Msg::new(net_type(req), me, m.addr.node())
+        .addr(m.addr)
+        .args([me.0 as u64, 0, 0]);
+    send(cx, r, None);
+}
+
+/// A forwarded request at the (presumed) owner.
+fn forward(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    serve_forward(cx, m);
+}
+
+fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
+    let line = m.addr;
+    let k = key(line);
+    let me = cx.node();
+    let r = NodeId(m.args[0] as u32);
+    let exclusive = m.mtype == mt::FWD_GETX;
+    if cx.state().writebacks.contains(&k) {
+        // Our writeback crossed it; the home answers from the written-back line.
+        cx.state().stats.forwards_dropped += 1;
+        return;
+    }
+    if cx.state().misses.contains_key(&k) {
+        // Our own fill is still on its way: serve it once the processor has it.
+        cx.state().stats.deferred += 1;
+        cx.state().deferred.entry(k).or_default().push(*m);
+        return;
+    }
+    let Some(b) = cx.alloc_buffer() else {
+        if cx.reschedule(*m).is_err() {
+            cx.state().stats.protocol_errors += 1;
+        }
+        return;
+    };
+    let issue = c_issue(cx);
+    cx.instr(issue);
+    let keep = if exclusive {
+        LineState::Uncached
+    } else {
+        LineState::Clean
+    };
+    match cx.pc_get(line, Some(b), keep) {
+        Ok(iv) if iv.state == LineState::Dirty => cx.wait_until(iv.done),
+        _ => {
+            cx.state().stats.protocol_errors += 1;
+            let _ = cx.free_buffer(b);
+            return;
+        }
+    }
+    let home = line.node();
+    if exclusive {
+        let d = Msg::new(mt::PUTX, me, r)
+            .lane(Lane::Reply)
+            .addr(line)
+            .args([r.0 as u64, 0, 0]);
+        send(cx, d, Some(b));
+        let t = Msg::new(mt::TRANSFER, me, home)
+            .lane(Lane::Reply)
+            .addr(line)
+            .args([r.0 as u64, 0, 0]);
+        send(cx, t, None);
+    } else {
+        // The reader and the home each get the line.
+        let copy = cx.alloc_buffer();
+        let d = Msg::new(mt::PUT, me, r)
+            .lane(Lane::Reply)
+            .addr(line)
+            .args([r.0 as u64, 0, 0]);
+        match copy {
+            Some(b2) => {
+                let bytes = *cx.buffer(b).expect("allocated");
+                if let Some(x) = cx.buffer_mut(b2) {
+                    *x = bytes;
+                }
+                let issue = c_issue(cx);
+                cx.instr(issue);
+                send(cx, d, Some(b));
+                let w = Msg::new(mt::SHARING_WB, me, home)
+                    .lane(Lane::Reply)
+                    .addr(line)
+                    .args([r.0 as u64, 0, 0]);
+                send(cx, w, Some(b2));
+            }
+            None => {
+                // No second buffer: the home gets the line first and answers
+                // the reader from memory.
+                let w = Msg::new(mt::SHARING_WB, me, home)
+                    .lane(Lane::Reply)
+                    .addr(line)
+                    .args([r.0 as u64, 1, 0]);
+                send(cx, w, Some(b));
+            }
+        }
+    }
+}
+
+fn c_issue(cx: &mut C<'_, '_>) -> u32 {
+    costs(cx).issue
+}
+
+/// The processor has used a fill: serve forwards that waited for it.
+fn pi_resume(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let waiting = cx.state().deferred.remove(&key(m.addr)).unwrap_or_default();
+    for f in waiting {
+        serve_forward(cx, &f);
+    }
+}
+
+/// An invalidation at a sharer.
+fn inval(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    invalidate_local(cx, m.addr);
+    let r = NodeId(m.args[0] as u32);
+    let a = Msg::new(mt::INV_ACK, cx.node(), r)
+        .lane(Lane::Reply)
+        .addr(m.addr);
+    send(cx, a, None);
+}
+
+/// The owner kept a clean copy: memory gets the line, the entry is shared.
+fn sharing_wb(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    let e = dir_load(cx, line);
+    let next = directory::on_sharing_writeback(&e, m.src);
+    let requester = match e.pending {
+        Some(directory::Pending::Read { requester }) => Some(requester),
+        _ => None,
+    };
+    if next == e {
+        cx.state().stats.protocol_errors += 1;
+    }
+    dir_store(cx, line, next);
+    if let Some(b) = cx.take_msg_buffer() {
+        cx.instr(c.issue);
+        let _ = cx.mem_write(line, b);
+        match (m.args[1], requester) {
+            // The owner had no second buffer: answer the reader from here.
+            (1, Some(r)) => reply(cx, line, r, mt::PUT, 0, Some(b)),
+            _ => {
+                let _ = cx.free_buffer(b);
+            }
+        }
+    }
+}
+
+/// The owner handed the line to the writer.
+fn transfer(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let e = dir_load(cx, m.addr);
+    let next = directory::on_ownership_transfer(&e);
+    if next == e {
+        cx.state().stats.protocol_errors += 1;
+    }
+    dir_store(cx, m.addr, next);
+}
+
+/// This node's processor writes a dirty line back.
+fn pi_writeback(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    let me = cx.node();
+    if line.node() == me {
+        home_writeback(cx, line, me);
+    } else {
+        cx.state().writebacks.insert(key(line));
+        let b = cx.take_msg_buffer();
+        let w = Msg::new(mt::WB, me, line.node()).addr(line);
+        send(cx, w, b);
+    }
+}
+
+/// A writeback at the home.
+fn net_writeback(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    home_writeback(cx, m.addr, m.src);
+    let a = Msg::new(mt::WB_ACK, cx.node(), m.src).addr(m.addr);
+    send(cx, a, None);
+}
+
+fn home_writeback(cx: &mut C<'_, '_>, line: PAddr, from: NodeId) {
+    let e = dir_load(cx, line);
+    let (next, d) = directory::on_writeback(&e, from);
+    let Some(b) = cx.take_msg_buffer() else {
+        cx.state().stats.protocol_errors += 1;
+        return;
+    };
+    if d == WbDecision::Stale {
+        cx.state().stats.protocol_errors += 1;
+        let _ = cx.free_buffer(b);
+        return;
+    }
+    dir_store(cx, line, next);
+    let c = costs(cx);
+    cx.instr(c.issue);
+    let _ = cx.mem_write(line, b);
+    match d {
+        WbDecision::Answer {
+            requester,
+            exclusive,
+        } => {
+            let ty = if exclusive { mt::PUTX } else { mt::PUT };
+            reply(cx, line, requester, ty, 0, Some(b));
+        }
+        _ => {
+            let _ = cx.free_buffer(b);
+        }
+    }
+}
+
+fn wb_ack(cx: &mut C<'_, '_>, m: &Msg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    if !cx.state().writebacks.remove(&key(m.addr)) {
+        cx.state().stats.protocol_errors += 1;
+    }
+}
+
+/// Install the protocol's handlers in a machine's jump table.
+pub fn install(b: &mut MagicBuilder<CohNode>) {
+    let spec = Dispatch {
+        speculative_read: true,
+        ..Dispatch::default()
+    };
+    let n = Region::Normal;
+    let h = b.handler("pi-miss", pi_miss);
+    for t in [mt::PI_GET, mt::PI_GETX, mt::PI_UPGRADE] {
+        b.route_with(t, n, h, spec);
+    }
+    let h = b.handler("pi-writeback", pi_writeback);
+    b.route(mt::PI_WB, n, h);
+    let h = b.handler("pi-resume", pi_resume);
+    b.route(mt::PI_RESUME, n, h);
+    let h = b.handler("home-request", net_request);
+    for t in [mt::GET, mt::GETX, mt::UPGRADE] {
+        b.route_with(t, n, h, spec);
+    }
+    let h = b.handler("home-writeback", net_writeback);
+    b.route(mt::WB, n, h);
+    let h = b.handler("owner-forward", forward);
+    b.route(mt::FWD_GET, n, h).route(mt::FWD_GETX, n, h);
+    let h = b.handler("invalidate", inval);
+    b.route(mt::INVAL, n, h);
+    let h = b.handler("writeback-ack", wb_ack);
+    b.route(mt::WB_ACK, n, h);
+    let h = b.handler("reply", net_reply);
+    b.route(mt::PUT, n, h)
+        .route(mt::PUTX, n, h)
+        .route(mt::UPGRADE_ACK, n, h);
+    let h = b.handler("inval-ack", inv_ack);
+    b.route(mt::INV_ACK, n, h);
+    let h = b.handler("nak", net_nak);
+    b.route(mt::NAK, n, h);
+    let h = b.handler("sharing-writeback", sharing_wb);
+    b.route(mt::SHARING_WB, n, h);
+    let h = b.handler("transfer", transfer);
+    b.route(mt::TRANSFER, n, h);
+}
+
+/// A FLASH machine running the coherence protocol.
+pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<CohNode>, String> {
+    let mut b = MagicBuilder::new(params, nodes);
+    install(&mut b);
+    b.build(|n| CohNode::new(n, nodes, coh))
+}
+
+/// Put a line in a starting state: `copies` are the caches holding it (at most
+/// one dirty, and then no other), with `cached` bytes; memory at the home
+/// holds `memory`. The directory is set to match.
+pub fn place(
+    m: &mut Magic<CohNode>,
+    line: PAddr,
+    copies: &[(NodeId, LineState)],
+    memory: [u8; LINE_BYTES],
+    cached: [u8; LINE_BYTES],
+) -> Result<(), String> {
+    let nodes = m.nodes();
+    let line = PAddr(line.with_region(Region::Normal).0 & !(LINE_BYTES as u64 - 1));
+    let home = line.node();
+    if home.0 >= nodes {
+        return Err(format!(
+            "address {line} is homed at node {home}, but the machine has {nodes} nodes"
+        ));
+    }
+    if line.offset() >= m.params().mem_bytes {
+        return Err(format!("address {line} is beyond node {home}'s memory"));
+    }
+    let dirty: Vec<_> = copies.iter().filter(|c| c.1 == LineState::Dirty).collect();
+    if dirty.len() > 1 || (dirty.len() == 1 && copies.len() > 1) {
+        return Err("a dirty line can have no other copy".into());
+    }
+    let mut sharers = directory::Sharers::default();
+    for &(n, st) in copies {
+        if n.0 >= nodes {
+            return Err(format!("no node {n} (the machine has {nodes})"));
+        }
+        m.pcache_mut(n).set(line, st, cached);
+        if st == LineState::Clean {
+            sharers.add(n);
+        }
+    }
+    m.memory_mut(home).store_line(line.line(), &memory);
+    let state = match (dirty.first(), sharers.is_empty()) {
+        (Some(&&(n, _)), _) => directory::DirState::Exclusive(n),
+        (None, false) => directory::DirState::Shared(sharers),
+        (None, true) => directory::DirState::Uncached,
+    };
+    m.state_mut(home).set_entry(
+        line,
+        DirEntry {
+            state,
+            pending: None,
+        },
+    );
+    Ok(())
+}
