@@ -85,6 +85,9 @@ pub enum DirState {
 pub enum Pending {
     Read { requester: NodeId },
     Write { requester: NodeId },
+    /// The new owner wrote the line back before the old owner's notice of
+    /// the transfer arrived: memory is current, the notice is still due.
+    Transfer,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -235,6 +238,7 @@ pub fn on_sharing_writeback(e: &DirEntry, owner: NodeId) -> DirEntry {
 /// The owner handed the line to the writer.
 pub fn on_ownership_transfer(e: &DirEntry) -> DirEntry {
     match e.pending {
+        Some(Pending::Transfer) => DirEntry::default(),
         Some(Pending::Write { requester }) => DirEntry {
             state: DirState::Exclusive(requester),
             pending: None,
@@ -257,6 +261,15 @@ pub enum WbDecision {
 
 /// A writeback of a dirty line from `from`.
 pub fn on_writeback(e: &DirEntry, from: NodeId) -> (DirEntry, WbDecision) {
+    if e.pending == Some(Pending::Write { requester: from }) && e.state != DirState::Exclusive(from) {
+        // The new owner got the line, wrote it and wrote it back, all before
+        // the old owner's transfer notice arrived here.
+        let next = DirEntry {
+            state: DirState::Uncached,
+            pending: Some(Pending::Transfer),
+        };
+        return (next, WbDecision::Done);
+    }
     if e.state != DirState::Exclusive(from) {
         return (e.clone(), WbDecision::Stale);
     }
@@ -282,6 +295,8 @@ pub fn on_writeback(e: &DirEntry, from: NodeId) -> (DirEntry, WbDecision) {
             },
         ),
         None => (DirEntry::default(), WbDecision::Done),
+        // Cannot happen: a transfer-due entry is uncached, not owned.
+        Some(Pending::Transfer) => (e.clone(), WbDecision::Stale),
     }
 }
 
@@ -396,6 +411,13 @@ mod tests {
         let (e3, d) = on_writeback(&excl(B), B);
         assert_eq!((e3, d), (DirEntry::default(), WbDecision::Done));
         assert_eq!(on_writeback(&shared(&[B]), B).1, WbDecision::Stale);
+        // The new owner's writeback overtakes the old owner's transfer notice.
+        let (e, _) = on_request(&excl(B), H, A, Req::Write);
+        let (e, d) = on_writeback(&e, A);
+        assert_eq!(d, WbDecision::Done);
+        assert_eq!(e.pending, Some(Pending::Transfer));
+        assert_eq!(on_request(&e, H, C, Req::Read).1, Decision::Nak);
+        assert_eq!(on_ownership_transfer(&e), DirEntry::default());
         // An owner asking again before its writeback arrived is refused.
         assert_eq!(on_request(&excl(A), H, A, Req::Read).1, Decision::Nak);
     }

@@ -58,6 +58,8 @@ pub struct Proc {
     pub results: Vec<OpResult>,
     /// Fills that matched no waiting operation.
     pub stray_fills: u64,
+    /// A dirty line the last step evicted (its node registers the writeback).
+    pub(crate) evicted: Option<PAddr>,
 }
 
 /// Byte offset of a word within its line.
@@ -108,6 +110,14 @@ impl Proc {
         };
         let now = p.now();
         if let Op::Think(c) = op {
+            self.results.push(OpResult {
+                op,
+                value: None,
+                issued: now,
+                done: now + c,
+                hit: true,
+                retries: 0,
+            });
             return ProcStep::At(now + c);
         }
         let a = canon(op.addr());
@@ -134,6 +144,7 @@ impl Proc {
             }
             (Op::Evict(_), LineState::Dirty, Some(b)) => {
                 p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
+                self.evicted = Some(line_of(a));
                 p.request(miss(mt::PI_WB), Some(b));
                 self.results.push(hit(None));
             }
@@ -162,6 +173,7 @@ impl Proc {
         p: &mut Processor<'_>,
         msg: &Msg,
         data: Option<&[u8; LINE_BYTES]>,
+        invalidated: bool,
     ) -> ProcStep {
         let now = p.now();
         let Some((op, a, issued)) = self.current.take() else {
@@ -169,7 +181,7 @@ impl Proc {
             return ProcStep::Idle;
         };
         let exclusive = msg.args[0] != 0;
-        let invalidated = msg.args[1] != 0;
+
         // An upgrade's acknowledgement carries no data: the clean copy stays.
         let mut bytes = match data {
             Some(d) => *d,

@@ -124,6 +124,8 @@ struct Miss {
     buf: Option<BufId>,
     /// An invalidation overtook the reply: use the data once, do not cache it.
     invalidated: bool,
+    /// The fill is crossing to the processor: forwards still wait for it.
+    filling: bool,
     retries: u32,
 }
 
@@ -227,7 +229,13 @@ impl NodeState for CohNode {
     fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
         let placement = self.params.placement;
         let nodes = self.nodes;
-        self.proc.step(p, |a| canonical(placement, nodes, a))
+        let step = self.proc.step(p, |a| canonical(placement, nodes, a));
+        // A dirty line leaves the cache now; until MAGIC has sent it home,
+        // forwards for it are answered by the home from the writeback.
+        if let Some(line) = self.proc.evicted.take() {
+            self.writebacks.insert(key(line));
+        }
+        step
     }
 
     fn processor_receive(
@@ -239,7 +247,16 @@ impl NodeState for CohNode {
         if msg.mtype != mt::FILL {
             return None;
         }
-        let step = self.proc.fill(p, msg, data);
+        // The miss ends when the processor has the line; an invalidation
+        // that came meanwhile says not to keep a read's copy.
+        let invalidated = match self.misses.remove(&key(msg.addr)) {
+            Some(m) => m.invalidated,
+            None => {
+                self.stats.protocol_errors += 1;
+                false
+            }
+        };
+        let step = self.proc.fill(p, msg, data, invalidated);
         // Forwards that arrived while the fill was outstanding can go now
         // that the processor has used the line.
         if self.deferred.contains_key(&key(msg.addr)) {
@@ -337,6 +354,7 @@ fn pi_miss(cx: &mut C<'_, '_>, m: &Msg) {
         exclusive: false,
         buf: None,
         invalidated: false,
+        filling: false,
         retries: 0,
     });
     if line.node() == me {
@@ -386,7 +404,16 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
     if let (Some((b, _)), false) = (spec, needs_buf) {
         let _ = cx.free_buffer(b);
     }
-    if decision == Decision::Nak || (needs_buf && buf.is_none()) {
+    // Our own processor owns the line but does not hold it yet (its fill is
+    // crossing the processor interface) or no longer (its writeback is still
+    // in the processor-interface queue): refuse until that is over.
+    let k = key(line);
+    let evicting = matches!(decision, Decision::LocalOwner { .. })
+        && (cx.state().writebacks.contains(&k) || cx.state().misses.contains_key(&k));
+    if decision == Decision::Nak || (needs_buf && buf.is_none()) || evicting {
+        if let Some(b) = buf {
+            let _ = cx.free_buffer(b);
+        }
         nak(cx, r, orig);
         return;
     }
@@ -550,23 +577,24 @@ fn inv_ack(cx: &mut C<'_, '_>, m: &Msg) {
 /// Hand the processor its line once the reply and every acknowledgement are in.
 fn try_complete(cx: &mut C<'_, '_>, line: PAddr) {
     let k = key(line);
-    let done = cx
-        .state()
-        .misses
-        .get(&k)
-        .is_some_and(|m| m.acks_needed == Some(m.acks_got));
-    if !done {
+    let Some(miss) = cx.state().misses.get_mut(&k) else {
+        return;
+    };
+    if miss.filling || miss.acks_needed != Some(miss.acks_got) {
         return;
     }
-    let miss = cx.state().misses.remove(&k).expect("checked");
+    // The record stays until the processor has the line (see
+    // `processor_receive`): forwards and invalidations still see the miss.
+    miss.filling = true;
+    let (exclusive, retries, buf) = (miss.exclusive, miss.retries, miss.buf.take());
     let f = Msg::new(mt::FILL, cx.node(), cx.node()).addr(line).args([
-        miss.exclusive as u64,
-        miss.invalidated as u64,
-        miss.retries as u64,
+        exclusive as u64,
+        0,
+        retries as u64,
     ]);
     let c = costs(cx);
     cx.instr(c.send);
-    if cx.to_processor(f, miss.buf).is_err() {
+    if cx.to_processor(f, buf).is_err() {
         cx.state().stats.protocol_errors += 1;
     }
 }
@@ -756,6 +784,7 @@ fn pi_writeback(cx: &mut C<'_, '_>, m: &Msg) {
     let line = m.addr;
     let me = cx.node();
     if line.node() == me {
+        cx.state().writebacks.remove(&key(line));
         home_writeback(cx, line, me);
     } else {
         cx.state().writebacks.insert(key(line));

@@ -534,16 +534,34 @@ impl<S: NodeState> Magic<S> {
     pub fn run_until(&mut self, limit: Option<Cycles>) -> RunReport {
         let mut limit_reached = false;
         while let Some(t) = self.engine.next_time() {
-            let c = t.to_cycles_floor();
-            if limit.is_some_and(|l| c > l) {
+            if limit.is_some_and(|l| t.to_cycles_floor() > l) {
                 limit_reached = true;
                 break;
             }
-            while let Some(ev) = self.engine.pop_next_at(t) {
-                self.apply(c, ev);
-            }
-            self.arbitrate(c);
+            self.instant(t);
         }
+        self.report(limit_reached)
+    }
+
+    /// Apply the next instant (every event stamped with the earliest time,
+    /// then arbitration) and return its cycle; `None` when nothing is left.
+    /// For checkers that look at the machine between instants.
+    pub fn step(&mut self) -> Option<Cycles> {
+        let t = self.engine.next_time()?;
+        self.instant(t);
+        Some(t.to_cycles_floor())
+    }
+
+    fn instant(&mut self, t: Time) {
+        let c = t.to_cycles_floor();
+        while let Some(ev) = self.engine.pop_next_at(t) {
+            self.apply(c, ev);
+        }
+        self.arbitrate(c);
+    }
+
+    /// How the run stands: its end so far and what is left behind.
+    pub fn report(&self, limit_reached: bool) -> RunReport {
         RunReport {
             end: self.now(),
             engine_events: self.engine.popped(),

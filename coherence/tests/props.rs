@@ -1,0 +1,288 @@
+//! Random read/write/evict streams from 2-4 processors over a handful of
+//! lines, with random interleaving: the protocol keeps one writer or many
+//! readers at every instant, every load returns a value that was the latest
+//! write at some point while it ran, every operation completes, and the
+//! directory agrees with the caches when the machine is quiet.
+
+use coherence::directory::DirState;
+use coherence::protocol::{self, canonical};
+use coherence::{CohParams, DirFormat, Op, Placement};
+use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt;
+
+const BASE: u64 = 0x8000;
+/// A run that has not finished by then is stuck.
+const LIMIT: Cycles = Cycles(2_000_000);
+/// NAK retries one miss may meet before we call it livelock.
+const MAX_RETRIES: u32 = 200;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Load,
+    Store,
+    Evict,
+    Think(u8),
+}
+
+/// One operation of the random trace: which processor does what to which word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Step {
+    node: u8,
+    line: u8,
+    word: u8,
+    kind: Kind,
+}
+
+impl fmt::Debug for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            Kind::Load => "load ",
+            Kind::Store => "store",
+            Kind::Evict => "evict",
+            Kind::Think(c) => return write!(f, "n{} think {c}", self.node),
+        };
+        write!(f, "n{} {what} L{}.w{}", self.node, self.line, self.word)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    nodes: u8,
+    placement: Placement,
+    format: DirFormat,
+    starts: Vec<u8>,
+    steps: Vec<Step>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (2u8..=4, any::<bool>(), any::<bool>()).prop_flat_map(|(nodes, inter, ptr)| {
+        let kind = prop_oneof![
+            4 => Just(Kind::Load),
+            4 => Just(Kind::Store),
+            1 => Just(Kind::Evict),
+            1 => (1u8..60).prop_map(Kind::Think),
+        ];
+        let step = (0..nodes, 0u8..4, 0u8..2, kind).prop_map(|(node, line, word, kind)| Step {
+            node,
+            line,
+            word,
+            kind,
+        });
+        (
+            Just(nodes),
+            proptest::collection::vec(0u8..40, nodes as usize),
+            proptest::collection::vec(step, 1..40),
+        )
+            .prop_map(move |(nodes, starts, steps)| Case {
+                nodes,
+                placement: if inter {
+                    Placement::Interleaved
+                } else {
+                    Placement::NodeBits
+                },
+                format: if ptr {
+                    DirFormat::PointerList
+                } else {
+                    DirFormat::BitVector
+                },
+                starts,
+                steps,
+            })
+    })
+}
+
+/// The address of a word: with node-bit placement line i lives at node i mod N.
+fn word_addr(c: &Case, line: u8, word: u8) -> PAddr {
+    let home = match c.placement {
+        Placement::NodeBits => NodeId(line as u32 % c.nodes as u32),
+        Placement::Interleaved => NodeId(0),
+    };
+    let raw = PAddr::new(
+        Region::Normal,
+        home,
+        BASE + line as u64 * 128 + word as u64 * 8,
+    );
+    canonical(c.placement, c.nodes as u32, raw)
+}
+
+fn lines(c: &Case) -> Vec<PAddr> {
+    (0..4).map(|l| word_addr(c, l, 0)).collect()
+}
+
+/// At most one dirty copy of a line, and no clean copy beside a dirty one.
+fn check_copies(m: &Magic<protocol::CohNode>, c: &Case, t: Cycles) -> Result<(), TestCaseError> {
+    for line in lines(c) {
+        let states: Vec<_> = (0..c.nodes as u32)
+            .map(|n| m.pcache(NodeId(n)).state(line))
+            .collect();
+        let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
+        let clean = states.iter().filter(|s| **s == LineState::Clean).count();
+        prop_assert!(
+            dirty <= 1 && (dirty == 0 || clean == 0),
+            "cycle {t}: line {line} has copies {states:?}"
+        );
+    }
+    Ok(())
+}
+
+fn run_case(c: &Case) -> Result<(), TestCaseError> {
+    let coh = CohParams {
+        placement: c.placement,
+        format: c.format,
+        ..CohParams::default()
+    };
+    let mut m = protocol::machine(MagicParams::default(), coh, c.nodes as u32).unwrap();
+    // Program order per node, unique store values.
+    let mut value = 0u64;
+    for s in &c.steps {
+        let a = word_addr(c, s.line, s.word);
+        let op = match s.kind {
+            Kind::Load => Op::Load(a),
+            Kind::Store => {
+                value += 1;
+                Op::Store(a, value)
+            }
+            Kind::Evict => Op::Evict(a),
+            Kind::Think(n) => Op::Think(Cycles(n as u64)),
+        };
+        m.state_mut(NodeId(s.node as u32)).proc.push([op]);
+    }
+    for n in 0..c.nodes {
+        m.start_processor(NodeId(n as u32), Cycles(c.starts[n as usize] as u64))
+            .unwrap();
+    }
+    while let Some(t) = m.step() {
+        check_copies(&m, c, t)?;
+        prop_assert!(
+            t <= LIMIT,
+            "still running at cycle {t}: {:?}",
+            m.report(true).stuck
+        );
+    }
+    let report = m.report(false);
+    prop_assert!(report.is_clean(), "stuck: {:?}", report.stuck);
+
+    // Every operation completed; retries bounded; no protocol surprises.
+    let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
+    let mut loads = Vec::new();
+    for n in 0..c.nodes as u32 {
+        let node = m.state(NodeId(n));
+        let want = c.steps.iter().filter(|s| s.node as u32 == n).count();
+        prop_assert_eq!(
+            node.proc.results.len(),
+            want,
+            "node {} finished {} of {} ops",
+            n,
+            node.proc.results.len(),
+            want
+        );
+        prop_assert_eq!(
+            node.stats.protocol_errors,
+            0,
+            "node {}: {:?}",
+            n,
+            node.stats
+        );
+        prop_assert!(
+            node.stats.max_retries <= MAX_RETRIES,
+            "node {}: {:?}",
+            n,
+            node.stats
+        );
+        prop_assert_eq!(node.proc.stray_fills, 0);
+        for r in &node.proc.results {
+            match r.op {
+                Op::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
+                Op::Load(a) => loads.push((a.0, r.issued, r.done, r.value.unwrap_or_default())),
+                _ => {}
+            }
+        }
+    }
+    // A load returns the initial zero or a write's value, and that value was
+    // the latest at some moment between the load's issue and its completion.
+    for w in writes.values_mut() {
+        w.sort();
+    }
+    for &(a, issued, done, v) in &loads {
+        let ws = writes.get(&a).map(Vec::as_slice).unwrap_or(&[]);
+        // Intervals during which each value was the latest.
+        let mut ok = false;
+        let mut from = Cycles(0);
+        let mut current = 0u64;
+        for &(t, val) in ws.iter().chain([(Cycles(u64::MAX), 0)].iter()) {
+            if current == v && from <= done && t >= issued {
+                ok = true;
+                break;
+            }
+            from = t;
+            current = val;
+        }
+        prop_assert!(
+            ok,
+            "load of {:#x} during [{}, {}] returned {}, writes were {:?}",
+            a,
+            issued,
+            done,
+            v,
+            ws
+        );
+    }
+    // Quiet machine: the directory matches the caches, and the up-to-date
+    // copy (dirty cache or memory) holds the last write of every word.
+    for line in lines(c) {
+        let home = line.node();
+        let e = m.state(home).entry(line);
+        prop_assert!(e.pending.is_none(), "line {line} still busy");
+        let holders: Vec<_> = (0..c.nodes as u32)
+            .map(|n| (n, m.pcache(NodeId(n)).state(line)))
+            .filter(|x| x.1 != LineState::Uncached)
+            .collect();
+        match &e.state {
+            DirState::Exclusive(o) => {
+                prop_assert_eq!(&holders, &vec![(o.0, LineState::Dirty)], "line {}", line)
+            }
+            DirState::Shared(s) => {
+                for (n, st) in &holders {
+                    prop_assert!(
+                        *st == LineState::Clean && s.contains(NodeId(*n)),
+                        "line {line}: {holders:?} vs {e:?}"
+                    );
+                }
+            }
+            DirState::Uncached => {
+                prop_assert!(holders.is_empty(), "line {line}: {holders:?} vs uncached")
+            }
+        }
+        let bytes = match &e.state {
+            DirState::Exclusive(o) => *m.pcache(*o).bytes(line).unwrap(),
+            _ => m.memory(home).line(line.line()),
+        };
+        for w in 0..2u64 {
+            let a = line.0 + w * 8;
+            let last = writes.get(&a).and_then(|ws| ws.last()).map_or(0, |x| x.1);
+            let got = u64::from_le_bytes(
+                bytes[w as usize * 8..w as usize * 8 + 8]
+                    .try_into()
+                    .unwrap(),
+            );
+            prop_assert_eq!(got, last, "word {:#x}", a);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        // A few thousand in CI; PROPTEST_CASES=N for a longer hunt.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2000),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_streams_stay_coherent(c in case()) {
+        run_case(&c)?;
+    }
+}
