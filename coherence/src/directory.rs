@@ -83,8 +83,12 @@ pub enum DirState {
 /// A request forwarded to the owner, not yet answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Pending {
-    Read { requester: NodeId },
-    Write { requester: NodeId },
+    Read {
+        requester: NodeId,
+    },
+    Write {
+        requester: NodeId,
+    },
     /// The new owner wrote the line back before the old owner's notice of
     /// the transfer arrived: memory is current, the notice is still due.
     Transfer,
@@ -261,7 +265,8 @@ pub enum WbDecision {
 
 /// A writeback of a dirty line from `from`.
 pub fn on_writeback(e: &DirEntry, from: NodeId) -> (DirEntry, WbDecision) {
-    if e.pending == Some(Pending::Write { requester: from }) && e.state != DirState::Exclusive(from) {
+    if e.pending == Some(Pending::Write { requester: from }) && e.state != DirState::Exclusive(from)
+    {
         // The new owner got the line, wrote it and wrote it back, all before
         // the old owner's transfer notice arrived here.
         let next = DirEntry {

@@ -17,6 +17,8 @@ const BASE: u64 = 0x8000;
 const LIMIT: Cycles = Cycles(2_000_000);
 /// NAK retries one miss may meet before we call it livelock.
 const MAX_RETRIES: u32 = 200;
+/// Longest trace (PROPTEST_MAX_STEPS overrides for a longer hunt).
+const MAX_STEPS: usize = 40;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -52,6 +54,8 @@ struct Case {
     nodes: u8,
     placement: Placement,
     format: DirFormat,
+    /// MAGIC data buffers: few of them exercise the refusal paths.
+    buffers: u8,
     starts: Vec<u8>,
     steps: Vec<Step>,
 }
@@ -72,10 +76,11 @@ fn case() -> impl Strategy<Value = Case> {
         });
         (
             Just(nodes),
+            2u8..=16,
             proptest::collection::vec(0u8..40, nodes as usize),
-            proptest::collection::vec(step, 1..40),
+            proptest::collection::vec(step, 1..max_steps()),
         )
-            .prop_map(move |(nodes, starts, steps)| Case {
+            .prop_map(move |(nodes, buffers, starts, steps)| Case {
                 nodes,
                 placement: if inter {
                     Placement::Interleaved
@@ -87,6 +92,7 @@ fn case() -> impl Strategy<Value = Case> {
                 } else {
                     DirFormat::BitVector
                 },
+                buffers,
                 starts,
                 steps,
             })
@@ -133,7 +139,11 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
         format: c.format,
         ..CohParams::default()
     };
-    let mut m = protocol::machine(MagicParams::default(), coh, c.nodes as u32).unwrap();
+    let params = MagicParams {
+        data_buffers: c.buffers as usize,
+        ..MagicParams::default()
+    };
+    let mut m = protocol::machine(params, coh, c.nodes as u32).unwrap();
     // Program order per node, unique store values.
     let mut value = 0u64;
     for s in &c.steps {
@@ -285,4 +295,11 @@ proptest! {
     fn random_streams_stay_coherent(c in case()) {
         run_case(&c)?;
     }
+}
+
+fn max_steps() -> usize {
+    std::env::var("PROPTEST_MAX_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(MAX_STEPS)
 }
