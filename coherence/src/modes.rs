@@ -1,1 +1,260 @@
+//! Coherence of message data: what a messaging handler must do, per line, so
+//! that the bytes it sends are the latest and the bytes it receives are seen.
+//!
+//! - `None`: memory is read and written as it is. Fast, and wrong whenever a
+//!   processor caches message data (a dirty send-buffer line is sent stale; a
+//!   receive-buffer line cached at the receiver keeps its old bytes).
+//! - `Local`: correct when each line is uncached or cached only at its home,
+//!   which is the node doing the transfer; the directory entry says whether an
+//!   intervention (sender) or an invalidation (receiver) is needed.
+//! - `Global`: any line anywhere: remote homes, remote sharers, dirty in a
+//!   third node's cache; those need messages to other nodes.
+//!
+//! `plan_*` are pure: they turn a directory entry into the list of actions.
+//! `sender_read` and `receiver_write` perform the plans a node can carry out
+//! alone (memory, its own processor's cache, its own directory), charging
+//! each step to the calling handler; a plan that needs other nodes is handed
+//! back for the messaging protocol to carry out.
 
+use crate::directory::{DirEntry, DirState, Targets};
+use crate::protocol::CohNode;
+use magic::{BufId, Cx, LineState, NodeId, PAddr, Ticket};
+use serde::Serialize;
+use smallvec::SmallVec;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    None,
+    Local,
+    Global,
+}
+
+/// One coherence action on a line of message data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Read the line from memory (sender) or write it to memory (receiver).
+    Memory,
+    /// Take this node's processor's dirty copy, leaving it in `keep`.
+    InterveneLocal { keep: LineState },
+    /// Drop this node's processor's clean copy.
+    InvalidateLocal,
+    /// Invalidate these nodes' clean copies (acknowledged to this node).
+    InvalidateRemote(Targets),
+    /// Get the dirty line from another node's cache (through the protocol).
+    FetchRemote { owner: NodeId },
+    /// The line lives in another node's memory: go through its home.
+    RemoteHome { home: NodeId },
+}
+
+pub type Plan = SmallVec<[Action; 3]>;
+
+/// A plan that cannot be carried out as asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModeError {
+    /// `Local` was asked for a line outside its precondition.
+    OutsideLocal { line: PAddr, why: String },
+    /// The directory entry is busy with a transaction: try again.
+    Busy { line: PAddr },
+    /// The plan needs other nodes; the messaging protocol carries it out.
+    NeedsRemote(Plan),
+}
+
+fn outside(line: PAddr, why: impl Into<String>) -> ModeError {
+    ModeError::OutsideLocal { line, why: why.into() }
+}
+
+/// What the sender must do to read `line` of its send buffer. `entry` is the
+/// line's directory entry when this node (`me`) is its home.
+pub fn plan_send(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) -> Result<Plan, ModeError> {
+    let mut p = Plan::new();
+    if mode == Mode::None {
+        p.push(Action::Memory);
+        return Ok(p);
+    }
+    let home = line.node();
+    let Some(e) = entry.filter(|_| home == me) else {
+        if mode == Mode::Local {
+            return Err(outside(line, format!("its home is node {home}, not the sender")));
+        }
+        p.push(Action::RemoteHome { home });
+        return Ok(p);
+    };
+    if e.pending.is_some() {
+        return Err(ModeError::Busy { line });
+    }
+    match &e.state {
+        // Clean copies anywhere equal memory: reading needs nothing more.
+        DirState::Uncached | DirState::Shared(_) => p.push(Action::Memory),
+        DirState::Exclusive(o) if *o == me => p.push(Action::InterveneLocal {
+            keep: LineState::Clean,
+        }),
+        DirState::Exclusive(o) => {
+            if mode == Mode::Local {
+                return Err(outside(line, format!("it is dirty in node {o}'s cache")));
+            }
+            p.push(Action::FetchRemote { owner: *o });
+        }
+    }
+    Ok(p)
+}
+
+/// What the receiver must do to write `line` of its receive buffer.
+pub fn plan_receive(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) -> Result<Plan, ModeError> {
+    let mut p = Plan::new();
+    if mode == Mode::None {
+        p.push(Action::Memory);
+        return Ok(p);
+    }
+    let home = line.node();
+    let Some(e) = entry.filter(|_| home == me) else {
+        if mode == Mode::Local {
+            return Err(outside(line, format!("its home is node {home}, not the receiver")));
+        }
+        p.push(Action::RemoteHome { home });
+        return Ok(p);
+    };
+    if e.pending.is_some() {
+        return Err(ModeError::Busy { line });
+    }
+    match &e.state {
+        DirState::Uncached => {}
+        DirState::Shared(s) => {
+            let others = s.without(me);
+            if !others.is_empty() {
+                if mode == Mode::Local {
+                    return Err(outside(line, format!("nodes {others:?} cache it")));
+                }
+                p.push(Action::InvalidateRemote(others));
+            }
+            if s.contains(me) {
+                p.push(Action::InvalidateLocal);
+            }
+        }
+        // The processor's dirty bytes are needed only where the message
+        // does not cover the whole line; the copy goes either way.
+        DirState::Exclusive(o) if *o == me => p.push(Action::InterveneLocal {
+            keep: LineState::Uncached,
+        }),
+        DirState::Exclusive(o) => {
+            if mode == Mode::Local {
+                return Err(outside(line, format!("it is dirty in node {o}'s cache")));
+            }
+            p.push(Action::FetchRemote { owner: *o });
+        }
+    }
+    p.push(Action::Memory);
+    Ok(p)
+}
+
+fn entry_here(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Option<DirEntry> {
+    (line.node() == cx.node()).then(|| {
+        let c = cx.state().params.costs;
+        cx.instr(c.dir_check);
+        cx.load(crate::protocol::dir_addr(line));
+        cx.state().entry(line)
+    })
+}
+
+fn set_entry(cx: &mut Cx<'_, CohNode>, line: PAddr, e: DirEntry) {
+    let c = cx.state().params.costs;
+    cx.instr(c.dir_update);
+    cx.store(crate::protocol::dir_addr(line));
+    cx.state().set_entry(line, e);
+}
+
+/// The sender reads `line` into buffer `b` under `mode`: returns when the
+/// buffer's data is in. Local actions are performed and charged here.
+pub fn sender_read(cx: &mut Cx<'_, CohNode>, mode: Mode, line: PAddr, b: BufId) -> Result<Ticket, ModeError> {
+    let entry = if mode == Mode::None { None } else { entry_here(cx, line) };
+    let plan = plan_send(mode, cx.node(), line, entry.as_ref())?;
+    if plan.iter().any(|a| !matches!(a, Action::Memory | Action::InterveneLocal { .. })) {
+        return Err(ModeError::NeedsRemote(plan));
+    }
+    let c = cx.state().params.costs;
+    let mut ticket = None;
+    for a in &plan {
+        cx.instr(c.issue);
+        match a {
+            Action::InterveneLocal { keep } => {
+                let iv = cx.pc_get(line, Some(b), *keep).map_err(|_| ModeError::Busy { line })?;
+                // The line is current in the buffer; memory gets it too, and
+                // the directory now has the processor as a sharer.
+                let _ = cx.mem_write(line, b);
+                let me = cx.node();
+                set_entry(cx, line, DirEntry {
+                    state: DirState::Shared(crate::directory::Sharers::one(me)),
+                    pending: None,
+                });
+                ticket = Some(Ticket {
+                    first: iv.first_word_at.unwrap_or(iv.done),
+                    ready: iv.done,
+                });
+            }
+            _ => ticket = Some(cx.mem_read(line, b).map_err(|_| outside(line, "not in this node's memory"))?),
+        }
+    }
+    Ok(ticket.expect("a plan reads the line"))
+}
+
+/// The receiver writes buffer `b` to `line` under `mode` (bytes `range` of
+/// the buffer are the message's; the rest of the line keeps its current
+/// contents). Local actions are performed and charged here.
+pub fn receiver_write(
+    cx: &mut Cx<'_, CohNode>,
+    mode: Mode,
+    line: PAddr,
+    b: BufId,
+    range: std::ops::Range<usize>,
+) -> Result<Ticket, ModeError> {
+    let whole = range == (0..magic::LINE_BYTES);
+    let entry = if mode == Mode::None { None } else { entry_here(cx, line) };
+    let plan = plan_receive(mode, cx.node(), line, entry.as_ref())?;
+    if plan
+        .iter()
+        .any(|a| matches!(a, Action::InvalidateRemote(_) | Action::FetchRemote { .. } | Action::RemoteHome { .. }))
+    {
+        return Err(ModeError::NeedsRemote(plan));
+    }
+    let c = cx.state().params.costs;
+    // A part of a line merges into its current bytes: memory's, or the
+    // processor's dirty copy (below).
+    let mut current = [0u8; magic::LINE_BYTES];
+    if !whole {
+        let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
+        let t = cx.mem_read(line, tmp).map_err(|_| outside(line, "not in this node's memory"));
+        if let Ok(t) = t {
+            cx.wait(t);
+            current = *cx.buffer(tmp).expect("allocated");
+        }
+        let _ = cx.free_buffer(tmp);
+        t?;
+    }
+    for a in &plan {
+        cx.instr(c.issue);
+        match a {
+            Action::InterveneLocal { keep } => {
+                let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
+                let iv = cx.pc_get(line, Some(tmp), *keep).map_err(|_| ModeError::Busy { line })?;
+                if !whole {
+                    cx.wait_until(iv.done);
+                    current = *cx.buffer(tmp).expect("allocated");
+                }
+                let _ = cx.free_buffer(tmp);
+            }
+            Action::InvalidateLocal => {
+                let iv = cx.pc_get(line, None, LineState::Uncached).map_err(|_| ModeError::Busy { line })?;
+                cx.wait_until(iv.state_at);
+            }
+            _ => {}
+        }
+    }
+    if mode != Mode::None && entry.is_some() {
+        set_entry(cx, line, DirEntry::default());
+    }
+    let bytes = cx.buffer_mut(b).ok_or(ModeError::Busy { line })?;
+    let mut merged = current;
+    merged[range.clone()].copy_from_slice(&bytes[range]);
+    *bytes = merged;
+    cx.mem_write(line, b).map_err(|_| outside(line, "not in this node's memory"))
+}

@@ -286,7 +286,7 @@ fn costs(cx: &mut C<'_, '_>) -> Costs {
     cx.state().params.costs
 }
 
-fn dir_addr(line: PAddr) -> u64 {
+pub(crate) fn dir_addr(line: PAddr) -> u64 {
     DIR_BASE + (line.line().0 % (1 << 20)) * 8
 }
 
