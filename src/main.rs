@@ -35,6 +35,43 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// One read miss from the processor's point of view, through the directory
+    /// protocol on MAGIC: its latency and where the cycles went.
+    ///
+    /// Example: flashkit miss --case remote-dirty --format json
+    Miss {
+        /// local-clean: homed here, uncached; remote-clean: homed at node 1,
+        /// uncached; remote-dirty: homed at node 1, dirty in a third node's cache.
+        #[arg(long, value_enum)]
+        case: CaseArg,
+        /// Nodes in the machine (3 or more).
+        #[arg(long, default_value_t = 3)]
+        nodes: u32,
+        /// Byte offset of the line in its home's memory.
+        #[arg(long, value_parser = parse_offset, default_value = "0x4080")]
+        offset: u64,
+        /// The node holding the dirty copy (remote-dirty).
+        #[arg(long, default_value_t = 2)]
+        owner: u32,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+}
+
+/// A byte count or offset, decimal or 0x-hexadecimal.
+fn parse_offset(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CaseArg {
+    LocalClean,
+    RemoteClean,
+    RemoteDirty,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -93,6 +130,21 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Miss {
+            case,
+            nodes,
+            offset,
+            owner,
+            format,
+        } => miss(
+            case,
+            coherence::miss::Setup {
+                nodes,
+                offset,
+                owner,
+            },
+            format,
+        ),
         Command::Pipeline {
             nodes,
             msgs,
@@ -154,4 +206,41 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+}
+
+fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<(), Failure> {
+    use coherence::miss::{self, Case};
+    let case = match case {
+        CaseArg::LocalClean => Case::LocalClean,
+        CaseArg::RemoteClean => Case::RemoteClean,
+        CaseArg::RemoteDirty => Case::RemoteDirty,
+    };
+    let r = miss::run_with(
+        case,
+        setup,
+        magic::MagicParams::default(),
+        coherence::CohParams::default(),
+    )
+    .map_err(Failure::Usage)?;
+    let ledger = r.machine.ledger();
+    match format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "case": case.name(),
+                "latency_cycles": r.latency.0,
+                "occupancy": ledger.handlers,
+            });
+            println!("{v}");
+        }
+        Format::Table => {
+            println!(
+                "{}: {} cycles ({:.2} us)\n",
+                case.name(),
+                r.latency,
+                r.latency.as_us()
+            );
+            print!("{}", ledger.render());
+        }
+    }
+    Ok(())
 }

@@ -89,3 +89,36 @@ fn version_and_help_succeed() {
     assert_eq!(code, 0);
     assert!(out.contains("Example: flashkit pipeline"), "{out}");
 }
+
+#[test]
+fn miss_prints_latency_and_occupancy_as_json() {
+    let (code, out, err) = flashkit(&["miss", "--case", "remote-clean", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["case"], "remote-clean");
+    let l = v["latency_cycles"].as_u64().unwrap();
+    assert!((100..=122).contains(&l), "{l}");
+    let rows = v["occupancy"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["handler"] == "home-request" && r["node"] == 1));
+}
+
+#[test]
+fn miss_bad_input_gets_one_line_and_status_2() {
+    for args in [
+        &["miss", "--case", "remote-warm"][..],
+        &["miss"],
+        &["miss", "--case", "remote-dirty", "--owner", "9"],
+        &["miss", "--case", "remote-dirty", "--owner", "1"],
+        &["miss", "--case", "local-clean", "--nodes", "2"],
+        &["miss", "--case", "local-clean", "--offset", "0x7fffffffff"],
+        &["miss", "--case", "local-clean", "--offset", "lots"],
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+}

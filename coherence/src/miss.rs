@@ -47,21 +47,79 @@ pub struct MissRun {
     pub machine: Magic<protocol::CohNode>,
 }
 
-const OFFSET: u64 = 0x4000;
+/// Where the experiment's lines are and who holds the dirty one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setup {
+    /// Nodes in the machine (3 or more).
+    pub nodes: u32,
+    /// Byte offset of the measured line in its home's memory (line aligned
+    /// down); the warm-up line is the one before it.
+    pub offset: u64,
+    /// The node whose cache holds the line dirty (`remote-dirty`).
+    pub owner: u32,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            nodes: 3,
+            offset: 0x4080,
+            owner: 2,
+        }
+    }
+}
 
 /// Run one miss on a fresh machine.
 pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, String> {
-    let mut m = protocol::machine(params, coh, 3)?;
+    run_with(case, Setup::default(), params, coh)
+}
+
+/// Run one miss with an explicit setup. Bad setups (too few nodes, an owner
+/// that does not exist or is the requester or the home, a line beyond the
+/// home's memory) are errors.
+pub fn run_with(
+    case: Case,
+    s: Setup,
+    params: MagicParams,
+    coh: CohParams,
+) -> Result<MissRun, String> {
+    if s.nodes < 3 {
+        return Err(format!(
+            "the miss experiment needs at least 3 nodes (got {})",
+            s.nodes
+        ));
+    }
+    if s.owner >= s.nodes {
+        return Err(format!(
+            "no node {} to hold the line (the machine has {} nodes)",
+            s.owner, s.nodes
+        ));
+    }
     let home = match case {
         Case::LocalClean => NodeId(0),
         _ => NodeId(1),
     };
-    let warm = PAddr::new(Region::Normal, home, OFFSET);
-    let line = PAddr::new(Region::Normal, home, OFFSET + 128);
+    if case == Case::RemoteDirty && (s.owner == 0 || s.owner == home.0) {
+        return Err(format!(
+            "the dirty copy must be at a third node, not node {}",
+            s.owner
+        ));
+    }
+    let offset = s.offset & !127;
+    if offset < 128 || offset >= params.mem_bytes {
+        return Err(format!(
+            "offset {:#x} is outside node memory (128 to {:#x} bytes)",
+            s.offset, params.mem_bytes
+        ));
+    }
+    let mut m = protocol::machine(params, coh, s.nodes)?;
+    let warm = PAddr::new(Region::Normal, home, offset - 128);
+    let line = PAddr::new(Region::Normal, home, offset);
     let in_memory = [0x11u8; 128];
     let dirty = [0x77u8; 128];
+    let owner = [(NodeId(s.owner), LineState::Dirty)];
     let copies: &[(NodeId, LineState)] = match case {
-        Case::RemoteDirty => &[(NodeId(2), LineState::Dirty)],
+        Case::RemoteDirty => &owner,
         _ => &[],
     };
     for l in [warm, line] {

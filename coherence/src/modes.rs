@@ -61,12 +61,20 @@ pub enum ModeError {
 }
 
 fn outside(line: PAddr, why: impl Into<String>) -> ModeError {
-    ModeError::OutsideLocal { line, why: why.into() }
+    ModeError::OutsideLocal {
+        line,
+        why: why.into(),
+    }
 }
 
 /// What the sender must do to read `line` of its send buffer. `entry` is the
 /// line's directory entry when this node (`me`) is its home.
-pub fn plan_send(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) -> Result<Plan, ModeError> {
+pub fn plan_send(
+    mode: Mode,
+    me: NodeId,
+    line: PAddr,
+    entry: Option<&DirEntry>,
+) -> Result<Plan, ModeError> {
     let mut p = Plan::new();
     if mode == Mode::None {
         p.push(Action::Memory);
@@ -75,7 +83,10 @@ pub fn plan_send(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) 
     let home = line.node();
     let Some(e) = entry.filter(|_| home == me) else {
         if mode == Mode::Local {
-            return Err(outside(line, format!("its home is node {home}, not the sender")));
+            return Err(outside(
+                line,
+                format!("its home is node {home}, not the sender"),
+            ));
         }
         p.push(Action::RemoteHome { home });
         return Ok(p);
@@ -100,7 +111,12 @@ pub fn plan_send(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) 
 }
 
 /// What the receiver must do to write `line` of its receive buffer.
-pub fn plan_receive(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry>) -> Result<Plan, ModeError> {
+pub fn plan_receive(
+    mode: Mode,
+    me: NodeId,
+    line: PAddr,
+    entry: Option<&DirEntry>,
+) -> Result<Plan, ModeError> {
     let mut p = Plan::new();
     if mode == Mode::None {
         p.push(Action::Memory);
@@ -109,7 +125,10 @@ pub fn plan_receive(mode: Mode, me: NodeId, line: PAddr, entry: Option<&DirEntry
     let home = line.node();
     let Some(e) = entry.filter(|_| home == me) else {
         if mode == Mode::Local {
-            return Err(outside(line, format!("its home is node {home}, not the receiver")));
+            return Err(outside(
+                line,
+                format!("its home is node {home}, not the receiver"),
+            ));
         }
         p.push(Action::RemoteHome { home });
         return Ok(p);
@@ -165,10 +184,22 @@ fn set_entry(cx: &mut Cx<'_, CohNode>, line: PAddr, e: DirEntry) {
 
 /// The sender reads `line` into buffer `b` under `mode`: returns when the
 /// buffer's data is in. Local actions are performed and charged here.
-pub fn sender_read(cx: &mut Cx<'_, CohNode>, mode: Mode, line: PAddr, b: BufId) -> Result<Ticket, ModeError> {
-    let entry = if mode == Mode::None { None } else { entry_here(cx, line) };
+pub fn sender_read(
+    cx: &mut Cx<'_, CohNode>,
+    mode: Mode,
+    line: PAddr,
+    b: BufId,
+) -> Result<Ticket, ModeError> {
+    let entry = if mode == Mode::None {
+        None
+    } else {
+        entry_here(cx, line)
+    };
     let plan = plan_send(mode, cx.node(), line, entry.as_ref())?;
-    if plan.iter().any(|a| !matches!(a, Action::Memory | Action::InterveneLocal { .. })) {
+    if plan
+        .iter()
+        .any(|a| !matches!(a, Action::Memory | Action::InterveneLocal { .. }))
+    {
         return Err(ModeError::NeedsRemote(plan));
     }
     let c = cx.state().params.costs;
@@ -177,21 +208,32 @@ pub fn sender_read(cx: &mut Cx<'_, CohNode>, mode: Mode, line: PAddr, b: BufId) 
         cx.instr(c.issue);
         match a {
             Action::InterveneLocal { keep } => {
-                let iv = cx.pc_get(line, Some(b), *keep).map_err(|_| ModeError::Busy { line })?;
+                let iv = cx
+                    .pc_get(line, Some(b), *keep)
+                    .map_err(|_| ModeError::Busy { line })?;
                 // The line is current in the buffer; memory gets it too, and
                 // the directory now has the processor as a sharer.
                 let _ = cx.mem_write(line, b);
                 let me = cx.node();
-                set_entry(cx, line, DirEntry {
-                    state: DirState::Shared(crate::directory::Sharers::one(me)),
-                    pending: None,
-                });
+                set_entry(
+                    cx,
+                    line,
+                    DirEntry {
+                        state: DirState::Shared(crate::directory::Sharers::one(me)),
+                        pending: None,
+                    },
+                );
                 ticket = Some(Ticket {
                     first: iv.first_word_at.unwrap_or(iv.done),
                     ready: iv.done,
                 });
             }
-            _ => ticket = Some(cx.mem_read(line, b).map_err(|_| outside(line, "not in this node's memory"))?),
+            _ => {
+                ticket = Some(
+                    cx.mem_read(line, b)
+                        .map_err(|_| outside(line, "not in this node's memory"))?,
+                )
+            }
         }
     }
     Ok(ticket.expect("a plan reads the line"))
@@ -208,12 +250,18 @@ pub fn receiver_write(
     range: std::ops::Range<usize>,
 ) -> Result<Ticket, ModeError> {
     let whole = range == (0..magic::LINE_BYTES);
-    let entry = if mode == Mode::None { None } else { entry_here(cx, line) };
+    let entry = if mode == Mode::None {
+        None
+    } else {
+        entry_here(cx, line)
+    };
     let plan = plan_receive(mode, cx.node(), line, entry.as_ref())?;
-    if plan
-        .iter()
-        .any(|a| matches!(a, Action::InvalidateRemote(_) | Action::FetchRemote { .. } | Action::RemoteHome { .. }))
-    {
+    if plan.iter().any(|a| {
+        matches!(
+            a,
+            Action::InvalidateRemote(_) | Action::FetchRemote { .. } | Action::RemoteHome { .. }
+        )
+    }) {
         return Err(ModeError::NeedsRemote(plan));
     }
     let c = cx.state().params.costs;
@@ -222,7 +270,9 @@ pub fn receiver_write(
     let mut current = [0u8; magic::LINE_BYTES];
     if !whole {
         let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
-        let t = cx.mem_read(line, tmp).map_err(|_| outside(line, "not in this node's memory"));
+        let t = cx
+            .mem_read(line, tmp)
+            .map_err(|_| outside(line, "not in this node's memory"));
         if let Ok(t) = t {
             cx.wait(t);
             current = *cx.buffer(tmp).expect("allocated");
@@ -235,7 +285,9 @@ pub fn receiver_write(
         match a {
             Action::InterveneLocal { keep } => {
                 let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
-                let iv = cx.pc_get(line, Some(tmp), *keep).map_err(|_| ModeError::Busy { line })?;
+                let iv = cx
+                    .pc_get(line, Some(tmp), *keep)
+                    .map_err(|_| ModeError::Busy { line })?;
                 if !whole {
                     cx.wait_until(iv.done);
                     current = *cx.buffer(tmp).expect("allocated");
@@ -243,7 +295,9 @@ pub fn receiver_write(
                 let _ = cx.free_buffer(tmp);
             }
             Action::InvalidateLocal => {
-                let iv = cx.pc_get(line, None, LineState::Uncached).map_err(|_| ModeError::Busy { line })?;
+                let iv = cx
+                    .pc_get(line, None, LineState::Uncached)
+                    .map_err(|_| ModeError::Busy { line })?;
                 cx.wait_until(iv.state_at);
             }
             _ => {}
@@ -256,5 +310,6 @@ pub fn receiver_write(
     let mut merged = current;
     merged[range.clone()].copy_from_slice(&bytes[range]);
     *bytes = merged;
-    cx.mem_write(line, b).map_err(|_| outside(line, "not in this node's memory"))
+    cx.mem_write(line, b)
+        .map_err(|_| outside(line, "not in this node's memory"))
 }

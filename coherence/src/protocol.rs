@@ -244,6 +244,24 @@ impl NodeState for CohNode {
         msg: &Msg,
         data: Option<&[u8; LINE_BYTES]>,
     ) -> Option<ProcStep> {
+        if msg.mtype == mt::NAK {
+            // Refused by our own home: ask again (the miss record stays).
+            let Some(miss) = self.misses.get_mut(&key(msg.addr)) else {
+                self.stats.protocol_errors += 1;
+                return Some(ProcStep::Idle);
+            };
+            miss.retries += 1;
+            let (req, retries) = (miss.req, miss.retries);
+            self.stats.retries += 1;
+            self.stats.max_retries = self.stats.max_retries.max(retries);
+            let t = match req {
+                Req::Read => mt::PI_GET,
+                Req::Write => mt::PI_GETX,
+                Req::Upgrade => mt::PI_UPGRADE,
+            };
+            p.request(Msg::new(t, self.id, self.id).addr(msg.addr), None);
+            return Some(ProcStep::Idle);
+        }
         if msg.mtype != mt::FILL {
             return None;
         }
@@ -491,14 +509,16 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
 fn nak(cx: &mut C<'_, '_>, r: NodeId, orig: &Msg) {
     cx.state().stats.naks += 1;
     let me = cx.node();
+    let n = Msg::new(mt::NAK, me, r).lane(Lane::Reply).addr(orig.addr);
     if r == me {
-        // Our own processor's request: try again from the software queue,
-        // after the network has been served.
-        if cx.reschedule(*orig).is_err() {
+        // Our own processor's request: the NAK goes back across the processor
+        // interface and the processor asks again.
+        let c = costs(cx);
+        cx.instr(c.send);
+        if cx.to_processor(n, None).is_err() {
             cx.state().stats.protocol_errors += 1;
         }
     } else {
-        let n = Msg::new(mt::NAK, me, r).lane(Lane::Reply).addr(orig.addr);
         send(cx, n, None);
     }
 }

@@ -6,13 +6,22 @@ use coherence::CohParams;
 use magic::MagicParams;
 
 /// (case, published cycles)
-const TARGETS: [(Case, f64); 3] = [(Case::LocalClean, 27.0), (Case::RemoteClean, 111.0), (Case::RemoteDirty, 191.0)];
+const TARGETS: [(Case, f64); 3] = [
+    (Case::LocalClean, 27.0),
+    (Case::RemoteClean, 111.0),
+    (Case::RemoteDirty, 191.0),
+];
 
 #[test]
 fn read_miss_latencies_are_within_ten_percent_of_flash() {
     for (case, target) in TARGETS {
         let r = miss::run(case, MagicParams::default(), CohParams::default()).unwrap();
-        assert_eq!(r.value, r.expected, "{}: the load returned the wrong word", case.name());
+        assert_eq!(
+            r.value,
+            r.expected,
+            "{}: the load returned the wrong word",
+            case.name()
+        );
         let l = r.latency.0 as f64;
         assert!(
             (l - target).abs() <= 0.10 * target,
@@ -30,8 +39,18 @@ fn latency_comes_from_the_mechanisms() {
         mem_first_dword: magic::Cycles(24),
         ..MagicParams::default()
     };
-    let base = |c| miss::run(c, MagicParams::default(), CohParams::default()).unwrap().latency.0;
-    let with = |c| miss::run(c, slow.clone(), CohParams::default()).unwrap().latency.0;
+    let base = |c| {
+        miss::run(c, MagicParams::default(), CohParams::default())
+            .unwrap()
+            .latency
+            .0
+    };
+    let with = |c| {
+        miss::run(c, slow.clone(), CohParams::default())
+            .unwrap()
+            .latency
+            .0
+    };
     assert_eq!(with(Case::LocalClean), base(Case::LocalClean) + 10);
     assert_eq!(with(Case::RemoteClean), base(Case::RemoteClean) + 10);
     assert_eq!(with(Case::RemoteDirty), base(Case::RemoteDirty));
@@ -40,7 +59,12 @@ fn latency_comes_from_the_mechanisms() {
         net_latency: magic::Cycles(32),
         ..MagicParams::default()
     };
-    let with = |c| miss::run(c, far.clone(), CohParams::default()).unwrap().latency.0;
+    let with = |c| {
+        miss::run(c, far.clone(), CohParams::default())
+            .unwrap()
+            .latency
+            .0
+    };
     assert_eq!(with(Case::LocalClean), base(Case::LocalClean));
     assert_eq!(with(Case::RemoteClean), base(Case::RemoteClean) + 20);
     assert_eq!(with(Case::RemoteDirty), base(Case::RemoteDirty) + 30);

@@ -5,7 +5,9 @@
 use coherence::modes::{self, Mode, ModeError};
 use coherence::protocol::{self, CohNode, CohParams};
 use coherence::Op;
-use magic::{Cx, Cycles, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, PAddr, Region};
+use magic::{
+    Cx, Cycles, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, PAddr, Region,
+};
 
 const MD_SEND: MsgType = MsgType(100);
 const MD_DATA: MsgType = MsgType(101);
@@ -27,7 +29,9 @@ fn md_send(cx: &mut Cx<'_, CohNode>, m: &Msg) {
     let b = cx.alloc_buffer().expect("a free buffer");
     let t = modes::sender_read(cx, mode_of(m), src(), b).expect("a local plan");
     cx.wait(t);
-    let d = Msg::new(MD_DATA, cx.node(), NodeId(1)).addr(dst()).args(m.args);
+    let d = Msg::new(MD_DATA, cx.node(), NodeId(1))
+        .addr(dst())
+        .args(m.args);
     cx.send(d, Some(b)).unwrap();
 }
 
@@ -44,8 +48,10 @@ fn machine() -> Magic<CohNode> {
     protocol::install(&mut b);
     let s = b.handler("md-send", md_send);
     let r = b.handler("md-recv", md_recv);
-    b.route(MD_SEND, Region::Normal, s).route(MD_DATA, Region::Normal, r);
-    b.build(|n| CohNode::new(n, 2, CohParams::default())).unwrap()
+    b.route(MD_SEND, Region::Normal, s)
+        .route(MD_DATA, Region::Normal, r);
+    b.build(|n| CohNode::new(n, 2, CohParams::default()))
+        .unwrap()
 }
 
 /// Transfer one line under `mode`; returns (receiver's memory byte, the word
@@ -53,10 +59,26 @@ fn machine() -> Magic<CohNode> {
 fn transfer(mode: Mode) -> (u8, u64) {
     let mut m = machine();
     // The send buffer is dirty in the sender's cache (0xAA); memory is stale (0x11).
-    protocol::place(&mut m, src(), &[(NodeId(0), LineState::Dirty)], [0x11; 128], [0xAA; 128]).unwrap();
+    protocol::place(
+        &mut m,
+        src(),
+        &[(NodeId(0), LineState::Dirty)],
+        [0x11; 128],
+        [0xAA; 128],
+    )
+    .unwrap();
     // The receive buffer is cached clean at the receiver (0x00).
-    protocol::place(&mut m, dst(), &[(NodeId(1), LineState::Clean)], [0x00; 128], [0x00; 128]).unwrap();
-    let go = Msg::new(MD_SEND, NodeId(0), NodeId(0)).addr(src()).args([mode as u64, 0, 0]);
+    protocol::place(
+        &mut m,
+        dst(),
+        &[(NodeId(1), LineState::Clean)],
+        [0x00; 128],
+        [0x00; 128],
+    )
+    .unwrap();
+    let go = Msg::new(MD_SEND, NodeId(0), NodeId(0))
+        .addr(src())
+        .args([mode as u64, 0, 0]);
     m.post(NodeId(0), Cycles(0), go).unwrap();
     assert!(m.run().is_clean());
     let stored = m.memory(NodeId(1)).line(dst().line())[0];
@@ -94,12 +116,17 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
     let err = modes::plan_send(Mode::Local, NodeId(0), src(), Some(&e)).unwrap_err();
     assert!(matches!(err, ModeError::OutsideLocal { .. }), "{err:?}");
     let plan = modes::plan_send(Mode::Global, NodeId(0), src(), Some(&e)).unwrap();
-    assert_eq!(plan.as_slice(), &[modes::Action::FetchRemote { owner: NodeId(2) }]);
+    assert_eq!(
+        plan.as_slice(),
+        &[modes::Action::FetchRemote { owner: NodeId(2) }]
+    );
     // A remote home: local refuses, global goes through the home.
     let far = PAddr::new(Region::Normal, NodeId(3), 0);
     assert!(modes::plan_receive(Mode::Local, NodeId(0), far, None).is_err());
     assert_eq!(
-        modes::plan_receive(Mode::Global, NodeId(0), far, None).unwrap().as_slice(),
+        modes::plan_receive(Mode::Global, NodeId(0), far, None)
+            .unwrap()
+            .as_slice(),
         &[modes::Action::RemoteHome { home: NodeId(3) }]
     );
     // Remote sharers at the receiver: global invalidates them, then writes.

@@ -1,0 +1,64 @@
+//! Occupancy of the directory protocol, as people read it.
+
+mod common;
+
+use coherence::miss::{self, Case};
+use coherence::protocol;
+use coherence::{CohParams, Op};
+use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
+use std::fmt::Write as _;
+
+#[test]
+fn miss_cases_occupancy() {
+    let mut out = String::new();
+    for case in Case::ALL {
+        let r = miss::run(case, MagicParams::default(), CohParams::default()).unwrap();
+        writeln!(out, "== {}: {} cycles", case.name(), r.latency).unwrap();
+        out.push_str(&r.machine.ledger().render());
+        out.push('\n');
+    }
+    common::insta_settings().bind(|| insta::assert_snapshot!("miss_cases", out));
+}
+
+/// Four processors share eight lines homed on all four nodes: each reads
+/// them all, then writes two (one of them everybody's), reads again and
+/// evicts one, so every kind of transaction occurs.
+#[test]
+fn mixed_workload_on_four_nodes() {
+    let mut m = protocol::machine(MagicParams::default(), CohParams::default(), 4).unwrap();
+    let line = |i: u32| PAddr::new(Region::Normal, NodeId(i % 4), 0x10_000 + (i as u64) * 128);
+    for n in 0..4u32 {
+        let mut ops: Vec<Op> = (0..8).map(|i| Op::Load(line((i + n) % 8))).collect();
+        ops.push(Op::Store(line(n), 100 + n as u64));
+        ops.push(Op::Store(line(7), 200 + n as u64));
+        ops.extend((0..8).map(|i| Op::Load(line(i))));
+        ops.push(Op::Evict(line(7)));
+        ops.push(Op::Store(line((n + 1) % 4), 300 + n as u64));
+        m.state_mut(NodeId(n)).proc.push(ops);
+        m.start_processor(NodeId(n), Cycles(n as u64 * 7)).unwrap();
+    }
+    let report = m.run();
+    assert!(report.is_clean(), "{:?}", report.stuck);
+    let mut out = m.ledger().render();
+    writeln!(out, "\nprotocol counters").unwrap();
+    for n in 0..4u32 {
+        let s = m.state(NodeId(n)).stats;
+        let p = &m.state(NodeId(n)).proc;
+        assert_eq!(s.protocol_errors, 0);
+        let misses = p.results.iter().filter(|r| !r.hit).count();
+        writeln!(
+            out,
+            "node {n}: ops {:>2}  misses {:>2}  naks {}  retries {}  invalidations {}  forwards {}  deferred {}  forwards dropped {}",
+            p.results.len(),
+            misses,
+            s.naks,
+            s.retries,
+            s.invalidations,
+            s.forwards,
+            s.deferred,
+            s.forwards_dropped
+        )
+        .unwrap();
+    }
+    common::insta_settings().bind(|| insta::assert_snapshot!("coherence_mixed_4_nodes", out));
+}
