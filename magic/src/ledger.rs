@@ -248,7 +248,8 @@ impl Ledger {
             ]);
         }
         let mut u = TextTable::new(&["node", "unit", "ops", "busy", "util", "waiting"]);
-        for r in &self.units {
+        // Idle units say nothing; the JSON keeps them.
+        for r in self.units.iter().filter(|r| r.ops + r.busy + r.waiting > 0) {
             u.row(vec![
                 node(r.node),
                 r.unit.name().to_string(),
