@@ -1,6 +1,264 @@
-//! The operating system as MAGIC sees it: processes and PIDs, page tables,
-//! address-space regions and the shadow mapping, translation changes, and the
-//! hold-off / invalidation / software-TLB techniques.
+//! The operating system each node runs, as far as MAGIC sees it: processes and
+//! their PIDs, page tables with access rights, the shadow double mapping that
+//! hands MAGIC authentic physical addresses, virtual-PID groups, and the
+//! translation changes (unmap, remap, page move) that MAGIC must hear of before
+//! they take effect.
 //!
-//! Not yet built: this crate holds its place in the workspace until the
-//! user-level messaging work lands (see ARCHITECTURE.md).
+//! This crate is bookkeeping and policy only: what a translation is, who may
+//! use what, what an OS step costs. When the OS talks to MAGIC (the running
+//! PID at a context switch, a translation-change notice, the answer to
+//! MAGIC's "translate (virtual page, PID)" interrupt) the messaging layer
+//! carries the message and charges these costs on the compute processor.
+
+use magic::{Cycles, NodeId, PAddr, Region};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Bytes in a page.
+pub const PAGE_BYTES: u64 = 4096;
+
+/// A process id, unique on its node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Pid(pub u16);
+
+/// A virtual page number (virtual address / 4096).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct VPage(pub u64);
+
+impl VPage {
+    pub fn of(vaddr: u64) -> VPage {
+        VPage(vaddr / PAGE_BYTES)
+    }
+}
+
+/// What a process may do with a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Rights {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Rights {
+    pub const RW: Rights = Rights { read: true, write: true };
+    pub const RO: Rights = Rights { read: true, write: false };
+}
+
+/// A virtual page's translation: a physical page (normal space, page aligned,
+/// on any node) and the rights the process has on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Mapping {
+    pub frame: PAddr,
+    pub rights: Rights,
+}
+
+/// A translation change, announced to MAGIC before it takes effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Change {
+    /// The page is no longer mapped.
+    Unmap(VPage),
+    /// The page now maps another frame (its old contents are not copied).
+    Remap(VPage, PAddr),
+    /// The page's contents move to another frame, which it then maps.
+    Move(VPage, PAddr),
+}
+
+impl Change {
+    pub fn page(self) -> VPage {
+        match self {
+            Change::Unmap(v) | Change::Remap(v, _) | Change::Move(v, _) => v,
+        }
+    }
+}
+
+/// What OS steps cost on the compute processor (documented guesses: the
+/// paper gives none; they are parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OsCosts {
+    /// A context switch, from the decision to the new process running.
+    pub context_switch: Cycles,
+    /// Taking MAGIC's interrupt and answering with a translation.
+    pub interrupt: Cycles,
+    /// Editing the page table for a translation change (data copy apart).
+    pub change: Cycles,
+    /// Copying one cache line of a moved page.
+    pub copy_line: Cycles,
+}
+
+impl Default for OsCosts {
+    fn default() -> Self {
+        OsCosts {
+            context_switch: Cycles(500),
+            interrupt: Cycles(300),
+            change: Cycles(200),
+            copy_line: Cycles(20),
+        }
+    }
+}
+
+/// A process: its page table and its group (virtual PID -> (node, PID)).
+#[derive(Clone, Debug, Default)]
+pub struct Process {
+    pub pid: Pid,
+    pages: BTreeMap<VPage, Mapping>,
+    group: Vec<(NodeId, Pid)>,
+}
+
+/// Why the OS refused something.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OsError {
+    NoProcess(Pid),
+    NotMapped(Pid, VPage),
+    BadFrame(PAddr),
+}
+
+impl std::fmt::Display for OsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OsError::NoProcess(p) => write!(f, "no process {}", p.0),
+            OsError::NotMapped(p, v) => write!(f, "page {:#x} is not mapped for process {}", v.0, p.0),
+            OsError::BadFrame(a) => write!(f, "{a} is not a page-aligned normal-space frame"),
+        }
+    }
+}
+
+/// One node's operating system.
+#[derive(Clone, Debug)]
+pub struct Os {
+    pub node: NodeId,
+    pub costs: OsCosts,
+    procs: BTreeMap<Pid, Process>,
+    /// The process on the compute processor (MAGIC is told at each switch).
+    pub running: Option<Pid>,
+}
+
+impl Os {
+    pub fn new(node: NodeId, costs: OsCosts) -> Os {
+        Os {
+            node,
+            costs,
+            procs: BTreeMap::new(),
+            running: None,
+        }
+    }
+
+    /// Create a process (idempotent).
+    pub fn spawn(&mut self, pid: Pid) {
+        self.procs.entry(pid).or_insert_with(|| Process {
+            pid,
+            ..Process::default()
+        });
+    }
+
+    pub fn exists(&self, pid: Pid) -> bool {
+        self.procs.contains_key(&pid)
+    }
+
+    fn proc_mut(&mut self, pid: Pid) -> Result<&mut Process, OsError> {
+        self.procs.get_mut(&pid).ok_or(OsError::NoProcess(pid))
+    }
+
+    /// Map virtual page `v` of `pid` to `frame`.
+    pub fn map(&mut self, pid: Pid, v: VPage, frame: PAddr, rights: Rights) -> Result<(), OsError> {
+        if frame.region() != Region::Normal || frame.offset() % PAGE_BYTES != 0 {
+            return Err(OsError::BadFrame(frame));
+        }
+        self.proc_mut(pid)?.pages.insert(v, Mapping { frame, rights });
+        Ok(())
+    }
+
+    /// The translation of a virtual page.
+    pub fn lookup(&self, pid: Pid, v: VPage) -> Result<Mapping, OsError> {
+        let p = self.procs.get(&pid).ok_or(OsError::NoProcess(pid))?;
+        p.pages.get(&v).copied().ok_or(OsError::NotMapped(pid, v))
+    }
+
+    /// The physical address of a virtual address.
+    pub fn translate(&self, pid: Pid, vaddr: u64) -> Result<(PAddr, Rights), OsError> {
+        let m = self.lookup(pid, VPage::of(vaddr))?;
+        Ok((PAddr(m.frame.0 + vaddr % PAGE_BYTES), m.rights))
+    }
+
+    /// The shadow address of a virtual address: the same physical location in
+    /// the message region. The OS maps a process's shadow page only where the
+    /// normal page is mapped, so a reference to it is an authentic physical
+    /// address MAGIC can trust.
+    pub fn shadow(&self, pid: Pid, vaddr: u64) -> Result<PAddr, OsError> {
+        let (p, _) = self.translate(pid, vaddr)?;
+        Ok(p.with_region(Region::Message))
+    }
+
+    /// Set a process's group: virtual PID `i` is `group[i]`.
+    pub fn set_group(&mut self, pid: Pid, group: Vec<(NodeId, Pid)>) -> Result<(), OsError> {
+        self.proc_mut(pid)?.group = group;
+        Ok(())
+    }
+
+    /// The (node, PID) a virtual PID names for `pid`, if it is in its group.
+    pub fn vpid(&self, pid: Pid, v: u16) -> Option<(NodeId, Pid)> {
+        self.procs.get(&pid)?.group.get(v as usize).copied()
+    }
+
+    /// Whether `(node, pid)` is in `pid`'s group (may talk to it).
+    pub fn in_group(&self, pid: Pid, peer: (NodeId, Pid)) -> bool {
+        self.procs.get(&pid).is_some_and(|p| p.group.contains(&peer))
+    }
+
+    /// Apply a translation change (after MAGIC has been told). Returns the
+    /// frame the page left, if it had one.
+    pub fn apply(&mut self, pid: Pid, c: Change) -> Result<Option<PAddr>, OsError> {
+        let p = self.proc_mut(pid)?;
+        let old = p.pages.get(&c.page()).copied();
+        match c {
+            Change::Unmap(v) => {
+                p.pages.remove(&v);
+            }
+            Change::Remap(v, f) | Change::Move(v, f) => {
+                if f.region() != Region::Normal || f.offset() % PAGE_BYTES != 0 {
+                    return Err(OsError::BadFrame(f));
+                }
+                let rights = old.map_or(Rights::RW, |m| m.rights);
+                p.pages.insert(v, Mapping { frame: f, rights });
+            }
+        }
+        Ok(old.map(|m| m.frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(n: u32, k: u64) -> PAddr {
+        PAddr::new(Region::Normal, NodeId(n), k * PAGE_BYTES)
+    }
+
+    #[test]
+    fn translation_shadow_and_changes() {
+        let mut os = Os::new(NodeId(0), OsCosts::default());
+        os.spawn(Pid(7));
+        os.map(Pid(7), VPage(3), frame(0, 10), Rights::RW).unwrap();
+        let (p, r) = os.translate(Pid(7), 3 * PAGE_BYTES + 40).unwrap();
+        assert_eq!((p, r), (PAddr(frame(0, 10).0 + 40), Rights::RW));
+        let s = os.shadow(Pid(7), 3 * PAGE_BYTES + 40).unwrap();
+        assert_eq!((s.region(), s.with_region(Region::Normal)), (Region::Message, p));
+        assert_eq!(os.apply(Pid(7), Change::Move(VPage(3), frame(0, 11))).unwrap(), Some(frame(0, 10)));
+        assert_eq!(os.lookup(Pid(7), VPage(3)).unwrap().frame, frame(0, 11));
+        os.apply(Pid(7), Change::Unmap(VPage(3))).unwrap();
+        assert_eq!(os.shadow(Pid(7), 3 * PAGE_BYTES), Err(OsError::NotMapped(Pid(7), VPage(3))));
+        assert!(os.map(Pid(7), VPage(4), PAddr(frame(0, 1).0 + 8), Rights::RO).is_err());
+        assert!(os.map(Pid(9), VPage(4), frame(0, 1), Rights::RO).is_err());
+    }
+
+    #[test]
+    fn groups_name_peers_by_virtual_pid() {
+        let mut os = Os::new(NodeId(0), OsCosts::default());
+        os.spawn(Pid(1));
+        os.set_group(Pid(1), vec![(NodeId(0), Pid(1)), (NodeId(2), Pid(5))]).unwrap();
+        assert_eq!(os.vpid(Pid(1), 1), Some((NodeId(2), Pid(5))));
+        assert_eq!(os.vpid(Pid(1), 2), None);
+        assert!(os.in_group(Pid(1), (NodeId(2), Pid(5))));
+        assert!(!os.in_group(Pid(1), (NodeId(3), Pid(5))));
+    }
+}
