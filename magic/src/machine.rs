@@ -75,6 +75,7 @@ pub struct Processor<'a> {
     node: NodeId,
     now: Cycles,
     cache: &'a mut ProcCache,
+    memory: &'a mut Memory,
     requests: &'a mut Requests,
 }
 
@@ -90,6 +91,12 @@ impl Processor<'_> {
     /// The processor's own cache (hits need no MAGIC).
     pub fn cache(&mut self) -> &mut ProcCache {
         self.cache
+    }
+
+    /// This node's memory, as the operating system reaches it (to copy a
+    /// page it moves; the OS charges its own time for that).
+    pub fn memory(&mut self) -> &mut Memory {
+        self.memory
     }
 
     /// Hand MAGIC a request (a miss, a writeback with its line, a command):
@@ -613,10 +620,12 @@ impl<S: NodeState> Magic<S> {
             }
             Ev::ProcStep { node } => {
                 let mut requests = SmallVec::new();
+                let hw = &mut self.hw[node as usize];
                 let step = self.state[node as usize].processor_step(&mut Processor {
                     node: NodeId(node),
                     now: t,
-                    cache: &mut self.hw[node as usize].pcache,
+                    cache: &mut hw.pcache,
+                    memory: &mut hw.mem,
                     requests: &mut requests,
                 });
                 self.processor_after(node, t, step, requests);
@@ -630,6 +639,7 @@ impl<S: NodeState> Magic<S> {
                         node: NodeId(node),
                         now: t,
                         cache: &mut hw.pcache,
+                        memory: &mut hw.mem,
                         requests: &mut requests,
                     },
                     &msg,

@@ -41,8 +41,14 @@ pub struct Rights {
 }
 
 impl Rights {
-    pub const RW: Rights = Rights { read: true, write: true };
-    pub const RO: Rights = Rights { read: true, write: false };
+    pub const RW: Rights = Rights {
+        read: true,
+        write: true,
+    };
+    pub const RO: Rights = Rights {
+        read: true,
+        write: false,
+    };
 }
 
 /// A virtual page's translation: a physical page (normal space, page aligned,
@@ -117,7 +123,9 @@ impl std::fmt::Display for OsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             OsError::NoProcess(p) => write!(f, "no process {}", p.0),
-            OsError::NotMapped(p, v) => write!(f, "page {:#x} is not mapped for process {}", v.0, p.0),
+            OsError::NotMapped(p, v) => {
+                write!(f, "page {:#x} is not mapped for process {}", v.0, p.0)
+            }
             OsError::BadFrame(a) => write!(f, "{a} is not a page-aligned normal-space frame"),
         }
     }
@@ -164,7 +172,9 @@ impl Os {
         if frame.region() != Region::Normal || frame.offset() % PAGE_BYTES != 0 {
             return Err(OsError::BadFrame(frame));
         }
-        self.proc_mut(pid)?.pages.insert(v, Mapping { frame, rights });
+        self.proc_mut(pid)?
+            .pages
+            .insert(v, Mapping { frame, rights });
         Ok(())
     }
 
@@ -202,7 +212,9 @@ impl Os {
 
     /// Whether `(node, pid)` is in `pid`'s group (may talk to it).
     pub fn in_group(&self, pid: Pid, peer: (NodeId, Pid)) -> bool {
-        self.procs.get(&pid).is_some_and(|p| p.group.contains(&peer))
+        self.procs
+            .get(&pid)
+            .is_some_and(|p| p.group.contains(&peer))
     }
 
     /// Apply a translation change (after MAGIC has been told). Returns the
@@ -242,12 +254,24 @@ mod tests {
         let (p, r) = os.translate(Pid(7), 3 * PAGE_BYTES + 40).unwrap();
         assert_eq!((p, r), (PAddr(frame(0, 10).0 + 40), Rights::RW));
         let s = os.shadow(Pid(7), 3 * PAGE_BYTES + 40).unwrap();
-        assert_eq!((s.region(), s.with_region(Region::Normal)), (Region::Message, p));
-        assert_eq!(os.apply(Pid(7), Change::Move(VPage(3), frame(0, 11))).unwrap(), Some(frame(0, 10)));
+        assert_eq!(
+            (s.region(), s.with_region(Region::Normal)),
+            (Region::Message, p)
+        );
+        assert_eq!(
+            os.apply(Pid(7), Change::Move(VPage(3), frame(0, 11)))
+                .unwrap(),
+            Some(frame(0, 10))
+        );
         assert_eq!(os.lookup(Pid(7), VPage(3)).unwrap().frame, frame(0, 11));
         os.apply(Pid(7), Change::Unmap(VPage(3))).unwrap();
-        assert_eq!(os.shadow(Pid(7), 3 * PAGE_BYTES), Err(OsError::NotMapped(Pid(7), VPage(3))));
-        assert!(os.map(Pid(7), VPage(4), PAddr(frame(0, 1).0 + 8), Rights::RO).is_err());
+        assert_eq!(
+            os.shadow(Pid(7), 3 * PAGE_BYTES),
+            Err(OsError::NotMapped(Pid(7), VPage(3)))
+        );
+        assert!(os
+            .map(Pid(7), VPage(4), PAddr(frame(0, 1).0 + 8), Rights::RO)
+            .is_err());
         assert!(os.map(Pid(9), VPage(4), frame(0, 1), Rights::RO).is_err());
     }
 
@@ -255,7 +279,8 @@ mod tests {
     fn groups_name_peers_by_virtual_pid() {
         let mut os = Os::new(NodeId(0), OsCosts::default());
         os.spawn(Pid(1));
-        os.set_group(Pid(1), vec![(NodeId(0), Pid(1)), (NodeId(2), Pid(5))]).unwrap();
+        os.set_group(Pid(1), vec![(NodeId(0), Pid(1)), (NodeId(2), Pid(5))])
+            .unwrap();
         assert_eq!(os.vpid(Pid(1), 1), Some((NodeId(2), Pid(5))));
         assert_eq!(os.vpid(Pid(1), 2), None);
         assert!(os.in_group(Pid(1), (NodeId(2), Pid(5))));

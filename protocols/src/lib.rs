@@ -5,3 +5,4 @@
 //! before writing its code).
 
 pub mod pipeline;
+pub mod user;

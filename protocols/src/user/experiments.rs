@@ -1,0 +1,269 @@
+//! The experiments behind `flashkit fetch-op` and `flashkit remap`.
+
+use super::cmd::{Field, OpCode, DST_BIT};
+use super::node::{machine, UserEvent, UserNode, UserOp, UserParams};
+use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
+use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
+use serde::Serialize;
+
+const PID: Pid = Pid(1);
+const PEER: Pid = Pid(2);
+
+fn frame(n: NodeId, k: u64) -> PAddr {
+    PAddr::new(Region::Normal, n, k * PAGE_BYTES)
+}
+
+/// What a fetch-and-add run measured.
+pub struct FetchOpRun {
+    pub latency: Cycles,
+    pub startup: Cycles,
+    pub old: u64,
+    pub new: u64,
+    pub machine: Magic<UserNode>,
+}
+
+/// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
+/// (40 before) and waits for the old value.
+pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> {
+    let nodes = (target + 1).max(2);
+    let mut m = machine(params, UserParams::default(), nodes)?;
+    let t = NodeId(target);
+    let word = PAddr(frame(t, 16).0 + 0x88);
+    let mut line = m.memory(t).line(word.line());
+    line[8..16].copy_from_slice(&40u64.to_le_bytes());
+    m.memory_mut(t).store_line(word.line(), &line);
+    let me = NodeId(0);
+    let vaddr = 0x40_0000;
+    let n = m.state_mut(me);
+    n.os.spawn(PID);
+    n.os.map(PID, VPage::of(vaddr), frame(t, 16), Rights::RW)
+        .map_err(|e| e.to_string())?;
+    let shadow = n.os.shadow(PID, vaddr + 0x88).map_err(|e| e.to_string())?;
+    n.push([
+        UserOp::Switch(PID),
+        UserOp::Write(Field::Op.addr(me), OpCode::FetchAdd as u64),
+        UserOp::Write(Field::Arg.addr(me), 2),
+        UserOp::Write(shadow, vaddr + 0x88),
+        UserOp::Commit,
+        UserOp::Wait,
+    ]);
+    m.start_processor(me, Cycles(0))?;
+    let r = m.run();
+    if !r.is_clean() {
+        return Err(format!(
+            "the fetch-and-add did not complete: {}",
+            r.stuck.join("; ")
+        ));
+    }
+    let n = m.state(me);
+    let first = n.cpu.first_write.ok_or("no command was written")?;
+    let (done, old) = n
+        .cpu
+        .log
+        .iter()
+        .find_map(|e| match e {
+            UserEvent::Done { at, value, .. } => Some((*at, *value)),
+            _ => None,
+        })
+        .ok_or("no completion")?;
+    let sent = m.state(me).magic.stats.acks;
+    if sent != 1 {
+        return Err("the sequence was not accepted".into());
+    }
+    let accepted = first_accept(&m, me).ok_or("no accept")?;
+    let new = u64::from_le_bytes(m.memory(t).line(word.line())[8..16].try_into().expect("8"));
+    Ok(FetchOpRun {
+        latency: done - first,
+        startup: accepted - first,
+        old,
+        new,
+        machine: m,
+    })
+}
+
+fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
+    m.state(n).cpu.log.iter().find_map(|e| match e {
+        UserEvent::Ack { at, .. } => Some(*at),
+        _ => None,
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Technique {
+    Holdoff,
+    Invalidate,
+    Tlb,
+}
+
+impl Technique {
+    pub fn name(self) -> &'static str {
+        match self {
+            Technique::Holdoff => "holdoff",
+            Technique::Invalidate => "invalidate",
+            Technique::Tlb => "tlb",
+        }
+    }
+}
+
+/// What a remap run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct RemapResult {
+    pub technique: Technique,
+    pub data_ok: bool,
+    pub os_wait_cycles: u64,
+    pub processor_interrupts: u64,
+    pub stale_uses_detected: u64,
+    pub tlb_hits: u64,
+    pub tlb_misses: u64,
+    pub total_cycles: u64,
+}
+
+/// Pages moved by a remap run.
+pub const PAGES: u64 = 4;
+
+/// Process 1 on node 0 moves `PAGES` pages to node 1 (a memory copy under
+/// hold-off, or a send to process 2 under invalidation or the software TLB);
+/// 1500 cycles after the commit its OS moves the third source page to a new
+/// frame, copying its data.
+pub fn remap(
+    technique: Technique,
+    params: MagicParams,
+) -> Result<(RemapResult, Magic<UserNode>), String> {
+    let mut m = machine(params, UserParams::default(), 2)?;
+    let (a, b) = (NodeId(0), NodeId(1));
+    let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
+    // Source pages on node 0 (frames 32..), destination pages on node 1 (frames 64..).
+    for k in 0..PAGES {
+        for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
+            let mut bytes = [0u8; LINE_BYTES];
+            for (i, x) in bytes.iter_mut().enumerate() {
+                *x = (k * 31 + l * 7 + i as u64) as u8;
+            }
+            m.memory_mut(a).store_line(
+                PAddr(frame(a, 32 + k).0 + l * LINE_BYTES as u64).line(),
+                &bytes,
+            );
+        }
+    }
+    {
+        let n = m.state_mut(b);
+        n.os.spawn(PEER);
+        n.os.set_group(PEER, vec![(a, PID)])
+            .map_err(|e| e.to_string())?;
+    }
+    let n = m.state_mut(a);
+    n.os.spawn(PID);
+    n.os.set_group(PID, vec![(b, PEER)])
+        .map_err(|e| e.to_string())?;
+    for k in 0..PAGES {
+        let e = |e: os_shim::OsError| e.to_string();
+        n.os.map(
+            PID,
+            VPage(VPage::of(src_v).0 + k),
+            frame(a, 32 + k),
+            Rights::RW,
+        )
+        .map_err(e)?;
+        n.os.map(
+            PID,
+            VPage(VPage::of(dst_v).0 + k),
+            frame(b, 64 + k),
+            Rights::RW,
+        )
+        .map_err(e)?;
+    }
+    let op = match technique {
+        Technique::Holdoff => OpCode::MemCopy,
+        Technique::Invalidate => OpCode::SendPhys,
+        Technique::Tlb => OpCode::SendVirt,
+    };
+    let mut ops = vec![
+        UserOp::Switch(PID),
+        UserOp::Write(Field::Op.addr(a), op as u64),
+        UserOp::Write(Field::Arg.addr(a), PAGES * PAGE_BYTES),
+        UserOp::Write(Field::Vpid.addr(a), 0),
+    ];
+    for k in 0..PAGES {
+        let v = src_v + k * PAGE_BYTES;
+        if technique != Technique::Tlb {
+            ops.push(UserOp::Write(
+                n.os.shadow(PID, v).map_err(|e| e.to_string())?,
+                v,
+            ));
+        }
+    }
+    if technique == Technique::Tlb {
+        ops.push(UserOp::Write(Field::Vaddr.addr(a), src_v));
+    }
+    for k in 0..PAGES {
+        let v = dst_v + k * PAGE_BYTES;
+        ops.push(UserOp::Write(
+            n.os.shadow(PID, v).map_err(|e| e.to_string())?,
+            v | DST_BIT,
+        ));
+    }
+    let moved = VPage(VPage::of(src_v).0 + 2);
+    ops.extend([
+        UserOp::Commit,
+        UserOp::Think(Cycles(1500)),
+        UserOp::Change(PID, Change::Move(moved, frame(a, 48))),
+        UserOp::Wait,
+    ]);
+    n.push(ops);
+    m.start_processor(a, Cycles(0))?;
+    let r = m.run();
+    if !r.is_clean() {
+        return Err(format!(
+            "the {} run did not complete: {}",
+            technique.name(),
+            r.stuck.join("; ")
+        ));
+    }
+    // The destination must hold the source's bytes, read through the
+    // translations as they are after the move.
+    let n = m.state(a);
+    let mut data_ok = true;
+    for k in 0..PAGES {
+        let (src, _) =
+            n.os.translate(PID, src_v + k * PAGE_BYTES)
+                .map_err(|e| e.to_string())?;
+        for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
+            let off = l * LINE_BYTES as u64;
+            let s = m.memory(a).line(PAddr(src.0 + off).line());
+            let d = m.memory(b).line(PAddr(frame(b, 64 + k).0 + off).line());
+            data_ok &= s == d;
+        }
+    }
+    let first = n.cpu.first_write.ok_or("no command was written")?;
+    let done = n
+        .cpu
+        .log
+        .iter()
+        .find_map(|e| match e {
+            UserEvent::Done { at, .. } => Some(*at),
+            _ => None,
+        })
+        .ok_or("no completion")?;
+    let waited = n
+        .cpu
+        .log
+        .iter()
+        .find_map(|e| match e {
+            UserEvent::Changed { waited, .. } => Some(waited.0),
+            _ => None,
+        })
+        .ok_or("the translation change did not happen")?;
+    let s = &n.magic.stats;
+    let result = RemapResult {
+        technique,
+        data_ok,
+        os_wait_cycles: waited,
+        processor_interrupts: s.interrupts,
+        stale_uses_detected: s.stale_uses,
+        tlb_hits: n.magic.tlb.hits,
+        tlb_misses: n.magic.tlb.misses,
+        total_cycles: (done - first).0,
+    };
+    Ok((result, m))
+}

@@ -1,0 +1,154 @@
+//! MAGIC's software TLB: virtual-to-physical translations kept in MAGIC
+//! memory (reached through its data cache), set associative with LRU
+//! replacement. A miss interrupts the processor; translation changes remove
+//! the entry before they take effect.
+
+use magic::PAddr;
+use os_shim::{Pid, VPage};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TlbParams {
+    pub entries: usize,
+    pub ways: usize,
+}
+
+impl Default for TlbParams {
+    fn default() -> Self {
+        TlbParams {
+            entries: 64,
+            ways: 4,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    pid: Pid,
+    page: VPage,
+    frame: PAddr,
+    /// Last use, for LRU.
+    used: u64,
+}
+
+pub struct Tlb {
+    p: TlbParams,
+    sets: Vec<Vec<Entry>>,
+    clock: u64,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// MAGIC-memory address of the TLB (for data-cache costs).
+pub const TLB_BASE: u64 = 0x4000_0000;
+
+impl Tlb {
+    pub fn new(p: TlbParams) -> Result<Tlb, String> {
+        if p.ways == 0 || p.entries == 0 || p.entries % p.ways != 0 {
+            return Err(format!(
+                "a TLB of {} entries cannot have {} ways",
+                p.entries, p.ways
+            ));
+        }
+        Ok(Tlb {
+            p,
+            sets: vec![Vec::with_capacity(p.ways); p.entries / p.ways],
+            clock: 0,
+            hits: 0,
+            misses: 0,
+        })
+    }
+
+    fn set_of(&self, pid: Pid, page: VPage) -> usize {
+        ((page.0 ^ (pid.0 as u64).wrapping_mul(0x9E37)) % self.sets.len() as u64) as usize
+    }
+
+    /// MAGIC-memory address of the set a lookup reads.
+    pub fn set_addr(&self, pid: Pid, page: VPage) -> u64 {
+        TLB_BASE + (self.set_of(pid, page) * self.p.ways * 16) as u64
+    }
+
+    pub fn ways(&self) -> usize {
+        self.p.ways
+    }
+
+    pub fn lookup(&mut self, pid: Pid, page: VPage) -> Option<PAddr> {
+        self.clock += 1;
+        let (s, now) = (self.set_of(pid, page), self.clock);
+        match self.sets[s]
+            .iter_mut()
+            .find(|e| e.pid == pid && e.page == page)
+        {
+            Some(e) => {
+                e.used = now;
+                self.hits += 1;
+                Some(e.frame)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    pub fn insert(&mut self, pid: Pid, page: VPage, frame: PAddr) {
+        self.clock += 1;
+        let (s, ways, now) = (self.set_of(pid, page), self.p.ways, self.clock);
+        let set = &mut self.sets[s];
+        set.retain(|e| !(e.pid == pid && e.page == page));
+        if set.len() == ways {
+            let lru = (0..set.len())
+                .min_by_key(|&i| set[i].used)
+                .expect("full set");
+            set.swap_remove(lru);
+        }
+        set.push(Entry {
+            pid,
+            page,
+            frame,
+            used: now,
+        });
+    }
+
+    /// Drop a translation (a change is about to take effect).
+    pub fn invalidate(&mut self, pid: Pid, page: VPage) -> bool {
+        let s = self.set_of(pid, page);
+        let before = self.sets[s].len();
+        self.sets[s].retain(|e| !(e.pid == pid && e.page == page));
+        before != self.sets[s].len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magic::{NodeId, Region};
+
+    #[test]
+    fn miss_then_hit_then_invalidated_then_lru() {
+        let mut t = Tlb::new(TlbParams {
+            entries: 2,
+            ways: 2,
+        })
+        .unwrap();
+        let f = |k: u64| PAddr::new(Region::Normal, NodeId(0), k * 4096);
+        assert_eq!(t.lookup(Pid(1), VPage(5)), None);
+        t.insert(Pid(1), VPage(5), f(9));
+        assert_eq!(t.lookup(Pid(1), VPage(5)), Some(f(9)));
+        assert_eq!((t.hits, t.misses), (1, 1));
+        assert!(t.invalidate(Pid(1), VPage(5)));
+        assert_eq!(t.lookup(Pid(1), VPage(5)), None);
+        // One set of two ways: the least recently used goes.
+        t.insert(Pid(1), VPage(1), f(1));
+        t.insert(Pid(1), VPage(2), f(2));
+        t.lookup(Pid(1), VPage(1));
+        t.insert(Pid(1), VPage(3), f(3));
+        assert_eq!(t.lookup(Pid(1), VPage(2)), None);
+        assert_eq!(t.lookup(Pid(1), VPage(1)), Some(f(1)));
+        assert!(Tlb::new(TlbParams {
+            entries: 6,
+            ways: 4
+        })
+        .is_err());
+    }
+}
