@@ -166,7 +166,9 @@ pub enum UserOp {
     Commit,
     /// Wait until an accepted operation of the running process has completed.
     Wait,
-    /// A translation change: notify MAGIC, wait for its answer, apply.
+    /// A translation change: the OS notifies MAGIC and applies the change
+    /// when MAGIC answers; the program goes on meanwhile (a second change
+    /// waits for the first).
     Change(Pid, Change),
     Think(Cycles),
 }
@@ -219,8 +221,8 @@ pub struct UserCpu {
     tries: u32,
     /// Completions not yet waited for, per process.
     done: BTreeMap<Pid, u32>,
-    /// The translation change waiting for MAGIC's answer.
-    change: Option<(Pid, Change)>,
+    /// The translation change waiting for MAGIC's answer, and since when.
+    change: Option<(Pid, Change, Cycles)>,
     /// OS work due: (when, message for MAGIC).
     os_due: Vec<(Cycles, Msg)>,
     /// When the program may go on.
@@ -283,7 +285,10 @@ impl UserNode {
 impl NodeState for UserNode {
     fn pending(&self) -> Option<String> {
         let mut parts = Vec::new();
-        if !self.cpu.program.is_empty() || self.cpu.waiting != Waiting::No {
+        if !self.cpu.program.is_empty()
+            || self.cpu.waiting != Waiting::No
+            || self.cpu.change.is_some()
+        {
             parts.push(format!(
                 "user program: {} op(s) left, waiting {:?}",
                 self.cpu.program.len(),
@@ -393,17 +398,18 @@ impl NodeState for UserNode {
                 self.cpu.os_due.push((now + self.os.costs.interrupt, a));
             }
             mt::OS_ANSWER => {
-                if let (Waiting::Os { since }, Some((cpid, c))) =
-                    (self.cpu.waiting, self.cpu.change.take())
-                {
+                if let Some((cpid, c, since)) = self.cpu.change.take() {
                     let cost = self.apply_change(p, cpid, c);
                     self.cpu.log.push(UserEvent::Changed {
                         pid: cpid,
                         at: now,
                         waited: now - since,
                     });
-                    self.cpu.waiting = Waiting::No;
-                    self.cpu.resume_at = Some(now + cost);
+                    // A program held up behind a second change goes on.
+                    if let Waiting::Os { .. } = self.cpu.waiting {
+                        self.cpu.waiting = Waiting::No;
+                        self.cpu.resume_at = Some(now + cost);
+                    }
                 }
             }
             _ => return None,
@@ -477,13 +483,19 @@ impl UserNode {
                 }
             }
             UserOp::Change(pid, c) => {
+                if self.cpu.change.is_some() {
+                    // One change at a time: wait for the first to be answered.
+                    self.cpu.program.push_front(UserOp::Change(pid, c));
+                    self.cpu.waiting = Waiting::Os { since: now };
+                    return;
+                }
                 let old = self.os.lookup(pid, c.page()).map_or(0, |m| m.frame.0);
                 let m = Msg::new(mt::OS_NOTICE, me, me)
                     .addr(PAddr::new(Region::Message, me, 0))
                     .args([c.page().0, pid.0 as u64, old]);
                 p.request(m, None);
-                self.cpu.change = Some((pid, c));
-                self.cpu.waiting = Waiting::Os { since: now };
+                self.cpu.change = Some((pid, c, now));
+                self.cpu.resume_at = Some(now + Cycles(1));
             }
             UserOp::Think(c) => self.cpu.resume_at = Some(now + c),
         }

@@ -1,0 +1,356 @@
+//! User-level messaging: command sequences, protection, and the three ways of
+//! keeping MAGIC's physical addresses valid across translation changes.
+
+use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region};
+use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
+use protocols::user::cmd::{Field, Nack, OpCode, DST_BIT};
+use protocols::user::experiments::{self, Technique};
+use protocols::user::node::FLAG_HOLDOFF;
+use protocols::user::{machine, UserEvent, UserNode, UserOp, UserParams};
+
+const A: NodeId = NodeId(0);
+const B: NodeId = NodeId(1);
+
+fn frame(n: NodeId, k: u64) -> PAddr {
+    PAddr::new(Region::Normal, n, k * PAGE_BYTES)
+}
+
+/// Two nodes; processes 1 and 3 on node 0, process 2 on node 1. Process 1
+/// and process 2 are peers (virtual PID 0 names the other); process 3 has no
+/// group. Each process on node 0 maps a word page on node 1 at 0x40_0000
+/// (frame 16 for process 1, 17 for process 3) and source/destination pages.
+fn setup() -> Magic<UserNode> {
+    let mut m = machine(MagicParams::default(), UserParams::default(), 2).unwrap();
+    let b = m.state_mut(B);
+    b.os.spawn(Pid(2));
+    b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
+    let a = m.state_mut(A);
+    for (pid, f) in [(Pid(1), 16), (Pid(3), 17)] {
+        a.os.spawn(pid);
+        a.os.map(pid, VPage::of(0x40_0000), frame(B, f), Rights::RW)
+            .unwrap();
+        a.os.map(pid, VPage::of(0x10_0000), frame(A, 32), Rights::RW)
+            .unwrap();
+        a.os.map(pid, VPage::of(0x20_0000), frame(B, 64), Rights::RW)
+            .unwrap();
+    }
+    a.os.set_group(Pid(1), vec![(B, Pid(2))]).unwrap();
+    m
+}
+
+fn fetch_add_sequence(m: &Magic<UserNode>, pid: Pid, add: u64) -> Vec<UserOp> {
+    let shadow = m.state(A).os.shadow(pid, 0x40_0008).unwrap();
+    vec![
+        UserOp::Write(Field::Op.addr(A), OpCode::FetchAdd as u64),
+        UserOp::Write(Field::Arg.addr(A), add),
+        UserOp::Write(shadow, 0x40_0008),
+    ]
+}
+
+fn word(m: &Magic<UserNode>, n: NodeId, f: u64) -> u64 {
+    let a = PAddr(frame(n, f).0 + 8);
+    u64::from_le_bytes(m.memory(n).line(a.line())[8..16].try_into().unwrap())
+}
+
+fn run(m: &mut Magic<UserNode>) {
+    m.start_processor(A, Cycles(0)).unwrap();
+    let r = m.run();
+    assert!(r.is_clean(), "{:?}", r.stuck);
+}
+
+fn log(m: &Magic<UserNode>) -> &[UserEvent] {
+    &m.state(A).cpu.log
+}
+
+#[test]
+fn a_sequence_interrupted_by_a_context_switch_resumes() {
+    let mut m = setup();
+    let seq1 = fetch_add_sequence(&m, Pid(1), 5);
+    let seq3 = fetch_add_sequence(&m, Pid(3), 7);
+    let mut ops = vec![UserOp::Switch(Pid(1))];
+    ops.extend(seq1[..2].iter().cloned());
+    // Process 3 runs a whole sequence of its own in the middle.
+    ops.push(UserOp::Switch(Pid(3)));
+    ops.extend(seq3);
+    ops.extend([UserOp::Commit, UserOp::Wait, UserOp::Switch(Pid(1))]);
+    ops.extend(seq1[2..].iter().cloned());
+    ops.extend([UserOp::Commit, UserOp::Wait]);
+    m.state_mut(A).push(ops);
+    run(&mut m);
+    // Each process's add went to its own word: the records never mixed.
+    assert_eq!((word(&m, B, 16), word(&m, B, 17)), (5, 7));
+    let acks = log(&m)
+        .iter()
+        .filter(|e| matches!(e, UserEvent::Ack { .. }))
+        .count();
+    assert_eq!(acks, 2);
+    assert_eq!(m.state(A).magic.records_in_use(), 0);
+}
+
+#[test]
+fn a_forged_pid_and_an_out_of_group_send_are_dropped() {
+    let mut m = setup();
+    let send = |m: &Magic<UserNode>, pid: Pid| {
+        let a = &m.state(A).os;
+        vec![
+            UserOp::Write(Field::Op.addr(A), OpCode::SendPhys as u64),
+            UserOp::Write(Field::Arg.addr(A), 256),
+            UserOp::Write(Field::Vpid.addr(A), 0),
+            UserOp::Write(a.shadow(pid, 0x10_0000).unwrap(), 0x10_0000),
+            UserOp::Write(a.shadow(pid, 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+            UserOp::Commit,
+        ]
+    };
+    // Process 3 has no group: its send is refused at the commit.
+    let mut ops = vec![UserOp::Switch(Pid(3))];
+    ops.extend(send(&m, Pid(3)));
+    // Process 1 sends to process 2, but process 2 no longer counts process 1
+    // as a peer: the receiving MAGIC drops the data.
+    ops.push(UserOp::Switch(Pid(1)));
+    ops.extend(send(&m, Pid(1)));
+    m.state_mut(A).push(ops);
+    m.state_mut(B)
+        .os
+        .set_group(Pid(2), vec![(A, Pid(9))])
+        .unwrap();
+    let before = m.memory(B).line(frame(B, 64).line());
+    m.start_processor(A, Cycles(0)).unwrap();
+    let r = m.run();
+    let refused = m.state(A).magic.stats.refused_out_of_group;
+    let dropped = m.state(B).magic.stats.dropped_forged;
+    assert_eq!(refused, 1);
+    assert_eq!(dropped, 2, "both lines of the send");
+    assert!(log(&m).iter().any(|e| matches!(
+        e,
+        UserEvent::Nack {
+            reason: Nack::NotAllowed,
+            ..
+        }
+    )));
+    // Nothing was written, and the send never completes (its data was dropped).
+    assert_eq!(m.memory(B).line(frame(B, 64).line()), before);
+    assert!(
+        r.stuck.iter().any(|s| s.contains("operation(s) under way")),
+        "{:?}",
+        r.stuck
+    );
+}
+
+#[test]
+fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operations() {
+    // A memory copy is under way when the OS asks for a change.
+    let (r, m) = experiments::remap(Technique::Holdoff, MagicParams::default()).unwrap();
+    assert!(r.data_ok);
+    assert!(r.os_wait_cycles > 1000, "{r:?}");
+    let at = |m: &Magic<UserNode>, f: fn(&UserEvent) -> Option<Cycles>| {
+        m.state(A).cpu.log.iter().find_map(f)
+    };
+    let changed = |e: &UserEvent| match e {
+        UserEvent::Changed { at, .. } => Some(*at),
+        _ => None,
+    };
+    let done = |e: &UserEvent| match e {
+        UserEvent::Done { at, .. } => Some(*at),
+        _ => None,
+    };
+    // The OS went on only when the copy had completed.
+    let (c, d) = (at(&m, changed).unwrap(), at(&m, done).unwrap());
+    assert!(c + Cycles(1) >= d, "{:?}", m.state(A).cpu.log);
+    assert_eq!(m.state(A).magic.stats.holdoff_waits, 1);
+
+    // While the OS waits, another process's fetch-and-add is refused, backs
+    // off, and goes through once the copy has drained.
+    let mut m = setup();
+    let a = &m.state(A).os;
+    let mut ops = vec![
+        UserOp::Switch(Pid(1)),
+        UserOp::Write(Field::Op.addr(A), OpCode::MemCopy as u64),
+        UserOp::Write(Field::Arg.addr(A), PAGE_BYTES),
+        UserOp::Write(a.shadow(Pid(1), 0x10_0000).unwrap(), 0x10_0000),
+        UserOp::Write(a.shadow(Pid(1), 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+        UserOp::Commit,
+        UserOp::Change(Pid(1), Change::Unmap(VPage::of(0x40_0000))),
+        UserOp::Switch(Pid(3)),
+    ];
+    ops.extend(fetch_add_sequence(&m, Pid(3), 7));
+    ops.extend([
+        UserOp::Commit,
+        UserOp::Wait,
+        UserOp::Switch(Pid(1)),
+        UserOp::Wait,
+    ]);
+    m.state_mut(A).push(ops);
+    run(&mut m);
+    let l = log(&m);
+    assert!(
+        l.iter().any(|e| matches!(
+            e,
+            UserEvent::Nack {
+                pid: Pid(3),
+                reason: Nack::HoldOffDrain,
+                retry: true,
+                ..
+            }
+        )),
+        "{l:?}"
+    );
+    let (c, d) = (at(&m, changed).unwrap(), at(&m, done).unwrap());
+    assert!(c + Cycles(1) >= d, "the change waited for the copy: {l:?}");
+    // Process 3's add went through after the change.
+    let acked_3 = l.iter().rev().find_map(|e| match e {
+        UserEvent::Ack { pid: Pid(3), at } => Some(*at),
+        _ => None,
+    });
+    assert!(acked_3.unwrap() > c, "{l:?}");
+    assert_eq!(word(&m, B, 17), 7);
+}
+
+#[test]
+fn invalidation_detects_the_stale_page_interrupts_once_and_delivers_correct_data() {
+    let (r, m) = experiments::remap(Technique::Invalidate, MagicParams::default()).unwrap();
+    assert!(r.data_ok);
+    assert_eq!(r.processor_interrupts, 1);
+    assert_eq!(r.stale_uses_detected, 1);
+    // The OS did not wait: invalidation does not hold it off.
+    assert!(r.os_wait_cycles < 300, "{r:?}");
+    assert_eq!(
+        m.state(A).magic.pages.in_use(),
+        0,
+        "every use unlinked at the end"
+    );
+}
+
+#[test]
+fn the_software_tlb_misses_then_hits() {
+    let (r, _) = experiments::remap(Technique::Tlb, MagicParams::default()).unwrap();
+    assert!(r.data_ok);
+    // One miss per page on first use, and hits after the OS's answers.
+    assert_eq!(r.tlb_misses, experiments::PAGES);
+    assert!(r.tlb_hits >= 1, "{r:?}");
+    assert_eq!(r.stale_uses_detected, 1);
+    assert_eq!(r.processor_interrupts, experiments::PAGES + 1);
+}
+
+#[test]
+fn holdoff_is_refused_for_an_operation_that_needs_another_process() {
+    let mut m = setup();
+    let a = &m.state(A).os;
+    let ops = vec![
+        UserOp::Switch(Pid(1)),
+        UserOp::Write(Field::Op.addr(A), OpCode::SendPhys as u64),
+        UserOp::Write(Field::Arg.addr(A), 128),
+        UserOp::Write(Field::Vpid.addr(A), 0),
+        UserOp::Write(Field::Flags.addr(A), FLAG_HOLDOFF),
+        UserOp::Write(a.shadow(Pid(1), 0x10_0000).unwrap(), 0x10_0000),
+        UserOp::Write(a.shadow(Pid(1), 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+        UserOp::Commit,
+    ];
+    m.state_mut(A).push(ops);
+    run(&mut m);
+    let nacks: Vec<_> = log(&m)
+        .iter()
+        .filter_map(|e| match e {
+            UserEvent::Nack { reason, retry, .. } => Some((*reason, *retry)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nacks, vec![(Nack::NotAllowed, false)]);
+}
+
+#[test]
+fn a_fetch_and_add_starts_well_below_the_bulk_transfer() {
+    for target in [0, 1, 3] {
+        let r = experiments::fetch_op(target, MagicParams::default()).unwrap();
+        assert_eq!((r.old, r.new), (40, 42));
+        assert!(r.startup.0 < 284 / 2, "start-up {}", r.startup);
+        assert!(r.latency > r.startup);
+    }
+}
+
+#[test]
+fn a_transient_nack_is_retried_with_a_bounded_back_off() {
+    // One record only, held by process 1's open sequence: process 3's
+    // sequence is refused, backs off and tries again, and gives up after the
+    // bounded number of tries (nothing it asked for happens); process 1 then
+    // resumes and completes.
+    let params = UserParams {
+        records: 1,
+        ..UserParams::default()
+    };
+    let mut m = machine(MagicParams::default(), params, 2).unwrap();
+    let s = setup();
+    for n in [A, B] {
+        let os = s.state(n).os.clone();
+        m.state_mut(n).os = os;
+    }
+    let seq1 = fetch_add_sequence(&m, Pid(1), 5);
+    let seq3 = fetch_add_sequence(&m, Pid(3), 7);
+    let mut ops = vec![UserOp::Switch(Pid(1))];
+    ops.extend(seq1[..1].iter().cloned());
+    ops.push(UserOp::Switch(Pid(3)));
+    ops.extend(seq3);
+    ops.push(UserOp::Commit);
+    ops.push(UserOp::Switch(Pid(1)));
+    ops.extend(seq1[1..].iter().cloned());
+    ops.extend([UserOp::Commit, UserOp::Wait]);
+    m.state_mut(A).push(ops);
+    run(&mut m);
+    let nacks: Vec<_> = log(&m)
+        .iter()
+        .filter_map(|e| match e {
+            UserEvent::Nack {
+                pid: Pid(3),
+                reason: Nack::NoRecord,
+                retry,
+                at,
+            } => Some((*retry, *at)),
+            _ => None,
+        })
+        .collect();
+    let tries = params.retries as usize;
+    assert_eq!(nacks.len(), tries + 1);
+    assert!(nacks[..tries].iter().all(|n| n.0) && !nacks[tries].0);
+    // The back-off doubles: each gap is longer than the one before.
+    let gaps: Vec<_> = nacks.windows(2).map(|w| (w[1].1 - w[0].1).0).collect();
+    assert!(gaps.windows(2).all(|g| g[1] > g[0]), "{gaps:?}");
+    assert_eq!((word(&m, B, 16), word(&m, B, 17)), (5, 0));
+}
+
+#[test]
+fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
+    use magic::{Cx, MagicBuilder, Msg, MsgType};
+    use protocols::user::node::{install, mt};
+    // A rogue handler crafts the packet a send would carry, but claims
+    // process 7, which process 2 does not know.
+    fn rogue(cx: &mut Cx<'_, UserNode>, _: &Msg) {
+        let b = cx.alloc_buffer().unwrap();
+        cx.buffer_mut(b).unwrap().fill(0xEE);
+        let forged_tag = 7u64 << 32 | 1; // PID 7, last line
+        let d = Msg::new(mt::LINE_DATA, cx.node(), B)
+            .addr(frame(B, 64))
+            .args([forged_tag, 2, OpCode::SendPhys as u64]);
+        cx.send(d, Some(b)).unwrap();
+    }
+    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    install(&mut b);
+    let h = b.handler("rogue", rogue);
+    b.route(MsgType(99), Region::Normal, h);
+    let mut m = b
+        .build(|n| UserNode::new(n, 2, UserParams::default()).unwrap())
+        .unwrap();
+    m.state_mut(B).os.spawn(Pid(2));
+    m.state_mut(B)
+        .os
+        .set_group(Pid(2), vec![(A, Pid(1))])
+        .unwrap();
+    let before = m.memory(B).line(frame(B, 64).line());
+    m.post(A, Cycles(0), Msg::new(MsgType(99), A, A)).unwrap();
+    let r = m.run();
+    assert!(r.is_clean(), "{:?}", r.stuck);
+    assert_eq!(m.state(B).magic.stats.dropped_forged, 1);
+    assert_eq!(
+        m.memory(B).line(frame(B, 64).line()),
+        before,
+        "nothing written"
+    );
+}
