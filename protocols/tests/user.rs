@@ -3,7 +3,7 @@
 
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
-use protocols::user::cmd::{Field, Nack, OpCode, DST_BIT};
+use protocols::user::cmd::{shadow_va, Field, Nack, OpCode, DST_BIT};
 use protocols::user::experiments::{self, Technique};
 use protocols::user::node::FLAG_HOLDOFF;
 use protocols::user::{machine, UserEvent, UserNode, UserOp, UserParams};
@@ -38,11 +38,12 @@ fn setup() -> Magic<UserNode> {
     m
 }
 
-fn fetch_add_sequence(m: &Magic<UserNode>, pid: Pid, add: u64) -> Vec<UserOp> {
-    let shadow = m.state(A).os.shadow(pid, 0x40_0008).unwrap();
+/// A fetch-and-add of `add` to the word at 0x40_0008 of the running process.
+fn fetch_add_sequence(add: u64) -> Vec<UserOp> {
+    let shadow = shadow_va(0x40_0008);
     vec![
-        UserOp::Write(Field::Op.addr(A), OpCode::FetchAdd as u64),
-        UserOp::Write(Field::Arg.addr(A), add),
+        UserOp::Write(Field::Op.va(), OpCode::FetchAdd as u64),
+        UserOp::Write(Field::Arg.va(), add),
         UserOp::Write(shadow, 0x40_0008),
     ]
 }
@@ -65,8 +66,8 @@ fn log(m: &Magic<UserNode>) -> &[UserEvent] {
 #[test]
 fn a_sequence_interrupted_by_a_context_switch_resumes() {
     let mut m = setup();
-    let seq1 = fetch_add_sequence(&m, Pid(1), 5);
-    let seq3 = fetch_add_sequence(&m, Pid(3), 7);
+    let seq1 = fetch_add_sequence(5);
+    let seq3 = fetch_add_sequence(7);
     let mut ops = vec![UserOp::Switch(Pid(1))];
     ops.extend(seq1[..2].iter().cloned());
     // Process 3 runs a whole sequence of its own in the middle.
@@ -90,24 +91,23 @@ fn a_sequence_interrupted_by_a_context_switch_resumes() {
 #[test]
 fn a_forged_pid_and_an_out_of_group_send_are_dropped() {
     let mut m = setup();
-    let send = |m: &Magic<UserNode>, pid: Pid| {
-        let a = &m.state(A).os;
+    let send = || {
         vec![
-            UserOp::Write(Field::Op.addr(A), OpCode::SendPhys as u64),
-            UserOp::Write(Field::Arg.addr(A), 256),
-            UserOp::Write(Field::Vpid.addr(A), 0),
-            UserOp::Write(a.shadow(pid, 0x10_0000).unwrap(), 0x10_0000),
-            UserOp::Write(a.shadow(pid, 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+            UserOp::Write(Field::Op.va(), OpCode::SendPhys as u64),
+            UserOp::Write(Field::Arg.va(), 256),
+            UserOp::Write(Field::Vpid.va(), 0),
+            UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+            UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
             UserOp::Commit,
         ]
     };
     // Process 3 has no group: its send is refused at the commit.
     let mut ops = vec![UserOp::Switch(Pid(3))];
-    ops.extend(send(&m, Pid(3)));
+    ops.extend(send());
     // Process 1 sends to process 2, but process 2 no longer counts process 1
     // as a peer: the receiving MAGIC drops the data.
     ops.push(UserOp::Switch(Pid(1)));
-    ops.extend(send(&m, Pid(1)));
+    ops.extend(send());
     m.state_mut(A).push(ops);
     m.state_mut(B)
         .os
@@ -161,18 +161,17 @@ fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operatio
     // While the OS waits, another process's fetch-and-add is refused, backs
     // off, and goes through once the copy has drained.
     let mut m = setup();
-    let a = &m.state(A).os;
     let mut ops = vec![
         UserOp::Switch(Pid(1)),
-        UserOp::Write(Field::Op.addr(A), OpCode::MemCopy as u64),
-        UserOp::Write(Field::Arg.addr(A), PAGE_BYTES),
-        UserOp::Write(a.shadow(Pid(1), 0x10_0000).unwrap(), 0x10_0000),
-        UserOp::Write(a.shadow(Pid(1), 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+        UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
+        UserOp::Write(Field::Arg.va(), PAGE_BYTES),
+        UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
         UserOp::Commit,
         UserOp::Change(Pid(1), Change::Unmap(VPage::of(0x40_0000))),
         UserOp::Switch(Pid(3)),
     ];
-    ops.extend(fetch_add_sequence(&m, Pid(3), 7));
+    ops.extend(fetch_add_sequence(7));
     ops.extend([
         UserOp::Commit,
         UserOp::Wait,
@@ -234,15 +233,14 @@ fn the_software_tlb_misses_then_hits() {
 #[test]
 fn holdoff_is_refused_for_an_operation_that_needs_another_process() {
     let mut m = setup();
-    let a = &m.state(A).os;
     let ops = vec![
         UserOp::Switch(Pid(1)),
-        UserOp::Write(Field::Op.addr(A), OpCode::SendPhys as u64),
-        UserOp::Write(Field::Arg.addr(A), 128),
-        UserOp::Write(Field::Vpid.addr(A), 0),
-        UserOp::Write(Field::Flags.addr(A), FLAG_HOLDOFF),
-        UserOp::Write(a.shadow(Pid(1), 0x10_0000).unwrap(), 0x10_0000),
-        UserOp::Write(a.shadow(Pid(1), 0x20_0000).unwrap(), 0x20_0000 | DST_BIT),
+        UserOp::Write(Field::Op.va(), OpCode::SendPhys as u64),
+        UserOp::Write(Field::Arg.va(), 128),
+        UserOp::Write(Field::Vpid.va(), 0),
+        UserOp::Write(Field::Flags.va(), FLAG_HOLDOFF),
+        UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
         UserOp::Commit,
     ];
     m.state_mut(A).push(ops);
@@ -283,8 +281,8 @@ fn a_transient_nack_is_retried_with_a_bounded_back_off() {
         let os = s.state(n).os.clone();
         m.state_mut(n).os = os;
     }
-    let seq1 = fetch_add_sequence(&m, Pid(1), 5);
-    let seq3 = fetch_add_sequence(&m, Pid(3), 7);
+    let seq1 = fetch_add_sequence(5);
+    let seq3 = fetch_add_sequence(7);
     let mut ops = vec![UserOp::Switch(Pid(1))];
     ops.extend(seq1[..1].iter().cloned());
     ops.push(UserOp::Switch(Pid(3)));

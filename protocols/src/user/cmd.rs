@@ -47,6 +47,23 @@ impl Field {
     pub fn addr(self, node: NodeId) -> PAddr {
         PAddr::new(Region::Message, node, COMMAND_BASE + self as u64 * 8)
     }
+
+    /// The virtual address of this register in every process: the OS maps
+    /// the command page there.
+    pub fn va(self) -> u64 {
+        COMMAND_VA + self as u64 * 8
+    }
+}
+
+/// Where the OS maps the command page in every process.
+pub const COMMAND_VA: u64 = 0x7000_0000;
+/// Virtual addresses with this bit set are the shadow of the same address
+/// without it: the OS maps a process's shadow pages there.
+pub const SHADOW_VA: u64 = 1 << 44;
+
+/// The shadow virtual address of `vaddr`.
+pub fn shadow_va(vaddr: u64) -> u64 {
+    vaddr | SHADOW_VA
 }
 
 /// Operations a sequence can start.

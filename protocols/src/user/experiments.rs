@@ -1,6 +1,6 @@
 //! The experiments behind `flashkit fetch-op` and `flashkit remap`.
 
-use super::cmd::{Field, OpCode, DST_BIT};
+use super::cmd::{shadow_va, Field, OpCode, DST_BIT};
 use super::node::{machine, UserEvent, UserNode, UserOp, UserParams};
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
@@ -38,11 +38,11 @@ pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> 
     n.os.spawn(PID);
     n.os.map(PID, VPage::of(vaddr), frame(t, 16), Rights::RW)
         .map_err(|e| e.to_string())?;
-    let shadow = n.os.shadow(PID, vaddr + 0x88).map_err(|e| e.to_string())?;
+    let shadow = shadow_va(vaddr + 0x88);
     n.push([
         UserOp::Switch(PID),
-        UserOp::Write(Field::Op.addr(me), OpCode::FetchAdd as u64),
-        UserOp::Write(Field::Arg.addr(me), 2),
+        UserOp::Write(Field::Op.va(), OpCode::FetchAdd as u64),
+        UserOp::Write(Field::Arg.va(), 2),
         UserOp::Write(shadow, vaddr + 0x88),
         UserOp::Commit,
         UserOp::Wait,
@@ -180,28 +180,22 @@ pub fn remap(
     };
     let mut ops = vec![
         UserOp::Switch(PID),
-        UserOp::Write(Field::Op.addr(a), op as u64),
-        UserOp::Write(Field::Arg.addr(a), PAGES * PAGE_BYTES),
-        UserOp::Write(Field::Vpid.addr(a), 0),
+        UserOp::Write(Field::Op.va(), op as u64),
+        UserOp::Write(Field::Arg.va(), PAGES * PAGE_BYTES),
+        UserOp::Write(Field::Vpid.va(), 0),
     ];
     for k in 0..PAGES {
         let v = src_v + k * PAGE_BYTES;
         if technique != Technique::Tlb {
-            ops.push(UserOp::Write(
-                n.os.shadow(PID, v).map_err(|e| e.to_string())?,
-                v,
-            ));
+            ops.push(UserOp::Write(shadow_va(v), v));
         }
     }
     if technique == Technique::Tlb {
-        ops.push(UserOp::Write(Field::Vaddr.addr(a), src_v));
+        ops.push(UserOp::Write(Field::Vaddr.va(), src_v));
     }
     for k in 0..PAGES {
         let v = dst_v + k * PAGE_BYTES;
-        ops.push(UserOp::Write(
-            n.os.shadow(PID, v).map_err(|e| e.to_string())?,
-            v | DST_BIT,
-        ));
+        ops.push(UserOp::Write(shadow_va(v), v | DST_BIT));
     }
     let moved = VPage(VPage::of(src_v).0 + 2);
     ops.extend([

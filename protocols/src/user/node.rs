@@ -3,7 +3,10 @@
 //! records, hold-off counter, in-use page table, software TLB) with the
 //! handlers that serve command sequences and carry the operations out.
 
-use super::cmd::{Field, Nack, OpCode, OpRecord, PageRef, RecState, FIELDS, MAX_PAGES};
+use super::cmd::{
+    Field, Nack, OpCode, OpRecord, PageRef, RecState, COMMAND_BASE, COMMAND_VA, FIELDS, MAX_PAGES,
+    SHADOW_VA,
+};
 use super::pages::PageTable;
 use super::tlb::{Tlb, TlbParams};
 use magic::{
@@ -159,8 +162,10 @@ impl MagicSide {
 pub enum UserOp {
     /// Context switch to this process (the OS tells MAGIC).
     Switch(Pid),
-    /// One uncached write of a command sequence.
-    Write(PAddr, u64),
+    /// One uncached write of a command sequence, to a virtual address of the
+    /// running process (its command page or a shadow page): the processor
+    /// translates it, and an address the process has not mapped faults.
+    Write(u64, u64),
     /// The committing uncached read: waits for ACK or NACK, and after a
     /// transient NACK backs off and sends the process's sequence again.
     Commit,
@@ -217,7 +222,7 @@ pub struct UserCpu {
     program: VecDeque<UserOp>,
     waiting: Waiting,
     /// Writes of the open sequence of each process (to send again after a NACK).
-    open: BTreeMap<Pid, Vec<(PAddr, u64)>>,
+    open: BTreeMap<Pid, Vec<(u64, u64)>>,
     tries: u32,
     /// Completions not yet waited for, per process.
     done: BTreeMap<Pid, u32>,
@@ -230,6 +235,10 @@ pub struct UserCpu {
     pub log: Vec<UserEvent>,
     /// The cycle of the first command write (for start-up figures).
     pub first_write: Option<Cycles>,
+    /// Committing reads issued (each must be answered by ACK or NACK).
+    pub commits: u64,
+    /// Writes to addresses the process has not mapped (not issued).
+    pub faults: u64,
 }
 
 pub struct UserNode {
@@ -268,6 +277,8 @@ impl UserNode {
                 resume_at: Some(Cycles(0)),
                 log: Vec::new(),
                 first_write: None,
+                commits: 0,
+                faults: 0,
             },
         })
     }
@@ -455,19 +466,27 @@ impl UserNode {
                 p.request(m, None);
                 self.cpu.resume_at = Some(now + self.os.costs.context_switch);
             }
-            UserOp::Write(a, d) => {
+            UserOp::Write(va, d) => {
                 self.cpu.first_write.get_or_insert(now);
-                if let Some(pid) = self.os.running {
-                    self.cpu.open.entry(pid).or_default().push((a, d));
+                let target = self
+                    .os
+                    .running
+                    .and_then(|pid| self.user_address(pid, va).map(|a| (pid, a)));
+                match target {
+                    Some((pid, a)) => {
+                        self.cpu.open.entry(pid).or_default().push((va, d));
+                        p.request(
+                            Msg::new(mt::CMD_WRITE, me, me).addr(a).args([d, 0, 0]),
+                            None,
+                        );
+                    }
+                    None => self.cpu.faults += 1,
                 }
-                p.request(
-                    Msg::new(mt::CMD_WRITE, me, me).addr(a).args([d, 0, 0]),
-                    None,
-                );
                 // Uncached writes are posted: one per cycle.
                 self.cpu.resume_at = Some(now + Cycles(1));
             }
             UserOp::Commit => {
+                self.cpu.commits += 1;
                 let m = Msg::new(mt::CMD_COMMIT, me, me).addr(PAddr::new(Region::Message, me, 0));
                 p.request(m, None);
                 self.cpu.waiting = Waiting::Commit;
@@ -499,6 +518,22 @@ impl UserNode {
             }
             UserOp::Think(c) => self.cpu.resume_at = Some(now + c),
         }
+    }
+
+    /// The physical address a user virtual address reaches: the command page
+    /// or a shadow page the OS mapped for `pid`; `None` is a fault.
+    fn user_address(&self, pid: Pid, va: u64) -> Option<PAddr> {
+        if (COMMAND_VA..COMMAND_VA + PAGE_BYTES).contains(&va) {
+            return Some(PAddr::new(
+                Region::Message,
+                self.id,
+                COMMAND_BASE + (va - COMMAND_VA),
+            ));
+        }
+        if va & SHADOW_VA != 0 {
+            return self.os.shadow(pid, va & !SHADOW_VA).ok();
+        }
+        None
     }
 
     /// Apply a translation change MAGIC has cleared; returns the OS's time.
