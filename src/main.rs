@@ -56,6 +56,35 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// A remote fetch-and-add through a command sequence: start-up, latency
+    /// and where the cycles went.
+    ///
+    /// Example: flashkit fetch-op --remote-node 1 --format json
+    FetchOp {
+        /// The node whose memory holds the word (0: the requester's own).
+        #[arg(long, default_value_t = 1)]
+        remote_node: u32,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// A four-page copy or send with a translation change of one of its source
+    /// pages in the middle, under one of the three techniques that keep
+    /// MAGIC's physical addresses valid.
+    ///
+    /// Example: flashkit remap --technique invalidate --format json
+    Remap {
+        #[arg(long, value_enum)]
+        technique: TechniqueArg,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TechniqueArg {
+    Holdoff,
+    Invalidate,
+    Tlb,
 }
 
 /// A byte count or offset, decimal or 0x-hexadecimal.
@@ -130,6 +159,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::FetchOp {
+            remote_node,
+            format,
+        } => fetch_op(remote_node, format),
+        Command::Remap { technique, format } => remap(technique, format),
         Command::Miss {
             case,
             nodes,
@@ -243,4 +277,66 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
         }
     }
     Ok(())
+}
+
+fn fetch_op(target: u32, format: Format) -> Result<(), Failure> {
+    if target > 255 {
+        return Err(Failure::Usage(format!(
+            "--remote-node must be at most 255 (got {target})"
+        )));
+    }
+    let r = protocols::user::experiments::fetch_op(target, magic::MagicParams::default())
+        .map_err(Failure::Usage)?;
+    let ledger = r.machine.ledger();
+    match format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "latency_cycles": r.latency.0,
+                "startup_cycles": r.startup.0,
+                "occupancy": ledger.handlers,
+            });
+            println!("{v}");
+        }
+        Format::Table => {
+            println!(
+                "fetch-and-add at node {target}: old value {}, new {}\nstart-up  {} cycles\nlatency   {} cycles\n",
+                r.old, r.new, r.startup, r.latency
+            );
+            print!("{}", ledger.render());
+        }
+    }
+    Ok(())
+}
+
+fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
+    use protocols::user::experiments::{self, Technique};
+    let t = match t {
+        TechniqueArg::Holdoff => Technique::Holdoff,
+        TechniqueArg::Invalidate => Technique::Invalidate,
+        TechniqueArg::Tlb => Technique::Tlb,
+    };
+    let (r, m) = experiments::remap(t, magic::MagicParams::default()).map_err(Failure::Usage)?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string(&r).expect("plain data")),
+        Format::Table => {
+            println!(
+                "remap with {}: data ok {}\nOS waited          {} cycles\ninterrupts         {}\nstale uses         {}\nTLB hits / misses  {} / {}\ntotal              {} cycles\n",
+                t.name(),
+                r.data_ok,
+                r.os_wait_cycles,
+                r.processor_interrupts,
+                r.stale_uses_detected,
+                r.tlb_hits,
+                r.tlb_misses,
+                r.total_cycles
+            );
+            print!("{}", m.ledger().render());
+        }
+    }
+    if r.data_ok {
+        Ok(())
+    } else {
+        eprintln!("error: the destination does not hold the source's bytes");
+        Err(Failure::Stuck)
+    }
 }

@@ -122,3 +122,44 @@ fn miss_bad_input_gets_one_line_and_status_2() {
         assert!(err.starts_with("error: "), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn fetch_op_and_remap_print_json() {
+    let (code, out, err) = flashkit(&["fetch-op", "--remote-node", "1", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["startup_cycles"].as_u64().unwrap() < 284);
+    assert!(v["latency_cycles"].as_u64().unwrap() > v["startup_cycles"].as_u64().unwrap());
+    assert!(v["occupancy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["handler"] == "fetch-op"));
+    for t in ["holdoff", "invalidate", "tlb"] {
+        let (code, out, err) = flashkit(&["remap", "--technique", t, "--format", "json"]);
+        assert_eq!(code, 0, "{t}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["technique"], t);
+        assert_eq!(v["data_ok"], true);
+        for k in [
+            "os_wait_cycles",
+            "processor_interrupts",
+            "stale_uses_detected",
+            "tlb_hits",
+            "tlb_misses",
+            "total_cycles",
+        ] {
+            assert!(v[k].is_u64(), "{t}: {k} in {v}");
+        }
+    }
+    for args in [
+        &["remap", "--technique", "magic"][..],
+        &["remap"],
+        &["fetch-op", "--remote-node", "x"],
+        &["fetch-op", "--remote-node", "999"],
+    ] {
+        let (code, _, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

@@ -62,3 +62,32 @@ fn mixed_workload_on_four_nodes() {
     }
     common::insta_settings().bind(|| insta::assert_snapshot!("coherence_mixed_4_nodes", out));
 }
+
+#[test]
+fn user_level_messaging_occupancy() {
+    use protocols::user::experiments::{self, Technique};
+    let f = experiments::fetch_op(1, MagicParams::default()).unwrap();
+    let mut out = format!(
+        "== fetch-op: start-up {} cycles, latency {} cycles\n",
+        f.startup, f.latency
+    );
+    out.push_str(&f.machine.ledger().render());
+    common::insta_settings().bind(|| insta::assert_snapshot!("fetch_op", out));
+    for t in [Technique::Holdoff, Technique::Invalidate, Technique::Tlb] {
+        let (r, m) = experiments::remap(t, MagicParams::default()).unwrap();
+        let mut out = format!(
+            "== remap {}: data ok {}, OS waited {}, interrupts {}, stale uses {}, TLB {}/{} hits/misses, total {} cycles\n",
+            t.name(),
+            r.data_ok,
+            r.os_wait_cycles,
+            r.processor_interrupts,
+            r.stale_uses_detected,
+            r.tlb_hits,
+            r.tlb_misses,
+            r.total_cycles
+        );
+        out.push_str(&m.ledger().render());
+        common::insta_settings()
+            .bind(|| insta::assert_snapshot!(format!("remap_{}", t.name()), out));
+    }
+}
