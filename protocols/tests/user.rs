@@ -352,3 +352,53 @@ fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
         "nothing written"
     );
 }
+
+#[test]
+fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() {
+    let params = MagicParams {
+        data_buffers: 1,
+        ..MagicParams::default()
+    };
+    let mut m = machine(params, UserParams::default(), 2).unwrap();
+    let s = setup();
+    for n in [A, B] {
+        let os = s.state(n).os.clone();
+        m.state_mut(n).os = os;
+    }
+    // Two copies back to back: the first holds the only buffer while its
+    // lines go out, so the second's commit finds none and backs off.
+    let copy = || {
+        vec![
+            UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
+            UserOp::Write(Field::Arg.va(), PAGE_BYTES),
+            UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+            UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+            UserOp::Commit,
+        ]
+    };
+    let mut ops = vec![UserOp::Switch(Pid(1))];
+    ops.extend(copy());
+    ops.push(UserOp::Switch(Pid(3)));
+    ops.extend(copy());
+    ops.extend([UserOp::Wait, UserOp::Switch(Pid(1)), UserOp::Wait]);
+    m.state_mut(A).push(ops);
+    run(&mut m);
+    let l = log(&m);
+    assert!(
+        l.iter().any(|e| matches!(
+            e,
+            UserEvent::Nack {
+                reason: Nack::NoResource,
+                retry: true,
+                ..
+            }
+        )),
+        "{l:?}"
+    );
+    assert_eq!(
+        l.iter()
+            .filter(|e| matches!(e, UserEvent::Done { .. }))
+            .count(),
+        2
+    );
+}

@@ -716,6 +716,16 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
     if holdoff && cx.state().magic.draining {
         return nack(cx, pid, Nack::HoldOffDrain, Some(slot));
     }
+    // Moving data needs data buffers: with none free now, refuse rather
+    // than start an operation that cannot make progress.
+    if op != OpCode::FetchAdd {
+        match cx.alloc_buffer() {
+            Some(b) => {
+                let _ = cx.free_buffer(b);
+            }
+            None => return nack(cx, pid, Nack::NoResource, Some(slot)),
+        }
+    }
     // Accepted.
     let now = cx.now().0;
     {
