@@ -67,6 +67,34 @@ fn outside(line: PAddr, why: impl Into<String>) -> ModeError {
     }
 }
 
+/// The entry a plan is made from, or the whole plan when no entry is needed
+/// (no coherence; a line homed elsewhere under `Global`).
+fn entry_for<'e>(
+    mode: Mode,
+    me: NodeId,
+    line: PAddr,
+    entry: Option<&'e DirEntry>,
+    side: &str,
+) -> Result<Result<&'e DirEntry, Plan>, ModeError> {
+    if mode == Mode::None {
+        return Ok(Err([Action::Memory].into_iter().collect()));
+    }
+    let home = line.node();
+    let Some(e) = entry.filter(|_| home == me) else {
+        if mode == Mode::Local {
+            return Err(outside(
+                line,
+                format!("its home is node {home}, not the {side}"),
+            ));
+        }
+        return Ok(Err([Action::RemoteHome { home }].into_iter().collect()));
+    };
+    if e.pending.is_some() {
+        return Err(ModeError::Busy { line });
+    }
+    Ok(Ok(e))
+}
+
 /// What the sender must do to read `line` of its send buffer. `entry` is the
 /// line's directory entry when this node (`me`) is its home.
 pub fn plan_send(
@@ -75,25 +103,11 @@ pub fn plan_send(
     line: PAddr,
     entry: Option<&DirEntry>,
 ) -> Result<Plan, ModeError> {
-    let mut p = Plan::new();
-    if mode == Mode::None {
-        p.push(Action::Memory);
-        return Ok(p);
-    }
-    let home = line.node();
-    let Some(e) = entry.filter(|_| home == me) else {
-        if mode == Mode::Local {
-            return Err(outside(
-                line,
-                format!("its home is node {home}, not the sender"),
-            ));
-        }
-        p.push(Action::RemoteHome { home });
-        return Ok(p);
+    let e = match entry_for(mode, me, line, entry, "sender")? {
+        Ok(e) => e,
+        Err(plan) => return Ok(plan),
     };
-    if e.pending.is_some() {
-        return Err(ModeError::Busy { line });
-    }
+    let mut p = Plan::new();
     match &e.state {
         // Clean copies anywhere equal memory: reading needs nothing more.
         DirState::Uncached | DirState::Shared(_) => p.push(Action::Memory),
@@ -117,25 +131,11 @@ pub fn plan_receive(
     line: PAddr,
     entry: Option<&DirEntry>,
 ) -> Result<Plan, ModeError> {
-    let mut p = Plan::new();
-    if mode == Mode::None {
-        p.push(Action::Memory);
-        return Ok(p);
-    }
-    let home = line.node();
-    let Some(e) = entry.filter(|_| home == me) else {
-        if mode == Mode::Local {
-            return Err(outside(
-                line,
-                format!("its home is node {home}, not the receiver"),
-            ));
-        }
-        p.push(Action::RemoteHome { home });
-        return Ok(p);
+    let e = match entry_for(mode, me, line, entry, "receiver")? {
+        Ok(e) => e,
+        Err(plan) => return Ok(plan),
     };
-    if e.pending.is_some() {
-        return Err(ModeError::Busy { line });
-    }
+    let mut p = Plan::new();
     match &e.state {
         DirState::Uncached => {}
         DirState::Shared(s) => {

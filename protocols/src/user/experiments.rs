@@ -57,15 +57,7 @@ pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> 
     }
     let n = m.state(me);
     let first = n.cpu.first_write.ok_or("no command was written")?;
-    let (done, old) = n
-        .cpu
-        .log
-        .iter()
-        .find_map(|e| match e {
-            UserEvent::Done { at, value, .. } => Some((*at, *value)),
-            _ => None,
-        })
-        .ok_or("no completion")?;
+    let (done, old) = n.cpu.done().ok_or("no completion")?;
     let sent = m.state(me).magic.stats.acks;
     if sent != 1 {
         return Err("the sequence was not accepted".into());
@@ -82,7 +74,7 @@ pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> 
 }
 
 fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
-    m.state(n).cpu.log.iter().find_map(|e| match e {
+    m.state(n).cpu.find(|e| match e {
         UserEvent::Ack { at, .. } => Some(*at),
         _ => None,
     })
@@ -230,20 +222,10 @@ pub fn remap(
         }
     }
     let first = n.cpu.first_write.ok_or("no command was written")?;
-    let done = n
-        .cpu
-        .log
-        .iter()
-        .find_map(|e| match e {
-            UserEvent::Done { at, .. } => Some(*at),
-            _ => None,
-        })
-        .ok_or("no completion")?;
+    let (done, _) = n.cpu.done().ok_or("no completion")?;
     let waited = n
         .cpu
-        .log
-        .iter()
-        .find_map(|e| match e {
+        .find(|e| match e {
             UserEvent::Changed { waited, .. } => Some(waited.0),
             _ => None,
         })

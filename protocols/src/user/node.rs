@@ -217,6 +217,21 @@ enum Waiting {
     Os { since: Cycles },
 }
 
+impl UserCpu {
+    /// The first event of the log `f` picks out.
+    pub fn find<T>(&self, f: impl Fn(&UserEvent) -> Option<T>) -> Option<T> {
+        self.log.iter().find_map(f)
+    }
+
+    /// When the first operation completed, and its value.
+    pub fn done(&self) -> Option<(Cycles, u64)> {
+        self.find(|e| match e {
+            UserEvent::Done { at, value, .. } => Some((*at, *value)),
+            _ => None,
+        })
+    }
+}
+
 /// The compute processor: the OS and the user program.
 pub struct UserCpu {
     program: VecDeque<UserOp>,
