@@ -23,8 +23,8 @@ impl InQueue {
     pub const ALL: [InQueue; 4] = [
         InQueue::NetReply,
         InQueue::NetRequest,
-        InQueue::Software,
         InQueue::Processor,
+        InQueue::Software,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,8 +63,9 @@ pub struct MagicParams {
     /// Entries the software queue's in-memory part can hold.
     pub swq_capacity: usize,
     /// Inbox service order, highest priority first. The default drains the
-    /// network first (it must never back up), then continues operations already
-    /// under way (software queue) before it accepts new processor requests.
+    /// network first (it must never back up), then serves the processor (its
+    /// misses and commands must not wait behind a long operation), then the
+    /// software queue, where long operations continue themselves.
     pub inbox_priority: [InQueue; 4],
     /// Cycles from a message entering an input queue until the PP can start
     /// its handler (the inbox stage: decode, jump-table lookup). The stage

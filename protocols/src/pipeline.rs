@@ -1,8 +1,9 @@
 //! The `pipeline` scenario: every node sends `msgs` messages of 32 line-sized
 //! packets, all posted at cycle 0, through three handlers of fixed cost.
 //!
-//! - `setup` (processor interface, 20 cycles): picks the destination and puts
-//!   the message's first packet on the software queue;
+//! - `setup` (20 cycles; the first from the processor interface, which posts
+//!   the whole batch at cycle 0, the others from the software queue): picks the
+//!   destination and puts the message's first packet on the software queue;
 //! - `send` (software queue, 12 cycles): sends one packet, then reschedules
 //!   itself for the next;
 //! - `recv` (network request lane, 10 cycles, 16 more for the last packet of a
@@ -12,9 +13,9 @@
 //!
 //! The machine is MAGIC with its default parameters: a full-line packet holds
 //! the link 40 cycles, arrives 22 cycles later, and the outbox has two slots
-//! behind the wire. Inbox priority (network, then software queue, then
-//! processor) makes a node finish sending one message before it sets up the
-//! next, and serves received packets before its own sends.
+//! behind the wire. The last send of a message queues the next setup, so a
+//! node finishes one message before it sets up the next; the inbox serves
+//! received packets before the software queue.
 
 use magic::{
     Cx, Cycles, Dispatch, Lane, Ledger, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId,
@@ -33,6 +34,7 @@ const RECV: Cycles = Cycles(10);
 const DONE: Cycles = Cycles(16);
 
 const POST: MsgType = MsgType(1);
+const SETUP_NEXT: MsgType = MsgType(4);
 const NEXT: MsgType = MsgType(2);
 const PKT: MsgType = MsgType(3);
 
@@ -146,6 +148,10 @@ fn send(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
             args: [dst, k + 1, start],
             ..*m
         });
+    } else if cx.state().next_msg < cx.state().posted {
+        // The message is out: set up the next one.
+        let me = cx.node();
+        let _ = cx.reschedule(Msg::new(SETUP_NEXT, me, me));
     }
 }
 
@@ -195,6 +201,7 @@ pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, String> {
     let h_send = b.handler("send", send);
     let h_recv = b.handler("recv", recv);
     b.route(POST, Region::Normal, h_setup)
+        .route(SETUP_NEXT, Region::Normal, h_setup)
         .route(NEXT, Region::Normal, h_send)
         // The workload counts a packet as arrived when its last byte is in.
         .route_with(
@@ -220,10 +227,10 @@ pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, String> {
         sum_latency: 0,
         last: Cycles(0),
     })?;
+    // The processor posts the whole batch at cycle 0; each message's last
+    // send sets up the next through the software queue.
     for n in 0..cfg.nodes {
-        for _ in 0..cfg.msgs {
-            m.post(NodeId(n), Cycles(0), Msg::new(POST, NodeId(n), NodeId(n)))?;
-        }
+        m.post(NodeId(n), Cycles(0), Msg::new(POST, NodeId(n), NodeId(n)))?;
     }
     Ok(m)
 }

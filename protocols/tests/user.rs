@@ -355,50 +355,54 @@ fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
 
 #[test]
 fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() {
+    use magic::{Cx, MagicBuilder, Msg, MsgType};
+    use protocols::user::node::install;
+    // Something else on the node holds the only data buffer.
+    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg) {
+        let _held = cx.alloc_buffer().unwrap();
+    }
     let params = MagicParams {
         data_buffers: 1,
         ..MagicParams::default()
     };
-    let mut m = machine(params, UserParams::default(), 2).unwrap();
+    let mut b = MagicBuilder::new(params, 2);
+    install(&mut b);
+    let h = b.handler("hog", hog);
+    b.route(MsgType(98), Region::Normal, h);
+    let mut m = b
+        .build(|n| UserNode::new(n, 2, UserParams::default()).unwrap())
+        .unwrap();
     let s = setup();
     for n in [A, B] {
         let os = s.state(n).os.clone();
         m.state_mut(n).os = os;
     }
-    // Two copies back to back: the first holds the only buffer while its
-    // lines go out, so the second's commit finds none and backs off.
-    let copy = || {
-        vec![
-            UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
-            UserOp::Write(Field::Arg.va(), PAGE_BYTES),
-            UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
-            UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
-            UserOp::Commit,
-        ]
-    };
-    let mut ops = vec![UserOp::Switch(Pid(1))];
-    ops.extend(copy());
-    ops.push(UserOp::Switch(Pid(3)));
-    ops.extend(copy());
-    ops.extend([UserOp::Wait, UserOp::Switch(Pid(1)), UserOp::Wait]);
-    m.state_mut(A).push(ops);
-    run(&mut m);
-    let l = log(&m);
-    assert!(
-        l.iter().any(|e| matches!(
-            e,
-            UserEvent::Nack {
-                reason: Nack::NoResource,
-                retry: true,
-                ..
-            }
-        )),
-        "{l:?}"
-    );
+    m.post(A, Cycles(0), Msg::new(MsgType(98), A, A)).unwrap();
+    m.state_mut(A).push([
+        UserOp::Switch(Pid(1)),
+        UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
+        UserOp::Write(Field::Arg.va(), PAGE_BYTES),
+        UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+        UserOp::Commit,
+    ]);
+    m.start_processor(A, Cycles(0)).unwrap();
+    let r = m.run();
+    let nacks: Vec<_> = log(&m)
+        .iter()
+        .filter_map(|e| match e {
+            UserEvent::Nack { reason, retry, .. } => Some((*reason, *retry)),
+            _ => None,
+        })
+        .collect();
+    let tries = UserParams::default().retries as usize;
+    assert_eq!(nacks.len(), tries + 1, "{nacks:?}");
+    assert!(nacks.iter().all(|n| n.0 == Nack::NoResource));
+    assert!(!nacks[tries].1, "the last refusal is final");
+    // Only the hog's buffer is left behind; no operation started.
     assert_eq!(
-        l.iter()
-            .filter(|e| matches!(e, UserEvent::Done { .. }))
-            .count(),
-        2
+        r.stuck,
+        vec!["node 0: 1 data buffer(s) still allocated".to_string()]
     );
+    assert_eq!(m.state(A).magic.stats.acks, 0);
 }
