@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 /// Bytes in a page.
 pub const PAGE_BYTES: u64 = 4096;
 
+/// The address bit that tells a write shadow from a read shadow.
+pub const WRITE_SHADOW: u64 = 1 << 38;
+
 /// A process id, unique on its node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -116,6 +119,7 @@ pub struct Process {
 pub enum OsError {
     NoProcess(Pid),
     NotMapped(Pid, VPage),
+    NoRight(Pid, VPage),
     BadFrame(PAddr),
 }
 
@@ -125,6 +129,9 @@ impl std::fmt::Display for OsError {
             OsError::NoProcess(p) => write!(f, "no process {}", p.0),
             OsError::NotMapped(p, v) => {
                 write!(f, "page {:#x} is not mapped for process {}", v.0, p.0)
+            }
+            OsError::NoRight(p, v) => {
+                write!(f, "process {} lacks the right for page {:#x}", p.0, v.0)
             }
             OsError::BadFrame(a) => write!(f, "{a} is not a page-aligned normal-space frame"),
         }
@@ -192,11 +199,34 @@ impl Os {
 
     /// The shadow address of a virtual address: the same physical location in
     /// the message region. The OS maps a process's shadow page only where the
-    /// normal page is mapped, so a reference to it is an authentic physical
-    /// address MAGIC can trust.
+    /// normal page is mapped and readable, so a reference to it is an
+    /// authentic physical address MAGIC can trust as a source.
     pub fn shadow(&self, pid: Pid, vaddr: u64) -> Result<PAddr, OsError> {
-        let (p, _) = self.translate(pid, vaddr)?;
+        let (p, r) = self.translate(pid, vaddr)?;
+        if !r.read {
+            return Err(OsError::NoRight(pid, VPage::of(vaddr)));
+        }
         Ok(p.with_region(Region::Message))
+    }
+
+    /// The write shadow: mapped only where the page is writable, so a
+    /// reference to it authenticates a destination. It differs from the read
+    /// shadow in one address bit ([`WRITE_SHADOW`]).
+    pub fn shadow_write(&self, pid: Pid, vaddr: u64) -> Result<PAddr, OsError> {
+        let (p, r) = self.translate(pid, vaddr)?;
+        if !r.write {
+            return Err(OsError::NoRight(pid, VPage::of(vaddr)));
+        }
+        Ok(PAddr(p.with_region(Region::Message).0 | WRITE_SHADOW))
+    }
+
+    /// Whether `pid` maps `frame` (a page), writably if `write`.
+    pub fn maps(&self, pid: Pid, frame: PAddr, write: bool) -> bool {
+        self.procs.get(&pid).is_some_and(|p| {
+            p.pages
+                .values()
+                .any(|m| m.frame == frame && (m.rights.write || !write))
+        })
     }
 
     /// Set a process's group: virtual PID `i` is `group[i]`.

@@ -3,7 +3,7 @@
 
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
-use protocols::user::cmd::{shadow_va, Field, Nack, OpCode, DST_BIT};
+use protocols::user::cmd::{shadow_dst_va, shadow_va, Field, Nack, OpCode};
 use protocols::user::experiments::{self, Technique};
 use protocols::user::node::FLAG_HOLDOFF;
 use protocols::user::{machine, UserEvent, UserNode, UserOp, UserParams};
@@ -24,6 +24,8 @@ fn setup() -> Magic<UserNode> {
     let b = m.state_mut(B);
     b.os.spawn(Pid(2));
     b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
+    b.os.map(Pid(2), VPage(0x300), frame(B, 64), Rights::RW)
+        .unwrap();
     let a = m.state_mut(A);
     for (pid, f) in [(Pid(1), 16), (Pid(3), 17)] {
         a.os.spawn(pid);
@@ -89,7 +91,7 @@ fn a_sequence_interrupted_by_a_context_switch_resumes() {
 }
 
 #[test]
-fn a_forged_pid_and_an_out_of_group_send_are_dropped() {
+fn out_of_group_sends_are_refused_or_dropped_and_counted() {
     let mut m = setup();
     let send = || {
         vec![
@@ -97,7 +99,7 @@ fn a_forged_pid_and_an_out_of_group_send_are_dropped() {
             UserOp::Write(Field::Arg.va(), 256),
             UserOp::Write(Field::Vpid.va(), 0),
             UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
-            UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+            UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
             UserOp::Commit,
         ]
     };
@@ -127,13 +129,53 @@ fn a_forged_pid_and_an_out_of_group_send_are_dropped() {
             ..
         }
     )));
-    // Nothing was written, and the send never completes (its data was dropped).
+    // Nothing was written; the sender learns its send failed, and its record
+    // is freed.
     assert_eq!(m.memory(B).line(frame(B, 64).line()), before);
+    assert!(r.is_clean(), "{:?}", r.stuck);
     assert!(
-        r.stuck.iter().any(|s| s.contains("operation(s) under way")),
+        log(&m).iter().any(|e| matches!(
+            e,
+            UserEvent::Done {
+                pid: Pid(1),
+                ok: false,
+                ..
+            }
+        )),
         "{:?}",
-        r.stuck
+        log(&m)
     );
+    assert_eq!(m.state(A).magic.records_in_use(), 0);
+}
+
+#[test]
+fn a_copy_into_a_read_only_page_cannot_even_be_named() {
+    let mut m = setup();
+    m.state_mut(A)
+        .os
+        .map(Pid(1), VPage::of(0x20_0000), frame(B, 64), Rights::RO)
+        .unwrap();
+    let before = m.memory(B).line(frame(B, 64).line());
+    m.state_mut(A).push([
+        UserOp::Switch(Pid(1)),
+        UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
+        UserOp::Write(Field::Arg.va(), 128),
+        UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
+        // The write shadow of a read-only page is not mapped: a fault.
+        UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
+        UserOp::Commit,
+    ]);
+    run(&mut m);
+    assert_eq!(m.state(A).cpu.faults, 1);
+    assert!(log(&m).iter().any(|e| matches!(
+        e,
+        UserEvent::Nack {
+            reason: Nack::Malformed,
+            retry: false,
+            ..
+        }
+    )));
+    assert_eq!(m.memory(B).line(frame(B, 64).line()), before);
 }
 
 #[test]
@@ -166,7 +208,7 @@ fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operatio
         UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
         UserOp::Write(Field::Arg.va(), PAGE_BYTES),
         UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
-        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+        UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
         UserOp::Commit,
         UserOp::Change(Pid(1), Change::Unmap(VPage::of(0x40_0000))),
         UserOp::Switch(Pid(3)),
@@ -240,7 +282,7 @@ fn holdoff_is_refused_for_an_operation_that_needs_another_process() {
         UserOp::Write(Field::Vpid.va(), 0),
         UserOp::Write(Field::Flags.va(), FLAG_HOLDOFF),
         UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
-        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+        UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
         UserOp::Commit,
     ];
     m.state_mut(A).push(ops);
@@ -383,7 +425,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
         UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
         UserOp::Write(Field::Arg.va(), PAGE_BYTES),
         UserOp::Write(shadow_va(0x10_0000), 0x10_0000),
-        UserOp::Write(shadow_va(0x20_0000), 0x20_0000 | DST_BIT),
+        UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
         UserOp::Commit,
     ]);
     m.start_processor(A, Cycles(0)).unwrap();

@@ -6,7 +6,7 @@
 use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use proptest::prelude::*;
-use protocols::user::cmd::{shadow_va, COMMAND_VA, DST_BIT};
+use protocols::user::cmd::{shadow_dst_va, shadow_va, COMMAND_VA};
 use protocols::user::{machine, UserEvent, UserOp, UserParams};
 use std::fmt;
 
@@ -75,6 +75,9 @@ proptest! {
         let b = m.state_mut(B);
         b.os.spawn(Pid(2));
         b.os.set_group(Pid(2), (1..=3).map(|p| (A, Pid(p))).collect()).unwrap();
+        for p in 1..=3u16 {
+            b.os.map(Pid(2), VPage(0x300 + p as u64), frames(p)[1], Rights::RW).unwrap();
+        }
         let a = m.state_mut(A);
         for p in 1..=3u16 {
             let [s, d, w] = frames(p);
@@ -92,7 +95,7 @@ proptest! {
                 Act::Switch(p) => UserOp::Switch(Pid(p)),
                 Act::Reg(r, v) => UserOp::Write(COMMAND_VA + r as u64 * 8, v),
                 Act::Src(o) => UserOp::Write(shadow_va(0x10_0000 + o as u64), 0x10_0000),
-                Act::Dst(o) => UserOp::Write(shadow_va(0x20_0000 + o as u64), 0x20_0000 | DST_BIT),
+                Act::Dst(o) => UserOp::Write(shadow_dst_va(0x20_0000 + o as u64), 0x20_0000),
                 Act::Word => UserOp::Write(shadow_va(0x40_0008), 0x40_0008),
                 Act::Garbage(g) => UserOp::Write(g, g),
                 Act::Commit => UserOp::Commit,

@@ -9,8 +9,9 @@
 //! Message-space addresses: at or above [`COMMAND_BASE`], a command register
 //! (field = (offset - base) / 8, value = the data); below the node's memory
 //! size, a *shadow* reference: the authentic physical address of a page the
-//! process has mapped (the data word is the virtual address it used, with
-//! [`DST_BIT`] set for a destination page).
+//! process has mapped (the data word is the virtual address it used). A read
+//! shadow names a source page; a write shadow (the [`WRITE_SHADOW`] bit set,
+//! mapped only for writable pages) names a destination page.
 
 use super::pages::UseRef;
 use arrayvec::ArrayVec;
@@ -20,8 +21,7 @@ use serde::Serialize;
 
 /// Offset of the first command register in the message space.
 pub const COMMAND_BASE: u64 = 1 << 39;
-/// In a shadow write's data: this page is a destination.
-pub const DST_BIT: u64 = 1 << 63;
+pub use os_shim::WRITE_SHADOW;
 /// Pages an operation may name on each side.
 pub const MAX_PAGES: usize = 8;
 
@@ -57,13 +57,20 @@ impl Field {
 
 /// Where the OS maps the command page in every process.
 pub const COMMAND_VA: u64 = 0x7000_0000;
-/// Virtual addresses with this bit set are the shadow of the same address
-/// without it: the OS maps a process's shadow pages there.
+/// Virtual addresses with this bit set are the read shadow of the same
+/// address without it: the OS maps a process's readable pages' shadows there.
 pub const SHADOW_VA: u64 = 1 << 44;
+/// ... and with this bit, the write shadow (writable pages only).
+pub const SHADOW_WRITE_VA: u64 = 1 << 45;
 
-/// The shadow virtual address of `vaddr`.
+/// The read-shadow virtual address of `vaddr` (names a source).
 pub fn shadow_va(vaddr: u64) -> u64 {
     vaddr | SHADOW_VA
+}
+
+/// The write-shadow virtual address of `vaddr` (names a destination).
+pub fn shadow_dst_va(vaddr: u64) -> u64 {
+    vaddr | SHADOW_WRITE_VA
 }
 
 /// Operations a sequence can start.
@@ -207,15 +214,16 @@ impl OpRecord {
                 Some(slot) if (off - COMMAND_BASE) % 8 == 0 => *slot = Some(data),
                 _ => self.malformed = true,
             }
-        } else if off < mem_bytes {
-            let page = PAddr(addr.with_region(Region::Normal).0 & !(os_shim::PAGE_BYTES - 1));
-            if data & DST_BIT != 0 {
+        } else if off & !WRITE_SHADOW < mem_bytes {
+            let plain = PAddr(addr.with_region(Region::Normal).0 & !WRITE_SHADOW);
+            let page = PAddr(plain.0 & !(os_shim::PAGE_BYTES - 1));
+            if off & WRITE_SHADOW != 0 {
                 if self.dst.try_push(page).is_err() {
                     self.malformed = true;
                 }
             } else {
                 if self.target.is_none() {
-                    self.target = Some(addr.with_region(Region::Normal));
+                    self.target = Some(plain);
                 }
                 let r = PageRef {
                     page,
@@ -251,8 +259,8 @@ mod tests {
         let shadow = PAddr::new(Region::Message, n, 0x3000 + 40);
         r.write(shadow, 0x7000, 1 << 20);
         r.write(
-            PAddr::new(Region::Message, NodeId(2), 0x5000),
-            DST_BIT | 0x9000,
+            PAddr::new(Region::Message, NodeId(2), 0x5000 | WRITE_SHADOW),
+            0x9000,
             1 << 20,
         );
         assert_eq!(r.op(), Some(OpCode::MemCopy));

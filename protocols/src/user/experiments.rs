@@ -1,6 +1,6 @@
 //! The experiments behind `flashkit fetch-op` and `flashkit remap`.
 
-use super::cmd::{shadow_va, Field, OpCode, DST_BIT};
+use super::cmd::{shadow_dst_va, shadow_va, Field, OpCode};
 use super::node::{machine, UserEvent, UserNode, UserOp, UserParams};
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
@@ -143,6 +143,11 @@ pub fn remap(
         n.os.spawn(PEER);
         n.os.set_group(PEER, vec![(a, PID)])
             .map_err(|e| e.to_string())?;
+        // The receiving process owns the destination pages.
+        for k in 0..PAGES {
+            n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)
+                .map_err(|e| e.to_string())?;
+        }
     }
     let n = m.state_mut(a);
     n.os.spawn(PID);
@@ -187,7 +192,7 @@ pub fn remap(
     }
     for k in 0..PAGES {
         let v = dst_v + k * PAGE_BYTES;
-        ops.push(UserOp::Write(shadow_va(v), v | DST_BIT));
+        ops.push(UserOp::Write(shadow_dst_va(v), v));
     }
     let moved = VPage(VPage::of(src_v).0 + 2);
     ops.extend([

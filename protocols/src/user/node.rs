@@ -4,8 +4,8 @@
 //! handlers that serve command sequences and carry the operations out.
 
 use super::cmd::{
-    Field, Nack, OpCode, OpRecord, PageRef, RecState, COMMAND_BASE, COMMAND_VA, FIELDS, MAX_PAGES,
-    SHADOW_VA,
+    Field, Nack, OpCode, OpRecord, PageRef, RecState, COMMAND_BASE, COMMAND_VA, MAX_PAGES,
+    SHADOW_VA, SHADOW_WRITE_VA,
 };
 use super::pages::PageTable;
 use super::tlb::{Tlb, TlbParams};
@@ -41,8 +41,12 @@ pub mod mt {
     pub const OS_ANSWER: MsgType = MsgType(64);
 }
 
-/// In a `Field::Flags` value: protect the operation by hold-off.
+/// In a `Field::Flags` value: ask for hold-off protection. Fetch-and-add and
+/// memory copy always have it; a send that asks for it is refused.
 pub const FLAG_HOLDOFF: u64 = 1;
+
+/// In an OS answer: the page is not mapped.
+pub const NO_FRAME: u64 = u64::MAX;
 
 /// Instructions MAGIC's handlers issue per step (dual issue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,6 +94,21 @@ pub struct UserParams {
     pub backoff: Cycles,
 }
 
+impl UserParams {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=4096).contains(&self.records) {
+            return Err(format!("records must be 1 to 4096 (got {})", self.records));
+        }
+        if self.retries > 16 {
+            return Err(format!("retries must be at most 16 (got {})", self.retries));
+        }
+        if self.backoff == Cycles(0) || self.backoff > Cycles(1 << 20) {
+            return Err("backoff must be 1 to 2^20 cycles".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for UserParams {
     fn default() -> Self {
         UserParams {
@@ -135,6 +154,11 @@ pub struct MagicSide {
     pub pages: PageTable,
     pub tlb: Tlb,
     pub stats: UserStats,
+    /// Processes some of whose writes found no record: their sequence is
+    /// incomplete, and their next commit is refused (to be sent again).
+    lost: std::collections::BTreeSet<Pid>,
+    /// Sends some of whose lines were dropped here: (sender node, tag).
+    failed: std::collections::BTreeSet<(u32, u64)>,
 }
 
 impl MagicSide {
@@ -191,10 +215,13 @@ pub enum UserEvent {
         reason: Nack,
         retry: bool,
     },
+    /// An accepted operation finished; `ok` is false if it could not (a page
+    /// became unmapped, the receiver refused the data).
     Done {
         pid: Pid,
         at: Cycles,
         value: u64,
+        ok: bool,
     },
     /// The OS changed a translation after waiting `waited` cycles for MAGIC.
     Changed {
@@ -243,8 +270,8 @@ pub struct UserCpu {
     done: BTreeMap<Pid, u32>,
     /// The translation change waiting for MAGIC's answer, and since when.
     change: Option<(Pid, Change, Cycles)>,
-    /// OS work due: (when, message for MAGIC).
-    os_due: Vec<(Cycles, Msg)>,
+    /// Interrupts to answer: (when, PID, virtual page).
+    os_due: Vec<(Cycles, Pid, VPage)>,
     /// When the program may go on.
     resume_at: Option<Cycles>,
     pub log: Vec<UserEvent>,
@@ -267,6 +294,7 @@ pub struct UserNode {
 
 impl UserNode {
     pub fn new(id: NodeId, nodes: u32, params: UserParams) -> Result<UserNode, String> {
+        params.validate()?;
         Ok(UserNode {
             id,
             nodes,
@@ -280,6 +308,8 @@ impl UserNode {
                 pages: PageTable::default(),
                 tlb: Tlb::new(params.tlb)?,
                 stats: UserStats::default(),
+                lost: Default::default(),
+                failed: Default::default(),
             },
             cpu: UserCpu {
                 program: VecDeque::new(),
@@ -336,12 +366,18 @@ impl NodeState for UserNode {
 
     fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
         let now = p.now();
-        // OS work first: answers to MAGIC's interrupts.
+        // OS work first: answers to MAGIC's interrupts, read from the page
+        // table as it is when the answer goes out.
         let mut i = 0;
         while i < self.cpu.os_due.len() {
-            if self.cpu.os_due[i].0 <= now {
-                let (_, m) = self.cpu.os_due.remove(i);
-                p.request(m, None);
+            let (t, pid, page) = self.cpu.os_due[i];
+            if t <= now && !self.change_pending(pid, page) {
+                self.cpu.os_due.remove(i);
+                let frame = self.os.lookup(pid, page).map_or(NO_FRAME, |m| m.frame.0);
+                let a = Msg::new(mt::OS_TRANSLATION, self.id, self.id)
+                    .addr(PAddr::new(Region::Message, self.id, 0))
+                    .args([page.0, pid.0 as u64, frame]);
+                p.request(a, None);
             } else {
                 i += 1;
             }
@@ -404,6 +440,7 @@ impl NodeState for UserNode {
                     pid,
                     at: now,
                     value: msg.args[0],
+                    ok: msg.args[2] == 0,
                 });
                 *self.cpu.done.entry(pid).or_default() += 1;
                 if self.cpu.waiting == Waiting::Done && self.os.running == Some(pid) {
@@ -417,11 +454,9 @@ impl NodeState for UserNode {
                 self.cpu
                     .log
                     .push(UserEvent::Interrupt { pid, at: now, page });
-                let frame = self.os.lookup(pid, VPage(page)).map_or(0, |m| m.frame.0);
-                let a = Msg::new(mt::OS_TRANSLATION, self.id, self.id)
-                    .addr(PAddr::new(Region::Message, self.id, 0))
-                    .args([page, pid.0 as u64, frame]);
-                self.cpu.os_due.push((now + self.os.costs.interrupt, a));
+                self.cpu
+                    .os_due
+                    .push((now + self.os.costs.interrupt, pid, VPage(page)));
             }
             mt::OS_ANSWER => {
                 if let Some((cpid, c, since)) = self.cpu.change.take() {
@@ -452,8 +487,22 @@ impl UserNode {
         }
     }
 
+    /// A change of this page is notified and not yet applied: an answer
+    /// about it waits until it is, so it cannot carry the old frame.
+    fn change_pending(&self, pid: Pid, page: VPage) -> bool {
+        self.cpu
+            .change
+            .is_some_and(|(p, c, _)| p == pid && c.page() == page)
+    }
+
     fn next_step(&self) -> ProcStep {
-        let os = self.cpu.os_due.iter().map(|x| x.0).min();
+        let os = self
+            .cpu
+            .os_due
+            .iter()
+            .filter(|x| !self.change_pending(x.1, x.2))
+            .map(|x| x.0)
+            .min();
         let prog = self
             .cpu
             .resume_at
@@ -523,7 +572,10 @@ impl UserNode {
                     self.cpu.waiting = Waiting::Os { since: now };
                     return;
                 }
-                let old = self.os.lookup(pid, c.page()).map_or(0, |m| m.frame.0);
+                let old = self
+                    .os
+                    .lookup(pid, c.page())
+                    .map_or(NO_FRAME, |m| m.frame.0);
                 let m = Msg::new(mt::OS_NOTICE, me, me)
                     .addr(PAddr::new(Region::Message, me, 0))
                     .args([c.page().0, pid.0 as u64, old]);
@@ -544,6 +596,12 @@ impl UserNode {
                 self.id,
                 COMMAND_BASE + (va - COMMAND_VA),
             ));
+        }
+        if va & SHADOW_WRITE_VA != 0 {
+            return self
+                .os
+                .shadow_write(pid, va & !(SHADOW_WRITE_VA | SHADOW_VA))
+                .ok();
         }
         if va & SHADOW_VA != 0 {
             return self.os.shadow(pid, va & !SHADOW_VA).ok();
@@ -575,6 +633,8 @@ impl UserNode {
 type C<'a> = Cx<'a, UserNode>;
 
 const RECORD_BASE: u64 = 0x5000_0000;
+/// MAGIC memory of the group tables the OS fills.
+const GROUP_BASE: u64 = 0x6000_0000;
 
 fn rec_addr(slot: usize) -> u64 {
     RECORD_BASE + slot as u64 * 256
@@ -635,12 +695,14 @@ fn cmd_write(cx: &mut C<'_>, m: &Msg) {
     };
     let Some(slot) = slot else {
         magic.stats.lost_writes += 1;
+        magic.lost.insert(pid);
         return;
     };
     let rec = magic.records[slot].get_or_insert_with(|| OpRecord::new(pid));
     if rec.state != RecState::Open {
         // The process's record is busy with its running operation.
         magic.stats.lost_writes += 1;
+        magic.lost.insert(pid);
         return;
     }
     rec.write(m.addr, m.args[0], mem);
@@ -655,6 +717,15 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
         to_cpu(cx, mt::NACK, [Nack::NoRecord as u64, 0, 0]);
         return;
     };
+    if cx.state().magic.lost.remove(&pid) {
+        // Part of the sequence never made it into a record: refuse it whole.
+        let open = cx.state().magic.slot_of(pid).filter(|&s| {
+            cx.state().magic.records[s]
+                .as_ref()
+                .is_some_and(|r| r.state == RecState::Open)
+        });
+        return nack(cx, pid, Nack::NoRecord, open);
+    }
     let Some(slot) = cx.state().magic.slot_of(pid) else {
         nack(cx, pid, Nack::NoRecord, None);
         return;
@@ -684,7 +755,9 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
             let cap = |n: usize| n as u64 * PAGE_BYTES;
             let src_ok = match op {
                 OpCode::SendVirt => {
-                    rec.fields[Field::Vaddr as usize].is_some() && len <= cap(MAX_PAGES)
+                    // Whole pages from a page boundary.
+                    rec.fields[Field::Vaddr as usize].is_some_and(|v| v % PAGE_BYTES == 0)
+                        && len <= cap(MAX_PAGES)
                 }
                 _ => {
                     len <= cap(rec.src.len())
@@ -911,43 +984,55 @@ fn line_data(cx: &mut C<'_>, m: &Msg) {
         return;
     };
     let me = cx.node();
-    let sender = (m.src, from_pid);
     let is_send = matches!(
         OpCode::from_u64(m.args[2]),
         Some(OpCode::SendPhys | OpCode::SendVirt)
     );
-    // Deliver only to the connection's process: the receiver must count
-    // the sender among its peers.
-    if is_send {
-        cx.load(rec_addr(0) + 128);
-        let to = Pid(m.args[1] as u16);
-        if !cx.state().os.in_group(to, sender) {
-            cx.state().magic.stats.dropped_forged += 1;
-            let _ = cx.free_buffer(b);
-            return;
-        }
-    }
-    if m.addr.node() != me || m.addr.offset() >= cx.params().mem_bytes {
+    let page = PAddr(m.addr.0 & !(PAGE_BYTES - 1));
+    let ok = if m.addr.node() != me || m.addr.offset() >= cx.params().mem_bytes {
         cx.state().magic.stats.dropped_bad += 1;
-        let _ = cx.free_buffer(b);
-        return;
-    }
-    let t = cx.mem_write(m.addr, b);
+        false
+    } else if is_send {
+        // Deliver only to the connection's process: the receiver must count
+        // the sender among its peers and own the page, writably.
+        let to = Pid(m.args[1] as u16);
+        cx.load(GROUP_BASE + to.0 as u64 * 64);
+        let os = &cx.state().os;
+        if os.in_group(to, (m.src, from_pid)) && os.maps(to, page, true) {
+            true
+        } else {
+            cx.state().magic.stats.dropped_forged += 1;
+            false
+        }
+    } else {
+        true
+    };
+    let t = if ok {
+        cx.mem_write(m.addr, b).ok()
+    } else {
+        None
+    };
     let _ = cx.free_buffer(b);
+    let op = (m.src.0, m.args[0] & !1);
+    if !ok {
+        cx.state().magic.failed.insert(op);
+    }
     if last {
-        if let Ok(t) = t {
+        if let Some(t) = t {
             cx.wait(t);
         }
+        // Tell the sender how it went, so its record is never left behind.
+        let failed = cx.state().magic.failed.remove(&op) as u64;
         let done = Msg::new(mt::OP_DONE, me, m.src)
             .lane(Lane::Reply)
             .addr(m.addr)
-            .args([m.args[0], 0, 0]);
+            .args([m.args[0], failed, 0]);
         let _ = cx.send(done, None);
     }
 }
 
 /// The operation is over at the far end: close the record.
-fn finish(cx: &mut C<'_>, slot: usize, value: u64) {
+fn finish(cx: &mut C<'_>, slot: usize, value: u64, ok: bool) {
     let Some(rec) = cx
         .state()
         .magic
@@ -970,14 +1055,14 @@ fn finish(cx: &mut C<'_>, slot: usize, value: u64) {
             to_cpu(cx, mt::OS_ANSWER, [0, 0, 0]);
         }
     }
-    to_cpu(cx, mt::DONE, [value, rec.pid.0 as u64, 0]);
+    to_cpu(cx, mt::DONE, [value, rec.pid.0 as u64, !ok as u64]);
 }
 
 fn op_done(cx: &mut C<'_>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.receive);
     let (_, slot, _) = untag(m.args[0]);
-    finish(cx, slot, 0);
+    finish(cx, slot, 0, m.args[1] == 0);
 }
 
 /// Fetch-and-add at the memory that holds the word.
@@ -1015,7 +1100,7 @@ fn fop_reply(cx: &mut C<'_>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.receive);
     let (_, slot, _) = untag(m.args[1]);
-    finish(cx, slot, m.args[0]);
+    finish(cx, slot, m.args[0], true);
 }
 
 /// The OS is about to change a translation.
@@ -1026,7 +1111,7 @@ fn os_notice(cx: &mut C<'_>, m: &Msg) {
     let at = cx.state().magic.tlb.set_addr(pid, v);
     cx.store(at);
     cx.state().magic.tlb.invalidate(pid, v);
-    if old.0 != 0 {
+    if old.0 != NO_FRAME {
         let n = cx.state().magic.pages.invalidate(old);
         for _ in 0..n {
             cx.instr(c.walk);
@@ -1053,9 +1138,9 @@ fn os_translation(cx: &mut C<'_>, m: &Msg) {
     }) else {
         return;
     };
-    if frame.0 == 0 {
+    if frame.0 == NO_FRAME {
         // Unmapped: the operation cannot go on.
-        finish(cx, slot, u64::MAX);
+        finish(cx, slot, 0, false);
         return;
     }
     let virt = cx.state().magic.records[slot]
@@ -1144,6 +1229,3 @@ pub fn machine(
         None => Ok(m),
     }
 }
-
-/// `FIELDS` registers plus the flags register.
-const _: () = assert!(FIELDS >= 5);
