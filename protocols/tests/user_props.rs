@@ -4,7 +4,7 @@
 //! operation completes, and no record ever holds a page another process named.
 
 use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
-use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
+use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use proptest::prelude::*;
 use protocols::user::cmd::{shadow_dst_va, shadow_va, COMMAND_VA};
 use protocols::user::{machine, UserEvent, UserOp, UserParams};
@@ -17,10 +17,16 @@ fn frame(n: NodeId, k: u64) -> PAddr {
     PAddr::new(Region::Normal, n, k * PAGE_BYTES)
 }
 
-/// Process `p`'s frames: source on node 0, destination and word on node 1.
-fn frames(p: u16) -> [PAddr; 3] {
+/// Process `p`'s frames: source on node 0, destination and word on node 1,
+/// and a second source frame its source page may be remapped to.
+fn frames(p: u16) -> [PAddr; 4] {
     let k = p as u64;
-    [frame(A, 32 + 4 * k), frame(B, 64 + 4 * k), frame(B, 16 + k)]
+    [
+        frame(A, 32 + 4 * k),
+        frame(B, 64 + 4 * k),
+        frame(B, 16 + k),
+        frame(A, 33 + 4 * k),
+    ]
 }
 
 #[derive(Clone, Copy)]
@@ -33,6 +39,8 @@ enum Act {
     Garbage(u64),
     Commit,
     Think(u8),
+    /// The OS remaps the running process's source page (to its other frame).
+    Remap(bool),
 }
 
 impl fmt::Debug for Act {
@@ -46,6 +54,7 @@ impl fmt::Debug for Act {
             Act::Garbage(a) => write!(f, "garbage {a:#x}"),
             Act::Commit => write!(f, "commit"),
             Act::Think(c) => write!(f, "think {c}"),
+            Act::Remap(alt) => write!(f, "remap src to {}", if *alt { "alt" } else { "home" }),
         }
     }
 }
@@ -60,6 +69,9 @@ fn act() -> impl Strategy<Value = Act> {
         1 => any::<u64>().prop_map(Act::Garbage),
         3 => Just(Act::Commit),
         1 => (1u8..200).prop_map(Act::Think),
+        1 => any::<bool>().prop_map(Act::Remap),
+        // A proper source virtual address for the TLB path.
+        1 => Just(Act::Reg(3, 0x10_0000)),
     ]
 }
 
@@ -70,8 +82,12 @@ proptest! {
     })]
 
     #[test]
-    fn random_command_sequences_are_answered_and_isolated(acts in proptest::collection::vec(act(), 1..60)) {
-        let mut m = machine(MagicParams::default(), UserParams::default(), 2).unwrap();
+    fn random_command_sequences_are_answered_and_isolated(
+        records in 1usize..=4,
+        acts in proptest::collection::vec(act(), 1..60),
+    ) {
+        let params = UserParams { records, ..UserParams::default() };
+        let mut m = machine(MagicParams::default(), params, 2).unwrap();
         let b = m.state_mut(B);
         b.os.spawn(Pid(2));
         b.os.set_group(Pid(2), (1..=3).map(|p| (A, Pid(p))).collect()).unwrap();
@@ -80,7 +96,7 @@ proptest! {
         }
         let a = m.state_mut(A);
         for p in 1..=3u16 {
-            let [s, d, w] = frames(p);
+            let [s, d, w, _] = frames(p);
             a.os.spawn(Pid(p));
             a.os.map(Pid(p), VPage::of(0x10_0000), s, Rights::RW).unwrap();
             a.os.map(Pid(p), VPage::of(0x20_0000), d, Rights::RW).unwrap();
@@ -90,9 +106,13 @@ proptest! {
         // The program: virtual addresses, translated by the processor with
         // the running process's mappings (garbage ones fault).
         let mut ops = vec![UserOp::Switch(Pid(1))];
+        let mut running = 1u16;
         for x in &acts {
             ops.push(match *x {
-                Act::Switch(p) => UserOp::Switch(Pid(p)),
+                Act::Switch(p) => {
+                    running = p;
+                    UserOp::Switch(Pid(p))
+                }
                 Act::Reg(r, v) => UserOp::Write(COMMAND_VA + r as u64 * 8, v),
                 Act::Src(o) => UserOp::Write(shadow_va(0x10_0000 + o as u64), 0x10_0000),
                 Act::Dst(o) => UserOp::Write(shadow_dst_va(0x20_0000 + o as u64), 0x20_0000),
@@ -100,6 +120,10 @@ proptest! {
                 Act::Garbage(g) => UserOp::Write(g, g),
                 Act::Commit => UserOp::Commit,
                 Act::Think(c) => UserOp::Think(Cycles(c as u64)),
+                Act::Remap(alt) => {
+                    let to = frames(running)[if alt { 3 } else { 0 }];
+                    UserOp::Change(Pid(running), Change::Remap(VPage::of(0x10_0000), to))
+                }
             });
         }
         m.state_mut(A).push(ops);

@@ -1,5 +1,5 @@
 //! MAGIC's software TLB: virtual-to-physical translations kept in MAGIC
-//! memory (reached through its data cache), set associative with LRU
+//! memory (reached through its data cache), set associative, with LRU or FIFO
 //! replacement. A miss interrupts the processor; translation changes remove
 //! the entry before they take effect.
 
@@ -7,10 +7,20 @@ use magic::PAddr;
 use os_shim::{Pid, VPage};
 use serde::Serialize;
 
+/// Which entry of a full set makes room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Replacement {
+    /// The least recently used.
+    Lru,
+    /// The oldest inserted.
+    Fifo,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TlbParams {
     pub entries: usize,
     pub ways: usize,
+    pub replacement: Replacement,
 }
 
 impl Default for TlbParams {
@@ -18,6 +28,7 @@ impl Default for TlbParams {
         TlbParams {
             entries: 64,
             ways: 4,
+            replacement: Replacement::Lru,
         }
     }
 }
@@ -29,6 +40,8 @@ struct Entry {
     frame: PAddr,
     /// Last use, for LRU.
     used: u64,
+    /// Insertion, for FIFO.
+    born: u64,
 }
 
 pub struct Tlb {
@@ -68,10 +81,6 @@ impl Tlb {
         TLB_BASE + (self.set_of(pid, page) * self.p.ways * 16) as u64
     }
 
-    pub fn ways(&self) -> usize {
-        self.p.ways
-    }
-
     pub fn lookup(&mut self, pid: Pid, page: VPage) -> Option<PAddr> {
         self.clock += 1;
         let (s, now) = (self.set_of(pid, page), self.clock);
@@ -93,20 +102,30 @@ impl Tlb {
 
     pub fn insert(&mut self, pid: Pid, page: VPage, frame: PAddr) {
         self.clock += 1;
-        let (s, ways, now) = (self.set_of(pid, page), self.p.ways, self.clock);
+        let (s, ways, now, policy) = (
+            self.set_of(pid, page),
+            self.p.ways,
+            self.clock,
+            self.p.replacement,
+        );
         let set = &mut self.sets[s];
         set.retain(|e| !(e.pid == pid && e.page == page));
         if set.len() == ways {
-            let lru = (0..set.len())
-                .min_by_key(|&i| set[i].used)
+            let age = |e: &Entry| match policy {
+                Replacement::Lru => e.used,
+                Replacement::Fifo => e.born,
+            };
+            let victim = (0..set.len())
+                .min_by_key(|&i| age(&set[i]))
                 .expect("full set");
-            set.swap_remove(lru);
+            set.swap_remove(victim);
         }
         set.push(Entry {
             pid,
             page,
             frame,
             used: now,
+            born: now,
         });
     }
 
@@ -124,31 +143,45 @@ mod tests {
     use super::*;
     use magic::{NodeId, Region};
 
-    #[test]
-    fn miss_then_hit_then_invalidated_then_lru() {
-        let mut t = Tlb::new(TlbParams {
+    fn tlb(replacement: Replacement) -> Tlb {
+        Tlb::new(TlbParams {
             entries: 2,
             ways: 2,
+            replacement,
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn miss_then_hit_then_invalidated_then_replacement() {
         let f = |k: u64| PAddr::new(Region::Normal, NodeId(0), k * 4096);
+        let mut t = tlb(Replacement::Lru);
         assert_eq!(t.lookup(Pid(1), VPage(5)), None);
         t.insert(Pid(1), VPage(5), f(9));
         assert_eq!(t.lookup(Pid(1), VPage(5)), Some(f(9)));
         assert_eq!((t.hits, t.misses), (1, 1));
         assert!(t.invalidate(Pid(1), VPage(5)));
         assert_eq!(t.lookup(Pid(1), VPage(5)), None);
-        // One set of two ways: the least recently used goes.
+        // One set of two ways: LRU keeps the page just used...
         t.insert(Pid(1), VPage(1), f(1));
         t.insert(Pid(1), VPage(2), f(2));
         t.lookup(Pid(1), VPage(1));
         t.insert(Pid(1), VPage(3), f(3));
         assert_eq!(t.lookup(Pid(1), VPage(2)), None);
         assert_eq!(t.lookup(Pid(1), VPage(1)), Some(f(1)));
-        assert!(Tlb::new(TlbParams {
+        // ... FIFO drops the oldest all the same.
+        let mut t = tlb(Replacement::Fifo);
+        t.insert(Pid(1), VPage(1), f(1));
+        t.insert(Pid(1), VPage(2), f(2));
+        t.lookup(Pid(1), VPage(1));
+        t.insert(Pid(1), VPage(3), f(3));
+        assert_eq!(t.lookup(Pid(1), VPage(1)), None);
+        assert_eq!(t.lookup(Pid(1), VPage(2)), Some(f(2)));
+        let bad = TlbParams {
             entries: 6,
-            ways: 4
-        })
-        .is_err());
+            ways: 4,
+            replacement: Replacement::Lru,
+        };
+        assert!(Tlb::new(bad).is_err());
     }
 }
