@@ -8,7 +8,7 @@
 //! use what, what an OS step costs. When the OS talks to MAGIC (the running
 //! PID at a context switch, a translation-change notice, the answer to
 //! MAGIC's "translate (virtual page, PID)" interrupt) the messaging layer
-//! carries the message and charges these costs on the compute processor.
+//! carries the message; the costs are the latency of that OS work.
 
 use magic::{Cycles, NodeId, PAddr, Region};
 use serde::Serialize;
