@@ -116,6 +116,23 @@ enum Format {
     Json,
 }
 
+/// Print a line to standard output; a closed pipe (`| head`) ends the output
+/// quietly instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// As `out!`, without the newline.
+macro_rules! out_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 /// Why a command failed.
 enum Failure {
     /// Bad input from the user: one line on stderr, exit status 2.
@@ -215,10 +232,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         "events": r.events,
                         "wall_s": wall_s,
                     });
-                    println!("{v}");
+                    out!("{v}");
                 }
                 Format::Table => {
-                    println!(
+                    out!(
                         "pipeline: {} nodes x {} messages, {:?}\ncompletion      {} cycles\nsum_completion  {}\nsum_latency     {}\nevents          {} ({:.1} M events/s, {:.3} s event loop)\n",
                         nodes,
                         msgs,
@@ -230,7 +247,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         r.events as f64 / wall_s / 1e6,
                         wall_s
                     );
-                    print!("{}", m.ledger().summed().render());
+                    out_raw!("{}", m.ledger().summed().render());
                 }
             }
             if report.is_clean() {
@@ -264,16 +281,16 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
                 "latency_cycles": r.latency.0,
                 "occupancy": ledger.handlers,
             });
-            println!("{v}");
+            out!("{v}");
         }
         Format::Table => {
-            println!(
+            out!(
                 "{}: {} cycles ({:.2} us)\n",
                 case.name(),
                 r.latency,
                 r.latency.as_us()
             );
-            print!("{}", ledger.render());
+            out_raw!("{}", ledger.render());
         }
     }
     Ok(())
@@ -295,14 +312,14 @@ fn fetch_op(target: u32, format: Format) -> Result<(), Failure> {
                 "startup_cycles": r.startup.0,
                 "occupancy": ledger.handlers,
             });
-            println!("{v}");
+            out!("{v}");
         }
         Format::Table => {
-            println!(
+            out!(
                 "fetch-and-add at node {target}: old value {}, new {}\nstart-up  {} cycles\nlatency   {} cycles\n",
                 r.old, r.new, r.startup, r.latency
             );
-            print!("{}", ledger.render());
+            out_raw!("{}", ledger.render());
         }
     }
     Ok(())
@@ -317,9 +334,9 @@ fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
     };
     let (r, m) = experiments::remap(t, magic::MagicParams::default()).map_err(Failure::Usage)?;
     match format {
-        Format::Json => println!("{}", serde_json::to_string(&r).expect("plain data")),
+        Format::Json => out!("{}", serde_json::to_string(&r).expect("plain data")),
         Format::Table => {
-            println!(
+            out!(
                 "remap with {}: data ok {}\nOS waited          {} cycles\ninterrupts         {}\nstale uses         {}\nTLB hits / misses  {} / {}\ntotal              {} cycles\n",
                 t.name(),
                 r.data_ok,
@@ -330,7 +347,7 @@ fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
                 r.tlb_misses,
                 r.total_cycles
             );
-            print!("{}", m.ledger().render());
+            out_raw!("{}", m.ledger().render());
         }
     }
     if r.data_ok {

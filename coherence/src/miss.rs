@@ -1,6 +1,6 @@
 //! One read miss, seen from the processor: the `flashkit miss` experiment.
 //!
-//! Three nodes. Node 0's processor loads a word of a line that is
+//! Three nodes or more. Node 0's processor loads a word of a line that is
 //! - `local-clean`: homed at node 0, in no cache;
 //! - `remote-clean`: homed at node 1, in no cache;
 //! - `remote-dirty`: homed at node 1, dirty in node 2's cache.
@@ -53,7 +53,7 @@ pub struct Setup {
     /// Nodes in the machine (3 or more).
     pub nodes: u32,
     /// Byte offset of the measured line in its home's memory (line aligned
-    /// down); the warm-up line is the one before it.
+    /// down); the warm-up line is its pair (offset XOR 128).
     pub offset: u64,
     /// The node whose cache holds the line dirty (`remote-dirty`).
     pub owner: u32,
@@ -89,7 +89,7 @@ pub fn run_with(
             s.nodes
         ));
     }
-    if s.owner >= s.nodes {
+    if case == Case::RemoteDirty && s.owner >= s.nodes {
         return Err(format!(
             "no node {} to hold the line (the machine has {} nodes)",
             s.owner, s.nodes
@@ -106,14 +106,16 @@ pub fn run_with(
         ));
     }
     let offset = s.offset & !127;
-    if offset < 128 || offset >= params.mem_bytes {
+    if offset >= params.mem_bytes {
         return Err(format!(
-            "offset {:#x} is outside node memory (128 to {:#x} bytes)",
+            "offset {:#x} is outside node memory (0 to {:#x} bytes)",
             s.offset, params.mem_bytes
         ));
     }
     let mut m = protocol::machine(params, coh, s.nodes)?;
-    let warm = PAddr::new(Region::Normal, home, offset - 128);
+    // The warm-up line is the measured one's pair: their directory entries
+    // and miss records share MAGIC data-cache lines wherever they are.
+    let warm = PAddr::new(Region::Normal, home, offset ^ 128);
     let line = PAddr::new(Region::Normal, home, offset);
     let in_memory = [0x11u8; 128];
     let dirty = [0x77u8; 128];

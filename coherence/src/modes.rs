@@ -17,7 +17,7 @@
 //! back for the messaging protocol to carry out.
 
 use crate::directory::{DirEntry, DirState, Targets};
-use crate::protocol::CohNode;
+use crate::protocol::{self, CohNode};
 use magic::{BufId, Cx, LineState, NodeId, PAddr, Ticket};
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -167,19 +167,18 @@ pub fn plan_receive(
 }
 
 fn entry_here(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Option<DirEntry> {
-    (line.node() == cx.node()).then(|| {
-        let c = cx.state().params.costs;
-        cx.instr(c.dir_check);
-        cx.load(crate::protocol::dir_addr(line));
-        cx.state().entry(line)
-    })
+    (line.node() == cx.node()).then(|| protocol::dir_load(cx, line))
 }
 
-fn set_entry(cx: &mut Cx<'_, CohNode>, line: PAddr, e: DirEntry) {
-    let c = cx.state().params.costs;
-    cx.instr(c.dir_update);
-    cx.store(crate::protocol::dir_addr(line));
-    cx.state().set_entry(line, e);
+/// The processor here is filling or writing back the line: what its cache
+/// holds is in flux, so a local plan must wait (as the protocol's home does).
+fn in_flux(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Result<(), ModeError> {
+    let k = line.0 / magic::LINE_BYTES as u64;
+    if cx.state().local_busy(k) {
+        Err(ModeError::Busy { line })
+    } else {
+        Ok(())
+    }
 }
 
 /// The sender reads `line` into buffer `b` under `mode`: returns when the
@@ -208,21 +207,24 @@ pub fn sender_read(
         cx.instr(c.issue);
         match a {
             Action::InterveneLocal { keep } => {
+                in_flux(cx, line)?;
                 let iv = cx
                     .pc_get(line, Some(b), *keep)
                     .map_err(|_| ModeError::Busy { line })?;
+                if iv.state != LineState::Dirty {
+                    // Not what the directory said: leave everything as it is.
+                    cx.state().stats.protocol_errors += 1;
+                    return Err(ModeError::Busy { line });
+                }
                 // The line is current in the buffer; memory gets it too, and
                 // the directory now has the processor as a sharer.
                 let _ = cx.mem_write(line, b);
                 let me = cx.node();
-                set_entry(
-                    cx,
-                    line,
-                    DirEntry {
-                        state: DirState::Shared(crate::directory::Sharers::one(me)),
-                        pending: None,
-                    },
-                );
+                let shared = DirEntry {
+                    state: DirState::Shared(crate::directory::Sharers::one(me)),
+                    pending: None,
+                };
+                protocol::dir_store(cx, line, shared);
                 ticket = Some(Ticket {
                     first: iv.first_word_at.unwrap_or(iv.done),
                     ready: iv.done,
@@ -264,6 +266,12 @@ pub fn receiver_write(
     }) {
         return Err(ModeError::NeedsRemote(plan));
     }
+    if plan
+        .iter()
+        .any(|a| matches!(a, Action::InterveneLocal { .. } | Action::InvalidateLocal))
+    {
+        in_flux(cx, line)?;
+    }
     let c = cx.state().params.costs;
     // A part of a line merges into its current bytes: memory's, or the
     // processor's dirty copy (below).
@@ -304,7 +312,7 @@ pub fn receiver_write(
         }
     }
     if mode != Mode::None && entry.is_some() {
-        set_entry(cx, line, DirEntry::default());
+        protocol::dir_store(cx, line, DirEntry::default());
     }
     let bytes = cx.buffer_mut(b).ok_or(ModeError::Busy { line })?;
     let mut merged = current;

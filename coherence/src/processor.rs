@@ -3,7 +3,7 @@
 //! its cache in a cycle; a miss goes to MAGIC through the processor interface
 //! and the processor waits for the fill.
 
-use magic::{Cycles, LineState, Msg, NodeId, PAddr, ProcStep, Processor, LINE_BYTES};
+use magic::{Cycles, LineState, Msg, PAddr, ProcStep, Processor, LINE_BYTES};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -216,9 +216,4 @@ impl Proc {
         });
         ProcStep::At(now + Cycles(1))
     }
-}
-
-/// The node of a processor op (for readable traces).
-pub fn node_of(a: PAddr) -> NodeId {
-    a.node()
 }

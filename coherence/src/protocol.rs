@@ -14,7 +14,7 @@
 
 use crate::directory::{self, Decision, DirEntry, DirFormat, Req, WbDecision};
 use crate::processor::Proc;
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 use magic::{
     BufId, Cx, Dispatch, Lane, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId,
     NodeState, PAddr, ProcStep, Processor, Region, LINE_BYTES,
@@ -152,7 +152,9 @@ pub struct CohNode {
     pub params: CohParams,
     dir: HashMap<u64, DirEntry>,
     misses: HashMap<u64, Miss>,
-    writebacks: HashSet<u64>,
+    /// Dirty evictions of each line whose writeback the home has not yet
+    /// acknowledged (a line can be evicted again before the first is).
+    writebacks: HashMap<u64, u32>,
     deferred: HashMap<u64, SmallVec<[Msg; 2]>>,
     pub proc: Proc,
     pub stats: CohStats,
@@ -171,7 +173,7 @@ impl CohNode {
             params,
             dir: HashMap::new(),
             misses: HashMap::new(),
-            writebacks: HashSet::new(),
+            writebacks: HashMap::new(),
             deferred: HashMap::new(),
             proc: Proc::default(),
             stats: CohStats::default(),
@@ -189,6 +191,28 @@ impl CohNode {
             self.dir.remove(&key(line));
         } else {
             self.dir.insert(key(line), e);
+        }
+    }
+
+    /// This node's processor has a miss outstanding or a writeback unfinished
+    /// for the line: its cache cannot be trusted to hold it as the directory
+    /// says until that is over.
+    pub(crate) fn local_busy(&self, k: u64) -> bool {
+        self.misses.contains_key(&k) || self.writebacks.contains_key(&k)
+    }
+
+    /// One writeback of the line is over; false if none was under way.
+    fn writeback_done(&mut self, k: u64) -> bool {
+        match self.writebacks.get_mut(&k) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                true
+            }
+            Some(_) => {
+                self.writebacks.remove(&k);
+                true
+            }
+            None => false,
         }
     }
 
@@ -233,7 +257,7 @@ impl NodeState for CohNode {
         // A dirty line leaves the cache now; until MAGIC has sent it home,
         // forwards for it are answered by the home from the writeback.
         if let Some(line) = self.proc.evicted.take() {
-            self.writebacks.insert(key(line));
+            *self.writebacks.entry(key(line)).or_default() += 1;
         }
         step
     }
@@ -254,11 +278,7 @@ impl NodeState for CohNode {
             let (req, retries) = (miss.req, miss.retries);
             self.stats.retries += 1;
             self.stats.max_retries = self.stats.max_retries.max(retries);
-            let t = match req {
-                Req::Read => mt::PI_GET,
-                Req::Write => mt::PI_GETX,
-                Req::Upgrade => mt::PI_UPGRADE,
-            };
+            let t = pi_type(req);
             p.request(Msg::new(t, self.id, self.id).addr(msg.addr), None);
             return Some(ProcStep::Idle);
         }
@@ -304,6 +324,11 @@ fn costs(cx: &mut C<'_, '_>) -> Costs {
     cx.state().params.costs
 }
 
+/// The pointer-pool element holding sharer `n` of `line` (pointer-list format).
+fn ptr_addr(line: PAddr, n: NodeId) -> u64 {
+    PTR_POOL + ((line.line().0 * 8 + n.0 as u64) % (1 << 16)) * 8
+}
+
 pub(crate) fn dir_addr(line: PAddr) -> u64 {
     DIR_BASE + (line.line().0 % (1 << 20)) * 8
 }
@@ -313,7 +338,7 @@ fn miss_addr(line: PAddr) -> u64 {
 }
 
 /// Load and test the directory entry of `line`.
-fn dir_load(cx: &mut C<'_, '_>, line: PAddr) -> DirEntry {
+pub(crate) fn dir_load(cx: &mut C<'_, '_>, line: PAddr) -> DirEntry {
     let c = costs(cx);
     cx.instr(c.dir_check);
     cx.load(dir_addr(line));
@@ -321,13 +346,13 @@ fn dir_load(cx: &mut C<'_, '_>, line: PAddr) -> DirEntry {
 }
 
 /// Write the new entry back.
-fn dir_store(cx: &mut C<'_, '_>, line: PAddr, e: DirEntry) {
+pub(crate) fn dir_store(cx: &mut C<'_, '_>, line: PAddr, e: DirEntry) {
     let c = costs(cx);
     cx.instr(c.dir_update);
     cx.store(dir_addr(line));
     if cx.state().params.format == DirFormat::PointerList {
         // Adding or freeing pointers touches the pool.
-        cx.store(PTR_POOL + (line.line().0 % 4096) * 8);
+        cx.store(ptr_addr(line, NodeId(0)));
     }
     cx.state().set_entry(line, e);
 }
@@ -345,6 +370,15 @@ fn req_of(t: MsgType) -> Req {
         mt::PI_GET | mt::GET => Req::Read,
         mt::PI_GETX | mt::GETX => Req::Write,
         _ => Req::Upgrade,
+    }
+}
+
+/// The processor-interface message that asks for `r` again.
+pub(crate) fn pi_type(r: Req) -> MsgType {
+    match r {
+        Req::Read => mt::PI_GET,
+        Req::Write => mt::PI_GETX,
+        Req::Upgrade => mt::PI_UPGRADE,
     }
 }
 
@@ -426,8 +460,7 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
     // crossing the processor interface) or no longer (its writeback is still
     // in the processor-interface queue): refuse until that is over.
     let k = key(line);
-    let evicting = matches!(decision, Decision::LocalOwner { .. })
-        && (cx.state().writebacks.contains(&k) || cx.state().misses.contains_key(&k));
+    let evicting = matches!(decision, Decision::LocalOwner { .. }) && cx.state().local_busy(k);
     if decision == Decision::Nak || (needs_buf && buf.is_none()) || evicting {
         if let Some(b) = buf {
             let _ = cx.free_buffer(b);
@@ -448,7 +481,7 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
                 let c = costs(cx);
                 cx.instr(c.per_target);
                 if cx.state().params.format == DirFormat::PointerList {
-                    cx.load(PTR_POOL + (t.0 as u64) * 8);
+                    cx.load(ptr_addr(line, t));
                 }
                 cx.state().stats.invalidations += 1;
                 if t == me {
@@ -652,7 +685,7 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
     let me = cx.node();
     let r = NodeId(m.args[0] as u32);
     let exclusive = m.mtype == mt::FWD_GETX;
-    if cx.state().writebacks.contains(&k) {
+    if cx.state().writebacks.contains_key(&k) {
         // Our writeback crossed it; the home answers from the written-back line.
         cx.state().stats.forwards_dropped += 1;
         return;
@@ -669,7 +702,7 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
         }
         return;
     };
-    let issue = c_issue(cx);
+    let issue = costs(cx).issue;
     cx.instr(issue);
     let keep = if exclusive {
         LineState::Uncached
@@ -709,7 +742,7 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
                 if let Some(x) = cx.buffer_mut(b2) {
                     *x = bytes;
                 }
-                let issue = c_issue(cx);
+                let issue = costs(cx).issue;
                 cx.instr(issue);
                 send(cx, d, Some(b));
                 let w = Msg::new(mt::SHARING_WB, me, home)
@@ -729,10 +762,6 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
             }
         }
     }
-}
-
-fn c_issue(cx: &mut C<'_, '_>) -> u32 {
-    costs(cx).issue
 }
 
 /// The processor has used a fill: serve forwards that waited for it.
@@ -804,10 +833,9 @@ fn pi_writeback(cx: &mut C<'_, '_>, m: &Msg) {
     let line = m.addr;
     let me = cx.node();
     if line.node() == me {
-        cx.state().writebacks.remove(&key(line));
+        cx.state().writeback_done(key(line));
         home_writeback(cx, line, me);
     } else {
-        cx.state().writebacks.insert(key(line));
         let b = cx.take_msg_buffer();
         let w = Msg::new(mt::WB, me, line.node()).addr(line);
         send(cx, w, b);
@@ -856,7 +884,7 @@ fn home_writeback(cx: &mut C<'_, '_>, line: PAddr, from: NodeId) {
 fn wb_ack(cx: &mut C<'_, '_>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    if !cx.state().writebacks.remove(&key(m.addr)) {
+    if !cx.state().writeback_done(key(m.addr)) {
         cx.state().stats.protocol_errors += 1;
     }
 }
@@ -904,6 +932,15 @@ pub fn install(b: &mut MagicBuilder<CohNode>) {
 
 /// A FLASH machine running the coherence protocol.
 pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<CohNode>, String> {
+    // A requester holds a reply's buffer while it waits for invalidation
+    // acknowledgements; the inbox may need another for a data reply at the
+    // head of the same queue, so one buffer could deadlock the node.
+    if params.data_buffers < 2 {
+        return Err(format!(
+            "the coherence protocol needs at least 2 data buffers per node (got {})",
+            params.data_buffers
+        ));
+    }
     let mut b = MagicBuilder::new(params, nodes);
     install(&mut b);
     b.build(|n| CohNode::new(n, nodes, coh))

@@ -69,3 +69,36 @@ fn latency_comes_from_the_mechanisms() {
     assert_eq!(with(Case::RemoteClean), base(Case::RemoteClean) + 20);
     assert_eq!(with(Case::RemoteDirty), base(Case::RemoteDirty) + 30);
 }
+
+#[test]
+fn the_protocol_refuses_a_machine_with_one_data_buffer() {
+    // A requester holding its reply's buffer while acknowledgements come
+    // behind a data reply at the head of the queue would deadlock.
+    let one = MagicParams {
+        data_buffers: 1,
+        ..MagicParams::default()
+    };
+    let e = coherence::protocol::machine(one, CohParams::default(), 2)
+        .err()
+        .unwrap();
+    assert!(e.contains("at least 2 data buffers"), "{e}");
+}
+
+#[test]
+fn the_warm_up_works_wherever_the_line_is() {
+    use coherence::miss::Setup;
+    for offset in [0x0, 0x4000, 0x4800, 0x4080, 0x10_0F80] {
+        let s = Setup {
+            offset,
+            ..Setup::default()
+        };
+        let r = miss::run_with(
+            Case::RemoteClean,
+            s,
+            MagicParams::default(),
+            CohParams::default(),
+        )
+        .unwrap();
+        assert_eq!(r.latency.0, 107, "offset {offset:#x}");
+    }
+}

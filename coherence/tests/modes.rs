@@ -146,3 +146,166 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
         ]
     );
 }
+
+// ---- Races with the processor's own traffic: a local plan waits (the
+// handler retries from the software queue) instead of trusting a cache whose
+// line is being filled or written back.
+
+const MD_RETRY: MsgType = MsgType(102);
+
+/// Send under `local`, retrying while the plan says busy.
+fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
+    let b = cx.alloc_buffer().expect("a free buffer");
+    match modes::sender_read(cx, Mode::Local, src(), b) {
+        Ok(t) => {
+            cx.wait(t);
+            let d = Msg::new(MD_DATA, cx.node(), NodeId(1))
+                .addr(dst())
+                .args(m.args);
+            cx.send(d, Some(b)).unwrap();
+        }
+        Err(ModeError::Busy { .. }) => {
+            cx.free_buffer(b).unwrap();
+            cx.reschedule(*m).unwrap();
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+/// Receive under `local`, keeping the data and retrying while busy.
+fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
+    let b = match m.mtype {
+        MD_RETRY => magic::BufId(m.args[0] as u16),
+        _ => cx.take_msg_buffer().expect("data"),
+    };
+    match modes::receiver_write(cx, Mode::Local, m.addr, b, 0..128) {
+        Ok(t) => {
+            cx.wait(t);
+            cx.free_buffer(b).unwrap();
+        }
+        Err(ModeError::Busy { .. }) => {
+            let again = Msg::new(MD_RETRY, cx.node(), cx.node())
+                .addr(m.addr)
+                .args([b.0 as u64, 0, 0]);
+            cx.reschedule(again).unwrap();
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+fn retrying_machine() -> Magic<CohNode> {
+    let mut b = MagicBuilder::new(MagicParams::default(), 2);
+    protocol::install(&mut b);
+    let s = b.handler("md-send", md_send_retrying);
+    let r = b.handler("md-recv", md_recv_retrying);
+    b.route(MD_SEND, Region::Normal, s)
+        .route(MD_DATA, Region::Normal, r)
+        .route(MD_RETRY, Region::Normal, r);
+    b.build(|n| CohNode::new(n, 2, CohParams::default()))
+        .unwrap()
+}
+
+fn word0(m: &Magic<CohNode>, n: NodeId, a: PAddr) -> u64 {
+    u64::from_le_bytes(m.memory(n).line(a.line())[0..8].try_into().unwrap())
+}
+
+#[test]
+fn a_local_send_racing_the_senders_dirty_eviction_sends_the_dirty_bytes() {
+    let mut m = retrying_machine();
+    protocol::place(
+        &mut m,
+        src(),
+        &[(NodeId(0), LineState::Dirty)],
+        [0x11; 128],
+        [0xAA; 128],
+    )
+    .unwrap();
+    m.state_mut(NodeId(0))
+        .proc
+        .push([Op::Evict(src()), Op::Think(Cycles(200)), Op::Load(src())]);
+    m.start_processor(NodeId(0), Cycles(0)).unwrap();
+    // The send is dispatched before the eviction's writeback reaches MAGIC.
+    m.post(
+        NodeId(0),
+        Cycles(0),
+        Msg::new(MD_SEND, NodeId(0), NodeId(0)).addr(src()),
+    )
+    .unwrap();
+    let r = m.run();
+    assert!(r.is_clean(), "{:?}", r.stuck);
+    let aa = u64::from_le_bytes([0xAA; 8]);
+    assert_eq!(
+        word0(&m, NodeId(1), dst()),
+        aa,
+        "the receiver got the dirty bytes"
+    );
+    assert_eq!(
+        m.state(NodeId(0)).proc.results.last().unwrap().value,
+        Some(aa),
+        "the sender's data survived"
+    );
+    assert_eq!(m.state(NodeId(0)).stats.protocol_errors, 0);
+}
+
+#[test]
+fn a_local_send_racing_the_senders_fill_waits_for_it() {
+    let mut m = retrying_machine();
+    protocol::place(&mut m, src(), &[], [0x11; 128], [0; 128]).unwrap();
+    m.state_mut(NodeId(0)).proc.push([
+        Op::Store(src(), 0xBEEF),
+        Op::Think(Cycles(300)),
+        Op::Load(src()),
+    ]);
+    m.start_processor(NodeId(0), Cycles(0)).unwrap();
+    let mut posted = false;
+    while let Some(t) = m.step() {
+        // The entry already says exclusive but the fill is still crossing.
+        let exclusive = matches!(
+            m.state(NodeId(0)).entry(src()).state,
+            coherence::DirState::Exclusive(_)
+        );
+        if !posted && exclusive && m.pcache(NodeId(0)).state(src()) == LineState::Uncached {
+            m.post(
+                NodeId(0),
+                t,
+                Msg::new(MD_SEND, NodeId(0), NodeId(0)).addr(src()),
+            )
+            .unwrap();
+            posted = true;
+        }
+    }
+    assert!(posted);
+    assert_eq!(word0(&m, NodeId(1), dst()), 0xBEEF, "the store was sent");
+    let n = m.state(NodeId(0));
+    assert_eq!(n.stats.protocol_errors, 0);
+    assert_eq!(n.proc.results.last().unwrap().value, Some(0xBEEF));
+}
+
+#[test]
+fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
+    let mut m = retrying_machine();
+    protocol::place(&mut m, dst(), &[], [0x11; 128], [0; 128]).unwrap();
+    m.state_mut(NodeId(1))
+        .proc
+        .push([Op::Load(dst()), Op::Think(Cycles(300)), Op::Load(dst())]);
+    m.start_processor(NodeId(1), Cycles(0)).unwrap();
+    let mut posted = false;
+    while let Some(t) = m.step() {
+        let shared = matches!(
+            m.state(NodeId(1)).entry(dst()).state,
+            coherence::DirState::Shared(_)
+        );
+        if !posted && shared && m.pcache(NodeId(1)).state(dst()) == LineState::Uncached {
+            let d = Msg::new(MD_DATA, NodeId(1), NodeId(1)).addr(dst());
+            m.post_data(NodeId(1), t, d, Some([0xAA; 128])).unwrap();
+            posted = true;
+        }
+    }
+    assert!(posted);
+    let n = m.state(NodeId(1));
+    assert_eq!(
+        n.proc.results.last().unwrap().value,
+        Some(u64::from_le_bytes([0xAA; 8]))
+    );
+    assert_eq!(n.stats.protocol_errors, 0);
+}

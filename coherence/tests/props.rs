@@ -18,7 +18,7 @@ const LIMIT: Cycles = Cycles(2_000_000);
 /// NAK retries one miss may meet before we call it livelock.
 const MAX_RETRIES: u32 = 200;
 /// Longest trace (PROPTEST_MAX_STEPS overrides for a longer hunt).
-const MAX_STEPS: usize = 40;
+const MAX_STEPS: usize = 60;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -65,10 +65,10 @@ fn case() -> impl Strategy<Value = Case> {
         let kind = prop_oneof![
             4 => Just(Kind::Load),
             4 => Just(Kind::Store),
-            1 => Just(Kind::Evict),
+            3 => Just(Kind::Evict),
             1 => (1u8..60).prop_map(Kind::Think),
         ];
-        let step = (0..nodes, 0u8..4, 0u8..2, kind).prop_map(|(node, line, word, kind)| Step {
+        let step = (0..nodes, 0u8..4, 0u8..4, kind).prop_map(|(node, line, word, kind)| Step {
             node,
             line,
             word,
@@ -173,6 +173,14 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     }
     let report = m.report(false);
     prop_assert!(report.is_clean(), "stuck: {:?}", report.stuck);
+    for n in 0..c.nodes as u32 {
+        prop_assert_eq!(
+            m.drops(NodeId(n)),
+            magic::Drops::default(),
+            "node {} refused something",
+            n
+        );
+    }
 
     // Every operation completed; retries bounded; no protocol surprises.
     let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
@@ -269,7 +277,13 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
             DirState::Exclusive(o) => *m.pcache(*o).bytes(line).unwrap(),
             _ => m.memory(home).line(line.line()),
         };
-        for w in 0..2u64 {
+        for (n, st) in &holders {
+            if *st == LineState::Clean {
+                let copy = *m.pcache(NodeId(*n)).bytes(line).unwrap();
+                prop_assert_eq!(copy, bytes, "node {}'s clean copy of {} is stale", n, line);
+            }
+        }
+        for w in 0..16u64 {
             let a = line.0 + w * 8;
             let last = writes.get(&a).and_then(|ws| ws.last()).map_or(0, |x| x.1);
             let got = u64::from_le_bytes(
