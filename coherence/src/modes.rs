@@ -17,7 +17,7 @@
 //! back for the messaging protocol to carry out.
 
 use crate::directory::{DirEntry, DirState, Targets};
-use crate::protocol::{self, CohNode};
+use crate::protocol;
 use magic::{BufId, Cx, LineState, NodeId, PAddr, Ticket};
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -166,15 +166,15 @@ pub fn plan_receive(
     Ok(p)
 }
 
-fn entry_here(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Option<DirEntry> {
+fn entry_here<S: protocol::Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> Option<DirEntry> {
     (line.node() == cx.node()).then(|| protocol::dir_load(cx, line))
 }
 
 /// The processor here is filling or writing back the line: what its cache
 /// holds is in flux, so a local plan must wait (as the protocol's home does).
-fn in_flux(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Result<(), ModeError> {
+fn in_flux<S: protocol::Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> Result<(), ModeError> {
     let k = line.0 / magic::LINE_BYTES as u64;
-    if cx.state().local_busy(k) {
+    if cx.state().coh_mut().local_busy(k) {
         Err(ModeError::Busy { line })
     } else {
         Ok(())
@@ -183,8 +183,8 @@ fn in_flux(cx: &mut Cx<'_, CohNode>, line: PAddr) -> Result<(), ModeError> {
 
 /// The sender reads `line` into buffer `b` under `mode`: returns when the
 /// buffer's data is in. Local actions are performed and charged here.
-pub fn sender_read(
-    cx: &mut Cx<'_, CohNode>,
+pub fn sender_read<S: protocol::Coherent>(
+    cx: &mut Cx<'_, S>,
     mode: Mode,
     line: PAddr,
     b: BufId,
@@ -201,7 +201,7 @@ pub fn sender_read(
     {
         return Err(ModeError::NeedsRemote(plan));
     }
-    let c = cx.state().params.costs;
+    let c = cx.state().coh_mut().params.costs;
     let mut ticket = None;
     for a in &plan {
         cx.instr(c.issue);
@@ -213,7 +213,7 @@ pub fn sender_read(
                     .map_err(|_| ModeError::Busy { line })?;
                 if iv.state != LineState::Dirty {
                     // Not what the directory said: leave everything as it is.
-                    cx.state().stats.protocol_errors += 1;
+                    cx.state().coh_mut().stats.protocol_errors += 1;
                     return Err(ModeError::Busy { line });
                 }
                 // The line is current in the buffer; memory gets it too, and
@@ -244,8 +244,8 @@ pub fn sender_read(
 /// The receiver writes buffer `b` to `line` under `mode` (bytes `range` of
 /// the buffer are the message's; the rest of the line keeps its current
 /// contents). Local actions are performed and charged here.
-pub fn receiver_write(
-    cx: &mut Cx<'_, CohNode>,
+pub fn receiver_write<S: protocol::Coherent>(
+    cx: &mut Cx<'_, S>,
     mode: Mode,
     line: PAddr,
     b: BufId,
@@ -272,7 +272,7 @@ pub fn receiver_write(
     {
         in_flux(cx, line)?;
     }
-    let c = cx.state().params.costs;
+    let c = cx.state().coh_mut().params.costs;
     // A part of a line merges into its current bytes: memory's, or the
     // processor's dirty copy (below).
     let mut current = [0u8; magic::LINE_BYTES];

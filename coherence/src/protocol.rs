@@ -222,6 +222,23 @@ impl CohNode {
     }
 }
 
+/// A node state that contains the coherence protocol's: lets the protocol's
+/// handlers run on machines whose nodes also do other things.
+pub trait Coherent: NodeState + 'static {
+    fn coh(&self) -> &CohNode;
+    fn coh_mut(&mut self) -> &mut CohNode;
+}
+
+impl Coherent for CohNode {
+    fn coh(&self) -> &CohNode {
+        self
+    }
+
+    fn coh_mut(&mut self) -> &mut CohNode {
+        self
+    }
+}
+
 impl NodeState for CohNode {
     fn pending(&self) -> Option<String> {
         let mut parts = Vec::new();
@@ -318,10 +335,8 @@ pub fn canonical(placement: Placement, nodes: u32, a: PAddr) -> PAddr {
     }
 }
 
-type C<'a, 'b> = Cx<'a, CohNode>;
-
-fn costs(cx: &mut C<'_, '_>) -> Costs {
-    cx.state().params.costs
+fn costs<S: Coherent>(cx: &mut Cx<'_, S>) -> Costs {
+    cx.state().coh_mut().params.costs
 }
 
 /// The pointer-pool element holding sharer `n` of `line` (pointer-list format).
@@ -338,30 +353,30 @@ fn miss_addr(line: PAddr) -> u64 {
 }
 
 /// Load and test the directory entry of `line`.
-pub(crate) fn dir_load(cx: &mut C<'_, '_>, line: PAddr) -> DirEntry {
+pub(crate) fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry {
     let c = costs(cx);
     cx.instr(c.dir_check);
     cx.load(dir_addr(line));
-    cx.state().entry(line)
+    cx.state().coh_mut().entry(line)
 }
 
 /// Write the new entry back.
-pub(crate) fn dir_store(cx: &mut C<'_, '_>, line: PAddr, e: DirEntry) {
+pub(crate) fn dir_store<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, e: DirEntry) {
     let c = costs(cx);
     cx.instr(c.dir_update);
     cx.store(dir_addr(line));
-    if cx.state().params.format == DirFormat::PointerList {
+    if cx.state().coh_mut().params.format == DirFormat::PointerList {
         // Adding or freeing pointers touches the pool.
         cx.store(ptr_addr(line, NodeId(0)));
     }
-    cx.state().set_entry(line, e);
+    cx.state().coh_mut().set_entry(line, e);
 }
 
-fn send(cx: &mut C<'_, '_>, m: Msg, data: Option<BufId>) {
+fn send<S: Coherent>(cx: &mut Cx<'_, S>, m: Msg, data: Option<BufId>) {
     let c = costs(cx);
     cx.instr(c.send);
     if cx.send(m, data).is_err() {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
     }
 }
 
@@ -391,7 +406,7 @@ fn net_type(r: Req) -> MsgType {
 }
 
 /// A miss from this node's processor.
-fn pi_miss(cx: &mut C<'_, '_>, m: &Msg) {
+fn pi_miss<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -399,16 +414,20 @@ fn pi_miss(cx: &mut C<'_, '_>, m: &Msg) {
     let me = cx.node();
     cx.instr(c.record);
     cx.store(miss_addr(line));
-    cx.state().misses.entry(key(line)).or_insert(Miss {
-        req,
-        acks_needed: None,
-        acks_got: 0,
-        exclusive: false,
-        buf: None,
-        invalidated: false,
-        filling: false,
-        retries: 0,
-    });
+    cx.state()
+        .coh_mut()
+        .misses
+        .entry(key(line))
+        .or_insert(Miss {
+            req,
+            acks_needed: None,
+            acks_got: 0,
+            exclusive: false,
+            buf: None,
+            invalidated: false,
+            filling: false,
+            retries: 0,
+        });
     if line.node() == me {
         home_request(cx, line, me, req, m);
     } else {
@@ -420,14 +439,14 @@ fn pi_miss(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// A request at the home.
-fn net_request(cx: &mut C<'_, '_>, m: &Msg) {
+fn net_request<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     home_request(cx, m.addr, m.src, req_of(m.mtype), m);
 }
 
 /// The home's part of a request from `r` (this node or another).
-fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg) {
+fn home_request<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, r: NodeId, req: Req, orig: &Msg) {
     let me = cx.node();
     let e = dir_load(cx, line);
     let (next, decision) = directory::on_request(&e, me, r, req);
@@ -460,7 +479,8 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
     // crossing the processor interface) or no longer (its writeback is still
     // in the processor-interface queue): refuse until that is over.
     let k = key(line);
-    let evicting = matches!(decision, Decision::LocalOwner { .. }) && cx.state().local_busy(k);
+    let evicting =
+        matches!(decision, Decision::LocalOwner { .. }) && cx.state().coh_mut().local_busy(k);
     if decision == Decision::Nak || (needs_buf && buf.is_none()) || evicting {
         if let Some(b) = buf {
             let _ = cx.free_buffer(b);
@@ -480,10 +500,10 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
             for t in invalidate {
                 let c = costs(cx);
                 cx.instr(c.per_target);
-                if cx.state().params.format == DirFormat::PointerList {
+                if cx.state().coh_mut().params.format == DirFormat::PointerList {
                     cx.load(ptr_addr(line, t));
                 }
-                cx.state().stats.invalidations += 1;
+                cx.state().coh_mut().stats.invalidations += 1;
                 if t == me {
                     invalidate_local(cx, line);
                 } else {
@@ -516,10 +536,10 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
                     // The line comes back whole before the handler goes on.
                     cx.wait_until(iv.done);
                     if iv.state != LineState::Dirty {
-                        cx.state().stats.protocol_errors += 1;
+                        cx.state().coh_mut().stats.protocol_errors += 1;
                     }
                 }
-                Err(_) => cx.state().stats.protocol_errors += 1,
+                Err(_) => cx.state().coh_mut().stats.protocol_errors += 1,
             }
             if !exclusive {
                 cx.instr(c.issue);
@@ -530,7 +550,7 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
         }
         Decision::Forward { owner, exclusive } => {
             dir_store(cx, line, next);
-            cx.state().stats.forwards += 1;
+            cx.state().coh_mut().stats.forwards += 1;
             let ty = if exclusive { mt::FWD_GETX } else { mt::FWD_GET };
             let f = Msg::new(ty, me, owner).addr(line).args([r.0 as u64, 0, 0]);
             send(cx, f, None);
@@ -539,8 +559,8 @@ fn home_request(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, req: Req, orig: &Msg
 }
 
 /// Refuse a request: the requester tries again.
-fn nak(cx: &mut C<'_, '_>, r: NodeId, orig: &Msg) {
-    cx.state().stats.naks += 1;
+fn nak<S: Coherent>(cx: &mut Cx<'_, S>, r: NodeId, orig: &Msg) {
+    cx.state().coh_mut().stats.naks += 1;
     let me = cx.node();
     let n = Msg::new(mt::NAK, me, r).lane(Lane::Reply).addr(orig.addr);
     if r == me {
@@ -549,7 +569,7 @@ fn nak(cx: &mut C<'_, '_>, r: NodeId, orig: &Msg) {
         let c = costs(cx);
         cx.instr(c.send);
         if cx.to_processor(n, None).is_err() {
-            cx.state().stats.protocol_errors += 1;
+            cx.state().coh_mut().stats.protocol_errors += 1;
         }
     } else {
         send(cx, n, None);
@@ -558,7 +578,14 @@ fn nak(cx: &mut C<'_, '_>, r: NodeId, orig: &Msg) {
 
 /// Answer requester `r` (here or remote) with `ty`, telling it how many
 /// invalidation acknowledgements to expect.
-fn reply(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, ty: MsgType, acks: u32, buf: Option<BufId>) {
+fn reply<S: Coherent>(
+    cx: &mut Cx<'_, S>,
+    line: PAddr,
+    r: NodeId,
+    ty: MsgType,
+    acks: u32,
+    buf: Option<BufId>,
+) {
     if r == cx.node() {
         got_reply(cx, line, ty, acks, buf);
     } else {
@@ -571,35 +598,41 @@ fn reply(cx: &mut C<'_, '_>, line: PAddr, r: NodeId, ty: MsgType, acks: u32, buf
 }
 
 /// Invalidate this node's processor's copy (clean: the directory said shared).
-fn invalidate_local(cx: &mut C<'_, '_>, line: PAddr) {
+fn invalidate_local<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
     let c = costs(cx);
     cx.instr(c.issue);
-    if let Some(miss) = cx.state().misses.get_mut(&key(line)) {
+    if let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(line)) {
         if miss.req == Req::Read {
             miss.invalidated = true;
         }
     }
     match cx.pc_get(line, None, LineState::Uncached) {
         Ok(iv) => cx.wait_until(iv.state_at),
-        Err(_) => cx.state().stats.protocol_errors += 1,
+        Err(_) => cx.state().coh_mut().stats.protocol_errors += 1,
     }
 }
 
 /// PUT, PUTX or UPGRADE_ACK at the requester.
-fn net_reply(cx: &mut C<'_, '_>, m: &Msg) {
+fn net_reply<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let buf = cx.take_msg_buffer();
     got_reply(cx, m.addr, m.mtype, m.args[1] as u32, buf);
 }
 
-fn got_reply(cx: &mut C<'_, '_>, line: PAddr, ty: MsgType, acks: u32, buf: Option<BufId>) {
+fn got_reply<S: Coherent>(
+    cx: &mut Cx<'_, S>,
+    line: PAddr,
+    ty: MsgType,
+    acks: u32,
+    buf: Option<BufId>,
+) {
     let c = costs(cx);
     cx.instr(c.record);
     cx.load(miss_addr(line));
     cx.store(miss_addr(line));
-    let Some(miss) = cx.state().misses.get_mut(&key(line)) else {
-        cx.state().stats.protocol_errors += 1;
+    let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(line)) else {
+        cx.state().coh_mut().stats.protocol_errors += 1;
         if let Some(b) = buf {
             let _ = cx.free_buffer(b);
         }
@@ -612,15 +645,15 @@ fn got_reply(cx: &mut C<'_, '_>, line: PAddr, ty: MsgType, acks: u32, buf: Optio
 }
 
 /// An invalidation acknowledgement at the requester.
-fn inv_ack(cx: &mut C<'_, '_>, m: &Msg) {
+fn inv_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
     cx.load(miss_addr(m.addr));
     cx.store(miss_addr(m.addr));
-    match cx.state().misses.get_mut(&key(m.addr)) {
+    match cx.state().coh_mut().misses.get_mut(&key(m.addr)) {
         Some(miss) => miss.acks_got += 1,
         None => {
-            cx.state().stats.protocol_errors += 1;
+            cx.state().coh_mut().stats.protocol_errors += 1;
             return;
         }
     }
@@ -628,9 +661,9 @@ fn inv_ack(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// Hand the processor its line once the reply and every acknowledgement are in.
-fn try_complete(cx: &mut C<'_, '_>, line: PAddr) {
+fn try_complete<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
     let k = key(line);
-    let Some(miss) = cx.state().misses.get_mut(&k) else {
+    let Some(miss) = cx.state().coh_mut().misses.get_mut(&k) else {
         return;
     };
     if miss.filling || miss.acks_needed != Some(miss.acks_got) {
@@ -648,22 +681,22 @@ fn try_complete(cx: &mut C<'_, '_>, line: PAddr) {
     let c = costs(cx);
     cx.instr(c.send);
     if cx.to_processor(f, buf).is_err() {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
     }
 }
 
 /// A NAK at the requester: ask again.
-fn net_nak(cx: &mut C<'_, '_>, m: &Msg) {
+fn net_nak<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
     let me = cx.node();
-    let Some(miss) = cx.state().misses.get_mut(&key(m.addr)) else {
-        cx.state().stats.protocol_errors += 1;
+    let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(m.addr)) else {
+        cx.state().coh_mut().stats.protocol_errors += 1;
         return;
     };
     miss.retries += 1;
     let (req, retries) = (miss.req, miss.retries);
-    let s = &mut cx.state().stats;
+    let s = &mut cx.state().coh_mut().stats;
     s.retries += 1;
     s.max_retries = s.max_retries.max(retries);
     let r = Msg::new(net_type(req), me, m.addr.node())
@@ -673,32 +706,32 @@ fn net_nak(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// A forwarded request at the (presumed) owner.
-fn forward(cx: &mut C<'_, '_>, m: &Msg) {
+fn forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     serve_forward(cx, m);
 }
 
-fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
+fn serve_forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let line = m.addr;
     let k = key(line);
     let me = cx.node();
     let r = NodeId(m.args[0] as u32);
     let exclusive = m.mtype == mt::FWD_GETX;
-    if cx.state().writebacks.contains_key(&k) {
+    if cx.state().coh_mut().writebacks.contains_key(&k) {
         // Our writeback crossed it; the home answers from the written-back line.
-        cx.state().stats.forwards_dropped += 1;
+        cx.state().coh_mut().stats.forwards_dropped += 1;
         return;
     }
-    if cx.state().misses.contains_key(&k) {
+    if cx.state().coh_mut().misses.contains_key(&k) {
         // Our own fill is still on its way: serve it once the processor has it.
-        cx.state().stats.deferred += 1;
-        cx.state().deferred.entry(k).or_default().push(*m);
+        cx.state().coh_mut().stats.deferred += 1;
+        cx.state().coh_mut().deferred.entry(k).or_default().push(*m);
         return;
     }
     let Some(b) = cx.alloc_buffer() else {
         if cx.reschedule(*m).is_err() {
-            cx.state().stats.protocol_errors += 1;
+            cx.state().coh_mut().stats.protocol_errors += 1;
         }
         return;
     };
@@ -712,7 +745,7 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
     match cx.pc_get(line, Some(b), keep) {
         Ok(iv) if iv.state == LineState::Dirty => cx.wait_until(iv.done),
         _ => {
-            cx.state().stats.protocol_errors += 1;
+            cx.state().coh_mut().stats.protocol_errors += 1;
             let _ = cx.free_buffer(b);
             return;
         }
@@ -765,17 +798,22 @@ fn serve_forward(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// The processor has used a fill: serve forwards that waited for it.
-fn pi_resume(cx: &mut C<'_, '_>, m: &Msg) {
+fn pi_resume<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let waiting = cx.state().deferred.remove(&key(m.addr)).unwrap_or_default();
+    let waiting = cx
+        .state()
+        .coh_mut()
+        .deferred
+        .remove(&key(m.addr))
+        .unwrap_or_default();
     for f in waiting {
         serve_forward(cx, &f);
     }
 }
 
 /// An invalidation at a sharer.
-fn inval(cx: &mut C<'_, '_>, m: &Msg) {
+fn inval<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     invalidate_local(cx, m.addr);
@@ -787,7 +825,7 @@ fn inval(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// The owner kept a clean copy: memory gets the line, the entry is shared.
-fn sharing_wb(cx: &mut C<'_, '_>, m: &Msg) {
+fn sharing_wb<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -798,7 +836,7 @@ fn sharing_wb(cx: &mut C<'_, '_>, m: &Msg) {
         _ => None,
     };
     if next == e {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
     }
     dir_store(cx, line, next);
     if let Some(b) = cx.take_msg_buffer() {
@@ -815,25 +853,25 @@ fn sharing_wb(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// The owner handed the line to the writer.
-fn transfer(cx: &mut C<'_, '_>, m: &Msg) {
+fn transfer<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let e = dir_load(cx, m.addr);
     let next = directory::on_ownership_transfer(&e);
     if next == e {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
     }
     dir_store(cx, m.addr, next);
 }
 
 /// This node's processor writes a dirty line back.
-fn pi_writeback(cx: &mut C<'_, '_>, m: &Msg) {
+fn pi_writeback<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
     let me = cx.node();
     if line.node() == me {
-        cx.state().writeback_done(key(line));
+        cx.state().coh_mut().writeback_done(key(line));
         home_writeback(cx, line, me);
     } else {
         let b = cx.take_msg_buffer();
@@ -843,7 +881,7 @@ fn pi_writeback(cx: &mut C<'_, '_>, m: &Msg) {
 }
 
 /// A writeback at the home.
-fn net_writeback(cx: &mut C<'_, '_>, m: &Msg) {
+fn net_writeback<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
     home_writeback(cx, m.addr, m.src);
@@ -851,15 +889,15 @@ fn net_writeback(cx: &mut C<'_, '_>, m: &Msg) {
     send(cx, a, None);
 }
 
-fn home_writeback(cx: &mut C<'_, '_>, line: PAddr, from: NodeId) {
+fn home_writeback<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, from: NodeId) {
     let e = dir_load(cx, line);
     let (next, d) = directory::on_writeback(&e, from);
     let Some(b) = cx.take_msg_buffer() else {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
         return;
     };
     if d == WbDecision::Stale {
-        cx.state().stats.protocol_errors += 1;
+        cx.state().coh_mut().stats.protocol_errors += 1;
         let _ = cx.free_buffer(b);
         return;
     }
@@ -881,52 +919,52 @@ fn home_writeback(cx: &mut C<'_, '_>, line: PAddr, from: NodeId) {
     }
 }
 
-fn wb_ack(cx: &mut C<'_, '_>, m: &Msg) {
+fn wb_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    if !cx.state().writeback_done(key(m.addr)) {
-        cx.state().stats.protocol_errors += 1;
+    if !cx.state().coh_mut().writeback_done(key(m.addr)) {
+        cx.state().coh_mut().stats.protocol_errors += 1;
     }
 }
 
 /// Install the protocol's handlers in a machine's jump table.
-pub fn install(b: &mut MagicBuilder<CohNode>) {
+pub fn install<S: Coherent>(b: &mut MagicBuilder<S>) {
     let spec = Dispatch {
         speculative_read: true,
         ..Dispatch::default()
     };
     let n = Region::Normal;
-    let h = b.handler("pi-miss", pi_miss);
+    let h = b.handler("pi-miss", pi_miss::<S>);
     for t in [mt::PI_GET, mt::PI_GETX, mt::PI_UPGRADE] {
         b.route_with(t, n, h, spec);
     }
-    let h = b.handler("pi-writeback", pi_writeback);
+    let h = b.handler("pi-writeback", pi_writeback::<S>);
     b.route(mt::PI_WB, n, h);
-    let h = b.handler("pi-resume", pi_resume);
+    let h = b.handler("pi-resume", pi_resume::<S>);
     b.route(mt::PI_RESUME, n, h);
-    let h = b.handler("home-request", net_request);
+    let h = b.handler("home-request", net_request::<S>);
     for t in [mt::GET, mt::GETX, mt::UPGRADE] {
         b.route_with(t, n, h, spec);
     }
-    let h = b.handler("home-writeback", net_writeback);
+    let h = b.handler("home-writeback", net_writeback::<S>);
     b.route(mt::WB, n, h);
-    let h = b.handler("owner-forward", forward);
+    let h = b.handler("owner-forward", forward::<S>);
     b.route(mt::FWD_GET, n, h).route(mt::FWD_GETX, n, h);
-    let h = b.handler("invalidate", inval);
+    let h = b.handler("invalidate", inval::<S>);
     b.route(mt::INVAL, n, h);
-    let h = b.handler("writeback-ack", wb_ack);
+    let h = b.handler("writeback-ack", wb_ack::<S>);
     b.route(mt::WB_ACK, n, h);
-    let h = b.handler("reply", net_reply);
+    let h = b.handler("reply", net_reply::<S>);
     b.route(mt::PUT, n, h)
         .route(mt::PUTX, n, h)
         .route(mt::UPGRADE_ACK, n, h);
-    let h = b.handler("inval-ack", inv_ack);
+    let h = b.handler("inval-ack", inv_ack::<S>);
     b.route(mt::INV_ACK, n, h);
-    let h = b.handler("nak", net_nak);
+    let h = b.handler("nak", net_nak::<S>);
     b.route(mt::NAK, n, h);
-    let h = b.handler("sharing-writeback", sharing_wb);
+    let h = b.handler("sharing-writeback", sharing_wb::<S>);
     b.route(mt::SHARING_WB, n, h);
-    let h = b.handler("transfer", transfer);
+    let h = b.handler("transfer", transfer::<S>);
     b.route(mt::TRANSFER, n, h);
 }
 
