@@ -2,7 +2,7 @@
 //!
 //! A processor miss enters its node's processor interface; the handler there
 //! either acts as the home (a local line) or sends the request to the home.
-//! The home reads the directory entry, asks [`directory`](crate::directory)
+//! The home reads the directory entry, asks [`crate::directory`]
 //! what to do, and does it: answer from memory (speculatively read at
 //! dispatch), intervene in its own processor's cache, send invalidations
 //! (acknowledged to the requester), forward to a remote owner (three hops), or

@@ -1,7 +1,7 @@
 //! The FLASH node controller, MAGIC, as a deterministic discrete-event model.
 //!
-//! This crate is the hardware: simulated [time](time), the event
-//! [engine](engine), the units of a node ([memory], the compute processor's
+//! This crate is the hardware: simulated [time], the event
+//! [engine], the units of a node ([memory], the compute processor's
 //! cache in [pcache], the outbox and network [link], MAGIC's data
 //! [buffers] and data cache in [dcache]), the macropipeline that runs protocol
 //! handlers ([machine]), the handler context ([cx]) through which a handler
