@@ -987,8 +987,8 @@ pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<
 /// Put a line in a starting state: `copies` are the caches holding it (at most
 /// one dirty, and then no other), with `cached` bytes; memory at the home
 /// holds `memory`. The directory is set to match.
-pub fn place(
-    m: &mut Magic<CohNode>,
+pub fn place<S: Coherent>(
+    m: &mut Magic<S>,
     line: PAddr,
     copies: &[(NodeId, LineState)],
     memory: [u8; LINE_BYTES],
@@ -1025,7 +1025,7 @@ pub fn place(
         (None, false) => directory::DirState::Shared(sharers),
         (None, true) => directory::DirState::Uncached,
     };
-    m.state_mut(home).set_entry(
+    m.state_mut(home).coh_mut().set_entry(
         line,
         DirEntry {
             state,

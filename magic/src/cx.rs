@@ -227,10 +227,20 @@ impl<'a, S> Cx<'a, S> {
 
     /// Return a buffer to the pool now.
     pub fn free_buffer(&mut self, b: BufId) -> Result<(), Refused> {
+        self.free_buffer_at(b, self.now)
+    }
+
+    /// Return a buffer to the pool when a transfer out of it is over (a
+    /// memory write's ticket, say); the handler need not wait for it.
+    pub fn free_buffer_after(&mut self, b: BufId, t: Ticket) -> Result<(), Refused> {
+        self.free_buffer_at(b, self.now.max(t.ready))
+    }
+
+    fn free_buffer_at(&mut self, b: BufId, at: Cycles) -> Result<(), Refused> {
         if self.msg_buf == Some(b) {
             self.msg_buf = None;
         }
-        if self.hw.bufs.release(b, self.now) {
+        if self.hw.bufs.release(b, at) {
             Ok(())
         } else {
             self.hw.drops.bad_buffer += 1;

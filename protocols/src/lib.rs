@@ -5,4 +5,5 @@
 //! before writing its code).
 
 pub mod pipeline;
+pub mod transfer;
 pub mod user;
