@@ -336,17 +336,7 @@ fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
     match format {
         Format::Json => out!("{}", serde_json::to_string(&r).expect("plain data")),
         Format::Table => {
-            out!(
-                "remap with {}: data ok {}\nOS waited          {} cycles\ninterrupts         {}\nstale uses         {}\nTLB hits / misses  {} / {}\ntotal              {} cycles\n",
-                t.name(),
-                r.data_ok,
-                r.os_wait_cycles,
-                r.processor_interrupts,
-                r.stale_uses_detected,
-                r.tlb_hits,
-                r.tlb_misses,
-                r.total_cycles
-            );
+            out!("{r}");
             out_raw!("{}", m.ledger().render());
         }
     }

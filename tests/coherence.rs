@@ -75,17 +75,7 @@ fn user_level_messaging_occupancy() {
     common::insta_settings().bind(|| insta::assert_snapshot!("fetch_op", out));
     for t in [Technique::Holdoff, Technique::Invalidate, Technique::Tlb] {
         let (r, m) = experiments::remap(t, MagicParams::default()).unwrap();
-        let mut out = format!(
-            "== remap {}: data ok {}, OS waited {}, interrupts {}, stale uses {}, TLB {}/{} hits/misses, total {} cycles\n",
-            t.name(),
-            r.data_ok,
-            r.os_wait_cycles,
-            r.processor_interrupts,
-            r.stale_uses_detected,
-            r.tlb_hits,
-            r.tlb_misses,
-            r.total_cycles
-        );
+        let mut out = format!("{r}\n");
         out.push_str(&m.ledger().render());
         common::insta_settings()
             .bind(|| insta::assert_snapshot!(format!("remap_{}", t.name()), out));

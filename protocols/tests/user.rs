@@ -21,6 +21,12 @@ fn frame(n: NodeId, k: u64) -> PAddr {
 /// (frame 16 for process 1, 17 for process 3) and source/destination pages.
 fn setup() -> Magic<UserNode> {
     let mut m = machine(MagicParams::default(), UserParams::default(), 2).unwrap();
+    configure(&mut m);
+    m
+}
+
+/// The processes, mappings and groups of `setup`, on any two-node machine.
+fn configure(m: &mut Magic<UserNode>) {
     let b = m.state_mut(B);
     b.os.spawn(Pid(2));
     b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
@@ -37,7 +43,6 @@ fn setup() -> Magic<UserNode> {
             .unwrap();
     }
     a.os.set_group(Pid(1), vec![(B, Pid(2))]).unwrap();
-    m
 }
 
 /// A fetch-and-add of `add` to the word at 0x40_0008 of the running process.
@@ -372,11 +377,7 @@ fn a_transient_nack_is_retried_with_a_bounded_back_off() {
         ..UserParams::default()
     };
     let mut m = machine(MagicParams::default(), params, 2).unwrap();
-    let s = setup();
-    for n in [A, B] {
-        let os = s.state(n).os.clone();
-        m.state_mut(n).os = os;
-    }
+    configure(&mut m);
     let seq1 = fetch_add_sequence(5);
     let seq3 = fetch_add_sequence(7);
     let mut ops = vec![UserOp::Switch(Pid(1))];
@@ -468,11 +469,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
     let mut m = b
         .build(|n| UserNode::new(n, 2, UserParams::default()).unwrap())
         .unwrap();
-    let s = setup();
-    for n in [A, B] {
-        let os = s.state(n).os.clone();
-        m.state_mut(n).os = os;
-    }
+    configure(&mut m);
     m.post(A, Cycles(0), Msg::new(MsgType(98), A, A)).unwrap();
     m.state_mut(A).push([
         UserOp::Switch(Pid(1)),

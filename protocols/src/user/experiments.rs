@@ -111,6 +111,26 @@ pub struct RemapResult {
     pub total_cycles: u64,
 }
 
+impl std::fmt::Display for RemapResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "remap with {}: data ok {}",
+            self.technique.name(),
+            self.data_ok
+        )?;
+        writeln!(f, "OS waited          {} cycles", self.os_wait_cycles)?;
+        writeln!(f, "interrupts         {}", self.processor_interrupts)?;
+        writeln!(f, "stale uses         {}", self.stale_uses_detected)?;
+        writeln!(
+            f,
+            "TLB hits / misses  {} / {}",
+            self.tlb_hits, self.tlb_misses
+        )?;
+        writeln!(f, "total              {} cycles", self.total_cycles)
+    }
+}
+
 /// Pages moved by a remap run.
 pub const PAGES: u64 = 4;
 
