@@ -44,12 +44,22 @@ fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg) {
 }
 
 fn machine() -> Magic<CohNode> {
+    machine_with(md_send, md_recv)
+}
+
+/// Two nodes with the protocol and a send and a receive handler (the
+/// receive handler also takes its own retries).
+fn machine_with(
+    send: magic::HandlerFn<CohNode>,
+    recv: magic::HandlerFn<CohNode>,
+) -> Magic<CohNode> {
     let mut b = MagicBuilder::new(MagicParams::default(), 2);
     protocol::install(&mut b);
-    let s = b.handler("md-send", md_send);
-    let r = b.handler("md-recv", md_recv);
+    let s = b.handler("md-send", send);
+    let r = b.handler("md-recv", recv);
     b.route(MD_SEND, Region::Normal, s)
-        .route(MD_DATA, Region::Normal, r);
+        .route(MD_DATA, Region::Normal, r)
+        .route(MD_RETRY, Region::Normal, r);
     b.build(|n| CohNode::new(n, 2, CohParams::default()))
         .unwrap()
 }
@@ -194,15 +204,7 @@ fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
 }
 
 fn retrying_machine() -> Magic<CohNode> {
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
-    protocol::install(&mut b);
-    let s = b.handler("md-send", md_send_retrying);
-    let r = b.handler("md-recv", md_recv_retrying);
-    b.route(MD_SEND, Region::Normal, s)
-        .route(MD_DATA, Region::Normal, r)
-        .route(MD_RETRY, Region::Normal, r);
-    b.build(|n| CohNode::new(n, 2, CohParams::default()))
-        .unwrap()
+    machine_with(md_send_retrying, md_recv_retrying)
 }
 
 fn word0(m: &Magic<CohNode>, n: NodeId, a: PAddr) -> u64 {
