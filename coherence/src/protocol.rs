@@ -201,6 +201,12 @@ impl CohNode {
         self.misses.contains_key(&k) || self.writebacks.contains_key(&k)
     }
 
+    /// This node's processor is filling or writing back `line`: its cache is
+    /// in flux, and anything that would intervene must wait.
+    pub fn in_flux(&self, line: PAddr) -> bool {
+        self.local_busy(key(line))
+    }
+
     /// One writeback of the line is over; false if none was under way.
     fn writeback_done(&mut self, k: u64) -> bool {
         match self.writebacks.get_mut(&k) {
@@ -344,7 +350,9 @@ fn ptr_addr(line: PAddr, n: NodeId) -> u64 {
     PTR_POOL + ((line.line().0 * 8 + n.0 as u64) % (1 << 16)) * 8
 }
 
-pub(crate) fn dir_addr(line: PAddr) -> u64 {
+/// The MAGIC-memory address of `line`'s directory entry (what a handler
+/// loads and stores to read and write it).
+pub fn dir_addr(line: PAddr) -> u64 {
     DIR_BASE + (line.line().0 % (1 << 20)) * 8
 }
 

@@ -210,9 +210,15 @@ impl NodeState for XferNode {
 type C<'a> = Cx<'a, XferNode>;
 
 fn charge(cx: &mut C<'_>, t: &Task, b: &mut Breakdown) {
+    charge_at(cx, t, b, RECORD);
+}
+
+/// As `charge`, with the task's first load at `at` (the directory entry it
+/// reads) and the others in the operation record.
+fn charge_at(cx: &mut C<'_>, t: &Task, b: &mut Breakdown, at: u64) {
     cx.bundles(t.cycles, t.instrs);
     for i in 0..t.loads {
-        cx.load(RECORD + i as u64 * 8);
+        cx.load(if i == 0 { at } else { RECORD + i as u64 * 8 });
     }
     for i in 0..t.stores {
         cx.store(RECORD + 64 + i as u64 * 8);
@@ -224,6 +230,12 @@ fn charge(cx: &mut C<'_>, t: &Task, b: &mut Breakdown) {
 fn dirty_here(cx: &mut C<'_>, line: PAddr) -> bool {
     let me = cx.node();
     matches!(cx.state().coh.entry(line).state, DirState::Exclusive(o) if o == me)
+}
+
+/// The directory says dirty here, but the processor is still filling or
+/// writing the line back: intervening now would read a cache in flux.
+fn in_flux(cx: &mut C<'_>, line: PAddr) -> bool {
+    dirty_here(cx, line) && cx.state().coh.in_flux(line)
 }
 
 /// Begin a transfer: the record is in place; start the handler.
@@ -256,7 +268,12 @@ fn step(cx: &mut C<'_>, _m: &Msg) {
         let Some(buf) = pending.map(|p| p.0).or_else(|| cx.alloc_buffer()) else {
             break; // AllocFail: back off through the software queue.
         };
-        charge(cx, &tasks::DIRECTORY, &mut b);
+        charge_at(cx, &tasks::DIRECTORY, &mut b, protocol::dir_addr(line));
+        if pending.is_none() && in_flux(cx, line) {
+            // Back off through the software queue until the processor is done.
+            let _ = cx.free_buffer(buf);
+            break;
+        }
         if dirty_here(cx, line) {
             // Dirty: the get may already be out (chunked); else issue it now.
             let iv_done = match pending.take() {
@@ -291,7 +308,7 @@ fn step(cx: &mut C<'_>, _m: &Msg) {
             // line's get goes out before this line is finished.
             if let Version::Chunked(_) = rec.version {
                 let next = PAddr(line.0 + LINE_BYTES as u64);
-                if i + 1 < k && dirty_here(cx, next) {
+                if i + 1 < k && dirty_here(cx, next) && !in_flux(cx, next) {
                     if let Some(nb) = cx.alloc_buffer() {
                         let g = tasks::GET;
                         cx.bundles(1, g.instrs / 2);
