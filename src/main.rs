@@ -18,6 +18,54 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// A bulk transfer over a connection between two processes on two
+    /// nodes: start-up breakdown, per-line rate and what bounds it, and the
+    /// handlers' occupancy.
+    ///
+    /// Example: flashkit transfer --bytes 4096 --sender dirty --handler chunked --chunk 8
+    Transfer {
+        /// Bytes to send (each direction).
+        #[arg(long, value_parser = parse_offset, default_value = "4096")]
+        bytes: u64,
+        /// The send buffer's lines at the start: uncached, clean or dirty in
+        /// the sender's cache, or dirty in a third node's cache.
+        #[arg(long, value_enum, default_value_t = SenderArg::Uncached)]
+        sender: SenderArg,
+        /// The receive buffer's lines at the start.
+        #[arg(long, value_enum, default_value_t = ReceiverArg::Uncached)]
+        receiver: ReceiverArg,
+        /// The sender's transfer handler.
+        #[arg(long, value_enum, default_value_t = HandlerArg::Chunked)]
+        handler: HandlerArg,
+        /// Components per invocation of the chunked handler.
+        #[arg(long, default_value_t = 4)]
+        chunk: u32,
+        /// Offset of the send buffer within its page.
+        #[arg(long, value_parser = parse_offset, default_value = "0")]
+        src_offset: u64,
+        /// Offset of the receive buffer within its page.
+        #[arg(long, value_parser = parse_offset, default_value = "0")]
+        dst_offset: u64,
+        /// Message-data coherence.
+        #[arg(long, value_enum, default_value_t = CoherenceArg::Local)]
+        coherence: CoherenceArg,
+        /// Under global coherence: fetch remote dirty lines overlapped with
+        /// the transfer, or all of them first.
+        #[arg(long, value_enum, default_value_t = StrategyArg::Pipelined)]
+        strategy: StrategyArg,
+        /// One sender, or both partners sending to each other at once.
+        #[arg(long, value_enum, default_value_t = DirectionArg::Uni)]
+        direction: DirectionArg,
+        /// Receives the data is split over (a byte stream: one send may fill
+        /// several receives).
+        #[arg(long, default_value_t = 1)]
+        receives: u32,
+        /// Post the receives after the send instead of before it.
+        #[arg(long)]
+        receive_late: bool,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Run the engine benchmark workload: every node sends MSGS messages of 32
     /// packets through three fixed-cost handlers on MAGIC.
     ///
@@ -94,6 +142,46 @@ fn parse_offset(s: &str) -> Result<u64, String> {
         None => s.parse(),
     };
     r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SenderArg {
+    Uncached,
+    Clean,
+    Dirty,
+    DirtyRemote,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReceiverArg {
+    Uncached,
+    Clean,
+    Dirty,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum HandlerArg {
+    Base,
+    Optimized,
+    Chunked,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CoherenceArg {
+    Local,
+    Global,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StrategyArg {
+    Pipelined,
+    Collect,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DirectionArg {
+    Uni,
+    Bi,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -176,6 +264,67 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Transfer {
+            bytes,
+            sender,
+            receiver,
+            handler,
+            chunk,
+            src_offset,
+            dst_offset,
+            coherence,
+            strategy,
+            direction,
+            receives,
+            receive_late,
+            format,
+        } => {
+            use protocols::transfer::{
+                Config, Direction, ReceiverState, SenderState, Strategy, Version,
+            };
+            if handler != HandlerArg::Chunked && chunk != 4 {
+                return Err(Failure::Usage(
+                    "--chunk applies only to --handler chunked".into(),
+                ));
+            }
+            let c = Config {
+                bytes,
+                sender: match sender {
+                    SenderArg::Uncached => SenderState::Uncached,
+                    SenderArg::Clean => SenderState::Clean,
+                    SenderArg::Dirty => SenderState::Dirty,
+                    SenderArg::DirtyRemote => SenderState::DirtyRemote,
+                },
+                receiver: match receiver {
+                    ReceiverArg::Uncached => ReceiverState::Uncached,
+                    ReceiverArg::Clean => ReceiverState::Clean,
+                    ReceiverArg::Dirty => ReceiverState::Dirty,
+                },
+                version: match handler {
+                    HandlerArg::Base => Version::Base,
+                    HandlerArg::Optimized => Version::Optimized,
+                    HandlerArg::Chunked => Version::Chunked(chunk),
+                },
+                src_offset,
+                dst_offset,
+                mode: match coherence {
+                    CoherenceArg::Local => coherence::modes::Mode::Local,
+                    CoherenceArg::Global => coherence::modes::Mode::Global,
+                },
+                strategy: match strategy {
+                    StrategyArg::Pipelined => Strategy::Pipelined,
+                    StrategyArg::Collect => Strategy::Collect,
+                },
+                direction: match direction {
+                    DirectionArg::Uni => Direction::Uni,
+                    DirectionArg::Bi => Direction::Bi,
+                },
+                receives,
+                receive_first: !receive_late,
+                params: magic::MagicParams::default(),
+            };
+            transfer(&c, format)
+        }
         Command::FetchOp {
             remote_node,
             format,
@@ -292,6 +441,20 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
             );
             out_raw!("{}", ledger.render());
         }
+    }
+    Ok(())
+}
+
+fn transfer(c: &protocols::transfer::Config, format: Format) -> Result<(), Failure> {
+    c.validate().map_err(Failure::Usage)?;
+    let r = protocols::transfer::run(c).map_err(Failure::Usage)?;
+    match format {
+        Format::Json => out!("{}", r.json()),
+        Format::Table => out_raw!("{r}"),
+    }
+    if !r.data_ok || r.incoherent.is_some() {
+        eprintln!("error: the transfer left wrong data or incoherent caches");
+        return Err(Failure::Stuck);
     }
     Ok(())
 }

@@ -311,13 +311,16 @@ pub fn receiver_write<S: protocol::Coherent>(
             _ => {}
         }
     }
-    if mode != Mode::None && entry.is_some() {
-        protocol::dir_store(cx, line, DirEntry::default());
-    }
     let bytes = cx.buffer_mut(b).ok_or(ModeError::Busy { line })?;
     let mut merged = current;
     merged[range.clone()].copy_from_slice(&bytes[range]);
     *bytes = merged;
-    cx.mem_write(line, b)
-        .map_err(|_| outside(line, "not in this node's memory"))
+    // The write goes out first; the directory is updated while it streams.
+    let t = cx
+        .mem_write(line, b)
+        .map_err(|_| outside(line, "not in this node's memory"))?;
+    if mode != Mode::None && entry.is_some() {
+        protocol::dir_store(cx, line, DirEntry::default());
+    }
+    Ok(t)
 }

@@ -361,7 +361,7 @@ fn miss_addr(line: PAddr) -> u64 {
 }
 
 /// Load and test the directory entry of `line`.
-pub(crate) fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry {
+pub fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry {
     let c = costs(cx);
     cx.instr(c.dir_check);
     cx.load(dir_addr(line));
@@ -369,7 +369,7 @@ pub(crate) fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry
 }
 
 /// Write the new entry back.
-pub(crate) fn dir_store<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, e: DirEntry) {
+pub fn dir_store<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, e: DirEntry) {
     let c = costs(cx);
     cx.instr(c.dir_update);
     cx.store(dir_addr(line));

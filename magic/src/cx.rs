@@ -54,6 +54,8 @@ pub struct Cx<'a, S> {
     pub(crate) msg_buf: Option<BufId>,
     pub(crate) spec: Option<(BufId, Ticket)>,
     pub(crate) tally: HandlerStats,
+    /// The wire interval of the last packet this handler sent to the network.
+    pub(crate) last_wire: Option<(Cycles, Cycles)>,
 }
 
 impl<'a, S> Cx<'a, S> {
@@ -173,6 +175,49 @@ impl<'a, S> Cx<'a, S> {
         buf.bytes = bytes;
         buf.first_ready = t.first;
         buf.ready = t.last;
+        Ok(Ticket {
+            first: t.first,
+            ready: t.last,
+        })
+    }
+
+    /// Read the line holding `a` shifted by `shift` bytes (a multiple of a
+    /// doubleword): its bytes `0..128-shift` land at `shift..` of buffer
+    /// `first`, and the rest wraps to the start of buffer `second`. Bytes of
+    /// the buffers outside those ranges keep what they held. This is how
+    /// MAGIC's data path realigns a line for an unaligned transfer: the line
+    /// is read once, into two buffers.
+    pub fn mem_read_wrap(
+        &mut self,
+        a: PAddr,
+        first: BufId,
+        shift: usize,
+        second: Option<BufId>,
+    ) -> Result<Ticket, Refused> {
+        self.local(a)?;
+        self.check_buf(first)?;
+        if let Some(b) = second {
+            self.check_buf(b)?;
+        }
+        if shift % 8 != 0 || shift >= LINE_BYTES || (shift > 0 && second.is_none()) {
+            self.hw.drops.bad_buffer += 1;
+            return Err(Refused::BadBuffer);
+        }
+        let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+        let bytes = self.hw.mem.line(a.line());
+        let head = LINE_BYTES - shift;
+        let f = self.hw.bufs.get_mut(first).expect("checked");
+        f.bytes[shift..].copy_from_slice(&bytes[..head]);
+        f.first_ready = f.first_ready.max(t.first);
+        f.ready = f.ready.max(t.last);
+        if let (Some(b), true) = (second, shift > 0) {
+            // The wrapped part streams last.
+            let w = t.first + Cycles(head as u64 / 8);
+            let s = self.hw.bufs.get_mut(b).expect("checked");
+            s.bytes[..shift].copy_from_slice(&bytes[head..]);
+            s.first_ready = s.first_ready.max(w);
+            s.ready = s.ready.max(t.last);
+        }
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -328,6 +373,7 @@ impl<'a, S> Cx<'a, S> {
                 p.outbox_slots,
             );
             self.tally.outbox_stall += (d.accepted - self.now).0;
+            self.last_wire = Some((d.start, d.end));
             self.now = d.accepted;
             // Cut through: the header is in once its bytes have crossed; the
             // data follows at the link's rate, the last byte `wire` after the first.
@@ -365,6 +411,12 @@ impl<'a, S> Cx<'a, S> {
             },
         );
         Ok(())
+    }
+
+    /// When the last packet this handler sent to the network goes on the
+    /// wire and comes off it (for measurements of the pipeline).
+    pub fn last_wire(&self) -> Option<(Cycles, Cycles)> {
+        self.last_wire
     }
 
     /// Put `msg` on this node's software queue, to be dispatched after the

@@ -785,6 +785,7 @@ impl<S: NodeState> Magic<S> {
                 msg_buf: buf,
                 spec,
                 tally: HandlerStats::default(),
+                last_wire: None,
             };
             f(&mut cx, &msg);
             // A handler occupies the PP at least one cycle.

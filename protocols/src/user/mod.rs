@@ -10,4 +10,5 @@ pub mod pages;
 pub mod tlb;
 
 pub use cmd::{Field, Nack, OpCode};
-pub use node::{machine, UserEvent, UserNode, UserOp, UserParams};
+pub use node::{machine, UserCosts, UserEvent, UserNode, UserOp, UserParams};
+pub use pages::{PageTable, UseRef};

@@ -23,6 +23,16 @@ pub struct PageUse {
     stale: Cell<bool>,
 }
 
+impl std::fmt::Debug for PageUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "use of {} (record {}, slot {})", self.page, self.record, self.slot)?;
+        if !self.valid() {
+            write!(f, ", stale")?;
+        }
+        Ok(())
+    }
+}
+
 impl PageUse {
     /// The check a handler makes before each use.
     pub fn valid(&self) -> bool {

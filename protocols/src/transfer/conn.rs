@@ -1,0 +1,688 @@
+//! The connection: the user program's command sequences, MAGIC's command,
+//! setup and space-notice handlers, and the receiving side (component and
+//! cleanup handlers). Global coherence's fetch of a remote owner's dirty
+//! line lives here too: it is a request and reply between MAGICs.
+//!
+//! A command is one write naming the operation (its address) and length
+//! (its data), then one write per page of the buffer through the page's
+//! shadow (the address is the authentic physical page, the data the user's
+//! virtual address of it), then the committing read. A receive names its
+//! pages through the write shadow, which exists only for writable pages.
+
+use super::sender::Task;
+use super::{addr, mt, Op, RecvOp, Refusal, SendOp, Space, Span, XferNode};
+use coherence::directory::{DirEntry, DirState, Sharers};
+use coherence::modes;
+use magic::{
+    Cx, Cycles, Dispatch, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region,
+    LINE_BYTES,
+};
+use os_shim::{Pid, PAGE_BYTES, WRITE_SHADOW};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Costs of the connection's handlers that are parameters rather than
+/// fixed schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct XferCosts {
+    /// Instructions to take one command write into the record.
+    pub write: u32,
+    /// PP cycles to link one page into the in-use table (hand-coded, 8-9).
+    pub link_cycles: u32,
+    /// Instructions to unlink one page at completion.
+    pub unlink: u32,
+    /// Instructions per doubleword when the PP realigns a component.
+    pub shift_dword: u32,
+}
+
+impl Default for XferCosts {
+    fn default() -> Self {
+        XferCosts {
+            write: 6,
+            link_cycles: 9,
+            unlink: 3,
+            shift_dword: 4,
+        }
+    }
+}
+
+/// The fixed schedules of the connection's handlers: the tasks each
+/// performs, in order.
+pub mod tasks {
+    use super::Task;
+    const fn t(name: &'static str, cycles: u32, instrs: u32, loads: u32, stores: u32) -> Task {
+        Task {
+            name,
+            cycles,
+            instrs,
+            loads,
+            stores,
+        }
+    }
+    /// The committing read of a sequence: decode and check, then answer.
+    pub const COMMIT: [Task; 4] = [
+        t("load record, decode", 6, 9, 2, 0),
+        t("check operation, length, pages", 8, 14, 1, 0),
+        t("check connection", 4, 6, 1, 0),
+        t("accept, answer", 4, 7, 0, 2),
+    ];
+    /// The setup of an accepted send or receive (pages linked apart).
+    pub const SETUP: [Task; 5] = [
+        t("load record and connection", 10, 12, 4, 0),
+        t("verify command", 30, 50, 3, 0),
+        t("find receive space, alignment", 22, 36, 4, 1),
+        t("initialize transfer state", 32, 54, 2, 8),
+        t("schedule", 4, 6, 0, 1),
+    ];
+    /// The notice of a partner's posted receive.
+    pub const SPACE: [Task; 2] = [
+        t("load stream state", 4, 6, 2, 0),
+        t("queue space, maybe start", 6, 10, 0, 3),
+    ];
+    /// One component at the receiver (the coherence action apart).
+    pub const COMPONENT_IN: Task = t("load record, check", 4, 8, 1, 0);
+    pub const COMPONENT_OUT: Task = t("update record", 2, 4, 0, 1);
+    /// A receive is complete (pages unlinked apart).
+    pub const CLEANUP: [Task; 3] = [
+        t("load receive record", 8, 10, 3, 0),
+        t("update connection, free record", 36, 60, 2, 4),
+        t("notify process", 14, 24, 1, 1),
+    ];
+}
+
+fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
+    for t in ts {
+        cx.bundles(t.cycles, t.instrs);
+        for i in 0..t.loads {
+            cx.load(base + i as u64 * 8);
+        }
+        for i in 0..t.stores {
+            cx.store(base + 64 + i as u64 * 8);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- processor
+
+/// One operation of the user program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnOp {
+    /// Connect to the process the virtual PID names.
+    Connect { vpid: u16 },
+    /// Post a receive of `len` bytes at virtual address `va`.
+    Post { va: u64, len: u64 },
+    /// Send `len` bytes from virtual address `va`.
+    Send { va: u64, len: u64 },
+    Think(Cycles),
+}
+
+impl ConnOp {
+    fn op(&self) -> Option<Op> {
+        match self {
+            ConnOp::Connect { .. } => Some(Op::Connect),
+            ConnOp::Post { .. } => Some(Op::Post),
+            ConnOp::Send { .. } => Some(Op::Send),
+            ConnOp::Think(_) => None,
+        }
+    }
+}
+
+/// What the user program saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ConnEvent {
+    /// The first write of a command sequence went out.
+    Issued { op: Op, at: Cycles },
+    Ack { op: Op, at: Cycles },
+    Nack { op: Op, at: Cycles, reason: Refusal },
+    /// A shadow reference to a page the process has not mapped faulted.
+    Fault { at: Cycles, va: u64 },
+    SendDone { at: Cycles, bytes: u64 },
+    RecvDone { at: Cycles, bytes: u64 },
+}
+
+/// The compute processor's user program.
+#[derive(Clone, Debug, Default)]
+pub struct ConnCpu {
+    pub pid: Pid,
+    program: VecDeque<ConnOp>,
+    /// The writes and commit of the command being issued, one per cycle.
+    issuing: VecDeque<Msg>,
+    current: Option<Op>,
+    waiting: bool,
+    resume_at: Option<Cycles>,
+    pub log: Vec<ConnEvent>,
+}
+
+impl ConnCpu {
+    pub fn push(&mut self, ops: impl IntoIterator<Item = ConnOp>) {
+        self.program.extend(ops);
+    }
+
+    pub(super) fn pending(&self) -> Option<String> {
+        (self.waiting || !self.program.is_empty() || !self.issuing.is_empty()).then(|| {
+            format!(
+                "user program: {} op(s) left{}",
+                self.program.len(),
+                if self.waiting {
+                    ", waiting for an answer"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
+
+    /// The first event of the log `f` picks out.
+    pub fn find<T>(&self, f: impl Fn(&ConnEvent) -> Option<T>) -> Option<T> {
+        self.log.iter().find_map(f)
+    }
+
+    fn next(&self) -> ProcStep {
+        match self.resume_at {
+            Some(t) if !self.waiting => ProcStep::At(t),
+            _ => ProcStep::Idle,
+        }
+    }
+}
+
+/// Start the program (its first step is at `at`).
+pub fn start(n: &mut XferNode, at: Cycles) {
+    n.cpu.resume_at = Some(at);
+}
+
+pub(super) fn processor_step(n: &mut XferNode, p: &mut Processor<'_>) -> ProcStep {
+    let now = p.now();
+    if n.cpu.waiting || n.cpu.resume_at.is_none_or(|t| t > now) {
+        return n.cpu.next();
+    }
+    n.cpu.resume_at = None;
+    if let Some(m) = n.cpu.issuing.pop_front() {
+        if m.mtype == mt::CMD_COMMIT {
+            n.cpu.waiting = true;
+        } else {
+            n.cpu.resume_at = Some(now + Cycles(1));
+        }
+        p.request(m, None);
+        return n.cpu.next();
+    }
+    let Some(op) = n.cpu.program.pop_front() else {
+        return ProcStep::Idle;
+    };
+    if let ConnOp::Think(c) = op {
+        n.cpu.resume_at = Some(now + c);
+        return n.cpu.next();
+    }
+    let me = n.id;
+    let pid = n.cpu.pid;
+    let code = op.op().expect("a command");
+    let cmd = |t, a: PAddr, d: u64| Msg::new(t, me, me).addr(a).args([d, 0, 0]);
+    let op_addr = PAddr::new(Region::Message, me, code as u64 * 8);
+    let mut q = VecDeque::new();
+    match op {
+        ConnOp::Connect { vpid } => q.push_back(cmd(mt::CMD_OP, op_addr, vpid as u64)),
+        ConnOp::Post { va, len } | ConnOp::Send { va, len } => {
+            q.push_back(cmd(mt::CMD_OP, op_addr, len));
+            let write = code == Op::Post;
+            for k in 0..Span::pages(va, len.max(1)) {
+                let v = if k == 0 {
+                    va
+                } else {
+                    (va / PAGE_BYTES + k) * PAGE_BYTES
+                };
+                let shadow = if write {
+                    n.os.shadow_write(pid, v)
+                } else {
+                    n.os.shadow(pid, v)
+                };
+                match shadow {
+                    Ok(a) => q.push_back(cmd(mt::CMD_PAGE, a, v)),
+                    // The reference faults in the processor; MAGIC never
+                    // sees the page.
+                    Err(_) => n.cpu.log.push(ConnEvent::Fault { at: now, va: v }),
+                }
+            }
+        }
+        ConnOp::Think(_) => unreachable!(),
+    }
+    q.push_back(Msg::new(mt::CMD_COMMIT, me, me).addr(PAddr::new(Region::Message, me, 0)));
+    n.cpu.log.push(ConnEvent::Issued { op: code, at: now });
+    n.cpu.current = Some(code);
+    n.cpu.issuing = q;
+    n.cpu.resume_at = Some(now);
+    processor_step(n, p)
+}
+
+pub(super) fn processor_receive(
+    n: &mut XferNode,
+    p: &mut Processor<'_>,
+    msg: &Msg,
+) -> Option<ProcStep> {
+    let now = p.now();
+    let op = n.cpu.current.unwrap_or(Op::Send);
+    match msg.mtype {
+        mt::ACK | mt::NACK => {
+            n.cpu.log.push(if msg.mtype == mt::ACK {
+                ConnEvent::Ack { op, at: now }
+            } else {
+                let reason = Refusal::from_u64(msg.args[0]).unwrap_or(Refusal::Malformed);
+                ConnEvent::Nack { op, at: now, reason }
+            });
+            n.cpu.waiting = false;
+            n.cpu.current = None;
+            n.cpu.resume_at = Some(now + Cycles(1));
+        }
+        mt::SEND_DONE => n.cpu.log.push(ConnEvent::SendDone {
+            at: now,
+            bytes: msg.args[0],
+        }),
+        mt::RECV_DONE => n.cpu.log.push(ConnEvent::RecvDone {
+            at: now,
+            bytes: msg.args[0],
+        }),
+        _ => return None,
+    }
+    Some(n.cpu.next())
+}
+
+// ---------------------------------------------------------------- commands
+
+/// The command sequence being written.
+#[derive(Clone, Debug, Default)]
+pub struct CmdRecord {
+    pub op: Option<Op>,
+    pub arg: u64,
+    /// (authentic page with the in-page offset, user virtual address,
+    /// named through the write shadow).
+    pub pages: Vec<(PAddr, u64, bool)>,
+    pub bad: bool,
+}
+
+/// An accepted command waiting for its setup.
+#[derive(Clone, Debug)]
+pub struct Accepted {
+    pub op: Op,
+    pub pid: Pid,
+    pub va: u64,
+    pub len: u64,
+    pub frames: Vec<PAddr>,
+}
+
+/// At most this many accepted commands wait for setup.
+const MAX_ACCEPTED: usize = 8;
+
+type C<'a> = Cx<'a, XferNode>;
+
+fn to_cpu(cx: &mut C<'_>, t: magic::MsgType, args: [u64; 3]) {
+    let me = cx.node();
+    let _ = cx.to_processor(Msg::new(t, me, me).args(args), None);
+}
+
+fn cmd_op(cx: &mut C<'_>, m: &Msg) {
+    let c = cx.state().params.costs;
+    cx.instr(c.write);
+    cx.store(addr::CMD);
+    let op = Op::from_u64(m.addr.offset() / 8);
+    cx.state().cmd = super::conn::CmdRecord {
+        op,
+        arg: m.args[0],
+        pages: Vec::new(),
+        bad: op.is_none(),
+    };
+}
+
+fn cmd_page(cx: &mut C<'_>, m: &Msg) {
+    let c = cx.state().params.costs;
+    cx.instr(c.write);
+    cx.store(addr::CMD + 8);
+    let write = m.addr.0 & WRITE_SHADOW != 0;
+    let a = PAddr(m.addr.0 & !WRITE_SHADOW).with_region(Region::Normal);
+    let r = &mut cx.state().cmd;
+    if r.op.is_none() {
+        r.bad = true;
+    }
+    r.pages.push((a, m.args[0], write));
+}
+
+/// The committing read: check the sequence and answer; the setup follows
+/// through the software queue.
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
+    run_tasks(cx, &tasks::COMMIT, addr::CMD);
+    let r = std::mem::take(&mut cx.state().cmd);
+    let me = cx.node();
+    let pid = cx.state().cpu.pid;
+    let code = r.op.map_or(0, |o| o as u64);
+    match check(cx, &r) {
+        Err(why) => to_cpu(cx, mt::NACK, [why as u64, pid.0 as u64, code]),
+        Ok(None) => to_cpu(cx, mt::ACK, [0, pid.0 as u64, code]),
+        Ok(Some(a)) => {
+            to_cpu(cx, mt::ACK, [0, pid.0 as u64, code]);
+            cx.state().accepted.push_back(a);
+            let _ = cx.reschedule(Msg::new(mt::SETUP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+        }
+    }
+}
+
+/// Check a command; a connect takes effect at once, a send or receive is
+/// accepted for setup.
+fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
+    let pid = cx.state().cpu.pid;
+    let me = cx.node();
+    let mem = cx.params().mem_bytes;
+    let op = match (r.op, r.bad) {
+        (Some(op), false) => op,
+        _ => return Err(Refusal::Malformed),
+    };
+    if op == Op::Connect {
+        let peer = cx.state().os.vpid(pid, r.arg as u16);
+        return match peer {
+            Some(p) if p.0 != me => {
+                cx.state().partner = Some(p);
+                Ok(None)
+            }
+            _ => Err(Refusal::NotConnected),
+        };
+    }
+    if cx.state().partner.is_none() {
+        return Err(Refusal::NotConnected);
+    }
+    if cx.state().accepted.len() >= MAX_ACCEPTED {
+        return Err(Refusal::NoRecord);
+    }
+    let len = r.arg;
+    let Some(&(first, va, _)) = r.pages.first() else {
+        return Err(Refusal::Malformed);
+    };
+    let pages = Span::pages(va, len);
+    let contiguous = r
+        .pages
+        .iter()
+        .enumerate()
+        .all(|(k, p)| p.1 / PAGE_BYTES == va / PAGE_BYTES + k as u64);
+    let ours = r
+        .pages
+        .iter()
+        .all(|p| p.0.node() == me && p.0.offset() < mem);
+    if len == 0
+        || r.pages.len() as u64 != pages
+        || !contiguous
+        || !ours
+        || first.offset() % PAGE_BYTES != va % PAGE_BYTES
+    {
+        return Err(Refusal::Malformed);
+    }
+    if op == Op::Post && !r.pages.iter().all(|p| p.2) {
+        return Err(Refusal::NotAllowed);
+    }
+    Ok(Some(Accepted {
+        op,
+        pid,
+        va,
+        len,
+        frames: r
+            .pages
+            .iter()
+            .map(|p| PAddr(p.0 .0 - p.0.offset() % PAGE_BYTES))
+            .collect(),
+    }))
+}
+
+/// Set up an accepted send or receive: verify it, link its pages, and
+/// start the transfer or offer the space to the partner.
+fn setup(cx: &mut C<'_>, _m: &Msg) {
+    let Some(a) = cx.state().accepted.pop_front() else {
+        return;
+    };
+    run_tasks(cx, &tasks::SETUP[..2], addr::SEND);
+    let link = cx.state().params.costs.link_cycles;
+    let mut uses = Vec::with_capacity(a.frames.len());
+    for (k, f) in a.frames.iter().enumerate() {
+        cx.bundles(link, 2 * link - 1);
+        uses.push(cx.state().pages.link(*f, 0, k as u8));
+    }
+    run_tasks(cx, &tasks::SETUP[2..], addr::SEND);
+    let span = Span {
+        va: a.va,
+        len: a.len,
+        frames: a.frames,
+        uses,
+    };
+    let me = cx.node();
+    match a.op {
+        Op::Send => {
+            let s = cx.state();
+            s.out.sends.push_back(SendOp {
+                pid: a.pid,
+                span,
+                sent: 0,
+            });
+            maybe_start(cx);
+        }
+        Op::Post => {
+            let s = cx.state();
+            let id = s.next_recv;
+            s.next_recv += 1;
+            let align = a.va % LINE_BYTES as u64;
+            s.recvs.push(RecvOp {
+                id,
+                pid: a.pid,
+                span,
+                got: 0,
+                written: Cycles(0),
+            });
+            let to = s.partner.map_or(me, |p| p.0);
+            let m = Msg::new(mt::SPACE, me, to)
+                .addr(PAddr::new(Region::Message, to, 0))
+                .args([id as u64, a.len, align]);
+            let _ = cx.send(m, None);
+        }
+        Op::Connect => {}
+    }
+}
+
+/// Schedule the transfer handler if there is data and space and it is not
+/// already running.
+fn maybe_start(cx: &mut C<'_>) {
+    let me = cx.node();
+    let o = &mut cx.state().out;
+    if !o.running && !o.sends.is_empty() && !o.space.is_empty() {
+        o.running = true;
+        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+    }
+}
+
+/// The partner posted a receive.
+fn space(cx: &mut C<'_>, m: &Msg) {
+    run_tasks(cx, &tasks::SPACE, addr::SEND);
+    cx.state().out.space.push_back(Space {
+        id: m.args[0] as u32,
+        len: m.args[1],
+        align: m.args[2],
+        used: 0,
+    });
+    maybe_start(cx);
+}
+
+// ---------------------------------------------------------------- receiver
+
+/// A component arrives: write its bytes into the receive buffer under the
+/// directory's control; the one that fills the receive schedules cleanup.
+fn component(cx: &mut C<'_>, m: &Msg) {
+    let t = tasks::COMPONENT_IN;
+    cx.bundles(t.cycles, t.instrs);
+    cx.load(addr::RECV);
+    let Some(b) = cx.take_msg_buffer() else {
+        return;
+    };
+    let (id, ro, n) = (m.args[0] as u32, m.args[1], m.args[2]);
+    let found = cx.state().recvs.iter().position(|r| r.id == id);
+    let target = found.and_then(|i| {
+        let r = &cx.state().recvs[i];
+        (ro + n <= r.span.len && r.span.valid(ro as i64) && r.span.valid((ro + n - 1) as i64))
+            .then(|| {
+                let a = r.span.paddr(ro as i64);
+                (i, PAddr(a.0 & !(LINE_BYTES as u64 - 1)), a.0 as usize % LINE_BYTES)
+            })
+    });
+    let Some((i, line, at)) = target else {
+        cx.state().stats.dropped += 1;
+        let _ = cx.free_buffer(b);
+        return;
+    };
+    // The bytes sit in the buffer where they go in the line.
+    let mode = cx.state().params.mode;
+    match modes::receiver_write(cx, mode, line, b, at..at + n as usize) {
+        Ok(t) => {
+            let _ = cx.free_buffer_after(b, t);
+            let r = &mut cx.state().recvs[i];
+            r.written = r.written.max(t.ready);
+        }
+        Err(_) => {
+            cx.state().stats.dropped += 1;
+            let _ = cx.free_buffer(b);
+            return;
+        }
+    }
+    let t = tasks::COMPONENT_OUT;
+    cx.bundles(t.cycles, t.instrs);
+    cx.store(addr::RECV + 8);
+    let now = cx.now();
+    let s = cx.state();
+    s.stats.components_received += 1;
+    s.stats.bytes_received += n;
+    let r = &mut s.recvs[i];
+    r.got += n;
+    if r.got == r.span.len {
+        // The receive is complete once its last bytes are in memory.
+        s.stats.marks.last_component = Some(r.written.max(now));
+        let me = cx.node();
+        let _ = cx.reschedule(
+            Msg::new(mt::CLEANUP, me, me)
+                .addr(PAddr::new(Region::Message, me, 0))
+                .args([id as u64, 0, 0]),
+        );
+    }
+}
+
+/// A receive is complete: once its last write is in memory, unlink its
+/// pages and tell the process.
+fn cleanup(cx: &mut C<'_>, m: &Msg) {
+    let id = m.args[0] as u32;
+    run_tasks(cx, &tasks::CLEANUP[..1], addr::RECV);
+    let Some(i) = cx.state().recvs.iter().position(|r| r.id == id) else {
+        return;
+    };
+    let r = cx.state().recvs.remove(i);
+    let c = cx.state().params.costs;
+    for u in &r.span.uses {
+        cx.instr(c.unlink);
+        cx.state().pages.unlink(u);
+    }
+    run_tasks(cx, &tasks::CLEANUP[1..2], addr::RECV);
+    // The process may look at the data once it is in memory.
+    cx.wait_until(r.written);
+    run_tasks(cx, &tasks::CLEANUP[2..], addr::RECV);
+    to_cpu(cx, mt::RECV_DONE, [r.span.len, r.pid.0 as u64, id as u64]);
+}
+
+// ---------------------------------------------------------------- global
+
+/// At a line's dirty owner: hand the line to its home, keeping a clean copy.
+fn fetch(cx: &mut C<'_>, m: &Msg) {
+    cx.instr(6);
+    let home = m.src;
+    let b = cx.alloc_buffer();
+    let iv = match b {
+        Some(b) => cx.pc_get(m.addr, Some(b), LineState::Clean).ok(),
+        None => None,
+    };
+    let dirty = iv.is_some_and(|iv| iv.state == LineState::Dirty);
+    let r = Msg::new(mt::FETCHED, cx.node(), home)
+        .lane(Lane::Reply)
+        .addr(m.addr)
+        .args([dirty as u64, 0, 0]);
+    match (b, dirty) {
+        (Some(b), true) => {
+            let _ = cx.send(r, Some(b));
+        }
+        (b, _) => {
+            if let Some(b) = b {
+                let _ = cx.free_buffer(b);
+            }
+            let _ = cx.send(r, None);
+        }
+    }
+}
+
+/// At the home: the owner's line is in; memory takes it and the transfer
+/// handler, if it waits, goes on.
+fn fetched(cx: &mut C<'_>, m: &Msg) {
+    cx.instr(6);
+    let line = m.addr;
+    let owner = m.src;
+    if m.args[0] == 1 {
+        if let Some(b) = cx.take_msg_buffer() {
+            match cx.mem_write(line, b) {
+                Ok(t) => {
+                    let _ = cx.free_buffer_after(b, t);
+                }
+                Err(_) => {
+                    let _ = cx.free_buffer(b);
+                }
+            }
+        }
+        coherence::protocol::dir_store(
+            cx,
+            line,
+            DirEntry {
+                state: DirState::Shared(Sharers::one(owner)),
+                pending: None,
+            },
+        );
+    } else {
+        // The owner no longer held it dirty (written back meanwhile): the
+        // protocol's writeback has or will set the entry; drop the mark.
+        let mut e = cx.state().coh.entry(line);
+        e.pending = None;
+        cx.state().coh.set_entry(line, e);
+    }
+    let me = cx.node();
+    let o = &mut cx.state().out;
+    o.fetching.retain(|l| *l != line);
+    let collect = cx.state().params.strategy == super::Strategy::Collect;
+    let o = &mut cx.state().out;
+    if o.blocked && (!collect || o.fetching.is_empty()) {
+        o.blocked = false;
+        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+    }
+}
+
+pub(super) fn install(b: &mut MagicBuilder<XferNode>) {
+    let h = b.handler("cmd-op", cmd_op);
+    b.route_any(mt::CMD_OP, h);
+    let h = b.handler("cmd-page", cmd_page);
+    b.route_any(mt::CMD_PAGE, h);
+    let h = b.handler("cmd-commit", cmd_commit);
+    b.route_any(mt::CMD_COMMIT, h);
+    let h = b.handler("xfer-setup", setup);
+    b.route_any(mt::SETUP, h);
+    let h = b.handler("xfer-space", space);
+    b.route_any(mt::SPACE, h);
+    // A component is stored as a whole line: its handler is dispatched once
+    // the packet is in its data buffer, so it never holds the PP for data
+    // still on the wire.
+    let h = b.handler("xfer-component", component);
+    b.route_any_with(
+        mt::COMPONENT,
+        h,
+        Dispatch {
+            whole_packet: true,
+            ..Dispatch::default()
+        },
+    );
+    let h = b.handler("xfer-cleanup", cleanup);
+    b.route_any(mt::CLEANUP, h);
+    let h = b.handler("xfer-fetch", fetch);
+    b.route_any(mt::FETCH, h);
+    let h = b.handler("xfer-fetched", fetched);
+    b.route_any(mt::FETCHED, h);
+}

@@ -1,0 +1,408 @@
+//! Bulk transfer over a connection: the FLASH paper's central experiment.
+//!
+//! Two processes on two nodes hold a bidirectional connection. Each end's
+//! user program talks to its MAGIC with command sequences (uncached writes
+//! that fill an operation record, one committing read answered ACK or NACK):
+//! `connect`, `post` a receive, `send`. The stream is a byte stream: a posted
+//! receive sends the partner a notice of the space it offers, and the
+//! partner's transfer handler sends waiting data up to that space, so one
+//! send may fill several receives and one receive may take several sends.
+//! Buffer addresses are authentic physical pages (shadow references)
+//! protected by the invalidation technique: each page in use is linked into
+//! the in-use page table and checked on every use.
+//!
+//! The data moves as cache-line *components*: the sender's transfer handler
+//! reads a line into a data buffer (from memory, or from its processor's
+//! cache when the directory says the line is dirty there), adds a header and
+//! sends it; the receiver's component handler writes it into memory under
+//! the directory's control; a cleanup handler completes each receive. The
+//! transfer handler reschedules itself through the software queue, in the
+//! three versions of [`sender`]. Components follow the receiver's line
+//! alignment: a source at another doubleword offset is realigned by the
+//! data path's two-buffer wrap-around (each source line read once), a source
+//! at another byte offset by the PP itself.
+//!
+//! Message data is kept coherent `local`ly (the directory at each end) or
+//! `global`ly: a send line dirty in a third node's cache is fetched back to
+//! its home first, either overlapped with the transfer (`pipelined`) or all
+//! at once before it (`collect`).
+//!
+//! [`run`] sets up a machine, runs one transfer experiment and measures it.
+
+pub mod conn;
+pub mod run;
+pub mod sender;
+
+pub use conn::{ConnCpu, ConnEvent, ConnOp, XferCosts};
+pub use run::{run, Config, Direction, Outcome, ReceiverState, SenderState, Startup};
+pub use sender::{tasks, Breakdown, Task, Version};
+
+use crate::user::PageTable;
+use coherence::modes::Mode;
+use coherence::protocol::{self, CohNode, Coherent};
+use magic::{
+    BufId, Cycles, MagicBuilder, Msg, NodeId, NodeState, PAddr, ProcStep, Processor, Region,
+    LINE_BYTES,
+};
+use os_shim::{Os, Pid, PAGE_BYTES};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Message types.
+pub mod mt {
+    use magic::MsgType;
+    // Processor interface.
+    /// A command write naming the operation (address) and its length (data).
+    pub const CMD_OP: MsgType = MsgType(80);
+    /// A command write through a shadow page: the authentic page (address)
+    /// and the user's virtual address of it (data).
+    pub const CMD_PAGE: MsgType = MsgType(81);
+    /// The committing read.
+    pub const CMD_COMMIT: MsgType = MsgType(82);
+    // Software queue.
+    pub const SETUP: MsgType = MsgType(83);
+    pub const STEP: MsgType = MsgType(84);
+    pub const CLEANUP: MsgType = MsgType(85);
+    // Network.
+    pub const CONNECT: MsgType = MsgType(86);
+    /// A posted receive's space: id, length, line alignment.
+    pub const SPACE: MsgType = MsgType(87);
+    /// One component: a line of data (request lane).
+    pub const COMPONENT: MsgType = MsgType(88);
+    /// Global coherence: give the home the dirty line (to its owner).
+    pub const FETCH: MsgType = MsgType(89);
+    /// The owner's answer, with the line (reply lane).
+    pub const FETCHED: MsgType = MsgType(90);
+    // MAGIC -> processor.
+    pub const ACK: MsgType = MsgType(91);
+    pub const NACK: MsgType = MsgType(92);
+    pub const SEND_DONE: MsgType = MsgType(93);
+    pub const RECV_DONE: MsgType = MsgType(94);
+}
+
+/// Operation codes of a command sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    Connect = 1,
+    Post = 2,
+    Send = 3,
+}
+
+impl Op {
+    pub fn from_u64(v: u64) -> Option<Op> {
+        Some(match v {
+            1 => Op::Connect,
+            2 => Op::Post,
+            3 => Op::Send,
+            _ => return None,
+        })
+    }
+}
+
+/// Why MAGIC refused a command sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Refusal {
+    /// Unknown operation, zero length, or the shadow pages named do not
+    /// cover the buffer (a page the process has not mapped never reaches
+    /// MAGIC: its shadow reference faults in the processor).
+    Malformed = 1,
+    /// No connection, or the partner is not in the process's group.
+    NotConnected = 2,
+    /// A receive buffer named through the read-only shadow (no write right).
+    NotAllowed = 3,
+    /// Too many operations outstanding: try again later.
+    NoRecord = 4,
+}
+
+impl Refusal {
+    pub fn from_u64(v: u64) -> Option<Refusal> {
+        Some(match v {
+            1 => Refusal::Malformed,
+            2 => Refusal::NotConnected,
+            3 => Refusal::NotAllowed,
+            4 => Refusal::NoRecord,
+            _ => return None,
+        })
+    }
+}
+
+/// How the sender keeps message data coherent when lines are dirty in a
+/// third node's cache (`global` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Strategy {
+    /// Fetch each dirty line a window ahead of the transfer.
+    Pipelined,
+    /// Fetch every dirty line first (requests pipelined), then transfer.
+    Collect,
+}
+
+/// The handler choices of one node (not calibration: what a study varies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct XferParams {
+    pub version: Version,
+    pub mode: Mode,
+    pub strategy: Strategy,
+    /// Lines fetched ahead of the transfer under `Pipelined`.
+    pub window: u32,
+    pub costs: XferCosts,
+}
+
+impl Default for XferParams {
+    fn default() -> Self {
+        XferParams {
+            version: Version::Chunked(4),
+            mode: Mode::Local,
+            strategy: Strategy::Pipelined,
+            window: 8,
+            costs: XferCosts::default(),
+        }
+    }
+}
+
+/// A buffer named by a command: the user's virtual range and the authentic
+/// physical page of each virtual page it spans, each linked into the in-use
+/// page table while the operation runs.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub va: u64,
+    pub len: u64,
+    pub frames: Vec<PAddr>,
+    pub uses: Vec<crate::user::UseRef>,
+}
+
+impl Span {
+    /// The physical address of byte `off` of the buffer (`off` may run up to
+    /// a line before the start or after the end: the line is the same page's).
+    pub fn paddr(&self, off: i64) -> PAddr {
+        let v = (self.va as i64 + off) as u64;
+        let first = self.va / PAGE_BYTES;
+        let k = ((v / PAGE_BYTES).clamp(first, first + self.frames.len() as u64 - 1) - first)
+            as usize;
+        PAddr(self.frames[k].0 + v % PAGE_BYTES)
+    }
+
+    /// The invalidation technique's check before a use: one branch.
+    pub fn valid(&self, off: i64) -> bool {
+        let v = (self.va as i64 + off.max(0)) as u64;
+        let k = (v / PAGE_BYTES - self.va / PAGE_BYTES) as usize;
+        self.uses.get(k).is_none_or(|u| u.valid())
+    }
+
+    pub fn pages(va: u64, len: u64) -> u64 {
+        (va % PAGE_BYTES + len).div_ceil(PAGE_BYTES)
+    }
+}
+
+/// An accepted send, in stream order.
+#[derive(Clone, Debug)]
+pub struct SendOp {
+    pub pid: Pid,
+    pub span: Span,
+    /// Bytes handed to the network.
+    pub sent: u64,
+}
+
+/// The partner's posted receive, as its notice described it.
+#[derive(Clone, Copy, Debug)]
+pub struct Space {
+    pub id: u32,
+    pub len: u64,
+    /// The receive buffer's offset within its first line.
+    pub align: u64,
+    pub used: u64,
+}
+
+/// A receive posted here.
+#[derive(Clone, Debug)]
+pub struct RecvOp {
+    pub id: u32,
+    pub pid: Pid,
+    pub span: Span,
+    pub got: u64,
+    /// When the last write into memory is done.
+    pub written: Cycles,
+}
+
+/// The buffer carried from one component to the next: the head of the next
+/// component (wrap-around) or the last source line read (PP realignment).
+#[derive(Clone, Copy, Debug)]
+pub struct Carry {
+    /// Stream position (bytes sent before it in the current send) of the
+    /// component the buffer is for, or of the source line it holds.
+    pub at: i64,
+    pub buf: BufId,
+    pub wrap: bool,
+}
+
+/// The outgoing half of the stream at one node.
+#[derive(Clone, Debug, Default)]
+pub struct Outgoing {
+    pub sends: VecDeque<SendOp>,
+    pub space: VecDeque<Space>,
+    /// The transfer handler is scheduled.
+    pub running: bool,
+    pub carry: Option<Carry>,
+    /// Global coherence: lines whose fetch is out (line addresses).
+    pub fetching: Vec<PAddr>,
+    /// The handler waits for a fetch before it can go on.
+    pub blocked: bool,
+    /// `Collect`: the send whose lines have been collected (by count of sends
+    /// accepted so far), so each send is collected once.
+    pub collected: u64,
+}
+
+/// Times the handlers stamp, for the start-up breakdown.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Marks {
+    /// The sender's first line begins (after the first invocation's state load).
+    pub first_line: Option<Cycles>,
+    /// The first component goes on the wire; the last comes off it.
+    pub first_wire: Option<Cycles>,
+    pub last_wire: Option<Cycles>,
+    /// The last receive's last bytes are in memory.
+    pub last_component: Option<Cycles>,
+}
+
+/// Counters of one node's transfer activity.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct XferStats {
+    /// The breakdown of the last transfer-handler invocation, and when (cycles
+    /// into it) its first memory read or processor-cache get went out.
+    pub last: Breakdown,
+    pub first_issue: Option<u32>,
+    pub invocations: u64,
+    pub components_sent: u64,
+    pub components_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Source lines read (memory or processor cache).
+    pub lines_read: u64,
+    pub fetches: u64,
+    /// Transfer-handler invocations that found no data buffer.
+    pub alloc_fails: u64,
+    /// Components that named no posted receive or a stale page (dropped).
+    pub dropped: u64,
+    pub stale_uses: u64,
+    /// Lines a `local` transfer met outside the mode's precondition.
+    pub outside_local: u64,
+    pub marks: Marks,
+}
+
+/// A node of the transfer machine.
+pub struct XferNode {
+    pub id: NodeId,
+    pub coh: CohNode,
+    pub os: Os,
+    pub cpu: ConnCpu,
+    pub params: XferParams,
+    /// The partner's (node, PID), once connected.
+    pub partner: Option<(NodeId, Pid)>,
+    /// The open command sequence.
+    pub cmd: conn::CmdRecord,
+    /// Accepted commands waiting for their setup handler.
+    pub accepted: VecDeque<conn::Accepted>,
+    pub out: Outgoing,
+    pub recvs: Vec<RecvOp>,
+    pub next_recv: u32,
+    pub pages: PageTable,
+    pub stats: XferStats,
+}
+
+impl XferNode {
+    pub fn new(id: NodeId, nodes: u32, params: XferParams, os: Os) -> XferNode {
+        XferNode {
+            id,
+            coh: CohNode::new(id, nodes, coherence::protocol::CohParams::default()),
+            os,
+            cpu: ConnCpu::default(),
+            params,
+            partner: None,
+            cmd: conn::CmdRecord::default(),
+            accepted: VecDeque::new(),
+            out: Outgoing::default(),
+            recvs: Vec::new(),
+            next_recv: 0,
+            pages: PageTable::default(),
+            stats: XferStats::default(),
+        }
+    }
+}
+
+impl Coherent for XferNode {
+    fn coh(&self) -> &CohNode {
+        &self.coh
+    }
+
+    fn coh_mut(&mut self) -> &mut CohNode {
+        &mut self.coh
+    }
+}
+
+impl NodeState for XferNode {
+    fn pending(&self) -> Option<String> {
+        let mut p: Vec<String> = self.coh.pending().into_iter().collect();
+        p.extend(self.cpu.pending());
+        for s in &self.out.sends {
+            p.push(format!(
+                "send of {} bytes: {} sent ({} bytes of receive space offered)",
+                s.span.len,
+                s.sent,
+                self.out.space.iter().map(|x| x.len - x.used).sum::<u64>()
+            ));
+        }
+        for r in &self.recvs {
+            p.push(format!(
+                "receive {} of {} bytes: {} in",
+                r.id, r.span.len, r.got
+            ));
+        }
+        (!p.is_empty()).then(|| p.join("; "))
+    }
+
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        let a = conn::processor_step(self, p);
+        let b = self.coh.processor_step(p);
+        earliest(a, b)
+    }
+
+    fn processor_receive(
+        &mut self,
+        p: &mut Processor<'_>,
+        msg: &Msg,
+        data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        match conn::processor_receive(self, p, msg) {
+            Some(s) => Some(s),
+            None => self.coh.processor_receive(p, msg, data),
+        }
+    }
+}
+
+fn earliest(a: ProcStep, b: ProcStep) -> ProcStep {
+    match (a, b) {
+        (ProcStep::At(x), ProcStep::At(y)) => ProcStep::At(x.min(y)),
+        (ProcStep::At(x), _) | (_, ProcStep::At(x)) => ProcStep::At(x),
+        _ => ProcStep::Idle,
+    }
+}
+
+/// Where the handlers keep their state in MAGIC memory (for data-cache
+/// charges): placed apart from the directory entries the experiments use.
+pub(crate) mod addr {
+    use magic::LINE_BYTES;
+    const BASE: u64 = 0x7000_0000 + 1000 * LINE_BYTES as u64;
+    /// The send side's operation record and stream state.
+    pub const SEND: u64 = BASE;
+    /// The receive side's records.
+    pub const RECV: u64 = BASE + 2 * LINE_BYTES as u64;
+    /// The command record and connection.
+    pub const CMD: u64 = BASE + 4 * LINE_BYTES as u64;
+}
+
+/// Install the transfer handlers (and the coherence protocol's).
+pub fn install(b: &mut MagicBuilder<XferNode>) {
+    protocol::install(b);
+    conn::install(b);
+    let h = b.handler("xfer-send", sender::step);
+    b.route(mt::STEP, Region::Message, h);
+}

@@ -1,0 +1,726 @@
+//! One transfer experiment: build the machine, place the buffers in their
+//! cache states, run the user programs, and measure.
+//!
+//! The start-up breakdown is read off instants the model stamps as it runs,
+//! so its parts add up to the total exactly:
+//!
+//! | part | from | to |
+//! |---|---|---|
+//! | initiation | the send's first command write | its ACK at the processor |
+//! | setup and verification | the ACK | the first line's own work (after the first invocation's state load) |
+//! | initial line | that | the first component on the wire |
+//! | (transfer) | the first component on the wire | the last off it |
+//! | network and queueing | the last component off the wire | its bytes in the receiver's memory |
+//! | receiver cleanup | that | the receiving process told |
+
+use super::{conn, install, ConnEvent, ConnOp, Op, Strategy, Version, XferNode, XferParams};
+use coherence::modes::Mode;
+use coherence::protocol;
+use magic::{Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
+use os_shim::{Os, OsCosts, Pid, Rights, VPage, PAGE_BYTES};
+use serde::Serialize;
+
+const LINE: u64 = LINE_BYTES as u64;
+/// Virtual addresses of the buffers (page aligned; offsets are added).
+pub const SRC_VA: u64 = 0x1000_0000;
+pub const DST_VA: u64 = 0x2000_0000;
+/// The largest transfer the experiment sets up.
+pub const MAX_BYTES: u64 = 1 << 20;
+
+/// Where the send buffer's lines are at the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SenderState {
+    Uncached,
+    Clean,
+    Dirty,
+    /// Dirty in a third node's cache (needs global coherence).
+    DirtyRemote,
+}
+
+/// Where the receive buffer's lines are at the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReceiverState {
+    Uncached,
+    Clean,
+    Dirty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    Uni,
+    Bi,
+}
+
+/// One experiment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bytes: u64,
+    pub sender: SenderState,
+    pub receiver: ReceiverState,
+    pub version: Version,
+    /// Byte offsets of the buffers within their first page.
+    pub src_offset: u64,
+    pub dst_offset: u64,
+    pub mode: Mode,
+    pub strategy: Strategy,
+    pub direction: Direction,
+    /// Receives the data is split over (each direction), one buffer apart.
+    pub receives: u32,
+    /// Post the receives before the send starts (the paper's case).
+    pub receive_first: bool,
+    pub params: MagicParams,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bytes: 4096,
+            sender: SenderState::Uncached,
+            receiver: ReceiverState::Uncached,
+            version: Version::Chunked(4),
+            src_offset: 0,
+            dst_offset: 0,
+            mode: Mode::Local,
+            strategy: Strategy::Pipelined,
+            direction: Direction::Uni,
+            receives: 1,
+            receive_first: true,
+            params: MagicParams::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Checks what the experiment itself cannot set up. (A zero-length send
+    /// is not refused here: MAGIC refuses it.)
+    pub fn validate(&self) -> Result<(), String> {
+        if self.bytes > MAX_BYTES {
+            return Err(format!(
+                "--bytes must be at most {MAX_BYTES} (got {})",
+                self.bytes
+            ));
+        }
+        for (name, v) in [
+            ("--src-offset", self.src_offset),
+            ("--dst-offset", self.dst_offset),
+        ] {
+            if v >= PAGE_BYTES {
+                return Err(format!(
+                    "{name} must be below the page size, {PAGE_BYTES} (got {v})"
+                ));
+            }
+        }
+        if let Version::Chunked(k) = self.version {
+            let pool = self.params.data_buffers as u32;
+            if k == 0 || k > pool {
+                return Err(format!(
+                    "--chunk must be from 1 to the data-buffer pool, {pool} (got {k})"
+                ));
+            }
+        }
+        if self.sender == SenderState::DirtyRemote && self.mode != Mode::Global {
+            return Err(
+                "--sender dirty-remote needs --coherence global (local coherence cannot reach a third node's cache)"
+                    .into(),
+            );
+        }
+        if self.receives == 0 || self.receives as u64 > self.bytes.max(1) {
+            return Err(format!(
+                "the data must be split over 1 to {} receives (got {})",
+                self.bytes.max(1),
+                self.receives
+            ));
+        }
+        if self.params.data_buffers < 4 {
+            return Err("the transfer needs at least 4 data buffers".into());
+        }
+        self.params.validate()
+    }
+}
+
+/// The fixed overhead of a transfer, in its parts (cycles).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Startup {
+    pub initiation: u64,
+    pub setup_verification: u64,
+    pub initial_line: u64,
+    pub network_queueing: u64,
+    pub receiver_cleanup: u64,
+    pub total: u64,
+}
+
+/// What an experiment measured.
+pub struct Outcome {
+    pub config: Config,
+    pub total: Cycles,
+    pub startup: Startup,
+    /// Components (one per destination line touched), node 0 to node 1.
+    pub lines: u64,
+    /// First component on the wire to the last off it.
+    pub transfer: Cycles,
+    pub per_line: f64,
+    pub sender_occupancy_per_line: f64,
+    pub receiver_occupancy_per_line: f64,
+    pub network_per_line: f64,
+    pub limited_by: &'static str,
+    pub data_ok: bool,
+    /// `None` if the caches and directories agree afterwards.
+    pub incoherent: Option<String>,
+    pub machine: Magic<XferNode>,
+}
+
+impl Outcome {
+    pub fn total_us(&self) -> f64 {
+        self.total.as_us()
+    }
+
+    /// Bytes moved (both directions for `bi`) per microsecond.
+    pub fn bandwidth_mb_s(&self) -> f64 {
+        let dirs = if self.config.direction == Direction::Bi {
+            2
+        } else {
+            1
+        };
+        (self.config.bytes * dirs) as f64 / self.total_us()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "bytes": self.config.bytes,
+            "lines": self.lines,
+            "total_cycles": self.total.0,
+            "total_us": self.total_us(),
+            "bandwidth_mb_s": self.bandwidth_mb_s(),
+            "startup": self.startup,
+            "transfer_cycles": self.transfer.0,
+            "per_line_cycles": self.per_line,
+            "sender_occupancy_per_line": self.sender_occupancy_per_line,
+            "receiver_occupancy_per_line": self.receiver_occupancy_per_line,
+            "network_cycles_per_line": self.network_per_line,
+            "limited_by": self.limited_by,
+            "data_ok": self.data_ok,
+            "coherent": self.incoherent.is_none(),
+            "occupancy": self.machine.ledger().handlers,
+        })
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.config;
+        let s = &self.startup;
+        writeln!(
+            f,
+            "transfer of {} bytes ({} lines), sender {:?}, receiver {:?}, handler {}, {:?} coherence, {:?}",
+            c.bytes,
+            self.lines,
+            c.sender,
+            c.receiver,
+            c.version.short(),
+            c.mode,
+            c.direction
+        )?;
+        writeln!(
+            f,
+            "total {} cycles = {:.2} us, {:.0} MB/s; data {}, caches {}",
+            self.total.0,
+            self.total_us(),
+            self.bandwidth_mb_s(),
+            if self.data_ok { "intact" } else { "WRONG" },
+            match &self.incoherent {
+                None => "coherent".to_string(),
+                Some(e) => format!("INCOHERENT ({e})"),
+            }
+        )?;
+        writeln!(f)?;
+        writeln!(f, "start-up                      cycles")?;
+        for (k, v) in [
+            ("initiation", s.initiation),
+            ("setup and verification", s.setup_verification),
+            ("initial line", s.initial_line),
+            ("network and queueing", s.network_queueing),
+            ("receiver cleanup", s.receiver_cleanup),
+            ("total fixed overhead", s.total),
+        ] {
+            writeln!(f, "  {k:<26} {v:>6}")?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "per line: {:.1} cycles (network {:.1}, sender {:.1}, receiver {:.1}): limited by the {}",
+            self.per_line,
+            self.network_per_line,
+            self.sender_occupancy_per_line,
+            self.receiver_occupancy_per_line,
+            self.limited_by
+        )?;
+        writeln!(f)?;
+        write!(f, "{}", self.machine.ledger().render())
+    }
+}
+
+/// The byte the send buffer holds at stream position `i` (node `n`).
+fn src_byte(n: u32, i: u64) -> u8 {
+    (i.wrapping_mul(7) ^ (i >> 7) ^ (n as u64 * 0x5B)) as u8
+}
+
+/// What a receive-side line holds before the transfer (memory; a dirty
+/// cached copy holds `!` of it).
+fn junk(n: u32, line: u64) -> [u8; LINE_BYTES] {
+    let mut b = [0u8; LINE_BYTES];
+    for (j, x) in b.iter_mut().enumerate() {
+        *x = (0xA0 ^ n as u64 ^ line.wrapping_mul(3) ^ j as u64) as u8;
+    }
+    b
+}
+
+/// The frame of virtual page `k` of a buffer at `base` (every other page,
+/// so a buffer is not physically contiguous).
+fn frame(node: NodeId, base: u64, k: u64) -> PAddr {
+    PAddr::new(Region::Normal, node, base + 2 * k * PAGE_BYTES)
+}
+
+const SRC_FRAMES: u64 = 0x10_0000;
+const DST_FRAMES: u64 = 0x80_0000;
+
+struct Buffer {
+    node: NodeId,
+    va: u64,
+    len: u64,
+    base: u64,
+}
+
+impl Buffer {
+    fn paddr(&self, va: u64) -> PAddr {
+        let page = va / PAGE_BYTES - self.va / PAGE_BYTES;
+        PAddr(frame(self.node, self.base, page).0 + va % PAGE_BYTES)
+    }
+
+    /// Virtual addresses of the lines it touches, with one more line on
+    /// each side when `guard`.
+    fn lines(&self, guard: bool) -> impl Iterator<Item = u64> {
+        let first = self.va / LINE * LINE;
+        let end = (self.va + self.len.max(1)).div_ceil(LINE) * LINE;
+        let g = if guard { LINE } else { 0 };
+        let lo = if first >= g && (first - g) / PAGE_BYTES == first / PAGE_BYTES {
+            first - g
+        } else {
+            first
+        };
+        let hi = if (end + g - 1) / PAGE_BYTES == (end - 1) / PAGE_BYTES {
+            end + g
+        } else {
+            end
+        };
+        (lo..hi).step_by(LINE_BYTES)
+    }
+}
+
+/// The receives of one direction: `parts` buffers, one line plus 64 bytes
+/// apart (so the later ones sit at another alignment).
+fn receive_layout(c: &Config) -> Vec<(u64, u64)> {
+    let parts = c.receives as u64;
+    let each = c.bytes.div_ceil(parts).max(1);
+    let mut v = Vec::new();
+    let mut va = DST_VA + c.dst_offset;
+    let mut left = c.bytes;
+    for _ in 0..parts {
+        let n = each.min(left);
+        v.push((va, n));
+        left -= n;
+        va += n + if parts > 1 { LINE + 64 } else { 0 };
+    }
+    v
+}
+
+/// Run one experiment.
+pub fn run(c: &Config) -> Result<Outcome, String> {
+    c.validate()?;
+    let nodes = if c.sender == SenderState::DirtyRemote {
+        3
+    } else {
+        2
+    };
+    let mut b = MagicBuilder::new(c.params.clone(), nodes);
+    install(&mut b);
+    let xp = XferParams {
+        version: c.version,
+        mode: c.mode,
+        strategy: c.strategy,
+        ..XferParams::default()
+    };
+    let pid = Pid(1);
+    let recvs = receive_layout(c);
+    let dst_span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + c.dst_offset);
+    let src = |n: NodeId| Buffer {
+        node: n,
+        va: SRC_VA + c.src_offset,
+        len: c.bytes,
+        base: SRC_FRAMES,
+    };
+    let dst = |n: NodeId| Buffer {
+        node: n,
+        va: DST_VA + c.dst_offset,
+        len: dst_span,
+        base: DST_FRAMES,
+    };
+    let mut m = b.build(|n| {
+        let mut os = Os::new(n, OsCosts::default());
+        if n.0 < 2 {
+            os.spawn(pid);
+            let _ = os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
+        }
+        let mut x = XferNode::new(n, nodes, xp, os);
+        x.cpu.pid = pid;
+        x
+    })?;
+    let senders: Vec<NodeId> = match c.direction {
+        Direction::Uni => vec![NodeId(0)],
+        Direction::Bi => vec![NodeId(0), NodeId(1)],
+    };
+    for &s in &senders {
+        map(&mut m, &src(s), pid)?;
+        map(&mut m, &dst(NodeId(1 - s.0)), pid)?;
+    }
+    // Two passes: the first warms MAGIC's caches (as a benchmark loop
+    // would), the second is measured.
+    for pass in 0..2 {
+        for &s in &senders {
+            place_send(&mut m, c, &src(s))?;
+            place_receive(&mut m, c, &dst(NodeId(1 - s.0)))?;
+        }
+        for n in [NodeId(0), NodeId(1)] {
+            let x = m.state_mut(n);
+            x.cpu.log.clear();
+            x.stats = Default::default();
+        }
+        let at = m.now() + Cycles(1);
+        for n in [NodeId(0), NodeId(1)] {
+            let mut ops = Vec::new();
+            if pass == 0 {
+                ops.push(ConnOp::Connect { vpid: 0 });
+            }
+            if senders.contains(&NodeId(1 - n.0)) {
+                ops.extend(recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
+            }
+            if senders.contains(&n) && !c.receive_first {
+                ops.push(ConnOp::Send {
+                    va: SRC_VA + c.src_offset,
+                    len: c.bytes,
+                });
+            }
+            m.state_mut(n).cpu.push(ops);
+            conn::start(m.state_mut(n), at);
+            m.start_processor(n, at)?;
+        }
+        if c.receive_first {
+            // The posted receives wait for data: that is the point.
+            m.run();
+            refused(&m)?;
+            m.reset_counters();
+            let at = m.now() + Cycles(1);
+            for &s in &senders {
+                m.state_mut(s).cpu.push([ConnOp::Send {
+                    va: SRC_VA + c.src_offset,
+                    len: c.bytes,
+                }]);
+                conn::start(m.state_mut(s), at);
+                m.start_processor(s, at)?;
+            }
+        } else {
+            m.reset_counters();
+        }
+        let rep = m.run();
+        refused(&m)?;
+        if !rep.is_clean() {
+            return Err(format!(
+                "the transfer did not complete: {}",
+                rep.stuck.join("; ")
+            ));
+        }
+    }
+    measure(c, m, &senders)
+}
+
+/// A refused command ends the experiment with MAGIC's reason.
+fn refused(m: &Magic<XferNode>) -> Result<(), String> {
+    for x in m.states() {
+        for e in &x.cpu.log {
+            match e {
+                ConnEvent::Nack { op, reason, .. } => {
+                    return Err(format!(
+                        "MAGIC refused node {}'s {op:?} command: {reason:?}",
+                        x.id
+                    ))
+                }
+                ConnEvent::Fault { va, .. } => {
+                    return Err(format!(
+                        "node {}'s process has no mapping for its buffer at {va:#x}",
+                        x.id
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn map(m: &mut Magic<XferNode>, b: &Buffer, pid: Pid) -> Result<(), String> {
+    let pages = (b.va % PAGE_BYTES + b.len.max(1)).div_ceil(PAGE_BYTES);
+    for k in 0..pages {
+        m.state_mut(b.node)
+            .os
+            .map(
+                pid,
+                VPage(b.va / PAGE_BYTES + k),
+                frame(b.node, b.base, k),
+                Rights::RW,
+            )
+            .map_err(|e| format!("mapping the buffers: {e:?}"))?;
+    }
+    Ok(())
+}
+
+fn place_send(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), String> {
+    let n = b.node;
+    for lv in b.lines(false) {
+        let mut bytes = [0u8; LINE_BYTES];
+        for (j, x) in bytes.iter_mut().enumerate() {
+            *x = src_byte(n.0, (lv + j as u64).wrapping_sub(b.va));
+        }
+        let stale = junk(9, lv);
+        let line = b.paddr(lv);
+        match c.sender {
+            SenderState::Uncached => protocol::place(m, line, &[], bytes, bytes)?,
+            SenderState::Clean => protocol::place(m, line, &[(n, LineState::Clean)], bytes, bytes)?,
+            SenderState::Dirty => protocol::place(m, line, &[(n, LineState::Dirty)], stale, bytes)?,
+            SenderState::DirtyRemote => {
+                protocol::place(m, line, &[(NodeId(2), LineState::Dirty)], stale, bytes)?
+            }
+        }
+    }
+    Ok(())
+}
+
+fn place_receive(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), String> {
+    let n = b.node;
+    let inside: Vec<u64> = b.lines(false).collect();
+    for lv in b.lines(true) {
+        let mem = junk(n.0, lv);
+        let mut cached = mem;
+        let line = b.paddr(lv);
+        // Guard lines stay in memory only.
+        let state = if inside.contains(&lv) {
+            c.receiver
+        } else {
+            ReceiverState::Uncached
+        };
+        match state {
+            ReceiverState::Uncached => protocol::place(m, line, &[], mem, mem)?,
+            ReceiverState::Clean => protocol::place(m, line, &[(n, LineState::Clean)], mem, mem)?,
+            ReceiverState::Dirty => {
+                for x in cached.iter_mut() {
+                    *x = !*x;
+                }
+                protocol::place(m, line, &[(n, LineState::Dirty)], mem, cached)?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A line's current bytes at its home: the dirty copy if a cache holds one.
+fn current(m: &Magic<XferNode>, line: PAddr) -> [u8; LINE_BYTES] {
+    for n in 0..m.nodes() {
+        if m.pcache(NodeId(n)).state(line) == LineState::Dirty {
+            if let Some(b) = m.pcache(NodeId(n)).bytes(line) {
+                return *b;
+            }
+        }
+    }
+    m.memory(line.node()).line(line.line())
+}
+
+/// Directories, caches and memory agree on every line of `lines`.
+fn check_coherent(m: &Magic<XferNode>, lines: &[PAddr]) -> Option<String> {
+    use coherence::directory::DirState;
+    for &line in lines {
+        let home = line.node();
+        let e = m.state(home).coh.entry(line);
+        if e.pending.is_some() {
+            return Some(format!("{line}: entry still pending"));
+        }
+        let mem = m.memory(home).line(line.line());
+        for n in 0..m.nodes() {
+            let n = NodeId(n);
+            let st = m.pcache(n).state(line);
+            let ok = match (&e.state, st) {
+                (_, LineState::Uncached) => true,
+                (DirState::Exclusive(o), LineState::Dirty) => *o == n,
+                (DirState::Shared(s), LineState::Clean) => {
+                    s.contains(n) && m.pcache(n).bytes(line).is_some_and(|b| *b == mem)
+                }
+                _ => false,
+            };
+            if !ok {
+                return Some(format!(
+                    "{line}: node {n}'s cache holds it {st:?}, the directory says {:?}",
+                    e.state
+                ));
+            }
+        }
+        if let DirState::Exclusive(o) = e.state {
+            if m.pcache(o).state(line) != LineState::Dirty {
+                return Some(format!("{line}: the directory's owner {o} has no dirty copy"));
+            }
+        }
+    }
+    None
+}
+
+fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome, String> {
+    let pid = Pid(1);
+    let _ = pid;
+    let (s0, r0) = (NodeId(0), NodeId(1));
+    let log = &m.state(s0).cpu.log;
+    let t0 = log
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ConnEvent::Issued { op: Op::Send, at } => Some(*at),
+            _ => None,
+        })
+        .ok_or("the send was never issued")?;
+    let t1 = log
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ConnEvent::Ack { op: Op::Send, at } => Some(*at),
+            _ => None,
+        })
+        .ok_or("the send was never accepted")?;
+    let done = |n: NodeId| {
+        m.state(n)
+            .cpu
+            .log
+            .iter()
+            .filter_map(|e| match e {
+                ConnEvent::RecvDone { at, .. } => Some(*at),
+                _ => None,
+            })
+            .max()
+    };
+    let t6 = done(r0).ok_or("the receiver was never told")?;
+    let end = senders
+        .iter()
+        .filter_map(|s| done(NodeId(1 - s.0)))
+        .max()
+        .unwrap_or(t6);
+    let marks = m.state(s0).stats.marks;
+    let (Some(t2), Some(t3), Some(t4)) = (marks.first_line, marks.first_wire, marks.last_wire)
+    else {
+        return Err("the transfer handler never sent".into());
+    };
+    let t5 = m
+        .state(r0)
+        .stats
+        .marks
+        .last_component
+        .ok_or("the last component was never handled")?;
+    // Without the receive posted first, the first line waits for it.
+    let t2 = t2.max(t1);
+    let startup = Startup {
+        initiation: (t1 - t0).0,
+        setup_verification: (t2 - t1).0,
+        initial_line: (t3 - t2).0,
+        network_queueing: (t5 - t4).0,
+        receiver_cleanup: (t6 - t5).0,
+        total: (t1 - t0).0 + (t2 - t1).0 + (t3 - t2).0 + (t5 - t4).0 + (t6 - t5).0,
+    };
+    let lines = m.state(r0).stats.components_received;
+    let transfer = t4 - t3;
+    let ledger = m.ledger();
+    let busy = |n: NodeId, names: &[&str]| -> f64 {
+        names
+            .iter()
+            .filter_map(|h| ledger.handler(Some(n.0), h))
+            .map(|r| r.stats.busy as f64)
+            .sum::<f64>()
+    };
+    let per = |x: f64| x / lines.max(1) as f64;
+    let sender_occ = per(busy(s0, &["xfer-send", "xfer-fetched"]));
+    let receiver_occ = per(busy(r0, &["xfer-component"]));
+    let network = per(ledger
+        .unit(Some(s0.0), magic::Unit::NetOut)
+        .map_or(0.0, |u| u.busy as f64));
+    let limited_by = if network >= sender_occ && network >= receiver_occ {
+        "network"
+    } else if sender_occ >= receiver_occ {
+        "sender"
+    } else {
+        "receiver"
+    };
+    // Data: every receive holds its part of the stream; the bytes around
+    // them are as they were.
+    let mut data_ok = true;
+    let mut lines_seen = Vec::new();
+    for &s in senders {
+        let r = NodeId(1 - s.0);
+        let d = Buffer {
+            node: r,
+            va: DST_VA + c.dst_offset,
+            len: receive_layout(c).last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
+            base: DST_FRAMES,
+        };
+        let layout = receive_layout(c);
+        for lv in d.lines(true) {
+            let line = d.paddr(lv);
+            lines_seen.push(line);
+            let now = current(&m, line);
+            let before = junk(r.0, lv);
+            let dirty_before = c.receiver == ReceiverState::Dirty && d.lines(false).any(|x| x == lv);
+            for (j, &got) in now.iter().enumerate() {
+                let v = lv + j as u64;
+                let mut stream = 0;
+                let mut want = None;
+                for &(va, len) in &layout {
+                    if (va..va + len).contains(&v) {
+                        want = Some(src_byte(s.0, stream + (v - va)));
+                    }
+                    stream += len;
+                }
+                let want = want.unwrap_or(if dirty_before { !before[j] } else { before[j] });
+                data_ok &= got == want;
+            }
+        }
+        let sb = Buffer {
+            node: s,
+            va: SRC_VA + c.src_offset,
+            len: c.bytes,
+            base: SRC_FRAMES,
+        };
+        for lv in sb.lines(false) {
+            lines_seen.push(sb.paddr(lv));
+        }
+    }
+    let incoherent = check_coherent(&m, &lines_seen);
+    Ok(Outcome {
+        config: c.clone(),
+        total: end - t0,
+        startup,
+        lines,
+        transfer,
+        per_line: per(transfer.0 as f64),
+        sender_occupancy_per_line: sender_occ,
+        receiver_occupancy_per_line: receiver_occ,
+        network_per_line: network,
+        limited_by,
+        data_ok,
+        incoherent,
+        machine: m,
+    })
+}
