@@ -60,6 +60,9 @@ enum Command {
         /// several receives).
         #[arg(long, default_value_t = 1)]
         receives: u32,
+        /// Sends the data is split over (back to back in the send buffer).
+        #[arg(long, default_value_t = 1)]
+        sends: u32,
         /// Post the receives after the send instead of before it.
         #[arg(long)]
         receive_late: bool,
@@ -276,6 +279,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             strategy,
             direction,
             receives,
+            sends,
             receive_late,
             format,
         } => {
@@ -320,6 +324,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     DirectionArg::Bi => Direction::Bi,
                 },
                 receives,
+                sends,
                 receive_first: !receive_late,
                 params: magic::MagicParams::default(),
             };

@@ -108,11 +108,19 @@ fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnOp {
     /// Connect to the process the virtual PID names.
-    Connect { vpid: u16 },
+    Connect {
+        vpid: u16,
+    },
     /// Post a receive of `len` bytes at virtual address `va`.
-    Post { va: u64, len: u64 },
+    Post {
+        va: u64,
+        len: u64,
+    },
     /// Send `len` bytes from virtual address `va`.
-    Send { va: u64, len: u64 },
+    Send {
+        va: u64,
+        len: u64,
+    },
     Think(Cycles),
 }
 
@@ -131,13 +139,32 @@ impl ConnOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum ConnEvent {
     /// The first write of a command sequence went out.
-    Issued { op: Op, at: Cycles },
-    Ack { op: Op, at: Cycles },
-    Nack { op: Op, at: Cycles, reason: Refusal },
+    Issued {
+        op: Op,
+        at: Cycles,
+    },
+    Ack {
+        op: Op,
+        at: Cycles,
+    },
+    Nack {
+        op: Op,
+        at: Cycles,
+        reason: Refusal,
+    },
     /// A shadow reference to a page the process has not mapped faulted.
-    Fault { at: Cycles, va: u64 },
-    SendDone { at: Cycles, bytes: u64 },
-    RecvDone { at: Cycles, bytes: u64 },
+    Fault {
+        at: Cycles,
+        va: u64,
+    },
+    SendDone {
+        at: Cycles,
+        bytes: u64,
+    },
+    RecvDone {
+        at: Cycles,
+        bytes: u64,
+    },
 }
 
 /// The compute processor's user program.
@@ -265,7 +292,11 @@ pub(super) fn processor_receive(
                 ConnEvent::Ack { op, at: now }
             } else {
                 let reason = Refusal::from_u64(msg.args[0]).unwrap_or(Refusal::Malformed);
-                ConnEvent::Nack { op, at: now, reason }
+                ConnEvent::Nack {
+                    op,
+                    at: now,
+                    reason,
+                }
             });
             n.cpu.waiting = false;
             n.cpu.current = None;
@@ -357,7 +388,8 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
         Ok(Some(a)) => {
             to_cpu(cx, mt::ACK, [0, pid.0 as u64, code]);
             cx.state().accepted.push_back(a);
-            let _ = cx.reschedule(Msg::new(mt::SETUP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+            let _ =
+                cx.reschedule(Msg::new(mt::SETUP, me, me).addr(PAddr::new(Region::Message, me, 0)));
         }
     }
 }
@@ -517,11 +549,16 @@ fn component(cx: &mut C<'_>, m: &Msg) {
     let found = cx.state().recvs.iter().position(|r| r.id == id);
     let target = found.and_then(|i| {
         let r = &cx.state().recvs[i];
-        (ro + n <= r.span.len && r.span.valid(ro as i64) && r.span.valid((ro + n - 1) as i64))
-            .then(|| {
+        (ro + n <= r.span.len && r.span.valid(ro as i64) && r.span.valid((ro + n - 1) as i64)).then(
+            || {
                 let a = r.span.paddr(ro as i64);
-                (i, PAddr(a.0 & !(LINE_BYTES as u64 - 1)), a.0 as usize % LINE_BYTES)
-            })
+                (
+                    i,
+                    PAddr(a.0 & !(LINE_BYTES as u64 - 1)),
+                    a.0 as usize % LINE_BYTES,
+                )
+            },
+        )
     });
     let Some((i, line, at)) = target else {
         cx.state().stats.dropped += 1;

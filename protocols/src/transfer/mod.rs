@@ -176,8 +176,8 @@ impl Span {
     pub fn paddr(&self, off: i64) -> PAddr {
         let v = (self.va as i64 + off) as u64;
         let first = self.va / PAGE_BYTES;
-        let k = ((v / PAGE_BYTES).clamp(first, first + self.frames.len() as u64 - 1) - first)
-            as usize;
+        let k =
+            ((v / PAGE_BYTES).clamp(first, first + self.frames.len() as u64 - 1) - first) as usize;
         PAddr(self.frames[k].0 + v % PAGE_BYTES)
     }
 

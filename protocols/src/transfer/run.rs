@@ -16,7 +16,9 @@
 use super::{conn, install, ConnEvent, ConnOp, Op, Strategy, Version, XferNode, XferParams};
 use coherence::modes::Mode;
 use coherence::protocol;
-use magic::{Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
+use magic::{
+    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Region, LINE_BYTES,
+};
 use os_shim::{Os, OsCosts, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
@@ -69,6 +71,9 @@ pub struct Config {
     pub direction: Direction,
     /// Receives the data is split over (each direction), one buffer apart.
     pub receives: u32,
+    /// Sends the data is split over (each direction), back to back in the
+    /// send buffer: the stream does not care where one ends.
+    pub sends: u32,
     /// Post the receives before the send starts (the paper's case).
     pub receive_first: bool,
     pub params: MagicParams,
@@ -87,6 +92,7 @@ impl Default for Config {
             strategy: Strategy::Pipelined,
             direction: Direction::Uni,
             receives: 1,
+            sends: 1,
             receive_first: true,
             params: MagicParams::default(),
         }
@@ -132,6 +138,13 @@ impl Config {
                 "the data must be split over 1 to {} receives (got {})",
                 self.bytes.max(1),
                 self.receives
+            ));
+        }
+        if self.sends == 0 || self.sends as u64 > self.bytes.max(1) {
+            return Err(format!(
+                "the data must be split over 1 to {} sends (got {})",
+                self.bytes.max(1),
+                self.sends
             ));
         }
         if self.params.data_buffers < 4 {
@@ -336,6 +349,23 @@ fn receive_layout(c: &Config) -> Vec<(u64, u64)> {
     v
 }
 
+/// The sends of one direction: `sends` parts of the send buffer, in order.
+fn send_ops(c: &Config) -> Vec<ConnOp> {
+    let parts = c.sends as u64;
+    let each = c.bytes.div_ceil(parts).max(1);
+    let mut v = Vec::new();
+    let mut off = 0;
+    while off < c.bytes || (v.is_empty() && c.bytes == 0) {
+        let n = each.min(c.bytes - off);
+        v.push(ConnOp::Send {
+            va: SRC_VA + c.src_offset + off,
+            len: n,
+        });
+        off += n.max(1);
+    }
+    v
+}
+
 /// Run one experiment.
 pub fn run(c: &Config) -> Result<Outcome, String> {
     c.validate()?;
@@ -407,10 +437,7 @@ pub fn run(c: &Config) -> Result<Outcome, String> {
                 ops.extend(recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
             }
             if senders.contains(&n) && !c.receive_first {
-                ops.push(ConnOp::Send {
-                    va: SRC_VA + c.src_offset,
-                    len: c.bytes,
-                });
+                ops.extend(send_ops(c));
             }
             m.state_mut(n).cpu.push(ops);
             conn::start(m.state_mut(n), at);
@@ -423,10 +450,7 @@ pub fn run(c: &Config) -> Result<Outcome, String> {
             m.reset_counters();
             let at = m.now() + Cycles(1);
             for &s in &senders {
-                m.state_mut(s).cpu.push([ConnOp::Send {
-                    va: SRC_VA + c.src_offset,
-                    len: c.bytes,
-                }]);
+                m.state_mut(s).cpu.push(send_ops(c));
                 conn::start(m.state_mut(s), at);
                 m.start_processor(s, at)?;
             }
@@ -575,7 +599,9 @@ fn check_coherent(m: &Magic<XferNode>, lines: &[PAddr]) -> Option<String> {
         }
         if let DirState::Exclusive(o) = e.state {
             if m.pcache(o).state(line) != LineState::Dirty {
-                return Some(format!("{line}: the directory's owner {o} has no dirty copy"));
+                return Some(format!(
+                    "{line}: the directory's owner {o} has no dirty copy"
+                ));
             }
         }
     }
@@ -589,7 +615,6 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let log = &m.state(s0).cpu.log;
     let t0 = log
         .iter()
-        .rev()
         .find_map(|e| match e {
             ConnEvent::Issued { op: Op::Send, at } => Some(*at),
             _ => None,
@@ -597,7 +622,6 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         .ok_or("the send was never issued")?;
     let t1 = log
         .iter()
-        .rev()
         .find_map(|e| match e {
             ConnEvent::Ack { op: Op::Send, at } => Some(*at),
             _ => None,
@@ -682,7 +706,8 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
             lines_seen.push(line);
             let now = current(&m, line);
             let before = junk(r.0, lv);
-            let dirty_before = c.receiver == ReceiverState::Dirty && d.lines(false).any(|x| x == lv);
+            let dirty_before =
+                c.receiver == ReceiverState::Dirty && d.lines(false).any(|x| x == lv);
             for (j, &got) in now.iter().enumerate() {
                 let v = lv + j as u64;
                 let mut stream = 0;

@@ -138,7 +138,11 @@ fn charge(cx: &mut C<'_>, t: &Task, b: &mut Breakdown) {
 fn charge_at(cx: &mut C<'_>, t: &Task, b: &mut Breakdown, at: u64) {
     cx.bundles(t.cycles, t.instrs);
     for i in 0..t.loads {
-        cx.load(if i == 0 { at } else { addr::SEND + i as u64 * 8 });
+        cx.load(if i == 0 {
+            at
+        } else {
+            addr::SEND + i as u64 * 8
+        });
     }
     for i in 0..t.stores {
         cx.store(addr::SEND + 64 + i as u64 * 8);
@@ -550,8 +554,8 @@ fn shifted(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
             }
             _ => match cx.alloc_buffer() {
                 Some(x) => {
+                    // (A line starting before the buffer is its first line.)
                     let line = src_line(cx.state(), off.max(0));
-                    let line = PAddr(line.0 - if off < 0 { LINE } else { 0 });
                     if let Err(e) = read_line(cx, line, x, 0, None, b) {
                         let _ = cx.free_buffer(x);
                         r = Err(e);
@@ -623,7 +627,12 @@ fn fetch_ahead(cx: &mut C<'_>, b: &mut Breakdown) -> Result<(), Stop> {
     }
     let (va, len, sent, first) = {
         let s = cx.state().out.sends.front().expect("a send");
-        (s.span.va as i64, s.span.len as i64, s.sent as i64, s.sent == 0)
+        (
+            s.span.va as i64,
+            s.span.len as i64,
+            s.sent as i64,
+            s.sent == 0,
+        )
     };
     let collect = p.strategy == super::Strategy::Collect;
     if collect && !first {

@@ -25,7 +25,11 @@ pub struct PageUse {
 
 impl std::fmt::Debug for PageUse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "use of {} (record {}, slot {})", self.page, self.record, self.slot)?;
+        write!(
+            f,
+            "use of {} (record {}, slot {})",
+            self.page, self.record, self.slot
+        )?;
         if !self.valid() {
             write!(f, ", stale")?;
         }
