@@ -296,8 +296,12 @@ pub fn receiver_write<S: protocol::Coherent>(
                 let iv = cx
                     .pc_get(line, Some(tmp), *keep)
                     .map_err(|_| ModeError::Busy { line })?;
+                // The processor's dirty copy is gone only when its data has
+                // crossed the interface; memory may take the message's bytes
+                // after that (the dirty bytes are kept where it does not
+                // cover the line).
+                cx.wait_until(iv.done);
                 if !whole {
-                    cx.wait_until(iv.done);
                     current = *cx.buffer(tmp).expect("allocated");
                 }
                 let _ = cx.free_buffer(tmp);

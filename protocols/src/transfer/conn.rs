@@ -570,7 +570,9 @@ fn component(cx: &mut C<'_>, m: &Msg) {
     match modes::receiver_write(cx, mode, line, b, at..at + n as usize) {
         Ok(t) => {
             let _ = cx.free_buffer_after(b, t);
-            let r = &mut cx.state().recvs[i];
+            let s = cx.state();
+            s.stats.marks.first_written.get_or_insert(t.ready);
+            let r = &mut s.recvs[i];
             r.written = r.written.max(t.ready);
         }
         Err(_) => {

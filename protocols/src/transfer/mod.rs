@@ -259,6 +259,8 @@ pub struct Marks {
     /// The first component goes on the wire; the last comes off it.
     pub first_wire: Option<Cycles>,
     pub last_wire: Option<Cycles>,
+    /// The first component's bytes are in the receiver's memory.
+    pub first_written: Option<Cycles>,
     /// The last receive's last bytes are in memory.
     pub last_component: Option<Cycles>,
 }

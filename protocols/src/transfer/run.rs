@@ -174,6 +174,8 @@ pub struct Outcome {
     pub lines: u64,
     /// First component on the wire to the last off it.
     pub transfer: Cycles,
+    /// Cycles between components landing in the receiver's memory (first
+    /// to last): the rate of the pipeline's slowest stage.
     pub per_line: f64,
     pub sender_occupancy_per_line: f64,
     pub receiver_occupancy_per_line: f64,
@@ -681,6 +683,13 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let network = per(ledger
         .unit(Some(s0.0), magic::Unit::NetOut)
         .map_or(0.0, |u| u.busy as f64));
+    // The rate the data lands at in the receiver's memory: the pipeline's
+    // slowest stage.
+    let rm = m.state(r0).stats.marks;
+    let per_line = match (rm.first_written, rm.last_component) {
+        (Some(a), Some(b)) if lines > 1 => (b - a).0 as f64 / (lines - 1) as f64,
+        _ => transfer.0 as f64,
+    };
     let limited_by = if network >= sender_occ && network >= receiver_occ {
         "network"
     } else if sender_occ >= receiver_occ {
@@ -739,7 +748,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         startup,
         lines,
         transfer,
-        per_line: per(transfer.0 as f64),
+        per_line,
         sender_occupancy_per_line: sender_occ,
         receiver_occupancy_per_line: receiver_occ,
         network_per_line: network,
