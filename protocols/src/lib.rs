@@ -1,8 +1,12 @@
 //! The messaging software that runs on the node controllers.
 //!
-//! So far: [`pipeline`], the engine benchmark's workload built on MAGIC with
-//! three handlers of fixed cost (the way a protocol author prototypes a handler
-//! before writing its code).
+//! - [`pipeline`]: the engine benchmark's workload built on MAGIC with three
+//!   handlers of fixed cost (the way a protocol author prototypes a handler
+//!   before writing its code);
+//! - [`user`]: user-level messaging through command sequences, and the three
+//!   ways of keeping MAGIC's physical addresses valid;
+//! - [`transfer`]: bulk transfer over a connection, calibrated on the FLASH
+//!   paper's start-up and 4 KB figures.
 
 pub mod pipeline;
 pub mod transfer;

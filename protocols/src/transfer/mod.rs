@@ -27,7 +27,7 @@
 //! its home first, either overlapped with the transfer (`pipelined`) or all
 //! at once before it (`collect`).
 //!
-//! [`run`] sets up a machine, runs one transfer experiment and measures it.
+//! [`run()`] sets up a machine, runs one transfer experiment and measures it.
 
 pub mod conn;
 pub mod run;

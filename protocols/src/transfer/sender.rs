@@ -298,6 +298,14 @@ fn write_back_here(cx: &mut C<'_>, line: PAddr, tmp: BufId, b: &mut Breakdown) -
     );
     cx.wait_until(iv.done);
     charge(cx, &tasks::WAIT_WRITE, b);
+    if iv.state != LineState::Dirty {
+        // Not what the directory said: memory already holds the line.
+        cx.state().coh.stats.protocol_errors += 1;
+        return Ticket {
+            first: cx.now(),
+            ready: cx.now(),
+        };
+    }
     cx.mem_write(line, tmp).expect("local line")
 }
 
@@ -706,10 +714,17 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
                 t0,
                 &mut b,
             )
-        } else if c.shift % 8 == 0 {
-            wrapped(cx, &c, &mut b)
         } else {
-            shifted(cx, &c, &mut b)
+            // A get queued for an aligned component that did not come: its
+            // line goes to memory before anything reads it there.
+            if let Some(p) = pending.take() {
+                retire(cx, p);
+            }
+            if c.shift % 8 == 0 {
+                wrapped(cx, &c, &mut b)
+            } else {
+                shifted(cx, &c, &mut b)
+            }
         };
         let buf = match r {
             Ok(x) => x,
