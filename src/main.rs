@@ -326,6 +326,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 receives,
                 sends,
                 receive_first: !receive_late,
+                change: None,
                 params: magic::MagicParams::default(),
             };
             transfer(&c, format)

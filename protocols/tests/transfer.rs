@@ -361,3 +361,43 @@ fn a_receive_into_pages_the_process_cannot_write_is_refused() {
     assert_eq!(answers(&m), ["ack Connect", "ack Post"]);
     assert_eq!(m.state(NodeId(0)).out.space.len(), 1);
 }
+
+#[test]
+fn a_page_moved_during_the_transfer_is_followed_through_the_invalidation_technique() {
+    use magic::Cycles;
+    use protocols::transfer::{ConnEvent, PageChange, Side};
+    let mut stale = 0;
+    for side in [Side::Send, Side::Receive] {
+        for after in [100, 700, 1200] {
+            let c = Config {
+                bytes: 8192,
+                change: Some(PageChange {
+                    side,
+                    page: 1,
+                    after: Cycles(after),
+                }),
+                ..Config::default()
+            };
+            let r = go(c.clone());
+            let node = if side == Side::Send { 0 } else { 1 };
+            let x = r.machine.state(NodeId(node));
+            let changed = x
+                .cpu
+                .log
+                .iter()
+                .any(|e| matches!(e, ConnEvent::Changed { .. }));
+            assert!(changed, "{c:?}: the OS applied the move");
+            // A use that met the stale page asked the OS and went on.
+            let asked = x
+                .cpu
+                .log
+                .iter()
+                .filter(|e| matches!(e, ConnEvent::Interrupt { .. }))
+                .count() as u64;
+            assert_eq!(asked > 0, x.stats.stale_uses > 0, "{c:?}");
+            stale += x.stats.stale_uses;
+            assert_eq!(x.pages.in_use(), 0, "{c:?}: every page unlinked at the end");
+        }
+    }
+    assert!(stale > 0, "some move met a use of the page in flight");
+}

@@ -17,7 +17,10 @@ use magic::{
     Cx, Cycles, Dispatch, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region,
     LINE_BYTES,
 };
-use os_shim::{Pid, PAGE_BYTES, WRITE_SHADOW};
+use os_shim::{Change, Pid, VPage, PAGE_BYTES, WRITE_SHADOW};
+
+/// In an OS answer: the page is not mapped.
+pub const NO_FRAME: u64 = u64::MAX;
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -33,6 +36,10 @@ pub struct XferCosts {
     pub unlink: u32,
     /// Instructions per doubleword when the PP realigns a component.
     pub shift_dword: u32,
+    /// Instructions to take an OS notice or answer.
+    pub notice: u32,
+    /// Instructions per use walked when a page's uses are marked stale.
+    pub walk: u32,
 }
 
 impl Default for XferCosts {
@@ -42,6 +49,8 @@ impl Default for XferCosts {
             link_cycles: 9,
             unlink: 3,
             shift_dword: 4,
+            notice: 16,
+            walk: 4,
         }
     }
 }
@@ -121,6 +130,9 @@ pub enum ConnOp {
         va: u64,
         len: u64,
     },
+    /// A translation change of the process's page: the OS notifies MAGIC,
+    /// waits for its answer, then applies it (a move copies the page).
+    Change(Change),
     Think(Cycles),
 }
 
@@ -130,7 +142,7 @@ impl ConnOp {
             ConnOp::Connect { .. } => Some(Op::Connect),
             ConnOp::Post { .. } => Some(Op::Post),
             ConnOp::Send { .. } => Some(Op::Send),
-            ConnOp::Think(_) => None,
+            ConnOp::Think(_) | ConnOp::Change(_) => None,
         }
     }
 }
@@ -157,6 +169,17 @@ pub enum ConnEvent {
         at: Cycles,
         va: u64,
     },
+    /// MAGIC met a stale page and asked the OS for its translation.
+    Interrupt {
+        at: Cycles,
+        page: u64,
+    },
+    /// The OS applied a translation change after waiting for MAGIC.
+    Changed {
+        at: Cycles,
+        waited: Cycles,
+    },
+    /// A send has been handed to the network whole.
     SendDone {
         at: Cycles,
         bytes: u64,
@@ -177,6 +200,10 @@ pub struct ConnCpu {
     current: Option<Op>,
     waiting: bool,
     resume_at: Option<Cycles>,
+    /// Interrupts to answer: when, and which virtual page.
+    os_due: Vec<(Cycles, VPage)>,
+    /// The change waiting for MAGIC's answer, and since when.
+    change: Option<(Change, Cycles)>,
     pub log: Vec<ConnEvent>,
 }
 
@@ -204,10 +231,24 @@ impl ConnCpu {
         self.log.iter().find_map(f)
     }
 
+    /// An interrupt about a page whose change is not yet applied waits: its
+    /// answer must carry the new frame.
+    fn answerable(&self, v: VPage) -> bool {
+        self.change.is_none_or(|(c, _)| c.page() != v)
+    }
+
     fn next(&self) -> ProcStep {
-        match self.resume_at {
-            Some(t) if !self.waiting => ProcStep::At(t),
-            _ => ProcStep::Idle,
+        let os = self
+            .os_due
+            .iter()
+            .filter(|x| self.answerable(x.1))
+            .map(|x| x.0)
+            .min();
+        let prog = self.resume_at.filter(|_| !self.waiting);
+        match (os, prog) {
+            (Some(a), Some(b)) => ProcStep::At(a.min(b)),
+            (Some(a), None) | (None, Some(a)) => ProcStep::At(a),
+            (None, None) => ProcStep::Idle,
         }
     }
 }
@@ -219,6 +260,24 @@ pub fn start(n: &mut XferNode, at: Cycles) {
 
 pub(super) fn processor_step(n: &mut XferNode, p: &mut Processor<'_>) -> ProcStep {
     let now = p.now();
+    // The OS's answers to MAGIC's interrupts, from the page table as it is.
+    let mut i = 0;
+    while i < n.cpu.os_due.len() {
+        let (t, v) = n.cpu.os_due[i];
+        if t <= now && n.cpu.answerable(v) {
+            n.cpu.os_due.remove(i);
+            let frame = n.os.lookup(n.cpu.pid, v).map_or(NO_FRAME, |m| m.frame.0);
+            let me = n.id;
+            p.request(
+                Msg::new(mt::OS_TRANSLATION, me, me)
+                    .addr(PAddr::new(Region::Message, me, 0))
+                    .args([v.0, n.cpu.pid.0 as u64, frame]),
+                None,
+            );
+        } else {
+            i += 1;
+        }
+    }
     if n.cpu.waiting || n.cpu.resume_at.is_none_or(|t| t > now) {
         return n.cpu.next();
     }
@@ -237,6 +296,21 @@ pub(super) fn processor_step(n: &mut XferNode, p: &mut Processor<'_>) -> ProcSte
     };
     if let ConnOp::Think(c) = op {
         n.cpu.resume_at = Some(now + c);
+        return n.cpu.next();
+    }
+    if let ConnOp::Change(c) = op {
+        let old =
+            n.os.lookup(n.cpu.pid, c.page())
+                .map_or(NO_FRAME, |m| m.frame.0);
+        let me = n.id;
+        p.request(
+            Msg::new(mt::OS_NOTICE, me, me)
+                .addr(PAddr::new(Region::Message, me, 0))
+                .args([c.page().0, n.cpu.pid.0 as u64, old]),
+            None,
+        );
+        n.cpu.change = Some((c, now));
+        n.cpu.waiting = true;
         return n.cpu.next();
     }
     let me = n.id;
@@ -269,7 +343,7 @@ pub(super) fn processor_step(n: &mut XferNode, p: &mut Processor<'_>) -> ProcSte
                 }
             }
         }
-        ConnOp::Think(_) => unreachable!(),
+        ConnOp::Think(_) | ConnOp::Change(_) => unreachable!(),
     }
     q.push_back(Msg::new(mt::CMD_COMMIT, me, me).addr(PAddr::new(Region::Message, me, 0)));
     n.cpu.log.push(ConnEvent::Issued { op: code, at: now });
@@ -301,6 +375,35 @@ pub(super) fn processor_receive(
             n.cpu.waiting = false;
             n.cpu.current = None;
             n.cpu.resume_at = Some(now + Cycles(1));
+        }
+        mt::INTERRUPT => {
+            let v = VPage(msg.args[0]);
+            n.cpu.log.push(ConnEvent::Interrupt { at: now, page: v.0 });
+            n.cpu.os_due.push((now + n.os.costs.interrupt, v));
+        }
+        mt::OS_ANSWER => {
+            if let Some((c, since)) = n.cpu.change.take() {
+                let mut cost = n.os.costs.change;
+                if let (Change::Move(_, to), Ok(old)) = (c, n.os.lookup(n.cpu.pid, c.page())) {
+                    if to.node() == n.id && old.frame.node() == n.id {
+                        // The OS copies the page (its lines are in memory:
+                        // the buffers it moves are not cached).
+                        for k in 0..PAGE_BYTES / LINE_BYTES as u64 {
+                            let at = |f: PAddr| PAddr(f.0 + k * LINE_BYTES as u64).line();
+                            let bytes = p.memory().line(at(old.frame));
+                            p.memory().store_line(at(to), &bytes);
+                            cost += n.os.costs.copy_line;
+                        }
+                    }
+                }
+                let _ = n.os.apply(n.cpu.pid, c);
+                n.cpu.log.push(ConnEvent::Changed {
+                    at: now,
+                    waited: now - since,
+                });
+                n.cpu.waiting = false;
+                n.cpu.resume_at = Some(now + cost);
+            }
         }
         mt::SEND_DONE => n.cpu.log.push(ConnEvent::SendDone {
             at: now,
@@ -545,25 +648,44 @@ fn component(cx: &mut C<'_>, m: &Msg) {
     let Some(b) = cx.take_msg_buffer() else {
         return;
     };
+    store(cx, m, b);
+}
+
+/// Store a component held in buffer `b` (on arrival, or once a stale page's
+/// new translation is in).
+fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
     let (id, ro, n) = (m.args[0] as u32, m.args[1], m.args[2]);
-    let found = cx.state().recvs.iter().position(|r| r.id == id);
-    let target = found.and_then(|i| {
-        let r = &cx.state().recvs[i];
-        (ro + n <= r.span.len && r.span.valid(ro as i64) && r.span.valid((ro + n - 1) as i64)).then(
-            || {
-                let a = r.span.paddr(ro as i64);
-                (
-                    i,
-                    PAddr(a.0 & !(LINE_BYTES as u64 - 1)),
-                    a.0 as usize % LINE_BYTES,
-                )
-            },
-        )
-    });
-    let Some((i, line, at)) = target else {
+    let found = cx
+        .state()
+        .recvs
+        .iter()
+        .position(|r| r.id == id && ro + n <= r.span.len);
+    let Some(i) = found else {
         cx.state().stats.dropped += 1;
         let _ = cx.free_buffer(b);
         return;
+    };
+    // The invalidation technique's check (one branch, among the
+    // instructions of `COMPONENT_IN`).
+    let stale = {
+        let r = &cx.state().recvs[i];
+        [ro as i64, (ro + n - 1) as i64]
+            .into_iter()
+            .find(|&o| !r.span.valid(o))
+            .map(|o| VPage((r.span.va as i64 + o) as u64 / PAGE_BYTES))
+    };
+    if let Some(v) = stale {
+        cx.state().stats.stale_uses += 1;
+        cx.state().parked.push((*m, b));
+        interrupt(cx, v);
+        return;
+    }
+    let (line, at) = {
+        let a = cx.state().recvs[i].span.paddr(ro as i64);
+        (
+            PAddr(a.0 & !(LINE_BYTES as u64 - 1)),
+            a.0 as usize % LINE_BYTES,
+        )
     };
     // The bytes sit in the buffer where they go in the line.
     let mode = cx.state().params.mode;
@@ -599,6 +721,82 @@ fn component(cx: &mut C<'_>, m: &Msg) {
                 .addr(PAddr::new(Region::Message, me, 0))
                 .args([id as u64, 0, 0]),
         );
+    }
+}
+
+/// Ask the OS for the translation of a stale page (once until it answers).
+pub(super) fn interrupt(cx: &mut C<'_>, v: VPage) {
+    if cx.state().asked.contains(&v) {
+        return;
+    }
+    cx.state().asked.push(v);
+    let pid = cx.state().cpu.pid;
+    to_cpu(cx, mt::INTERRUPT, [v.0, pid.0 as u64, 0]);
+}
+
+/// The OS says a page is about to change: mark every use of its frame
+/// stale (walking the page's list), then answer.
+fn os_notice(cx: &mut C<'_>, m: &Msg) {
+    let c = cx.state().params.costs;
+    cx.instr(c.notice);
+    let old = m.args[2];
+    if old != NO_FRAME {
+        let n = cx.state().pages.invalidate(PAddr(old));
+        for _ in 0..n {
+            cx.instr(c.walk);
+            cx.load(addr::RECV + 192);
+        }
+    }
+    to_cpu(cx, mt::OS_ANSWER, [0, 0, 0]);
+}
+
+/// The OS's answer to an interrupt: relink the page in every operation that
+/// holds it stale, and let them go on.
+fn os_translation(cx: &mut C<'_>, m: &Msg) {
+    let c = cx.state().params.costs;
+    cx.instr(c.notice);
+    let (v, frame) = (VPage(m.args[0]), m.args[2]);
+    cx.state().asked.retain(|x| *x != v);
+    let mut relinked = 0;
+    let s = cx.state();
+    let spans = s
+        .out
+        .sends
+        .iter_mut()
+        .map(|x| &mut x.span)
+        .chain(s.recvs.iter_mut().map(|x| &mut x.span));
+    for span in spans {
+        let k = v.0 as i64 - (span.va / PAGE_BYTES) as i64;
+        if k < 0 || k as usize >= span.frames.len() || span.uses[k as usize].valid() {
+            continue;
+        }
+        let k = k as usize;
+        if frame == NO_FRAME {
+            // Unmapped: the page stays stale and the operation cannot go on.
+            continue;
+        }
+        s.pages.unlink(&span.uses[k]);
+        span.frames[k] = PAddr(frame);
+        span.uses[k] = s.pages.link(PAddr(frame), 0, k as u8);
+        relinked += 1;
+    }
+    for _ in 0..relinked {
+        cx.bundles(c.link_cycles, 2 * c.link_cycles - 1);
+    }
+    if frame == NO_FRAME {
+        cx.state().stats.unmapped += 1;
+        return;
+    }
+    // Components that waited for the page, in arrival order.
+    let parked = std::mem::take(&mut cx.state().parked);
+    for (pm, b) in parked {
+        store(cx, &pm, b);
+    }
+    let me = cx.node();
+    let o = &mut cx.state().out;
+    if o.blocked && o.fetching.is_empty() {
+        o.blocked = false;
+        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
     }
 }
 
@@ -720,6 +918,10 @@ pub(super) fn install(b: &mut MagicBuilder<XferNode>) {
     );
     let h = b.handler("xfer-cleanup", cleanup);
     b.route_any(mt::CLEANUP, h);
+    let h = b.handler("os-notice", os_notice);
+    b.route_any(mt::OS_NOTICE, h);
+    let h = b.handler("os-translation", os_translation);
+    b.route_any(mt::OS_TRANSLATION, h);
     let h = b.handler("xfer-fetch", fetch);
     b.route_any(mt::FETCH, h);
     let h = b.handler("xfer-fetched", fetched);

@@ -34,7 +34,9 @@ pub mod run;
 pub mod sender;
 
 pub use conn::{ConnCpu, ConnEvent, ConnOp, XferCosts};
-pub use run::{run, Config, Direction, Outcome, ReceiverState, SenderState, Startup};
+pub use run::{
+    run, Config, Direction, Outcome, PageChange, ReceiverState, SenderState, Side, Startup,
+};
 pub use sender::{tasks, Breakdown, Task, Version};
 
 use crate::user::PageTable;
@@ -78,6 +80,15 @@ pub mod mt {
     pub const NACK: MsgType = MsgType(92);
     pub const SEND_DONE: MsgType = MsgType(93);
     pub const RECV_DONE: MsgType = MsgType(94);
+    /// MAGIC asks the OS for a stale page's translation.
+    pub const INTERRUPT: MsgType = MsgType(95);
+    /// MAGIC has marked a changing page's uses stale.
+    pub const OS_ANSWER: MsgType = MsgType(96);
+    // Processor interface, from the OS.
+    /// A translation is about to change: virtual page, PID, old frame.
+    pub const OS_NOTICE: MsgType = MsgType(97);
+    /// The answer to an interrupt: virtual page, PID, frame.
+    pub const OS_TRANSLATION: MsgType = MsgType(98);
 }
 
 /// Operation codes of a command sequence.
@@ -244,7 +255,7 @@ pub struct Outgoing {
     pub carry: Option<Carry>,
     /// Global coherence: lines whose fetch is out (line addresses).
     pub fetching: Vec<PAddr>,
-    /// The handler waits for a fetch before it can go on.
+    /// The handler waits for a fetch or a translation before it can go on.
     pub blocked: bool,
     /// `Collect`: the send whose lines have been collected (by count of sends
     /// accepted so far), so each send is collected once.
@@ -285,6 +296,8 @@ pub struct XferStats {
     /// Components that named no posted receive or a stale page (dropped).
     pub dropped: u64,
     pub stale_uses: u64,
+    /// Translations the OS answered with "unmapped".
+    pub unmapped: u64,
     /// Lines a `local` transfer met outside the mode's precondition.
     pub outside_local: u64,
     pub marks: Marks,
@@ -307,6 +320,10 @@ pub struct XferNode {
     pub recvs: Vec<RecvOp>,
     pub next_recv: u32,
     pub pages: PageTable,
+    /// Components that met a stale page, waiting for its translation.
+    pub parked: Vec<(Msg, BufId)>,
+    /// Pages MAGIC has asked the OS about and not yet heard of.
+    pub asked: Vec<os_shim::VPage>,
     pub stats: XferStats,
 }
 
@@ -325,6 +342,8 @@ impl XferNode {
             recvs: Vec::new(),
             next_recv: 0,
             pages: PageTable::default(),
+            parked: Vec::new(),
+            asked: Vec::new(),
             stats: XferStats::default(),
         }
     }
@@ -350,6 +369,12 @@ impl NodeState for XferNode {
                 s.span.len,
                 s.sent,
                 self.out.space.iter().map(|x| x.len - x.used).sum::<u64>()
+            ));
+        }
+        if !self.parked.is_empty() {
+            p.push(format!(
+                "{} component(s) waiting for a page's translation",
+                self.parked.len()
             ));
         }
         for r in &self.recvs {

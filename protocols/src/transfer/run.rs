@@ -56,6 +56,26 @@ pub enum Direction {
     Bi,
 }
 
+/// Which buffer a page change hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    Send,
+    Receive,
+}
+
+/// The OS moves one page of a buffer to another frame while the transfer
+/// runs (the invalidation technique keeps MAGIC's addresses valid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PageChange {
+    pub side: Side,
+    /// Which page of the buffer (0 is the first).
+    pub page: u64,
+    /// When: cycles after the send is issued (on the sending node, after
+    /// its command has been answered).
+    pub after: Cycles,
+}
+
 /// One experiment.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -76,6 +96,8 @@ pub struct Config {
     pub sends: u32,
     /// Post the receives before the send starts (the paper's case).
     pub receive_first: bool,
+    /// A page moved during the transfer (one direction only).
+    pub change: Option<PageChange>,
     pub params: MagicParams,
 }
 
@@ -94,6 +116,7 @@ impl Default for Config {
             receives: 1,
             sends: 1,
             receive_first: true,
+            change: None,
             params: MagicParams::default(),
         }
     }
@@ -146,6 +169,31 @@ impl Config {
                 self.bytes.max(1),
                 self.sends
             ));
+        }
+        if let Some(ch) = self.change {
+            let (state_ok, len, off) = match ch.side {
+                Side::Send => (
+                    self.sender == SenderState::Uncached,
+                    self.bytes,
+                    self.src_offset,
+                ),
+                Side::Receive => (
+                    self.receiver == ReceiverState::Uncached,
+                    receive_layout(self).last().map_or(0, |x| x.0 + x.1) - DST_VA,
+                    0,
+                ),
+            };
+            if !state_ok {
+                return Err(
+                    "a page change needs that buffer uncached (the OS copies memory)".into(),
+                );
+            }
+            if self.direction != Direction::Uni {
+                return Err("a page change is modelled for a one-way transfer".into());
+            }
+            if ch.page >= (off + len).div_ceil(PAGE_BYTES) {
+                return Err(format!("the buffer has no page {}", ch.page));
+            }
         }
         if self.params.data_buffers < 4 {
             return Err("the transfer needs at least 4 data buffers".into());
@@ -300,6 +348,8 @@ fn frame(node: NodeId, base: u64, k: u64) -> PAddr {
 
 const SRC_FRAMES: u64 = 0x10_0000;
 const DST_FRAMES: u64 = 0x80_0000;
+/// Frames the OS moves pages to.
+const MOVED_FRAMES: u64 = 0x100_0000;
 
 struct Buffer {
     node: NodeId,
@@ -456,8 +506,15 @@ pub fn run(c: &Config) -> Result<Outcome, String> {
                 conn::start(m.state_mut(s), at);
                 m.start_processor(s, at)?;
             }
+            if pass == 1 {
+                schedule_change(&mut m, c, at)?;
+            }
         } else {
             m.reset_counters();
+            if pass == 1 {
+                let at = m.now() + Cycles(1);
+                schedule_change(&mut m, c, at)?;
+            }
         }
         let rep = m.run();
         refused(&m)?;
@@ -469,6 +526,29 @@ pub fn run(c: &Config) -> Result<Outcome, String> {
         }
     }
     measure(c, m, &senders)
+}
+
+/// The OS of the buffer's node moves the page `after` cycles after `at`
+/// to a frame of its own (a page nothing else uses).
+fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<(), String> {
+    let Some(ch) = c.change else {
+        return Ok(());
+    };
+    let (node, va) = match ch.side {
+        Side::Send => (NodeId(0), SRC_VA + c.src_offset),
+        Side::Receive => (NodeId(1), DST_VA + c.dst_offset),
+    };
+    let v = VPage(va / PAGE_BYTES + ch.page);
+    let to = PAddr::new(Region::Normal, node, MOVED_FRAMES + ch.page * PAGE_BYTES);
+    // The OS runs on the node's processor: a program of its own, after the
+    // user's commands.
+    let x = m.state_mut(node);
+    x.cpu.push([
+        ConnOp::Think(ch.after),
+        ConnOp::Change(os_shim::Change::Move(v, to)),
+    ]);
+    conn::start(x, at);
+    m.start_processor(node, at)
 }
 
 /// A refused command ends the experiment with MAGIC's reason.
@@ -557,6 +637,14 @@ fn place_receive(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Where a buffer's virtual address is now (the OS may have moved it).
+fn now_at(m: &Magic<XferNode>, node: NodeId, va: u64) -> PAddr {
+    m.state(node)
+        .os
+        .translate(Pid(1), va)
+        .map_or(PAddr(0), |x| x.0)
 }
 
 /// A line's current bytes at its home: the dirty copy if a cache holds one.
@@ -711,7 +799,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         };
         let layout = receive_layout(c);
         for lv in d.lines(true) {
-            let line = d.paddr(lv);
+            let line = now_at(&m, r, lv);
             lines_seen.push(line);
             let now = current(&m, line);
             let before = junk(r.0, lv);
@@ -738,7 +826,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
             base: SRC_FRAMES,
         };
         for lv in sb.lines(false) {
-            lines_seen.push(sb.paddr(lv));
+            lines_seen.push(now_at(&m, s, lv));
         }
     }
     let incoherent = check_coherent(&m, &lines_seen);

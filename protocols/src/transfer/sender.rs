@@ -243,7 +243,7 @@ enum Stop {
     InFlux,
     /// Waiting for a fetch from a remote owner; its answer reschedules.
     Fetch,
-    /// A page of the buffer was remapped: the transfer stops.
+    /// A page of the buffer is changing: wait for its new translation.
     Stale,
 }
 
@@ -693,14 +693,15 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
         let Some(c) = next_component(cx.state()) else {
             break;
         };
-        let valid = cx
-            .state()
-            .out
-            .sends
-            .front()
-            .is_some_and(|s| s.span.valid(c.so) && s.span.valid(c.so + c.n as i64 - 1));
-        if !valid {
+        let stale = cx.state().out.sends.front().and_then(|s| {
+            [c.so, c.so + c.n as i64 - 1]
+                .into_iter()
+                .find(|&o| !s.span.valid(o))
+                .map(|o| os_shim::VPage((s.span.va as i64 + o) as u64 / os_shim::PAGE_BYTES))
+        });
+        if let Some(v) = stale {
             cx.state().stats.stale_uses += 1;
+            super::conn::interrupt(cx, v);
             stop = Some(Stop::Stale);
             break;
         }
@@ -761,7 +762,8 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
             return;
         }
         Some(Stop::Stale) => {
-            s.out.running = false;
+            // The OS's answer relinks the page and reschedules the handler.
+            s.out.blocked = true;
             return;
         }
         Some(Stop::InFlux) | None => {}
