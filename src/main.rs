@@ -453,7 +453,13 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
 
 fn transfer(c: &protocols::transfer::Config, format: Format) -> Result<(), Failure> {
     c.validate().map_err(Failure::Usage)?;
-    let r = protocols::transfer::run(c).map_err(Failure::Usage)?;
+    let r = protocols::transfer::run(c).map_err(|e| match e {
+        protocols::transfer::Failed::Input(s) => Failure::Usage(s),
+        protocols::transfer::Failed::Stuck(s) => {
+            eprintln!("error: {s}");
+            Failure::Stuck
+        }
+    })?;
     match format {
         Format::Json => out!("{}", r.json()),
         Format::Table => out_raw!("{r}"),

@@ -163,3 +163,192 @@ fn fetch_op_and_remap_print_json() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// `flashkit transfer --format json`: one object, its start-up parts add up.
+fn transfer_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["transfer"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let (code, out, err) = flashkit(&all);
+    assert_eq!(code, 0, "{all:?}: {err}");
+    assert!(err.is_empty(), "{all:?}: {err}");
+    assert_eq!(out.trim_end().lines().count(), 1, "{all:?}: {out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v.is_object(), "{all:?}: {v}");
+    assert_eq!(v["data_ok"], true, "{all:?}: {v}");
+    let s = &v["startup"];
+    let parts: u64 = [
+        "initiation",
+        "setup_verification",
+        "initial_line",
+        "network_queueing",
+        "receiver_cleanup",
+    ]
+    .iter()
+    .map(|k| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("{all:?}: startup.{k} in {v}"))
+    })
+    .sum();
+    assert_eq!(s["total"].as_u64(), Some(parts), "{all:?}: {v}");
+    v
+}
+
+#[test]
+fn transfer_prints_the_breakdown_as_json() {
+    let v = transfer_json(&[]);
+    for k in [
+        "total_cycles",
+        "total_us",
+        "bandwidth_mb_s",
+        "startup",
+        "per_line_cycles",
+        "sender_occupancy_per_line",
+        "receiver_occupancy_per_line",
+        "network_cycles_per_line",
+        "limited_by",
+        "data_ok",
+        "occupancy",
+    ] {
+        assert!(v.get(k).is_some(), "{k} in {v}");
+    }
+    assert!(v["total_cycles"].as_u64().unwrap() > v["startup"]["total"].as_u64().unwrap());
+    for k in [
+        "total_us",
+        "bandwidth_mb_s",
+        "per_line_cycles",
+        "sender_occupancy_per_line",
+        "receiver_occupancy_per_line",
+        "network_cycles_per_line",
+    ] {
+        assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+    }
+    let rows = v["occupancy"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["handler"] == "xfer-send" && r["node"] == 0));
+    assert!(rows
+        .iter()
+        .any(|r| r["handler"] == "xfer-component" && r["node"] == 1));
+    assert_eq!(v["limited_by"], "network", "{v}");
+    let v = transfer_json(&["--sender", "dirty", "--handler", "base"]);
+    assert_eq!(v["limited_by"], "sender", "{v}");
+}
+
+#[test]
+fn transfer_accepts_every_flag() {
+    let v = transfer_json(&[
+        "--bytes",
+        "1000",
+        "--sender",
+        "dirty-remote",
+        "--coherence",
+        "global",
+        "--receiver",
+        "dirty",
+        "--handler",
+        "chunked",
+        "--chunk",
+        "8",
+        "--src-offset",
+        "8",
+        "--dst-offset",
+        "3",
+        "--strategy",
+        "collect",
+        "--direction",
+        "bi",
+        "--receives",
+        "2",
+        "--sends",
+        "3",
+        "--receive-late",
+    ]);
+    assert_eq!(v["bytes"], 1000, "{v}");
+    let v = transfer_json(&[
+        "--bytes",
+        "777",
+        "--sender",
+        "clean",
+        "--receiver",
+        "clean",
+        "--handler",
+        "optimized",
+        "--coherence",
+        "local",
+        "--strategy",
+        "pipelined",
+        "--direction",
+        "uni",
+        "--receives",
+        "1",
+        "--sends",
+        "1",
+    ]);
+    assert_eq!(v["bytes"], 777, "{v}");
+    transfer_json(&[
+        "--sender",
+        "uncached",
+        "--receiver",
+        "uncached",
+        "--handler",
+        "chunked",
+        "--chunk",
+        "16",
+        "--src-offset",
+        "4095",
+        "--dst-offset",
+        "4088",
+        "--bytes",
+        "5000",
+    ]);
+    let (code, out, err) = flashkit(&[
+        "transfer",
+        "--sender",
+        "dirty",
+        "--handler",
+        "base",
+        "--bytes",
+        "300",
+        "--format",
+        "table",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("data intact"), "{out}");
+}
+
+#[test]
+fn transfer_table_shows_startup_limit_and_occupancy() {
+    let (code, out, err) = flashkit(&["transfer"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    for s in ["start-up", "initiation", "limited by", "xfer-send"] {
+        assert!(out.contains(s), "{s} in {out}");
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().any(|w| w == "xfer-send")),
+        "{out}"
+    );
+}
+
+#[test]
+fn transfer_bad_input_gets_one_line_and_status_2() {
+    for args in [
+        &["transfer", "--bytes", "0"][..],
+        &["transfer", "--chunk", "0"],
+        &["transfer", "--chunk", "17"],
+        &["transfer", "--src-offset", "4096"],
+        &["transfer", "--sender", "dirty-remote"],
+        &["transfer", "--handler", "nonsense"],
+        &["transfer", "--bytes", "2000000"],
+        &["transfer", "--receives", "0"],
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -262,7 +262,10 @@ fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
     })
     .err()
     .expect("refused");
-    assert!(e.contains("Malformed"), "{e}");
+    match e {
+        protocols::transfer::Failed::Input(s) => assert!(s.contains("Malformed"), "{s}"),
+        other => panic!("{other}"),
+    }
 }
 
 /// A machine of two connected processes whose buffers the test maps itself.
@@ -400,4 +403,37 @@ fn a_page_moved_during_the_transfer_is_followed_through_the_invalidation_techniq
         }
     }
     assert!(stale > 0, "some move met a use of the page in flight");
+}
+
+#[test]
+fn a_command_shorter_than_its_header_needs_is_refused() {
+    use magic::{Cycles, Msg, PAddr, Region};
+    use protocols::transfer::{mt, Op};
+    let mut m = connected(os_shim::Rights::RW);
+    let r = NodeId(1);
+    let at = m.now() + Cycles(1);
+    // A receive of 1 KB whose sequence names no page, straight to the
+    // processor interface: the op write, then the committing read.
+    let op = Msg::new(mt::CMD_OP, r, r)
+        .addr(PAddr::new(Region::Message, r, Op::Post as u64 * 8))
+        .args([1024, 0, 0]);
+    m.post(r, at, op).unwrap();
+    let commit = Msg::new(mt::CMD_COMMIT, r, r).addr(PAddr::new(Region::Message, r, 0));
+    m.post(r, at + Cycles(1), commit).unwrap();
+    m.run();
+    assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
+    assert!(m.state(r).recvs.is_empty());
+    // An operation code that does not exist.
+    let bad = Msg::new(mt::CMD_OP, r, r)
+        .addr(PAddr::new(Region::Message, r, 9 * 8))
+        .args([1024, 0, 0]);
+    let at = m.now() + Cycles(1);
+    m.post(r, at, bad).unwrap();
+    let commit = Msg::new(mt::CMD_COMMIT, r, r).addr(PAddr::new(Region::Message, r, 0));
+    m.post(r, at + Cycles(1), commit).unwrap();
+    m.run();
+    assert_eq!(
+        answers(&m),
+        ["ack Connect", "nack Malformed", "nack Malformed"]
+    );
 }

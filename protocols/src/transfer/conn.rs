@@ -359,7 +359,10 @@ pub(super) fn processor_receive(
     msg: &Msg,
 ) -> Option<ProcStep> {
     let now = p.now();
-    let op = n.cpu.current.unwrap_or(Op::Send);
+    // The answer names the operation it answers.
+    let op = Op::from_u64(msg.args[2])
+        .or(n.cpu.current)
+        .unwrap_or(Op::Send);
     match msg.mtype {
         mt::ACK | mt::NACK => {
             n.cpu.log.push(if msg.mtype == mt::ACK {
@@ -697,7 +700,23 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
             let r = &mut s.recvs[i];
             r.written = r.written.max(t.ready);
         }
+        Err(modes::ModeError::Busy { .. }) => {
+            // No buffer for merging a part of a line, or the processor's
+            // copy is in flux: try again from the software queue.
+            cx.state().stats.retries += 1;
+            cx.state().retry.push((*m, b));
+            if cx.state().retry.len() == 1 {
+                let me = cx.node();
+                let _ = cx.reschedule(Msg::new(mt::RETRY, me, me).addr(PAddr::new(
+                    Region::Message,
+                    me,
+                    0,
+                )));
+            }
+            return;
+        }
         Err(_) => {
+            // Outside the coherence mode's precondition: refused, counted.
             cx.state().stats.dropped += 1;
             let _ = cx.free_buffer(b);
             return;
@@ -721,6 +740,15 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
                 .addr(PAddr::new(Region::Message, me, 0))
                 .args([id as u64, 0, 0]),
         );
+    }
+}
+
+/// Components that could not be stored for lack of a buffer, again.
+fn retry(cx: &mut C<'_>, _m: &Msg) {
+    cx.instr(4);
+    let waiting = std::mem::take(&mut cx.state().retry);
+    for (m, b) in waiting {
+        store(cx, &m, b);
     }
 }
 
@@ -918,6 +946,8 @@ pub(super) fn install(b: &mut MagicBuilder<XferNode>) {
     );
     let h = b.handler("xfer-cleanup", cleanup);
     b.route_any(mt::CLEANUP, h);
+    let h = b.handler("xfer-retry", retry);
+    b.route_any(mt::RETRY, h);
     let h = b.handler("os-notice", os_notice);
     b.route_any(mt::OS_NOTICE, h);
     let h = b.handler("os-translation", os_translation);

@@ -35,7 +35,7 @@ pub mod sender;
 
 pub use conn::{ConnCpu, ConnEvent, ConnOp, XferCosts};
 pub use run::{
-    run, Config, Direction, Outcome, PageChange, ReceiverState, SenderState, Side, Startup,
+    run, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState, Side, Startup,
 };
 pub use sender::{tasks, Breakdown, Task, Version};
 
@@ -89,6 +89,8 @@ pub mod mt {
     pub const OS_NOTICE: MsgType = MsgType(97);
     /// The answer to an interrupt: virtual page, PID, frame.
     pub const OS_TRANSLATION: MsgType = MsgType(98);
+    /// Components waiting for a data buffer, again (software queue).
+    pub const RETRY: MsgType = MsgType(99);
 }
 
 /// Operation codes of a command sequence.
@@ -293,8 +295,11 @@ pub struct XferStats {
     pub fetches: u64,
     /// Transfer-handler invocations that found no data buffer.
     pub alloc_fails: u64,
-    /// Components that named no posted receive or a stale page (dropped).
+    /// Components that named no posted receive, or a line outside the
+    /// coherence mode's precondition (dropped).
     pub dropped: u64,
+    /// Components stored later for want of a data buffer.
+    pub retries: u64,
     pub stale_uses: u64,
     /// Translations the OS answered with "unmapped".
     pub unmapped: u64,
@@ -322,6 +327,8 @@ pub struct XferNode {
     pub pages: PageTable,
     /// Components that met a stale page, waiting for its translation.
     pub parked: Vec<(Msg, BufId)>,
+    /// Components waiting for a data buffer to be stored.
+    pub retry: Vec<(Msg, BufId)>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
     pub asked: Vec<os_shim::VPage>,
     pub stats: XferStats,
@@ -343,6 +350,7 @@ impl XferNode {
             next_recv: 0,
             pages: PageTable::default(),
             parked: Vec::new(),
+            retry: Vec::new(),
             asked: Vec::new(),
             stats: XferStats::default(),
         }
@@ -369,6 +377,12 @@ impl NodeState for XferNode {
                 s.span.len,
                 s.sent,
                 self.out.space.iter().map(|x| x.len - x.used).sum::<u64>()
+            ));
+        }
+        if !self.retry.is_empty() {
+            p.push(format!(
+                "{} component(s) waiting for a data buffer",
+                self.retry.len()
             ));
         }
         if !self.parked.is_empty() {

@@ -387,39 +387,66 @@ impl Buffer {
 /// The receives of one direction: `parts` buffers, one line plus 64 bytes
 /// apart (so the later ones sit at another alignment).
 fn receive_layout(c: &Config) -> Vec<(u64, u64)> {
-    let parts = c.receives as u64;
-    let each = c.bytes.div_ceil(parts).max(1);
     let mut v = Vec::new();
     let mut va = DST_VA + c.dst_offset;
-    let mut left = c.bytes;
-    for _ in 0..parts {
-        let n = each.min(left);
+    for n in split(c.bytes, c.receives) {
         v.push((va, n));
-        left -= n;
-        va += n + if parts > 1 { LINE + 64 } else { 0 };
+        va += n + if c.receives > 1 { LINE + 64 } else { 0 };
     }
     v
+}
+
+/// `bytes` in `parts` sizes that differ by at most one, none empty (a
+/// zero-length command is refused); zero bytes stay one empty part.
+fn split(bytes: u64, parts: u32) -> Vec<u64> {
+    let parts = (parts as u64).clamp(1, bytes.max(1));
+    (0..parts)
+        .map(|i| bytes / parts + u64::from(i < bytes % parts))
+        .collect()
 }
 
 /// The sends of one direction: `sends` parts of the send buffer, in order.
 fn send_ops(c: &Config) -> Vec<ConnOp> {
-    let parts = c.sends as u64;
-    let each = c.bytes.div_ceil(parts).max(1);
-    let mut v = Vec::new();
     let mut off = 0;
-    while off < c.bytes || (v.is_empty() && c.bytes == 0) {
-        let n = each.min(c.bytes - off);
-        v.push(ConnOp::Send {
-            va: SRC_VA + c.src_offset + off,
-            len: n,
-        });
-        off += n.max(1);
+    split(c.bytes, c.sends)
+        .into_iter()
+        .map(|n| {
+            let op = ConnOp::Send {
+                va: SRC_VA + c.src_offset + off,
+                len: n,
+            };
+            off += n;
+            op
+        })
+        .collect()
+}
+
+/// Why an experiment has no outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// The configuration is not one the experiment can set up, or MAGIC
+    /// refused a command (as the real machine would).
+    Input(String),
+    /// The model stopped with work pending: what is stuck.
+    Stuck(String),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Input(s) | Failed::Stuck(s) => f.write_str(s),
+        }
     }
-    v
+}
+
+impl From<String> for Failed {
+    fn from(s: String) -> Failed {
+        Failed::Input(s)
+    }
 }
 
 /// Run one experiment.
-pub fn run(c: &Config) -> Result<Outcome, String> {
+pub fn run(c: &Config) -> Result<Outcome, Failed> {
     c.validate()?;
     let nodes = if c.sender == SenderState::DirtyRemote {
         3
@@ -519,13 +546,13 @@ pub fn run(c: &Config) -> Result<Outcome, String> {
         let rep = m.run();
         refused(&m)?;
         if !rep.is_clean() {
-            return Err(format!(
+            return Err(Failed::Stuck(format!(
                 "the transfer did not complete: {}",
                 rep.stuck.join("; ")
-            ));
+            )));
         }
     }
-    measure(c, m, &senders)
+    measure(c, m, &senders).map_err(Failed::Stuck)
 }
 
 /// The OS of the buffer's node moves the page `after` cycles after `at`
