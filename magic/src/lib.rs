@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod link;
 pub mod machine;
 pub mod memory;
+pub mod ni;
 pub mod params;
 pub mod pcache;
 pub mod table;

@@ -1,0 +1,302 @@
+//! The CM-5 network interface and its data networks.
+//!
+//! The NI sits on the memory bus: the processor composes a packet by
+//! writing its words into a memory-mapped send FIFO and learns from a status
+//! register whether the network took it; it receives by reading a status
+//! register and then the words of the packet at the head of a receive FIFO.
+//! Register reads cost 7 processor cycles, writes 3 (the software layer
+//! charges them; this module keeps the state).
+//!
+//! Two disjoint data networks carry requests (left) and replies (right).
+//! Each is a 4-ary fat tree: a packet climbs to the least common ancestor of
+//! its ends and comes down, each router adding its delay, on top of a fixed
+//! latency (injection, ejection, wires). Up-links are chosen at random, so
+//! packets sent close together may overtake one another: each packet's delay
+//! gets a random part, up to `path_jitter` (its mean is part of the fixed
+//! latency, so the average round trip stays calibrated). The network holds a bounded
+//! number of each sender's packets; when they are all in flight (the
+//! receiver is not draining its FIFO), the NI drops the next outgoing packet
+//! and the sender must try again.
+
+use crate::ids::NodeId;
+use crate::time::{Time, TICKS_PER_US};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Words in a packet: a handler address (or segment word) and four more.
+pub const PACKET_WORDS: usize = 5;
+
+/// The two data networks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Net {
+    /// Requests.
+    Left = 0,
+    /// Replies.
+    Right = 1,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src: NodeId,
+    pub dest: NodeId,
+    pub net: Net,
+    pub words: [u32; PACKET_WORDS],
+    /// When it is in the receiver's FIFO.
+    pub arrives: Time,
+}
+
+/// Hardware parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Cm5Params {
+    /// NI register read and write, and a cached load and store, in 33 MHz
+    /// processor cycles.
+    pub ni_read: u64,
+    pub ni_write: u64,
+    pub load: u64,
+    pub store: u64,
+    /// One router chip, one way.
+    pub router_delay: Time,
+    /// One-way latency besides the routers.
+    pub fixed_latency: Time,
+    /// The spread of path delays (random up-links).
+    pub path_jitter: Time,
+    /// Packets of one sender the network holds (per network).
+    pub capacity: usize,
+    /// Seed of the up-link choices.
+    pub seed: u64,
+}
+
+impl Default for Cm5Params {
+    fn default() -> Self {
+        let router = Time(TICKS_PER_US / 4);
+        Cm5Params {
+            ni_read: 7,
+            ni_write: 3,
+            load: 2,
+            store: 3,
+            router_delay: router,
+            // Round trip to node 63 (three levels up: 5 routers each way) is
+            // 7 us: 3.5 us one way, of which the routers are 1.25 and the
+            // random part half a router delay on average.
+            fixed_latency: Time(TICKS_PER_US * 7 / 2 - 5 * router.0 - router.0 / 2),
+            path_jitter: router,
+            capacity: 8,
+            seed: 1,
+        }
+    }
+}
+
+impl Cm5Params {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.capacity == 0 {
+            return Err("the CM-5 network must hold at least one packet per sender".into());
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the networks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NetStats {
+    pub sent: u64,
+    /// Outgoing packets the NI dropped because the network was full.
+    pub dropped: u64,
+    pub delivered: u64,
+    /// Packets that arrived before one sent earlier on the same path.
+    pub overtaken: u64,
+}
+
+/// The NIs of all nodes and the two networks between them.
+pub struct Cm5Network {
+    params: Cm5Params,
+    nodes: u32,
+    rng: fastrand::Rng,
+    /// Per destination and network: packets on their way or in the receive
+    /// FIFO, in arrival order.
+    fifo: Vec<[VecDeque<Packet>; 2]>,
+    /// Per source and network: packets the network holds.
+    held: Vec<[usize; 2]>,
+    /// Per (source, destination): the latest arrival so far (for counting
+    /// overtaking).
+    last: hashbrown::HashMap<(u32, u32), Time>,
+    pub stats: NetStats,
+}
+
+impl Cm5Network {
+    pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, String> {
+        params.validate()?;
+        if nodes < 2 {
+            return Err(format!("a CM-5 needs at least 2 nodes (got {nodes})"));
+        }
+        Ok(Cm5Network {
+            params,
+            nodes,
+            rng: fastrand::Rng::with_seed(params.seed),
+            fifo: (0..nodes).map(|_| Default::default()).collect(),
+            held: vec![[0; 2]; nodes as usize],
+            last: hashbrown::HashMap::new(),
+            stats: NetStats::default(),
+        })
+    }
+
+    pub fn params(&self) -> &Cm5Params {
+        &self.params
+    }
+
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// The level of the two nodes' least common ancestor (1: the same group
+    /// of four).
+    pub fn level(a: NodeId, b: NodeId) -> u32 {
+        let (mut x, mut y, mut l) = (a.0, b.0, 0);
+        while x != y {
+            x /= 4;
+            y /= 4;
+            l += 1;
+        }
+        l
+    }
+
+    /// One-way latency without the random part: routers up to the common
+    /// ancestor and down again.
+    pub fn latency(&self, a: NodeId, b: NodeId) -> Time {
+        let routers = (2 * Self::level(a, b)).saturating_sub(1) as u64;
+        Time(self.params.fixed_latency.0 + routers * self.params.router_delay.0)
+    }
+
+    /// The NI offers a packet to the network at `now`; `false` if the
+    /// network is full and the packet is dropped.
+    pub fn inject(
+        &mut self,
+        now: Time,
+        src: NodeId,
+        dest: NodeId,
+        net: Net,
+        words: [u32; PACKET_WORDS],
+    ) -> bool {
+        let (s, d, n) = (src.0 as usize, dest.0 as usize, net as usize);
+        if d >= self.fifo.len() || self.held[s][n] >= self.params.capacity {
+            self.stats.dropped += 1;
+            return false;
+        }
+        let jitter = self.rng.u64(0..=self.params.path_jitter.0);
+        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter);
+        let last = self.last.entry((src.0, dest.0)).or_insert(Time::ZERO);
+        if arrives < *last {
+            self.stats.overtaken += 1;
+        }
+        *last = (*last).max(arrives);
+        let q = &mut self.fifo[d][n];
+        let at = q.partition_point(|p| p.arrives <= arrives);
+        q.insert(
+            at,
+            Packet {
+                src,
+                dest,
+                net,
+                words,
+                arrives,
+            },
+        );
+        self.held[s][n] += 1;
+        self.stats.sent += 1;
+        true
+    }
+
+    /// The receive status register: a packet is at the head of the FIFO.
+    pub fn ready(&self, node: NodeId, net: Net, now: Time) -> bool {
+        self.fifo[node.0 as usize][net as usize]
+            .front()
+            .is_some_and(|p| p.arrives <= now)
+    }
+
+    /// Take the packet at the head of the receive FIFO.
+    pub fn receive(&mut self, node: NodeId, net: Net, now: Time) -> Option<Packet> {
+        if !self.ready(node, net, now) {
+            return None;
+        }
+        let p = self.fifo[node.0 as usize][net as usize].pop_front()?;
+        self.held[p.src.0 as usize][net as usize] -= 1;
+        self.stats.delivered += 1;
+        Some(p)
+    }
+
+    /// When the next packet reaches `node` on either network, if any is on
+    /// its way.
+    pub fn next_arrival(&self, node: NodeId) -> Option<Time> {
+        self.fifo[node.0 as usize]
+            .iter()
+            .filter_map(|q| q.front().map(|p| p.arrives))
+            .min()
+    }
+
+    /// Packets on their way or waiting in FIFOs.
+    pub fn in_flight(&self) -> usize {
+        self.fifo.iter().flatten().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_steps_up_at_nodes_4_and_16() {
+        let n = Cm5Network::new(Cm5Params::default(), 64).unwrap();
+        let l = |b| n.latency(NodeId(0), NodeId(b));
+        assert_eq!(l(1), l(3));
+        assert!(l(4) > l(3) && l(4) == l(15));
+        assert!(l(16) > l(15) && l(16) == l(63));
+        // Two router delays per level.
+        assert_eq!(l(4).0 - l(3).0, 2 * TICKS_PER_US / 4);
+        // The round trip to node 63 is 7 us with the average random part.
+        let jitter = Cm5Params::default().path_jitter.0;
+        assert_eq!(2 * l(63).0 + jitter, 7 * TICKS_PER_US);
+    }
+
+    #[test]
+    fn a_full_network_drops_the_outgoing_packet_until_the_receiver_drains() {
+        let p = Cm5Params {
+            capacity: 2,
+            ..Cm5Params::default()
+        };
+        let mut n = Cm5Network::new(p, 4).unwrap();
+        let (a, b) = (NodeId(0), NodeId(1));
+        assert!(n.inject(Time(0), a, b, Net::Left, [1; 5]));
+        assert!(n.inject(Time(0), a, b, Net::Left, [2; 5]));
+        assert!(!n.inject(Time(0), a, b, Net::Left, [3; 5]));
+        // The other network is separate.
+        assert!(n.inject(Time(0), a, b, Net::Right, [4; 5]));
+        let later = Time(100 * TICKS_PER_US);
+        assert!(n.receive(b, Net::Left, later).is_some());
+        assert!(n.inject(later, a, b, Net::Left, [3; 5]));
+        assert_eq!(n.stats.dropped, 1);
+    }
+
+    #[test]
+    fn packets_sent_back_to_back_may_arrive_out_of_order() {
+        let mut n = Cm5Network::new(
+            Cm5Params {
+                capacity: 1000,
+                ..Cm5Params::default()
+            },
+            64,
+        )
+        .unwrap();
+        for i in 0..200u32 {
+            // 0.12 us apart: closer than the spread of path delays.
+            let t = Time(i as u64 * 800 * 4);
+            assert!(n.inject(t, NodeId(0), NodeId(63), Net::Left, [i; 5]));
+        }
+        assert!(n.stats.overtaken > 0);
+        // The FIFO hands them over in arrival order, every one exactly once.
+        let mut seen = Vec::new();
+        while let Some(p) = n.receive(NodeId(63), Net::Left, Time(u64::MAX / 2)) {
+            seen.push(p.words[0]);
+        }
+        seen.sort();
+        assert_eq!(seen, (0..200).collect::<Vec<_>>());
+    }
+}

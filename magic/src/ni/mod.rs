@@ -1,0 +1,4 @@
+//! The comparison platforms' network interfaces: plain hardware (FIFOs,
+//! status registers, networks) that software on the compute processor drives.
+
+pub mod cm5;
