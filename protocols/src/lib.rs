@@ -6,8 +6,10 @@
 //! - [`user`]: user-level messaging through command sequences, and the three
 //!   ways of keeping MAGIC's physical addresses valid;
 //! - [`transfer`]: bulk transfer over a connection, calibrated on the FLASH
-//!   paper's start-up and 4 KB figures.
+//!   paper's start-up and 4 KB figures;
+//! - [`am`]: Active Messages over every controller, and the benchmark suite.
 
+pub mod am;
 pub mod pipeline;
 pub mod transfer;
 pub mod user;

@@ -1,0 +1,424 @@
+//! CMAM and CMAML: Active Messages on the CM-5 network interface.
+//!
+//! The layer runs on the compute processor and drives the NI through its
+//! registers. Each operation is charged its structure in 33 MHz cycles:
+//! register writes to compose a packet (the handler word and one per
+//! argument), the status read that says whether the network took it,
+//! register reads to poll and to take a packet, and the layer's own
+//! instructions. The instruction counts are the calibration: they are set so
+//! that each operation, measured by the suite the way the papers measured it,
+//! costs what PEERS.md reports (CMAM 2.7 and CMAML in CMMD 3.1). Everything
+//! built from them — round trips, rings, bandwidths — is a prediction.
+//!
+//! A send the network refuses (it is holding as many of this node's packets
+//! as it can) is tried again after a poll, so a node that sends into a busy
+//! network keeps draining its own input and the machine cannot deadlock.
+//! Replies travel on the right network, requests on the left, and a poll
+//! serves replies first.
+
+use super::{Handler, OpStats, Platform, Run, Step};
+use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
+use magic::time::TICKS_PER_CM5_CYCLE;
+use magic::{NodeId, Time};
+use serde::Serialize;
+
+/// Which layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Layer {
+    /// CMAM 2.7.
+    Cmam,
+    /// CMAML in CMMD 3.1.
+    Cmaml,
+}
+
+/// How messages are taken in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Reception {
+    Polling,
+    /// Each arrival interrupts the processor (CMAML): the stock kernel
+    /// path, or the fast one with a minimal handler.
+    Interrupts {
+        fast: bool,
+    },
+}
+
+/// The layer's own instructions per operation (33 MHz cycles, one
+/// instruction a cycle), apart from its NI accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerCosts {
+    pub request: u64,
+    pub reply: u64,
+    /// Entering and leaving a poll.
+    pub poll: u64,
+    /// Extra work of a poll that found something.
+    pub poll_found: u64,
+    /// Dispatching one message to its handler and returning.
+    pub dispatch: u64,
+    /// The kernel's part of taking one message by interrupt (stock, fast).
+    pub interrupt: u64,
+    pub interrupt_fast: u64,
+}
+
+impl LayerCosts {
+    /// CMAM 2.7: request 1.49 us, reply 1.25, empty poll 0.85, receive 1.60,
+    /// a poll that takes one message 2.85.
+    pub fn cmam() -> LayerCosts {
+        LayerCosts {
+            request: 27,
+            reply: 19,
+            poll: 14,
+            poll_found: 13,
+            dispatch: 11,
+            interrupt: 561,
+            interrupt_fast: 251,
+        }
+    }
+
+    /// CMAML (CMMD 3.1): request 1.96 us, reply 1.28, empty poll 1.33,
+    /// receive 2.01, a poll that takes one message 3.3; one message per
+    /// interrupt about 19 us (stock kernel), 9.6 (fast path).
+    pub fn cmaml() -> LayerCosts {
+        LayerCosts {
+            request: 43,
+            reply: 20,
+            poll: 30,
+            poll_found: 0,
+            dispatch: 24,
+            interrupt: 561,
+            interrupt_fast: 251,
+        }
+    }
+}
+
+/// A CM-5 partition running an Active Message layer.
+#[derive(Clone, Debug)]
+pub struct Cm5 {
+    pub nodes: u32,
+    pub layer: Layer,
+    pub reception: Reception,
+    pub costs: LayerCosts,
+    pub hw: Cm5Params,
+}
+
+impl Cm5 {
+    pub fn new(nodes: u32, layer: Layer) -> Cm5 {
+        Cm5 {
+            nodes,
+            layer,
+            reception: Reception::Polling,
+            costs: match layer {
+                Layer::Cmam => LayerCosts::cmam(),
+                Layer::Cmaml => LayerCosts::cmaml(),
+            },
+            hw: Cm5Params::default(),
+        }
+    }
+}
+
+const fn cycles(n: u64) -> u64 {
+    n * TICKS_PER_CM5_CYCLE
+}
+
+/// One node's processor while a program runs.
+struct Node {
+    t: Time,
+    pc: usize,
+    /// Replies a handler could not send yet.
+    replies: Vec<NodeId>,
+    received: u64,
+    marks: Vec<Time>,
+}
+
+struct Sim<'a> {
+    p: &'a Cm5,
+    net: Cm5Network,
+    nodes: Vec<Node>,
+    run: Run,
+}
+
+impl Sim<'_> {
+    fn charge(&mut self, n: usize, op: &'static str, reads: u64, writes: u64, instr: u64) {
+        let hw = self.p.hw;
+        let c = cycles(reads * hw.ni_read + writes * hw.ni_write + instr);
+        self.nodes[n].t = Time(self.nodes[n].t.0 + c);
+        let s = self.run.ops.entry((n as u32, op)).or_default();
+        s.busy += c;
+        s.ni_reads += reads;
+        s.ni_writes += writes;
+        s.instructions += instr;
+    }
+
+    fn count(&mut self, n: usize, op: &'static str) {
+        self.run.ops.entry((n as u32, op)).or_default().calls += 1;
+    }
+
+    /// Compose a packet and offer it; `false` if the network refused it
+    /// (the caller tries again later, after draining its input).
+    fn send(
+        &mut self,
+        n: usize,
+        to: NodeId,
+        net: Net,
+        words: u8,
+        handler: Handler,
+        op: &'static str,
+    ) -> bool {
+        let instr = match net {
+            Net::Left => self.p.costs.request,
+            Net::Right => self.p.costs.reply,
+        };
+        let mut w = [0u32; PACKET_WORDS];
+        w[0] = handler as u32;
+        self.count(n, op);
+        // Handler word and arguments into the send FIFO, then the status.
+        self.charge(n, op, 0, 1 + words.min(4) as u64, instr);
+        self.charge(n, op, 1, 0, 0);
+        let now = self.nodes[n].t;
+        if self.net.inject(now, NodeId(n as u32), to, net, w) {
+            return true;
+        }
+        self.run.retries += 1;
+        false
+    }
+
+    /// Run the handler of a message taken from the network.
+    fn handle(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
+        self.nodes[n].received += 1;
+        if words[0] == Handler::Echo as u32
+            && !self.send(n, from, Net::Right, 4, Handler::Nop, "reply")
+        {
+            // The handler's reply is tried again before the program goes on.
+            self.nodes[n].replies.push(from);
+        }
+    }
+
+    /// Take one packet from `net` and dispatch it (its status was read).
+    fn take(&mut self, n: usize, net: Net) {
+        let now = self.nodes[n].t;
+        let Some(pkt) = self.net.receive(NodeId(n as u32), net, now) else {
+            return;
+        };
+        self.charge(n, "receive", PACKET_WORDS as u64, 0, self.p.costs.dispatch);
+        self.count(n, "receive");
+        self.handle(n, pkt.src, pkt.words);
+    }
+
+    /// One poll of both networks, replies first.
+    fn poll(&mut self, n: usize) {
+        self.count(n, "poll");
+        self.charge(n, "poll", 0, 0, self.p.costs.poll);
+        let mut found = false;
+        for net in [Net::Right, Net::Left] {
+            loop {
+                self.charge(n, "poll", 1, 0, 0);
+                let now = self.nodes[n].t;
+                if !self.net.ready(NodeId(n as u32), net, now) {
+                    break;
+                }
+                found = true;
+                self.take(n, net);
+            }
+        }
+        if found {
+            self.charge(n, "poll", 0, 0, self.p.costs.poll_found);
+        }
+    }
+
+    /// Cost of one empty poll.
+    fn empty_poll(&self) -> u64 {
+        cycles(self.p.costs.poll + 2 * self.p.hw.ni_read)
+    }
+
+    /// Interrupt-driven reception: take everything that has arrived by now,
+    /// one interrupt each.
+    fn interrupts(&mut self, n: usize) {
+        let Reception::Interrupts { fast } = self.p.reception else {
+            return;
+        };
+        let kernel = if fast {
+            self.p.costs.interrupt_fast
+        } else {
+            self.p.costs.interrupt
+        };
+        loop {
+            let now = self.nodes[n].t;
+            let net = [Net::Right, Net::Left]
+                .into_iter()
+                .find(|&x| self.net.ready(NodeId(n as u32), x, now));
+            let Some(net) = net else { return };
+            self.count(n, "interrupt");
+            self.charge(n, "interrupt", 1, 0, kernel);
+            self.take(n, net);
+        }
+    }
+
+    /// Run one step; `false` if it must be tried again (a refused send,
+    /// after which the node has drained its input).
+    fn step(&mut self, n: usize, s: Step) -> bool {
+        let sent = match s {
+            Step::Request { to, words, handler } => {
+                self.send(n, to, Net::Left, words, handler, "request")
+            }
+            Step::Reply { to, words } => self.send(n, to, Net::Right, words, Handler::Nop, "reply"),
+            Step::Poll => {
+                self.poll(n);
+                true
+            }
+            Step::Wait { .. } => unreachable!("handled by the scheduler"),
+            Step::Compute(d) => {
+                self.nodes[n].t = Time(self.nodes[n].t.0 + d.0);
+                true
+            }
+            Step::Mark => {
+                let t = self.nodes[n].t;
+                self.nodes[n].marks.push(t);
+                true
+            }
+        };
+        if !sent {
+            self.poll(n);
+        }
+        sent
+    }
+
+    /// Replies handlers could not send: try them first.
+    fn pending_replies(&mut self, n: usize) -> bool {
+        while let Some(&to) = self.nodes[n].replies.first() {
+            if !self.send(n, to, Net::Right, 4, Handler::Nop, "reply") {
+                self.poll(n);
+                return false;
+            }
+            self.nodes[n].replies.remove(0);
+        }
+        true
+    }
+}
+
+impl Platform for Cm5 {
+    fn name(&self) -> &'static str {
+        match (self.layer, self.reception) {
+            (Layer::Cmam, _) => "cm5",
+            (Layer::Cmaml, _) => "cm5-cmaml",
+        }
+    }
+
+    fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+        if programs.len() != self.nodes as usize {
+            return Err(format!(
+                "{} programs for {} nodes",
+                programs.len(),
+                self.nodes
+            ));
+        }
+        for (i, p) in programs.iter().enumerate() {
+            for s in p {
+                if let Step::Request { to, .. } | Step::Reply { to, .. } = s {
+                    if to.0 >= self.nodes || to.0 as usize == i {
+                        return Err(format!("node {i} sends to node {to}, which it cannot"));
+                    }
+                }
+            }
+        }
+        let mut sim = Sim {
+            p: self,
+            net: Cm5Network::new(self.hw, self.nodes)?,
+            nodes: (0..self.nodes)
+                .map(|_| Node {
+                    t: Time::ZERO,
+                    pc: 0,
+                    replies: Vec::new(),
+                    received: 0,
+                    marks: Vec::new(),
+                })
+                .collect(),
+            run: Run::default(),
+        };
+        let polling = self.reception == Reception::Polling;
+        // The node furthest behind goes next: nothing can reach it from the
+        // past any more.
+        while let Some(n) = (0..sim.nodes.len())
+            .filter(|&i| sim.nodes[i].pc < programs[i].len())
+            .min_by_key(|&i| (sim.nodes[i].t, i))
+        {
+            sim.interrupts(n);
+            if !sim.pending_replies(n) {
+                continue;
+            }
+            let step = programs[n][sim.nodes[n].pc];
+            if let Step::Wait { received } = step {
+                if sim.nodes[n].received >= received {
+                    sim.nodes[n].pc += 1;
+                    continue;
+                }
+                // Nothing can reach this node before the next arrival, nor
+                // before another node's clock plus the shortest latency.
+                let me = NodeId(n as u32);
+                let lmin = Time(self.hw.fixed_latency.0 + self.hw.router_delay.0);
+                let horizon = (0..sim.nodes.len())
+                    .filter(|&i| i != n && sim.nodes[i].pc < programs[i].len())
+                    .map(|i| sim.nodes[i].t + lmin)
+                    .min();
+                let next = match (sim.net.next_arrival(me), horizon) {
+                    (Some(a), Some(h)) => a.min(h),
+                    (Some(a), None) | (None, Some(a)) => a,
+                    (None, None) => {
+                        return Err(format!(
+                            "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
+                            sim.nodes[n].received
+                        ))
+                    }
+                };
+                let all_wait = (0..sim.nodes.len()).all(|i| {
+                    sim.nodes[i].pc >= programs[i].len()
+                        || matches!(programs[i][sim.nodes[i].pc], Step::Wait { received } if sim.nodes[i].received < received)
+                });
+                if all_wait && sim.net.in_flight() == 0 {
+                    return Err(format!(
+                        "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
+                        sim.nodes[n].received
+                    ));
+                }
+                let t = sim.nodes[n].t;
+                if polling {
+                    if next > t {
+                        // The empty polls until then, charged at once.
+                        let each = sim.empty_poll();
+                        let k = (next.0 - t.0) / each;
+                        if k > 0 {
+                            let s = sim.run.ops.entry((n as u32, "poll")).or_default();
+                            s.calls += k;
+                            s.busy += k * each;
+                            s.ni_reads += 2 * k;
+                            s.instructions += k * self.costs.poll;
+                            sim.nodes[n].t = Time(t.0 + k * each);
+                        }
+                    }
+                    sim.poll(n);
+                } else {
+                    sim.nodes[n].t = next.max(Time(t.0 + 1));
+                }
+                continue;
+            }
+            if sim.step(n, step) {
+                sim.nodes[n].pc += 1;
+            }
+        }
+        let mut run = sim.run;
+        run.end = sim.nodes.iter().map(|x| x.t).max().unwrap_or_default();
+        run.marks = sim.nodes.iter().map(|x| x.marks.clone()).collect();
+        run.received = sim.nodes.iter().map(|x| x.received).collect();
+        run.overtaken = sim.net.stats.overtaken;
+        Ok(run)
+    }
+}
+
+impl OpStats {
+    /// Mean microseconds per call.
+    pub fn mean_us(&self) -> f64 {
+        Time(self.busy).as_us() / self.calls.max(1) as f64
+    }
+}

@@ -1,0 +1,219 @@
+//! The benchmark suite (Liu & Culler's methodology): each benchmark is one
+//! workload program written against [`Step`], run on any [`Platform`], and
+//! reduced to the figure the papers print.
+
+use super::{Handler, Platform, Run, Step};
+use magic::{NodeId, Time};
+use serde::Serialize;
+
+/// Messages per measurement (enough that start and end effects vanish).
+pub const MSGS: u64 = 200;
+
+fn req(to: u32, handler: Handler) -> Step {
+    Step::Request {
+        to: NodeId(to),
+        words: 4,
+        handler,
+    }
+}
+
+fn idle(p: &dyn Platform) -> Vec<Vec<Step>> {
+    vec![Vec::new(); p.nodes() as usize]
+}
+
+/// One-to-two: node 0 sends to nodes 1 and 2 in turn; its time per send is
+/// the send overhead (neither receiver can hold it back).
+pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, String> {
+    let mut progs = idle(p);
+    progs[0].push(Step::Mark);
+    for i in 0..MSGS {
+        let to = 1 + (i % 2) as u32;
+        progs[0].push(if reply {
+            Step::Reply {
+                to: NodeId(to),
+                words: 4,
+            }
+        } else {
+            req(to, Handler::Nop)
+        });
+    }
+    progs[0].push(Step::Mark);
+    progs[1].push(Step::Wait { received: MSGS / 2 });
+    progs[2].push(Step::Wait { received: MSGS / 2 });
+    let r = p.run(&progs)?;
+    Ok(r.between(0, 0, 1) / MSGS as f64)
+}
+
+/// Two-to-one: nodes 1 and 2 send to node 0 as fast as they can; node 0's
+/// time per message, once they flow, is the receive overhead.
+pub fn two_to_one(p: &dyn Platform) -> Result<f64, String> {
+    let mut progs = idle(p);
+    for s in [1, 2] {
+        progs[s] = (0..MSGS).map(|_| req(0, Handler::Nop)).collect();
+    }
+    progs[0] = vec![
+        Step::Wait { received: 1 },
+        Step::Mark,
+        Step::Wait { received: 2 * MSGS },
+        Step::Mark,
+    ];
+    let r = p.run(&progs)?;
+    Ok(r.between(0, 0, 1) / (2 * MSGS - 1) as f64)
+}
+
+/// One-to-one: node 0 sends to node 1 as fast as it can; time per message
+/// at the receiver (the slower side bounds it).
+pub fn one_to_one(p: &dyn Platform) -> Result<f64, String> {
+    let mut progs = idle(p);
+    progs[0] = (0..MSGS).map(|_| req(1, Handler::Nop)).collect();
+    progs[1] = vec![
+        Step::Wait { received: 1 },
+        Step::Mark,
+        Step::Wait { received: MSGS },
+        Step::Mark,
+    ];
+    let r = p.run(&progs)?;
+    Ok(r.between(1, 0, 1) / (MSGS - 1) as f64)
+}
+
+/// An empty poll: node 0 polls a quiet network.
+pub fn poll_empty(p: &dyn Platform) -> Result<f64, String> {
+    let mut progs = idle(p);
+    progs[0].push(Step::Mark);
+    progs[0].extend((0..MSGS).map(|_| Step::Poll));
+    progs[0].push(Step::Mark);
+    let r = p.run(&progs)?;
+    Ok(r.between(0, 0, 1) / MSGS as f64)
+}
+
+/// A poll that takes one message: node 1 sends one message every period;
+/// node 0, offset by half a period, polls once each period.
+pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
+    let period = Time(50 * magic::time::TICKS_PER_US);
+    let mut progs = idle(p);
+    for _ in 0..MSGS {
+        progs[1].push(req(0, Handler::Nop));
+        progs[1].push(Step::Compute(period));
+    }
+    progs[0].push(Step::Compute(Time(period.0 / 2)));
+    for _ in 0..MSGS {
+        progs[0].extend([Step::Mark, Step::Poll, Step::Mark, Step::Compute(period)]);
+    }
+    let r = p.run(&progs)?;
+    let m = &r.marks[0];
+    let total: u64 = m.chunks(2).map(|w| w[1].0 - w[0].0).sum();
+    if r.received[0] != MSGS {
+        return Err(format!(
+            "poll_one: {} of {MSGS} messages taken by single polls",
+            r.received[0]
+        ));
+    }
+    Ok(Time(total).as_us() / MSGS as f64)
+}
+
+/// Round trip: node 0 sends a one-word request to `to`, whose handler
+/// replies; node 0 waits for the reply before the next.
+pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, String> {
+    let mut progs = idle(p);
+    progs[0].push(Step::Mark);
+    for i in 0..MSGS {
+        progs[0].push(Step::Request {
+            to: NodeId(to),
+            words: 1,
+            handler: Handler::Echo,
+        });
+        progs[0].push(Step::Wait { received: i + 1 });
+    }
+    progs[0].push(Step::Mark);
+    progs[to as usize].push(Step::Wait { received: MSGS });
+    let r = p.run(&progs)?;
+    Ok(r.between(0, 0, 1) / MSGS as f64)
+}
+
+/// Ring: every node sends to its right neighbour while taking what its left
+/// neighbour sends; time per message.
+pub fn ring(p: &dyn Platform) -> Result<f64, String> {
+    let n = p.nodes();
+    let mut progs = idle(p);
+    for i in 0..n {
+        let to = (i + 1) % n;
+        let prog = &mut progs[i as usize];
+        prog.push(Step::Mark);
+        for _ in 0..MSGS {
+            prog.push(req(to, Handler::Nop));
+            prog.push(Step::Poll);
+        }
+        prog.push(Step::Wait { received: MSGS });
+        prog.push(Step::Mark);
+    }
+    let r = p.run(&progs)?;
+    let worst = (0..n).map(|i| r.between(i, 0, 1)).fold(0.0, f64::max);
+    Ok(worst / MSGS as f64)
+}
+
+/// The LogP view of a platform (what `flashkit logp` prints).
+#[derive(Clone, Debug, Serialize)]
+pub struct LogP {
+    pub platform: &'static str,
+    pub send_overhead_us: f64,
+    pub reply_overhead_us: f64,
+    pub recv_overhead_us: f64,
+    pub poll_empty_us: f64,
+    pub poll_one_us: f64,
+    pub round_trip_us: f64,
+    pub ring_us: f64,
+}
+
+pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
+    Ok(LogP {
+        platform: p.name(),
+        send_overhead_us: one_to_two(p, false)?,
+        reply_overhead_us: one_to_two(p, true)?,
+        recv_overhead_us: two_to_one(p)?,
+        poll_empty_us: poll_empty(p)?,
+        poll_one_us: poll_one(p)?,
+        round_trip_us: round_trip(p, 1)?,
+        ring_us: ring(p)?,
+    })
+}
+
+/// Round trips from node 0 to every other node.
+pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, String> {
+    (1..p.nodes()).map(|d| Ok((d, round_trip(p, d)?))).collect()
+}
+
+/// A run's op table for a benchmark (for people reading where time went).
+pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
+    let mut progs = idle(p);
+    progs[0] = vec![
+        Step::Request {
+            to: NodeId(1),
+            words: 1,
+            handler: Handler::Echo,
+        },
+        Step::Wait { received: 1 },
+    ];
+    progs[1] = vec![Step::Wait { received: 1 }];
+    p.run(&progs)
+}
+
+/// Interrupt-driven reception: node 1 sends a message every `interval`;
+/// node 0 computes and takes each by interrupt. Returns the processor time
+/// node 0 loses per message.
+pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, String> {
+    let n = MSGS / 4;
+    let mut progs = idle(p);
+    for _ in 0..n {
+        progs[1].push(req(0, Handler::Nop));
+        progs[1].push(Step::Compute(interval));
+    }
+    let span = Time(interval.0 * (n + 2));
+    progs[0] = vec![Step::Mark, Step::Compute(span), Step::Wait { received: n }, Step::Mark];
+    let r = p.run(&progs)?;
+    let lost: u64 = ["interrupt", "receive"]
+        .iter()
+        .filter_map(|op| r.ops.get(&(0, *op)))
+        .map(|s| s.busy)
+        .sum();
+    Ok(Time(lost).as_us() / n as f64)
+}

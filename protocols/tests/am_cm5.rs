@@ -1,0 +1,89 @@
+//! CMAM and CMAML on the CM-5 model: the per-operation costs PEERS.md
+//! reports are the calibration (each within 5% as the suite measures it);
+//! the network's structure shows in the round trips.
+
+use magic::Time;
+use protocols::am::cm5::{Cm5, Layer, Reception};
+use protocols::am::{suite, Handler, Platform, Step};
+
+fn within(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 0.05 * want,
+        "{what}: {got:.3} us, published {want}"
+    );
+}
+
+#[test]
+fn cmam_and_cmaml_operations_cost_what_was_measured() {
+    for (layer, send, reply, recv, empty, one) in [
+        (Layer::Cmam, 1.49, 1.25, 1.60, 0.85, 2.85),
+        (Layer::Cmaml, 1.96, 1.28, 2.01, 1.33, 3.3),
+    ] {
+        let p = Cm5::new(64, layer);
+        let l = suite::logp(&p).unwrap();
+        within(l.send_overhead_us, send, "request send");
+        within(l.reply_overhead_us, reply, "reply send");
+        within(l.recv_overhead_us, recv, "receive");
+        within(l.poll_empty_us, empty, "empty poll");
+        within(l.poll_one_us, one, "poll taking one message");
+    }
+}
+
+#[test]
+fn interrupt_reception_costs_the_kernel_path() {
+    for (fast, want) in [(false, 19.0), (true, 9.6)] {
+        let mut p = Cm5::new(8, Layer::Cmaml);
+        p.reception = Reception::Interrupts { fast };
+        let got = suite::interrupt_cost(&p, Time(100 * magic::time::TICKS_PER_US)).unwrap();
+        within(got, want, "one message per interrupt");
+    }
+}
+
+#[test]
+fn round_trips_step_up_where_the_fat_tree_does() {
+    let p = Cm5::new(64, Layer::Cmam);
+    let rt: Vec<f64> = suite::round_trips(&p)
+        .unwrap()
+        .into_iter()
+        .map(|x| x.1)
+        .collect();
+    let at = |d: usize| rt[d - 1];
+    assert!((at(1) - at(3)).abs() < 0.05);
+    assert!(at(4) > at(3) + 0.5 && (at(4) - at(15)).abs() < 0.05);
+    assert!(at(16) > at(15) + 0.5 && (at(16) - at(63)).abs() < 0.05);
+    // Each step is two routers each way: the router delay, measured.
+    let router = (at(4) - at(3)) / 4.0;
+    within(router, 0.25, "router delay");
+}
+
+#[test]
+fn a_full_network_makes_senders_retry_and_nothing_is_lost() {
+    let mut p = Cm5::new(4, Layer::Cmam);
+    p.hw.capacity = 2;
+    // Three senders flood node 0, which only starts polling late.
+    let mut progs = vec![Vec::new(); 4];
+    for s in 1..4 {
+        progs[s] = (0..50)
+            .map(|_| Step::Request {
+                to: magic::NodeId(0),
+                words: 4,
+                handler: Handler::Nop,
+            })
+            .collect();
+    }
+    progs[0] = vec![
+        Step::Compute(Time(200 * magic::time::TICKS_PER_US)),
+        Step::Wait { received: 150 },
+    ];
+    let r = p.run(&progs).unwrap();
+    assert!(r.retries > 0);
+    assert_eq!(r.received[0], 150);
+}
+
+#[test]
+fn a_program_that_can_never_finish_is_reported_stuck() {
+    let p = Cm5::new(2, Layer::Cmam);
+    let progs = vec![vec![Step::Wait { received: 1 }], vec![]];
+    let e = p.run(&progs).unwrap_err();
+    assert!(e.contains("stuck"), "{e}");
+}
