@@ -18,6 +18,35 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// LogP parameters of a platform's Active Message layer, measured by the
+    /// benchmark suite.
+    ///
+    /// Example: flashkit logp --platform cm5 --format json
+    Logp {
+        #[arg(long, value_enum)]
+        platform: PlatformArg,
+        /// Nodes in the machine.
+        #[arg(long, default_value_t = 64)]
+        nodes: u32,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// The benchmark suite's tables for a platform (all, or one benchmark).
+    ///
+    /// Example: flashkit suite --platform cm5 --benchmark round-trip
+    Suite {
+        #[arg(long, value_enum)]
+        platform: PlatformArg,
+        /// One of: one-to-one, one-to-two, two-to-one, round-trip, ring,
+        /// poll, operations, interrupt (CMAML).
+        #[arg(long)]
+        benchmark: Option<String>,
+        /// Nodes in the machine.
+        #[arg(long, default_value_t = 64)]
+        nodes: u32,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// A bulk transfer over a connection between two processes on two
     /// nodes: start-up breakdown, per-line rate and what bounds it, and the
     /// handlers' occupancy.
@@ -147,6 +176,14 @@ fn parse_offset(s: &str) -> Result<u64, String> {
     r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PlatformArg {
+    /// CMAM 2.7 on the CM-5.
+    Cm5,
+    /// CMAML (CMMD 3.1) on the CM-5.
+    Cm5Cmaml,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum SenderArg {
     Uncached,
@@ -267,6 +304,17 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Logp {
+            platform,
+            nodes,
+            format,
+        } => logp(platform, nodes, format),
+        Command::Suite {
+            platform,
+            benchmark,
+            nodes,
+            format,
+        } => suite(platform, benchmark, nodes, format),
         Command::Transfer {
             bytes,
             sender,
@@ -446,6 +494,91 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
                 r.latency.as_us()
             );
             out_raw!("{}", ledger.render());
+        }
+    }
+    Ok(())
+}
+
+fn platform(p: PlatformArg, nodes: u32) -> Result<protocols::am::cm5::Cm5, Failure> {
+    use protocols::am::cm5::{Cm5, Layer};
+    if !(3..=1024).contains(&nodes) {
+        return Err(Failure::Usage(format!(
+            "--nodes must be from 3 to 1024 (got {nodes})"
+        )));
+    }
+    Ok(Cm5::new(
+        nodes,
+        match p {
+            PlatformArg::Cm5 => Layer::Cmam,
+            PlatformArg::Cm5Cmaml => Layer::Cmaml,
+        },
+    ))
+}
+
+fn logp(p: PlatformArg, nodes: u32, format: Format) -> Result<(), Failure> {
+    let plat = platform(p, nodes)?;
+    let l = protocols::am::suite::logp(&plat).map_err(Failure::Usage)?;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string(&l).expect("plain data")),
+        Format::Table => {
+            out!("platform {} ({} nodes)", l.platform, nodes);
+            for (k, v) in [
+                ("send overhead (one-to-two)", l.send_overhead_us),
+                ("reply overhead (one-to-two)", l.reply_overhead_us),
+                ("receive overhead (two-to-one)", l.recv_overhead_us),
+                ("empty poll", l.poll_empty_us),
+                ("poll taking one message", l.poll_one_us),
+                ("round trip, node 0 to 1", l.round_trip_us),
+                ("ring, per message", l.ring_us),
+            ] {
+                out!("  {k:<32} {v:>8.2} us");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn suite(
+    p: PlatformArg,
+    benchmark: Option<String>,
+    nodes: u32,
+    format: Format,
+) -> Result<(), Failure> {
+    use protocols::am::cm5::Reception;
+    use protocols::am::suite;
+    let plat = platform(p, nodes)?;
+    let names: Vec<String> = match benchmark {
+        Some(b) => vec![b],
+        None => suite::BENCHMARKS
+            .iter()
+            .map(|s| s.to_string())
+            .chain((p == PlatformArg::Cm5Cmaml).then(|| "interrupt".to_string()))
+            .collect(),
+    };
+    let mut tables = Vec::new();
+    for n in names {
+        let t = if n == "interrupt" {
+            if p != PlatformArg::Cm5Cmaml {
+                return Err(Failure::Usage(
+                    "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
+                ));
+            }
+            let mut stock = plat.clone();
+            stock.reception = Reception::Interrupts { fast: false };
+            let mut fast = plat.clone();
+            fast.reception = Reception::Interrupts { fast: true };
+            suite::interrupt_table(&stock, &fast)
+        } else {
+            suite::table(&plat, &n)
+        };
+        tables.push(t.map_err(Failure::Usage)?);
+    }
+    match format {
+        Format::Json => out!("{}", serde_json::to_string(&tables).expect("plain data")),
+        Format::Table => {
+            for t in &tables {
+                out!("{t}");
+            }
         }
     }
     Ok(())

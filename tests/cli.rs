@@ -352,3 +352,41 @@ fn transfer_bad_input_gets_one_line_and_status_2() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn logp_and_suite_run_on_the_cm5() {
+    let (code, out, err) = flashkit(&["logp", "--platform", "cm5", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for k in [
+        "platform",
+        "send_overhead_us",
+        "reply_overhead_us",
+        "recv_overhead_us",
+        "poll_empty_us",
+        "round_trip_us",
+        "ring_us",
+    ] {
+        assert!(v.get(k).is_some(), "{k} missing in {out}");
+    }
+    let (code, out, _) = flashkit(&[
+        "suite",
+        "--platform",
+        "cm5-cmaml",
+        "--benchmark",
+        "round-trip",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("== round-trip") && out.contains("63"), "{out}");
+    for bad in [
+        vec!["suite", "--platform", "cm5", "--benchmark", "nonsense"],
+        vec!["suite", "--platform", "cm5", "--benchmark", "interrupt"],
+        vec!["logp", "--platform", "cm5", "--nodes", "2"],
+        vec!["logp", "--platform", "vax"],
+    ] {
+        let (code, out, err) = flashkit(&bad);
+        assert_eq!(code, 2, "{bad:?}");
+        assert!(out.is_empty(), "{bad:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+    }
+}

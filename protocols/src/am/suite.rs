@@ -199,21 +199,206 @@ pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
 
 /// Interrupt-driven reception: node 1 sends a message every `interval`;
 /// node 0 computes and takes each by interrupt. Returns the processor time
-/// node 0 loses per message.
-pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, String> {
+/// node 0 loses per message, and the share of its time that is.
+pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), String> {
     let n = MSGS / 4;
     let mut progs = idle(p);
     for _ in 0..n {
         progs[1].push(req(0, Handler::Nop));
         progs[1].push(Step::Compute(interval));
     }
-    let span = Time(interval.0 * (n + 2));
-    progs[0] = vec![Step::Mark, Step::Compute(span), Step::Wait { received: n }, Step::Mark];
+    let span = Time(interval.0 * n);
+    progs[0] = vec![
+        Step::Mark,
+        Step::Compute(span),
+        Step::Wait { received: n },
+        Step::Mark,
+    ];
     let r = p.run(&progs)?;
     let lost: u64 = ["interrupt", "receive"]
         .iter()
         .filter_map(|op| r.ops.get(&(0, *op)))
         .map(|s| s.busy)
         .sum();
-    Ok(Time(lost).as_us() / n as f64)
+    let lost = Time(lost).as_us();
+    Ok((lost / n as f64, lost / r.between(0, 0, 1)))
+}
+
+/// The processor time lost per message taken by interrupt.
+pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, String> {
+    interrupt_load(p, interval).map(|x| x.0)
+}
+
+/// One benchmark's table, as the papers print it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Table {
+    pub benchmark: &'static str,
+    pub columns: Vec<&'static str>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "== {}", self.benchmark)?;
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .map(|r| r[i].len())
+                    .chain([self.columns[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| {
+            cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:>w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        writeln!(f, "{}", line(self.columns.clone()))?;
+        for r in &self.rows {
+            writeln!(f, "{}", line(r.iter().map(String::as_str).collect()))?;
+        }
+        Ok(())
+    }
+}
+
+fn us(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// The benchmarks the suite knows, by name.
+pub const BENCHMARKS: [&str; 7] = [
+    "one-to-one",
+    "one-to-two",
+    "two-to-one",
+    "round-trip",
+    "ring",
+    "poll",
+    "operations",
+];
+
+/// Run one benchmark (by name) and tabulate it.
+pub fn table(p: &dyn Platform, name: &str) -> Result<Table, String> {
+    let t = |benchmark, columns: Vec<&'static str>, rows| Table {
+        benchmark,
+        columns,
+        rows,
+    };
+    Ok(match name {
+        "one-to-one" => t(
+            "one-to-one",
+            vec!["us per message"],
+            vec![vec![us(one_to_one(p)?)]],
+        ),
+        "one-to-two" => t(
+            "one-to-two",
+            vec!["operation", "us per send"],
+            vec![
+                vec!["request".into(), us(one_to_two(p, false)?)],
+                vec!["reply".into(), us(one_to_two(p, true)?)],
+            ],
+        ),
+        "two-to-one" => t(
+            "two-to-one",
+            vec!["us per message received"],
+            vec![vec![us(two_to_one(p)?)]],
+        ),
+        "round-trip" => {
+            let n = p.nodes();
+            let dests: Vec<u32> = [1, 3, 4, 15, 16, 63, 64, 255]
+                .into_iter()
+                .filter(|&d| d < n)
+                .collect();
+            let rows = dests
+                .into_iter()
+                .map(|d| Ok(vec![d.to_string(), us(round_trip(p, d)?)]))
+                .collect::<Result<_, String>>()?;
+            t("round-trip", vec!["to node", "us"], rows)
+        }
+        "ring" => t(
+            "ring",
+            vec!["nodes", "us per message"],
+            vec![vec![p.nodes().to_string(), us(ring(p)?)]],
+        ),
+        "poll" => t(
+            "poll",
+            vec!["poll", "us"],
+            vec![
+                vec!["unsuccessful".into(), us(poll_empty(p)?)],
+                vec!["one message".into(), us(poll_one(p)?)],
+            ],
+        ),
+        "operations" => {
+            let r = ops_of(p)?;
+            let rows = r
+                .ops
+                .iter()
+                .map(|((n, op), s)| {
+                    vec![
+                        n.to_string(),
+                        op.to_string(),
+                        s.calls.to_string(),
+                        us(s.mean_us()),
+                        s.ni_reads.to_string(),
+                        s.ni_writes.to_string(),
+                        s.instructions.to_string(),
+                    ]
+                })
+                .collect();
+            t(
+                "operations (one round trip)",
+                vec![
+                    "node",
+                    "operation",
+                    "calls",
+                    "mean us",
+                    "ni reads",
+                    "ni writes",
+                    "instr",
+                ],
+                rows,
+            )
+        }
+        other => {
+            return Err(format!(
+                "no benchmark '{other}' (known: {})",
+                BENCHMARKS.join(", ")
+            ))
+        }
+    })
+}
+
+/// Interrupt-driven reception against the interval between messages, on
+/// the stock kernel path and the fast one.
+pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Table, String> {
+    let rows = [5u64, 10, 20, 50, 100, 200]
+        .into_iter()
+        .map(|i| {
+            let at = Time(i * magic::time::TICKS_PER_US);
+            let (a, sa) = interrupt_load(stock, at)?;
+            let (b, sb) = interrupt_load(fast, at)?;
+            Ok(vec![
+                i.to_string(),
+                us(a),
+                format!("{:.0}%", 100.0 * sa),
+                us(b),
+                format!("{:.0}%", 100.0 * sb),
+            ])
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Table {
+        benchmark: "interrupt",
+        columns: vec![
+            "interval us",
+            "stock us/msg",
+            "stock time lost",
+            "fast us/msg",
+            "fast time lost",
+        ],
+        rows,
+    })
 }

@@ -1,0 +1,33 @@
+//! The benchmark suite's tables, per platform, as people read them.
+
+mod common;
+
+use protocols::am::cm5::{Cm5, Layer, Reception};
+use protocols::am::suite;
+
+fn tables(p: &Cm5) -> String {
+    let mut out = String::new();
+    for b in suite::BENCHMARKS {
+        out.push_str(&suite::table(p, b).unwrap().to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn cm5_suite() {
+    let p = Cm5::new(64, Layer::Cmam);
+    common::insta_settings().bind(|| insta::assert_snapshot!("suite_cm5", tables(&p)));
+}
+
+#[test]
+fn cm5_cmaml_suite() {
+    let p = Cm5::new(64, Layer::Cmaml);
+    let mut out = tables(&p);
+    let mut stock = p.clone();
+    stock.reception = Reception::Interrupts { fast: false };
+    let mut fast = p.clone();
+    fast.reception = Reception::Interrupts { fast: true };
+    out.push_str(&suite::interrupt_table(&stock, &fast).unwrap().to_string());
+    common::insta_settings().bind(|| insta::assert_snapshot!("suite_cm5_cmaml", out));
+}
