@@ -62,8 +62,8 @@ fn a_full_network_makes_senders_retry_and_nothing_is_lost() {
     p.hw.capacity = 2;
     // Three senders flood node 0, which only starts polling late.
     let mut progs = vec![Vec::new(); 4];
-    for s in 1..4 {
-        progs[s] = (0..50)
+    for prog in progs.iter_mut().skip(1) {
+        *prog = (0..50)
             .map(|_| Step::Request {
                 to: magic::NodeId(0),
                 words: 4,
