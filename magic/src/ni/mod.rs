@@ -2,3 +2,4 @@
 //! status registers, networks) that software on the compute processor drives.
 
 pub mod cm5;
+pub mod sp;

@@ -16,7 +16,7 @@
 //! Replies travel on the right network, requests on the left, and a poll
 //! serves replies first.
 
-use super::{Handler, OpStats, Platform, Run, Step};
+use super::{Handler, Platform, Run, Step};
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::time::TICKS_PER_CM5_CYCLE;
 use magic::{NodeId, Time};
@@ -122,7 +122,6 @@ const fn cycles(n: u64) -> u64 {
 /// One node's processor while a program runs.
 struct Node {
     t: Time,
-    pc: usize,
     /// Replies a handler could not send yet.
     replies: Vec<NodeId>,
     received: u64,
@@ -294,11 +293,83 @@ impl Sim<'_> {
     }
 }
 
+impl super::Layer for Sim<'_> {
+    fn now(&self, n: usize) -> Time {
+        self.nodes[n].t
+    }
+
+    fn set_now(&mut self, n: usize, t: Time) {
+        self.nodes[n].t = t;
+    }
+
+    fn received(&self, n: usize) -> u64 {
+        self.nodes[n].received
+    }
+
+    fn before_step(&mut self, n: usize) -> bool {
+        self.interrupts(n);
+        self.pending_replies(n)
+    }
+
+    fn step(&mut self, n: usize, s: Step) -> bool {
+        Sim::step(self, n, s)
+    }
+
+    fn poll(&mut self, n: usize) {
+        Sim::poll(self, n)
+    }
+
+    fn idle(&mut self, n: usize, until: Time) {
+        let each = self.empty_poll();
+        let t = self.nodes[n].t;
+        let k = (until.0.saturating_sub(t.0)) / each;
+        if k > 0 {
+            let s = self.run.ops.entry((n as u32, "poll")).or_default();
+            s.calls += k;
+            s.busy += k * each;
+            s.ni_reads += 2 * k;
+            s.instructions += k * self.p.costs.poll;
+            self.nodes[n].t = Time(t.0 + k * each);
+        }
+    }
+
+    fn sleeps(&self) -> bool {
+        self.p.reception != Reception::Polling
+    }
+
+    fn next_arrival(&self, n: usize) -> Option<Time> {
+        self.net.next_arrival(NodeId(n as u32))
+    }
+
+    fn in_flight(&self) -> usize {
+        self.net.in_flight()
+    }
+
+    fn min_latency(&self) -> Time {
+        Time(self.p.hw.fixed_latency.0 + self.p.hw.router_delay.0)
+    }
+
+    fn mark(&mut self, n: usize) {
+        let t = self.nodes[n].t;
+        self.nodes[n].marks.push(t);
+    }
+
+    fn finish(self, run: &mut Run) {
+        *run = Run {
+            end: self.nodes.iter().map(|x| x.t).max().unwrap_or_default(),
+            marks: self.nodes.iter().map(|x| x.marks.clone()).collect(),
+            received: self.nodes.iter().map(|x| x.received).collect(),
+            overtaken: self.net.stats.overtaken,
+            ..self.run
+        };
+    }
+}
+
 impl Platform for Cm5 {
     fn name(&self) -> &'static str {
-        match (self.layer, self.reception) {
-            (Layer::Cmam, _) => "cm5",
-            (Layer::Cmaml, _) => "cm5-cmaml",
+        match self.layer {
+            Layer::Cmam => "cm5",
+            Layer::Cmaml => "cm5-cmaml",
         }
     }
 
@@ -307,29 +378,13 @@ impl Platform for Cm5 {
     }
 
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
-        if programs.len() != self.nodes as usize {
-            return Err(format!(
-                "{} programs for {} nodes",
-                programs.len(),
-                self.nodes
-            ));
-        }
-        for (i, p) in programs.iter().enumerate() {
-            for s in p {
-                if let Step::Request { to, .. } | Step::Reply { to, .. } = s {
-                    if to.0 >= self.nodes || to.0 as usize == i {
-                        return Err(format!("node {i} sends to node {to}, which it cannot"));
-                    }
-                }
-            }
-        }
-        let mut sim = Sim {
+        super::check_programs(self.nodes, programs)?;
+        let sim = Sim {
             p: self,
             net: Cm5Network::new(self.hw, self.nodes)?,
             nodes: (0..self.nodes)
                 .map(|_| Node {
                     t: Time::ZERO,
-                    pc: 0,
                     replies: Vec::new(),
                     received: 0,
                     marks: Vec::new(),
@@ -337,88 +392,6 @@ impl Platform for Cm5 {
                 .collect(),
             run: Run::default(),
         };
-        let polling = self.reception == Reception::Polling;
-        // The node furthest behind goes next: nothing can reach it from the
-        // past any more.
-        while let Some(n) = (0..sim.nodes.len())
-            .filter(|&i| sim.nodes[i].pc < programs[i].len())
-            .min_by_key(|&i| (sim.nodes[i].t, i))
-        {
-            sim.interrupts(n);
-            if !sim.pending_replies(n) {
-                continue;
-            }
-            let step = programs[n][sim.nodes[n].pc];
-            if let Step::Wait { received } = step {
-                if sim.nodes[n].received >= received {
-                    sim.nodes[n].pc += 1;
-                    continue;
-                }
-                // Nothing can reach this node before the next arrival, nor
-                // before another node's clock plus the shortest latency.
-                let me = NodeId(n as u32);
-                let lmin = Time(self.hw.fixed_latency.0 + self.hw.router_delay.0);
-                let horizon = (0..sim.nodes.len())
-                    .filter(|&i| i != n && sim.nodes[i].pc < programs[i].len())
-                    .map(|i| sim.nodes[i].t + lmin)
-                    .min();
-                let next = match (sim.net.next_arrival(me), horizon) {
-                    (Some(a), Some(h)) => a.min(h),
-                    (Some(a), None) | (None, Some(a)) => a,
-                    (None, None) => {
-                        return Err(format!(
-                            "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
-                            sim.nodes[n].received
-                        ))
-                    }
-                };
-                let all_wait = (0..sim.nodes.len()).all(|i| {
-                    sim.nodes[i].pc >= programs[i].len()
-                        || matches!(programs[i][sim.nodes[i].pc], Step::Wait { received } if sim.nodes[i].received < received)
-                });
-                if all_wait && sim.net.in_flight() == 0 {
-                    return Err(format!(
-                        "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
-                        sim.nodes[n].received
-                    ));
-                }
-                let t = sim.nodes[n].t;
-                if polling {
-                    if next > t {
-                        // The empty polls until then, charged at once.
-                        let each = sim.empty_poll();
-                        let k = (next.0 - t.0) / each;
-                        if k > 0 {
-                            let s = sim.run.ops.entry((n as u32, "poll")).or_default();
-                            s.calls += k;
-                            s.busy += k * each;
-                            s.ni_reads += 2 * k;
-                            s.instructions += k * self.costs.poll;
-                            sim.nodes[n].t = Time(t.0 + k * each);
-                        }
-                    }
-                    sim.poll(n);
-                } else {
-                    sim.nodes[n].t = next.max(Time(t.0 + 1));
-                }
-                continue;
-            }
-            if sim.step(n, step) {
-                sim.nodes[n].pc += 1;
-            }
-        }
-        let mut run = sim.run;
-        run.end = sim.nodes.iter().map(|x| x.t).max().unwrap_or_default();
-        run.marks = sim.nodes.iter().map(|x| x.marks.clone()).collect();
-        run.received = sim.nodes.iter().map(|x| x.received).collect();
-        run.overtaken = sim.net.stats.overtaken;
-        Ok(run)
-    }
-}
-
-impl OpStats {
-    /// Mean microseconds per call.
-    pub fn mean_us(&self) -> f64 {
-        Time(self.busy).as_us() / self.calls.max(1) as f64
+        super::drive(sim, programs, Run::default())
     }
 }

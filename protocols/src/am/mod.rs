@@ -113,3 +113,119 @@ pub trait Platform {
     /// Nodes the platform has.
     fn nodes(&self) -> u32;
 }
+
+impl OpStats {
+    /// Mean microseconds per call.
+    pub fn mean_us(&self) -> f64 {
+        Time(self.busy).as_us() / self.calls.max(1) as f64
+    }
+}
+
+/// What a platform's layer offers the common scheduler: per-node clocks and
+/// the operations of the program steps.
+pub(crate) trait Layer {
+    fn now(&self, n: usize) -> Time;
+    fn set_now(&mut self, n: usize, t: Time);
+    fn received(&self, n: usize) -> u64;
+    /// Work the layer does before the node's next step (interrupts, replies
+    /// that could not go out); `false` if the node must come back later.
+    fn before_step(&mut self, n: usize) -> bool;
+    /// Run one step (never `Wait`); `false` to try it again later.
+    fn step(&mut self, n: usize, s: Step) -> bool;
+    fn poll(&mut self, n: usize);
+    /// Poll an empty network until about `until` (no later), charging each
+    /// poll; the layer may stop early (to act on its own timers).
+    fn idle(&mut self, n: usize, until: Time);
+    /// Reception is by interrupt: a waiting node sleeps instead of polling.
+    fn sleeps(&self) -> bool;
+    fn next_arrival(&self, n: usize) -> Option<Time>;
+    fn in_flight(&self) -> usize;
+    /// The least time a message takes from one node to another.
+    fn min_latency(&self) -> Time;
+    fn mark(&mut self, n: usize);
+    fn finish(self, run: &mut Run);
+}
+
+/// Checks a program set against a platform's size.
+pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), String> {
+    if programs.len() != nodes as usize {
+        return Err(format!("{} programs for {nodes} nodes", programs.len()));
+    }
+    for (i, p) in programs.iter().enumerate() {
+        for s in p {
+            if let Step::Request { to, .. } | Step::Reply { to, .. } = s {
+                if to.0 >= nodes || to.0 as usize == i {
+                    return Err(format!("node {i} sends to node {to}, which it cannot"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run the programs on a layer: the node furthest behind in time goes next,
+/// so nothing can reach it from the past any more. A waiting node polls (or
+/// sleeps) until the next arrival, or until another node could have sent it
+/// something.
+pub(crate) fn drive<L: Layer>(mut l: L, programs: &[Vec<Step>], mut run: Run) -> Result<Run, String> {
+    let nodes = programs.len();
+    let mut pc = vec![0usize; nodes];
+    let waiting = |pc: &[usize], l: &L, i: usize| {
+        pc[i] >= programs[i].len()
+            || matches!(programs[i][pc[i]], Step::Wait { received } if l.received(i) < received)
+    };
+    while let Some(n) = (0..nodes)
+        .filter(|&i| pc[i] < programs[i].len())
+        .min_by_key(|&i| (l.now(i), i))
+    {
+        if !l.before_step(n) {
+            continue;
+        }
+        let step = programs[n][pc[n]];
+        let Step::Wait { received } = step else {
+            if step == Step::Mark {
+                l.mark(n);
+                pc[n] += 1;
+            } else if l.step(n, step) {
+                pc[n] += 1;
+            }
+            continue;
+        };
+        if l.received(n) >= received {
+            pc[n] += 1;
+            continue;
+        }
+        let lmin = l.min_latency();
+        let horizon = (0..nodes)
+            .filter(|&i| i != n && pc[i] < programs[i].len())
+            .map(|i| l.now(i) + lmin)
+            .min();
+        let next = match (l.next_arrival(n), horizon) {
+            (Some(a), Some(h)) => a.min(h),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => {
+                return Err(format!(
+                    "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
+                    l.received(n)
+                ))
+            }
+        };
+        if (0..nodes).all(|i| waiting(&pc, &l, i)) && l.in_flight() == 0 {
+            return Err(format!(
+                "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
+                l.received(n)
+            ));
+        }
+        let t = l.now(n);
+        if l.sleeps() {
+            l.set_now(n, next.max(Time(t.0 + 1)));
+        } else {
+            if next > t {
+                l.idle(n, next);
+            }
+            l.poll(n);
+        }
+    }
+    l.finish(&mut run);
+    Ok(run)
+}
