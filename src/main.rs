@@ -182,6 +182,8 @@ enum PlatformArg {
     Cm5,
     /// CMAML (CMMD 3.1) on the CM-5.
     Cm5Cmaml,
+    /// SP AM on the IBM SP (TB2 adapter).
+    Sp,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -499,25 +501,23 @@ fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<
     Ok(())
 }
 
-fn platform(p: PlatformArg, nodes: u32) -> Result<protocols::am::cm5::Cm5, Failure> {
+fn platform(p: PlatformArg, nodes: u32) -> Result<Box<dyn protocols::am::Platform>, Failure> {
     use protocols::am::cm5::{Cm5, Layer};
     if !(3..=1024).contains(&nodes) {
         return Err(Failure::Usage(format!(
             "--nodes must be from 3 to 1024 (got {nodes})"
         )));
     }
-    Ok(Cm5::new(
-        nodes,
-        match p {
-            PlatformArg::Cm5 => Layer::Cmam,
-            PlatformArg::Cm5Cmaml => Layer::Cmaml,
-        },
-    ))
+    Ok(match p {
+        PlatformArg::Cm5 => Box::new(Cm5::new(nodes, Layer::Cmam)),
+        PlatformArg::Cm5Cmaml => Box::new(Cm5::new(nodes, Layer::Cmaml)),
+        PlatformArg::Sp => Box::new(protocols::am::sp::Sp::new(nodes)),
+    })
 }
 
 fn logp(p: PlatformArg, nodes: u32, format: Format) -> Result<(), Failure> {
     let plat = platform(p, nodes)?;
-    let l = protocols::am::suite::logp(&plat).map_err(Failure::Usage)?;
+    let l = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Usage)?;
     match format {
         Format::Json => out!("{}", serde_json::to_string(&l).expect("plain data")),
         Format::Table => {
@@ -544,7 +544,7 @@ fn suite(
     nodes: u32,
     format: Format,
 ) -> Result<(), Failure> {
-    use protocols::am::cm5::Reception;
+    use protocols::am::cm5::{Cm5, Layer, Reception};
     use protocols::am::suite;
     let plat = platform(p, nodes)?;
     let names: Vec<String> = match benchmark {
@@ -563,13 +563,13 @@ fn suite(
                     "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
                 ));
             }
-            let mut stock = plat.clone();
+            let mut stock = Cm5::new(nodes, Layer::Cmaml);
             stock.reception = Reception::Interrupts { fast: false };
-            let mut fast = plat.clone();
+            let mut fast = stock.clone();
             fast.reception = Reception::Interrupts { fast: true };
             suite::interrupt_table(&stock, &fast)
         } else {
-            suite::table(&plat, &n)
+            suite::table(plat.as_ref(), &n)
         };
         tables.push(t.map_err(Failure::Usage)?);
     }

@@ -5,7 +5,7 @@ mod common;
 use protocols::am::cm5::{Cm5, Layer, Reception};
 use protocols::am::suite;
 
-fn tables(p: &Cm5) -> String {
+fn tables(p: &dyn protocols::am::Platform) -> String {
     let mut out = String::new();
     for b in suite::BENCHMARKS {
         out.push_str(&suite::table(p, b).unwrap().to_string());
@@ -30,4 +30,10 @@ fn cm5_cmaml_suite() {
     fast.reception = Reception::Interrupts { fast: true };
     out.push_str(&suite::interrupt_table(&stock, &fast).unwrap().to_string());
     common::insta_settings().bind(|| insta::assert_snapshot!("suite_cm5_cmaml", out));
+}
+
+#[test]
+fn sp_suite() {
+    let p = protocols::am::sp::Sp::new(16);
+    common::insta_settings().bind(|| insta::assert_snapshot!("suite_sp", tables(&p)));
 }

@@ -56,7 +56,7 @@ impl Default for SpParams {
             switch_latency: Time(TICKS_PER_US / 2),
             switch_bytes_per_us: 40,
             // Set from the raw ping-pong (46.6 to 47.0 us round trip).
-            adapter_latency: Time(TICKS_PER_US * 9),
+            adapter_latency: Time(TICKS_PER_US * 985 / 100),
             adapter_per_packet: Time(TICKS_PER_US),
             send_fifo: 128,
             recv_fifo: 64,
@@ -152,9 +152,7 @@ impl<P: Copy> SpSwitch<P> {
         let occupied = Time(p.adapter_per_packet.0 + dma.0);
         self.send_free[s] = Time(start.0 + occupied.0);
         let wire = at_rate(bytes, p.switch_bytes_per_us);
-        let mut at = Time(
-            start.0 + p.adapter_latency.0 + dma.0 + p.switch_latency.0 + wire.0,
-        );
+        let mut at = Time(start.0 + p.adapter_latency.0 + dma.0 + p.switch_latency.0 + wire.0);
         self.stats.sent += 1;
         if p.drop_ppm > 0 && self.rng.u32(0..1_000_000) < p.drop_ppm {
             self.stats.dropped += 1;

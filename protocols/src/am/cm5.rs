@@ -354,14 +354,18 @@ impl super::Layer for Sim<'_> {
         self.nodes[n].marks.push(t);
     }
 
-    fn finish(self, run: &mut Run) {
-        *run = Run {
+    fn busy(&self, n: usize) -> bool {
+        !self.nodes[n].replies.is_empty() || self.net.next_arrival(NodeId(n as u32)).is_some()
+    }
+
+    fn finish(&mut self) -> Run {
+        Run {
             end: self.nodes.iter().map(|x| x.t).max().unwrap_or_default(),
             marks: self.nodes.iter().map(|x| x.marks.clone()).collect(),
             received: self.nodes.iter().map(|x| x.received).collect(),
             overtaken: self.net.stats.overtaken,
-            ..self.run
-        };
+            ..std::mem::take(&mut self.run)
+        }
     }
 }
 
@@ -379,7 +383,7 @@ impl Platform for Cm5 {
 
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
         super::check_programs(self.nodes, programs)?;
-        let sim = Sim {
+        let mut sim = Sim {
             p: self,
             net: Cm5Network::new(self.hw, self.nodes)?,
             nodes: (0..self.nodes)
@@ -392,6 +396,6 @@ impl Platform for Cm5 {
                 .collect(),
             run: Run::default(),
         };
-        super::drive(sim, programs, Run::default())
+        super::drive(&mut sim, programs)
     }
 }

@@ -9,6 +9,7 @@
 //! - [`cm5`]: CMAM and CMAML on the CM-5 network interface.
 
 pub mod cm5;
+pub mod sp;
 pub mod suite;
 
 use magic::{NodeId, Time};
@@ -143,7 +144,11 @@ pub(crate) trait Layer {
     /// The least time a message takes from one node to another.
     fn min_latency(&self) -> Time;
     fn mark(&mut self, n: usize);
-    fn finish(self, run: &mut Run);
+    /// The layer still has business at the node after its program ended
+    /// (packets to take, its own packets not yet acknowledged).
+    fn busy(&self, n: usize) -> bool;
+    /// What the run measured, once every program is done.
+    fn finish(&mut self) -> Run;
 }
 
 /// Checks a program set against a platform's size.
@@ -167,21 +172,37 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), S
 /// so nothing can reach it from the past any more. A waiting node polls (or
 /// sleeps) until the next arrival, or until another node could have sent it
 /// something.
-pub(crate) fn drive<L: Layer>(mut l: L, programs: &[Vec<Step>], mut run: Run) -> Result<Run, String> {
+pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, String> {
+    /// Simulated time after which a run that has not finished is a bug.
+    const LIMIT: Time = Time(100 * 1_000_000 * magic::time::TICKS_PER_US);
     let nodes = programs.len();
     let mut pc = vec![0usize; nodes];
+    // A node whose program is over keeps serving the network while its
+    // layer has business there.
+    let active = |pc: &[usize], l: &L, i: usize| pc[i] < programs[i].len() || l.busy(i);
     let waiting = |pc: &[usize], l: &L, i: usize| {
         pc[i] >= programs[i].len()
             || matches!(programs[i][pc[i]], Step::Wait { received } if l.received(i) < received)
     };
     while let Some(n) = (0..nodes)
-        .filter(|&i| pc[i] < programs[i].len())
+        .filter(|&i| active(&pc, l, i))
         .min_by_key(|&i| (l.now(i), i))
     {
+        if l.now(n) > LIMIT {
+            return Err(format!(
+                "no end in sight: node {n} is still running at {}",
+                l.now(n)
+            ));
+        }
         if !l.before_step(n) {
             continue;
         }
-        let step = programs[n][pc[n]];
+        let done = pc[n] >= programs[n].len();
+        let step = if done {
+            Step::Wait { received: u64::MAX }
+        } else {
+            programs[n][pc[n]]
+        };
         let Step::Wait { received } = step else {
             if step == Step::Mark {
                 l.mark(n);
@@ -191,26 +212,31 @@ pub(crate) fn drive<L: Layer>(mut l: L, programs: &[Vec<Step>], mut run: Run) ->
             }
             continue;
         };
-        if l.received(n) >= received {
+        if !done && l.received(n) >= received {
             pc[n] += 1;
+            continue;
+        }
+        if done && !l.busy(n) {
             continue;
         }
         let lmin = l.min_latency();
         let horizon = (0..nodes)
-            .filter(|&i| i != n && pc[i] < programs[i].len())
+            .filter(|&i| i != n && active(&pc, l, i))
             .map(|i| l.now(i) + lmin)
             .min();
         let next = match (l.next_arrival(n), horizon) {
             (Some(a), Some(h)) => a.min(h),
             (Some(a), None) | (None, Some(a)) => a,
-            (None, None) => {
-                return Err(format!(
-                    "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
-                    l.received(n)
-                ))
+            (None, None) if done => {
+                // Only its own timers can help: poll on.
+                Time(l.now(n).0 + 1)
             }
+            (None, None) => return Err(format!(
+                "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
+                l.received(n)
+            )),
         };
-        if (0..nodes).all(|i| waiting(&pc, &l, i)) && l.in_flight() == 0 {
+        if (0..nodes).all(|i| waiting(&pc, l, i)) && l.in_flight() == 0 && !done {
             return Err(format!(
                 "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
                 l.received(n)
@@ -226,6 +252,5 @@ pub(crate) fn drive<L: Layer>(mut l: L, programs: &[Vec<Step>], mut run: Run) ->
             l.poll(n);
         }
     }
-    l.finish(&mut run);
-    Ok(run)
+    Ok(l.finish())
 }

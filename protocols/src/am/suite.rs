@@ -86,25 +86,31 @@ pub fn poll_empty(p: &dyn Platform) -> Result<f64, String> {
     Ok(r.between(0, 0, 1) / MSGS as f64)
 }
 
-/// A poll that takes one message: node 1 sends one message every period;
-/// node 0, offset by half a period, polls once each period.
+/// A poll that takes one message: node 0 asks node 1 for a reply, computes
+/// until it is surely in, then polls once and takes it.
 pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
-    let period = Time(50 * magic::time::TICKS_PER_US);
+    let settle = Time(300 * magic::time::TICKS_PER_US);
     let mut progs = idle(p);
     for _ in 0..MSGS {
-        progs[1].push(req(0, Handler::Nop));
-        progs[1].push(Step::Compute(period));
+        progs[0].extend([
+            Step::Request {
+                to: NodeId(1),
+                words: 1,
+                handler: Handler::Echo,
+            },
+            Step::Compute(settle),
+            Step::Mark,
+            Step::Poll,
+            Step::Mark,
+        ]);
     }
-    progs[0].push(Step::Compute(Time(period.0 / 2)));
-    for _ in 0..MSGS {
-        progs[0].extend([Step::Mark, Step::Poll, Step::Mark, Step::Compute(period)]);
-    }
+    progs[1].push(Step::Wait { received: MSGS });
     let r = p.run(&progs)?;
     let m = &r.marks[0];
     let total: u64 = m.chunks(2).map(|w| w[1].0 - w[0].0).sum();
     if r.received[0] != MSGS {
         return Err(format!(
-            "poll_one: {} of {MSGS} messages taken by single polls",
+            "poll_one: {} of {MSGS} replies taken by single polls",
             r.received[0]
         ));
     }

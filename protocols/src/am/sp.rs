@@ -1,0 +1,644 @@
+//! SP AM: Active Messages on the IBM SP's TB2 adapter, with the reliable,
+//! in-order delivery the switch does not give.
+//!
+//! Every data packet carries a sequence number on its channel (requests and
+//! replies are separate channels between each pair of nodes) and
+//! piggybacks, for both channels of the opposite direction, the next
+//! sequence number its sender expects (a cumulative ack). Sent packets stay
+//! in a window (75 requests, 76 replies) until acknowledged; a full window
+//! makes the sender poll until acks arrive. The receiver takes packets only
+//! in sequence: an out-of-sequence one is dropped and answered with a NACK
+//! naming the expected number, and the sender retransmits that packet and
+//! every later one (go-back-N). A receiver that has taken a quarter of a
+//! window without sending anything back acks explicitly. A sender whose
+//! packets stay unacknowledged through a number of unsuccessful polls (the
+//! layer's stand-in for a timer) sends a keep-alive, which the receiver
+//! answers with a NACK: lost packets, lost acks and lost NACKs are all
+//! recovered this way.
+//!
+//! Costs are the layer's instructions at 66 MHz plus its MicroChannel
+//! accesses (about 1 us each): a send writes the packet into the send FIFO
+//! in host memory, flushes it and writes its length into the adapter; a
+//! request also polls once. Receive entries are popped lazily, one
+//! MicroChannel access per eight messages. The instruction counts are set
+//! from PEERS.md's measured operations; the raw round trip sets the
+//! adapters' latency.
+
+use super::{Handler, Platform, Run, Step};
+use magic::ni::sp::{SpParams, SpSwitch};
+use magic::time::TICKS_PER_SP_CYCLE;
+use magic::{NodeId, Time};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// The two channels between a pair of nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Chan {
+    Req = 0,
+    Rep = 1,
+}
+
+/// What an SP AM packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    Data {
+        chan: Chan,
+        seq: u32,
+        /// Next expected on the opposite direction's (request, reply) channels.
+        acks: [u32; 2],
+        handler: Handler,
+        words: u8,
+    },
+    Ack {
+        acks: [u32; 2],
+    },
+    Nack {
+        chan: Chan,
+        expected: u32,
+        acks: [u32; 2],
+    },
+    KeepAlive,
+}
+
+/// The layer's instructions (66 MHz cycles) per operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SpCosts {
+    /// A request of N words: `request + request_word * N`, plus one
+    /// MicroChannel access and an internal poll.
+    pub request: u64,
+    pub request_word: u64,
+    /// A reply: `reply + reply_word * N`, plus one MicroChannel access.
+    pub reply: u64,
+    pub reply_word: u64,
+    /// An empty poll, and each message it takes.
+    pub poll: u64,
+    pub per_message: u64,
+    /// Messages between lazy pops of the receive FIFO.
+    pub pop_every: u64,
+    /// An ack, NACK or keep-alive sent, and one taken.
+    pub control: u64,
+    /// Each packet retransmitted (their lengths go in one access).
+    pub retransmit: u64,
+    /// Unsuccessful polls before a keep-alive.
+    pub keepalive_polls: u64,
+    pub window_req: usize,
+    pub window_rep: usize,
+}
+
+impl Default for SpCosts {
+    fn default() -> Self {
+        SpCosts {
+            request: 345,
+            request_word: 11,
+            reply: 189,
+            reply_word: 9,
+            poll: 86,
+            per_message: 110,
+            pop_every: 8,
+            control: 60,
+            retransmit: 40,
+            keepalive_polls: 2000,
+            window_req: 75,
+            window_rep: 76,
+        }
+    }
+}
+
+/// The SP running SP AM (or, with `raw`, bare packets: no sequence numbers,
+/// no acks, the layer's instructions left out — the raw ping-pong).
+#[derive(Clone, Debug)]
+pub struct Sp {
+    pub nodes: u32,
+    pub costs: SpCosts,
+    pub hw: SpParams,
+    pub raw: bool,
+}
+
+impl Sp {
+    pub fn new(nodes: u32) -> Sp {
+        Sp {
+            nodes,
+            costs: SpCosts::default(),
+            hw: SpParams::default(),
+            raw: false,
+        }
+    }
+}
+
+const fn cycles(n: u64) -> u64 {
+    n * TICKS_PER_SP_CYCLE
+}
+
+#[derive(Clone, Default)]
+struct SendChan {
+    next: u32,
+    unacked: VecDeque<(u32, Body)>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct RecvChan {
+    expected: u32,
+    /// The expected number a NACK was last sent for (no NACK storms).
+    nacked: Option<u32>,
+}
+
+#[derive(Clone, Default)]
+struct Peer {
+    send: [SendChan; 2],
+    recv: [RecvChan; 2],
+    /// Packets taken since this node last sent the peer anything.
+    unacked_in: u64,
+}
+
+struct Node {
+    t: Time,
+    received: u64,
+    marks: Vec<Time>,
+    peers: Vec<Peer>,
+    taken: u64,
+    empty_polls: u64,
+    /// Replies handlers could not send (window full).
+    replies: Vec<NodeId>,
+}
+
+/// Counters of the reliability protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Reliability {
+    pub retransmitted: u64,
+    pub nacks: u64,
+    pub acks: u64,
+    pub keepalives: u64,
+    pub duplicates: u64,
+    pub out_of_sequence: u64,
+}
+
+struct Sim<'a> {
+    p: &'a Sp,
+    sw: SpSwitch<Body>,
+    nodes: Vec<Node>,
+    run: Run,
+    rel: Reliability,
+    /// Per receiving node: (sender, channel, sequence number) of each
+    /// message delivered, in delivery order.
+    log: Vec<Vec<(u32, Chan, u32)>>,
+}
+
+impl Sim<'_> {
+    fn charge(&mut self, n: usize, op: &'static str, instr: u64, mc: u64) {
+        let c = cycles(instr) + mc * self.p.hw.mc_access.0;
+        self.nodes[n].t = Time(self.nodes[n].t.0 + c);
+        let s = self.run.ops.entry((n as u32, op)).or_default();
+        s.busy += c;
+        s.ni_writes += mc;
+        s.instructions += instr;
+    }
+
+    fn count(&mut self, n: usize, op: &'static str) {
+        self.run.ops.entry((n as u32, op)).or_default().calls += 1;
+    }
+
+    fn acks_for(&self, n: usize, peer: usize) -> [u32; 2] {
+        let r = &self.nodes[n].peers[peer].recv;
+        [r[0].expected, r[1].expected]
+    }
+
+    fn put(&mut self, n: usize, to: usize, data: u64, body: Body) {
+        let now = self.nodes[n].t;
+        self.sw
+            .send(now, NodeId(n as u32), NodeId(to as u32), data, body);
+        self.nodes[n].peers[to].unacked_in = 0;
+    }
+
+    /// Send a data packet on `chan`; `false` if the window is full.
+    fn send(&mut self, n: usize, to: NodeId, chan: Chan, words: u8, handler: Handler) -> bool {
+        let c = self.p.costs;
+        let to = to.0 as usize;
+        let window = match chan {
+            Chan::Req => c.window_req,
+            Chan::Rep => c.window_rep,
+        };
+        if !self.p.raw && self.nodes[n].peers[to].send[chan as usize].unacked.len() >= window {
+            return false;
+        }
+        let op = match chan {
+            Chan::Req => "request",
+            Chan::Rep => "reply",
+        };
+        self.count(n, op);
+        let instr = if self.p.raw {
+            0
+        } else {
+            match chan {
+                Chan::Req => c.request + c.request_word * words as u64,
+                Chan::Rep => c.reply + c.reply_word * words as u64,
+            }
+        };
+        self.charge(n, op, instr, 1);
+        let seq = self.nodes[n].peers[to].send[chan as usize].next;
+        let body = Body::Data {
+            chan,
+            seq,
+            acks: self.acks_for(n, to),
+            handler,
+            words,
+        };
+        let sc = &mut self.nodes[n].peers[to].send[chan as usize];
+        sc.next += 1;
+        if !self.p.raw {
+            sc.unacked.push_back((seq, body));
+        }
+        self.put(n, to, 4 * words as u64, body);
+        if chan == Chan::Req && !self.p.raw {
+            // The request's own poll.
+            self.poll(n);
+        }
+        true
+    }
+
+    fn control(&mut self, n: usize, to: usize, body: Body, op: &'static str) {
+        self.count(n, op);
+        self.charge(n, op, self.p.costs.control, 1);
+        self.put(n, to, 0, body);
+    }
+
+    /// The peer's cumulative acks: drop what they cover.
+    fn acked(&mut self, n: usize, from: usize, acks: [u32; 2]) {
+        for (ch, &a) in acks.iter().enumerate() {
+            let q = &mut self.nodes[n].peers[from].send[ch].unacked;
+            while q.front().is_some_and(|x| x.0 < a) {
+                q.pop_front();
+            }
+        }
+    }
+
+    /// Go back to `expected` on `chan` towards `to`: send it and every later
+    /// packet again (their lengths in one MicroChannel access).
+    fn go_back(&mut self, n: usize, to: usize, chan: Chan, expected: u32) {
+        let acks = self.acks_for(n, to);
+        let again: Vec<Body> = self.nodes[n].peers[to].send[chan as usize]
+            .unacked
+            .iter()
+            .filter(|x| x.0 >= expected)
+            .map(|x| match x.1 {
+                Body::Data {
+                    chan,
+                    seq,
+                    handler,
+                    words,
+                    ..
+                } => Body::Data {
+                    chan,
+                    seq,
+                    acks,
+                    handler,
+                    words,
+                },
+                b => b,
+            })
+            .collect();
+        if again.is_empty() {
+            return;
+        }
+        self.count(n, "retransmit");
+        let per = self.p.costs.retransmit * again.len() as u64;
+        self.charge(n, "retransmit", per, 1);
+        for b in again {
+            let words = match b {
+                Body::Data { words, .. } => words,
+                _ => 0,
+            };
+            self.rel.retransmitted += 1;
+            self.put(n, to, 4 * words as u64, b);
+        }
+    }
+
+    /// Take one packet that has arrived.
+    fn take(&mut self, n: usize) -> bool {
+        let now = self.nodes[n].t;
+        let Some(pkt) = self.sw.receive(NodeId(n as u32), now) else {
+            return false;
+        };
+        let c = self.p.costs;
+        let from = pkt.src.0 as usize;
+        self.nodes[n].taken += 1;
+        let pop = u64::from(self.nodes[n].taken % c.pop_every == 0);
+        match pkt.body {
+            Body::Data {
+                chan,
+                seq,
+                acks,
+                handler,
+                ..
+            } => {
+                self.count(n, "receive");
+                self.charge(
+                    n,
+                    "receive",
+                    if self.p.raw { 0 } else { c.per_message },
+                    pop,
+                );
+                if self.p.raw {
+                    self.deliver(n, from, handler);
+                    return true;
+                }
+                self.acked(n, from, acks);
+                let rc = self.nodes[n].peers[from].recv[chan as usize];
+                if seq == rc.expected {
+                    let r = &mut self.nodes[n].peers[from].recv[chan as usize];
+                    r.expected += 1;
+                    r.nacked = None;
+                    self.nodes[n].peers[from].unacked_in += 1;
+                    self.log[n].push((from as u32, chan, seq));
+                    self.deliver(n, from, handler);
+                    let w = (c.window_req.min(c.window_rep) / 4) as u64;
+                    if self.nodes[n].peers[from].unacked_in >= w {
+                        self.rel.acks += 1;
+                        let acks = self.acks_for(n, from);
+                        self.control(n, from, Body::Ack { acks }, "ack");
+                    }
+                } else if seq < rc.expected {
+                    self.rel.duplicates += 1;
+                } else {
+                    self.rel.out_of_sequence += 1;
+                    if rc.nacked != Some(rc.expected) {
+                        self.nodes[n].peers[from].recv[chan as usize].nacked = Some(rc.expected);
+                        self.nack(n, from, chan);
+                    }
+                }
+            }
+            Body::Ack { acks } => {
+                self.count(n, "control");
+                self.charge(n, "control", c.control, pop);
+                self.acked(n, from, acks);
+            }
+            Body::Nack {
+                chan,
+                expected,
+                acks,
+            } => {
+                self.count(n, "control");
+                self.charge(n, "control", c.control, pop);
+                self.acked(n, from, acks);
+                self.go_back(n, from, chan, expected);
+            }
+            Body::KeepAlive => {
+                self.count(n, "control");
+                self.charge(n, "control", c.control, pop);
+                for chan in [Chan::Req, Chan::Rep] {
+                    self.nack(n, from, chan);
+                }
+            }
+        }
+        true
+    }
+
+    fn nack(&mut self, n: usize, to: usize, chan: Chan) {
+        self.rel.nacks += 1;
+        let expected = self.nodes[n].peers[to].recv[chan as usize].expected;
+        let acks = self.acks_for(n, to);
+        self.control(
+            n,
+            to,
+            Body::Nack {
+                chan,
+                expected,
+                acks,
+            },
+            "nack",
+        );
+    }
+
+    fn deliver(&mut self, n: usize, from: usize, handler: Handler) {
+        self.nodes[n].received += 1;
+        if handler == Handler::Echo
+            && !self.send(n, NodeId(from as u32), Chan::Rep, 4, Handler::Nop)
+        {
+            self.nodes[n].replies.push(NodeId(from as u32));
+        }
+    }
+
+    fn poll(&mut self, n: usize) {
+        self.count(n, "poll");
+        let instr = if self.p.raw { 0 } else { self.p.costs.poll };
+        self.charge(n, "poll", instr, 0);
+        let mut found = false;
+        while self.take(n) {
+            found = true;
+        }
+        if found {
+            self.nodes[n].empty_polls = 0;
+        } else {
+            self.empty_polled(n, 1);
+        }
+    }
+
+    /// Count unsuccessful polls; past the threshold, probe every peer that
+    /// holds unacknowledged packets of this node.
+    fn empty_polled(&mut self, n: usize, k: u64) {
+        if self.p.raw {
+            return;
+        }
+        self.nodes[n].empty_polls += k;
+        if self.nodes[n].empty_polls < self.p.costs.keepalive_polls {
+            return;
+        }
+        self.nodes[n].empty_polls = 0;
+        for to in 0..self.nodes.len() {
+            let waiting = self.nodes[n].peers[to]
+                .send
+                .iter()
+                .any(|s| !s.unacked.is_empty());
+            if waiting {
+                self.rel.keepalives += 1;
+                self.control(n, to, Body::KeepAlive, "keepalive");
+            }
+        }
+    }
+
+    fn empty_poll(&self) -> u64 {
+        cycles(if self.p.raw { 0 } else { self.p.costs.poll }).max(1)
+    }
+}
+
+impl super::Layer for Sim<'_> {
+    fn now(&self, n: usize) -> Time {
+        self.nodes[n].t
+    }
+
+    fn set_now(&mut self, n: usize, t: Time) {
+        self.nodes[n].t = t;
+    }
+
+    fn received(&self, n: usize) -> u64 {
+        self.nodes[n].received
+    }
+
+    fn before_step(&mut self, n: usize) -> bool {
+        while let Some(&to) = self.nodes[n].replies.first() {
+            if !self.send(n, to, Chan::Rep, 4, Handler::Nop) {
+                self.poll(n);
+                return false;
+            }
+            self.nodes[n].replies.remove(0);
+        }
+        true
+    }
+
+    fn step(&mut self, n: usize, s: Step) -> bool {
+        let ok = match s {
+            Step::Request { to, words, handler } => self.send(n, to, Chan::Req, words, handler),
+            Step::Reply { to, words } => self.send(n, to, Chan::Rep, words, Handler::Nop),
+            Step::Poll => {
+                self.poll(n);
+                true
+            }
+            Step::Compute(d) => {
+                self.nodes[n].t = Time(self.nodes[n].t.0 + d.0);
+                true
+            }
+            Step::Wait { .. } | Step::Mark => unreachable!("the scheduler's"),
+        };
+        if !ok {
+            // Window full: wait for acks.
+            self.poll(n);
+        }
+        ok
+    }
+
+    fn poll(&mut self, n: usize) {
+        Sim::poll(self, n)
+    }
+
+    fn idle(&mut self, n: usize, until: Time) {
+        let each = self.empty_poll();
+        let t = self.nodes[n].t;
+        let mut k = until.0.saturating_sub(t.0) / each;
+        if !self.p.raw {
+            // Stop at the keep-alive threshold: the layer acts there.
+            k = k.min(
+                self.p
+                    .costs
+                    .keepalive_polls
+                    .saturating_sub(self.nodes[n].empty_polls + 1),
+            );
+        }
+        if k > 0 {
+            let s = self.run.ops.entry((n as u32, "poll")).or_default();
+            s.calls += k;
+            s.busy += k * each;
+            s.instructions += k * if self.p.raw { 0 } else { self.p.costs.poll };
+            self.nodes[n].t = Time(t.0 + k * each);
+            self.empty_polled(n, k);
+        }
+    }
+
+    fn sleeps(&self) -> bool {
+        false
+    }
+
+    fn next_arrival(&self, n: usize) -> Option<Time> {
+        self.sw.next_arrival(NodeId(n as u32))
+    }
+
+    fn in_flight(&self) -> usize {
+        // Unacknowledged packets can still come back by retransmission.
+        let held: usize = self
+            .nodes
+            .iter()
+            .flat_map(|x| x.peers.iter())
+            .flat_map(|p| p.send.iter())
+            .map(|s| s.unacked.len())
+            .sum();
+        self.sw.in_flight() + held
+    }
+
+    fn min_latency(&self) -> Time {
+        let h = self.p.hw;
+        Time(2 * h.adapter_latency.0 + h.switch_latency.0)
+    }
+
+    fn mark(&mut self, n: usize) {
+        let t = self.nodes[n].t;
+        self.nodes[n].marks.push(t);
+    }
+
+    fn busy(&self, n: usize) -> bool {
+        let x = &self.nodes[n];
+        !x.replies.is_empty()
+            || self.sw.next_arrival(NodeId(n as u32)).is_some()
+            || x.peers
+                .iter()
+                .any(|p| p.send.iter().any(|s| !s.unacked.is_empty()))
+    }
+
+    fn finish(&mut self) -> Run {
+        Run {
+            end: self.nodes.iter().map(|x| x.t).max().unwrap_or_default(),
+            marks: self.nodes.iter().map(|x| x.marks.clone()).collect(),
+            received: self.nodes.iter().map(|x| x.received).collect(),
+            retries: self.rel.retransmitted,
+            ..std::mem::take(&mut self.run)
+        }
+    }
+}
+
+/// A run with the reliability counters and each node's delivery log.
+pub struct SpRun {
+    pub run: Run,
+    pub reliability: Reliability,
+    pub switch: magic::ni::sp::SwitchStats,
+    /// Per node: (sender, channel, sequence number) of each message
+    /// delivered, in delivery order.
+    pub delivered: Vec<Vec<(u32, Chan, u32)>>,
+}
+
+impl Sp {
+    /// Run and keep the reliability protocol's counters and delivery order.
+    pub fn run_detailed(&self, programs: &[Vec<Step>]) -> Result<SpRun, String> {
+        super::check_programs(self.nodes, programs)?;
+        let n = self.nodes as usize;
+        let mut sim = Sim {
+            p: self,
+            sw: SpSwitch::new(self.hw, self.nodes)?,
+            nodes: (0..n)
+                .map(|_| Node {
+                    t: Time::ZERO,
+                    received: 0,
+                    marks: Vec::new(),
+                    peers: vec![Peer::default(); n],
+                    taken: 0,
+                    empty_polls: 0,
+                    replies: Vec::new(),
+                })
+                .collect(),
+            run: Run::default(),
+            rel: Reliability::default(),
+            log: vec![Vec::new(); n],
+        };
+        let run = super::drive(&mut sim, programs)?;
+        Ok(SpRun {
+            run,
+            reliability: sim.rel,
+            switch: sim.sw.stats,
+            delivered: std::mem::take(&mut sim.log),
+        })
+    }
+}
+
+impl Platform for Sp {
+    fn name(&self) -> &'static str {
+        if self.raw {
+            "sp-raw"
+        } else {
+            "sp"
+        }
+    }
+
+    fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+        self.run_detailed(programs).map(|r| r.run)
+    }
+}

@@ -1,0 +1,139 @@
+//! SP AM on the SP model: the measured operation costs are the calibration;
+//! the reliability protocol delivers every message exactly once and in
+//! order through a switch that drops and reorders.
+
+use magic::{NodeId, Time};
+use protocols::am::sp::{Chan, Sp};
+use protocols::am::{suite, Handler, Platform, Step};
+
+fn within(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 0.05 * want,
+        "{what}: {got:.3} us, published {want}"
+    );
+}
+
+/// Node 0 sends `n` requests of `words` words to nodes 1 and 2 in turn (or
+/// replies); its time per send.
+fn per_send(p: &Sp, words: u8, reply: bool) -> f64 {
+    let n = 100;
+    let mut progs = vec![Vec::new(); p.nodes as usize];
+    progs[0].push(Step::Mark);
+    for i in 0..n {
+        let to = NodeId(1 + i % 2);
+        progs[0].push(if reply {
+            Step::Reply { to, words }
+        } else {
+            Step::Request {
+                to,
+                words,
+                handler: Handler::Nop,
+            }
+        });
+    }
+    progs[0].push(Step::Mark);
+    progs[1].push(Step::Wait { received: 50 });
+    progs[2].push(Step::Wait { received: 50 });
+    p.run(&progs).unwrap().between(0, 0, 1) / n as f64
+}
+
+#[test]
+fn sp_am_operations_cost_what_was_measured() {
+    let p = Sp::new(8);
+    for (w, req, rep) in [(1, 7.7, 4.0), (2, 7.9, 4.1), (3, 8.0, 4.3), (4, 8.2, 4.4)] {
+        within(per_send(&p, w, false), req, &format!("am_request_{w}"));
+        within(per_send(&p, w, true), rep, &format!("am_reply_{w}"));
+    }
+    let empty = suite::poll_empty(&p).unwrap();
+    within(empty, 1.3, "empty poll");
+    within(
+        suite::poll_one(&p).unwrap() - empty,
+        1.8,
+        "per message polled",
+    );
+}
+
+#[test]
+fn the_raw_round_trip_is_the_adapters_and_the_switch() {
+    let mut p = Sp::new(4);
+    p.raw = true;
+    let rt = suite::round_trip(&p, 1).unwrap();
+    assert!((46.6 * 0.95..=47.0 * 1.05).contains(&rt), "{rt}");
+}
+
+/// Every sender's messages arrive once each, in the order sent.
+fn in_order_exactly_once(delivered: &[(u32, Chan, u32)], from: u32, chan: Chan, n: u32) {
+    let seqs: Vec<u32> = delivered
+        .iter()
+        .filter(|d| d.0 == from && d.1 == chan)
+        .map(|d| d.2)
+        .collect();
+    assert_eq!(seqs, (0..n).collect::<Vec<_>>(), "from {from} on {chan:?}");
+}
+
+#[test]
+fn loss_and_reordering_cost_retransmissions_not_messages() {
+    for (drop_ppm, delay_ppm, seed) in [(50_000, 0, 1), (0, 50_000, 2), (30_000, 30_000, 3)] {
+        let mut p = Sp::new(4);
+        p.hw.drop_ppm = drop_ppm;
+        p.hw.delay_ppm = delay_ppm;
+        p.hw.seed = seed;
+        // Nodes 1 and 2 stream requests to node 0, whose handler replies;
+        // node 3 runs round trips with node 0 meanwhile.
+        let n = 300u32;
+        let mut progs = vec![Vec::new(); 4];
+        for s in [1, 2] {
+            for _ in 0..n {
+                progs[s].push(Step::Request {
+                    to: NodeId(0),
+                    words: 4,
+                    handler: Handler::Echo,
+                });
+                progs[s].push(Step::Poll);
+            }
+            progs[s].push(Step::Wait { received: n as u64 });
+        }
+        for i in 0..50u64 {
+            progs[3].push(Step::Request {
+                to: NodeId(0),
+                words: 1,
+                handler: Handler::Echo,
+            });
+            progs[3].push(Step::Wait { received: i + 1 });
+        }
+        progs[0].push(Step::Wait {
+            received: 2 * n as u64 + 50,
+        });
+        let r = p.run_detailed(&progs).unwrap();
+        for s in [1, 2] {
+            in_order_exactly_once(&r.delivered[0], s, Chan::Req, n);
+            in_order_exactly_once(&r.delivered[s as usize], 0, Chan::Rep, n);
+        }
+        in_order_exactly_once(&r.delivered[0], 3, Chan::Req, 50);
+        assert!(r.reliability.retransmitted > 0, "{:?}", r.reliability);
+        if drop_ppm > 0 {
+            assert!(r.switch.dropped > 0);
+        }
+        if delay_ppm > 0 {
+            assert!(r.reliability.out_of_sequence > 0, "{:?}", r.reliability);
+        }
+    }
+}
+
+#[test]
+fn a_clean_switch_needs_no_retransmission() {
+    let p = Sp::new(4);
+    let mut progs = vec![Vec::new(); 4];
+    progs[1] = (0..200)
+        .map(|_| Step::Request {
+            to: NodeId(0),
+            words: 4,
+            handler: Handler::Nop,
+        })
+        .collect();
+    progs[0].push(Step::Wait { received: 200 });
+    let r = p.run_detailed(&progs).unwrap();
+    assert_eq!(r.reliability.retransmitted, 0);
+    assert!(r.reliability.acks > 0, "explicit acks flow back");
+    let _ = Time::ZERO;
+}
