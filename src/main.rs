@@ -18,6 +18,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Instruction counts of a messaging protocol on the CM-5 model, by
+    /// feature (base, buffer management, in-order delivery, fault
+    /// tolerance) at source and destination.
+    ///
+    /// Example: flashkit costs --protocol indefinite --words 1024 --packet-words 16 --format json
+    Costs {
+        #[arg(long, value_enum)]
+        protocol: ProtocolArg,
+        /// Words in the message.
+        #[arg(long, default_value_t = 4)]
+        words: u64,
+        /// Data words per packet.
+        #[arg(long, default_value_t = 4)]
+        packet_words: u64,
+        /// cm5: unordered, unreliable; ordered: ordered, reliable, deadlock-free.
+        #[arg(long, value_enum, default_value_t = NetworkArg::Cm5)]
+        network: NetworkArg,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// LogP parameters of a platform's Active Message layer, measured by the
     /// benchmark suite.
     ///
@@ -176,6 +196,19 @@ fn parse_offset(s: &str) -> Result<u64, String> {
     r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Single,
+    Finite,
+    Indefinite,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum NetworkArg {
+    Cm5,
+    Ordered,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum PlatformArg {
     /// CMAM 2.7 on the CM-5.
@@ -306,6 +339,40 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Costs {
+            protocol,
+            words,
+            packet_words,
+            network,
+            format,
+        } => {
+            use protocols::am::costs::{self, Network, Protocol};
+            if words > 1 << 20 {
+                return Err(Failure::Usage(format!(
+                    "--words must be at most {} (got {words})",
+                    1 << 20
+                )));
+            }
+            let c = costs::run(
+                match protocol {
+                    ProtocolArg::Single => Protocol::Single,
+                    ProtocolArg::Finite => Protocol::Finite,
+                    ProtocolArg::Indefinite => Protocol::Indefinite,
+                },
+                words,
+                packet_words,
+                match network {
+                    NetworkArg::Cm5 => Network::Cm5,
+                    NetworkArg::Ordered => Network::Ordered,
+                },
+            )
+            .map_err(Failure::Usage)?;
+            match format {
+                Format::Json => out!("{}", serde_json::to_string(&c).expect("plain data")),
+                Format::Table => out_raw!("{c}"),
+            }
+            Ok(())
+        }
         Command::Logp {
             platform,
             nodes,

@@ -390,3 +390,53 @@ fn logp_and_suite_run_on_the_cm5() {
         assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
     }
 }
+
+#[test]
+fn costs_prints_features_and_totals_as_json() {
+    let (code, out, err) = flashkit(&[
+        "costs",
+        "--protocol",
+        "indefinite",
+        "--words",
+        "1024",
+        "--packet-words",
+        "16",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let f = &v["features"];
+    for k in ["base", "buffer_management", "in_order", "fault_tolerance"] {
+        assert!(
+            f[k]["source"].is_u64() && f[k]["destination"].is_u64(),
+            "{k}"
+        );
+    }
+    let t = &v["total"];
+    assert_eq!(
+        t["total"].as_u64(),
+        Some(t["source"].as_u64().unwrap() + t["destination"].as_u64().unwrap())
+    );
+    let (code, out, _) = flashkit(&[
+        "costs",
+        "--protocol",
+        "finite",
+        "--words",
+        "64",
+        "--network",
+        "ordered",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("in-order delivery"), "{out}");
+    for bad in [
+        vec!["costs", "--protocol", "single", "--words", "8"],
+        vec!["costs", "--protocol", "indefinite", "--packet-words", "3"],
+        vec!["costs", "--protocol", "finite", "--words", "0"],
+    ] {
+        let (code, out, err) = flashkit(&bad);
+        assert_eq!(code, 2, "{bad:?}");
+        assert!(out.is_empty());
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

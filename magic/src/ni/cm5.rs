@@ -176,13 +176,27 @@ impl Cm5Network {
         net: Net,
         words: [u32; PACKET_WORDS],
     ) -> bool {
+        self.inject_delayed(now, src, dest, net, words, Time::ZERO)
+    }
+
+    /// As `inject`, the packet taking `extra` longer than its path would
+    /// (an experiment that needs a known arrival order sets it).
+    pub fn inject_delayed(
+        &mut self,
+        now: Time,
+        src: NodeId,
+        dest: NodeId,
+        net: Net,
+        words: [u32; PACKET_WORDS],
+        extra: Time,
+    ) -> bool {
         let (s, d, n) = (src.0 as usize, dest.0 as usize, net as usize);
         if d >= self.fifo.len() || self.held[s][n] >= self.params.capacity {
             self.stats.dropped += 1;
             return false;
         }
         let jitter = self.rng.u64(0..=self.params.path_jitter.0);
-        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter);
+        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter + extra.0);
         let last = self.last.entry((src.0, dest.0)).or_insert(Time::ZERO);
         if arrives < *last {
             self.stats.overtaken += 1;

@@ -9,6 +9,7 @@
 //! - [`cm5`]: CMAM and CMAML on the CM-5 network interface.
 
 pub mod cm5;
+pub mod costs;
 pub mod sp;
 pub mod suite;
 
@@ -231,10 +232,12 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
                 // Only its own timers can help: poll on.
                 Time(l.now(n).0 + 1)
             }
-            (None, None) => return Err(format!(
+            (None, None) => {
+                return Err(format!(
                 "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
                 l.received(n)
-            )),
+            ))
+            }
         };
         if (0..nodes).all(|i| waiting(&pc, l, i)) && l.in_flight() == 0 && !done {
             return Err(format!(

@@ -1,0 +1,465 @@
+//! Where the time goes in a messaging layer: the single-packet,
+//! finite-sequence and indefinite-sequence protocols of the CM-5 cost study
+//! (PEERS.md), run as protocol code over the CM-5 network model.
+//!
+//! Each protocol step charges its instructions (every instruction of unit
+//! cost) to the feature it serves — base delivery, buffer management,
+//! in-order delivery, fault tolerance — at the source or the destination.
+//! The counts are what the runs did: packets actually sent, arrivals that
+//! actually came out of order and were buffered, acknowledgements actually
+//! exchanged. On a network that itself keeps order, cannot lose packets and
+//! cannot deadlock, the same code skips what the network already guarantees
+//! and only the base part (and the recording of a buffer pointer) remains.
+//!
+//! The per-step instruction counts are those of the single-packet path:
+//! sending a packet costs call and return 3, NI setup 5, the data writes,
+//! the NI status check 7 and control flow 3; taking one costs call and
+//! return 10, the data reads, the NI status check 12 and control flow 2.
+
+use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
+use magic::{NodeId, Time};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The three protocols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// One 4-word datagram: no ordering, no overflow safety, no reliability.
+    Single,
+    /// Segment allocated by request and reply, packets carrying offsets,
+    /// segment freed, one final acknowledgement.
+    Finite,
+    /// A source-buffered stream: sequence numbers, out-of-order packets
+    /// buffered at the destination, one acknowledgement per packet.
+    Indefinite,
+}
+
+/// The network under the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// The CM-5's: unordered, may refuse packets, no delivery guarantee.
+    Cm5,
+    /// Ordered, reliable and deadlock-free (compressionless routing).
+    Ordered,
+}
+
+/// Instructions at the source and destination.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Side {
+    pub source: u64,
+    pub destination: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Features {
+    pub base: Side,
+    pub buffer_management: Side,
+    pub in_order: Side,
+    pub fault_tolerance: Side,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Total {
+    pub source: u64,
+    pub destination: u64,
+    pub total: u64,
+}
+
+/// What a run counted.
+#[derive(Clone, Debug, Serialize)]
+pub struct Costs {
+    pub protocol: Protocol,
+    pub network: Network,
+    pub words: u64,
+    pub packet_words: u64,
+    pub packets: u64,
+    /// Arrivals that came ahead of their turn (and were buffered).
+    pub out_of_order: u64,
+    pub acks: u64,
+    pub features: Features,
+    pub total: Total,
+}
+
+#[derive(Clone, Copy)]
+enum Feature {
+    Base,
+    Buffer,
+    InOrder,
+    Fault,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Src,
+    Dst,
+}
+
+/// The instruction ledger of one run.
+#[derive(Default)]
+struct Acct(Features);
+
+impl Acct {
+    fn add(&mut self, end: End, f: Feature, n: u64) {
+        let side = match f {
+            Feature::Base => &mut self.0.base,
+            Feature::Buffer => &mut self.0.buffer_management,
+            Feature::InOrder => &mut self.0.in_order,
+            Feature::Fault => &mut self.0.fault_tolerance,
+        };
+        match end {
+            End::Src => side.source += n,
+            End::Dst => side.destination += n,
+        }
+    }
+}
+
+/// Instruction counts of the single-packet path's steps.
+mod step {
+    /// Sending: call and return, NI setup, status check, control flow.
+    pub const SEND_CALL: u64 = 3;
+    pub const SEND_SETUP: u64 = 5;
+    pub const SEND_STATUS: u64 = 7;
+    pub const SEND_CONTROL: u64 = 3;
+    /// Receiving: call and return, status check, control flow.
+    pub const RECV_CALL: u64 = 10;
+    pub const RECV_STATUS: u64 = 12;
+    pub const RECV_CONTROL: u64 = 2;
+    /// The datagram's data moves as doublewords: two writes, three reads
+    /// (with the handler word).
+    pub const DATAGRAM_WRITES: u64 = 2;
+    pub const DATAGRAM_READS: u64 = 3;
+    /// A sequence packet's per-packet framing beyond its data words.
+    pub const SEQ_SEND: u64 = SEND_SETUP + SEND_STATUS + SEND_CONTROL + 3;
+    pub const SEQ_RECV: u64 = 14;
+    /// The indefinite stream's per-packet framing.
+    pub const STREAM_SEND: u64 = 18;
+    pub const STREAM_RECV: u64 = 12;
+    pub const STREAM_START: u64 = 13;
+    /// Finite: the destination's set-up, offset placement and final check.
+    pub const FINITE_RECV_SETUP: u64 = 18;
+    pub const OFFSET_SEND: u64 = 2;
+    pub const OFFSET_PLACE: u64 = 3;
+    pub const COUNT_CHECK: u64 = 1;
+    /// Segment table: allocate and free at the destination.
+    pub const SEGMENT_ALLOC: u64 = 34;
+    pub const SEGMENT_FREE: u64 = 20;
+    /// A buffer pointer recorded (the ordered network's whole buffer
+    /// management).
+    pub const RECORD_POINTER: u64 = 2;
+    /// Indefinite: sequence number stamped and checked; an early packet
+    /// buffered and later released.
+    pub const SEQ_STAMP: u64 = 5;
+    pub const SEQ_CHECK: u64 = 4;
+    pub const EARLY_BUFFER: u64 = 30;
+    pub const EARLY_RELEASE: u64 = 20;
+}
+
+/// One packet as the protocols see it.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Datagram,
+    AllocRequest,
+    AllocReply,
+    Data { index: u64 },
+    Ack,
+    FinalAck,
+}
+
+struct Wire {
+    net: Option<Cm5Network>,
+    ordered: std::collections::VecDeque<Kind>,
+    kinds: BTreeMap<u32, Kind>,
+    next: u32,
+    now: Time,
+}
+
+impl Wire {
+    fn new(network: Network) -> Wire {
+        let net = (network == Network::Cm5).then(|| {
+            let p = Cm5Params {
+                capacity: 1 << 20,
+                path_jitter: Time::ZERO,
+                ..Cm5Params::default()
+            };
+            Cm5Network::new(p, 2).expect("valid")
+        });
+        Wire {
+            net,
+            ordered: Default::default(),
+            kinds: BTreeMap::new(),
+            next: 0,
+            now: Time::ZERO,
+        }
+    }
+
+    /// Send from `from` to the other node. On the CM-5, every other data
+    /// packet takes a longer path, so that it arrives after its successor:
+    /// half the packets come out of order.
+    fn send(&mut self, from: u32, k: Kind) {
+        self.now = Time(self.now.0 + 1000);
+        match &mut self.net {
+            None => self.ordered.push_back(k),
+            Some(n) => {
+                let id = self.next;
+                self.next += 1;
+                self.kinds.insert(id, k);
+                let extra = match k {
+                    Kind::Data { index } if index % 2 == 0 => Time(1500),
+                    _ => Time::ZERO,
+                };
+                let mut w = [0u32; PACKET_WORDS];
+                w[0] = id;
+                let ok = n.inject_delayed(
+                    self.now,
+                    NodeId(from),
+                    NodeId(1 - from),
+                    Net::Left,
+                    w,
+                    extra,
+                );
+                debug_assert!(ok, "the cost study's network never fills");
+            }
+        }
+    }
+
+    /// Everything that has reached `node`, in arrival order.
+    fn drain(&mut self, node: u32) -> Vec<Kind> {
+        match &mut self.net {
+            None => self.ordered.drain(..).collect(),
+            Some(n) => {
+                let far = Time(u64::MAX / 4);
+                let mut out = Vec::new();
+                while let Some(p) = n.receive(NodeId(node), Net::Left, far) {
+                    out.push(self.kinds.remove(&p.words[0]).expect("sent"));
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Run one protocol moving `words` words in packets of `packet_words`.
+pub fn run(
+    protocol: Protocol,
+    words: u64,
+    packet_words: u64,
+    network: Network,
+) -> Result<Costs, String> {
+    if words == 0 {
+        return Err("--words must be at least 1".into());
+    }
+    if packet_words == 0 || packet_words % 2 == 1 && protocol == Protocol::Indefinite {
+        return Err(format!(
+            "--packet-words must be a positive (for the indefinite protocol, even) number (got {packet_words})"
+        ));
+    }
+    if protocol == Protocol::Single && (words != 4 || packet_words != 4) {
+        return Err(
+            "the single-packet protocol moves one 4-word datagram (--words 4 --packet-words 4)"
+                .into(),
+        );
+    }
+    let mut a = Acct::default();
+    let mut w = Wire::new(network);
+    let reliable = network == Network::Ordered;
+    let p = words.div_ceil(packet_words);
+    let mut out_of_order = 0;
+    let mut acks = 0;
+    use step::*;
+    use End::*;
+    use Feature::*;
+    // The single-packet send and receive, as building blocks.
+    let datagram_send = |a: &mut Acct, f| {
+        a.add(
+            Src,
+            f,
+            SEND_CALL + SEND_SETUP + DATAGRAM_WRITES + SEND_STATUS + SEND_CONTROL,
+        )
+    };
+    let datagram_recv = |a: &mut Acct, end, f| {
+        a.add(
+            end,
+            f,
+            RECV_CALL + DATAGRAM_READS + RECV_STATUS + RECV_CONTROL,
+        )
+    };
+    match protocol {
+        Protocol::Single => {
+            datagram_send(&mut a, Base);
+            w.send(0, Kind::Datagram);
+            for k in w.drain(1) {
+                if let Kind::Datagram = k {
+                    datagram_recv(&mut a, Dst, Base);
+                }
+            }
+        }
+        Protocol::Finite => {
+            // Allocate the segment by request and reply (not needed where
+            // the network cannot overflow: a pointer is recorded).
+            if reliable {
+                a.add(Dst, Buffer, RECORD_POINTER);
+            } else {
+                datagram_send(&mut a, Buffer);
+                w.send(0, Kind::AllocRequest);
+                for k in w.drain(1) {
+                    if let Kind::AllocRequest = k {
+                        datagram_recv(&mut a, Dst, Buffer);
+                        a.add(Dst, Buffer, SEGMENT_ALLOC);
+                        a.add(
+                            Dst,
+                            Buffer,
+                            SEND_CALL + SEND_SETUP + DATAGRAM_WRITES + SEND_STATUS + SEND_CONTROL,
+                        );
+                        w.send(1, Kind::AllocReply);
+                    }
+                }
+                for k in w.drain(0) {
+                    if let Kind::AllocReply = k {
+                        datagram_recv(&mut a, Src, Buffer);
+                    }
+                }
+            }
+            a.add(Src, Base, SEND_CALL);
+            for i in 0..p {
+                a.add(Src, Base, SEQ_SEND + packet_words);
+                if !reliable {
+                    a.add(Src, InOrder, OFFSET_SEND);
+                }
+                w.send(0, Kind::Data { index: i });
+            }
+            a.add(Dst, Base, FINITE_RECV_SETUP);
+            let mut got = 0;
+            for k in w.drain(1) {
+                if let Kind::Data { index } = k {
+                    out_of_order += u64::from(index > got);
+                    a.add(Dst, Base, SEQ_RECV + packet_words);
+                    if !reliable {
+                        // Any arrival order: the offset places it.
+                        a.add(Dst, InOrder, OFFSET_PLACE);
+                    }
+                    got += 1;
+                }
+            }
+            if got != p {
+                return Err(format!("{got} of {p} packets arrived"));
+            }
+            if !reliable {
+                a.add(Dst, InOrder, COUNT_CHECK);
+                // Free the segment; acknowledge the whole message.
+                a.add(Dst, Buffer, SEGMENT_FREE);
+                a.add(
+                    Dst,
+                    Fault,
+                    SEND_CALL + SEND_SETUP + DATAGRAM_WRITES + SEND_STATUS + SEND_CONTROL,
+                );
+                w.send(1, Kind::FinalAck);
+                for k in w.drain(0) {
+                    if let Kind::FinalAck = k {
+                        datagram_recv(&mut a, Src, Fault);
+                        acks += 1;
+                    }
+                }
+            }
+        }
+        Protocol::Indefinite => {
+            for i in 0..p {
+                a.add(Src, Base, STREAM_SEND + packet_words / 2);
+                if !reliable {
+                    a.add(Src, InOrder, SEQ_STAMP);
+                    // Kept until acknowledged.
+                    a.add(Src, Fault, packet_words / 2);
+                }
+                w.send(0, Kind::Data { index: i });
+            }
+            a.add(Dst, Base, STREAM_START);
+            let mut expected = 0;
+            let mut early: BTreeMap<u64, ()> = BTreeMap::new();
+            let arrivals = w.drain(1);
+            for k in arrivals {
+                let Kind::Data { index } = k else { continue };
+                a.add(Dst, Base, STREAM_RECV + packet_words / 2);
+                if reliable {
+                    expected += 1;
+                    continue;
+                }
+                a.add(Dst, InOrder, SEQ_CHECK);
+                if index != expected {
+                    out_of_order += 1;
+                    a.add(Dst, InOrder, EARLY_BUFFER);
+                    early.insert(index, ());
+                } else {
+                    expected += 1;
+                    while early.remove(&expected).is_some() {
+                        a.add(Dst, InOrder, EARLY_RELEASE);
+                        expected += 1;
+                    }
+                }
+                // One acknowledgement per packet.
+                a.add(
+                    Dst,
+                    Fault,
+                    SEND_CALL + SEND_SETUP + DATAGRAM_WRITES + SEND_STATUS + SEND_CONTROL,
+                );
+                w.send(1, Kind::Ack);
+            }
+            if expected != p {
+                return Err(format!("{expected} of {p} packets delivered in order"));
+            }
+            for k in w.drain(0) {
+                if let Kind::Ack = k {
+                    datagram_recv(&mut a, Src, Fault);
+                    acks += 1;
+                }
+            }
+        }
+    }
+    let f = a.0;
+    let source =
+        f.base.source + f.buffer_management.source + f.in_order.source + f.fault_tolerance.source;
+    let destination = f.base.destination
+        + f.buffer_management.destination
+        + f.in_order.destination
+        + f.fault_tolerance.destination;
+    Ok(Costs {
+        protocol,
+        network,
+        words,
+        packet_words,
+        packets: p,
+        out_of_order,
+        acks,
+        features: f,
+        total: Total {
+            source,
+            destination,
+            total: source + destination,
+        },
+    })
+}
+
+impl std::fmt::Display for Costs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{:?} protocol, {} words in {} packets of {} words, {:?} network ({} out of order, {} acks)",
+            self.protocol, self.words, self.packets, self.packet_words, self.network, self.out_of_order, self.acks
+        )?;
+        writeln!(f, "{:<20} {:>8} {:>12}", "feature", "source", "destination")?;
+        let x = &self.features;
+        for (k, s) in [
+            ("base", x.base),
+            ("buffer management", x.buffer_management),
+            ("in-order delivery", x.in_order),
+            ("fault tolerance", x.fault_tolerance),
+        ] {
+            writeln!(f, "{k:<20} {:>8} {:>12}", s.source, s.destination)?;
+        }
+        writeln!(
+            f,
+            "{:<20} {:>8} {:>12}   ({} in all)",
+            "total", self.total.source, self.total.destination, self.total.total
+        )
+    }
+}
