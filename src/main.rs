@@ -45,6 +45,9 @@ enum Command {
     Logp {
         #[arg(long, value_enum)]
         platform: PlatformArg,
+        /// Print the parameters as another simulator's input instead.
+        #[arg(long, value_enum)]
+        export: Option<ExportArg>,
         /// Nodes in the machine.
         #[arg(long, default_value_t = 64)]
         nodes: u32,
@@ -194,6 +197,15 @@ fn parse_offset(s: &str) -> Result<u64, String> {
         None => s.parse(),
     };
     r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportArg {
+    /// LogGOPSim's command-line flags (-L -o -g -G, in nanoseconds).
+    Loggopsim,
+    /// SimGrid SMPI configuration (smpi/os, smpi/or, smpi/ois; link latency
+    /// and bandwidth).
+    Simgrid,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -375,9 +387,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Logp {
             platform,
+            export,
             nodes,
             format,
-        } => logp(platform, nodes, format),
+        } => logp(platform, export, nodes, format),
         Command::Suite {
             platform,
             benchmark,
@@ -582,9 +595,25 @@ fn platform(p: PlatformArg, nodes: u32) -> Result<Box<dyn protocols::am::Platfor
     })
 }
 
-fn logp(p: PlatformArg, nodes: u32, format: Format) -> Result<(), Failure> {
+fn logp(
+    p: PlatformArg,
+    export: Option<ExportArg>,
+    nodes: u32,
+    format: Format,
+) -> Result<(), Failure> {
     let plat = platform(p, nodes)?;
     let l = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Usage)?;
+    if let Some(e) = export {
+        let x = protocols::am::export::Params::from(&l);
+        out!(
+            "{}",
+            match e {
+                ExportArg::Loggopsim => x.loggopsim(),
+                ExportArg::Simgrid => x.simgrid(),
+            }
+        );
+        return Ok(());
+    }
     match format {
         Format::Json => out!("{}", serde_json::to_string(&l).expect("plain data")),
         Format::Table => {
@@ -597,9 +626,16 @@ fn logp(p: PlatformArg, nodes: u32, format: Format) -> Result<(), Failure> {
                 ("poll taking one message", l.poll_one_us),
                 ("round trip, node 0 to 1", l.round_trip_us),
                 ("ring, per message", l.ring_us),
+                ("bulk start-up", l.bulk.startup_us),
             ] {
                 out!("  {k:<32} {v:>8.2} us");
             }
+            out!(
+                "  {:<32} {:>8.1} MB/s",
+                "bulk bandwidth",
+                l.bulk.bandwidth_mb_s
+            );
+            out!("  {:<32} {:>8.0} bytes", "bulk n1/2", l.bulk.n_half_bytes);
         }
     }
     Ok(())

@@ -440,3 +440,50 @@ fn costs_prints_features_and_totals_as_json() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn logp_exports_to_other_simulators() {
+    let (code, out, err) = flashkit(&[
+        "logp",
+        "--platform",
+        "sp",
+        "--nodes",
+        "8",
+        "--export",
+        "loggopsim",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let flags: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(flags.len(), 8, "{out}");
+    for (i, f) in ["-L", "-o", "-g", "-G"].iter().enumerate() {
+        assert_eq!(flags[2 * i], *f);
+        assert!(flags[2 * i + 1].parse::<f64>().unwrap() > 0.0, "{out}");
+    }
+    let (code, out, _) = flashkit(&[
+        "logp",
+        "--platform",
+        "cm5",
+        "--nodes",
+        "8",
+        "--export",
+        "simgrid",
+    ]);
+    assert_eq!(code, 0);
+    for k in ["smpi/os", "smpi/or", "smpi/ois", "latency=", "bandwidth="] {
+        assert!(out.contains(k), "{k} in {out}");
+    }
+    let (code, out, _) = flashkit(&[
+        "logp",
+        "--platform",
+        "cm5",
+        "--nodes",
+        "8",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for k in ["startup_us", "bandwidth_mb_s", "n_half_bytes"] {
+        assert!(v["bulk"][k].is_f64(), "{k}");
+    }
+}

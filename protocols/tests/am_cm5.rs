@@ -87,3 +87,46 @@ fn a_program_that_can_never_finish_is_reported_stuck() {
     let e = p.run(&progs).unwrap_err();
     assert!(e.contains("stuck"), "{e}");
 }
+
+#[test]
+fn segments_take_packets_in_any_order() {
+    use protocols::am::Align;
+    let mut p = Cm5::new(64, Layer::Cmam);
+    // Paths that differ by more than the time between packets.
+    p.hw.path_jitter = Time(20 * magic::time::TICKS_PER_US);
+    let progs: Vec<Vec<Step>> = (0..64)
+        .map(|i| match i {
+            0 => vec![Step::Store {
+                to: magic::NodeId(63),
+                bytes: 4096,
+                align: Align::Double,
+            }],
+            63 => vec![Step::Wait { received: 1 }],
+            _ => vec![],
+        })
+        .collect();
+    let r = p.run(&progs).unwrap();
+    assert!(r.overtaken > 0, "the packets came out of order");
+    assert_eq!(r.received[63], 1, "the block completed once");
+    // One segment opened, 256 packets of 16 bytes stored.
+    let seg = r.ops[&(63, "segment")];
+    assert_eq!(seg.calls, 1);
+    // (Attempts the full network refused were made again.)
+    assert_eq!(r.ops[&(0, "xfer")].calls - r.retries, 256);
+}
+
+#[test]
+fn bulk_transfer_is_bounded_by_the_per_packet_overheads() {
+    use protocols::am::Align;
+    let p = Cm5::new(8, Layer::Cmam);
+    let b = suite::bulk(&p).unwrap();
+    // 16 bytes a packet, at the slower of sending and receiving one.
+    let per_packet = (1.49f64).max(1.60);
+    assert!(b.bandwidth_mb_s < 16.0 / per_packet, "{b:?}");
+    assert!(b.bandwidth_mb_s > 5.0, "{b:?}");
+    // Blocking pays a round trip per block; byte alignment pays per byte.
+    let nb = suite::array_transfer(&p, 1024, Align::Double, false).unwrap();
+    let bl = suite::array_transfer(&p, 1024, Align::Double, true).unwrap();
+    let by = suite::array_transfer(&p, 1024, Align::Byte, false).unwrap();
+    assert!(bl > nb && by > nb, "{nb} {bl} {by}");
+}

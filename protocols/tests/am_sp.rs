@@ -137,3 +137,51 @@ fn a_clean_switch_needs_no_retransmission() {
     assert!(r.reliability.acks > 0, "explicit acks flow back");
     let _ = Time::ZERO;
 }
+
+#[test]
+fn stores_move_in_chunks_with_one_ack_each_and_two_outstanding() {
+    use protocols::am::Align;
+    let p = Sp::new(4);
+    let mut progs = vec![Vec::new(); 4];
+    progs[0] = vec![
+        Step::Store {
+            to: NodeId(1),
+            bytes: 65536,
+            align: Align::Double,
+        },
+        Step::Wait { received: 1 },
+    ];
+    progs[1] = vec![Step::Wait { received: 1 }];
+    let r = p.run_detailed(&progs).unwrap();
+    // 65536 bytes are 9 chunks of at most 8064 bytes, 293 packets.
+    assert_eq!(r.run.ops[&(0, "store")].calls, 9);
+    assert_eq!(r.run.ops[&(1, "bulk-in")].calls, 293);
+    assert_eq!(r.run.ops[&(1, "ack")].calls, 9);
+    assert_eq!(r.reliability.retransmitted, 0);
+    // The switch bounds the rate: 224 data bytes per 256-byte packet at 40 MB/s.
+    let b = suite::bulk(&p).unwrap();
+    assert!(b.bandwidth_mb_s <= 40.0 * 224.0 / 256.0 + 0.5, "{b:?}");
+    assert!(b.bandwidth_mb_s > 25.0, "{b:?}");
+}
+
+#[test]
+fn a_lost_bulk_packet_is_sent_again_with_its_chunk() {
+    use protocols::am::Align;
+    let mut p = Sp::new(4);
+    p.hw.drop_ppm = 20_000;
+    p.hw.seed = 5;
+    let mut progs = vec![Vec::new(); 4];
+    progs[0] = vec![
+        Step::Store {
+            to: NodeId(1),
+            bytes: 100_000,
+            align: Align::Double,
+        },
+        Step::Wait { received: 1 },
+    ];
+    progs[1] = vec![Step::Wait { received: 1 }];
+    let r = p.run_detailed(&progs).unwrap();
+    assert!(r.switch.dropped > 0);
+    assert!(r.reliability.retransmitted > 0);
+    assert_eq!(r.run.received[1], 1, "the block arrived, once");
+}

@@ -14,6 +14,8 @@
 //! (firmware) on each side. A fault-injection switch drops or delays a
 //! fraction of the packets (seeded, so runs repeat); the messaging layer on
 //! top must deliver every message exactly once and in order regardless.
+//! A receive FIFO that fills is counted, not modelled: the adapter holds
+//! packets back rather than losing them.
 
 use crate::ids::NodeId;
 use crate::time::{Time, TICKS_PER_US};
@@ -98,7 +100,8 @@ pub struct SwitchStats {
     pub sent: u64,
     pub dropped: u64,
     pub delayed: u64,
-    /// Arrivals refused by a full receive FIFO.
+    /// Packets sent while the receiver's FIFO already held (or was due to
+    /// hold) as many as it has entries: the adapter holds them back.
     pub overflowed: u64,
     pub delivered: u64,
 }
@@ -110,6 +113,8 @@ pub struct SpSwitch<P> {
     /// Per node: when its adapter's send side and receive side are free.
     send_free: Vec<Time>,
     recv_free: Vec<Time>,
+    /// Per node: when its link into the switch is free.
+    link_free: Vec<Time>,
     /// Per node: packets on their way or in the receive FIFO, by arrival.
     fifo: Vec<VecDeque<SpPacket<P>>>,
     pub stats: SwitchStats,
@@ -130,6 +135,7 @@ impl<P: Copy> SpSwitch<P> {
             rng: fastrand::Rng::with_seed(params.seed),
             send_free: vec![Time::ZERO; nodes as usize],
             recv_free: vec![Time::ZERO; nodes as usize],
+            link_free: vec![Time::ZERO; nodes as usize],
             fifo: (0..nodes).map(|_| VecDeque::new()).collect(),
             stats: SwitchStats::default(),
         })
@@ -151,25 +157,35 @@ impl<P: Copy> SpSwitch<P> {
         let dma = at_rate(bytes, p.mc_bytes_per_us);
         let occupied = Time(p.adapter_per_packet.0 + dma.0);
         self.send_free[s] = Time(start.0 + occupied.0);
+        // Onto the node's link, one packet at a time at the link's rate.
         let wire = at_rate(bytes, p.switch_bytes_per_us);
-        let mut at = Time(start.0 + p.adapter_latency.0 + dma.0 + p.switch_latency.0 + wire.0);
+        let on = Time(start.0 + p.adapter_latency.0 + dma.0).max(self.link_free[s]);
+        self.link_free[s] = Time(on.0 + wire.0);
+        let mut at = Time(on.0 + p.switch_latency.0 + wire.0);
         self.stats.sent += 1;
         if p.drop_ppm > 0 && self.rng.u32(0..1_000_000) < p.drop_ppm {
             self.stats.dropped += 1;
             return;
         }
-        if p.delay_ppm > 0 && self.rng.u32(0..1_000_000) < p.delay_ppm {
+        let delayed = p.delay_ppm > 0 && self.rng.u32(0..1_000_000) < p.delay_ppm;
+        // Receive side: firmware, then DMA into the host's receive FIFO. A
+        // delayed packet reaches the adapter after later ones and slips in
+        // between them (the adapter's timeline is kept in send order).
+        let rstart = if delayed {
             self.stats.delayed += 1;
             at = Time(at.0 + p.delay.0);
-        }
-        // Receive side: firmware, then DMA into the host's receive FIFO.
-        let rstart = at.max(self.recv_free[d]);
-        self.recv_free[d] = Time(rstart.0 + p.adapter_per_packet.0 + dma.0);
+            at
+        } else {
+            let r = at.max(self.recv_free[d]);
+            self.recv_free[d] = Time(r.0 + p.adapter_per_packet.0 + dma.0);
+            r
+        };
         let arrives = Time(rstart.0 + p.adapter_latency.0 + dma.0);
+        // A full receive FIFO holds the packet back in the adapter (not
+        // modelled as delay: counted, so a study can see it happen).
         let q = &mut self.fifo[d];
         if q.len() >= p.recv_fifo {
             self.stats.overflowed += 1;
-            return;
         }
         let i = q.partition_point(|x| x.arrives <= arrives);
         q.insert(

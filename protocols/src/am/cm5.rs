@@ -16,7 +16,7 @@
 //! Replies travel on the right network, requests on the left, and a poll
 //! serves replies first.
 
-use super::{Handler, Platform, Run, Step};
+use super::{Align, Handler, Platform, Run, Step};
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::time::TICKS_PER_CM5_CYCLE;
 use magic::{NodeId, Time};
@@ -54,6 +54,8 @@ pub struct LayerCosts {
     pub poll_found: u64,
     /// Dispatching one message to its handler and returning.
     pub dispatch: u64,
+    /// Opening a segment for an incoming block.
+    pub segment: u64,
     /// The kernel's part of taking one message by interrupt (stock, fast).
     pub interrupt: u64,
     pub interrupt_fast: u64,
@@ -69,6 +71,7 @@ impl LayerCosts {
             poll: 14,
             poll_found: 13,
             dispatch: 11,
+            segment: 20,
             interrupt: 561,
             interrupt_fast: 251,
         }
@@ -84,6 +87,7 @@ impl LayerCosts {
             poll: 30,
             poll_found: 0,
             dispatch: 24,
+            segment: 20,
             interrupt: 561,
             interrupt_fast: 251,
         }
@@ -115,13 +119,41 @@ impl Cm5 {
     }
 }
 
+/// Loads or stores to move `bytes` at an alignment.
+fn units(bytes: u32, align: Align) -> u64 {
+    match align {
+        Align::Double => bytes.div_ceil(8) as u64,
+        Align::Word => bytes.div_ceil(4) as u64,
+        Align::Byte => bytes as u64,
+    }
+}
+
 const fn cycles(n: u64) -> u64 {
     n * TICKS_PER_CM5_CYCLE
+}
+
+/// The handler word of a segment packet (the rest of the packet names the
+/// segment and the offset).
+const XFER: u32 = 2;
+/// The handler word of a block's acknowledgement.
+const XFER_DONE: u32 = 3;
+
+/// A block transfer under way at its sender.
+#[derive(Clone, Copy)]
+struct Xfer {
+    to: NodeId,
+    bytes: u32,
+    sent: u32,
+    align: Align,
 }
 
 /// One node's processor while a program runs.
 struct Node {
     t: Time,
+    /// The block being sent (resumed after a refused packet).
+    xfer: Option<Xfer>,
+    /// Per source node: bytes of the block coming in, and its size.
+    segments: Vec<(u32, u32)>,
     /// Replies a handler could not send yet.
     replies: Vec<NodeId>,
     received: u64,
@@ -162,12 +194,24 @@ impl Sim<'_> {
         handler: Handler,
         op: &'static str,
     ) -> bool {
+        let mut w = [0u32; PACKET_WORDS];
+        w[0] = handler as u32;
+        self.send_words(n, to, net, words, w, op)
+    }
+
+    fn send_words(
+        &mut self,
+        n: usize,
+        to: NodeId,
+        net: Net,
+        words: u8,
+        w: [u32; PACKET_WORDS],
+        op: &'static str,
+    ) -> bool {
         let instr = match net {
             Net::Left => self.p.costs.request,
             Net::Right => self.p.costs.reply,
         };
-        let mut w = [0u32; PACKET_WORDS];
-        w[0] = handler as u32;
         self.count(n, op);
         // Handler word and arguments into the send FIFO, then the status.
         self.charge(n, op, 0, 1 + words.min(4) as u64, instr);
@@ -182,6 +226,9 @@ impl Sim<'_> {
 
     /// Run the handler of a message taken from the network.
     fn handle(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
+        if words[0] == XFER {
+            return self.segment_packet(n, from, words);
+        }
         self.nodes[n].received += 1;
         if words[0] == Handler::Echo as u32
             && !self.send(n, from, Net::Right, 4, Handler::Nop, "reply")
@@ -189,6 +236,64 @@ impl Sim<'_> {
             // The handler's reply is tried again before the program goes on.
             self.nodes[n].replies.push(from);
         }
+    }
+
+    /// A segment packet: its data goes into memory at its offset; the last
+    /// one runs the end-of-transfer handler, which acknowledges the block.
+    fn segment_packet(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
+        let (bytes, total) = (words[1], words[2]);
+        let align = match words[3] {
+            0 => Align::Byte,
+            1 => Align::Word,
+            _ => Align::Double,
+        };
+        let hw = self.p.hw;
+        if self.nodes[n].segments[from.0 as usize].1 == 0 {
+            // The segment opens with the block's first packet.
+            self.nodes[n].segments[from.0 as usize] = (0, total);
+            self.count(n, "segment");
+            self.charge(n, "segment", 0, 0, self.p.costs.segment);
+        }
+        let stores = units(bytes, align);
+        let shifts = if align == Align::Byte { 2 * stores } else { 0 };
+        self.charge(n, "segment", 0, 0, stores * hw.store + shifts);
+        let seg = &mut self.nodes[n].segments[from.0 as usize];
+        seg.0 += bytes;
+        if seg.0 >= seg.1 {
+            *seg = (0, 0);
+            self.nodes[n].received += 1;
+            let mut w = [0u32; PACKET_WORDS];
+            w[0] = XFER_DONE;
+            if !self.send_words(n, from, Net::Right, 0, w, "reply") {
+                self.nodes[n].replies.push(from);
+            }
+        }
+    }
+
+    /// Send the block under way, packet by packet (a segment word and 16
+    /// bytes each); `false` (after draining the input) when the network
+    /// refuses one.
+    fn store(&mut self, n: usize) -> bool {
+        let hw = self.p.hw;
+        while let Some(x) = self.nodes[n].xfer {
+            if x.sent >= x.bytes {
+                self.nodes[n].xfer = None;
+                break;
+            }
+            let chunk = (x.bytes - x.sent).min(16);
+            let loads = units(chunk, x.align);
+            let packs = if x.align == Align::Byte { 3 * loads } else { 0 };
+            self.charge(n, "xfer", 0, 0, loads * hw.load + packs);
+            let w = [XFER, chunk, x.bytes, x.align as u32, x.sent];
+            if !self.send_words(n, x.to, Net::Left, 4, w, "xfer") {
+                self.poll(n);
+                return false;
+            }
+            if let Some(y) = self.nodes[n].xfer.as_mut() {
+                y.sent += chunk;
+            }
+        }
+        true
     }
 
     /// Take one packet from `net` and dispatch it (its status was read).
@@ -259,6 +364,17 @@ impl Sim<'_> {
                 self.send(n, to, Net::Left, words, handler, "request")
             }
             Step::Reply { to, words } => self.send(n, to, Net::Right, words, Handler::Nop, "reply"),
+            Step::Store { to, bytes, align } => {
+                if self.nodes[n].xfer.is_none() {
+                    self.nodes[n].xfer = Some(Xfer {
+                        to,
+                        bytes,
+                        sent: 0,
+                        align,
+                    });
+                }
+                return self.store(n);
+            }
             Step::Poll => {
                 self.poll(n);
                 true
@@ -389,6 +505,8 @@ impl Platform for Cm5 {
             nodes: (0..self.nodes)
                 .map(|_| Node {
                     t: Time::ZERO,
+                    xfer: None,
+                    segments: vec![(0, 0); self.nodes as usize],
                     replies: Vec::new(),
                     received: 0,
                     marks: Vec::new(),

@@ -10,6 +10,7 @@
 
 pub mod cm5;
 pub mod costs;
+pub mod export;
 pub mod sp;
 pub mod suite;
 
@@ -27,6 +28,14 @@ pub enum Handler {
     Echo,
 }
 
+/// The alignment of a block's source and destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Align {
+    Byte,
+    Word,
+    Double,
+}
+
 /// One step of a node's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -38,6 +47,15 @@ pub enum Step {
     },
     /// Send a reply (outside a handler: the reply-overhead benchmark).
     Reply { to: NodeId, words: u8 },
+    /// Move `bytes` into memory at `to` (CM-5: a segment transfer; SP: a
+    /// store in chunks). The receiver counts a message when the whole block
+    /// is in and acknowledges it to the sender, which counts the
+    /// acknowledgement as a message too (wait for it to block).
+    Store {
+        to: NodeId,
+        bytes: u32,
+        align: Align,
+    },
     /// Poll the network once, running the handlers of what arrived.
     Poll,
     /// Poll until this node has handled `received` messages in all.
@@ -159,7 +177,7 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), S
     }
     for (i, p) in programs.iter().enumerate() {
         for s in p {
-            if let Step::Request { to, .. } | Step::Reply { to, .. } = s {
+            if let Step::Request { to, .. } | Step::Reply { to, .. } | Step::Store { to, .. } = s {
                 if to.0 >= nodes || to.0 as usize == i {
                     return Err(format!("node {i} sends to node {to}, which it cannot"));
                 }

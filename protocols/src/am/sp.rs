@@ -58,7 +58,28 @@ pub enum Body {
         acks: [u32; 2],
     },
     KeepAlive,
+    /// One packet of a bulk chunk: the chunk's sequence number, the
+    /// packet's place in it, the chunk's size and the block's.
+    Bulk {
+        chunk: u32,
+        index: u8,
+        packets: u8,
+        bytes: u32,
+        last: bool,
+    },
+    /// A chunk is in.
+    ChunkAck {
+        chunk: u32,
+    },
+    /// The receiver's next expected chunk (answer to a keep-alive).
+    ChunkNack {
+        expected: u32,
+    },
 }
+
+/// Data bytes in a packet, and packets in a bulk chunk (8064 bytes).
+pub const PACKET_DATA: u32 = 224;
+pub const CHUNK_PACKETS: u32 = 36;
 
 /// The layer's instructions (66 MHz cycles) per operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -83,6 +104,11 @@ pub struct SpCosts {
     pub keepalive_polls: u64,
     pub window_req: usize,
     pub window_rep: usize,
+    /// Sending one packet of a bulk chunk (copy into the send FIFO, flush);
+    /// the chunk's lengths go to the adapter in one access.
+    pub bulk_packet: u64,
+    /// Taking one bulk packet (copy out of the receive FIFO).
+    pub bulk_take: u64,
 }
 
 impl Default for SpCosts {
@@ -100,6 +126,9 @@ impl Default for SpCosts {
             keepalive_polls: 2000,
             window_req: 75,
             window_rep: 76,
+            // About 175 us to send a chunk of 36 packets.
+            bulk_packet: 319,
+            bulk_take: 166,
         }
     }
 }
@@ -146,12 +175,27 @@ struct RecvChan {
 struct Peer {
     send: [SendChan; 2],
     recv: [RecvChan; 2],
+    /// Bulk: chunks sent and not acknowledged (number, packets, bytes, last).
+    chunks_out: VecDeque<(u32, u8, u32, bool)>,
+    next_chunk: u32,
+    /// Bulk in: the next chunk expected, and the packets of it seen.
+    chunk_expected: u32,
+    chunk_seen: u64,
     /// Packets taken since this node last sent the peer anything.
     unacked_in: u64,
 }
 
+/// A store under way at its sender.
+#[derive(Clone, Copy)]
+struct Store {
+    to: usize,
+    bytes: u32,
+    sent: u32,
+}
+
 struct Node {
     t: Time,
+    store: Option<Store>,
     received: u64,
     marks: Vec<Time>,
     peers: Vec<Peer>,
@@ -387,6 +431,109 @@ impl Sim<'_> {
                 for chan in [Chan::Req, Chan::Rep] {
                     self.nack(n, from, chan);
                 }
+                let expected = self.nodes[n].peers[from].chunk_expected;
+                self.control(n, from, Body::ChunkNack { expected }, "nack");
+            }
+            Body::Bulk {
+                chunk,
+                index,
+                packets,
+                last,
+                ..
+            } => {
+                self.count(n, "bulk-in");
+                self.charge(n, "bulk-in", c.bulk_take, pop);
+                let peer = &mut self.nodes[n].peers[from];
+                if chunk != peer.chunk_expected {
+                    // Another chunk's packet (a duplicate, or a later chunk
+                    // while this one misses a packet): dropped.
+                    self.rel.duplicates += 1;
+                    return true;
+                }
+                peer.chunk_seen |= 1 << index;
+                if peer.chunk_seen.count_ones() == packets as u32 {
+                    peer.chunk_expected += 1;
+                    peer.chunk_seen = 0;
+                    self.control(n, from, Body::ChunkAck { chunk }, "ack");
+                    if last {
+                        // The end of the block: the store is complete.
+                        self.nodes[n].received += 1;
+                    }
+                }
+            }
+            Body::ChunkAck { chunk } => {
+                self.count(n, "control");
+                self.charge(n, "control", c.control, pop);
+                let node = &mut self.nodes[n];
+                let q = &mut node.peers[from].chunks_out;
+                while q.front().is_some_and(|x| x.0 <= chunk) {
+                    let done = q.pop_front().expect("front");
+                    if done.3 {
+                        // The store's completion function runs.
+                        node.received += 1;
+                    }
+                }
+            }
+            Body::ChunkNack { expected } => {
+                self.count(n, "control");
+                self.charge(n, "control", c.control, pop);
+                let again: Vec<(u32, u8, u32, bool)> = self.nodes[n].peers[from]
+                    .chunks_out
+                    .iter()
+                    .filter(|x| x.0 >= expected)
+                    .copied()
+                    .collect();
+                for (chunk, packets, bytes, last) in again {
+                    self.rel.retransmitted += packets as u64;
+                    self.send_chunk(n, from, chunk, packets, bytes, last);
+                }
+            }
+        }
+        true
+    }
+
+    /// Put one chunk's packets on the adapter (its lengths in one access).
+    fn send_chunk(&mut self, n: usize, to: usize, chunk: u32, packets: u8, bytes: u32, last: bool) {
+        let c = self.p.costs;
+        self.count(n, "store");
+        self.charge(n, "store", c.bulk_packet * packets as u64, 1);
+        let mut left = bytes;
+        for index in 0..packets {
+            let b = left.min(PACKET_DATA);
+            left -= b;
+            let body = Body::Bulk {
+                chunk,
+                index,
+                packets,
+                bytes,
+                last,
+            };
+            self.put(n, to, b as u64, body);
+        }
+    }
+
+    /// Send the store under way chunk by chunk: chunk N goes once chunk
+    /// N-2 is acknowledged. `false` while it must wait (polling meanwhile).
+    fn store(&mut self, n: usize) -> bool {
+        while let Some(st) = self.nodes[n].store {
+            if st.sent >= st.bytes {
+                self.nodes[n].store = None;
+                return true;
+            }
+            if self.nodes[n].peers[st.to].chunks_out.len() >= 2 {
+                self.poll(n);
+                return false;
+            }
+            let bytes = (st.bytes - st.sent).min(PACKET_DATA * CHUNK_PACKETS);
+            let packets = bytes.div_ceil(PACKET_DATA).max(1) as u8;
+            let last = st.sent + bytes >= st.bytes;
+            let peer = &mut self.nodes[n].peers[st.to];
+            let chunk = peer.next_chunk;
+            peer.next_chunk += 1;
+            peer.chunks_out.push_back((chunk, packets, bytes, last));
+            self.send_chunk(n, st.to, chunk, packets, bytes, last);
+            if let Some(x) = self.nodes[n].store.as_mut() {
+                x.sent += bytes;
             }
         }
         true
@@ -444,10 +591,8 @@ impl Sim<'_> {
         }
         self.nodes[n].empty_polls = 0;
         for to in 0..self.nodes.len() {
-            let waiting = self.nodes[n].peers[to]
-                .send
-                .iter()
-                .any(|s| !s.unacked.is_empty());
+            let p = &self.nodes[n].peers[to];
+            let waiting = p.send.iter().any(|s| !s.unacked.is_empty()) || !p.chunks_out.is_empty();
             if waiting {
                 self.rel.keepalives += 1;
                 self.control(n, to, Body::KeepAlive, "keepalive");
@@ -488,6 +633,16 @@ impl super::Layer for Sim<'_> {
         let ok = match s {
             Step::Request { to, words, handler } => self.send(n, to, Chan::Req, words, handler),
             Step::Reply { to, words } => self.send(n, to, Chan::Rep, words, Handler::Nop),
+            Step::Store { to, bytes, .. } => {
+                if self.nodes[n].store.is_none() {
+                    self.nodes[n].store = Some(Store {
+                        to: to.0 as usize,
+                        bytes: bytes.max(1),
+                        sent: 0,
+                    });
+                }
+                return self.store(n);
+            }
             Step::Poll => {
                 self.poll(n);
                 true
@@ -546,8 +701,7 @@ impl super::Layer for Sim<'_> {
             .nodes
             .iter()
             .flat_map(|x| x.peers.iter())
-            .flat_map(|p| p.send.iter())
-            .map(|s| s.unacked.len())
+            .map(|p| p.send.iter().map(|s| s.unacked.len()).sum::<usize>() + p.chunks_out.len())
             .sum();
         self.sw.in_flight() + held
     }
@@ -568,7 +722,7 @@ impl super::Layer for Sim<'_> {
             || self.sw.next_arrival(NodeId(n as u32)).is_some()
             || x.peers
                 .iter()
-                .any(|p| p.send.iter().any(|s| !s.unacked.is_empty()))
+                .any(|p| p.send.iter().any(|s| !s.unacked.is_empty()) || !p.chunks_out.is_empty())
     }
 
     fn finish(&mut self) -> Run {
@@ -603,6 +757,7 @@ impl Sp {
             nodes: (0..n)
                 .map(|_| Node {
                     t: Time::ZERO,
+                    store: None,
                     received: 0,
                     marks: Vec::new(),
                     peers: vec![Peer::default(); n],

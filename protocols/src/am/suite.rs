@@ -168,6 +168,7 @@ pub struct LogP {
     pub poll_one_us: f64,
     pub round_trip_us: f64,
     pub ring_us: f64,
+    pub bulk: Bulk,
 }
 
 pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
@@ -180,6 +181,7 @@ pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
         poll_one_us: poll_one(p)?,
         round_trip_us: round_trip(p, 1)?,
         ring_us: ring(p)?,
+        bulk: bulk(p)?,
     })
 }
 
@@ -277,13 +279,14 @@ fn us(x: f64) -> String {
 }
 
 /// The benchmarks the suite knows, by name.
-pub const BENCHMARKS: [&str; 7] = [
+pub const BENCHMARKS: [&str; 8] = [
     "one-to-one",
     "one-to-two",
     "two-to-one",
     "round-trip",
     "ring",
     "poll",
+    "array-transfer",
     "operations",
 ];
 
@@ -338,6 +341,7 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Table, String> {
                 vec!["one message".into(), us(poll_one(p)?)],
             ],
         ),
+        "array-transfer" => array_table(p)?,
         "operations" => {
             let r = ops_of(p)?;
             let rows = r
@@ -404,6 +408,134 @@ pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Tabl
             "stock time lost",
             "fast us/msg",
             "fast time lost",
+        ],
+        rows,
+    })
+}
+
+/// Block sizes of the array-transfer benchmark.
+pub const SIZES: [u32; 8] = [16, 64, 256, 1024, 4096, 16384, 65536, 262144];
+
+/// Array transfer one-to-one: node 0 moves `bytes` to node 1 `k` times,
+/// waiting for each block's acknowledgement (`blocking`) or issuing them
+/// back to back; microseconds per block, from the first store to the
+/// receiver's last completion (non-blocking) or the sender's last
+/// acknowledgement (blocking).
+pub fn array_transfer(
+    p: &dyn Platform,
+    bytes: u32,
+    align: super::Align,
+    blocking: bool,
+) -> Result<f64, String> {
+    let k: u64 = if bytes >= 65536 { 2 } else { 8 };
+    let mut progs = idle(p);
+    let store = Step::Store {
+        to: NodeId(1),
+        bytes,
+        align,
+    };
+    progs[0].push(Step::Mark);
+    for i in 0..k {
+        progs[0].push(store);
+        if blocking {
+            progs[0].push(Step::Wait { received: i + 1 });
+        }
+    }
+    progs[0].push(Step::Mark);
+    progs[1] = vec![Step::Wait { received: k }, Step::Mark];
+    let r = p.run(&progs)?;
+    let start = r.marks[0][0];
+    let end = if blocking {
+        r.marks[0][1]
+    } else {
+        r.marks[1][0]
+    };
+    Ok(Time(end.0 - start.0).as_us() / k as f64)
+}
+
+/// A least-squares fit of T(x) = c + x / B.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Bulk {
+    pub startup_us: f64,
+    pub bandwidth_mb_s: f64,
+    /// The size at which half the asymptotic bandwidth is reached (c * B).
+    pub n_half_bytes: f64,
+}
+
+pub fn fit(points: &[(f64, f64)]) -> Bulk {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let (sxy, sxx) = points.iter().fold((0.0, 0.0), |a, p| {
+        (a.0 + (p.0 - mx) * (p.1 - my), a.1 + (p.0 - mx) * (p.0 - mx))
+    });
+    let slope = sxy / sxx; // microseconds per byte
+    let c = my - slope * mx;
+    let b = 1.0 / slope; // bytes per microsecond = MB/s
+    Bulk {
+        startup_us: c,
+        bandwidth_mb_s: b,
+        n_half_bytes: c * b,
+    }
+}
+
+/// The bulk figures of a platform: non-blocking array transfer at the
+/// best alignment, fitted over every size.
+pub fn bulk(p: &dyn Platform) -> Result<Bulk, String> {
+    let pts = SIZES
+        .iter()
+        .map(|&x| Ok((x as f64, array_transfer(p, x, super::Align::Double, false)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(fit(&pts))
+}
+
+/// The array-transfer table: time per block by size, blocking and not,
+/// at each alignment, and the fits.
+pub fn array_table(p: &dyn Platform) -> Result<Table, String> {
+    use super::Align;
+    let mut rows = Vec::new();
+    let cols = [
+        (Align::Double, true),
+        (Align::Byte, false),
+        (Align::Word, false),
+        (Align::Double, false),
+    ];
+    let mut pts: Vec<Vec<(f64, f64)>> = vec![Vec::new(); cols.len()];
+    for &x in &SIZES {
+        let mut row = vec![x.to_string()];
+        for (i, &(a, b)) in cols.iter().enumerate() {
+            let t = array_transfer(p, x, a, b)?;
+            pts[i].push((x as f64, t));
+            row.push(us(t));
+        }
+        rows.push(row);
+    }
+    let fits: Vec<Bulk> = pts.iter().map(|v| fit(v)).collect();
+    rows.push(
+        std::iter::once("start-up us".to_string())
+            .chain(fits.iter().map(|f| us(f.startup_us)))
+            .collect(),
+    );
+    rows.push(
+        std::iter::once("MB/s".to_string())
+            .chain(fits.iter().map(|f| format!("{:.1}", f.bandwidth_mb_s)))
+            .collect(),
+    );
+    rows.push(
+        std::iter::once("n1/2 bytes".to_string())
+            .chain(fits.iter().map(|f| format!("{:.0}", f.n_half_bytes)))
+            .collect(),
+    );
+    Ok(Table {
+        benchmark: "array-transfer",
+        columns: vec![
+            "bytes",
+            "blocking us",
+            "byte-aligned us",
+            "word-aligned us",
+            "double-aligned us",
         ],
         rows,
     })
