@@ -229,6 +229,8 @@ enum PlatformArg {
     Cm5Cmaml,
     /// SP AM on the IBM SP (TB2 adapter).
     Sp,
+    /// Active Messages on MAGIC (FLASH).
+    Flash,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -592,6 +594,7 @@ fn platform(p: PlatformArg, nodes: u32) -> Result<Box<dyn protocols::am::Platfor
         PlatformArg::Cm5 => Box::new(Cm5::new(nodes, Layer::Cmam)),
         PlatformArg::Cm5Cmaml => Box::new(Cm5::new(nodes, Layer::Cmaml)),
         PlatformArg::Sp => Box::new(protocols::am::sp::Sp::new(nodes)),
+        PlatformArg::Flash => Box::new(protocols::am::flash::Flash::new(nodes)),
     })
 }
 

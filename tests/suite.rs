@@ -37,3 +37,9 @@ fn sp_suite() {
     let p = protocols::am::sp::Sp::new(16);
     common::insta_settings().bind(|| insta::assert_snapshot!("suite_sp", tables(&p)));
 }
+
+#[test]
+fn flash_suite() {
+    let p = protocols::am::flash::Flash::new(16);
+    common::insta_settings().bind(|| insta::assert_snapshot!("suite_flash", tables(&p)));
+}

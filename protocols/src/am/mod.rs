@@ -11,6 +11,7 @@
 pub mod cm5;
 pub mod costs;
 pub mod export;
+pub mod flash;
 pub mod sp;
 pub mod suite;
 
