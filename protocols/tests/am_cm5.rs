@@ -130,3 +130,14 @@ fn bulk_transfer_is_bounded_by_the_per_packet_overheads() {
     let by = suite::array_transfer(&p, 1024, Align::Byte, false).unwrap();
     assert!(bl > nb && by > nb, "{nb} {bl} {by}");
 }
+
+#[test]
+fn traverse_shows_the_fat_tree_levels() {
+    let p = Cm5::new(64, Layer::Cmam);
+    let t: std::collections::BTreeMap<u32, f64> =
+        suite::traverse(&p).unwrap().into_iter().collect();
+    // Partners within a group of four, within sixteen, and beyond.
+    assert!(t[&4] > t[&1] + 1.0, "{t:?}");
+    assert!(t[&16] > t[&4] + 1.0, "{t:?}");
+    assert!(suite::swap(&p, 1024).unwrap() > 0.0);
+}

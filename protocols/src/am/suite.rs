@@ -279,14 +279,16 @@ fn us(x: f64) -> String {
 }
 
 /// The benchmarks the suite knows, by name.
-pub const BENCHMARKS: [&str; 8] = [
+pub const BENCHMARKS: [&str; 10] = [
     "one-to-one",
     "one-to-two",
     "two-to-one",
     "round-trip",
     "ring",
     "poll",
+    "traverse",
     "array-transfer",
+    "swap",
     "operations",
 ];
 
@@ -342,6 +344,21 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Table, String> {
             ],
         ),
         "array-transfer" => array_table(p)?,
+        "traverse" => t(
+            "traverse",
+            vec!["step (partner = node xor step)", "us per exchange"],
+            traverse(p)?
+                .into_iter()
+                .map(|(i, x)| vec![i.to_string(), us(x)])
+                .collect(),
+        ),
+        "swap" => {
+            let rows = [64u32, 1024, 16384]
+                .into_iter()
+                .map(|b| Ok(vec![b.to_string(), us(swap(p, b)?)]))
+                .collect::<Result<_, String>>()?;
+            t("swap", vec!["bytes each way", "us per swap"], rows)
+        }
         "operations" => {
             let r = ops_of(p)?;
             let rows = r
@@ -539,4 +556,79 @@ pub fn array_table(p: &dyn Platform) -> Result<Table, String> {
         ],
         rows,
     })
+}
+
+/// Traverse: in step `i`, node `j` exchanges messages with node `j xor i`
+/// (a request answered by a reply, each way); the time per exchange by
+/// step shows the network's levels.
+pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64)>, String> {
+    let n = p.nodes();
+    let rounds = 20u64;
+    let steps: Vec<u32> = (0..)
+        .map(|k| 1u32 << k)
+        .take_while(|&s| s < n)
+        .chain([n - 1])
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut progs = idle(p);
+    for j in 0..n {
+        let mut got = 0;
+        let prog = &mut progs[j as usize];
+        for &i in &steps {
+            let partner = j ^ i;
+            if partner >= n {
+                prog.extend([Step::Mark, Step::Mark]);
+                continue;
+            }
+            prog.push(Step::Mark);
+            for _ in 0..rounds {
+                prog.push(Step::Request {
+                    to: NodeId(partner),
+                    words: 1,
+                    handler: Handler::Echo,
+                });
+                // The partner's request and the reply to ours.
+                got += 2;
+                prog.push(Step::Wait { received: got });
+            }
+            prog.push(Step::Mark);
+        }
+    }
+    let r = p.run(&progs)?;
+    Ok(steps
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let t = (0..n)
+                .filter(|&j| (j ^ i) < n)
+                .map(|j| r.between(j, 2 * k, 2 * k + 1))
+                .fold(0.0, f64::max);
+            (i, t / rounds as f64)
+        })
+        .collect())
+}
+
+/// Swap: nodes 0 and 1 exchange blocks of `bytes` at once; time per swap.
+pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
+    let k = 4u64;
+    let mut progs = idle(p);
+    for (me, other) in [(0u32, 1u32), (1, 0)] {
+        let prog = &mut progs[me as usize];
+        prog.push(Step::Mark);
+        for i in 0..k {
+            prog.push(Step::Store {
+                to: NodeId(other),
+                bytes,
+                align: super::Align::Double,
+            });
+            // The partner's block and the acknowledgement of ours.
+            prog.push(Step::Wait {
+                received: 2 * (i + 1),
+            });
+        }
+        prog.push(Step::Mark);
+    }
+    let r = p.run(&progs)?;
+    Ok(r.between(0, 0, 1).max(r.between(1, 0, 1)) / k as f64)
 }
