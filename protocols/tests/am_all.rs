@@ -50,3 +50,39 @@ fn runs_repeat_exactly() {
         assert_eq!(a, b, "{}", p.name());
     }
 }
+
+#[test]
+fn a_get_fetches_a_block_where_the_layer_offers_it() {
+    use magic::NodeId;
+    use protocols::am::Step;
+    let progs = |n: usize| {
+        let mut v = vec![Vec::new(); n];
+        v[0] = vec![
+            Step::Mark,
+            Step::Get {
+                from: NodeId(1),
+                bytes: 16384,
+            },
+            Step::Wait { received: 1 },
+            Step::Mark,
+        ];
+        v
+    };
+    let sp = Sp::new(4);
+    let r = sp.run(&progs(4)).unwrap();
+    assert_eq!(r.received[0], 1);
+    // The owner's processor sent the block: its store ran there.
+    assert!(r.ops[&(1, "store")].calls >= 3, "{}", r.render());
+    let f = Flash::new(4);
+    let r = f.run(&progs(4)).unwrap();
+    assert_eq!(r.received[0], 1);
+    // On MAGIC the owner's processor does nothing at all.
+    assert!(
+        !r.ops.keys().any(|k| k.0 == 1 && k.1 != "receive"),
+        "{}",
+        r.render()
+    );
+    // CMAM has no get.
+    let e = Cm5::new(4, Layer::Cmam).run(&progs(4)).unwrap_err();
+    assert!(e.contains("no get"), "{e}");
+}

@@ -141,3 +141,63 @@ fn traverse_shows_the_fat_tree_levels() {
     assert!(t[&16] > t[&4] + 1.0, "{t:?}");
     assert!(suite::swap(&p, 1024).unwrap() > 0.0);
 }
+
+#[test]
+fn a_shared_segment_ends_once_for_both_senders() {
+    use protocols::am::Align;
+    let p = Cm5::new(4, Layer::Cmam);
+    let run = |shared: bool| {
+        let mut progs = vec![Vec::new(); 4];
+        for s in [1usize, 2] {
+            progs[s] = vec![
+                if shared {
+                    Step::StoreShared {
+                        to: magic::NodeId(0),
+                        bytes: 1024,
+                        align: Align::Double,
+                        segment: 7,
+                        total: 2048,
+                    }
+                } else {
+                    Step::Store {
+                        to: magic::NodeId(0),
+                        bytes: 1024,
+                        align: Align::Double,
+                    }
+                },
+                Step::Wait { received: 1 },
+            ];
+        }
+        p.run(&progs).unwrap()
+    };
+    let one = run(true);
+    let two = run(false);
+    assert_eq!(one.ops[&(0, "end-of-transfer")].calls, 1);
+    assert_eq!(two.ops[&(0, "end-of-transfer")].calls, 2);
+    assert_eq!(one.ops[&(0, "segment")].calls, 1);
+    assert_eq!(two.ops[&(0, "segment")].calls, 2);
+    // Both senders hear of completion either way.
+    assert_eq!((one.received[1], one.received[2]), (1, 1));
+}
+
+#[test]
+fn request_and_reply_polls_look_at_one_network() {
+    let p = Cm5::new(4, Layer::Cmam);
+    let mut progs = vec![Vec::new(); 4];
+    progs[0] = vec![
+        Step::Mark,
+        Step::PollOnly { replies: true },
+        Step::Mark,
+        Step::PollOnly { replies: false },
+        Step::Mark,
+        Step::Poll,
+        Step::Mark,
+    ];
+    let r = p.run(&progs).unwrap();
+    let one = r.between(0, 0, 1);
+    assert!((one - r.between(0, 1, 2)).abs() < 1e-9);
+    // A full poll reads two status registers, a one-network poll one.
+    let full = r.between(0, 2, 3);
+    let read = 7.0 / 33.0;
+    assert!((full - one - read).abs() < 0.01, "{full} {one}");
+}

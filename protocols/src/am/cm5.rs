@@ -145,6 +145,9 @@ struct Xfer {
     bytes: u32,
     sent: u32,
     align: Align,
+    /// A shared segment's id and size (0: the sender's own segment).
+    segment: u16,
+    total: u32,
 }
 
 /// One node's processor while a program runs.
@@ -152,8 +155,9 @@ struct Node {
     t: Time,
     /// The block being sent (resumed after a refused packet).
     xfer: Option<Xfer>,
-    /// Per source node: bytes of the block coming in, and its size.
-    segments: Vec<(u32, u32)>,
+    /// Open segments by id (a sender's own, or a shared one): bytes in,
+    /// size, and the senders to acknowledge when it is complete.
+    segments: std::collections::BTreeMap<u32, (u32, u32, Vec<NodeId>)>,
     /// Replies a handler could not send yet.
     replies: Vec<NodeId>,
     received: u64,
@@ -242,30 +246,41 @@ impl Sim<'_> {
     /// one runs the end-of-transfer handler, which acknowledges the block.
     fn segment_packet(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
         let (bytes, total) = (words[1], words[2]);
-        let align = match words[3] {
+        let align = match words[3] & 3 {
             0 => Align::Byte,
             1 => Align::Word,
             _ => Align::Double,
         };
+        // The segment word: a shared segment's id, or the sender's own.
+        let shared = words[3] >> 16;
+        let id = if shared > 0 { shared } else { 1 << 16 | from.0 };
         let hw = self.p.hw;
-        if self.nodes[n].segments[from.0 as usize].1 == 0 {
-            // The segment opens with the block's first packet.
-            self.nodes[n].segments[from.0 as usize] = (0, total);
+        if let std::collections::btree_map::Entry::Vacant(e) = self.nodes[n].segments.entry(id) {
+            // The segment opens with its first packet.
+            e.insert((0, total, Vec::new()));
             self.count(n, "segment");
             self.charge(n, "segment", 0, 0, self.p.costs.segment);
         }
         let stores = units(bytes, align);
         let shifts = if align == Align::Byte { 2 * stores } else { 0 };
         self.charge(n, "segment", 0, 0, stores * hw.store + shifts);
-        let seg = &mut self.nodes[n].segments[from.0 as usize];
+        let seg = self.nodes[n].segments.get_mut(&id).expect("open");
         seg.0 += bytes;
+        if !seg.2.contains(&from) {
+            seg.2.push(from);
+        }
         if seg.0 >= seg.1 {
-            *seg = (0, 0);
+            // The end-of-transfer handler: once per segment.
+            let (_, _, senders) = self.nodes[n].segments.remove(&id).expect("open");
+            self.count(n, "end-of-transfer");
+            self.charge(n, "end-of-transfer", 0, 0, self.p.costs.dispatch);
             self.nodes[n].received += 1;
-            let mut w = [0u32; PACKET_WORDS];
-            w[0] = XFER_DONE;
-            if !self.send_words(n, from, Net::Right, 0, w, "reply") {
-                self.nodes[n].replies.push(from);
+            for to in senders {
+                let mut w = [0u32; PACKET_WORDS];
+                w[0] = XFER_DONE;
+                if !self.send_words(n, to, Net::Right, 0, w, "reply") {
+                    self.nodes[n].replies.push(to);
+                }
             }
         }
     }
@@ -284,7 +299,14 @@ impl Sim<'_> {
             let loads = units(chunk, x.align);
             let packs = if x.align == Align::Byte { 3 * loads } else { 0 };
             self.charge(n, "xfer", 0, 0, loads * hw.load + packs);
-            let w = [XFER, chunk, x.bytes, x.align as u32, x.sent];
+            let total = if x.segment > 0 { x.total } else { x.bytes };
+            let w = [
+                XFER,
+                chunk,
+                total,
+                x.align as u32 | (x.segment as u32) << 16,
+                x.sent,
+            ];
             if !self.send_words(n, x.to, Net::Left, 4, w, "xfer") {
                 self.poll(n);
                 return false;
@@ -309,12 +331,17 @@ impl Sim<'_> {
 
     /// One poll of both networks, replies first.
     fn poll(&mut self, n: usize) {
-        self.count(n, "poll");
-        self.charge(n, "poll", 0, 0, self.p.costs.poll);
+        self.poll_nets(n, &[Net::Right, Net::Left], "poll");
+    }
+
+    /// Poll the given networks (replies first), taking all that is there.
+    fn poll_nets(&mut self, n: usize, nets: &[Net], op: &'static str) {
+        self.count(n, op);
+        self.charge(n, op, 0, 0, self.p.costs.poll);
         let mut found = false;
-        for net in [Net::Right, Net::Left] {
+        for &net in nets {
             loop {
-                self.charge(n, "poll", 1, 0, 0);
+                self.charge(n, op, 1, 0, 0);
                 let now = self.nodes[n].t;
                 if !self.net.ready(NodeId(n as u32), net, now) {
                     break;
@@ -324,7 +351,7 @@ impl Sim<'_> {
             }
         }
         if found {
-            self.charge(n, "poll", 0, 0, self.p.costs.poll_found);
+            self.charge(n, op, 0, 0, self.p.costs.poll_found);
         }
     }
 
@@ -371,9 +398,39 @@ impl Sim<'_> {
                         bytes,
                         sent: 0,
                         align,
+                        segment: 0,
+                        total: bytes,
                     });
                 }
                 return self.store(n);
+            }
+            Step::StoreShared {
+                to,
+                bytes,
+                align,
+                segment,
+                total,
+            } => {
+                if self.nodes[n].xfer.is_none() {
+                    self.nodes[n].xfer = Some(Xfer {
+                        to,
+                        bytes,
+                        sent: 0,
+                        align,
+                        segment: segment.max(1),
+                        total,
+                    });
+                }
+                return self.store(n);
+            }
+            Step::Get { .. } => unreachable!("refused before the run"),
+            Step::PollOnly { replies } => {
+                if replies {
+                    self.poll_nets(n, &[Net::Right], "reply_poll");
+                } else {
+                    self.poll_nets(n, &[Net::Left], "request_poll");
+                }
+                true
             }
             Step::Poll => {
                 self.poll(n);
@@ -499,6 +556,16 @@ impl Platform for Cm5 {
 
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
         super::check_programs(self.nodes, programs)?;
+        if programs
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, Step::Get { .. }))
+        {
+            return Err(format!(
+                "{} offers no get: move blocks with stores",
+                self.name()
+            ));
+        }
         let mut sim = Sim {
             p: self,
             net: Cm5Network::new(self.hw, self.nodes)?,
@@ -506,7 +573,7 @@ impl Platform for Cm5 {
                 .map(|_| Node {
                     t: Time::ZERO,
                     xfer: None,
-                    segments: vec![(0, 0); self.nodes as usize],
+                    segments: Default::default(),
                     replies: Vec::new(),
                     received: 0,
                     marks: Vec::new(),

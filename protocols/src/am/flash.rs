@@ -228,12 +228,26 @@ impl NodeState for AmNode {
                     self.issue(p, OP_REPLY, to, words, Handler::Nop as u64, 0);
                     return ProcStep::Idle;
                 }
-                Step::Store { to, bytes, .. } => {
+                Step::Store { to, bytes, .. } | Step::StoreShared { to, bytes, .. } => {
                     self.pc += 1;
                     self.issue(p, OP_STORE, to, 0, 0, bytes.max(1) as u64);
                     return ProcStep::Idle;
                 }
-                Step::Poll => {
+                Step::Get { from, bytes } => {
+                    // A request whose handler, at the owner's MAGIC, stores
+                    // the block back without the owner's processor.
+                    self.pc += 1;
+                    self.issue(
+                        p,
+                        OP_REQUEST,
+                        from,
+                        1,
+                        Handler::Get as u64,
+                        bytes.max(1) as u64,
+                    );
+                    return ProcStep::Idle;
+                }
+                Step::Poll | Step::PollOnly { .. } => {
                     self.pc += 1;
                     self.charge("poll", self.costs.poll_empty);
                     now += Cycles(self.costs.poll_empty);
@@ -320,7 +334,7 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
             let m = Msg::new(mt::AM, me, to)
                 .lane(lane)
                 .addr(PAddr::new(Region::Message, to, 0))
-                .args([handler, words, 0])
+                .args([handler, words, bytes])
                 .len((8 * words) as u16);
             let _ = cx.send(m, None);
         }
@@ -342,6 +356,24 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
 fn am(cx: &mut C<'_>, m: &Msg) {
     let c = cx.state().costs;
     cx.instr(c.deliver);
+    if m.args[0] == Handler::Get as u64 {
+        // A get: this MAGIC stores the block back to the requester.
+        let me = cx.node();
+        let s = cx.state();
+        s.stores.push_back(Outgoing {
+            to: m.src,
+            bytes: m.args[2].max(1),
+            sent: 0,
+        });
+        if s.stores.len() == 1 {
+            let _ = cx.reschedule(Msg::new(mt::STORE_STEP, me, me).addr(PAddr::new(
+                Region::Message,
+                me,
+                0,
+            )));
+        }
+        return;
+    }
     to_cpu(cx, mt::DELIVER, m.src, [m.args[0], 0, 0]);
 }
 

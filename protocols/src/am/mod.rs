@@ -27,6 +27,8 @@ pub enum Handler {
     Nop,
     /// Reply to the sender with the same arguments.
     Echo,
+    /// Send the requester a block (a get; its size travels as an argument).
+    Get,
 }
 
 /// The alignment of a block's source and destination.
@@ -57,8 +59,26 @@ pub enum Step {
         bytes: u32,
         align: Align,
     },
+    /// As `Store`, into segment `segment` of the receiver, which several
+    /// senders may share: it holds `total` bytes, and its end-of-transfer
+    /// handler runs once, when all are in (CMAM's segments; other layers
+    /// treat it as a store).
+    StoreShared {
+        to: NodeId,
+        bytes: u32,
+        align: Align,
+        segment: u16,
+        total: u32,
+    },
+    /// Fetch a block of `bytes` from node `from`'s memory (a get: the
+    /// owner's layer stores it back). The requester counts a message when
+    /// the block is in; the owner counts the block's acknowledgement.
+    Get { from: NodeId, bytes: u32 },
     /// Poll the network once, running the handlers of what arrived.
     Poll,
+    /// Poll only for requests, or only for replies (CMAM's `request_poll`
+    /// and `reply_poll`; a layer with one input polls it all).
+    PollOnly { replies: bool },
     /// Poll until this node has handled `received` messages in all.
     Wait { received: u64 },
     /// Compute (no network access) for a while.
@@ -178,7 +198,12 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), S
     }
     for (i, p) in programs.iter().enumerate() {
         for s in p {
-            if let Step::Request { to, .. } | Step::Reply { to, .. } | Step::Store { to, .. } = s {
+            if let Step::Request { to, .. }
+            | Step::Reply { to, .. }
+            | Step::Store { to, .. }
+            | Step::StoreShared { to, .. }
+            | Step::Get { from: to, .. } = s
+            {
                 if to.0 >= nodes || to.0 as usize == i {
                     return Err(format!("node {i} sends to node {to}, which it cannot"));
                 }

@@ -48,6 +48,8 @@ pub enum Body {
         acks: [u32; 2],
         handler: Handler,
         words: u8,
+        /// A get's block size.
+        arg: u32,
     },
     Ack {
         acks: [u32; 2],
@@ -196,6 +198,10 @@ struct Store {
 struct Node {
     t: Time,
     store: Option<Store>,
+    /// Blocks asked for by gets, to store back.
+    gets: VecDeque<Store>,
+    /// The program's own store step is under way (in `store`).
+    storing: bool,
     received: u64,
     marks: Vec<Time>,
     peers: Vec<Peer>,
@@ -255,6 +261,18 @@ impl Sim<'_> {
 
     /// Send a data packet on `chan`; `false` if the window is full.
     fn send(&mut self, n: usize, to: NodeId, chan: Chan, words: u8, handler: Handler) -> bool {
+        self.send_arg(n, to, chan, words, handler, 0)
+    }
+
+    fn send_arg(
+        &mut self,
+        n: usize,
+        to: NodeId,
+        chan: Chan,
+        words: u8,
+        handler: Handler,
+        arg: u32,
+    ) -> bool {
         let c = self.p.costs;
         let to = to.0 as usize;
         let window = match chan {
@@ -285,6 +303,7 @@ impl Sim<'_> {
             acks: self.acks_for(n, to),
             handler,
             words,
+            arg,
         };
         let sc = &mut self.nodes[n].peers[to].send[chan as usize];
         sc.next += 1;
@@ -329,6 +348,7 @@ impl Sim<'_> {
                     seq,
                     handler,
                     words,
+                    arg,
                     ..
                 } => Body::Data {
                     chan,
@@ -336,6 +356,7 @@ impl Sim<'_> {
                     acks,
                     handler,
                     words,
+                    arg,
                 },
                 b => b,
             })
@@ -372,6 +393,7 @@ impl Sim<'_> {
                 seq,
                 acks,
                 handler,
+                arg,
                 ..
             } => {
                 self.count(n, "receive");
@@ -382,7 +404,7 @@ impl Sim<'_> {
                     pop,
                 );
                 if self.p.raw {
-                    self.deliver(n, from, handler);
+                    self.deliver(n, from, handler, arg);
                     return true;
                 }
                 self.acked(n, from, acks);
@@ -393,7 +415,7 @@ impl Sim<'_> {
                     r.nacked = None;
                     self.nodes[n].peers[from].unacked_in += 1;
                     self.log[n].push((from as u32, chan, seq));
-                    self.deliver(n, from, handler);
+                    self.deliver(n, from, handler, arg);
                     let w = (c.window_req.min(c.window_rep) / 4) as u64;
                     if self.nodes[n].peers[from].unacked_in >= w {
                         self.rel.acks += 1;
@@ -555,7 +577,16 @@ impl Sim<'_> {
         );
     }
 
-    fn deliver(&mut self, n: usize, from: usize, handler: Handler) {
+    fn deliver(&mut self, n: usize, from: usize, handler: Handler, arg: u32) {
+        if handler == Handler::Get {
+            // Store the block back; it goes out before the program's next step.
+            self.nodes[n].gets.push_back(Store {
+                to: from,
+                bytes: arg.max(1),
+                sent: 0,
+            });
+            return;
+        }
         self.nodes[n].received += 1;
         if handler == Handler::Echo
             && !self.send(n, NodeId(from as u32), Chan::Rep, 4, Handler::Nop)
@@ -626,6 +657,15 @@ impl super::Layer for Sim<'_> {
             }
             self.nodes[n].replies.remove(0);
         }
+        // Blocks asked for by gets, when no store of the program's is out.
+        if self.nodes[n].store.is_none() && !self.nodes[n].storing {
+            if let Some(g) = self.nodes[n].gets.pop_front() {
+                self.nodes[n].store = Some(g);
+            }
+        }
+        if self.nodes[n].store.is_some() && !self.store(n) {
+            return false;
+        }
         true
     }
 
@@ -633,17 +673,23 @@ impl super::Layer for Sim<'_> {
         let ok = match s {
             Step::Request { to, words, handler } => self.send(n, to, Chan::Req, words, handler),
             Step::Reply { to, words } => self.send(n, to, Chan::Rep, words, Handler::Nop),
-            Step::Store { to, bytes, .. } => {
-                if self.nodes[n].store.is_none() {
+            Step::Get { from, bytes } => self.send_arg(n, from, Chan::Req, 1, Handler::Get, bytes),
+            Step::Store { to, bytes, .. } | Step::StoreShared { to, bytes, .. } => {
+                if !self.nodes[n].storing {
+                    self.nodes[n].storing = true;
                     self.nodes[n].store = Some(Store {
                         to: to.0 as usize,
                         bytes: bytes.max(1),
                         sent: 0,
                     });
                 }
-                return self.store(n);
+                let done = self.store(n);
+                if done {
+                    self.nodes[n].storing = false;
+                }
+                return done;
             }
-            Step::Poll => {
+            Step::Poll | Step::PollOnly { .. } => {
                 self.poll(n);
                 true
             }
@@ -719,6 +765,8 @@ impl super::Layer for Sim<'_> {
     fn busy(&self, n: usize) -> bool {
         let x = &self.nodes[n];
         !x.replies.is_empty()
+            || x.store.is_some()
+            || !x.gets.is_empty()
             || self.sw.next_arrival(NodeId(n as u32)).is_some()
             || x.peers
                 .iter()
@@ -758,6 +806,8 @@ impl Sp {
                 .map(|_| Node {
                     t: Time::ZERO,
                     store: None,
+                    gets: VecDeque::new(),
+                    storing: false,
                     received: 0,
                     marks: Vec::new(),
                     peers: vec![Peer::default(); n],

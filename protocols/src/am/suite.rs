@@ -279,7 +279,7 @@ fn us(x: f64) -> String {
 }
 
 /// The benchmarks the suite knows, by name.
-pub const BENCHMARKS: [&str; 10] = [
+pub const BENCHMARKS: [&str; 11] = [
     "one-to-one",
     "one-to-two",
     "two-to-one",
@@ -288,6 +288,7 @@ pub const BENCHMARKS: [&str; 10] = [
     "poll",
     "traverse",
     "array-transfer",
+    "two-to-one-segments",
     "swap",
     "operations",
 ];
@@ -352,6 +353,23 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Table, String> {
                 .map(|(i, x)| vec![i.to_string(), us(x)])
                 .collect(),
         ),
+        "two-to-one-segments" => {
+            let rows = [256u32, 4096, 65536]
+                .into_iter()
+                .map(|b| {
+                    Ok(vec![
+                        b.to_string(),
+                        us(two_to_one_segments(p, b, true)?),
+                        us(two_to_one_segments(p, b, false)?),
+                    ])
+                })
+                .collect::<Result<_, String>>()?;
+            t(
+                "two-to-one-segments",
+                vec!["bytes per sender", "one segment us", "two segments us"],
+                rows,
+            )
+        }
         "swap" => {
             let rows = [64u32, 1024, 16384]
                 .into_iter()
@@ -631,4 +649,37 @@ pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
     }
     let r = p.run(&progs)?;
     Ok(r.between(0, 0, 1).max(r.between(1, 0, 1)) / k as f64)
+}
+
+/// Two-to-one array transfer: nodes 1 and 2 each send node 0 a block of
+/// `bytes`, into one segment they share or into a segment each, and wait
+/// for its acknowledgement; microseconds per round.
+pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result<f64, String> {
+    let k = 4u64;
+    let mut progs = idle(p);
+    for s in [1usize, 2] {
+        let prog = &mut progs[s];
+        prog.push(Step::Mark);
+        for i in 0..k {
+            prog.push(if shared {
+                Step::StoreShared {
+                    to: NodeId(0),
+                    bytes,
+                    align: super::Align::Double,
+                    segment: 1,
+                    total: 2 * bytes,
+                }
+            } else {
+                Step::Store {
+                    to: NodeId(0),
+                    bytes,
+                    align: super::Align::Double,
+                }
+            });
+            prog.push(Step::Wait { received: i + 1 });
+        }
+        prog.push(Step::Mark);
+    }
+    let r = p.run(&progs)?;
+    Ok(r.between(1, 0, 1).max(r.between(2, 0, 1)) / k as f64)
 }
