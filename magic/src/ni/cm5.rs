@@ -237,6 +237,14 @@ impl Cm5Network {
         Some(p)
     }
 
+    /// When the last packet on its way to `node` arrives, if any.
+    pub fn last_arrival(&self, node: NodeId) -> Option<Time> {
+        self.fifo[node.0 as usize]
+            .iter()
+            .filter_map(|q| q.back().map(|p| p.arrives))
+            .max()
+    }
+
     /// When the next packet reaches `node` on either network, if any is on
     /// its way.
     pub fn next_arrival(&self, node: NodeId) -> Option<Time> {

@@ -215,6 +215,10 @@ impl<P: Copy> SpSwitch<P> {
         self.fifo[node.0 as usize].front().map(|p| p.arrives)
     }
 
+    pub fn last_arrival(&self, node: NodeId) -> Option<Time> {
+        self.fifo[node.0 as usize].back().map(|p| p.arrives)
+    }
+
     pub fn in_flight(&self) -> usize {
         self.fifo.iter().map(VecDeque::len).sum()
     }
