@@ -1,5 +1,8 @@
 //! The `flashkit` command-line program.
 
+mod scenario;
+mod sweep;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 use std::process::ExitCode;
@@ -18,6 +21,39 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a scenario file (TOML): the machine's parameters and one
+    /// experiment. The files in examples/ are the commands' defaults.
+    ///
+    /// Example: flashkit run examples/transfer.toml --format json
+    Run {
+        /// The scenario file.
+        file: String,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Run a scenario over the cross product of values of some of its keys,
+    /// in parallel, one CSV (or JSON) row per point.
+    ///
+    /// Example: flashkit sweep examples/transfer.toml --vary transfer.chunk=1,2,4,8 --vary transfer.sender=uncached,dirty
+    Sweep {
+        /// The scenario file.
+        file: String,
+        /// A key (table.key) and its values, comma separated; repeatable.
+        #[arg(long = "vary", required = true)]
+        vary: Vec<String>,
+        /// Run only every n-th point starting at i ("i/n"): shards of one
+        /// sweep, for several machines.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+        #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
+        format: SweepFormat,
+    },
     /// Instruction counts of a messaging protocol on the CM-5 model, by
     /// feature (base, buffer management, in-order delivery, fault
     /// tolerance) at source and destination.
@@ -81,14 +117,14 @@ enum Command {
         bytes: u64,
         /// The send buffer's lines at the start: uncached, clean or dirty in
         /// the sender's cache, or dirty in a third node's cache.
-        #[arg(long, value_enum, default_value_t = SenderArg::Uncached)]
-        sender: SenderArg,
+        #[arg(long, value_enum, default_value_t = scenario::Sender::Uncached)]
+        sender: scenario::Sender,
         /// The receive buffer's lines at the start.
-        #[arg(long, value_enum, default_value_t = ReceiverArg::Uncached)]
-        receiver: ReceiverArg,
+        #[arg(long, value_enum, default_value_t = scenario::Receiver::Uncached)]
+        receiver: scenario::Receiver,
         /// The sender's transfer handler.
-        #[arg(long, value_enum, default_value_t = HandlerArg::Chunked)]
-        handler: HandlerArg,
+        #[arg(long, value_enum, default_value_t = scenario::HandlerKind::Chunked)]
+        handler: scenario::HandlerKind,
         /// Components per invocation of the chunked handler.
         #[arg(long, default_value_t = 4)]
         chunk: u32,
@@ -99,15 +135,15 @@ enum Command {
         #[arg(long, value_parser = parse_offset, default_value = "0")]
         dst_offset: u64,
         /// Message-data coherence.
-        #[arg(long, value_enum, default_value_t = CoherenceArg::Local)]
-        coherence: CoherenceArg,
+        #[arg(long, value_enum, default_value_t = scenario::CoherenceKind::Local)]
+        coherence: scenario::CoherenceKind,
         /// Under global coherence: fetch remote dirty lines overlapped with
         /// the transfer, or all of them first.
-        #[arg(long, value_enum, default_value_t = StrategyArg::Pipelined)]
-        strategy: StrategyArg,
+        #[arg(long, value_enum, default_value_t = scenario::StrategyKind::Pipelined)]
+        strategy: scenario::StrategyKind,
         /// One sender, or both partners sending to each other at once.
-        #[arg(long, value_enum, default_value_t = DirectionArg::Uni)]
-        direction: DirectionArg,
+        #[arg(long, value_enum, default_value_t = scenario::DirectionKind::Uni)]
+        direction: scenario::DirectionKind,
         /// Receives the data is split over (a byte stream: one send may fill
         /// several receives).
         #[arg(long, default_value_t = 1)]
@@ -199,6 +235,12 @@ fn parse_offset(s: &str) -> Result<u64, String> {
     r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SweepFormat {
+    Csv,
+    Json,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ExportArg {
     /// LogGOPSim's command-line flags (-L -o -g -G, in nanoseconds).
@@ -231,46 +273,6 @@ enum PlatformArg {
     Sp,
     /// Active Messages on MAGIC (FLASH).
     Flash,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum SenderArg {
-    Uncached,
-    Clean,
-    Dirty,
-    DirtyRemote,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ReceiverArg {
-    Uncached,
-    Clean,
-    Dirty,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum HandlerArg {
-    Base,
-    Optimized,
-    Chunked,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum CoherenceArg {
-    Local,
-    Global,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum StrategyArg {
-    Pipelined,
-    Collect,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DirectionArg {
-    Uni,
-    Bi,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -353,6 +355,30 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Run { file, format } => run_file(&file, format),
+        Command::Sweep {
+            file,
+            vary,
+            shard,
+            threads,
+            quiet,
+            format,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
+            let out = sweep::sweep(&sweep::Sweep {
+                path: &file,
+                text: &text,
+                vary: &vary,
+                shard: shard.as_deref(),
+                threads,
+                quiet,
+                json: format == SweepFormat::Json,
+            })
+            .map_err(Failure::Usage)?;
+            out_raw!("{out}");
+            Ok(())
+        }
         Command::Costs {
             protocol,
             words,
@@ -415,53 +441,33 @@ fn run(cli: Cli) -> Result<(), Failure> {
             receive_late,
             format,
         } => {
-            use protocols::transfer::{
-                Config, Direction, ReceiverState, SenderState, Strategy, Version,
-            };
-            if handler != HandlerArg::Chunked && chunk != 4 {
+            if handler != scenario::HandlerKind::Chunked && chunk != 4 {
                 return Err(Failure::Usage(
                     "--chunk applies only to --handler chunked".into(),
                 ));
             }
-            let c = Config {
+            let t = scenario::Transfer {
                 bytes,
-                sender: match sender {
-                    SenderArg::Uncached => SenderState::Uncached,
-                    SenderArg::Clean => SenderState::Clean,
-                    SenderArg::Dirty => SenderState::Dirty,
-                    SenderArg::DirtyRemote => SenderState::DirtyRemote,
-                },
-                receiver: match receiver {
-                    ReceiverArg::Uncached => ReceiverState::Uncached,
-                    ReceiverArg::Clean => ReceiverState::Clean,
-                    ReceiverArg::Dirty => ReceiverState::Dirty,
-                },
-                version: match handler {
-                    HandlerArg::Base => Version::Base,
-                    HandlerArg::Optimized => Version::Optimized,
-                    HandlerArg::Chunked => Version::Chunked(chunk),
-                },
+                sender,
+                receiver,
+                handler,
+                chunk,
                 src_offset,
                 dst_offset,
-                mode: match coherence {
-                    CoherenceArg::Local => coherence::modes::Mode::Local,
-                    CoherenceArg::Global => coherence::modes::Mode::Global,
-                },
-                strategy: match strategy {
-                    StrategyArg::Pipelined => Strategy::Pipelined,
-                    StrategyArg::Collect => Strategy::Collect,
-                },
-                direction: match direction {
-                    DirectionArg::Uni => Direction::Uni,
-                    DirectionArg::Bi => Direction::Bi,
-                },
+                coherence,
+                strategy,
+                direction,
                 receives,
                 sends,
                 receive_first: !receive_late,
-                change: None,
-                params: magic::MagicParams::default(),
             };
-            transfer(&c, format)
+            let s = scenario::Scenario {
+                machine: scenario::Machine::default(),
+                transfer: Some(t),
+            };
+            let c = s.transfer.as_ref().expect("set").config(s.machine.params());
+            c.validate().map_err(Failure::Usage)?;
+            report(scenario::run(&s), format)
         }
         Command::FetchOp {
             remote_node,
@@ -690,9 +696,12 @@ fn suite(
     Ok(())
 }
 
-fn transfer(c: &protocols::transfer::Config, format: Format) -> Result<(), Failure> {
-    c.validate().map_err(Failure::Usage)?;
-    let r = protocols::transfer::run(c).map_err(|e| match e {
+/// Print a scenario's report; a failed run's check makes the exit status 1.
+fn report(
+    r: Result<scenario::Report, protocols::transfer::Failed>,
+    format: Format,
+) -> Result<(), Failure> {
+    let r = r.map_err(|e| match e {
         protocols::transfer::Failed::Input(s) => Failure::Usage(s),
         protocols::transfer::Failed::Stuck(s) => {
             eprintln!("error: {s}");
@@ -700,14 +709,22 @@ fn transfer(c: &protocols::transfer::Config, format: Format) -> Result<(), Failu
         }
     })?;
     match format {
-        Format::Json => out!("{}", r.json()),
-        Format::Table => out_raw!("{r}"),
+        Format::Json => out!("{}", r.json),
+        Format::Table => out_raw!("{}", r.table),
     }
-    if !r.data_ok || r.incoherent.is_some() {
-        eprintln!("error: the transfer left wrong data or incoherent caches");
+    if let Some(f) = r.failed {
+        eprintln!("error: {f}");
         return Err(Failure::Stuck);
     }
     Ok(())
+}
+
+fn run_file(path: &str, format: Format) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let src = scenario::Source { path, text: &text };
+    let t = scenario::table(&src).map_err(Failure::Usage)?;
+    let s = scenario::parse(&src, t).map_err(Failure::Usage)?;
+    report(scenario::run(&s), format)
 }
 
 fn fetch_op(target: u32, format: Format) -> Result<(), Failure> {

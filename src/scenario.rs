@@ -1,0 +1,334 @@
+//! Scenario files: one experiment described in TOML, the machine's
+//! parameters beside it. `flashkit run FILE` runs one; `flashkit sweep`
+//! varies its keys. A command's built-in defaults are a scenario's defaults,
+//! so `examples/transfer.toml` (say) is what `flashkit transfer` runs.
+//!
+//! ```toml
+//! [machine]            # any of these; the rest keep FLASH's values
+//! data_buffers = 16
+//! net_latency = 22
+//!
+//! [transfer]           # the experiment: exactly one table of a kind
+//! bytes = 4096
+//! sender = "dirty"
+//! handler = "chunked"
+//! chunk = 8
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// FLASH machine parameters a scenario may set (system cycles, counts).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub mem_first_dword: Option<u64>,
+    pub pc_state: Option<u64>,
+    pub pc_first_word: Option<u64>,
+    pub pc_line: Option<u64>,
+    pub link_bytes_per_cycle: Option<u64>,
+    pub header_bytes: Option<u64>,
+    pub net_latency: Option<u64>,
+    pub outbox_slots: Option<usize>,
+    pub data_buffers: Option<usize>,
+    pub swq_capacity: Option<usize>,
+    pub inbox_dispatch: Option<u64>,
+    pub outbox_latency: Option<u64>,
+    pub pi_in: Option<u64>,
+    pub pi_out: Option<u64>,
+    pub dcache_lines: Option<usize>,
+}
+
+impl Machine {
+    /// FLASH's parameters with this scenario's changes.
+    pub fn params(&self) -> magic::MagicParams {
+        use magic::Cycles;
+        let mut p = magic::MagicParams::default();
+        let c = |v: Option<u64>, d: &mut Cycles| {
+            if let Some(v) = v {
+                *d = Cycles(v);
+            }
+        };
+        c(self.mem_first_dword, &mut p.mem_first_dword);
+        c(self.pc_state, &mut p.pc_state);
+        c(self.pc_first_word, &mut p.pc_first_word);
+        c(self.pc_line, &mut p.pc_line);
+        c(self.net_latency, &mut p.net_latency);
+        c(self.inbox_dispatch, &mut p.inbox_dispatch);
+        c(self.outbox_latency, &mut p.outbox_latency);
+        c(self.pi_in, &mut p.pi_in);
+        c(self.pi_out, &mut p.pi_out);
+        if let Some(v) = self.link_bytes_per_cycle {
+            p.link_bytes_per_cycle = v;
+        }
+        if let Some(v) = self.header_bytes {
+            p.header_bytes = v;
+        }
+        if let Some(v) = self.outbox_slots {
+            p.outbox_slots = v;
+        }
+        if let Some(v) = self.data_buffers {
+            p.data_buffers = v;
+        }
+        if let Some(v) = self.swq_capacity {
+            p.swq_capacity = v;
+        }
+        if let Some(v) = self.dcache_lines {
+            p.dcache_lines = v;
+        }
+        p
+    }
+}
+
+fn d_bytes() -> u64 {
+    4096
+}
+fn d_chunk() -> u32 {
+    4
+}
+fn d_one() -> u32 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+
+/// A transfer experiment (`flashkit transfer`'s flags).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transfer {
+    #[serde(default = "d_bytes")]
+    pub bytes: u64,
+    #[serde(default)]
+    pub sender: Sender,
+    #[serde(default)]
+    pub receiver: Receiver,
+    #[serde(default)]
+    pub handler: HandlerKind,
+    #[serde(default = "d_chunk")]
+    pub chunk: u32,
+    #[serde(default)]
+    pub src_offset: u64,
+    #[serde(default)]
+    pub dst_offset: u64,
+    #[serde(default)]
+    pub coherence: CoherenceKind,
+    #[serde(default)]
+    pub strategy: StrategyKind,
+    #[serde(default)]
+    pub direction: DirectionKind,
+    #[serde(default = "d_one")]
+    pub receives: u32,
+    #[serde(default = "d_one")]
+    pub sends: u32,
+    #[serde(default = "d_true")]
+    pub receive_first: bool,
+}
+
+impl Default for Transfer {
+    fn default() -> Self {
+        toml::from_str("").expect("every field has a default")
+    }
+}
+
+macro_rules! kinds {
+    ($name:ident { $($v:ident),+ } default $d:ident) => {
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $name {
+            #[default]
+            $d,
+            $($v),+
+        }
+    };
+}
+
+kinds!(Sender { Clean, Dirty, DirtyRemote } default Uncached);
+kinds!(Receiver { Clean, Dirty } default Uncached);
+kinds!(HandlerKind { Base, Optimized } default Chunked);
+kinds!(CoherenceKind { Global } default Local);
+kinds!(StrategyKind { Collect } default Pipelined);
+kinds!(DirectionKind { Bi } default Uni);
+
+impl Transfer {
+    pub fn config(&self, params: magic::MagicParams) -> protocols::transfer::Config {
+        use protocols::transfer::{
+            Config, Direction, ReceiverState, SenderState, Strategy, Version,
+        };
+        Config {
+            bytes: self.bytes,
+            sender: match self.sender {
+                Sender::Uncached => SenderState::Uncached,
+                Sender::Clean => SenderState::Clean,
+                Sender::Dirty => SenderState::Dirty,
+                Sender::DirtyRemote => SenderState::DirtyRemote,
+            },
+            receiver: match self.receiver {
+                Receiver::Uncached => ReceiverState::Uncached,
+                Receiver::Clean => ReceiverState::Clean,
+                Receiver::Dirty => ReceiverState::Dirty,
+            },
+            version: match self.handler {
+                HandlerKind::Base => Version::Base,
+                HandlerKind::Optimized => Version::Optimized,
+                HandlerKind::Chunked => Version::Chunked(self.chunk),
+            },
+            src_offset: self.src_offset,
+            dst_offset: self.dst_offset,
+            mode: match self.coherence {
+                CoherenceKind::Local => coherence::modes::Mode::Local,
+                CoherenceKind::Global => coherence::modes::Mode::Global,
+            },
+            strategy: match self.strategy {
+                StrategyKind::Pipelined => Strategy::Pipelined,
+                StrategyKind::Collect => Strategy::Collect,
+            },
+            direction: match self.direction {
+                DirectionKind::Uni => Direction::Uni,
+                DirectionKind::Bi => Direction::Bi,
+            },
+            receives: self.receives,
+            sends: self.sends,
+            receive_first: self.receive_first,
+            change: None,
+            params,
+        }
+    }
+}
+
+/// A scenario: the machine and one experiment.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub machine: Machine,
+    pub transfer: Option<Transfer>,
+}
+
+/// A scenario's file and its text, for errors that name the line.
+pub struct Source<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// The line (1-based) where `key` is set, if it is.
+    fn line_of(&self, key: &str) -> Option<usize> {
+        self.text
+            .lines()
+            .position(|l| {
+                let t = l.trim_start();
+                t.strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with('='))
+            })
+            .map(|i| i + 1)
+    }
+
+    /// An error about `key`: the file, its line and the key.
+    pub fn error(&self, key: &str, why: &str) -> String {
+        match self.line_of(key) {
+            Some(l) => format!("{}:{l}: {key}: {why}", self.path),
+            None => format!("{}: {key}: {why}", self.path),
+        }
+    }
+}
+
+/// Parse a scenario (the file's text after any sweep changes).
+pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
+    // Deserialize through the text so errors carry positions: the file's
+    // own text when nothing was changed, else the changed table's.
+    let changed = src.text.parse::<toml::Table>().ok().as_ref() != Some(&value);
+    let text = if changed {
+        toml::to_string(&value).map_err(|e| format!("{}: {e}", src.path))?
+    } else {
+        src.text.to_string()
+    };
+    let s: Scenario = toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', "; ");
+        // An unknown key: name it and its line.
+        if let Some(k) = msg
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+        {
+            return src.error(k, &msg);
+        }
+        // Else the line the error points at, and the key set on it.
+        match e.span().filter(|_| !changed) {
+            Some(sp) => {
+                let line = text[..sp.start].lines().count().max(1);
+                let l = text.lines().nth(line - 1).unwrap_or("");
+                match l.split_once('=') {
+                    Some((k, _)) => format!("{}:{line}: {}: {msg}", src.path, k.trim()),
+                    None => format!("{}:{line}: {msg}", src.path),
+                }
+            }
+            None => {
+                // A changed table: name the key the message names, if any.
+                let key = msg
+                    .split('`')
+                    .nth(1)
+                    .filter(|k| !k.contains(' ') && msg.starts_with("unknown field"));
+                match key {
+                    Some(k) => src.error(k, &msg),
+                    None => format!("{}: {msg}", src.path),
+                }
+            }
+        }
+    })?;
+    if s.transfer.is_none() {
+        return Err(format!(
+            "{}: no experiment: the scenario needs a [transfer] table",
+            src.path
+        ));
+    }
+    // Impossible values, named by their key.
+    let p = s.machine.params();
+    p.validate().map_err(|e| {
+        let key = e.split_whitespace().next().unwrap_or("machine");
+        src.error(key, &e)
+    })?;
+    if let Some(t) = &s.transfer {
+        t.config(p).validate().map_err(|e| {
+            let key = e
+                .split_whitespace()
+                .next()
+                .unwrap_or("transfer")
+                .trim_start_matches("--")
+                .replace('-', "_");
+            src.error(&key, &e)
+        })?;
+    }
+    Ok(s)
+}
+
+/// Read a scenario file's text into a table (syntax errors name the line).
+pub fn table(src: &Source<'_>) -> Result<toml::Table, String> {
+    src.text.parse::<toml::Table>().map_err(|e| {
+        let line = e.span().map(|s| src.text[..s.start].lines().count().max(1));
+        match line {
+            Some(l) => format!("{}:{l}: {}", src.path, e.message().replace('\n', "; ")),
+            None => format!("{}: {}", src.path, e.message().replace('\n', "; ")),
+        }
+    })
+}
+
+/// What one run measured: JSON for scripts and sweeps, text for people.
+pub struct Report {
+    pub json: serde_json::Value,
+    pub table: String,
+    /// The run succeeded but its check failed (wrong data).
+    pub failed: Option<String>,
+}
+
+/// Run a scenario.
+pub fn run(s: &Scenario) -> Result<Report, protocols::transfer::Failed> {
+    let p = s.machine.params();
+    let t = s.transfer.as_ref().expect("checked at parse");
+    let r = protocols::transfer::run(&t.config(p))?;
+    let failed = (!r.data_ok || r.incoherent.is_some())
+        .then(|| "the transfer left wrong data or incoherent caches".to_string());
+    Ok(Report {
+        json: r.json(),
+        table: r.to_string(),
+        failed,
+    })
+}

@@ -1,0 +1,163 @@
+//! Scenario files and sweeps through the program, as users run them.
+
+mod common;
+
+use std::process::Command;
+
+fn flashkit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_shipped_scenarios_run_and_their_outputs_are_reviewed() {
+    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        let rel = format!("examples/{name}.toml");
+        let (code, out, err) = flashkit(&["run", &rel]);
+        assert_eq!(code, 0, "{rel}: {err}");
+        common::insta_settings().bind(|| insta::assert_snapshot!(format!("scenario_{name}"), out));
+    }
+}
+
+#[test]
+fn the_transfer_commands_defaults_are_the_shipped_scenario() {
+    let (c1, a, _) = flashkit(&["run", "examples/transfer.toml", "--format", "json"]);
+    let (c2, b, _) = flashkit(&["transfer", "--format", "json"]);
+    assert_eq!((c1, c2), (0, 0));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn bad_scenarios_name_the_file_line_and_key() {
+    let dir = std::env::temp_dir().join(format!("flashkit-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (text, want) in [
+        (
+            "[transfer]\nbytes = 4096\nchunkz = 3\n",
+            ":3: chunkz: unknown field",
+        ),
+        ("[transfer]\nbytes = \"lots\"\n", ":2: bytes: invalid type"),
+        (
+            "[transfer]\nsender = \"warm\"\n",
+            ":2: sender: unknown variant",
+        ),
+        (
+            "[machine]\ndata_buffers = 0\n[transfer]\n",
+            ":2: data_buffers:",
+        ),
+        ("[transfer]\nchunk = 0\n", ":2: chunk:"),
+        ("[transfer\n", ":1: invalid table header"),
+        ("[machine]\n", "needs a [transfer] table"),
+    ] {
+        let f = dir.join("bad.toml");
+        std::fs::write(&f, text).unwrap();
+        let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+        assert_eq!(code, 2, "{text}");
+        assert!(out.is_empty());
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{text}: {err}");
+        assert!(err.contains("bad.toml"), "{err}");
+    }
+}
+
+fn sweep(extra: &[&str]) -> String {
+    let mut args = vec![
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2,3,4,5,6,7,8",
+        "--vary",
+        "transfer.sender=uncached,clean,dirty",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = flashkit(&args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+#[test]
+fn a_sweep_is_the_same_on_any_number_of_threads_and_in_shards() {
+    let one = sweep(&["--threads", "1"]);
+    let two = sweep(&["--threads", "2"]);
+    assert_eq!(one, two);
+    let lines: Vec<&str> = one.lines().collect();
+    assert_eq!(lines.len(), 1 + 24, "a header and 8 x 3 points");
+    assert!(lines[0].starts_with("point,machine."));
+    for col in [
+        "transfer.chunk",
+        "transfer.sender",
+        "result.total_cycles",
+        "result.limited_by",
+    ] {
+        assert!(lines[0].split(',').any(|c| c == col), "{col}");
+    }
+    // Two shards: the first has the header; together, ordered by point,
+    // they are the whole sweep.
+    let s0 = sweep(&["--shard", "0/2"]);
+    let s1 = sweep(&["--shard", "1/2"]);
+    let mut rows: Vec<&str> = s0.lines().skip(1).chain(s1.lines()).collect();
+    rows.sort_by_key(|r| r.split(',').next().unwrap().parse::<u32>().unwrap());
+    let merged = std::iter::once(s0.lines().next().unwrap())
+        .chain(rows)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    assert_eq!(merged, one);
+}
+
+#[test]
+fn bad_sweeps_say_what_is_wrong() {
+    for args in [
+        vec![
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk",
+        ],
+        vec!["sweep", "examples/transfer.toml", "--vary", "chunk=1,2"],
+        vec![
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=0,1",
+        ],
+        vec![
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1",
+            "--shard",
+            "2/2",
+        ],
+        vec![
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1",
+            "--threads",
+            "0",
+        ],
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
