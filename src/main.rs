@@ -28,6 +28,10 @@ enum Command {
     Run {
         /// The scenario file.
         file: String,
+        /// Write the measured run's timelines here (Chrome trace-event JSON,
+        /// for Perfetto or chrome://tracing).
+        #[arg(long)]
+        trace: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
@@ -154,6 +158,10 @@ enum Command {
         /// Post the receives after the send instead of before it.
         #[arg(long)]
         receive_late: bool,
+        /// Write the measured run's timelines here (Chrome trace-event JSON,
+        /// for Perfetto or chrome://tracing).
+        #[arg(long)]
+        trace: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
@@ -355,7 +363,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Run { file, format } => run_file(&file, format),
+        Command::Run {
+            file,
+            trace,
+            format,
+        } => run_file(&file, trace.as_deref(), format),
         Command::Sweep {
             file,
             vary,
@@ -439,6 +451,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             receives,
             sends,
             receive_late,
+            trace,
             format,
         } => {
             if handler != scenario::HandlerKind::Chunked && chunk != 4 {
@@ -467,7 +480,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let c = s.transfer.as_ref().expect("set").config(s.machine.params());
             c.validate().map_err(Failure::Usage)?;
-            report(scenario::run(&s), format)
+            report(
+                scenario::run_traced(&s, trace.is_some()),
+                trace.as_deref(),
+                format,
+            )
         }
         Command::FetchOp {
             remote_node,
@@ -698,16 +715,20 @@ fn suite(
 
 /// Print a scenario's report; a failed run's check makes the exit status 1.
 fn report(
-    r: Result<scenario::Report, protocols::transfer::Failed>,
+    r: Result<(scenario::Report, Option<serde_json::Value>), protocols::transfer::Failed>,
+    trace: Option<&str>,
     format: Format,
 ) -> Result<(), Failure> {
-    let r = r.map_err(|e| match e {
+    let (r, tr) = r.map_err(|e| match e {
         protocols::transfer::Failed::Input(s) => Failure::Usage(s),
         protocols::transfer::Failed::Stuck(s) => {
             eprintln!("error: {s}");
             Failure::Stuck
         }
     })?;
+    if let (Some(path), Some(tr)) = (trace, tr) {
+        std::fs::write(path, tr.to_string()).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    }
     match format {
         Format::Json => out!("{}", r.json),
         Format::Table => out_raw!("{}", r.table),
@@ -719,12 +740,12 @@ fn report(
     Ok(())
 }
 
-fn run_file(path: &str, format: Format) -> Result<(), Failure> {
+fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(Failure::Usage)?;
     let s = scenario::parse(&src, t).map_err(Failure::Usage)?;
-    report(scenario::run(&s), format)
+    report(scenario::run_traced(&s, trace.is_some()), trace, format)
 }
 
 fn fetch_op(target: u32, format: Format) -> Result<(), Failure> {

@@ -190,6 +190,7 @@ impl Transfer {
             sends: self.sends,
             receive_first: self.receive_first,
             change: None,
+            trace: false,
             params,
         }
     }
@@ -319,16 +320,30 @@ pub struct Report {
     pub failed: Option<String>,
 }
 
-/// Run a scenario.
+/// Run a scenario; with `trace`, the measured run's timelines come back
+/// as Chrome trace-event JSON too.
 pub fn run(s: &Scenario) -> Result<Report, protocols::transfer::Failed> {
+    run_traced(s, false).map(|x| x.0)
+}
+
+pub fn run_traced(
+    s: &Scenario,
+    trace: bool,
+) -> Result<(Report, Option<serde_json::Value>), protocols::transfer::Failed> {
     let p = s.machine.params();
     let t = s.transfer.as_ref().expect("checked at parse");
-    let r = protocols::transfer::run(&t.config(p))?;
+    let mut c = t.config(p);
+    c.trace = trace;
+    let r = protocols::transfer::run(&c)?;
+    let tr = trace.then(|| magic::trace::chrome_json(r.machine.nodes(), &r.machine.trace()));
     let failed = (!r.data_ok || r.incoherent.is_some())
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
-    Ok(Report {
-        json: r.json(),
-        table: r.to_string(),
-        failed,
-    })
+    Ok((
+        Report {
+            json: r.json(),
+            table: r.to_string(),
+            failed,
+        },
+        tr,
+    ))
 }

@@ -59,6 +59,31 @@ pub struct Cx<'a, S> {
 }
 
 impl<'a, S> Cx<'a, S> {
+    /// Record a unit's busy interval when the run is traced.
+    fn mark(&mut self, track: crate::trace::Track, name: &'static str, start: Cycles, end: Cycles) {
+        self.mark_msg(track, name, start, end, None);
+    }
+
+    fn mark_msg(
+        &mut self,
+        track: crate::trace::Track,
+        name: &'static str,
+        start: Cycles,
+        end: Cycles,
+        msg: Option<crate::ids::MsgType>,
+    ) {
+        if let Some(t) = self.hw.trace.as_mut() {
+            t.push(crate::trace::Slice {
+                node: self.node.0,
+                track,
+                name,
+                start,
+                end: end.max(start + Cycles(1)),
+                msg,
+            });
+        }
+    }
+
     /// This node.
     pub fn node(&self) -> NodeId {
         self.node
@@ -170,6 +195,7 @@ impl<'a, S> Cx<'a, S> {
         self.local(a)?;
         self.check_buf(b)?;
         let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+        self.mark(crate::trace::Track::Memory, "read", t.first, t.last);
         let bytes = self.hw.mem.line(a.line());
         let buf = self.hw.bufs.get_mut(b).expect("checked");
         buf.bytes = bytes;
@@ -231,6 +257,7 @@ impl<'a, S> Cx<'a, S> {
         let buf = self.hw.bufs.get(b).expect("checked");
         let (bytes, ready) = (buf.bytes, buf.ready);
         let t = self.hw.mem.write(self.now.max(ready));
+        self.mark(crate::trace::Track::Memory, "write", t.first, t.last);
         self.hw.mem.store_line(a.line(), &bytes);
         Ok(Ticket {
             first: t.first,
@@ -256,6 +283,8 @@ impl<'a, S> Cx<'a, S> {
             return Err(Refused::BadBuffer);
         }
         let (iv, data) = self.hw.pcache.intervene(self.now, self.params, a, next);
+        let from = iv.done.saturating_sub(self.params.pc_line).max(self.now);
+        self.mark(crate::trace::Track::PcacheIf, "intervention", from, iv.done);
         if let (Some(b), Some(bytes), Some(first)) = (b, data, iv.first_word_at) {
             let buf = self.hw.bufs.get_mut(b).expect("checked");
             buf.bytes = bytes;
@@ -374,6 +403,23 @@ impl<'a, S> Cx<'a, S> {
             );
             self.tally.outbox_stall += (d.accepted - self.now).0;
             self.last_wire = Some((d.start, d.end));
+            if d.start > d.accepted {
+                let m = Some(msg.mtype);
+                self.mark_msg(
+                    crate::trace::Track::Outbox,
+                    "waiting",
+                    d.accepted,
+                    d.start,
+                    m,
+                );
+            }
+            self.mark_msg(
+                crate::trace::Track::NetOut,
+                "packet",
+                d.start,
+                d.end,
+                Some(msg.mtype),
+            );
             self.now = d.accepted;
             // Cut through: the header is in once its bytes have crossed; the
             // data follows at the link's rate, the last byte `wire` after the first.

@@ -24,6 +24,7 @@ pub mod params;
 pub mod pcache;
 pub mod table;
 pub mod time;
+pub mod trace;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};

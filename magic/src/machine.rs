@@ -263,6 +263,8 @@ pub(crate) struct NodeHw {
     inbox_wait: u64,
     dirty: bool,
     wake_at: Option<Cycles>,
+    /// Busy intervals, when the run is traced.
+    pub trace: Option<Vec<crate::trace::Slice>>,
 }
 
 /// How the inbox dispatches one jump-table entry.
@@ -374,6 +376,7 @@ impl<S: NodeState> MagicBuilder<S> {
                 to_processor: Vec::new(),
                 drops: Drops::default(),
                 handler_stats: vec![HandlerStats::default(); self.handlers.len()],
+                trace: None,
                 pp_running: false,
                 pp_busy: 0,
                 dispatched: 0,
@@ -790,6 +793,28 @@ impl<S: NodeState> Magic<S> {
             f(&mut cx, &msg);
             // A handler occupies the PP at least one cycle.
             let end = cx.now.max(start + Cycles(1));
+            if let Some(tr) = cx.hw.trace.as_mut() {
+                use crate::trace::{Slice, Track};
+                let name = self.handlers[route.handler.0 as usize].name;
+                if start > queued.at {
+                    tr.push(Slice {
+                        node: n,
+                        track: Track::Inbox,
+                        name,
+                        start: queued.at,
+                        end: start,
+                        msg: Some(msg.mtype),
+                    });
+                }
+                tr.push(Slice {
+                    node: n,
+                    track: Track::Pp,
+                    name,
+                    start,
+                    end,
+                    msg: Some(msg.mtype),
+                });
+            }
             let (tally, left, spec_left) = (cx.tally, cx.msg_buf, cx.spec);
             // Buffers the handler neither sent nor kept go back to the pool.
             for b in left.into_iter().chain(spec_left.map(|s| s.0)) {
@@ -873,6 +898,26 @@ impl<S: NodeState> Magic<S> {
                     + hw.net_delivered
             })
             .sum()
+    }
+
+    /// Record every handler invocation and unit busy period from now on.
+    pub fn trace_on(&mut self) {
+        for hw in &mut self.hw {
+            hw.trace = Some(Vec::new());
+        }
+    }
+
+    /// What was recorded since `trace_on`, in time order.
+    pub fn trace(&self) -> Vec<crate::trace::Slice> {
+        let mut v: Vec<_> = self
+            .hw
+            .iter()
+            .filter_map(|h| h.trace.as_ref())
+            .flatten()
+            .copied()
+            .collect();
+        v.sort_by_key(|s| (s.start, s.node, s.track as u8));
+        v
     }
 
     /// The occupancy ledger of the run so far.

@@ -98,6 +98,8 @@ pub struct Config {
     pub receive_first: bool,
     /// A page moved during the transfer (one direction only).
     pub change: Option<PageChange>,
+    /// Record the measured pass's timelines (`Magic::trace`).
+    pub trace: bool,
     pub params: MagicParams,
 }
 
@@ -117,6 +119,7 @@ impl Default for Config {
             sends: 1,
             receive_first: true,
             change: None,
+            trace: false,
             params: MagicParams::default(),
         }
     }
@@ -497,6 +500,9 @@ pub fn run(c: &Config) -> Result<Outcome, Failed> {
     // Two passes: the first warms MAGIC's caches (as a benchmark loop
     // would), the second is measured.
     for pass in 0..2 {
+        if pass == 1 && c.trace {
+            m.trace_on();
+        }
         for &s in &senders {
             place_send(&mut m, c, &src(s))?;
             place_receive(&mut m, c, &dst(NodeId(1 - s.0)))?;

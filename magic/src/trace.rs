@@ -1,0 +1,97 @@
+//! Timelines of a run, for people to look at: every handler invocation and
+//! every busy period of a unit, per node, written as Chrome trace-event
+//! JSON (Perfetto and chrome://tracing open it). Recording is off unless
+//! asked for, and costs nothing then.
+
+use crate::ids::MsgType;
+use crate::time::{Cycles, TICKS_PER_SYSTEM_CYCLE, TICKS_PER_US};
+use serde::Serialize;
+
+/// The tracks of a node, in display order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Track {
+    Inbox = 0,
+    Pp = 1,
+    Outbox = 2,
+    Memory = 3,
+    PcacheIf = 4,
+    NetOut = 5,
+}
+
+impl Track {
+    pub const ALL: [Track; 6] = [
+        Track::Inbox,
+        Track::Pp,
+        Track::Outbox,
+        Track::Memory,
+        Track::PcacheIf,
+        Track::NetOut,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Track::Inbox => "inbox",
+            Track::Pp => "PP",
+            Track::Outbox => "outbox",
+            Track::Memory => "memory",
+            Track::PcacheIf => "processor-cache interface",
+            Track::NetOut => "network out",
+        }
+    }
+}
+
+/// One busy interval on a track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub node: u32,
+    pub track: Track,
+    pub name: &'static str,
+    pub start: Cycles,
+    pub end: Cycles,
+    /// The message that caused it, if one did.
+    pub msg: Option<MsgType>,
+}
+
+fn us(c: Cycles) -> f64 {
+    (c.0 * TICKS_PER_SYSTEM_CYCLE) as f64 / TICKS_PER_US as f64
+}
+
+/// Chrome trace-event JSON for `slices` of a machine of `nodes` nodes:
+/// one process per node, one thread per track, complete ("X") events in
+/// microseconds of simulated time.
+pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
+    let mut ev = Vec::with_capacity(slices.len() + 8 * nodes as usize);
+    for n in 0..nodes {
+        ev.push(serde_json::json!({
+            "ph": "M", "name": "process_name", "pid": n, "tid": 0,
+            "args": {"name": format!("node {n}")}
+        }));
+        for t in Track::ALL {
+            ev.push(serde_json::json!({
+                "ph": "M", "name": "thread_name", "pid": n, "tid": t as u32,
+                "args": {"name": t.name()}
+            }));
+            ev.push(serde_json::json!({
+                "ph": "M", "name": "thread_sort_index", "pid": n, "tid": t as u32,
+                "args": {"sort_index": t as u32}
+            }));
+        }
+    }
+    for s in slices {
+        let mut args = serde_json::json!({ "cycles": (s.end.0 - s.start.0) });
+        if let Some(m) = s.msg {
+            args["message"] = serde_json::json!(m.0);
+        }
+        ev.push(serde_json::json!({
+            "ph": "X",
+            "name": s.name,
+            "cat": s.track.name(),
+            "pid": s.node,
+            "tid": s.track as u32,
+            "ts": us(s.start),
+            "dur": us(Cycles(s.end.0 - s.start.0)),
+            "args": args,
+        }));
+    }
+    serde_json::json!({ "traceEvents": ev, "displayTimeUnit": "ns" })
+}

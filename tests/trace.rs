@@ -1,0 +1,84 @@
+//! `--trace` writes Chrome trace-event JSON: checked against the format's
+//! rules and against what the model must show.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+#[test]
+fn a_transfer_trace_follows_the_trace_event_format() {
+    let path = std::env::temp_dir().join(format!("flashkit-trace-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(["transfer", "--sender", "dirty", "--trace"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().expect("a traceEvents array");
+    let mut names: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    let mut processes = 0;
+    let mut pp: BTreeMap<u64, Vec<(f64, f64, String)>> = BTreeMap::new();
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        let pid = e["pid"].as_u64().expect("pid");
+        let tid = e["tid"].as_u64().expect("tid");
+        match ph {
+            "M" => match e["name"].as_str().unwrap() {
+                "process_name" => {
+                    processes += 1;
+                    assert!(e["args"]["name"].is_string());
+                }
+                "thread_name" => {
+                    names.insert((pid, tid), e["args"]["name"].as_str().unwrap().into());
+                }
+                "thread_sort_index" => assert!(e["args"]["sort_index"].is_u64()),
+                other => panic!("unexpected metadata {other}"),
+            },
+            "X" => {
+                let ts = e["ts"].as_f64().expect("ts in microseconds");
+                let dur = e["dur"].as_f64().expect("dur");
+                assert!(ts >= 0.0 && dur > 0.0, "{e}");
+                assert!(e["name"].is_string() && e["cat"].is_string());
+                assert!(e["args"]["cycles"].as_u64().unwrap() > 0);
+                if tid == 1 {
+                    pp.entry(pid).or_default().push((
+                        ts,
+                        ts + dur,
+                        e["name"].as_str().unwrap().into(),
+                    ));
+                }
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert_eq!(processes, 2, "one process per node");
+    for track in [
+        "inbox",
+        "PP",
+        "outbox",
+        "memory",
+        "processor-cache interface",
+        "network out",
+    ] {
+        assert!(names.values().any(|n| n == track), "{track}");
+    }
+    // The sender's PP runs the transfer handler; a PP runs one handler at a time.
+    assert!(pp[&0].iter().any(|s| s.2 == "xfer-send"));
+    assert!(pp[&1].iter().any(|s| s.2 == "xfer-component"));
+    for slices in pp.values_mut() {
+        slices.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+        for w in slices.windows(2) {
+            assert!(w[0].1 <= w[1].0 + 1e-9, "{:?} overlaps {:?}", w[0], w[1]);
+        }
+    }
+    // The dirty lines' interventions show on the processor-cache track.
+    assert!(events
+        .iter()
+        .any(|e| e["cat"] == "processor-cache interface" && e["pid"] == 0));
+    let _ = std::fs::remove_file(&path);
+}
