@@ -35,7 +35,8 @@ pub mod sender;
 
 pub use conn::{ConnCpu, ConnEvent, ConnOp, XferCosts};
 pub use run::{
-    run, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState, Side, Startup,
+    run, run_with, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState,
+    Side, Startup,
 };
 pub use sender::{tasks, Breakdown, Task, Version};
 

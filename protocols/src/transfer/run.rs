@@ -450,6 +450,18 @@ impl From<String> for Failed {
 
 /// Run one experiment.
 pub fn run(c: &Config) -> Result<Outcome, Failed> {
+    run_with(c, |_| {}, |_, _| Ok(()))
+}
+
+/// Run one experiment with other traffic beside the transfer: `extra`
+/// registers more handlers in the jump table; `alongside` may post
+/// messages when the measured transfer starts (at the cycle it is given).
+pub fn run_with(
+    c: &Config,
+    extra: impl FnOnce(&mut MagicBuilder<XferNode>),
+    alongside: impl FnOnce(&mut Magic<XferNode>, Cycles) -> Result<(), String>,
+) -> Result<Outcome, Failed> {
+    let mut alongside = Some(alongside);
     c.validate()?;
     let nodes = if c.sender == SenderState::DirtyRemote {
         3
@@ -458,6 +470,7 @@ pub fn run(c: &Config) -> Result<Outcome, Failed> {
     };
     let mut b = MagicBuilder::new(c.params.clone(), nodes);
     install(&mut b);
+    extra(&mut b);
     let xp = XferParams {
         version: c.version,
         mode: c.mode,
@@ -541,12 +554,18 @@ pub fn run(c: &Config) -> Result<Outcome, Failed> {
             }
             if pass == 1 {
                 schedule_change(&mut m, c, at)?;
+                if let Some(f) = alongside.take() {
+                    f(&mut m, at)?;
+                }
             }
         } else {
             m.reset_counters();
             if pass == 1 {
                 let at = m.now() + Cycles(1);
                 schedule_change(&mut m, c, at)?;
+                if let Some(f) = alongside.take() {
+                    f(&mut m, at)?;
+                }
             }
         }
         let rep = m.run();
