@@ -1,5 +1,6 @@
 //! The `flashkit` command-line program.
 
+mod plot;
 mod scenario;
 mod sweep;
 
@@ -21,6 +22,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Draw a plot (SVG or PNG, by the output's extension): computed from
+    /// the model, or from a sweep's CSV.
+    ///
+    /// Example: flashkit plot chunk --out chunk.svg
+    Plot {
+        /// per-line: time per line against lines sent; bandwidth: by handler
+        /// and cache state; chunk: sender time against chunk factor; logp:
+        /// the platforms side by side; csv: from --csv FILE.
+        #[arg(value_enum)]
+        kind: PlotKind,
+        /// The image to write (.svg or .png).
+        #[arg(long)]
+        out: String,
+        /// For `csv`: the sweep's CSV, and its columns to plot.
+        #[arg(long)]
+        csv: Option<String>,
+        #[arg(long)]
+        x: Option<String>,
+        #[arg(long)]
+        y: Option<String>,
+        /// For `csv`: one line per value of this column.
+        #[arg(long)]
+        series: Option<String>,
+    },
     /// Run a scenario file (TOML): the machine's parameters and one
     /// experiment. The files in examples/ are the commands' defaults.
     ///
@@ -244,6 +269,15 @@ fn parse_offset(s: &str) -> Result<u64, String> {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PlotKind {
+    PerLine,
+    Bandwidth,
+    Chunk,
+    Logp,
+    Csv,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SweepFormat {
     Csv,
     Json,
@@ -368,6 +402,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             trace,
             format,
         } => run_file(&file, trace.as_deref(), format),
+        Command::Plot {
+            kind,
+            out,
+            csv,
+            x,
+            y,
+            series,
+        } => {
+            let chart = match kind {
+                PlotKind::PerLine => plot::per_line(),
+                PlotKind::Bandwidth => plot::bandwidth(),
+                PlotKind::Chunk => plot::chunk(),
+                PlotKind::Logp => plot::logp(),
+                PlotKind::Csv => {
+                    let (Some(f), Some(x), Some(y)) = (csv, x, y) else {
+                        return Err(Failure::Usage(
+                            "plot csv needs --csv FILE --x COLUMN --y COLUMN".into(),
+                        ));
+                    };
+                    let text = std::fs::read_to_string(&f)
+                        .map_err(|e| Failure::Usage(format!("{f}: {e}")))?;
+                    plot::from_csv(&text, &x, &y, series.as_deref())
+                        .map_err(|e| format!("{f}: {e}"))
+                }
+            }
+            .map_err(Failure::Usage)?;
+            plot::write(&chart, &out).map_err(Failure::Usage)
+        }
         Command::Sweep {
             file,
             vary,

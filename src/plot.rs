@@ -1,0 +1,375 @@
+//! Plots (plotters), as SVG or PNG. Labels are laid out with a TrueType
+//! font found on the machine (DejaVu or Liberation Sans, or `FLASHKIT_FONT`).
+//! Each plot is computed from the model, or drawn from a sweep's CSV.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use protocols::transfer::{self, Config, SenderState, Version};
+
+/// One named series of (x, y) points.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// A reference line drawn dashed (a bound, not a measurement).
+    pub bound: bool,
+}
+
+pub struct Chart {
+    pub title: String,
+    pub x: String,
+    pub y: String,
+    pub log_x: bool,
+    /// Labels on the x axis (a categorical axis wants one per category).
+    pub x_labels: usize,
+    pub series: Vec<Series>,
+}
+
+const FONTS: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// Register a font for bitmap text, once.
+fn font() -> Result<(), String> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let path = std::env::var("FLASHKIT_FONT")
+            .ok()
+            .into_iter()
+            .chain(FONTS.iter().map(|s| s.to_string()))
+            .find(|p| std::path::Path::new(p).exists())
+            .ok_or("plots need a TrueType font to lay out their labels (install fonts-dejavu, or set FLASHKIT_FONT to a .ttf file)")?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{path}: not a usable TrueType font"))
+    })
+    .clone()
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+fn draw<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return Err("nothing to plot".into());
+    }
+    if x0 == x1 {
+        x1 = x0 + 1.0;
+    }
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.35 };
+    let mut b = ChartBuilder::on(&area);
+    b.caption(&c.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64);
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(c.x.as_str())
+                .y_desc(c.y.as_str())
+                .x_labels(c.x_labels)
+                .y_labels(8)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
+                .label_style(("sans-serif", 14))
+                .axis_desc_style(("sans-serif", 16))
+                .draw()
+                .map_err(e)?;
+            for (i, s) in c.series.iter().enumerate() {
+                let color = if s.bound {
+                    RGBColor(120, 120, 120)
+                } else {
+                    COLORS[i % COLORS.len()]
+                };
+                let style = if s.bound {
+                    color.stroke_width(2)
+                } else {
+                    color.stroke_width(3)
+                };
+                chart
+                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    .map_err(e)?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+                    });
+                if !s.bound {
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                        .map_err(e)?;
+                }
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 14))
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(e)?;
+        }};
+    }
+    if c.log_x {
+        body!(b
+            .build_cartesian_2d((x0..x1).log_scale(), 0.0..y1)
+            .map_err(e)?);
+    } else {
+        body!(b.build_cartesian_2d(x0..x1, 0.0..y1).map_err(e)?);
+    }
+    area.present().map_err(e)
+}
+
+/// Write the chart to `path` (.svg or .png).
+pub fn write(c: &Chart, path: &str) -> Result<(), String> {
+    let size = (960, 600);
+    if path.ends_with(".svg") {
+        font()?;
+        draw(SVGBackend::new(path, size).into_drawing_area(), c)
+    } else if path.ends_with(".png") {
+        font()?;
+        draw(BitMapBackend::new(path, size).into_drawing_area(), c)
+    } else {
+        Err(format!("{path}: write .svg or .png"))
+    }
+    .map_err(|e| format!("{path}: {e}"))
+}
+
+fn run(c: &Config) -> Result<transfer::Outcome, String> {
+    transfer::run(c).map_err(|e| e.to_string())
+}
+
+/// Time per line against lines sent: the whole per line, and the fixed
+/// start-up amortized over the lines, apart.
+pub fn per_line() -> Result<Chart, String> {
+    let mut total = Vec::new();
+    let mut fixed = Vec::new();
+    let mut rate = Vec::new();
+    for lines in [1u64, 2, 4, 8, 16, 32, 64, 128, 256] {
+        let o = run(&Config {
+            bytes: lines * 128,
+            ..Config::default()
+        })?;
+        let n = lines as f64;
+        total.push((n, o.total.0 as f64 / n));
+        fixed.push((n, o.startup.total as f64 / n));
+        rate.push((n, o.per_line));
+    }
+    Ok(Chart {
+        title: "Transfer time per line (uncached, C4)".into(),
+        x: "lines sent".into(),
+        y: "cycles per line (10 ns)".into(),
+        log_x: true,
+        x_labels: 10,
+        series: vec![
+            Series {
+                name: "total per line".into(),
+                points: total,
+                bound: false,
+            },
+            Series {
+                name: "start-up, amortized".into(),
+                points: fixed,
+                bound: false,
+            },
+            Series {
+                name: "transfer phase per line".into(),
+                points: rate,
+                bound: false,
+            },
+        ],
+    })
+}
+
+/// Achieved bandwidth for each handler version and send-buffer state, with
+/// the network's bound.
+pub fn bandwidth() -> Result<Chart, String> {
+    let sizes = [512u64, 1024, 2048, 4096, 8192, 16384, 32768];
+    let mut series = Vec::new();
+    for (v, vn) in [
+        (Version::Base, "B"),
+        (Version::Optimized, "O"),
+        (Version::Chunked(4), "C4"),
+    ] {
+        for (s, sn) in [
+            (SenderState::Uncached, "uncached"),
+            (SenderState::Dirty, "dirty"),
+        ] {
+            let mut pts = Vec::new();
+            for &b in &sizes {
+                let o = run(&Config {
+                    bytes: b,
+                    version: v,
+                    sender: s,
+                    ..Config::default()
+                })?;
+                pts.push((b as f64, o.bandwidth_mb_s()));
+            }
+            series.push(Series {
+                name: format!("{vn}, {sn}"),
+                points: pts,
+                bound: false,
+            });
+        }
+    }
+    // 128 bytes of data per 40-cycle packet.
+    let net = 128.0 / (40.0 * 0.01);
+    series.push(Series {
+        name: "network bound".into(),
+        points: sizes.iter().map(|&b| (b as f64, net)).collect(),
+        bound: true,
+    });
+    Ok(Chart {
+        title: "Achieved bandwidth by handler and send-buffer state".into(),
+        x: "bytes sent".into(),
+        y: "MB/s".into(),
+        log_x: true,
+        x_labels: 10,
+        series,
+    })
+}
+
+/// Sender time per line against the chunk factor, dirty lines, aligned and
+/// unaligned.
+pub fn chunk() -> Result<Chart, String> {
+    let mut series = Vec::new();
+    for (off, name) in [(0u64, "aligned"), (16, "16 bytes off"), (3, "3 bytes off")] {
+        let mut pts = Vec::new();
+        for k in 1..=16u32 {
+            let o = run(&Config {
+                sender: SenderState::Dirty,
+                version: Version::Chunked(k),
+                src_offset: off,
+                ..Config::default()
+            })?;
+            pts.push((k as f64, o.sender_occupancy_per_line));
+        }
+        series.push(Series {
+            name: format!("dirty, {name}"),
+            points: pts,
+            bound: false,
+        });
+    }
+    series.push(Series {
+        name: "processor-cache access (43)".into(),
+        points: vec![(1.0, 43.0), (16.0, 43.0)],
+        bound: true,
+    });
+    Ok(Chart {
+        title: "Sender occupancy per line against chunk factor (4 KB)".into(),
+        x: "chunk factor (lines per invocation)".into(),
+        y: "sender cycles per line".into(),
+        log_x: false,
+        x_labels: 16,
+        series,
+    })
+}
+
+/// LogP parameters and bulk bandwidth across the platforms.
+pub fn logp() -> Result<Chart, String> {
+    use protocols::am::{cm5, flash, sp, suite, Platform};
+    let ps: Vec<Box<dyn Platform>> = vec![
+        Box::new(cm5::Cm5::new(16, cm5::Layer::Cmam)),
+        Box::new(sp::Sp::new(16)),
+        Box::new(flash::Flash::new(16)),
+    ];
+    let mut series = Vec::new();
+    for p in ps {
+        let l = suite::logp(p.as_ref())?;
+        // One line per platform across the parameters (x = parameter index).
+        let vals = [
+            l.send_overhead_us,
+            l.recv_overhead_us,
+            l.round_trip_us / 2.0,
+            l.bulk.startup_us,
+        ];
+        series.push(Series {
+            name: format!("{} ({:.0} MB/s bulk)", l.platform, l.bulk.bandwidth_mb_s),
+            points: vals
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| ((i + 1) as f64, v))
+                .collect(),
+            bound: false,
+        });
+    }
+    Ok(Chart {
+        title: "LogP across platforms: 1 send o, 2 receive o, 3 half round trip, 4 bulk start-up"
+            .into(),
+        x: "parameter (1 to 4)".into(),
+        y: "microseconds".into(),
+        log_x: false,
+        x_labels: 4,
+        series,
+    })
+}
+
+/// A chart from a sweep's CSV: `y` against `x`, one series per value of
+/// `series` (if given).
+pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().ok_or("the CSV is empty")?.split(',').collect();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("no column '{name}' (columns: {})", head.join(", ")))
+    };
+    let (xi, yi) = (col(x)?, col(y)?);
+    let si = series.map(col).transpose()?;
+    let mut by: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for (n, l) in lines.enumerate() {
+        let cells: Vec<&str> = l.split(',').collect();
+        let num = |i: usize, name: &str| {
+            cells
+                .get(i)
+                .and_then(|c| c.parse::<f64>().ok())
+                .ok_or_else(|| format!("row {}: '{name}' is not a number", n + 2))
+        };
+        let key = si.map_or(String::new(), |i| cells.get(i).unwrap_or(&"").to_string());
+        by.entry(key).or_default().push((num(xi, x)?, num(yi, y)?));
+    }
+    Ok(Chart {
+        title: format!("{y} against {x}"),
+        x: x.into(),
+        y: y.into(),
+        log_x: false,
+        x_labels: 10,
+        series: by
+            .into_iter()
+            .map(|(k, mut p)| {
+                p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    name: if k.is_empty() {
+                        y.to_string()
+                    } else {
+                        format!("{} = {k}", series.unwrap_or(""))
+                    },
+                    points: p,
+                    bound: false,
+                }
+            })
+            .collect(),
+    })
+}
