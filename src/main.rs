@@ -90,7 +90,7 @@ enum Command {
     /// Example: flashkit costs --protocol indefinite --words 1024 --packet-words 16 --format json
     Costs {
         #[arg(long, value_enum)]
-        protocol: ProtocolArg,
+        protocol: scenario::CostProtocol,
         /// Words in the message.
         #[arg(long, default_value_t = 4)]
         words: u64,
@@ -98,8 +98,8 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         packet_words: u64,
         /// cm5: unordered, unreliable; ordered: ordered, reliable, deadlock-free.
-        #[arg(long, value_enum, default_value_t = NetworkArg::Cm5)]
-        network: NetworkArg,
+        #[arg(long, value_enum, default_value_t = scenario::CostNetwork::Cm5)]
+        network: scenario::CostNetwork,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
@@ -109,7 +109,7 @@ enum Command {
     /// Example: flashkit logp --platform cm5 --format json
     Logp {
         #[arg(long, value_enum)]
-        platform: PlatformArg,
+        platform: scenario::PlatformKind,
         /// Print the parameters as another simulator's input instead.
         #[arg(long, value_enum)]
         export: Option<ExportArg>,
@@ -124,7 +124,7 @@ enum Command {
     /// Example: flashkit suite --platform cm5 --benchmark round-trip
     Suite {
         #[arg(long, value_enum)]
-        platform: PlatformArg,
+        platform: scenario::PlatformKind,
         /// One of: one-to-one, one-to-two, two-to-one, round-trip, ring,
         /// poll, operations, interrupt (CMAML).
         #[arg(long)]
@@ -215,7 +215,7 @@ enum Command {
         /// local-clean: homed here, uncached; remote-clean: homed at node 1,
         /// uncached; remote-dirty: homed at node 1, dirty in a third node's cache.
         #[arg(long, value_enum)]
-        case: CaseArg,
+        case: scenario::MissCase,
         /// Nodes in the machine (3 or more).
         #[arg(long, default_value_t = 3)]
         nodes: u32,
@@ -290,38 +290,6 @@ enum ExportArg {
     /// SimGrid SMPI configuration (smpi/os, smpi/or, smpi/ois; link latency
     /// and bandwidth).
     Simgrid,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ProtocolArg {
-    Single,
-    Finite,
-    Indefinite,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum NetworkArg {
-    Cm5,
-    Ordered,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PlatformArg {
-    /// CMAM 2.7 on the CM-5.
-    Cm5,
-    /// CMAML (CMMD 3.1) on the CM-5.
-    Cm5Cmaml,
-    /// SP AM on the IBM SP (TB2 adapter).
-    Sp,
-    /// Active Messages on MAGIC (FLASH).
-    Flash,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum CaseArg {
-    LocalClean,
-    RemoteClean,
-    RemoteDirty,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -460,32 +428,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             network,
             format,
         } => {
-            use protocols::am::costs::{self, Network, Protocol};
-            if words > 1 << 20 {
-                return Err(Failure::Usage(format!(
-                    "--words must be at most {} (got {words})",
-                    1 << 20
-                )));
-            }
-            let c = costs::run(
-                match protocol {
-                    ProtocolArg::Single => Protocol::Single,
-                    ProtocolArg::Finite => Protocol::Finite,
-                    ProtocolArg::Indefinite => Protocol::Indefinite,
-                },
+            let c = scenario::Costs {
+                protocol,
                 words,
                 packet_words,
-                match network {
-                    NetworkArg::Cm5 => Network::Cm5,
-                    NetworkArg::Ordered => Network::Ordered,
-                },
+                network,
+            };
+            report(
+                scenario::costs(&c).map(|r| (r, None)).map_err(input),
+                None,
+                format,
             )
-            .map_err(Failure::Usage)?;
-            match format {
-                Format::Json => out!("{}", serde_json::to_string(&c).expect("plain data")),
-                Format::Table => out_raw!("{c}"),
-            }
-            Ok(())
         }
         Command::Logp {
             platform,
@@ -537,8 +490,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 receive_first: !receive_late,
             };
             let s = scenario::Scenario {
-                machine: scenario::Machine::default(),
                 transfer: Some(t),
+                ..Default::default()
             };
             let c = s.transfer.as_ref().expect("set").config(s.machine.params());
             c.validate().map_err(Failure::Usage)?;
@@ -551,7 +504,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::FetchOp {
             remote_node,
             format,
-        } => fetch_op(remote_node, format),
+        } => {
+            let f = scenario::FetchOp { remote_node };
+            let p = magic::MagicParams::default();
+            report(
+                scenario::fetch_op(&f, p).map(|r| (r, None)).map_err(input),
+                None,
+                format,
+            )
+        }
         Command::Remap { technique, format } => remap(technique, format),
         Command::Miss {
             case,
@@ -559,15 +520,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
             offset,
             owner,
             format,
-        } => miss(
-            case,
-            coherence::miss::Setup {
+        } => {
+            let m = scenario::Miss {
+                case,
                 nodes,
                 offset,
                 owner,
-            },
-            format,
-        ),
+            };
+            let p = magic::MagicParams::default();
+            report(
+                scenario::miss(&m, p).map(|r| (r, None)).map_err(input),
+                None,
+                format,
+            )
+        }
         Command::Pipeline {
             nodes,
             msgs,
@@ -631,68 +597,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn miss(case: CaseArg, setup: coherence::miss::Setup, format: Format) -> Result<(), Failure> {
-    use coherence::miss::{self, Case};
-    let case = match case {
-        CaseArg::LocalClean => Case::LocalClean,
-        CaseArg::RemoteClean => Case::RemoteClean,
-        CaseArg::RemoteDirty => Case::RemoteDirty,
-    };
-    let r = miss::run_with(
-        case,
-        setup,
-        magic::MagicParams::default(),
-        coherence::CohParams::default(),
-    )
-    .map_err(Failure::Usage)?;
-    let ledger = r.machine.ledger();
-    match format {
-        Format::Json => {
-            let v = serde_json::json!({
-                "case": case.name(),
-                "latency_cycles": r.latency.0,
-                "occupancy": ledger.handlers,
-            });
-            out!("{v}");
-        }
-        Format::Table => {
-            out!(
-                "{}: {} cycles ({:.2} us)\n",
-                case.name(),
-                r.latency,
-                r.latency.as_us()
-            );
-            out_raw!("{}", ledger.render());
-        }
-    }
-    Ok(())
-}
-
-fn platform(p: PlatformArg, nodes: u32) -> Result<Box<dyn protocols::am::Platform>, Failure> {
-    use protocols::am::cm5::{Cm5, Layer};
-    if !(3..=1024).contains(&nodes) {
-        return Err(Failure::Usage(format!(
-            "--nodes must be from 3 to 1024 (got {nodes})"
-        )));
-    }
-    Ok(match p {
-        PlatformArg::Cm5 => Box::new(Cm5::new(nodes, Layer::Cmam)),
-        PlatformArg::Cm5Cmaml => Box::new(Cm5::new(nodes, Layer::Cmaml)),
-        PlatformArg::Sp => Box::new(protocols::am::sp::Sp::new(nodes)),
-        PlatformArg::Flash => Box::new(protocols::am::flash::Flash::new(nodes)),
-    })
-}
-
 fn logp(
-    p: PlatformArg,
+    p: scenario::PlatformKind,
     export: Option<ExportArg>,
     nodes: u32,
     format: Format,
 ) -> Result<(), Failure> {
-    let plat = platform(p, nodes)?;
-    let l = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Usage)?;
+    let l = scenario::Logp { platform: p, nodes };
     if let Some(e) = export {
-        let x = protocols::am::export::Params::from(&l);
+        let f = scenario::logp_figures(&l).map_err(Failure::Usage)?;
+        let x = protocols::am::export::Params::from(&f);
         out!(
             "{}",
             match e {
@@ -702,54 +616,34 @@ fn logp(
         );
         return Ok(());
     }
-    match format {
-        Format::Json => out!("{}", serde_json::to_string(&l).expect("plain data")),
-        Format::Table => {
-            out!("platform {} ({} nodes)", l.platform, nodes);
-            for (k, v) in [
-                ("send overhead (one-to-two)", l.send_overhead_us),
-                ("reply overhead (one-to-two)", l.reply_overhead_us),
-                ("receive overhead (two-to-one)", l.recv_overhead_us),
-                ("empty poll", l.poll_empty_us),
-                ("poll taking one message", l.poll_one_us),
-                ("round trip, node 0 to 1", l.round_trip_us),
-                ("ring, per message", l.ring_us),
-                ("bulk start-up", l.bulk.startup_us),
-            ] {
-                out!("  {k:<32} {v:>8.2} us");
-            }
-            out!(
-                "  {:<32} {:>8.1} MB/s",
-                "bulk bandwidth",
-                l.bulk.bandwidth_mb_s
-            );
-            out!("  {:<32} {:>8.0} bytes", "bulk n1/2", l.bulk.n_half_bytes);
-        }
-    }
-    Ok(())
+    report(
+        scenario::logp(&l).map(|r| (r, None)).map_err(input),
+        None,
+        format,
+    )
 }
 
 fn suite(
-    p: PlatformArg,
+    p: scenario::PlatformKind,
     benchmark: Option<String>,
     nodes: u32,
     format: Format,
 ) -> Result<(), Failure> {
     use protocols::am::cm5::{Cm5, Layer, Reception};
     use protocols::am::suite;
-    let plat = platform(p, nodes)?;
+    let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
     let names: Vec<String> = match benchmark {
         Some(b) => vec![b],
         None => suite::BENCHMARKS
             .iter()
             .map(|s| s.to_string())
-            .chain((p == PlatformArg::Cm5Cmaml).then(|| "interrupt".to_string()))
+            .chain((p == scenario::PlatformKind::Cm5Cmaml).then(|| "interrupt".to_string()))
             .collect(),
     };
     let mut tables = Vec::new();
     for n in names {
         let t = if n == "interrupt" {
-            if p != PlatformArg::Cm5Cmaml {
+            if p != scenario::PlatformKind::Cm5Cmaml {
                 return Err(Failure::Usage(
                     "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
                 ));
@@ -773,6 +667,10 @@ fn suite(
         }
     }
     Ok(())
+}
+
+fn input(e: String) -> protocols::transfer::Failed {
+    protocols::transfer::Failed::Input(e)
 }
 
 /// Print a scenario's report; a failed run's check makes the exit status 1.
@@ -808,35 +706,6 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let t = scenario::table(&src).map_err(Failure::Usage)?;
     let s = scenario::parse(&src, t).map_err(Failure::Usage)?;
     report(scenario::run_traced(&s, trace.is_some()), trace, format)
-}
-
-fn fetch_op(target: u32, format: Format) -> Result<(), Failure> {
-    if target > 255 {
-        return Err(Failure::Usage(format!(
-            "--remote-node must be at most 255 (got {target})"
-        )));
-    }
-    let r = protocols::user::experiments::fetch_op(target, magic::MagicParams::default())
-        .map_err(Failure::Usage)?;
-    let ledger = r.machine.ledger();
-    match format {
-        Format::Json => {
-            let v = serde_json::json!({
-                "latency_cycles": r.latency.0,
-                "startup_cycles": r.startup.0,
-                "occupancy": ledger.handlers,
-            });
-            out!("{v}");
-        }
-        Format::Table => {
-            out!(
-                "fetch-and-add at node {target}: old value {}, new {}\nstart-up  {} cycles\nlatency   {} cycles\n",
-                r.old, r.new, r.startup, r.latency
-            );
-            out_raw!("{}", ledger.render());
-        }
-    }
-    Ok(())
 }
 
 fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {

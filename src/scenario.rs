@@ -196,13 +196,100 @@ impl Transfer {
     }
 }
 
-/// A scenario: the machine and one experiment.
+kinds!(MissCase { LocalClean, RemoteDirty } default RemoteClean);
+kinds!(CostProtocol { Finite, Indefinite } default Single);
+kinds!(CostNetwork { Ordered } default Cm5);
+kinds!(PlatformKind { Cm5Cmaml, Sp, Flash } default Cm5);
+
+fn d_three() -> u32 {
+    3
+}
+fn d_offset() -> u64 {
+    0x4080
+}
+fn d_two() -> u32 {
+    2
+}
+fn d_four() -> u64 {
+    4
+}
+fn d_sixty_four() -> u32 {
+    64
+}
+
+/// One read miss (`flashkit miss`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Miss {
+    #[serde(default)]
+    pub case: MissCase,
+    #[serde(default = "d_three")]
+    pub nodes: u32,
+    #[serde(default = "d_offset")]
+    pub offset: u64,
+    #[serde(default = "d_two")]
+    pub owner: u32,
+}
+
+/// A remote fetch-and-add through a command sequence (`flashkit fetch-op`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchOp {
+    #[serde(default = "d_one")]
+    pub remote_node: u32,
+}
+
+/// A messaging protocol's instruction counts (`flashkit costs`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    #[serde(default)]
+    pub protocol: CostProtocol,
+    #[serde(default = "d_four")]
+    pub words: u64,
+    #[serde(default = "d_four")]
+    pub packet_words: u64,
+    #[serde(default)]
+    pub network: CostNetwork,
+}
+
+/// A platform's LogP figures from the benchmark suite (`flashkit logp`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Logp {
+    #[serde(default)]
+    pub platform: PlatformKind,
+    #[serde(default = "d_sixty_four")]
+    pub nodes: u32,
+}
+
+/// A scenario: the machine and one experiment (the AM platforms and the
+/// cost study keep their own machines; `[machine]` sets FLASH's).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(default)]
     pub machine: Machine,
     pub transfer: Option<Transfer>,
+    pub miss: Option<Miss>,
+    pub fetch_op: Option<FetchOp>,
+    pub costs: Option<Costs>,
+    pub logp: Option<Logp>,
+}
+
+impl Scenario {
+    fn kinds(&self) -> usize {
+        [
+            self.transfer.is_some(),
+            self.miss.is_some(),
+            self.fetch_op.is_some(),
+            self.costs.is_some(),
+            self.logp.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count()
+    }
 }
 
 /// A scenario's file and its text, for errors that name the line.
@@ -275,10 +362,11 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
             }
         }
     })?;
-    if s.transfer.is_none() {
+    if s.kinds() != 1 {
         return Err(format!(
-            "{}: no experiment: the scenario needs a [transfer] table",
-            src.path
+            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [costs] or [logp] (found {})",
+            src.path,
+            s.kinds()
         ));
     }
     // Impossible values, named by their key.
@@ -288,7 +376,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
         src.error(key, &e)
     })?;
     if let Some(t) = &s.transfer {
-        t.config(p).validate().map_err(|e| {
+        t.config(p.clone()).validate().map_err(|e| {
             let key = e
                 .split_whitespace()
                 .next()
@@ -330,7 +418,21 @@ pub fn run_traced(
     s: &Scenario,
     trace: bool,
 ) -> Result<(Report, Option<serde_json::Value>), protocols::transfer::Failed> {
+    use protocols::transfer::Failed;
     let p = s.machine.params();
+    let input = |e: String| Failed::Input(e);
+    if let Some(m) = &s.miss {
+        return miss(m, p).map(|r| (r, None)).map_err(input);
+    }
+    if let Some(f) = &s.fetch_op {
+        return fetch_op(f, p).map(|r| (r, None)).map_err(input);
+    }
+    if let Some(c) = &s.costs {
+        return costs(c).map(|r| (r, None)).map_err(input);
+    }
+    if let Some(l) = &s.logp {
+        return logp(l).map(|r| (r, None)).map_err(input);
+    }
     let t = s.transfer.as_ref().expect("checked at parse");
     let mut c = t.config(p);
     c.trace = trace;
@@ -346,4 +448,142 @@ pub fn run_traced(
         },
         tr,
     ))
+}
+
+fn ok(json: serde_json::Value, table: String) -> Result<Report, String> {
+    Ok(Report {
+        json,
+        table,
+        failed: None,
+    })
+}
+
+pub fn miss(m: &Miss, p: magic::MagicParams) -> Result<Report, String> {
+    use coherence::miss::{self, Case, Setup};
+    let case = match m.case {
+        MissCase::LocalClean => Case::LocalClean,
+        MissCase::RemoteClean => Case::RemoteClean,
+        MissCase::RemoteDirty => Case::RemoteDirty,
+    };
+    let setup = Setup {
+        nodes: m.nodes,
+        offset: m.offset,
+        owner: m.owner,
+    };
+    let r = miss::run_with(case, setup, p, coherence::CohParams::default())?;
+    let ledger = r.machine.ledger();
+    ok(
+        serde_json::json!({
+            "case": case.name(),
+            "latency_cycles": r.latency.0,
+            "occupancy": ledger.handlers,
+        }),
+        format!(
+            "{}: {} cycles ({:.2} us)\n\n{}",
+            case.name(),
+            r.latency,
+            r.latency.as_us(),
+            ledger.render()
+        ),
+    )
+}
+
+pub fn fetch_op(f: &FetchOp, p: magic::MagicParams) -> Result<Report, String> {
+    let target = f.remote_node;
+    if target > 255 {
+        return Err(format!("--remote-node must be at most 255 (got {target})"));
+    }
+    let r = protocols::user::experiments::fetch_op(target, p)?;
+    let ledger = r.machine.ledger();
+    ok(
+        serde_json::json!({
+            "latency_cycles": r.latency.0,
+            "startup_cycles": r.startup.0,
+            "occupancy": ledger.handlers,
+        }),
+        format!(
+            "fetch-and-add at node {target}: old value {}, new {}\nstart-up  {} cycles\nlatency   {} cycles\n\n{}",
+            r.old,
+            r.new,
+            r.startup,
+            r.latency,
+            ledger.render()
+        ),
+    )
+}
+
+pub fn costs(c: &Costs) -> Result<Report, String> {
+    use protocols::am::costs::{self, Network, Protocol};
+    if c.words > 1 << 20 {
+        return Err(format!(
+            "--words must be at most {} (got {})",
+            1 << 20,
+            c.words
+        ));
+    }
+    let r = costs::run(
+        match c.protocol {
+            CostProtocol::Single => Protocol::Single,
+            CostProtocol::Finite => Protocol::Finite,
+            CostProtocol::Indefinite => Protocol::Indefinite,
+        },
+        c.words,
+        c.packet_words,
+        match c.network {
+            CostNetwork::Cm5 => Network::Cm5,
+            CostNetwork::Ordered => Network::Ordered,
+        },
+    )?;
+    ok(
+        serde_json::to_value(&r).map_err(|e| e.to_string())?,
+        r.to_string(),
+    )
+}
+
+/// The platform a `logp` or `suite` names.
+pub fn platform(k: PlatformKind, nodes: u32) -> Result<Box<dyn protocols::am::Platform>, String> {
+    use protocols::am::cm5::{Cm5, Layer};
+    if !(3..=1024).contains(&nodes) {
+        return Err(format!("--nodes must be from 3 to 1024 (got {nodes})"));
+    }
+    Ok(match k {
+        PlatformKind::Cm5 => Box::new(Cm5::new(nodes, Layer::Cmam)),
+        PlatformKind::Cm5Cmaml => Box::new(Cm5::new(nodes, Layer::Cmaml)),
+        PlatformKind::Sp => Box::new(protocols::am::sp::Sp::new(nodes)),
+        PlatformKind::Flash => Box::new(protocols::am::flash::Flash::new(nodes)),
+    })
+}
+
+pub fn logp_figures(l: &Logp) -> Result<protocols::am::suite::LogP, String> {
+    let plat = platform(l.platform, l.nodes)?;
+    protocols::am::suite::logp(plat.as_ref())
+}
+
+pub fn logp(l: &Logp) -> Result<Report, String> {
+    use std::fmt::Write as _;
+    let f = logp_figures(l)?;
+    let mut t = format!("platform {} ({} nodes)\n", f.platform, l.nodes);
+    for (k, v) in [
+        ("send overhead (one-to-two)", f.send_overhead_us),
+        ("reply overhead (one-to-two)", f.reply_overhead_us),
+        ("receive overhead (two-to-one)", f.recv_overhead_us),
+        ("empty poll", f.poll_empty_us),
+        ("poll taking one message", f.poll_one_us),
+        ("round trip, node 0 to 1", f.round_trip_us),
+        ("ring, per message", f.ring_us),
+        ("bulk start-up", f.bulk.startup_us),
+    ] {
+        let _ = writeln!(t, "  {k:<32} {v:>8.2} us");
+    }
+    let _ = writeln!(
+        t,
+        "  {:<32} {:>8.1} MB/s",
+        "bulk bandwidth", f.bulk.bandwidth_mb_s
+    );
+    let _ = writeln!(
+        t,
+        "  {:<32} {:>8.0} bytes",
+        "bulk n1/2", f.bulk.n_half_bytes
+    );
+    ok(serde_json::to_value(&f).map_err(|e| e.to_string())?, t)
 }

@@ -36,11 +36,21 @@ fn the_shipped_scenarios_run_and_their_outputs_are_reviewed() {
 }
 
 #[test]
-fn the_transfer_commands_defaults_are_the_shipped_scenario() {
-    let (c1, a, _) = flashkit(&["run", "examples/transfer.toml", "--format", "json"]);
-    let (c2, b, _) = flashkit(&["transfer", "--format", "json"]);
-    assert_eq!((c1, c2), (0, 0));
-    assert_eq!(a, b);
+fn every_commands_defaults_are_a_shipped_scenario() {
+    for (file, cmd) in [
+        ("examples/transfer.toml", vec!["transfer"]),
+        ("examples/miss.toml", vec!["miss", "--case", "remote-clean"]),
+        ("examples/fetch-op.toml", vec!["fetch-op"]),
+        ("examples/costs.toml", vec!["costs", "--protocol", "single"]),
+        ("examples/logp.toml", vec!["logp", "--platform", "cm5"]),
+    ] {
+        let (c1, a, e1) = flashkit(&["run", file, "--format", "json"]);
+        let mut args = cmd.clone();
+        args.extend(["--format", "json"]);
+        let (c2, b, e2) = flashkit(&args);
+        assert_eq!((c1, c2), (0, 0), "{file}: {e1} {e2}");
+        assert_eq!(a, b, "{file}");
+    }
 }
 
 #[test]
@@ -63,7 +73,8 @@ fn bad_scenarios_name_the_file_line_and_key() {
         ),
         ("[transfer]\nchunk = 0\n", ":2: chunk:"),
         ("[transfer\n", ":1: invalid table header"),
-        ("[machine]\n", "needs a [transfer] table"),
+        ("[machine]\n", "exactly one experiment table"),
+        ("[miss]\n[costs]\n", "exactly one experiment table"),
     ] {
         let f = dir.join("bad.toml");
         std::fs::write(&f, text).unwrap();
