@@ -548,6 +548,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     PatternArg::Shift => Pattern::Shift,
                     PatternArg::Rand => Pattern::Rand,
                 },
+                costs: Default::default(),
             };
             let mut m = pipeline::build(&cfg).map_err(Failure::Usage)?;
             // wall_s times the event loop alone, outside the model.

@@ -200,6 +200,75 @@ kinds!(MissCase { LocalClean, RemoteDirty } default RemoteClean);
 kinds!(CostProtocol { Finite, Indefinite } default Single);
 kinds!(CostNetwork { Ordered } default Cm5);
 kinds!(PlatformKind { Cm5Cmaml, Sp, Flash } default Cm5);
+kinds!(PatternKind { Shift, Rand } default Ring);
+
+fn d_sixteen() -> u32 {
+    16
+}
+fn d_thousand() -> u32 {
+    1000
+}
+fn d_c(v: u64) -> u64 {
+    v
+}
+
+/// The engine benchmark's workload (`flashkit pipeline`), with its three
+/// handlers' costs.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipeline {
+    #[serde(default = "d_sixteen")]
+    pub nodes: u32,
+    #[serde(default = "d_thousand")]
+    pub msgs: u32,
+    #[serde(default)]
+    pub pattern: PatternKind,
+    /// Cycles of the setup handler, the send handler (per packet), the
+    /// receive handler (per packet) and the extra for a message's last one.
+    #[serde(default = "setup_cost")]
+    pub setup_cycles: u64,
+    #[serde(default = "send_cost")]
+    pub send_cycles: u64,
+    #[serde(default = "recv_cost")]
+    pub recv_cycles: u64,
+    #[serde(default = "done_cost")]
+    pub done_cycles: u64,
+}
+
+fn setup_cost() -> u64 {
+    d_c(protocols::pipeline::PipelineCosts::default().setup.0)
+}
+fn send_cost() -> u64 {
+    d_c(protocols::pipeline::PipelineCosts::default().send.0)
+}
+fn recv_cost() -> u64 {
+    d_c(protocols::pipeline::PipelineCosts::default().recv.0)
+}
+fn done_cost() -> u64 {
+    d_c(protocols::pipeline::PipelineCosts::default().done.0)
+}
+
+impl Pipeline {
+    pub fn config(&self) -> protocols::pipeline::PipelineConfig {
+        use magic::Cycles;
+        use protocols::pipeline::{Pattern, PipelineConfig, PipelineCosts};
+        PipelineConfig {
+            nodes: self.nodes,
+            msgs: self.msgs,
+            pattern: match self.pattern {
+                PatternKind::Ring => Pattern::Ring,
+                PatternKind::Shift => Pattern::Shift,
+                PatternKind::Rand => Pattern::Rand,
+            },
+            costs: PipelineCosts {
+                setup: Cycles(self.setup_cycles),
+                send: Cycles(self.send_cycles),
+                recv: Cycles(self.recv_cycles),
+                done: Cycles(self.done_cycles),
+            },
+        }
+    }
+}
 
 fn d_three() -> u32 {
     3
@@ -275,6 +344,7 @@ pub struct Scenario {
     pub fetch_op: Option<FetchOp>,
     pub costs: Option<Costs>,
     pub logp: Option<Logp>,
+    pub pipeline: Option<Pipeline>,
 }
 
 impl Scenario {
@@ -285,6 +355,7 @@ impl Scenario {
             self.fetch_op.is_some(),
             self.costs.is_some(),
             self.logp.is_some(),
+            self.pipeline.is_some(),
         ]
         .iter()
         .filter(|x| **x)
@@ -364,7 +435,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
     })?;
     if s.kinds() != 1 {
         return Err(format!(
-            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [costs] or [logp] (found {})",
+            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [costs], [logp] or [pipeline] (found {})",
             src.path,
             s.kinds()
         ));
@@ -432,6 +503,9 @@ pub fn run_traced(
     }
     if let Some(l) = &s.logp {
         return logp(l).map(|r| (r, None)).map_err(input);
+    }
+    if let Some(x) = &s.pipeline {
+        return pipeline(x).map(|r| (r, None)).map_err(input);
     }
     let t = s.transfer.as_ref().expect("checked at parse");
     let mut c = t.config(p);
@@ -586,4 +660,37 @@ pub fn logp(l: &Logp) -> Result<Report, String> {
         "bulk n1/2", f.bulk.n_half_bytes
     );
     ok(serde_json::to_value(&f).map_err(|e| e.to_string())?, t)
+}
+
+/// The pipeline workload: the peers' simulated results and the ledger (the
+/// command adds the event loop's wall time, which is not the model's).
+pub fn pipeline(x: &Pipeline) -> Result<Report, String> {
+    let cfg = x.config();
+    let (r, ledger, report) = protocols::pipeline::run(&cfg)?;
+    let failed = (!report.is_clean()).then(|| {
+        format!(
+            "the model stopped with work pending: {}",
+            report.stuck.join("; ")
+        )
+    });
+    Ok(Report {
+        json: serde_json::json!({
+            "completion": r.completion,
+            "sum_completion": r.sum_completion,
+            "sum_latency": r.sum_latency,
+            "events": r.events,
+        }),
+        table: format!(
+            "pipeline: {} nodes x {} messages, {:?}\ncompletion      {} cycles\nsum_completion  {}\nsum_latency     {}\nevents          {}\n\n{}",
+            cfg.nodes,
+            cfg.msgs,
+            cfg.pattern,
+            r.completion,
+            r.sum_completion,
+            r.sum_latency,
+            r.events,
+            ledger.summed().render()
+        ),
+        failed,
+    })
 }

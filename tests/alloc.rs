@@ -33,6 +33,7 @@ fn a_run_in_steady_state_does_not_allocate() {
             nodes: 8,
             msgs: 400,
             pattern,
+            costs: Default::default(),
         };
         let mut m = pipeline::build(&cfg).unwrap();
         // Warm up: queues and slabs reach their working size.

@@ -10,6 +10,7 @@ fn pipeline_occupancy_table() {
         nodes: 3,
         msgs: 2,
         pattern: Pattern::Rand,
+        costs: Default::default(),
     };
     let (r, ledger, report) = pipeline::run(&cfg).unwrap();
     assert!(report.is_clean());
@@ -26,6 +27,7 @@ fn ledger_json_has_the_rows_of_the_table() {
         nodes: 2,
         msgs: 1,
         pattern: Pattern::Ring,
+        costs: Default::default(),
     };
     let (_, ledger, _) = pipeline::run(&cfg).unwrap();
     let v: serde_json::Value = serde_json::to_value(&ledger).unwrap();

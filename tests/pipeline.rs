@@ -33,6 +33,7 @@ fn check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
             nodes,
             msgs,
             pattern,
+            costs: Default::default(),
         };
         let (r, ledger, report) = pipeline::run(&cfg).unwrap();
         assert!(report.is_clean(), "{cfg:?}: {:?}", report.stuck);
@@ -75,6 +76,7 @@ fn runs_are_identical_byte_for_byte() {
         nodes: 8,
         msgs: 20,
         pattern: Pattern::Rand,
+        costs: Default::default(),
     };
     let a = pipeline::run(&cfg).unwrap();
     let b = pipeline::run(&cfg).unwrap();
