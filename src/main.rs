@@ -303,6 +303,8 @@ enum PatternArg {
 enum Format {
     Table,
     Json,
+    /// A header and one row: every scalar of the JSON, by dotted key.
+    Csv,
 }
 
 /// Print a line to standard output; a closed pipe (`| head`) ends the output
@@ -562,17 +564,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     eprintln!("  {s}");
                 }
             }
+            let v = serde_json::json!({
+                "completion": r.completion,
+                "sum_completion": r.sum_completion,
+                "sum_latency": r.sum_latency,
+                "events": r.events,
+                "wall_s": wall_s,
+            });
             match format {
-                Format::Json => {
-                    let v = serde_json::json!({
-                        "completion": r.completion,
-                        "sum_completion": r.sum_completion,
-                        "sum_latency": r.sum_latency,
-                        "events": r.events,
-                        "wall_s": wall_s,
-                    });
-                    out!("{v}");
-                }
+                Format::Json => out!("{v}"),
+                Format::Csv => out_raw!("{}", sweep::csv_row(&v)),
                 Format::Table => {
                     out!(
                         "pipeline: {} nodes x {} messages, {:?}\ncompletion      {} cycles\nsum_completion  {}\nsum_latency     {}\nevents          {} ({:.1} M events/s, {:.3} s event loop)\n",
@@ -666,6 +667,17 @@ fn suite(
                 out!("{t}");
             }
         }
+        // One CSV block per benchmark (their columns differ), a blank line apart.
+        Format::Csv => {
+            for t in &tables {
+                out!("# {}", t.benchmark);
+                out!("{}", t.columns.join(","));
+                for r in &t.rows {
+                    out!("{}", r.join(","));
+                }
+                out!();
+            }
+        }
     }
     Ok(())
 }
@@ -692,6 +704,7 @@ fn report(
     }
     match format {
         Format::Json => out!("{}", r.json),
+        Format::Csv => out_raw!("{}", sweep::csv_row(&r.json)),
         Format::Table => out_raw!("{}", r.table),
     }
     if let Some(f) = r.failed {
@@ -719,6 +732,10 @@ fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
     let (r, m) = experiments::remap(t, magic::MagicParams::default()).map_err(Failure::Usage)?;
     match format {
         Format::Json => out!("{}", serde_json::to_string(&r).expect("plain data")),
+        Format::Csv => {
+            let v = serde_json::to_value(&r).expect("plain data");
+            out_raw!("{}", sweep::csv_row(&v));
+        }
         Format::Table => {
             out!("{r}");
             out_raw!("{}", m.ledger().render());

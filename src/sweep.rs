@@ -73,6 +73,15 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
     }
 }
 
+/// A header and one row: every scalar of `v`, by dotted key.
+pub fn csv_row(v: &serde_json::Value) -> String {
+    let mut cols = Vec::new();
+    flatten("", v, &mut cols);
+    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
+    let row: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
+    format!("{}\n{}\n", head.join(","), row.join(","))
+}
+
 fn csv_cell(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))

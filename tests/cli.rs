@@ -487,3 +487,37 @@ fn logp_exports_to_other_simulators() {
         assert!(v["bulk"][k].is_f64(), "{k}");
     }
 }
+
+#[test]
+fn csv_is_a_header_and_a_row() {
+    for args in [
+        vec!["transfer", "--format", "csv"],
+        vec![
+            "costs",
+            "--protocol",
+            "finite",
+            "--words",
+            "64",
+            "--format",
+            "csv",
+        ],
+        vec!["remap", "--technique", "holdoff", "--format", "csv"],
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {out}");
+        assert_eq!(
+            lines[0].split(',').count(),
+            lines[1].split(',').count(),
+            "{args:?}"
+        );
+    }
+    let (_, out, _) = flashkit(&["transfer", "--format", "csv"]);
+    assert!(out
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .any(|c| c == "total_cycles"));
+}
