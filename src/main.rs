@@ -510,7 +510,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let f = scenario::FetchOp { remote_node };
             let p = magic::MagicParams::default();
             report(
-                scenario::fetch_op(&f, p).map(|r| (r, None)).map_err(input),
+                scenario::fetch_op(&f, p)
+                    .map(|r| (r.0, None))
+                    .map_err(input),
                 None,
                 format,
             )
@@ -531,7 +533,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let p = magic::MagicParams::default();
             report(
-                scenario::miss(&m, p).map(|r| (r, None)).map_err(input),
+                scenario::miss(&m, p).map(|r| (r.0, None)).map_err(input),
                 None,
                 format,
             )

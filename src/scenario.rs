@@ -490,28 +490,46 @@ pub fn run_traced(
     trace: bool,
 ) -> Result<(Report, Option<serde_json::Value>), protocols::transfer::Failed> {
     use protocols::transfer::Failed;
-    let p = s.machine.params();
+    let mut p = s.machine.params();
+    // Machines built for the run record their timelines from the start.
+    p.trace = trace;
     let input = |e: String| Failed::Input(e);
+    let chrome = |nodes: u32, t: Vec<magic::trace::Slice>| {
+        trace.then(|| magic::trace::chrome_json(nodes, &t))
+    };
     if let Some(m) = &s.miss {
-        return miss(m, p).map(|r| (r, None)).map_err(input);
+        let (r, m) = miss(m, p).map_err(input)?;
+        return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(f) = &s.fetch_op {
-        return fetch_op(f, p).map(|r| (r, None)).map_err(input);
+        let (r, m) = fetch_op(f, p).map_err(input)?;
+        return Ok((r, chrome(m.nodes(), m.trace())));
+    }
+    if let Some(x) = &s.pipeline {
+        let (r, m) = pipeline(x, trace).map_err(input)?;
+        return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(c) = &s.costs {
+        if trace {
+            return Err(input(
+                "--trace records MAGIC's timelines: the cost study runs on the CM-5 model".into(),
+            ));
+        }
         return costs(c).map(|r| (r, None)).map_err(input);
     }
     if let Some(l) = &s.logp {
+        if trace {
+            return Err(input(
+                "--trace records MAGIC's timelines: logp runs the AM suite's own machines".into(),
+            ));
+        }
         return logp(l).map(|r| (r, None)).map_err(input);
-    }
-    if let Some(x) = &s.pipeline {
-        return pipeline(x).map(|r| (r, None)).map_err(input);
     }
     let t = s.transfer.as_ref().expect("checked at parse");
     let mut c = t.config(p);
     c.trace = trace;
     let r = protocols::transfer::run(&c)?;
-    let tr = trace.then(|| magic::trace::chrome_json(r.machine.nodes(), &r.machine.trace()));
+    let tr = chrome(r.machine.nodes(), r.machine.trace());
     let failed = (!r.data_ok || r.incoherent.is_some())
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
     Ok((
@@ -532,7 +550,10 @@ fn ok(json: serde_json::Value, table: String) -> Result<Report, String> {
     })
 }
 
-pub fn miss(m: &Miss, p: magic::MagicParams) -> Result<Report, String> {
+pub fn miss(
+    m: &Miss,
+    p: magic::MagicParams,
+) -> Result<(Report, magic::Magic<coherence::CohNode>), String> {
     use coherence::miss::{self, Case, Setup};
     let case = match m.case {
         MissCase::LocalClean => Case::LocalClean,
@@ -546,44 +567,51 @@ pub fn miss(m: &Miss, p: magic::MagicParams) -> Result<Report, String> {
     };
     let r = miss::run_with(case, setup, p, coherence::CohParams::default())?;
     let ledger = r.machine.ledger();
-    ok(
-        serde_json::json!({
-            "case": case.name(),
-            "latency_cycles": r.latency.0,
-            "occupancy": ledger.handlers,
-        }),
-        format!(
-            "{}: {} cycles ({:.2} us)\n\n{}",
-            case.name(),
-            r.latency,
-            r.latency.as_us(),
-            ledger.render()
+    with(
+        r.machine,
+        ok(
+            serde_json::json!({
+                "case": case.name(),
+                "latency_cycles": r.latency.0,
+                "occupancy": ledger.handlers,
+            }),
+            format!(
+                "{}: {} cycles ({:.2} us)\n\n{}",
+                case.name(),
+                r.latency,
+                r.latency.as_us(),
+                ledger.render()
+            ),
         ),
     )
 }
 
-pub fn fetch_op(f: &FetchOp, p: magic::MagicParams) -> Result<Report, String> {
+fn with<M>(m: M, r: Result<Report, String>) -> Result<(Report, M), String> {
+    r.map(|r| (r, m))
+}
+
+pub fn fetch_op(
+    f: &FetchOp,
+    p: magic::MagicParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     let target = f.remote_node;
     if target > 255 {
         return Err(format!("--remote-node must be at most 255 (got {target})"));
     }
     let r = protocols::user::experiments::fetch_op(target, p)?;
     let ledger = r.machine.ledger();
-    ok(
+    let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
+    with(r.machine, ok(
         serde_json::json!({
-            "latency_cycles": r.latency.0,
-            "startup_cycles": r.startup.0,
+            "latency_cycles": latency.0,
+            "startup_cycles": startup.0,
             "occupancy": ledger.handlers,
         }),
         format!(
-            "fetch-and-add at node {target}: old value {}, new {}\nstart-up  {} cycles\nlatency   {} cycles\n\n{}",
-            r.old,
-            r.new,
-            r.startup,
-            r.latency,
+            "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
             ledger.render()
         ),
-    )
+    ))
 }
 
 pub fn costs(c: &Costs) -> Result<Report, String> {
@@ -664,16 +692,24 @@ pub fn logp(l: &Logp) -> Result<Report, String> {
 
 /// The pipeline workload: the peers' simulated results and the ledger (the
 /// command adds the event loop's wall time, which is not the model's).
-pub fn pipeline(x: &Pipeline) -> Result<Report, String> {
+pub fn pipeline(
+    x: &Pipeline,
+    trace: bool,
+) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), String> {
     let cfg = x.config();
-    let (r, ledger, report) = protocols::pipeline::run(&cfg)?;
+    let mut m = protocols::pipeline::build(&cfg)?;
+    if trace {
+        m.trace_on();
+    }
+    let report = m.run();
+    let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
     let failed = (!report.is_clean()).then(|| {
         format!(
             "the model stopped with work pending: {}",
             report.stuck.join("; ")
         )
     });
-    Ok(Report {
+    let report = Report {
         json: serde_json::json!({
             "completion": r.completion,
             "sum_completion": r.sum_completion,
@@ -692,5 +728,6 @@ pub fn pipeline(x: &Pipeline) -> Result<Report, String> {
             ledger.summed().render()
         ),
         failed,
-    })
+    };
+    Ok((report, m))
 }

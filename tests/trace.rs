@@ -82,3 +82,34 @@ fn a_transfer_trace_follows_the_trace_event_format() {
         .any(|e| e["cat"] == "processor-cache interface" && e["pid"] == 0));
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_miss_scenario_traces_too_and_the_cm5_study_says_it_cannot() {
+    let path =
+        std::env::temp_dir().join(format!("flashkit-miss-trace-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(["run", "examples/miss.toml", "--trace"])
+        .arg(&path)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    // The miss's handlers at the requester and the home.
+    let pp: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == 1)
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(pp.len() >= 2, "{pp:?}");
+    let _ = std::fs::remove_file(&path);
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(["run", "examples/costs.toml", "--trace", "/tmp/never.json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CM-5"));
+}

@@ -376,7 +376,7 @@ impl<S: NodeState> MagicBuilder<S> {
                 to_processor: Vec::new(),
                 drops: Drops::default(),
                 handler_stats: vec![HandlerStats::default(); self.handlers.len()],
-                trace: None,
+                trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
                 dispatched: 0,

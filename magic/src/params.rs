@@ -87,6 +87,9 @@ pub struct MagicParams {
     pub dcache_lines: usize,
     /// Bytes of memory per node (addresses beyond are bad addresses).
     pub mem_bytes: u64,
+    /// Record timelines from the start (`Magic::trace`): an observation,
+    /// not a property of the machine; nothing in the model reads it.
+    pub trace: bool,
 }
 
 impl Default for MagicParams {
@@ -110,6 +113,7 @@ impl Default for MagicParams {
             pp_issue_width: 2,
             dcache_lines: 1024,
             mem_bytes: 64 << 20,
+            trace: false,
         }
     }
 }
