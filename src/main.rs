@@ -246,17 +246,10 @@ enum Command {
     /// Example: flashkit remap --technique invalidate --format json
     Remap {
         #[arg(long, value_enum)]
-        technique: TechniqueArg,
+        technique: scenario::TechniqueKind,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum TechniqueArg {
-    Holdoff,
-    Invalidate,
-    Tlb,
 }
 
 /// A byte count or offset, decimal or 0x-hexadecimal.
@@ -633,53 +626,30 @@ fn suite(
     nodes: u32,
     format: Format,
 ) -> Result<(), Failure> {
-    use protocols::am::cm5::{Cm5, Layer, Reception};
-    use protocols::am::suite;
-    let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
-    let names: Vec<String> = match benchmark {
-        Some(b) => vec![b],
-        None => suite::BENCHMARKS
-            .iter()
-            .map(|s| s.to_string())
-            .chain((p == scenario::PlatformKind::Cm5Cmaml).then(|| "interrupt".to_string()))
-            .collect(),
+    let x = scenario::Suite {
+        platform: p,
+        benchmark,
+        nodes,
     };
-    let mut tables = Vec::new();
-    for n in names {
-        let t = if n == "interrupt" {
-            if p != scenario::PlatformKind::Cm5Cmaml {
-                return Err(Failure::Usage(
-                    "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
-                ));
-            }
-            let mut stock = Cm5::new(nodes, Layer::Cmaml);
-            stock.reception = Reception::Interrupts { fast: false };
-            let mut fast = stock.clone();
-            fast.reception = Reception::Interrupts { fast: true };
-            suite::interrupt_table(&stock, &fast)
-        } else {
-            suite::table(plat.as_ref(), &n)
-        };
-        tables.push(t.map_err(Failure::Usage)?);
+    let r = scenario::suite(&x).map_err(Failure::Usage)?;
+    if format != Format::Csv {
+        return report(Ok((r, None)), None, format);
     }
-    match format {
-        Format::Json => out!("{}", serde_json::to_string(&tables).expect("plain data")),
-        Format::Table => {
-            for t in &tables {
-                out!("{t}");
-            }
+    // One CSV block per benchmark (their columns differ), a blank line apart.
+    for t in r.json.as_array().into_iter().flatten() {
+        let cells = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c.as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        out!("# {}", t["benchmark"].as_str().unwrap_or_default());
+        out!("{}", cells(&t["columns"]).join(","));
+        for row in t["rows"].as_array().into_iter().flatten() {
+            out!("{}", cells(row).join(","));
         }
-        // One CSV block per benchmark (their columns differ), a blank line apart.
-        Format::Csv => {
-            for t in &tables {
-                out!("# {}", t.benchmark);
-                out!("{}", t.columns.join(","));
-                for r in &t.rows {
-                    out!("{}", r.join(","));
-                }
-                out!();
-            }
-        }
+        out!();
     }
     Ok(())
 }
@@ -724,29 +694,8 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     report(scenario::run_traced(&s, trace.is_some()), trace, format)
 }
 
-fn remap(t: TechniqueArg, format: Format) -> Result<(), Failure> {
-    use protocols::user::experiments::{self, Technique};
-    let t = match t {
-        TechniqueArg::Holdoff => Technique::Holdoff,
-        TechniqueArg::Invalidate => Technique::Invalidate,
-        TechniqueArg::Tlb => Technique::Tlb,
-    };
-    let (r, m) = experiments::remap(t, magic::MagicParams::default()).map_err(Failure::Usage)?;
-    match format {
-        Format::Json => out!("{}", serde_json::to_string(&r).expect("plain data")),
-        Format::Csv => {
-            let v = serde_json::to_value(&r).expect("plain data");
-            out_raw!("{}", sweep::csv_row(&v));
-        }
-        Format::Table => {
-            out!("{r}");
-            out_raw!("{}", m.ledger().render());
-        }
-    }
-    if r.data_ok {
-        Ok(())
-    } else {
-        eprintln!("error: the destination does not hold the source's bytes");
-        Err(Failure::Stuck)
-    }
+fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {
+    let x = scenario::Remap { technique: t };
+    let r = scenario::remap(&x, magic::MagicParams::default()).map(|r| (r.0, None));
+    report(r.map_err(input), None, format)
 }

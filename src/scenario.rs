@@ -201,6 +201,27 @@ kinds!(CostProtocol { Finite, Indefinite } default Single);
 kinds!(CostNetwork { Ordered } default Cm5);
 kinds!(PlatformKind { Cm5Cmaml, Sp, Flash } default Cm5);
 kinds!(PatternKind { Shift, Rand } default Ring);
+kinds!(TechniqueKind { Holdoff, Tlb } default Invalidate);
+
+/// A copy or send with a translation change in the middle (`flashkit remap`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Remap {
+    #[serde(default)]
+    pub technique: TechniqueKind,
+}
+
+/// The benchmark suite's tables for a platform (`flashkit suite`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    #[serde(default)]
+    pub platform: PlatformKind,
+    /// One benchmark, or all.
+    pub benchmark: Option<String>,
+    #[serde(default = "d_sixty_four")]
+    pub nodes: u32,
+}
 
 fn d_sixteen() -> u32 {
     16
@@ -345,6 +366,8 @@ pub struct Scenario {
     pub costs: Option<Costs>,
     pub logp: Option<Logp>,
     pub pipeline: Option<Pipeline>,
+    pub remap: Option<Remap>,
+    pub suite: Option<Suite>,
 }
 
 impl Scenario {
@@ -356,6 +379,8 @@ impl Scenario {
             self.costs.is_some(),
             self.logp.is_some(),
             self.pipeline.is_some(),
+            self.remap.is_some(),
+            self.suite.is_some(),
         ]
         .iter()
         .filter(|x| **x)
@@ -435,7 +460,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
     })?;
     if s.kinds() != 1 {
         return Err(format!(
-            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [costs], [logp] or [pipeline] (found {})",
+            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [costs], [logp] or [suite] (found {})",
             src.path,
             s.kinds()
         ));
@@ -508,6 +533,19 @@ pub fn run_traced(
     if let Some(x) = &s.pipeline {
         let (r, m) = pipeline(x, trace).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
+    }
+    if let Some(x) = &s.remap {
+        let (r, m) = remap(x, p).map_err(input)?;
+        return Ok((r, chrome(m.nodes(), m.trace())));
+    }
+    if let Some(x) = &s.suite {
+        if trace {
+            return Err(input(
+                "--trace records MAGIC's timelines: the suite runs the AM platforms' own machines"
+                    .into(),
+            ));
+        }
+        return suite(x).map(|r| (r, None)).map_err(input);
     }
     if let Some(c) = &s.costs {
         if trace {
@@ -730,4 +768,61 @@ pub fn pipeline(
         failed,
     };
     Ok((report, m))
+}
+
+pub fn remap(
+    x: &Remap,
+    p: magic::MagicParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
+    use protocols::user::experiments::{self, Technique};
+    let t = match x.technique {
+        TechniqueKind::Holdoff => Technique::Holdoff,
+        TechniqueKind::Invalidate => Technique::Invalidate,
+        TechniqueKind::Tlb => Technique::Tlb,
+    };
+    let (r, m) = experiments::remap(t, p)?;
+    let report = Report {
+        json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
+        table: format!("{r}\n{}", m.ledger().render()),
+        failed: (!r.data_ok).then(|| "the destination does not hold the source's bytes".into()),
+    };
+    Ok((report, m))
+}
+
+pub fn suite(x: &Suite) -> Result<Report, String> {
+    use protocols::am::cm5::{Cm5, Layer, Reception};
+    use protocols::am::suite;
+    let plat = platform(x.platform, x.nodes)?;
+    let cmaml = x.platform == PlatformKind::Cm5Cmaml;
+    let names: Vec<String> = match &x.benchmark {
+        Some(b) => vec![b.clone()],
+        None => suite::BENCHMARKS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(cmaml.then(|| "interrupt".to_string()))
+            .collect(),
+    };
+    let mut tables = Vec::new();
+    for n in names {
+        let t = if n == "interrupt" {
+            if !cmaml {
+                return Err(
+                    "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
+                );
+            }
+            let mut stock = Cm5::new(x.nodes, Layer::Cmaml);
+            stock.reception = Reception::Interrupts { fast: false };
+            let mut fast = stock.clone();
+            fast.reception = Reception::Interrupts { fast: true };
+            suite::interrupt_table(&stock, &fast)?
+        } else {
+            suite::table(plat.as_ref(), &n)?
+        };
+        tables.push(t);
+    }
+    Ok(Report {
+        json: serde_json::to_value(&tables).map_err(|e| e.to_string())?,
+        table: tables.iter().map(|t| format!("{t}\n")).collect(),
+        failed: None,
+    })
 }

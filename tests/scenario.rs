@@ -43,6 +43,14 @@ fn every_commands_defaults_are_a_shipped_scenario() {
         ("examples/fetch-op.toml", vec!["fetch-op"]),
         ("examples/costs.toml", vec!["costs", "--protocol", "single"]),
         ("examples/logp.toml", vec!["logp", "--platform", "cm5"]),
+        (
+            "examples/remap.toml",
+            vec!["remap", "--technique", "invalidate"],
+        ),
+        (
+            "examples/suite.toml",
+            vec!["suite", "--platform", "cm5", "--benchmark", "round-trip"],
+        ),
     ] {
         let (c1, a, e1) = flashkit(&["run", file, "--format", "json"]);
         let mut args = cmd.clone();
