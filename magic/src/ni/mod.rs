@@ -52,6 +52,23 @@ fn check_post(now: Time, at: Time, nodes: u32, node: NodeId, msg: &Msg) -> Resul
     Ok(())
 }
 
+/// A passive network runs by letting everything on its way arrive (within
+/// the limit): the clock moves to the last arrival.
+fn arrive(now: &mut Time, last: Option<Time>, limit: Option<Time>) -> RunReport {
+    let end = match (last, limit) {
+        (Some(a), Some(l)) => a.min(l),
+        (Some(a), None) => a,
+        (None, _) => *now,
+    };
+    *now = (*now).max(end);
+    RunReport {
+        end: now.to_cycles_floor(),
+        engine_events: 0,
+        limit_reached: limit.is_some_and(|l| last.is_some_and(|a| a > l)),
+        stuck: Vec::new(),
+    }
+}
+
 fn quiet_ledger(now: Time, nodes: u32) -> Ledger {
     Ledger {
         elapsed: now.to_cycles_floor(),
@@ -92,19 +109,7 @@ impl Controller for Cm5Machine {
         let last = (0..self.net.nodes())
             .filter_map(|n| self.net.last_arrival(NodeId(n)))
             .max();
-        // Everything on its way arrives (within the limit).
-        let end = match (last, limit) {
-            (Some(a), Some(l)) => a.min(l),
-            (Some(a), None) => a,
-            (None, _) => self.now,
-        };
-        self.now = self.now.max(end);
-        RunReport {
-            end: self.now.to_cycles_floor(),
-            engine_events: 0,
-            limit_reached: limit.is_some_and(|l| last.is_some_and(|a| a > l)),
-            stuck: Vec::new(),
-        }
+        arrive(&mut self.now, last, limit)
     }
 
     fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
@@ -179,18 +184,7 @@ impl Controller for SpMachine {
         let last = (0..self.nodes)
             .filter_map(|n| self.switch.last_arrival(NodeId(n)))
             .max();
-        let end = match (last, limit) {
-            (Some(a), Some(l)) => a.min(l),
-            (Some(a), None) => a,
-            (None, _) => self.now,
-        };
-        self.now = self.now.max(end);
-        RunReport {
-            end: self.now.to_cycles_floor(),
-            engine_events: 0,
-            limit_reached: limit.is_some_and(|l| last.is_some_and(|a| a > l)),
-            stuck: Vec::new(),
-        }
+        arrive(&mut self.now, last, limit)
     }
 
     fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {

@@ -285,6 +285,30 @@ impl Sim<'_> {
         }
     }
 
+    /// Begin (or go on with) a block transfer; `false` when the network
+    /// refuses a packet.
+    fn start_store(
+        &mut self,
+        n: usize,
+        to: NodeId,
+        bytes: u32,
+        align: Align,
+        segment: u16,
+        total: u32,
+    ) -> bool {
+        if self.nodes[n].xfer.is_none() {
+            self.nodes[n].xfer = Some(Xfer {
+                to,
+                bytes,
+                sent: 0,
+                align,
+                segment,
+                total,
+            });
+        }
+        self.store(n)
+    }
+
     /// Send the block under way, packet by packet (a segment word and 16
     /// bytes each); `false` (after draining the input) when the network
     /// refuses one.
@@ -391,18 +415,9 @@ impl Sim<'_> {
                 self.send(n, to, Net::Left, words, handler, "request")
             }
             Step::Reply { to, words } => self.send(n, to, Net::Right, words, Handler::Nop, "reply"),
+            // A store polls on a refusal itself.
             Step::Store { to, bytes, align } => {
-                if self.nodes[n].xfer.is_none() {
-                    self.nodes[n].xfer = Some(Xfer {
-                        to,
-                        bytes,
-                        sent: 0,
-                        align,
-                        segment: 0,
-                        total: bytes,
-                    });
-                }
-                return self.store(n);
+                return self.start_store(n, to, bytes, align, 0, bytes)
             }
             Step::StoreShared {
                 to,
@@ -410,19 +425,7 @@ impl Sim<'_> {
                 align,
                 segment,
                 total,
-            } => {
-                if self.nodes[n].xfer.is_none() {
-                    self.nodes[n].xfer = Some(Xfer {
-                        to,
-                        bytes,
-                        sent: 0,
-                        align,
-                        segment: segment.max(1),
-                        total,
-                    });
-                }
-                return self.store(n);
-            }
+            } => return self.start_store(n, to, bytes, align, segment.max(1), total),
             Step::Get { .. } => unreachable!("refused before the run"),
             Step::PollOnly { replies } => {
                 if replies {

@@ -58,16 +58,8 @@ impl Default for XferCosts {
 /// The fixed schedules of the connection's handlers: the tasks each
 /// performs, in order.
 pub mod tasks {
+    use super::super::sender::task as t;
     use super::Task;
-    const fn t(name: &'static str, cycles: u32, instrs: u32, loads: u32, stores: u32) -> Task {
-        Task {
-            name,
-            cycles,
-            instrs,
-            loads,
-            stores,
-        }
-    }
     /// The committing read of a sequence: decode and check, then answer.
     pub const COMMIT: [Task; 4] = [
         t("load record, decode", 6, 9, 2, 0),

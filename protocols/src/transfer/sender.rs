@@ -70,7 +70,15 @@ pub struct Task {
     pub stores: u32,
 }
 
-const fn task(name: &'static str, cycles: u32, instrs: u32, loads: u32, stores: u32) -> Task {
+/// A task of `cycles` bundles holding `instrs` instructions, `loads` and
+/// `stores` among them.
+pub(crate) const fn task(
+    name: &'static str,
+    cycles: u32,
+    instrs: u32,
+    loads: u32,
+    stores: u32,
+) -> Task {
     Task {
         name,
         cycles,
