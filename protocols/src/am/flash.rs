@@ -395,20 +395,17 @@ fn store_step(cx: &mut C<'_>, _m: &Msg) {
         return again(cx);
     };
     for t in [tasks::INIT, tasks::DIRECTORY] {
-        cx.bundles(t.cycles, t.instrs);
-        cx.load(RECORD + 64);
+        t.charge(cx, RECORD + 64, RECORD + 64);
     }
-    let t = tasks::READ_MEMORY;
-    cx.bundles(t.cycles, t.instrs);
     let line = PAddr::new(
         Region::Normal,
         me,
         BLOCK_BASE + (o.sent / LINE_BYTES as u64 % 4096) * LINE_BYTES as u64,
     );
+    tasks::READ_MEMORY.charge(cx, RECORD + 64, RECORD + 64);
     let _ = cx.mem_read(line, buf);
     for t in [tasks::HEADER_CLEAN, tasks::SEND_CLEAN] {
-        cx.bundles(t.cycles, t.instrs);
-        cx.store(RECORD + 64);
+        t.charge(cx, RECORD + 64, RECORD + 64);
     }
     let n = (o.bytes - o.sent).min(LINE_BYTES as u64);
     let m = Msg::new(mt::LINE, me, o.to)

@@ -93,13 +93,7 @@ pub mod tasks {
 
 fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
     for t in ts {
-        cx.bundles(t.cycles, t.instrs);
-        for i in 0..t.loads {
-            cx.load(base + i as u64 * 8);
-        }
-        for i in 0..t.stores {
-            cx.store(base + 64 + i as u64 * 8);
-        }
+        t.charge(cx, base, base);
     }
 }
 

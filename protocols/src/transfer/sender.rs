@@ -114,6 +114,21 @@ pub mod tasks {
     pub const COMPLETE: Task = task("complete send", 4, 7, 1, 1);
 }
 
+impl Task {
+    /// Run the task on `cx`: its bundles, its first load at `first` (a
+    /// directory entry, say), its other loads and its stores in the
+    /// operation record at `record`.
+    pub fn charge<S>(&self, cx: &mut Cx<'_, S>, first: u64, record: u64) {
+        cx.bundles(self.cycles, self.instrs);
+        for i in 0..self.loads {
+            cx.load(if i == 0 { first } else { record + i as u64 * 8 });
+        }
+        for i in 0..self.stores {
+            cx.store(record + 64 + i as u64 * 8);
+        }
+    }
+}
+
 /// Instructions, loads and stores by task name, for one invocation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Breakdown {
@@ -144,17 +159,7 @@ fn charge(cx: &mut C<'_>, t: &Task, b: &mut Breakdown) {
 /// As `charge`, with the task's first load at `at` (the directory entry it
 /// reads) and the others in the operation record.
 fn charge_at(cx: &mut C<'_>, t: &Task, b: &mut Breakdown, at: u64) {
-    cx.bundles(t.cycles, t.instrs);
-    for i in 0..t.loads {
-        cx.load(if i == 0 {
-            at
-        } else {
-            addr::SEND + i as u64 * 8
-        });
-    }
-    for i in 0..t.stores {
-        cx.store(addr::SEND + 64 + i as u64 * 8);
-    }
+    t.charge(cx, at, addr::SEND);
     b.add(t);
 }
 
