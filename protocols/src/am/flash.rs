@@ -40,9 +40,10 @@ mod mt {
 pub struct FlashCosts {
     /// A poll that finds the queue empty: a cache hit.
     pub poll_empty: u64,
-    /// Taking a message: the read miss on its queue entry (MAGIC's local
-    /// clean miss) and the user handler's dispatch.
-    pub take: u64,
+    /// Dispatching the user handler of a message taken (the read miss on
+    /// its queue entry comes on top: the coherence model's local clean miss,
+    /// run on the platform's parameters).
+    pub dispatch: u64,
     /// MAGIC: one command write, the commit, delivering an arrival.
     pub write: u32,
     pub commit: u32,
@@ -55,7 +56,7 @@ impl Default for FlashCosts {
     fn default() -> Self {
         FlashCosts {
             poll_empty: 1,
-            take: 27 + 5,
+            dispatch: 5,
             write: 6,
             commit: 16,
             deliver: 8,
@@ -94,6 +95,8 @@ struct Outgoing {
 struct AmNode {
     id: NodeId,
     costs: FlashCosts,
+    /// The processor's read miss on a queue entry MAGIC wrote (cycles).
+    queue_miss: u64,
     program: Vec<Step>,
     pc: usize,
     resume_at: Option<Cycles>,
@@ -140,8 +143,9 @@ impl AmNode {
     /// waits for.
     fn take_all(&mut self, p: &mut Processor<'_>, now: &mut Cycles) -> bool {
         while let Some((from, h)) = self.queue.pop_front() {
-            self.charge("receive", self.costs.take);
-            *now += Cycles(self.costs.take);
+            let take = self.queue_miss + self.costs.dispatch;
+            self.charge("receive", take);
+            *now += Cycles(take);
             self.received += 1;
             if h == Handler::Echo as u64 {
                 // The handler replies: a command sequence of its own.
@@ -498,9 +502,19 @@ impl Platform for Flash {
         let mut b = MagicBuilder::new(self.params.clone(), self.nodes);
         install(&mut b);
         let nodes = self.nodes;
+        // A message MAGIC put in the process's queue is a local clean miss
+        // for the processor: as long as the coherence model says it takes.
+        let queue_miss = coherence::miss::run(
+            coherence::miss::Case::LocalClean,
+            self.params.clone(),
+            coherence::CohParams::default(),
+        )?
+        .latency
+        .0;
         let mut m = b.build(|n| AmNode {
             id: n,
             costs: self.costs,
+            queue_miss,
             program: programs[n.0 as usize].clone(),
             pc: 0,
             resume_at: Some(Cycles(0)),
