@@ -212,11 +212,6 @@ impl ConnCpu {
         })
     }
 
-    /// The first event of the log `f` picks out.
-    pub fn find<T>(&self, f: impl Fn(&ConnEvent) -> Option<T>) -> Option<T> {
-        self.log.iter().find_map(f)
-    }
-
     /// An interrupt about a page whose change is not yet applied waits: its
     /// answer must carry the new frame.
     fn answerable(&self, v: VPage) -> bool {

@@ -260,9 +260,6 @@ pub struct Outgoing {
     pub fetching: Vec<PAddr>,
     /// The handler waits for a fetch or a translation before it can go on.
     pub blocked: bool,
-    /// `Collect`: the send whose lines have been collected (by count of sends
-    /// accepted so far), so each send is collected once.
-    pub collected: u64,
 }
 
 /// Times the handlers stamp, for the start-up breakdown.

@@ -751,8 +751,6 @@ fn check_coherent(m: &Magic<XferNode>, lines: &[PAddr]) -> Option<String> {
 }
 
 fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome, String> {
-    let pid = Pid(1);
-    let _ = pid;
     let (s0, r0) = (NodeId(0), NodeId(1));
     let log = &m.state(s0).cpu.log;
     let t0 = log
@@ -843,13 +841,13 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let mut lines_seen = Vec::new();
     for &s in senders {
         let r = NodeId(1 - s.0);
+        let layout = receive_layout(c);
         let d = Buffer {
             node: r,
             va: DST_VA + c.dst_offset,
-            len: receive_layout(c).last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
+            len: layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
             base: DST_FRAMES,
         };
-        let layout = receive_layout(c);
         for lv in d.lines(true) {
             let line = now_at(&m, r, lv);
             lines_seen.push(line);
