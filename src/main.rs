@@ -464,11 +464,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             trace,
             format,
         } => {
-            if handler != scenario::HandlerKind::Chunked && chunk != 4 {
-                return Err(Failure::Usage(
-                    "--chunk applies only to --handler chunked".into(),
-                ));
-            }
             let t = scenario::Transfer {
                 bytes,
                 sender,
@@ -488,8 +483,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 transfer: Some(t),
                 ..Default::default()
             };
-            let c = s.transfer.as_ref().expect("set").config(s.machine.params());
-            c.validate().map_err(Failure::Usage)?;
+            let t = s.transfer.as_ref().expect("set");
+            t.validate(s.machine.params()).map_err(Failure::Usage)?;
             report(
                 scenario::run_traced(&s, trace.is_some()),
                 trace.as_deref(),

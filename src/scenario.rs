@@ -150,6 +150,15 @@ kinds!(StrategyKind { Collect } default Pipelined);
 kinds!(DirectionKind { Bi } default Uni);
 
 impl Transfer {
+    /// What the experiment cannot run: a chunk factor for a handler that
+    /// does not chunk, and whatever the transfer itself refuses.
+    pub fn validate(&self, params: magic::MagicParams) -> Result<(), String> {
+        if self.handler != HandlerKind::Chunked && self.chunk != d_chunk() {
+            return Err("--chunk applies only to --handler chunked".into());
+        }
+        self.config(params).validate()
+    }
+
     pub fn config(&self, params: magic::MagicParams) -> protocols::transfer::Config {
         use protocols::transfer::{
             Config, Direction, ReceiverState, SenderState, Strategy, Version,
@@ -472,7 +481,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
         src.error(key, &e)
     })?;
     if let Some(t) = &s.transfer {
-        t.config(p.clone()).validate().map_err(|e| {
+        t.validate(p.clone()).map_err(|e| {
             let key = e
                 .split_whitespace()
                 .next()

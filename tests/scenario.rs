@@ -88,6 +88,10 @@ fn bad_scenarios_name_the_file_line_and_key() {
             ":2: data_buffers:",
         ),
         ("[transfer]\nchunk = 0\n", ":2: chunk:"),
+        (
+            "[transfer]\nhandler = \"base\"\nchunk = 8\n",
+            ":3: chunk: --chunk applies only",
+        ),
         ("[transfer\n", ":1: invalid table header"),
         ("[machine]\n", "exactly one experiment table"),
         ("[miss]\n[costs]\n", "exactly one experiment table"),
