@@ -439,16 +439,11 @@ impl Sim<'_> {
                 self.poll(n);
                 true
             }
-            Step::Wait { .. } => unreachable!("handled by the scheduler"),
             Step::Compute(d) => {
                 self.nodes[n].t = Time(self.nodes[n].t.0 + d.0);
                 true
             }
-            Step::Mark => {
-                let t = self.nodes[n].t;
-                self.nodes[n].marks.push(t);
-                true
-            }
+            Step::Wait { .. } | Step::Mark => unreachable!("the scheduler's"),
         };
         if !sent {
             self.poll(n);
