@@ -32,7 +32,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
     let r = go(with(SenderState::Uncached, Version::Optimized));
     let s = &r.machine.state(NodeId(0)).stats;
     assert_eq!(
-        sorted(s.last.tasks.clone()),
+        sorted(s.last.tasks.to_vec()),
         sorted(vec![
             ("initialization and state load", 10),
             ("load directory, check", 6),
@@ -51,7 +51,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
     let r = go(with(SenderState::Dirty, Version::Optimized));
     let s = &r.machine.state(NodeId(0)).stats;
     assert_eq!(
-        sorted(s.last.tasks.clone()),
+        sorted(s.last.tasks.to_vec()),
         sorted(vec![
             ("initialization and state load", 10),
             ("load directory, check", 6),

@@ -132,7 +132,9 @@ impl Task {
 /// Instructions, loads and stores by task name, for one invocation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Breakdown {
-    pub tasks: Vec<(&'static str, u32)>,
+    /// At most a dozen tasks: kept inline, so an invocation's accounting
+    /// never allocates.
+    pub tasks: smallvec::SmallVec<[(&'static str, u32); 12]>,
     pub instructions: u32,
     pub loads: u32,
     pub stores: u32,
