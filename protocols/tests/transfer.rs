@@ -32,7 +32,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
     let r = go(with(SenderState::Uncached, Version::Optimized));
     let s = &r.machine.state(NodeId(0)).stats;
     assert_eq!(
-        sorted(s.last.tasks.to_vec()),
+        sorted(s.first.tasks.to_vec()),
         sorted(vec![
             ("initialization and state load", 10),
             ("load directory, check", 6),
@@ -42,7 +42,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
         ])
     );
     assert_eq!(
-        (s.last.instructions, s.last.loads, s.last.stores),
+        (s.first.instructions, s.first.loads, s.first.stores),
         (46, 8, 4)
     );
     // The memory read goes out 18 cycles into the handler.
@@ -51,7 +51,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
     let r = go(with(SenderState::Dirty, Version::Optimized));
     let s = &r.machine.state(NodeId(0)).stats;
     assert_eq!(
-        sorted(s.last.tasks.to_vec()),
+        sorted(s.first.tasks.to_vec()),
         sorted(vec![
             ("initialization and state load", 10),
             ("load directory, check", 6),
@@ -63,7 +63,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
         ])
     );
     assert_eq!(
-        (s.last.instructions, s.last.loads, s.last.stores),
+        (s.first.instructions, s.first.loads, s.first.stores),
         (56, 10, 5)
     );
     // The get to the processor cache goes out 17 cycles in.

@@ -279,10 +279,9 @@ pub struct Marks {
 /// Counters of one node's transfer activity.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct XferStats {
-    /// The breakdown of the first transfer-handler invocation (the field's
-    /// name is older), and when (cycles into it) its first memory read or
-    /// processor-cache get went out.
-    pub last: Breakdown,
+    /// The breakdown of the first transfer-handler invocation, and when
+    /// (cycles into it) its first memory read or processor-cache get went out.
+    pub first: Breakdown,
     pub first_issue: Option<u32>,
     pub invocations: u64,
     pub components_sent: u64,

@@ -765,7 +765,7 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
     let me = cx.node();
     let s = cx.state();
     if s.stats.invocations == 0 {
-        s.stats.last = b;
+        s.stats.first = b;
         s.stats.first_issue = first_issue;
     }
     s.stats.invocations += 1;
