@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Machine {
     pub mem_first_dword: Option<u64>,
+    pub mem_write_latency: Option<u64>,
     pub pc_state: Option<u64>,
     pub pc_first_word: Option<u64>,
     pub pc_line: Option<u64>,
@@ -49,6 +50,7 @@ impl Machine {
             }
         };
         c(self.mem_first_dword, &mut p.mem_first_dword);
+        c(self.mem_write_latency, &mut p.mem_write_latency);
         c(self.pc_state, &mut p.pc_state);
         c(self.pc_first_word, &mut p.pc_first_word);
         c(self.pc_line, &mut p.pc_line);

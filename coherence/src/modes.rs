@@ -18,6 +18,7 @@
 
 use crate::directory::{DirEntry, DirState, Targets};
 use crate::protocol;
+use magic::costs::Task;
 use magic::{BufId, Cx, LineState, NodeId, PAddr, Ticket};
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -241,9 +242,47 @@ pub fn sender_read<S: protocol::Coherent>(
     Ok(ticket.expect("a plan reads the line"))
 }
 
+/// What a messaging handler pays for the steps of a local plan on the
+/// receive side, in its own accounting (the transfer's receiver charges its
+/// cost sheet's tasks; [`Steps::protocol`] is the coherence handlers' own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Steps {
+    /// Load and test the line's directory entry (its loads at the entry).
+    pub directory: Task,
+    /// Issue an intervention or an invalidation at the processor cache.
+    pub issue: Task,
+    /// Issue the memory write.
+    pub memory: Task,
+    /// Write a changed entry back (its stores at the entry); not charged
+    /// when the entry stays as it was.
+    pub update: Task,
+    /// A part of a line: set up the read of the line it merges into.
+    pub merge: Task,
+}
+
+impl Steps {
+    /// The coherence protocol's own costs, on a PP issuing `width`
+    /// instructions a cycle.
+    pub fn protocol(c: &protocol::Costs, width: u32) -> Steps {
+        Steps {
+            directory: Task {
+                loads: 1,
+                ..Task::instrs(c.dir_check, width)
+            },
+            issue: Task::instrs(c.issue, width),
+            memory: Task::instrs(c.issue, width),
+            update: Task {
+                stores: 1,
+                ..Task::instrs(c.dir_update, width)
+            },
+            merge: Task::default(),
+        }
+    }
+}
+
 /// The receiver writes buffer `b` to `line` under `mode` (bytes `range` of
 /// the buffer are the message's; the rest of the line keeps its current
-/// contents). Local actions are performed and charged here.
+/// contents), charging the coherence protocol's own costs.
 pub fn receiver_write<S: protocol::Coherent>(
     cx: &mut Cx<'_, S>,
     mode: Mode,
@@ -251,11 +290,27 @@ pub fn receiver_write<S: protocol::Coherent>(
     b: BufId,
     range: std::ops::Range<usize>,
 ) -> Result<Ticket, ModeError> {
+    let c = cx.state().coh_mut().params.costs;
+    let steps = Steps::protocol(&c, cx.params().pp_issue_width);
+    receiver_write_with(cx, mode, line, b, range, &steps)
+}
+
+/// [`receiver_write`], charging `steps` for what it does. Local actions are
+/// performed here; a plan that needs other nodes is handed back.
+pub fn receiver_write_with<S: protocol::Coherent>(
+    cx: &mut Cx<'_, S>,
+    mode: Mode,
+    line: PAddr,
+    b: BufId,
+    range: std::ops::Range<usize>,
+    steps: &Steps,
+) -> Result<Ticket, ModeError> {
     let whole = range == (0..magic::LINE_BYTES);
-    let entry = if mode == Mode::None {
+    let entry = if mode == Mode::None || line.node() != cx.node() {
         None
     } else {
-        entry_here(cx, line)
+        steps.directory.charge_on(cx, protocol::dir_addr(line));
+        Some(cx.state().coh_mut().entry(line))
     };
     let plan = plan_receive(mode, cx.node(), line, entry.as_ref())?;
     if plan.iter().any(|a| {
@@ -272,11 +327,11 @@ pub fn receiver_write<S: protocol::Coherent>(
     {
         in_flux(cx, line)?;
     }
-    let c = cx.state().coh_mut().params.costs;
     // A part of a line merges into its current bytes: memory's, or the
     // processor's dirty copy (below).
     let mut current = [0u8; magic::LINE_BYTES];
     if !whole {
+        steps.merge.charge_on(cx, protocol::dir_addr(line));
         let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
         let t = cx
             .mem_read(line, tmp)
@@ -288,8 +343,12 @@ pub fn receiver_write<S: protocol::Coherent>(
         let _ = cx.free_buffer(tmp);
         t?;
     }
+    let mut invalidated = magic::Cycles(0);
     for a in &plan {
-        cx.instr(c.issue);
+        match a {
+            Action::Memory => steps.memory.charge_on(cx, protocol::dir_addr(line)),
+            _ => steps.issue.charge_on(cx, protocol::dir_addr(line)),
+        }
         match a {
             Action::InterveneLocal { keep } => {
                 let tmp = cx.alloc_buffer().ok_or(ModeError::Busy { line })?;
@@ -307,10 +366,12 @@ pub fn receiver_write<S: protocol::Coherent>(
                 let _ = cx.free_buffer(tmp);
             }
             Action::InvalidateLocal => {
+                // A clean copy equals memory: nothing to wait for. The
+                // receive is complete only when it is gone (below).
                 let iv = cx
                     .pc_get(line, None, LineState::Uncached)
                     .map_err(|_| ModeError::Busy { line })?;
-                cx.wait_until(iv.state_at);
+                invalidated = invalidated.max(iv.done);
             }
             _ => {}
         }
@@ -323,8 +384,13 @@ pub fn receiver_write<S: protocol::Coherent>(
     let t = cx
         .mem_write(line, b)
         .map_err(|_| outside(line, "not in this node's memory"))?;
-    if mode != Mode::None && entry.is_some() {
-        protocol::dir_store(cx, line, DirEntry::default());
+    if entry.is_some_and(|e| e != DirEntry::default()) {
+        steps.update.charge_on(cx, protocol::dir_addr(line));
+        protocol::charge_pointers(cx, line);
+        cx.state().coh_mut().set_entry(line, DirEntry::default());
     }
-    Ok(t)
+    Ok(Ticket {
+        first: t.first,
+        ready: t.ready.max(invalidated),
+    })
 }

@@ -368,6 +368,13 @@ pub fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry {
     cx.state().coh_mut().entry(line)
 }
 
+/// The pointer-list format's extra store when an entry's sharers change.
+pub(crate) fn charge_pointers<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
+    if cx.state().coh_mut().params.format == DirFormat::PointerList {
+        cx.store(ptr_addr(line, NodeId(0)));
+    }
+}
+
 /// Write the new entry back.
 pub fn dir_store<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, e: DirEntry) {
     let c = costs(cx);

@@ -24,7 +24,7 @@ fn read_miss_latencies_are_within_ten_percent_of_flash() {
         );
         let l = r.latency.0 as f64;
         assert!(
-            (l - target).abs() <= 0.10 * target,
+            (l - target).abs() <= 0.05 * target,
             "{}: {l} cycles, target {target}",
             case.name()
         );

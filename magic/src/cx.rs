@@ -256,7 +256,10 @@ impl<'a, S> Cx<'a, S> {
         self.check_buf(b)?;
         let buf = self.hw.bufs.get(b).expect("checked");
         let (bytes, ready) = (buf.bytes, buf.ready);
-        let t = self.hw.mem.write(self.now.max(ready));
+        let t = self
+            .hw
+            .mem
+            .write(self.now.max(ready), self.params.mem_write_latency);
         self.mark(crate::trace::Track::Memory, "write", t.first, t.last);
         self.hw.mem.store_line(a.line(), &bytes);
         Ok(Ticket {

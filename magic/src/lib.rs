@@ -46,6 +46,7 @@
 
 pub mod buffers;
 pub mod controller;
+pub mod costs;
 pub mod cx;
 pub mod dcache;
 pub mod engine;

@@ -37,10 +37,11 @@ impl Memory {
         self.stream(first)
     }
 
-    /// Timing of a line write presented at `at`: the buffer streams over the
-    /// data bus as soon as it is free.
-    pub fn write(&mut self, at: Cycles) -> LineTiming {
-        let first = at.max(self.bus_free);
+    /// Timing of a line write handed over at `at`: after `latency` cycles on
+    /// the way to memory, the buffer streams over the data bus as soon as it
+    /// is free.
+    pub fn write(&mut self, at: Cycles, latency: Cycles) -> LineTiming {
+        let first = (at + latency).max(self.bus_free);
         self.stream(first)
     }
 

@@ -42,6 +42,12 @@ impl InQueue {
 pub struct MagicParams {
     /// Memory: cycles from presenting an address to the first doubleword (14).
     pub mem_first_dword: Cycles,
+    /// Memory: cycles from handing a buffer to the memory controller to its
+    /// first doubleword reaching the memory's data bus (8). Not published:
+    /// set from the start-up's network-and-queueing part (45 cycles), the
+    /// one published figure that ends with a write in memory; with 8, the
+    /// receiver's mechanisms give 45 (see docs/costs.md).
+    pub mem_write_latency: Cycles,
     /// Processor-cache intervention: cycles until the line state is known (23).
     pub pc_state: Cycles,
     /// ... until the first data word of a dirty line (28).
@@ -96,6 +102,7 @@ impl Default for MagicParams {
     fn default() -> Self {
         MagicParams {
             mem_first_dword: Cycles(14),
+            mem_write_latency: Cycles(8),
             pc_state: Cycles(23),
             pc_first_word: Cycles(28),
             pc_line: Cycles(43),

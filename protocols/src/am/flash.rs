@@ -16,7 +16,7 @@
 //! store to the sender's process.
 
 use super::{Handler, Platform, Run, Step};
-use crate::transfer::tasks;
+use crate::transfer::TransferCosts;
 use magic::{
     Cx, Cycles, Lane, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState, PAddr, ProcStep,
     Processor, Region, Time, LINE_BYTES,
@@ -398,7 +398,9 @@ fn store_step(cx: &mut C<'_>, _m: &Msg) {
     let Some(buf) = cx.alloc_buffer() else {
         return again(cx);
     };
-    for t in [tasks::INIT, tasks::DIRECTORY] {
+    // The transfer handler's clean-line schedule, one line an invocation.
+    let k = TransferCosts::default();
+    for t in [k.send_init, k.send_directory] {
         t.charge(cx, RECORD + 64, RECORD + 64);
     }
     let line = PAddr::new(
@@ -406,9 +408,14 @@ fn store_step(cx: &mut C<'_>, _m: &Msg) {
         me,
         BLOCK_BASE + (o.sent / LINE_BYTES as u64 % 4096) * LINE_BYTES as u64,
     );
-    tasks::READ_MEMORY.charge(cx, RECORD + 64, RECORD + 64);
+    k.send_read.charge(cx, RECORD + 64, RECORD + 64);
     let _ = cx.mem_read(line, buf);
-    for t in [tasks::HEADER_CLEAN, tasks::SEND_CLEAN] {
+    for t in [
+        k.send_header_clean,
+        k.send_update_state,
+        k.send_component,
+        k.send_reschedule,
+    ] {
         t.charge(cx, RECORD + 64, RECORD + 64);
     }
     let n = (o.bytes - o.sent).min(LINE_BYTES as u64);

@@ -9,13 +9,13 @@
 //! virtual address of it), then the committing read. A receive names its
 //! pages through the write shadow, which exists only for writable pages.
 
-use super::sender::Task;
+use super::costs::TransferCosts;
 use super::{addr, mt, Op, RecvOp, Refusal, SendOp, Space, Span, XferNode};
 use coherence::directory::{DirEntry, DirState, Sharers};
 use coherence::modes;
+use magic::costs::Task;
 use magic::{
-    Cx, Cycles, Dispatch, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region,
-    LINE_BYTES,
+    Cx, Cycles, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES,
 };
 use os_shim::{Change, Pid, VPage, PAGE_BYTES, WRITE_SHADOW};
 
@@ -24,73 +24,11 @@ pub const NO_FRAME: u64 = u64::MAX;
 use serde::Serialize;
 use std::collections::VecDeque;
 
-/// Costs of the connection's handlers that are parameters rather than
-/// fixed schedules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct XferCosts {
-    /// Instructions to take one command write into the record.
-    pub write: u32,
-    /// PP cycles to link one page into the in-use table (hand-coded, 8-9).
-    pub link_cycles: u32,
-    /// Instructions to unlink one page at completion.
-    pub unlink: u32,
-    /// Instructions per doubleword when the PP realigns a component.
-    pub shift_dword: u32,
-    /// Instructions to take an OS notice or answer.
-    pub notice: u32,
-    /// Instructions per use walked when a page's uses are marked stale.
-    pub walk: u32,
+fn costs(cx: &mut C<'_>) -> TransferCosts {
+    cx.state().params.costs
 }
 
-impl Default for XferCosts {
-    fn default() -> Self {
-        XferCosts {
-            write: 6,
-            link_cycles: 9,
-            unlink: 3,
-            shift_dword: 4,
-            notice: 16,
-            walk: 4,
-        }
-    }
-}
-
-/// The fixed schedules of the connection's handlers: the tasks each
-/// performs, in order.
-pub mod tasks {
-    use super::super::sender::task as t;
-    use super::Task;
-    /// The committing read of a sequence: decode and check, then answer.
-    pub const COMMIT: [Task; 4] = [
-        t("load record, decode", 6, 9, 2, 0),
-        t("check operation, length, pages", 8, 14, 1, 0),
-        t("check connection", 4, 6, 1, 0),
-        t("accept, answer", 4, 7, 0, 2),
-    ];
-    /// The setup of an accepted send or receive (pages linked apart).
-    pub const SETUP: [Task; 5] = [
-        t("load record and connection", 10, 12, 4, 0),
-        t("verify command", 30, 50, 3, 0),
-        t("find receive space, alignment", 22, 36, 4, 1),
-        t("initialize transfer state", 32, 54, 2, 8),
-        t("schedule", 4, 6, 0, 1),
-    ];
-    /// The notice of a partner's posted receive.
-    pub const SPACE: [Task; 2] = [
-        t("load stream state", 4, 6, 2, 0),
-        t("queue space, maybe start", 6, 10, 0, 3),
-    ];
-    /// One component at the receiver (the coherence action apart).
-    pub const COMPONENT_IN: Task = t("load record, check", 4, 8, 1, 0);
-    pub const COMPONENT_OUT: Task = t("update record", 2, 4, 0, 1);
-    /// A receive is complete (pages unlinked apart).
-    pub const CLEANUP: [Task; 3] = [
-        t("load receive record", 8, 10, 3, 0),
-        t("update connection, free record", 36, 60, 2, 4),
-        t("notify process", 14, 24, 1, 1),
-    ];
-}
-
+/// Run a handler's tasks in order, their loads and stores at `base`.
 fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
     for t in ts {
         t.charge(cx, base, base);
@@ -436,8 +374,8 @@ fn to_cpu(cx: &mut C<'_>, t: magic::MsgType, args: [u64; 3]) {
 }
 
 fn cmd_op(cx: &mut C<'_>, m: &Msg) {
-    let c = cx.state().params.costs;
-    cx.instr(c.write);
+    let c = costs(cx);
+    cx.instr(c.cmd_write);
     cx.store(addr::CMD);
     let op = Op::from_u64(m.addr.offset() / 8);
     cx.state().cmd = super::conn::CmdRecord {
@@ -449,8 +387,8 @@ fn cmd_op(cx: &mut C<'_>, m: &Msg) {
 }
 
 fn cmd_page(cx: &mut C<'_>, m: &Msg) {
-    let c = cx.state().params.costs;
-    cx.instr(c.write);
+    let c = costs(cx);
+    cx.instr(c.cmd_write);
     cx.store(addr::CMD + 8);
     let write = m.addr.0 & WRITE_SHADOW != 0;
     let a = PAddr(m.addr.0 & !WRITE_SHADOW).with_region(Region::Normal);
@@ -464,7 +402,17 @@ fn cmd_page(cx: &mut C<'_>, m: &Msg) {
 /// The committing read: check the sequence and answer; the setup follows
 /// through the software queue.
 fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
-    run_tasks(cx, &tasks::COMMIT, addr::CMD);
+    let c = costs(cx);
+    run_tasks(
+        cx,
+        &[
+            c.commit_decode,
+            c.commit_check,
+            c.commit_connection,
+            c.commit_answer,
+        ],
+        addr::CMD,
+    );
     let r = std::mem::take(&mut cx.state().cmd);
     let me = cx.node();
     let pid = cx.state().cpu.pid;
@@ -551,14 +499,18 @@ fn setup(cx: &mut C<'_>, _m: &Msg) {
     let Some(a) = cx.state().accepted.pop_front() else {
         return;
     };
-    run_tasks(cx, &tasks::SETUP[..2], addr::SEND);
-    let link = cx.state().params.costs.link_cycles;
+    let c = costs(cx);
+    run_tasks(cx, &[c.setup_load, c.setup_verify], addr::SEND);
     let mut uses = Vec::with_capacity(a.frames.len());
     for (k, f) in a.frames.iter().enumerate() {
-        cx.bundles(link, 2 * link - 1);
+        cx.bundles(c.link.cycles, c.link.instrs);
         uses.push(cx.state().pages.link(*f, 0, k as u8));
     }
-    run_tasks(cx, &tasks::SETUP[2..], addr::SEND);
+    run_tasks(
+        cx,
+        &[c.setup_space, c.setup_state, c.setup_schedule],
+        addr::SEND,
+    );
     let span = Span {
         va: a.va,
         len: a.len,
@@ -611,7 +563,8 @@ fn maybe_start(cx: &mut C<'_>) {
 
 /// The partner posted a receive.
 fn space(cx: &mut C<'_>, m: &Msg) {
-    run_tasks(cx, &tasks::SPACE, addr::SEND);
+    let c = costs(cx);
+    run_tasks(cx, &[c.space_load, c.space_queue], addr::SEND);
     cx.state().out.space.push_back(Space {
         id: m.args[0] as u32,
         len: m.args[1],
@@ -625,10 +578,20 @@ fn space(cx: &mut C<'_>, m: &Msg) {
 
 /// A component arrives: write its bytes into the receive buffer under the
 /// directory's control; the one that fills the receive schedules cleanup.
+///
+/// Task by task, as the sender's Table 2 (the counts are the cost sheet's
+/// `recv_*`): start and load the receive record; decode the header and
+/// verify it (sender, receive, stream position); walk the receive buffer to
+/// the destination line (with the page's validity check); load and test the
+/// line's directory entry (and act on a cached copy); issue the memory
+/// write; write a changed entry back; count the bytes, release the buffer
+/// and test for completion. The handler is dispatched when the header is
+/// in: its work before the write overlaps the data streaming into the
+/// buffer, and the write follows the data.
 fn component(cx: &mut C<'_>, m: &Msg) {
-    let t = tasks::COMPONENT_IN;
-    cx.bundles(t.cycles, t.instrs);
-    cx.load(addr::RECV);
+    let c = costs(cx);
+    c.recv_init.charge(cx, addr::RECV, addr::RECV);
+    c.recv_verify.charge(cx, addr::CMD, addr::RECV);
     let Some(b) = cx.take_msg_buffer() else {
         return;
     };
@@ -649,8 +612,9 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
         let _ = cx.free_buffer(b);
         return;
     };
-    // The invalidation technique's check (one branch, among the
-    // instructions of `COMPONENT_IN`).
+    // The buffer walk, with the invalidation technique's check (one branch).
+    let c = costs(cx);
+    c.recv_walk.charge(cx, addr::RECV + 16, addr::RECV);
     let stale = {
         let r = &cx.state().recvs[i];
         [ro as i64, (ro + n - 1) as i64]
@@ -673,7 +637,14 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
     };
     // The bytes sit in the buffer where they go in the line.
     let mode = cx.state().params.mode;
-    match modes::receiver_write(cx, mode, line, b, at..at + n as usize) {
+    let steps = modes::Steps {
+        directory: c.recv_directory,
+        issue: c.recv_issue,
+        memory: c.recv_write,
+        update: c.recv_update_directory,
+        merge: c.recv_merge,
+    };
+    match modes::receiver_write_with(cx, mode, line, b, at..at + n as usize, &steps) {
         Ok(t) => {
             let _ = cx.free_buffer_after(b, t);
             let s = cx.state();
@@ -703,9 +674,7 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
             return;
         }
     }
-    let t = tasks::COMPONENT_OUT;
-    cx.bundles(t.cycles, t.instrs);
-    cx.store(addr::RECV + 8);
+    c.recv_update.charge(cx, addr::RECV, addr::RECV);
     let now = cx.now();
     let s = cx.state();
     s.stats.components_received += 1;
@@ -726,7 +695,8 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
 
 /// Components that could not be stored for lack of a buffer, again.
 fn retry(cx: &mut C<'_>, _m: &Msg) {
-    cx.instr(4);
+    let t = costs(cx).recv_retry;
+    t.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().retry);
     for (m, b) in waiting {
         store(cx, &m, b);
@@ -746,7 +716,7 @@ pub(super) fn interrupt(cx: &mut C<'_>, v: VPage) {
 /// The OS says a page is about to change: mark every use of its frame
 /// stale (walking the page's list), then answer.
 fn os_notice(cx: &mut C<'_>, m: &Msg) {
-    let c = cx.state().params.costs;
+    let c = costs(cx);
     cx.instr(c.notice);
     let old = m.args[2];
     if old != NO_FRAME {
@@ -762,7 +732,7 @@ fn os_notice(cx: &mut C<'_>, m: &Msg) {
 /// The OS's answer to an interrupt: relink the page in every operation that
 /// holds it stale, and let them go on.
 fn os_translation(cx: &mut C<'_>, m: &Msg) {
-    let c = cx.state().params.costs;
+    let c = costs(cx);
     cx.instr(c.notice);
     let (v, frame) = (VPage(m.args[0]), m.args[2]);
     cx.state().asked.retain(|x| *x != v);
@@ -790,7 +760,7 @@ fn os_translation(cx: &mut C<'_>, m: &Msg) {
         relinked += 1;
     }
     for _ in 0..relinked {
-        cx.bundles(c.link_cycles, 2 * c.link_cycles - 1);
+        cx.bundles(c.link.cycles, c.link.instrs);
     }
     if frame == NO_FRAME {
         cx.state().stats.unmapped += 1;
@@ -813,20 +783,20 @@ fn os_translation(cx: &mut C<'_>, m: &Msg) {
 /// pages and tell the process.
 fn cleanup(cx: &mut C<'_>, m: &Msg) {
     let id = m.args[0] as u32;
-    run_tasks(cx, &tasks::CLEANUP[..1], addr::RECV);
+    let c = costs(cx);
+    run_tasks(cx, &[c.cleanup_load], addr::RECV);
     let Some(i) = cx.state().recvs.iter().position(|r| r.id == id) else {
         return;
     };
     let r = cx.state().recvs.remove(i);
-    let c = cx.state().params.costs;
+    // Nothing is released or told before the last bytes are in memory (and
+    // any cached copy of the buffer is gone).
+    cx.wait_until(r.written);
     for u in &r.span.uses {
         cx.instr(c.unlink);
         cx.state().pages.unlink(u);
     }
-    run_tasks(cx, &tasks::CLEANUP[1..2], addr::RECV);
-    // The process may look at the data once it is in memory.
-    cx.wait_until(r.written);
-    run_tasks(cx, &tasks::CLEANUP[2..], addr::RECV);
+    run_tasks(cx, &[c.cleanup_update, c.cleanup_notify], addr::RECV);
     to_cpu(cx, mt::RECV_DONE, [r.span.len, r.pid.0 as u64, id as u64]);
 }
 
@@ -834,7 +804,8 @@ fn cleanup(cx: &mut C<'_>, m: &Msg) {
 
 /// At a line's dirty owner: hand the line to its home, keeping a clean copy.
 fn fetch(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(6);
+    let t = costs(cx).fetch_owner;
+    t.charge(cx, addr::SEND, addr::SEND);
     let home = m.src;
     let b = cx.alloc_buffer();
     let iv = match b {
@@ -862,7 +833,8 @@ fn fetch(cx: &mut C<'_>, m: &Msg) {
 /// At the home: the owner's line is in; memory takes it and the transfer
 /// handler, if it waits, goes on.
 fn fetched(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(6);
+    let t = costs(cx).fetch_home;
+    t.charge(cx, addr::SEND, addr::SEND);
     let line = m.addr;
     let owner = m.src;
     if m.args[0] == 1 {
@@ -913,18 +885,10 @@ pub(super) fn install(b: &mut MagicBuilder<XferNode>) {
     b.route_any(mt::SETUP, h);
     let h = b.handler("xfer-space", space);
     b.route_any(mt::SPACE, h);
-    // A component is stored as a whole line: its handler is dispatched once
-    // the packet is in its data buffer, so it never holds the PP for data
-    // still on the wire.
+    // A component's handler is dispatched when its header is in (cut
+    // through): it verifies and finds the line while the data streams in.
     let h = b.handler("xfer-component", component);
-    b.route_any_with(
-        mt::COMPONENT,
-        h,
-        Dispatch {
-            whole_packet: true,
-            ..Dispatch::default()
-        },
-    );
+    b.route_any(mt::COMPONENT, h);
     let h = b.handler("xfer-cleanup", cleanup);
     b.route_any(mt::CLEANUP, h);
     let h = b.handler("xfer-retry", retry);

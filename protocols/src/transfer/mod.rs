@@ -30,15 +30,17 @@
 //! [`run()`] sets up a machine, runs one transfer experiment and measures it.
 
 pub mod conn;
+pub mod costs;
 pub mod run;
 pub mod sender;
 
-pub use conn::{ConnCpu, ConnEvent, ConnOp, XferCosts};
+pub use conn::{ConnCpu, ConnEvent, ConnOp};
+pub use costs::TransferCosts;
 pub use run::{
     run, run_with, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState,
     Side, Startup,
 };
-pub use sender::{tasks, Breakdown, Task, Version};
+pub use sender::{Breakdown, Version};
 
 use crate::user::PageTable;
 use coherence::modes::Mode;
@@ -158,7 +160,7 @@ pub struct XferParams {
     pub strategy: Strategy,
     /// Lines fetched ahead of the transfer under `Pipelined`.
     pub window: u32,
-    pub costs: XferCosts,
+    pub costs: TransferCosts,
 }
 
 impl Default for XferParams {
@@ -168,7 +170,7 @@ impl Default for XferParams {
             mode: Mode::Local,
             strategy: Strategy::Pipelined,
             window: 8,
-            costs: XferCosts::default(),
+            costs: TransferCosts::default(),
         }
     }
 }

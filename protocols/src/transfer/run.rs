@@ -228,8 +228,16 @@ pub struct Outcome {
     /// Cycles between components landing in the receiver's memory (first
     /// to last): the rate of the pipeline's slowest stage.
     pub per_line: f64,
+    /// The sender's handler busy time per line, outbox stalls included.
     pub sender_occupancy_per_line: f64,
+    /// The component handler's busy time per line, outbox stalls included.
     pub receiver_occupancy_per_line: f64,
+    /// The sender's handler time per line without its outbox stalls (waits
+    /// on memory and the processor cache included): what it would take if
+    /// the network were never the bottleneck.
+    pub sender_handler_per_line: f64,
+    /// The component handler's time per line without outbox stalls.
+    pub receiver_handler_per_line: f64,
     pub network_per_line: f64,
     pub limited_by: &'static str,
     pub data_ok: bool,
@@ -265,6 +273,8 @@ impl Outcome {
             "per_line_cycles": self.per_line,
             "sender_occupancy_per_line": self.sender_occupancy_per_line,
             "receiver_occupancy_per_line": self.receiver_occupancy_per_line,
+            "sender_handler_per_line": self.sender_handler_per_line,
+            "receiver_handler_per_line": self.receiver_handler_per_line,
             "network_cycles_per_line": self.network_per_line,
             "limited_by": self.limited_by,
             "data_ok": self.data_ok,
@@ -322,6 +332,11 @@ impl std::fmt::Display for Outcome {
             self.sender_occupancy_per_line,
             self.receiver_occupancy_per_line,
             self.limited_by
+        )?;
+        writeln!(
+            f,
+            "handler time per line, outbox stalls apart: sender {:.1}, receiver {:.1}",
+            self.sender_handler_per_line, self.receiver_handler_per_line
         )?;
         writeln!(f)?;
         write!(f, "{}", self.machine.ledger().render())
@@ -808,16 +823,20 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let lines = m.state(r0).stats.components_received;
     let transfer = t4 - t3;
     let ledger = m.ledger();
-    let busy = |n: NodeId, names: &[&str]| -> f64 {
+    let busy = |n: NodeId, names: &[&str], stalls: bool| -> f64 {
         names
             .iter()
             .filter_map(|h| ledger.handler(Some(n.0), h))
-            .map(|r| r.stats.busy as f64)
+            .map(|r| (r.stats.busy - if stalls { 0 } else { r.stats.outbox_stall }) as f64)
             .sum::<f64>()
     };
     let per = |x: f64| x / lines.max(1) as f64;
-    let sender_occ = per(busy(s0, &["xfer-send", "xfer-fetched"]));
-    let receiver_occ = per(busy(r0, &["xfer-component"]));
+    let sender_names = ["xfer-send", "xfer-fetched"];
+    let receiver_names = ["xfer-component", "xfer-retry"];
+    let sender_occ = per(busy(s0, &sender_names, true));
+    let receiver_occ = per(busy(r0, &receiver_names, true));
+    let sender_handler = per(busy(s0, &sender_names, false));
+    let receiver_handler = per(busy(r0, &receiver_names, false));
     let network = per(ledger
         .unit(Some(s0.0), magic::Unit::NetOut)
         .map_or(0.0, |u| u.busy as f64));
@@ -889,6 +908,8 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         per_line,
         sender_occupancy_per_line: sender_occ,
         receiver_occupancy_per_line: receiver_occ,
+        sender_handler_per_line: sender_handler,
+        receiver_handler_per_line: receiver_handler,
         network_per_line: network,
         limited_by,
         data_ok,

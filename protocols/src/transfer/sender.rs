@@ -1,34 +1,51 @@
 //! The sender's transfer handler.
 //!
-//! Its steps follow the paper's task breakdown (FLASH.md §6). Each task is a
-//! hand-scheduled run of PP bundles with its instruction count and its loads
-//! and stores of MAGIC memory (operation record, directory), so the optimized
-//! handler's own accounting reads 46 instructions for a clean line and 56 for
-//! a dirty one. Bundles take more than half a cycle per instruction where a
-//! load's result is needed by the next instruction; the schedule puts the
-//! memory read 18 cycles into the handler and the processor-cache get 17.
+//! Its steps follow the paper's task breakdown (Table 2 of FLASH's paper),
+//! with every count taken from the transfer's cost sheet
+//! ([`TransferCosts`]). Each Table 2 row is split where a chunked handler
+//! pays a part once per invocation (starting and loading the record, the
+//! first line's directory address, storing the stream state,
+//! rescheduling) and the rest once per component (a further line's
+//! directory entry, the read or the get, the header, the send). With one
+//! component per invocation the rows add up to the published 46
+//! instructions for a clean line (8 loads, 4 stores) and 56 for a dirty one
+//! (10, 5), and the schedule puts the memory read 18 cycles into the
+//! handler and the processor-cache get 17.
 //!
 //! Versions:
-//! - `Base`: issues the get to the processor cache and stalls for it before
-//!   doing anything else;
-//! - `Optimized`: issues the get early and forms the header while the cache
-//!   answers (speculative work), stalling only for what is left;
+//! - `Base`: issues the get to the processor cache and stalls until the
+//!   line returns before doing anything else;
+//! - `Optimized`: issues the get early and does the work that does not
+//!   need the line (directory update, header, stream state, preparing the
+//!   send) while the cache answers, stalling only for what is left (Fig. 9:
+//!   get at cycle 17, speculative work until 32, then the stall);
 //! - `Chunked(k)`: the optimized handler sending `k` components per
-//!   invocation with its state in registers: the record is loaded and stored
-//!   once per invocation, and a dirty line's get is queued at the processor
-//!   cache behind the previous line's, so the cache never idles in a chunk.
+//!   invocation with its state in registers. The processor-cache interface
+//!   takes one intervention at a time and queues none, so a dirty line's
+//!   get waits until the previous line's data transfer is over: within a
+//!   chunk the cache is busy back to back, and what chunking saves is the
+//!   per-invocation start between chunks.
+//!
+//! A dirty line "returns" with its first word: the state is known by then,
+//! and the memory write and the outbox both take the data buffer as it
+//! fills, so the handler issues them without waiting for the last word.
 //!
 //! A component whose source sits at another offset within its line than its
 //! destination is realigned: by the data path's wrap-around when the two
-//! offsets differ by whole doublewords (the source line is read once, into
-//! the tail of this component's buffer and the head of the next one's), and
-//! by the PP, doubleword by doubleword, otherwise.
+//! offsets differ by whole doublewords (a source line is read once, into
+//! the tail of this component's buffer and the head of the next one's),
+//! and by the PP, doubleword by doubleword, otherwise. No buffer is held
+//! from one invocation to the next, so each invocation of an unaligned
+//! transfer reads the line it stopped in again, into an extra buffer: the
+//! paper's extra memory load and extra buffer per invocation.
 
+use super::costs::{row, TransferCosts};
 use super::{addr, mt, Carry, XferNode};
 use coherence::directory::{DirEntry, DirState, Pending, Sharers};
 use coherence::modes::Mode;
 use coherence::protocol;
-use magic::{BufId, Cx, Lane, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
+use magic::costs::Task;
+use magic::{BufId, Cx, Cycles, Lane, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
 use serde::Serialize;
 
 const LINE: u64 = LINE_BYTES as u64;
@@ -36,12 +53,16 @@ const LINE: u64 = LINE_BYTES as u64;
 /// Which sender handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Version {
+    /// One line per invocation, stalling for the processor cache.
     Base,
+    /// One line per invocation, working while the processor cache answers.
     Optimized,
+    /// `k` lines per invocation, with the state in registers.
     Chunked(u32),
 }
 
 impl Version {
+    /// Components sent by one invocation.
     pub fn lines_per_invocation(self) -> u32 {
         match self {
             Version::Chunked(k) => k.max(1),
@@ -59,92 +80,25 @@ impl Version {
     }
 }
 
-/// One task of the transfer handler: bundles, instructions, and the loads
-/// and stores among them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Task {
-    pub name: &'static str,
-    pub cycles: u32,
-    pub instrs: u32,
-    pub loads: u32,
-    pub stores: u32,
-}
-
-/// A task of `cycles` bundles holding `instrs` instructions, `loads` and
-/// `stores` among them.
-pub(crate) const fn task(
-    name: &'static str,
-    cycles: u32,
-    instrs: u32,
-    loads: u32,
-    stores: u32,
-) -> Task {
-    Task {
-        name,
-        cycles,
-        instrs,
-        loads,
-        stores,
-    }
-}
-
-/// The tasks of FLASH.md §6's optimized send handler, and the few the
-/// paper's table does not list (they occur only outside its experiment).
-pub mod tasks {
-    use super::{task, Task};
-    pub const INIT: Task = task("initialization and state load", 9, 10, 4, 0);
-    /// Includes the invalidation technique's validity check (one branch).
-    pub const DIRECTORY: Task = task("load directory, check", 7, 6, 2, 0);
-    /// Clean line: the memory read goes out in the second bundle.
-    pub const READ_MEMORY: Task = task("read memory", 2, 3, 0, 0);
-    /// Dirty line: the get goes out in the first bundle.
-    pub const GET: Task = task("send get to processor cache", 2, 4, 0, 0);
-    pub const UPDATE_DIRECTORY: Task = task("update directory", 2, 2, 0, 1);
-    pub const WAIT_WRITE: Task = task("wait for cache, write to memory", 2, 4, 0, 0);
-    pub const HEADER_CLEAN: Task = task("form header, update state", 8, 15, 1, 2);
-    pub const HEADER_DIRTY: Task = task("form header, update state", 9, 16, 2, 2);
-    /// Send and reschedule, split: forming the send (done speculatively for
-    /// a dirty line), then issuing it and the reschedule.
-    pub const SEND_CLEAN: Task = task("send, reschedule", 6, 12, 1, 2);
-    pub const SEND_DIRTY_PREPARE: Task = task("send, reschedule", 3, 6, 1, 0);
-    pub const SEND_DIRTY_ISSUE: Task = task("send, reschedule", 4, 8, 1, 2);
-    /// Global coherence: ask a line's dirty owner for it.
-    pub const FETCH: Task = task("fetch remote line", 3, 5, 0, 1);
-    /// The last component of a send: unlink its pages, tell the process.
-    pub const COMPLETE: Task = task("complete send", 4, 7, 1, 1);
-}
-
-impl Task {
-    /// Run the task on `cx`: its bundles, its first load at `first` (a
-    /// directory entry, say), its other loads and its stores in the
-    /// operation record at `record`.
-    pub fn charge<S>(&self, cx: &mut Cx<'_, S>, first: u64, record: u64) {
-        cx.bundles(self.cycles, self.instrs);
-        for i in 0..self.loads {
-            cx.load(if i == 0 { first } else { record + i as u64 * 8 });
-        }
-        for i in 0..self.stores {
-            cx.store(record + 64 + i as u64 * 8);
-        }
-    }
-}
-
-/// Instructions, loads and stores by task name, for one invocation.
+/// Instructions, loads and stores by Table 2 row, for one invocation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Breakdown {
-    /// At most a dozen tasks: kept inline, so an invocation's accounting
+    /// At most a dozen rows: kept inline, so an invocation's accounting
     /// never allocates.
     pub tasks: smallvec::SmallVec<[(&'static str, u32); 12]>,
+    /// Instructions in all.
     pub instructions: u32,
+    /// Loads of MAGIC memory.
     pub loads: u32,
+    /// Stores of MAGIC memory.
     pub stores: u32,
 }
 
 impl Breakdown {
-    fn add(&mut self, t: &Task) {
-        match self.tasks.iter_mut().find(|x| x.0 == t.name) {
+    fn add(&mut self, row: &'static str, t: &Task) {
+        match self.tasks.iter_mut().find(|x| x.0 == row) {
             Some(x) => x.1 += t.instrs,
-            None => self.tasks.push((t.name, t.instrs)),
+            None => self.tasks.push((row, t.instrs)),
         }
         self.instructions += t.instrs;
         self.loads += t.loads;
@@ -154,31 +108,80 @@ impl Breakdown {
 
 type C<'a> = Cx<'a, XferNode>;
 
-fn charge(cx: &mut C<'_>, t: &Task, b: &mut Breakdown) {
-    charge_at(cx, t, b, addr::SEND);
+/// One invocation's accounting.
+struct Inv {
+    b: Breakdown,
+    t0: Cycles,
+    /// The first directory entry of the invocation has been loaded (the
+    /// next ones are its neighbours).
+    dir_loaded: bool,
+    /// The stream state has been stored back.
+    state_updated: bool,
+    /// Cycles into the invocation when its first read or get went out.
+    first_issue: Option<u32>,
+    /// When the processor-cache interface is free of this invocation's
+    /// last intervention: it takes one at a time and queues none, so the
+    /// next get waits for it.
+    pc_free: Cycles,
 }
 
-/// As `charge`, with the task's first load at `at` (the directory entry it
-/// reads) and the others in the operation record.
-fn charge_at(cx: &mut C<'_>, t: &Task, b: &mut Breakdown, at: u64) {
-    t.charge(cx, at, addr::SEND);
-    b.add(t);
+fn costs(cx: &mut C<'_>) -> TransferCosts {
+    cx.state().params.costs
 }
 
-/// Split a task around an issue: `before` bundles, the issue, the rest.
+/// Run `t` (a Table 2 `row`) with its loads and stores in the record.
+fn charge(cx: &mut C<'_>, t: Task, row: &'static str, inv: &mut Inv) {
+    t.charge(cx, addr::SEND, addr::SEND);
+    inv.b.add(row, &t);
+}
+
+/// Run `t` split around an issue: `before` bundles, the issue, the rest.
 fn issue_in<T>(
     cx: &mut C<'_>,
-    t: &Task,
+    t: Task,
     before: u32,
-    b: &mut Breakdown,
+    row: &'static str,
+    inv: &mut Inv,
     f: impl FnOnce(&mut C<'_>) -> T,
 ) -> T {
-    let i = t.instrs * before / t.cycles;
+    let before = before.min(t.cycles);
+    let i = t.instrs * before / t.cycles.max(1);
     cx.bundles(before, i);
+    let now = cx.now();
+    inv.first_issue.get_or_insert((now - inv.t0).0 as u32);
     let r = f(cx);
     cx.bundles(t.cycles - before, t.instrs - i);
-    b.add(t);
+    for _ in 0..t.loads {
+        cx.load(addr::SEND);
+    }
+    for k in 0..t.stores {
+        cx.store(addr::SEND + 64 + k as u64 * 8);
+    }
+    inv.b.add(row, &t);
     r
+}
+
+/// Load and test `line`'s directory entry: the invocation's first pays the
+/// address work, the next ones are its neighbours.
+fn directory(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) {
+    let k = costs(cx);
+    let t = if inv.dir_loaded {
+        k.send_directory_next
+    } else {
+        k.send_directory
+    };
+    inv.dir_loaded = true;
+    t.charge(cx, protocol::dir_addr(line), addr::SEND);
+    inv.b.add(row::DIRECTORY, &t);
+}
+
+/// Store the stream state back (once an invocation).
+fn update_state(cx: &mut C<'_>, inv: &mut Inv) {
+    if !inv.state_updated {
+        inv.state_updated = true;
+        let t = costs(cx).send_update_state;
+        charge(cx, t, row::HEADER, inv);
+    }
 }
 
 /// The next component of the stream: `n` bytes from the front send at
@@ -264,8 +267,9 @@ enum Stop {
 
 /// Ask a dirty line's owner for it (global coherence); the entry stays
 /// pending until the answer.
-fn fetch(cx: &mut C<'_>, line: PAddr, owner: NodeId, b: &mut Breakdown) {
-    charge(cx, &tasks::FETCH, b);
+fn fetch(cx: &mut C<'_>, line: PAddr, owner: NodeId, inv: &mut Inv) {
+    let t = costs(cx).fetch_issue;
+    charge(cx, t, row::FETCH, inv);
     let me = cx.node();
     let mut e = cx.state().coh.entry(line);
     e.pending = Some(Pending::Read { requester: me });
@@ -283,11 +287,11 @@ fn remote(
     line: PAddr,
     owner: NodeId,
     fetching: bool,
-    b: &mut Breakdown,
+    inv: &mut Inv,
 ) -> Result<(), Stop> {
     if cx.state().params.mode == Mode::Global {
         if !fetching {
-            fetch(cx, line, owner, b);
+            fetch(cx, line, owner, inv);
         }
         return Err(Stop::Fetch);
     }
@@ -295,14 +299,16 @@ fn remote(
     Ok(())
 }
 
-/// Write a dirty line back from the processor cache through `tmp` (it keeps
-/// a clean copy) and mark the directory: memory is then current.
-fn write_back_here(cx: &mut C<'_>, line: PAddr, tmp: BufId, b: &mut Breakdown) -> Ticket {
-    let iv = issue_in(cx, &tasks::GET, 1, b, |cx| {
-        cx.pc_get(line, Some(tmp), LineState::Clean)
-            .expect("allocated")
-    });
-    charge(cx, &tasks::UPDATE_DIRECTORY, b);
+/// When a get's line is back: its first word (a dirty line), or its state.
+fn returns(iv: &magic::pcache::Intervention) -> Cycles {
+    iv.first_word_at.unwrap_or(iv.state_at)
+}
+
+/// The directory now says this node's processor shares the line.
+fn mark_shared(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) {
+    let t = costs(cx).send_update_directory;
+    t.charge(cx, addr::SEND, protocol::dir_addr(line) - 64);
+    inv.b.add(row::UPDATE_DIRECTORY, &t);
     let me = cx.node();
     cx.state().coh.set_entry(
         line,
@@ -311,8 +317,16 @@ fn write_back_here(cx: &mut C<'_>, line: PAddr, tmp: BufId, b: &mut Breakdown) -
             pending: None,
         },
     );
-    cx.wait_until(iv.done);
-    charge(cx, &tasks::WAIT_WRITE, b);
+}
+
+/// Write a dirty line back from the processor cache through `tmp` (it keeps
+/// a clean copy) and mark the directory: memory is then current.
+fn write_back_here(cx: &mut C<'_>, line: PAddr, tmp: BufId, inv: &mut Inv) -> Ticket {
+    let k = costs(cx);
+    let iv = get(cx, line, tmp, inv);
+    mark_shared(cx, line, inv);
+    cx.wait_until(returns(&iv));
+    charge(cx, k.send_wait_write, row::WAIT_WRITE, inv);
     if iv.state != LineState::Dirty {
         // Not what the directory said: memory already holds the line.
         cx.state().coh.stats.protocol_errors += 1;
@@ -332,21 +346,22 @@ fn read_line(
     first: BufId,
     shift: usize,
     second: Option<BufId>,
-    b: &mut Breakdown,
+    inv: &mut Inv,
 ) -> Result<Ticket, Stop> {
-    charge_at(cx, &tasks::DIRECTORY, b, protocol::dir_addr(line));
+    directory(cx, line, inv);
     match held(cx, line) {
         Held::InFlux => return Err(Stop::InFlux),
-        Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, b)?,
+        Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, inv)?,
         Held::Here => {
             let tmp = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
-            let t = write_back_here(cx, line, tmp, b);
+            let t = write_back_here(cx, line, tmp, inv);
             let _ = cx.free_buffer_after(tmp, t);
         }
         Held::Memory => {}
     }
     cx.state().stats.lines_read += 1;
-    Ok(issue_in(cx, &tasks::READ_MEMORY, 2, b, |cx| {
+    let t = costs(cx).send_read;
+    Ok(issue_in(cx, t, t.cycles, row::READ, inv, |cx| {
         cx.mem_read_wrap(line, first, shift, second)
             .expect("checked")
     }))
@@ -361,37 +376,41 @@ fn component_msg(cx: &mut C<'_>, c: &Comp) -> Msg {
         .len(c.n as u16)
 }
 
+/// A clean component's header and send; the stream state with the last.
+fn form_and_send_clean(cx: &mut C<'_>, last: bool, inv: &mut Inv) {
+    let k = costs(cx);
+    charge(cx, k.send_header_clean, row::HEADER, inv);
+    if last {
+        update_state(cx, inv);
+    }
+    charge(cx, k.send_component, row::SEND, inv);
+}
+
+/// Issue the get of a dirty `line` into `buf` once the processor-cache
+/// interface is free: when the line returns (its first word).
+fn get(cx: &mut C<'_>, line: PAddr, buf: BufId, inv: &mut Inv) -> magic::pcache::Intervention {
+    let t = costs(cx).send_get;
+    cx.wait_until(inv.pc_free);
+    let iv = issue_in(cx, t, 1, row::GET, inv, |cx| {
+        cx.pc_get(line, Some(buf), LineState::Clean)
+            .expect("allocated")
+    });
+    inv.pc_free = iv.done;
+    iv
+}
+
 /// An aligned component (the paper's case): the source line is the
-/// component. `pending` is a dirty line's get queued by the previous
-/// component of the chunk.
-fn aligned(
-    cx: &mut C<'_>,
-    c: &Comp,
-    last_in_chunk: bool,
-    pending: &mut Option<(PAddr, BufId, Ticket)>,
-    first_issue: &mut Option<u32>,
-    t0: magic::Cycles,
-    b: &mut Breakdown,
-) -> Result<BufId, Stop> {
+/// component; `last` says it is the invocation's last.
+fn aligned(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
+    let k = costs(cx);
     let line = src_line(cx.state(), c.so);
     let version = cx.state().params.version;
-    let queued = match pending.take() {
-        Some((l, buf, t)) if l == line => Some((buf, t)),
-        Some(p) => {
-            retire(cx, p);
-            None
-        }
-        None => None,
-    };
-    let buf = match queued {
-        Some((buf, _)) => buf,
-        None => cx.alloc_buffer().ok_or(Stop::NoBuffer)?,
-    };
-    charge_at(cx, &tasks::DIRECTORY, b, protocol::dir_addr(line));
+    let buf = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
+    directory(cx, line, inv);
     let how = match held(cx, line) {
-        Held::InFlux if queued.is_none() => Err(Stop::InFlux),
-        Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, b).map(|_| false),
-        Held::Here | Held::InFlux => Ok(true),
+        Held::InFlux => Err(Stop::InFlux),
+        Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, inv).map(|_| false),
+        Held::Here => Ok(true),
         Held::Memory => Ok(false),
     };
     let dirty = match how {
@@ -404,104 +423,34 @@ fn aligned(
     cx.state().stats.lines_read += 1;
     if !dirty {
         // The read goes out at the end of the task's last bundle.
-        let t = tasks::READ_MEMORY;
-        cx.bundles(t.cycles, t.instrs);
-        first_issue.get_or_insert((cx.now() - t0).0 as u32);
-        let _ = cx.mem_read(line, buf);
-        b.add(&t);
-        charge(cx, &tasks::HEADER_CLEAN, b);
-        charge(cx, &tasks::SEND_CLEAN, b);
+        issue_in(cx, k.send_read, k.send_read.cycles, row::READ, inv, |cx| {
+            let _ = cx.mem_read(line, buf);
+        });
+        form_and_send_clean(cx, last, inv);
         return Ok(buf);
     }
-    // Dirty: the get may already be queued (chunked); else issue it now.
-    let iv_done = match queued {
-        Some((_, t)) => t.ready,
-        None => {
-            let iv = issue_in(cx, &tasks::GET, 1, b, |cx| {
-                first_issue.get_or_insert((cx.now() - t0).0 as u32);
-                cx.pc_get(line, Some(buf), LineState::Clean)
-                    .expect("allocated")
-            });
-            iv.done
-        }
-    };
+    let back = returns(&get(cx, line, buf, inv));
     if version == Version::Base {
-        cx.wait_until(iv_done);
+        cx.wait_until(back);
     }
-    charge(cx, &tasks::UPDATE_DIRECTORY, b);
-    let me = cx.node();
-    cx.state().coh.set_entry(
-        line,
-        DirEntry {
-            state: DirState::Shared(Sharers::one(me)),
-            pending: None,
-        },
-    );
-    charge(cx, &tasks::HEADER_DIRTY, b);
-    charge(cx, &tasks::SEND_DIRTY_PREPARE, b);
-    // Chunked: queue the next line's get behind this one, so the processor
-    // cache goes straight on to it.
-    if let (Version::Chunked(_), false) = (version, last_in_chunk) {
-        let end = c.so + c.n as i64;
-        let more = cx
-            .state()
-            .out
-            .sends
-            .front()
-            .is_some_and(|x| end < x.span.len as i64);
-        if more {
-            let next = src_line(cx.state(), end);
-            cx.load(protocol::dir_addr(next));
-            if matches!(held(cx, next), Held::Here) {
-                if let Some(nb) = cx.alloc_buffer() {
-                    let iv = issue_in(cx, &tasks::GET, 1, b, |cx| {
-                        cx.pc_get(next, Some(nb), LineState::Clean)
-                            .expect("allocated")
-                    });
-                    *pending = Some((
-                        next,
-                        nb,
-                        Ticket {
-                            first: iv.state_at,
-                            ready: iv.done,
-                        },
-                    ));
-                }
-            }
-        }
+    // Speculative work: nothing below needs the line until the wait.
+    mark_shared(cx, line, inv);
+    charge(cx, k.send_header_dirty, row::HEADER, inv);
+    if last {
+        update_state(cx, inv);
     }
-    cx.wait_until(iv_done);
-    charge(cx, &tasks::WAIT_WRITE, b);
+    charge(cx, k.send_prepare_dirty, row::SEND, inv);
+    cx.wait_until(back);
+    charge(cx, k.send_wait_write, row::WAIT_WRITE, inv);
     let _ = cx.mem_write(line, buf);
-    charge(cx, &tasks::SEND_DIRTY_ISSUE, b);
+    charge(cx, k.send_issue_dirty, row::SEND, inv);
     Ok(buf)
-}
-
-/// A queued get whose line the chunk did not reach: the processor kept only
-/// a clean copy, so the line in the buffer goes to memory.
-fn retire(cx: &mut C<'_>, (line, buf, _): (PAddr, BufId, Ticket)) {
-    let me = cx.node();
-    cx.state().coh.set_entry(
-        line,
-        DirEntry {
-            state: DirState::Shared(Sharers::one(me)),
-            pending: None,
-        },
-    );
-    match cx.mem_write(line, buf) {
-        Ok(w) => {
-            let _ = cx.free_buffer_after(buf, w);
-        }
-        Err(_) => {
-            let _ = cx.free_buffer(buf);
-        }
-    }
 }
 
 /// A component realigned by the wrap-around: the source line whose first
 /// byte lands at `shift` in this component's line fills its tail and wraps
-/// into the next component's buffer, carried to it.
-fn wrapped(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
+/// into the next component's buffer, carried to it within the invocation.
+fn wrapped(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
     let d = c.shift as i64;
     let carried = match cx.state().out.carry.take() {
         Some(k) if k.wrap && k.at == c.so => Some(k.buf),
@@ -519,12 +468,15 @@ fn wrapped(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
     let l = c.so + d - c.dp as i64;
     let need_prev = (c.dp as i64) < d && carried.is_none();
     let need_cur = c.dp as i64 + (c.n as i64) > d;
+    let wrap = costs(cx).send_wrap;
     let r = (|| {
         if need_prev {
+            // The line this component's head comes from, read again into
+            // an extra buffer: nothing is carried into an invocation.
             let scratch = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
+            charge(cx, wrap, row::WRAP, inv);
             let line = src_line(cx.state(), l - LINE as i64);
-            let t = read_line(cx, line, scratch, d as usize, Some(comp), b);
-            match t {
+            match read_line(cx, line, scratch, d as usize, Some(comp), inv) {
                 Ok(t) => {
                     let _ = cx.free_buffer_after(scratch, t);
                 }
@@ -536,8 +488,9 @@ fn wrapped(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
         }
         if need_cur {
             let next = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
+            charge(cx, wrap, row::WRAP, inv);
             let line = src_line(cx.state(), l);
-            if let Err(e) = read_line(cx, line, comp, d as usize, Some(next), b) {
+            if let Err(e) = read_line(cx, line, comp, d as usize, Some(next), inv) {
                 let _ = cx.free_buffer(next);
                 return Err(e);
             }
@@ -553,23 +506,23 @@ fn wrapped(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
         let _ = cx.free_buffer(comp);
         return Err(e);
     }
-    charge(cx, &tasks::HEADER_CLEAN, b);
-    charge(cx, &tasks::SEND_CLEAN, b);
+    form_and_send_clean(cx, last, inv);
     Ok(comp)
 }
 
 /// A component the PP realigns itself (the offsets differ by a part of a
 /// doubleword): each source line is read once into a buffer, kept for the
-/// next component if it runs on, and the PP shifts the bytes across.
-fn shifted(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
+/// next component of the invocation if it runs on, and the PP shifts the
+/// bytes across.
+fn shifted(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
     let comp = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
     let va = cx.state().out.sends.front().expect("a send").span.va as i64;
     let line_of = |off: i64| (va + off).div_euclid(LINE as i64) * LINE as i64 - va;
-    let (first, last) = (line_of(c.so), line_of(c.so + c.n as i64 - 1));
+    let (first, last_line) = (line_of(c.so), line_of(c.so + c.n as i64 - 1));
     let mut held_bufs: smallvec::SmallVec<[(i64, BufId); 2]> = smallvec::SmallVec::new();
     let mut r = Ok(());
     let mut off = first;
-    while off <= last {
+    while off <= last_line {
         let buf = match cx.state().out.carry {
             Some(k) if !k.wrap && k.at == off => {
                 cx.state().out.carry = None;
@@ -579,7 +532,7 @@ fn shifted(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
                 Some(x) => {
                     // (A line starting before the buffer is its first line.)
                     let line = src_line(cx.state(), off.max(0));
-                    if let Err(e) = read_line(cx, line, x, 0, None, b) {
+                    if let Err(e) = read_line(cx, line, x, 0, None, inv) {
                         let _ = cx.free_buffer(x);
                         r = Err(e);
                         break;
@@ -608,9 +561,16 @@ fn shifted(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
             cx.wait_until(t.ready);
         }
     }
-    let per = cx.state().params.costs.shift_dword;
+    let per = costs(cx).shift_dword;
     let dwords = (c.n as u32).div_ceil(8) + 1;
-    cx.bundles(dwords * per / 2, dwords * per);
+    cx.instr(dwords * per);
+    inv.b.add(
+        row::SHIFT,
+        &Task {
+            instrs: dwords * per,
+            ..Task::default()
+        },
+    );
     let mut bytes = [0u8; LINE_BYTES];
     for i in 0..c.n as i64 {
         let s = c.so + i;
@@ -635,15 +595,14 @@ fn shifted(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) -> Result<BufId, Stop> {
             let _ = cx.free_buffer(x);
         }
     }
-    charge(cx, &tasks::HEADER_CLEAN, b);
-    charge(cx, &tasks::SEND_CLEAN, b);
+    form_and_send_clean(cx, last, inv);
     Ok(comp)
 }
 
 /// Global coherence: fetch dirty lines ahead of the transfer (`Pipelined`:
 /// the next `window` lines; `Collect`: every line of the send, once, before
 /// the first component).
-fn fetch_ahead(cx: &mut C<'_>, b: &mut Breakdown) -> Result<(), Stop> {
+fn fetch_ahead(cx: &mut C<'_>, inv: &mut Inv) -> Result<(), Stop> {
     let p = cx.state().params;
     if p.mode != Mode::Global {
         return Ok(());
@@ -667,17 +626,18 @@ fn fetch_ahead(cx: &mut C<'_>, b: &mut Breakdown) -> Result<(), Stop> {
     } else {
         (start + p.window as i64 * LINE as i64).min(len)
     };
+    let check = p.costs.fetch_check;
     let mut off = start;
     while off < end {
         let line = src_line(cx.state(), off.max(0));
-        cx.load(protocol::dir_addr(line));
-        cx.instr(2);
+        check.charge(cx, protocol::dir_addr(line), addr::SEND);
+        inv.b.add(row::FETCH, &check);
         if let Held::Remote {
             owner,
             fetching: false,
         } = held(cx, line)
         {
-            fetch(cx, line, owner, b);
+            fetch(cx, line, owner, inv);
         }
         off += LINE as i64;
     }
@@ -687,24 +647,40 @@ fn fetch_ahead(cx: &mut C<'_>, b: &mut Breakdown) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Whether component `c` ends the front send or the front space.
+fn ends_stream(s: &XferNode, c: &Comp) -> bool {
+    let send_end = s
+        .out
+        .sends
+        .front()
+        .is_none_or(|x| c.so as u64 + c.n >= x.span.len);
+    let space_end = s.out.space.front().is_none_or(|r| c.ro + c.n >= r.len);
+    send_end || space_end
+}
+
 /// One invocation of the transfer handler.
 pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
-    let mut b = Breakdown::default();
-    let t0 = cx.now();
-    let mut first_issue = None;
-    charge(cx, &tasks::INIT, &mut b);
+    let k = costs(cx);
+    let mut inv = Inv {
+        b: Breakdown::default(),
+        t0: cx.now(),
+        dir_loaded: false,
+        state_updated: false,
+        first_issue: None,
+        pc_free: Cycles(0),
+    };
+    charge(cx, k.send_init, row::INIT, &mut inv);
     let now = cx.now();
     cx.state().stats.marks.first_line.get_or_insert(now);
-    let k = cx.state().params.version.lines_per_invocation();
-    let mut pending: Option<(PAddr, BufId, Ticket)> = None;
+    let lines = cx.state().params.version.lines_per_invocation();
     let mut stop = None;
     if cx.state().out.sends.front().is_some() {
-        if let Err(e) = fetch_ahead(cx, &mut b) {
+        if let Err(e) = fetch_ahead(cx, &mut inv) {
             stop = Some(e);
         }
     }
     let mut done = 0;
-    while stop.is_none() && done < k {
+    while stop.is_none() && done < lines {
         let Some(c) = next_component(cx.state()) else {
             break;
         };
@@ -720,27 +696,13 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
             stop = Some(Stop::Stale);
             break;
         }
+        let last = done + 1 == lines || ends_stream(cx.state(), &c);
         let r = if c.shift == 0 {
-            aligned(
-                cx,
-                &c,
-                done + 1 == k,
-                &mut pending,
-                &mut first_issue,
-                t0,
-                &mut b,
-            )
+            aligned(cx, &c, last, &mut inv)
+        } else if c.shift % 8 == 0 {
+            wrapped(cx, &c, last, &mut inv)
         } else {
-            // A get queued for an aligned component that did not come: its
-            // line goes to memory before anything reads it there.
-            if let Some(p) = pending.take() {
-                retire(cx, p);
-            }
-            if c.shift % 8 == 0 {
-                wrapped(cx, &c, &mut b)
-            } else {
-                shifted(cx, &c, &mut b)
-            }
+            shifted(cx, &c, last, &mut inv)
         };
         let buf = match r {
             Ok(x) => x,
@@ -756,46 +718,50 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
             marks.first_wire.get_or_insert(s);
             marks.last_wire = Some(e);
         }
-        advance(cx, &c, &mut b);
+        advance(cx, &c, &mut inv);
         done += 1;
     }
-    if let Some(p) = pending {
-        retire(cx, p);
+    if done > 0 {
+        update_state(cx, &mut inv);
+    }
+    // No buffer is held from one invocation to the next.
+    if let Some(k) = cx.state().out.carry.take() {
+        let _ = cx.free_buffer(k.buf);
     }
     let me = cx.node();
+    let again = match stop {
+        Some(Stop::NoBuffer) => {
+            cx.state().stats.alloc_fails += 1;
+            true
+        }
+        // The fetch's answer, or the OS's answer relinking the page,
+        // reschedules the handler.
+        Some(Stop::Fetch) | Some(Stop::Stale) => {
+            cx.state().out.blocked = true;
+            false
+        }
+        Some(Stop::InFlux) | None => true,
+    };
+    let s = cx.state();
+    let more = again && !s.out.sends.is_empty() && !s.out.space.is_empty();
+    if again && !more {
+        s.out.running = false;
+    }
+    if more {
+        charge(cx, k.send_reschedule, row::SEND, &mut inv);
+        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+    }
     let s = cx.state();
     if s.stats.invocations == 0 {
-        s.stats.first = b;
-        s.stats.first_issue = first_issue;
+        s.stats.first = inv.b;
+        s.stats.first_issue = inv.first_issue;
     }
     s.stats.invocations += 1;
-    match stop {
-        Some(Stop::NoBuffer) => s.stats.alloc_fails += 1,
-        Some(Stop::Fetch) => {
-            // The fetch's answer reschedules the handler.
-            s.out.blocked = true;
-            return;
-        }
-        Some(Stop::Stale) => {
-            // The OS's answer relinks the page and reschedules the handler.
-            s.out.blocked = true;
-            return;
-        }
-        Some(Stop::InFlux) | None => {}
-    }
-    if s.out.sends.is_empty() || s.out.space.is_empty() {
-        s.out.running = false;
-        if let Some(k) = s.out.carry.take() {
-            let _ = cx.free_buffer(k.buf);
-        }
-        return;
-    }
-    let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
 }
 
 /// Account for a component sent: the send and the space move on; a send
 /// fully handed to the network is complete.
-fn advance(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) {
+fn advance(cx: &mut C<'_>, c: &Comp, inv: &mut Inv) {
     let s = cx.state();
     s.stats.components_sent += 1;
     s.stats.bytes_sent += c.n;
@@ -820,7 +786,8 @@ fn advance(cx: &mut C<'_>, c: &Comp, b: &mut Breakdown) {
     }
     if send_done {
         let op = cx.state().out.sends.pop_front().expect("a send");
-        charge(cx, &tasks::COMPLETE, b);
+        let t = costs(cx).send_complete;
+        charge(cx, t, row::COMPLETE, inv);
         for u in &op.span.uses {
             cx.state().pages.unlink(u);
         }
