@@ -423,14 +423,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             network,
             format,
         } => {
-            let c = scenario::Costs {
+            let c = scenario::MessagingCosts {
                 protocol,
                 words,
                 packet_words,
                 network,
             };
             report(
-                scenario::costs(&c).map(|r| (r, None)).map_err(input),
+                scenario::messaging_costs(&c)
+                    .map(|r| (r, None))
+                    .map_err(input),
                 None,
                 format,
             )
@@ -498,7 +500,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let f = scenario::FetchOp { remote_node };
             let p = magic::MagicParams::default();
             report(
-                scenario::fetch_op(&f, p)
+                scenario::fetch_op(&f, p, Default::default())
                     .map(|r| (r.0, None))
                     .map_err(input),
                 None,
@@ -521,7 +523,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let p = magic::MagicParams::default();
             report(
-                scenario::miss(&m, p).map(|r| (r.0, None)).map_err(input),
+                scenario::miss(&m, p, Default::default())
+                    .map(|r| (r.0, None))
+                    .map_err(input),
                 None,
                 format,
             )
@@ -691,6 +695,7 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
 
 fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {
     let x = scenario::Remap { technique: t };
-    let r = scenario::remap(&x, magic::MagicParams::default()).map(|r| (r.0, None));
+    let r =
+        scenario::remap(&x, magic::MagicParams::default(), Default::default()).map(|r| (r.0, None));
     report(r.map_err(input), None, format)
 }

@@ -203,6 +203,8 @@ impl Transfer {
             change: None,
             trace: false,
             params,
+            costs: Default::default(),
+            coherence_costs: Default::default(),
         }
     }
 }
@@ -343,7 +345,7 @@ pub struct FetchOp {
 /// A messaging protocol's instruction counts (`flashkit costs`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Costs {
+pub struct MessagingCosts {
     #[serde(default)]
     pub protocol: CostProtocol,
     #[serde(default = "d_four")]
@@ -364,17 +366,34 @@ pub struct Logp {
     pub nodes: u32,
 }
 
-/// A scenario: the machine and one experiment (the AM platforms and the
-/// cost study keep their own machines; `[machine]` sets FLASH's).
+/// The handlers' cost sheets (`[costs.transfer]`, `[costs.coherence]`,
+/// `[costs.user]`): any entry set here replaces the sheet's default;
+/// docs/costs.md lists them.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostTables {
+    #[serde(default)]
+    pub transfer: protocols::transfer::TransferCosts,
+    #[serde(default)]
+    pub coherence: coherence::protocol::CoherenceCosts,
+    #[serde(default)]
+    pub user: protocols::user::UserCosts,
+}
+
+/// A scenario: the machine, the handlers' costs and one experiment (the AM
+/// platforms and the messaging-cost study keep their own machines;
+/// `[machine]` sets FLASH's).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(default)]
     pub machine: Machine,
+    #[serde(default)]
+    pub costs: CostTables,
     pub transfer: Option<Transfer>,
     pub miss: Option<Miss>,
     pub fetch_op: Option<FetchOp>,
-    pub costs: Option<Costs>,
+    pub messaging_costs: Option<MessagingCosts>,
     pub logp: Option<Logp>,
     pub pipeline: Option<Pipeline>,
     pub remap: Option<Remap>,
@@ -387,7 +406,7 @@ impl Scenario {
             self.transfer.is_some(),
             self.miss.is_some(),
             self.fetch_op.is_some(),
-            self.costs.is_some(),
+            self.messaging_costs.is_some(),
             self.logp.is_some(),
             self.pipeline.is_some(),
             self.remap.is_some(),
@@ -471,7 +490,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
     })?;
     if s.kinds() != 1 {
         return Err(format!(
-            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [costs], [logp] or [suite] (found {})",
+            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp] or [suite] (found {})",
             src.path,
             s.kinds()
         ));
@@ -534,11 +553,15 @@ pub fn run_traced(
         trace.then(|| magic::trace::chrome_json(nodes, &t))
     };
     if let Some(m) = &s.miss {
-        let (r, m) = miss(m, p).map_err(input)?;
+        let coh = coherence::CohParams {
+            costs: s.costs.coherence,
+            ..Default::default()
+        };
+        let (r, m) = miss(m, p, coh).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(f) = &s.fetch_op {
-        let (r, m) = fetch_op(f, p).map_err(input)?;
+        let (r, m) = fetch_op(f, p, s.costs.user).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
@@ -546,7 +569,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.remap {
-        let (r, m) = remap(x, p).map_err(input)?;
+        let (r, m) = remap(x, p, s.costs.user).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.suite {
@@ -558,13 +581,13 @@ pub fn run_traced(
         }
         return suite(x).map(|r| (r, None)).map_err(input);
     }
-    if let Some(c) = &s.costs {
+    if let Some(c) = &s.messaging_costs {
         if trace {
             return Err(input(
                 "--trace records MAGIC's timelines: the cost study runs on the CM-5 model".into(),
             ));
         }
-        return costs(c).map(|r| (r, None)).map_err(input);
+        return messaging_costs(c).map(|r| (r, None)).map_err(input);
     }
     if let Some(l) = &s.logp {
         if trace {
@@ -577,6 +600,8 @@ pub fn run_traced(
     let t = s.transfer.as_ref().expect("checked at parse");
     let mut c = t.config(p);
     c.trace = trace;
+    c.costs = s.costs.transfer;
+    c.coherence_costs = s.costs.coherence;
     let r = protocols::transfer::run(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
     let failed = (!r.data_ok || r.incoherent.is_some())
@@ -602,6 +627,7 @@ fn ok(json: serde_json::Value, table: String) -> Result<Report, String> {
 pub fn miss(
     m: &Miss,
     p: magic::MagicParams,
+    coh: coherence::CohParams,
 ) -> Result<(Report, magic::Magic<coherence::CohNode>), String> {
     use coherence::miss::{self, Case, Setup};
     let case = match m.case {
@@ -614,7 +640,7 @@ pub fn miss(
         offset: m.offset,
         owner: m.owner,
     };
-    let r = miss::run_with(case, setup, p, coherence::CohParams::default())?;
+    let r = miss::run_with(case, setup, p, coh)?;
     let ledger = r.machine.ledger();
     with(
         r.machine,
@@ -642,12 +668,13 @@ fn with<M>(m: M, r: Result<Report, String>) -> Result<(Report, M), String> {
 pub fn fetch_op(
     f: &FetchOp,
     p: magic::MagicParams,
+    costs: protocols::user::UserCosts,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     let target = f.remote_node;
     if target > 255 {
         return Err(format!("--remote-node must be at most 255 (got {target})"));
     }
-    let r = protocols::user::experiments::fetch_op(target, p)?;
+    let r = protocols::user::experiments::fetch_op_with(target, p, costs)?;
     let ledger = r.machine.ledger();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
     with(r.machine, ok(
@@ -663,7 +690,7 @@ pub fn fetch_op(
     ))
 }
 
-pub fn costs(c: &Costs) -> Result<Report, String> {
+pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
     use protocols::am::costs::{self, Network, Protocol};
     if c.words > 1 << 20 {
         return Err(format!(
@@ -784,6 +811,7 @@ pub fn pipeline(
 pub fn remap(
     x: &Remap,
     p: magic::MagicParams,
+    costs: protocols::user::UserCosts,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     use protocols::user::experiments::{self, Technique};
     let t = match x.technique {
@@ -791,7 +819,7 @@ pub fn remap(
         TechniqueKind::Invalidate => Technique::Invalidate,
         TechniqueKind::Tlb => Technique::Tlb,
     };
-    let (r, m) = experiments::remap(t, p)?;
+    let (r, m) = experiments::remap_with(t, p, costs)?;
     let report = Report {
         json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
         table: format!("{r}\n{}", m.ledger().render()),

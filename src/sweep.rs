@@ -73,6 +73,27 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
     }
 }
 
+/// Cost-sheet entries stay out of the table unless some point sets one
+/// away from its default (a sheet has some 200 scalars).
+fn drop_default_costs(rows: &mut [Vec<(String, String)>]) {
+    let defaults = serde_json::to_value(crate::scenario::CostTables::default())
+        .map(|v| {
+            let mut d = Vec::new();
+            flatten("costs", &v, &mut d);
+            d.into_iter().collect::<std::collections::HashMap<_, _>>()
+        })
+        .unwrap_or_default();
+    let changed: std::collections::HashSet<String> = rows
+        .iter()
+        .flatten()
+        .filter(|(k, v)| k.starts_with("costs.") && defaults.get(k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for r in rows.iter_mut() {
+        r.retain(|(k, _)| !k.starts_with("costs.") || changed.contains(k));
+    }
+}
+
 /// A header and one row: every scalar of `v`, by dotted key.
 pub fn csv_row(v: &serde_json::Value) -> String {
     let mut cols = Vec::new();
@@ -182,6 +203,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<String, String> {
         flatten("result", &r, &mut cols);
         rows.push(cols);
     }
+    drop_default_costs(&mut rows);
     let mut out = String::new();
     if s.json {
         let v: Vec<serde_json::Value> = rows

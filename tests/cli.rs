@@ -205,6 +205,8 @@ fn transfer_prints_the_breakdown_as_json() {
         "per_line_cycles",
         "sender_occupancy_per_line",
         "receiver_occupancy_per_line",
+        "sender_handler_per_line",
+        "receiver_handler_per_line",
         "network_cycles_per_line",
         "limited_by",
         "data_ok",
@@ -219,6 +221,8 @@ fn transfer_prints_the_breakdown_as_json() {
         "per_line_cycles",
         "sender_occupancy_per_line",
         "receiver_occupancy_per_line",
+        "sender_handler_per_line",
+        "receiver_handler_per_line",
         "network_cycles_per_line",
     ] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");

@@ -94,7 +94,15 @@ fn bad_scenarios_name_the_file_line_and_key() {
         ),
         ("[transfer\n", ":1: invalid table header"),
         ("[machine]\n", "exactly one experiment table"),
-        ("[miss]\n[costs]\n", "exactly one experiment table"),
+        (
+            "[miss]\n[messaging_costs]\n",
+            "exactly one experiment table",
+        ),
+        (
+            "[costs.transfer]\nrecv_verfy = 3\n[transfer]\n",
+            ":2: recv_verfy: unknown field",
+        ),
+        ("[costs.routing]\n[transfer]\n", "unknown field `routing`"),
     ] {
         let f = dir.join("bad.toml");
         std::fs::write(&f, text).unwrap();
@@ -191,4 +199,32 @@ fn bad_sweeps_say_what_is_wrong() {
         assert!(out.is_empty(), "{args:?}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+#[test]
+fn a_scenario_can_change_any_handler_cost() {
+    let dir = std::env::temp_dir().join(format!("flashkit-costs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let receiver = |costs: &str| {
+        let f = dir.join("c.toml");
+        std::fs::write(&f, format!("{costs}[transfer]\n")).unwrap();
+        let (code, out, err) = flashkit(&["run", f.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        j["receiver_handler_per_line"].as_f64().unwrap()
+    };
+    let base = receiver("");
+    // "What if the receiver's verification were 4 cycles cheaper?"
+    let cheaper = receiver(
+        "[costs.transfer]\nrecv_verify = { cycles = 1, instrs = 2, loads = 1, stores = 0 }\n",
+    );
+    assert_eq!(base - cheaper, 4.0, "{base} {cheaper}");
+    // The coherence protocol's sheet reaches the miss experiment.
+    let f = dir.join("m.toml");
+    std::fs::write(&f, "[costs.coherence]\ndecode = 40\n[miss]\n").unwrap();
+    let (code, out, _) = flashkit(&["run", f.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["latency_cycles"].as_u64().unwrap() > 111);
+    let _ = std::fs::remove_dir_all(&dir);
 }

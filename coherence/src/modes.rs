@@ -263,7 +263,7 @@ pub struct Steps {
 impl Steps {
     /// The coherence protocol's own costs, on a PP issuing `width`
     /// instructions a cycle.
-    pub fn protocol(c: &protocol::Costs, width: u32) -> Steps {
+    pub fn protocol(c: &protocol::CoherenceCosts, width: u32) -> Steps {
         Steps {
             directory: Task {
                 loads: 1,

@@ -11,5 +11,6 @@
 
 pub mod am;
 pub mod pipeline;
+pub mod sheets;
 pub mod transfer;
 pub mod user;

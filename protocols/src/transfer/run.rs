@@ -101,6 +101,10 @@ pub struct Config {
     /// Record the measured pass's timelines (`Magic::trace`).
     pub trace: bool,
     pub params: MagicParams,
+    /// What the transfer's handlers charge.
+    pub costs: super::TransferCosts,
+    /// What the coherence protocol's handlers charge.
+    pub coherence_costs: coherence::protocol::CoherenceCosts,
 }
 
 impl Default for Config {
@@ -121,6 +125,8 @@ impl Default for Config {
             change: None,
             trace: false,
             params: MagicParams::default(),
+            costs: Default::default(),
+            coherence_costs: Default::default(),
         }
     }
 }
@@ -490,6 +496,7 @@ pub fn run_with(
         version: c.version,
         mode: c.mode,
         strategy: c.strategy,
+        costs: c.costs,
         ..XferParams::default()
     };
     let pid = Pid(1);
@@ -514,6 +521,7 @@ pub fn run_with(
             let _ = os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
         }
         let mut x = XferNode::new(n, nodes, xp, os);
+        x.coh.params.costs = c.coherence_costs;
         x.cpu.pid = pid;
         x
     })?;

@@ -1,6 +1,6 @@
 //! The sender's transfer handler.
 //!
-//! Its steps follow the paper's task breakdown (Table 2 of FLASH's paper),
+//! Its steps follow the paper's task breakdown (Table 2, docs/reference.md),
 //! with every count taken from the transfer's cost sheet
 //! ([`TransferCosts`]). Each Table 2 row is split where a chunked handler
 //! pays a part once per invocation (starting and loading the record, the

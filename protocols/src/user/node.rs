@@ -9,6 +9,7 @@ use super::cmd::{
 };
 use super::pages::PageTable;
 use super::tlb::{Tlb, TlbParams};
+use magic::costs::{Source, Task};
 use magic::{
     Cx, Cycles, Lane, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState, PAddr,
     ProcStep, Processor, Region, LINE_BYTES,
@@ -48,36 +49,39 @@ pub const FLAG_HOLDOFF: u64 = 1;
 /// In an OS answer: the page is not mapped.
 pub const NO_FRAME: u64 = u64::MAX;
 
-/// Instructions MAGIC's handlers issue per step (dual issue).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct UserCosts {
-    /// Take one command write into the record.
-    pub write: u32,
-    /// Check and accept (or refuse) a sequence.
-    pub commit: u32,
-    /// One line of a copy or send: address, header, bookkeeping.
-    pub line: u32,
-    /// Receive one line or request at the other end.
-    pub receive: u32,
-    /// Link (or relink) a page use: the paper's hand-coded 8-9 PP cycles.
-    pub link_cycles: u32,
-    /// Look a translation up in the software TLB (plus the set's load).
-    pub tlb_lookup: u32,
-    /// Walk one element of a page's use list on a translation-change notice.
-    pub walk: u32,
-}
-
-impl Default for UserCosts {
-    fn default() -> Self {
-        UserCosts {
-            write: 6,
-            commit: 16,
-            line: 14,
-            receive: 8,
-            link_cycles: 9,
-            tlb_lookup: 6,
-            walk: 4,
-        }
+magic::cost_sheet! {
+    /// Instructions MAGIC's handlers issue per step of user-level messaging
+    /// (dual issue), with the data-cache loads and stores charged beside them.
+    pub struct UserCosts {
+        /// Take one command write into the record.
+        write: u32 = 6, Source::Choice(
+            "decode the address (register or shadow page), store the data in the PID's record.");
+        /// Check and accept (or refuse) a sequence.
+        commit: u32 = 16, Source::Choice(
+            "load the record, check the operation, group and pages, answer; \
+             the start-up of a fetch-and-op (59 cycles) follows from it.");
+        /// One line of a copy or send: address, header, bookkeeping.
+        line: u32 = 14, Source::Choice(
+            "as the transfer's clean line without its directory work.");
+        /// Receive one line or request at the other end.
+        receive: u32 = 8, Source::Choice(
+            "decode, check the group and the page's owner, issue the write.");
+        /// Link (or relink) a page use into the in-use table.
+        link: Task = Task::new(9, 17, 0, 0), Source::Published(
+            "section 4: linking a translation costs 8-9 PP cycles, hand-coded.");
+        /// Look a translation up in the software TLB (plus the set's load).
+        tlb_lookup: u32 = 6, Source::Choice(
+            "hash the virtual page, compare the set's tags, branch.");
+        /// Walk one element of a page's use list on a translation-change notice.
+        walk: u32 = 4, Source::Choice("load the next element, mark it, branch.");
+        /// Take the OS's notice of the running process.
+        set_pid: u32 = 2, Source::Choice("store the PID in a register.");
+        /// The invalidation technique's check on a use: one branch.
+        valid_check: u32 = 1, Source::Published(
+            "section 4: handlers check validity on every use, one branch.");
+        /// Fetch-and-add at the word's home: add and merge into the line.
+        fop_apply: u32 = 4, Source::Choice(
+            "extract the word, add, insert it back, issue the write.");
     }
 }
 
@@ -675,7 +679,8 @@ fn unlink_all(cx: &mut C<'_>, r: &OpRecord) {
 
 /// The OS tells MAGIC which process runs.
 fn set_pid(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(2);
+    let c = costs(cx);
+    cx.instr(c.set_pid);
     cx.state().magic.current = Some(Pid(m.args[0] as u16));
 }
 
@@ -868,7 +873,7 @@ fn untag(t: u64) -> (Pid, usize, bool) {
 /// the hand-coded link).
 fn link_page(cx: &mut C<'_>, slot: usize, k: usize) {
     let c = costs(cx);
-    cx.bundles(c.link_cycles, 2 * c.link_cycles - 1);
+    cx.bundles(c.link.cycles, c.link.instrs);
     let magic = &mut cx.state().magic;
     let page = magic.records[slot].as_ref().expect("slot").src[k].page;
     let u = magic.pages.link(page, slot as u16, k as u8);
@@ -951,7 +956,8 @@ fn step(cx: &mut C<'_>, m: &Msg) {
     let (page, in_page) = (k / per_page, (k % per_page) as u64 * LINE_BYTES as u64);
     let src = &rec.src[page];
     // The invalidation technique's check on every use: one branch.
-    cx.instr(1);
+    let c = costs(cx);
+    cx.instr(c.valid_check);
     if src.link.as_ref().is_some_and(|u| !u.valid()) {
         cx.state().magic.stats.stale_uses += 1;
         return interrupt(cx, slot, rec.pid, VPage::of(src.vaddr));
@@ -1086,7 +1092,8 @@ fn fop_req(cx: &mut C<'_>, m: &Msg) {
     let bytes = cx.buffer_mut(b).expect("allocated");
     let old = u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
     bytes[o..o + 8].copy_from_slice(&old.wrapping_add(m.args[0]).to_le_bytes());
-    cx.instr(4);
+    let c = costs(cx);
+    cx.instr(c.fop_apply);
     let _ = cx.mem_write(m.addr, b);
     let _ = cx.free_buffer(b);
     let r = Msg::new(mt::FOP_REPLY, me, m.src)

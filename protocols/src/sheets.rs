@@ -1,0 +1,183 @@
+//! Every cost sheet of the kit in one list: what `docs/costs.md` renders and
+//! what a scenario's `[costs.NAME]` tables override.
+
+use magic::costs::{markdown, Sheet};
+
+/// The sheets, by the name a scenario's `[costs.NAME]` table uses, each
+/// with what it covers.
+pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
+    vec![
+        (
+            "transfer",
+            "The bulk transfer's handlers: the sender (B, O, Ck), the receiver's \
+             component handler, the connection's commit, setup, space notice and \
+             cleanup, OS notices, global coherence's fetches.",
+            Box::new(crate::transfer::TransferCosts::default()),
+        ),
+        (
+            "coherence",
+            "The directory protocol's handlers (read and write misses, \
+             invalidations, interventions, writebacks, NAKs) and the \
+             message-data coherence modes when a protocol other than the \
+             transfer uses them.",
+            Box::new(coherence::protocol::CoherenceCosts::default()),
+        ),
+        (
+            "user",
+            "User-level messaging: command writes and commits, fetch-and-add, \
+             copies and sends a line at a time, the address techniques \
+             (hold-off, invalidation, software TLB).",
+            Box::new(crate::user::UserCosts::default()),
+        ),
+    ]
+}
+
+/// `docs/costs.md`: every sheet with each entry's provenance.
+pub fn markdown_doc() -> String {
+    let mut s = String::from(
+        "# Cost sheets\n\n\
+         Every constant a protocol handler charges lives in its protocol's cost \
+         sheet, with where its value comes from: **published** (a figure of \
+         the paper, [reference.md](reference.md)), **derived** (worked out from published \
+         figures, saying how) or **model choice** (where the paper is silent, \
+         with the reasoning). Handlers take their counts from the sheet and \
+         nowhere else (a test checks that no number is passed to `instr` or \
+         `bundles` in protocol code). A task is a hand-scheduled run of \
+         protocol-processor bundles: its cycles (bundles issued, no cache \
+         miss), its instructions, and the loads and stores of MAGIC memory \
+         among them, which go through MAGIC's data cache.\n\n\
+         A scenario overrides any entry in a table named after the sheet; \
+         the other entries keep their defaults and an unknown key is an \
+         error:\n\n\
+         ```toml\n\
+         [costs.transfer]\n\
+         recv_verify = { cycles = 3, instrs = 4, loads = 1, stores = 0 }\n\
+         shift_dword = 3\n\
+         ```\n\n\
+         The machine's timing parameters (memory, processor cache, network, \
+         pipeline stages) are not handler costs; they are `[machine]` keys, \
+         documented with `MagicParams`. One of them is not published: \
+         `mem_write_latency` (8 cycles from handing a buffer to the memory \
+         controller to its first doubleword on the memory bus), set from the \
+         start-up's network-and-queueing part (45 cycles), the one published \
+         figure that ends with a write reaching memory.\n\n\
+         This file is generated from the code: `FLASHKIT_BLESS=1 cargo test \
+         -p protocols sheets` writes it again.\n",
+    );
+    for (name, what, sheet) in all() {
+        s.push_str(&format!("\n## `[costs.{name}]`\n\n{what}\n\n"));
+        s.push_str(&markdown(sheet.as_ref()));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    /// docs/costs.md is the sheets as the code has them.
+    #[test]
+    fn the_costs_document_is_current() {
+        let path = root().join("docs/costs.md");
+        let want = super::markdown_doc();
+        if std::env::var_os("FLASHKIT_BLESS").is_some() {
+            std::fs::write(&path, &want).expect("write docs/costs.md");
+        }
+        let got = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            got == want,
+            "docs/costs.md is not the cost sheets: run FLASHKIT_BLESS=1 cargo test -p protocols sheets"
+        );
+    }
+
+    /// Every sheet entry has a reason, and every key is unique across its sheet.
+    #[test]
+    fn every_entry_says_where_it_comes_from() {
+        for (name, _, sheet) in super::all() {
+            let e = sheet.entries();
+            let mut keys: Vec<_> = e.iter().map(|x| x.key).collect();
+            keys.sort();
+            keys.dedup();
+            assert_eq!(keys.len(), e.len(), "{name}: a key twice");
+            for x in e {
+                assert!(x.source.why().len() > 10, "{name}.{}: no reason", x.key);
+                assert!(!x.doc.trim().is_empty(), "{name}.{}: no description", x.key);
+            }
+        }
+    }
+
+    /// The calls that charge the PP whose arguments hold a number literal,
+    /// in the Rust files under `dir`.
+    fn literal_charges(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("a source folder") {
+            let p = entry.expect("an entry").path();
+            if p.is_dir() {
+                literal_charges(&p, found);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).expect("readable");
+            // Unit tests build machines of their own: only the code counts.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for call in [".instr(", ".bundles("] {
+                let mut rest = code;
+                while let Some(i) = rest.find(call) {
+                    let args = &rest[i + call.len()..];
+                    let mut depth = 1;
+                    let end = args
+                        .char_indices()
+                        .find(|&(_, ch)| {
+                            match ch {
+                                '(' => depth += 1,
+                                ')' => depth -= 1,
+                                _ => {}
+                            }
+                            depth == 0
+                        })
+                        .map_or(args.len(), |(j, _)| j);
+                    let inner = &args[..end];
+                    let literal = inner
+                        .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '.'))
+                        .any(|tok| tok.starts_with(|ch: char| ch.is_ascii_digit()));
+                    if literal {
+                        found.push(format!("{}: {call}{inner})", p.display()));
+                    }
+                    rest = &args[end..];
+                }
+            }
+        }
+    }
+
+    /// Protocol code takes every count it charges from a cost sheet.
+    #[test]
+    fn no_number_is_charged_outside_a_cost_sheet() {
+        let mut found = Vec::new();
+        for dir in ["protocols/src", "coherence/src"] {
+            literal_charges(&root().join(dir), &mut found);
+        }
+        assert!(found.is_empty(), "literal charges: {found:#?}");
+    }
+
+    /// The check above finds what it looks for.
+    #[test]
+    fn the_literal_check_sees_a_literal() {
+        let dir = std::env::temp_dir().join(format!("flashkit-tidy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(
+            dir.join("a.rs"),
+            "fn h(cx: &mut C) { cx.instr(c.x); cx.bundles(2, n); }",
+        )
+        .expect("write");
+        let mut found = Vec::new();
+        literal_charges(&dir, &mut found);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].ends_with(".bundles(2, n)"));
+    }
+}
