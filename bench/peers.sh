@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Engine benchmark: flashkit vs. two reference peers on the "pipeline" workload
-# (workload definition: $PEERS_DIR/README.md).
-#   - magic_simpy.py : what a user would otherwise write (SimPy 4)
-#   - magic_heap.rs  : hand-written std-only BinaryHeap loop (near the single-core limit)
+# (its definition is in each peer's header comment and in README.md, Benchmark).
+#   - peers/simpy_model.py : what a user would otherwise write (SimPy 4)
+#   - peers/heap.rs        : hand-written std-only BinaryHeap loop (near the single-core limit)
 # All three must agree exactly on completion / sum of completions / sum of latencies
 # before any timing counts (exit 1 if not). Speed targets are reported as PASS/MISS
 # but never fail the script: this is a benchmark, not a test.
 #
 # Usage: bench/peers.sh            (from anywhere; it cd's to the repo root)
 # Environment:
-#   PEERS_DIR      peers directory, relative to the repo root  (default ../shared/peers)
+#   PEERS_DIR      peers directory, relative to the repo root  (default bench/peers)
 #   NODES          node counts, space separated                (default 64)
 #   MSGS           messages per node, space separated          (default 1000)
 #   PATTERNS       destination patterns: ring|shift|rand       (default "rand ring")
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PEERS_DIR=${PEERS_DIR:-../shared/peers}
+PEERS_DIR=${PEERS_DIR:-bench/peers}
 NODES=${NODES:-64}
 MSGS=${MSGS:-1000}
 PATTERNS=${PATTERNS:-rand ring}
@@ -28,7 +28,7 @@ SKIP_FLASHKIT=${SKIP_FLASHKIT:-0}
 
 FLASHKIT=target/release/flashkit
 HEAP=target/bench/magic_heap
-SIMPY="$PEERS_DIR/magic_simpy.py"
+SIMPY="$PEERS_DIR/simpy_model.py"
 
 # Targets: flashkit must beat SimPy by a wide margin and stay close to the hand-written loop.
 TARGET_VS_SIMPY=50    # flashkit events/s / SimPy events/s  >=
@@ -47,8 +47,8 @@ median() {
 calc() { awk "function div(a, b) { return b == 0 ? \"inf\" : a / b } BEGIN { print $1 }"; }
 
 # ---- setup -------------------------------------------------------------------------------
-[[ -f "$PEERS_DIR/magic_heap.rs" && -f "$SIMPY" ]] ||
-  die "reference peers not found in '$PEERS_DIR' (set PEERS_DIR; need magic_heap.rs and magic_simpy.py)"
+[[ -f "$PEERS_DIR/heap.rs" && -f "$SIMPY" ]] ||
+  die "reference peers not found in '$PEERS_DIR' (set PEERS_DIR; need heap.rs and simpy_model.py)"
 
 if [[ $SKIP_FLASHKIT != 1 ]]; then
   cargo build --release >&2
@@ -57,7 +57,7 @@ fi
 
 # target-cpu=native: give the hand-written peer its best shot; it is the bar to measure against.
 mkdir -p target/bench
-rustc -C opt-level=3 -C target-cpu=native -o "$HEAP" "$PEERS_DIR/magic_heap.rs"
+rustc -C opt-level=3 -C target-cpu=native -o "$HEAP" "$PEERS_DIR/heap.rs"
 
 python3 -c 'import simpy' 2>/dev/null || python3 -m pip install --quiet simpy
 
@@ -81,20 +81,24 @@ print(d["completion"], d["sum_completion"], d["sum_latency"], d["events"], d["wa
     echo "  note: flashkit reports events=$R_EVENTS, expected $CANON (rates use $CANON)" >&2
 }
 
+# Both peers print: completion sum_completion sum_latency events wall_s
+parse_peer() {  # NAME OUTPUT
+  local re='^([0-9]+) ([0-9]+) ([0-9]+) ([0-9]+) ([0-9.]+)$'
+  [[ $2 =~ $re ]] || die "cannot parse the $1 peer's output: $2"
+  R_COMPLETION=${BASH_REMATCH[1]} R_SUM_DONE=${BASH_REMATCH[2]}
+  R_SUM_LAT=${BASH_REMATCH[3]} R_WALL=${BASH_REMATCH[5]}
+}
+
 run_heap() {  # N M PATTERN
-  local out re='^rep 0: wall ([0-9.]+)s completion ([0-9]+) sum_done ([0-9]+) sum_lat ([0-9]+) heap_events ([0-9]+)'
+  local out
   out=$("$HEAP" "$1" "$2" "$3" 1) || die "heap peer failed on N=$1 M=$2 $3"
-  [[ $out =~ $re ]] || die "cannot parse heap peer output: $out"
-  R_WALL=${BASH_REMATCH[1]} R_COMPLETION=${BASH_REMATCH[2]}
-  R_SUM_DONE=${BASH_REMATCH[3]} R_SUM_LAT=${BASH_REMATCH[4]}
+  parse_peer heap "$out"
 }
 
 run_simpy() {  # N M PATTERN
-  local out re='completion=([0-9]+) sum_done=([0-9]+) sum_lat=([0-9]+) median_wall=([0-9.]+)s'
+  local out
   out=$(python3 "$SIMPY" "$1" "$2" "$3" 1) || die "SimPy peer failed on N=$1 M=$2 $3"
-  [[ $out =~ $re ]] || die "cannot parse SimPy peer output: $out"
-  R_COMPLETION=${BASH_REMATCH[1]} R_SUM_DONE=${BASH_REMATCH[2]}
-  R_SUM_LAT=${BASH_REMATCH[3]} R_WALL=${BASH_REMATCH[4]}
+  parse_peer SimPy "$out"
 }
 
 # Run one implementation, check its results against the first ones seen for this run,

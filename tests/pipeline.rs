@@ -1,10 +1,11 @@
-//! The `pipeline` scenario agrees exactly with the reference peers
-//! (../shared/peers): their published table and smaller runs of theirs.
+//! The `pipeline` scenario agrees exactly with the engine benchmark's
+//! reference peers (bench/peers): the workload's published table and smaller
+//! runs of theirs; and the plain binary-heap peer itself reproduces them.
 
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 
 /// (nodes, msgs, pattern, completion, sum of completions, sum of latencies),
-/// as the hand-written peer (magic_heap.rs) printed them.
+/// as the binary-heap peer (bench/peers/heap.rs) prints them.
 const PEERS: &[(u32, u32, Pattern, u64, u64, u64)] = &[
     (3, 3, Pattern::Rand, 3920, 23894, 12842),
     (3, 50, Pattern::Rand, 64080, 4911608, 219074),
@@ -19,7 +20,7 @@ const PEERS: &[(u32, u32, Pattern, u64, u64, u64)] = &[
     (16, 10, Pattern::Rand, 14142, 1159434, 233682),
 ];
 
-/// The peers' README table.
+/// The workload definition's table (all three implementations agree on it).
 const PUBLISHED: &[(u32, u32, Pattern, u64, u64, u64)] = &[
     (16, 1000, Pattern::Ring, 1280080, 10251807712, 23294464),
     (16, 1000, Pattern::Rand, 1322768, 10531903180, 23760054),
@@ -86,4 +87,38 @@ fn runs_are_identical_byte_for_byte() {
         serde_json::to_string(&a.1).unwrap(),
         serde_json::to_string(&b.1).unwrap()
     );
+}
+
+/// The benchmark's binary-heap peer, compiled into the test.
+#[allow(dead_code)]
+#[path = "../bench/peers/heap.rs"]
+mod heap;
+
+fn heap_check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
+    for &(nodes, msgs, pattern, completion, sum_completion, sum_latency) in rows {
+        let p = match pattern {
+            Pattern::Ring => heap::Pattern::Ring,
+            Pattern::Shift => heap::Pattern::Shift,
+            Pattern::Rand => heap::Pattern::Rand,
+        };
+        let mut s = heap::Sim::new(nodes, msgs, p);
+        s.run();
+        assert_eq!(
+            (s.completion, s.sum_completion, s.sum_latency),
+            (completion, sum_completion, sum_latency),
+            "heap peer, {nodes} nodes, {msgs} messages, {pattern:?}"
+        );
+    }
+}
+
+#[test]
+fn the_heap_peer_reproduces_the_small_runs_and_sixteen_node_rows() {
+    heap_check(PEERS);
+    heap_check(&PUBLISHED[..2]);
+}
+
+#[test]
+#[ignore = "large: run with cargo test --release -- --ignored (CI does)"]
+fn the_heap_peer_reproduces_every_row_of_the_published_table() {
+    heap_check(PUBLISHED);
 }
