@@ -34,7 +34,12 @@ const OUTBOX: usize = 3;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     /// A packet reaches its destination: (source, message, packet, setup start).
-    Arrive { src: u32, msg: u32, pkt: u32, start: u64 },
+    Arrive {
+        src: u32,
+        msg: u32,
+        pkt: u32,
+        start: u64,
+    },
     /// A node's processor finishes its job.
     Done,
 }
@@ -59,7 +64,10 @@ enum Job {
     Send,
     /// A packet that found the outbox full, held until a slot frees.
     Held,
-    Recv { last: bool, start: u64 },
+    Recv {
+        last: bool,
+        start: u64,
+    },
 }
 
 struct Node {
@@ -113,7 +121,9 @@ impl Sim {
                 msg: 0,
                 pkt: 0,
                 sending: None,
-                lcg: (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1),
+                lcg: (i as u64)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .wrapping_add(1),
                 outbox: VecDeque::with_capacity(OUTBOX),
                 wire_free: 0,
             })

@@ -138,7 +138,7 @@ pub enum Value {
     /// Bundles, instructions, loads and stores.
     Task(Task),
     /// A count; the entry's description says of what.
-    Count(u32),
+    Count(u64),
 }
 
 impl From<Task> for Value {
@@ -149,6 +149,12 @@ impl From<Task> for Value {
 
 impl From<u32> for Value {
     fn from(n: u32) -> Value {
+        Value::Count(n as u64)
+    }
+}
+
+impl From<u64> for Value {
+    fn from(n: u64) -> Value {
         Value::Count(n)
     }
 }

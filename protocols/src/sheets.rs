@@ -29,6 +29,13 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
              (hold-off, invalidation, software TLB).",
             Box::new(crate::user::UserCosts::default()),
         ),
+        (
+            "am_flash",
+            "Active Messages on MAGIC (the suite's `flash` platform): the \
+             processor's polls and dispatch, MAGIC's command, delivery and \
+             store handlers.",
+            Box::new(crate::am::flash::FlashCosts::default()),
+        ),
     ]
 }
 
@@ -46,9 +53,11 @@ pub fn markdown_doc() -> String {
          protocol-processor bundles: its cycles (bundles issued, no cache \
          miss), its instructions, and the loads and stores of MAGIC memory \
          among them, which go through MAGIC's data cache.\n\n\
-         A scenario overrides any entry in a table named after the sheet; \
-         the other entries keep their defaults and an unknown key is an \
-         error:\n\n\
+         A scenario overrides any entry of the transfer, coherence and user \
+         sheets in a table named after the sheet (the Active Message \
+         layer's is listed here for its provenance; its platform keeps its \
+         defaults); the other entries keep their defaults and an unknown \
+         key is an error:\n\n\
          ```toml\n\
          [costs.transfer]\n\
          recv_verify = { cycles = 3, instrs = 4, loads = 1, stores = 0 }\n\
