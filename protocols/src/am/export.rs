@@ -541,7 +541,7 @@ fn platform_xml(l: &LogP, nodes: u32, plan: &SimGridPlan) -> String {
     );
     let _ = writeln!(
         s,
-        "  <!-- flashkit logp --platform {} --nodes {nodes}: round trip {:.4} us, bulk {:.4} MB/s.",
+        "  <!-- flashkit's {} platform, {nodes} nodes: round trip {:.4} us, bulk {:.4} MB/s.",
         l.platform, l.round_trip_us, l.bulk.bandwidth_mb_s
     );
     match &plan.fat_tree {
@@ -558,6 +558,7 @@ fn platform_xml(l: &LogP, nodes: u32, plan: &SimGridPlan) -> String {
         "       Host speed 1 Gflop/s: the overheads are host computation (see pingpong.py). -->\n",
     );
     for n in &plan.notes {
+        // "--" may not appear inside an XML comment.
         let _ = writeln!(s, "  <!-- {} -->", n.replace("--", "-"));
     }
     s.push_str(
@@ -800,6 +801,22 @@ mod tests {
                 _ => BULK_BLOCKS,
             };
             assert_eq!(sends as u32, want, "{}", f.name);
+        }
+    }
+
+    #[test]
+    fn platform_comments_hold_no_double_hyphen() {
+        // XML forbids "--" inside a comment; notes are the risk.
+        let l = figures(12.0, 2.0);
+        let files = simgrid(&l, 10, Network::FatTree { step_us: None }).unwrap();
+        let xml = &files[0].text;
+        assert!(
+            xml.contains("empty leaves") && xml.contains("slower"),
+            "{xml}"
+        );
+        for c in xml.split("<!--").skip(1) {
+            let inner = c.split("-->").next().unwrap();
+            assert!(!inner.contains("--"), "{inner}");
         }
     }
 
