@@ -104,15 +104,20 @@ enum Command {
         format: Format,
     },
     /// LogP parameters of a platform's Active Message layer, measured by the
-    /// benchmark suite.
+    /// benchmark suite; or, with --export, written as another simulator's
+    /// input.
     ///
     /// Example: flashkit logp --platform cm5 --format json
+    /// Example: flashkit logp --platform cm5 --nodes 16 --export simgrid --out cm5-sg
     Logp {
         #[arg(long, value_enum)]
         platform: scenario::PlatformKind,
-        /// Print the parameters as another simulator's input instead.
+        /// Write the figures as another simulator's input files into --out.
         #[arg(long, value_enum)]
         export: Option<ExportArg>,
+        /// The folder --export writes (created if missing).
+        #[arg(long)]
+        out: Option<String>,
         /// Nodes in the machine.
         #[arg(long, default_value_t = 64)]
         nodes: u32,
@@ -278,10 +283,11 @@ enum SweepFormat {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ExportArg {
-    /// LogGOPSim's command-line flags (-L -o -g -G, in nanoseconds).
+    /// LogGOPSim: `flags` (integers in the unit of `unit_seconds`) and GOAL
+    /// schedules (`pingpong.goal`, `ring.goal`, `bulk.goal`).
     Loggopsim,
-    /// SimGrid SMPI configuration (smpi/os, smpi/or, smpi/ois; link latency
-    /// and bandwidth).
+    /// SimGrid: `platform.xml`, the S4U ping-pong `pingpong.py`, and
+    /// `smpi.cfg` (SMPI's overheads).
     Simgrid,
 }
 
@@ -323,6 +329,8 @@ enum Failure {
     Usage(String),
     /// The model stopped with work pending (what is stuck was printed): status 1.
     Stuck,
+    /// A result that cannot be produced or written (one line): status 1.
+    Failed(String),
 }
 
 fn main() -> ExitCode {
@@ -355,6 +363,10 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(Failure::Stuck) => ExitCode::from(1),
+        Err(Failure::Failed(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -440,9 +452,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Logp {
             platform,
             export,
+            out,
             nodes,
             format,
-        } => logp(platform, export, nodes, format),
+        } => match (export, out) {
+            (Some(e), Some(dir)) => logp_export(platform, e, nodes, &dir),
+            (Some(_), None) => Err(Failure::Usage(
+                "--export needs --out DIR, the folder to write the files in".into(),
+            )),
+            (None, Some(_)) => Err(Failure::Usage(
+                "--out names the folder of an --export (loggopsim or simgrid)".into(),
+            )),
+            (None, None) => logp(platform, nodes, format),
+        },
         Command::Suite {
             platform,
             benchmark,
@@ -593,30 +615,41 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn logp(
-    p: scenario::PlatformKind,
-    export: Option<ExportArg>,
-    nodes: u32,
-    format: Format,
-) -> Result<(), Failure> {
+fn logp(p: scenario::PlatformKind, nodes: u32, format: Format) -> Result<(), Failure> {
     let l = scenario::Logp { platform: p, nodes };
-    if let Some(e) = export {
-        let f = scenario::logp_figures(&l).map_err(Failure::Usage)?;
-        let x = protocols::am::export::Params::from(&f);
-        out!(
-            "{}",
-            match e {
-                ExportArg::Loggopsim => x.loggopsim(),
-                ExportArg::Simgrid => x.simgrid(),
-            }
-        );
-        return Ok(());
-    }
     report(
         scenario::logp(&l).map(|r| (r, None)).map_err(input),
         None,
         format,
     )
+}
+
+/// Write a platform's figures as LogGOPSim's or SimGrid's input into `dir`,
+/// and list the files written.
+fn logp_export(
+    p: scenario::PlatformKind,
+    e: ExportArg,
+    nodes: u32,
+    dir: &str,
+) -> Result<(), Failure> {
+    use protocols::am::export;
+    let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
+    let f = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Failed)?;
+    let files = match e {
+        ExportArg::Loggopsim => export::loggopsim(&f, nodes),
+        ExportArg::Simgrid => {
+            export::Network::of(plat.as_ref()).and_then(|net| export::simgrid(&f, nodes, net))
+        }
+    }
+    .map_err(Failure::Failed)?;
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Failed(format!("{dir}: {e}")))?;
+    for file in &files {
+        let path = std::path::Path::new(dir).join(file.name);
+        std::fs::write(&path, &file.text)
+            .map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?;
+        out!("{}", path.display());
+    }
+    Ok(())
 }
 
 fn suite(

@@ -445,9 +445,18 @@ fn costs_prints_features_and_totals_as_json() {
     }
 }
 
+/// A fresh folder under the system's temporary one.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("flashkit-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
 #[test]
-fn logp_exports_to_other_simulators() {
-    let (code, out, err) = flashkit(&[
+fn logp_exports_write_the_tools_files() {
+    let d = scratch("lgs");
+    let dir = d.to_str().unwrap();
+    let args = [
         "logp",
         "--platform",
         "sp",
@@ -455,27 +464,100 @@ fn logp_exports_to_other_simulators() {
         "8",
         "--export",
         "loggopsim",
-    ]);
+        "--out",
+        dir,
+    ];
+    let (code, out, err) = flashkit(&args);
     assert_eq!(code, 0, "{err}");
-    let flags: Vec<&str> = out.split_whitespace().collect();
-    assert_eq!(flags.len(), 8, "{out}");
-    for (i, f) in ["-L", "-o", "-g", "-G"].iter().enumerate() {
-        assert_eq!(flags[2 * i], *f);
-        assert!(flags[2 * i + 1].parse::<f64>().unwrap() > 0.0, "{out}");
+    let names = [
+        "flags",
+        "unit_seconds",
+        "pingpong.goal",
+        "ring.goal",
+        "bulk.goal",
+    ];
+    let listed: Vec<String> = names
+        .iter()
+        .map(|n| d.join(n).display().to_string())
+        .collect();
+    assert_eq!(out.lines().collect::<Vec<_>>(), listed);
+    // LogGOPSim's flags are integers, in the unit written beside them.
+    let flags = std::fs::read_to_string(d.join("flags")).unwrap();
+    let f: Vec<&str> = flags.split_whitespace().collect();
+    assert_eq!(f.len(), 12, "{flags}");
+    for (i, k) in ["-L", "-o", "-g", "-G", "-O", "-S"].iter().enumerate() {
+        assert_eq!(f[2 * i], *k);
+        assert!(f[2 * i + 1].parse::<i32>().is_ok(), "{flags}");
     }
-    let (code, out, _) = flashkit(&[
+    assert!(f[1].parse::<i32>().unwrap() > 0 && f[7].parse::<i32>().unwrap() > 0);
+    let unit = std::fs::read_to_string(d.join("unit_seconds")).unwrap();
+    assert_eq!(unit, "1e-12\n");
+    let ring = std::fs::read_to_string(d.join("ring.goal")).unwrap();
+    assert!(
+        ring.contains("num_ranks 8") && ring.contains("rank 7 {"),
+        "{ring}"
+    );
+    // The same export twice: the same bytes.
+    let first: Vec<String> = names
+        .iter()
+        .map(|n| std::fs::read_to_string(d.join(n)).unwrap())
+        .collect();
+    assert_eq!(flashkit(&args).0, 0);
+    for (n, a) in names.iter().zip(&first) {
+        assert_eq!(&std::fs::read_to_string(d.join(n)).unwrap(), a, "{n}");
+    }
+
+    let d = scratch("sg");
+    let (code, out, err) = flashkit(&[
         "logp",
         "--platform",
         "cm5",
         "--nodes",
+        "16",
+        "--export",
+        "simgrid",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let xml = std::fs::read_to_string(d.join("platform.xml")).unwrap();
+    for k in [
+        "<prop id=\"network/model\" value=\"CM02\"/>",
+        "topology=\"FAT_TREE\"",
+        "radical=\"0-15\"",
+    ] {
+        assert!(xml.contains(k), "{k} in {xml}");
+    }
+    let py = std::fs::read_to_string(d.join("pingpong.py")).unwrap();
+    assert!(
+        py.contains("round_trip_us") && py.contains("SEND_OVERHEAD_S = "),
+        "{py}"
+    );
+    let cfg = std::fs::read_to_string(d.join("smpi.cfg")).unwrap();
+    for k in ["smpi/os:0:", "smpi/or:0:", "smpi/ois:0:"] {
+        assert!(cfg.contains(k), "{k} in {cfg}");
+    }
+    let (code, out, _) = flashkit(&[
+        "logp",
+        "--platform",
+        "flash",
+        "--nodes",
         "8",
         "--export",
         "simgrid",
+        "--out",
+        d.to_str().unwrap(),
     ]);
-    assert_eq!(code, 0);
-    for k in ["smpi/os", "smpi/or", "smpi/ois", "latency=", "bandwidth="] {
-        assert!(out.contains(k), "{k} in {out}");
-    }
+    assert_eq!(code, 0, "{out}");
+    let xml = std::fs::read_to_string(d.join("platform.xml")).unwrap();
+    assert!(
+        !xml.contains("FAT_TREE") && xml.contains("radical=\"0-7\""),
+        "{xml}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(scratch("lgs"));
+    // The figures the exports are made from, as JSON.
     let (code, out, _) = flashkit(&[
         "logp",
         "--platform",
@@ -490,6 +572,42 @@ fn logp_exports_to_other_simulators() {
     for k in ["startup_us", "bandwidth_mb_s", "n_half_bytes"] {
         assert!(v["bulk"][k].is_f64(), "{k}");
     }
+}
+
+#[test]
+fn logp_export_needs_a_folder_it_can_write() {
+    // Missing or stray --out: bad input, one line, status 2.
+    for bad in [
+        vec!["logp", "--platform", "cm5", "--export", "simgrid"],
+        vec!["logp", "--platform", "cm5", "--out", "x"],
+        vec!["logp", "--platform", "cm5", "--export", "ns3", "--out", "x"],
+    ] {
+        let (code, out, err) = flashkit(&bad);
+        assert_eq!(code, 2, "{bad:?}");
+        assert!(out.is_empty(), "{bad:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+    }
+    // A folder that cannot be made (a file is in the way): one line naming
+    // it, status 1.
+    let f = scratch("file");
+    std::fs::write(&f, "not a folder").unwrap();
+    let dir = f.join("out");
+    let (code, out, err) = flashkit(&[
+        "logp",
+        "--platform",
+        "cm5",
+        "--nodes",
+        "8",
+        "--export",
+        "loggopsim",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(dir.to_str().unwrap()), "{err}");
+    let _ = std::fs::remove_file(&f);
 }
 
 #[test]
