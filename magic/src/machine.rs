@@ -247,6 +247,9 @@ pub struct Drops {
 }
 
 pub(crate) struct NodeHw {
+    /// Messages that reached this node with no route, by type (rare: it
+    /// grows only on a type's first one).
+    pub unrouted: Vec<(MsgType, u64)>,
     pub queues: [VecDeque<Queued>; 4],
     pub mem: Memory,
     pub pcache: ProcCache,
@@ -295,6 +298,8 @@ pub struct MagicBuilder<S> {
     nodes: u32,
     handlers: Vec<HandlerEntry<S>>,
     table: Vec<[Option<Route>; 4]>,
+    /// Routes given twice to different handlers: `build` refuses them.
+    conflicts: Vec<String>,
 }
 
 impl<S: NodeState> MagicBuilder<S> {
@@ -304,6 +309,7 @@ impl<S: NodeState> MagicBuilder<S> {
             nodes,
             handlers: Vec::new(),
             table: vec![[None; 4]; 256],
+            conflicts: Vec::new(),
         }
     }
 
@@ -318,7 +324,9 @@ impl<S: NodeState> MagicBuilder<S> {
         self.route_with(t, region, h, Dispatch::default())
     }
 
-    /// As `route`, with dispatch options.
+    /// As `route`, with dispatch options. A (type, region) already routed to
+    /// another handler is a conflict that `build` reports, naming both; the
+    /// first route stays.
     pub fn route_with(
         &mut self,
         t: MsgType,
@@ -326,7 +334,23 @@ impl<S: NodeState> MagicBuilder<S> {
         h: HandlerId,
         opts: Dispatch,
     ) -> &mut Self {
-        self.table[t.0 as usize][region as usize] = Some(Route { handler: h, opts });
+        let slot = &mut self.table[t.0 as usize][region as usize];
+        match slot {
+            Some(r) if r.handler != h => {
+                let name = |id: HandlerId| {
+                    self.handlers
+                        .get(id.0 as usize)
+                        .map_or("an unregistered handler", |e| e.name)
+                };
+                self.conflicts.push(format!(
+                    "message type {} in the {region:?} region is routed to both {} and {}",
+                    t.0,
+                    name(r.handler),
+                    name(h)
+                ));
+            }
+            _ => *slot = Some(Route { handler: h, opts }),
+        }
         self
     }
 
@@ -344,6 +368,9 @@ impl<S: NodeState> MagicBuilder<S> {
 
     pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, String> {
         self.params.validate()?;
+        if !self.conflicts.is_empty() {
+            return Err(self.conflicts.join("; "));
+        }
         let n = self.handlers.len();
         if let Some(r) = self
             .table
@@ -367,6 +394,7 @@ impl<S: NodeState> MagicBuilder<S> {
         let p = &self.params;
         let hw = (0..self.nodes)
             .map(|_| NodeHw {
+                unrouted: Vec::new(),
                 queues: Default::default(),
                 mem: Memory::default(),
                 pcache: ProcCache::default(),
@@ -744,6 +772,10 @@ impl<S: NodeState> Magic<S> {
             hw.inbox_wait += (t - queued.at).0;
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
                 hw.drops.unhandled += 1;
+                match hw.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
+                    Some(x) => x.1 += 1,
+                    None => hw.unrouted.push((msg.mtype, 1)),
+                }
                 if let Some(b) = buf {
                     hw.bufs.release(b, t);
                 }
@@ -860,6 +892,12 @@ impl<S: NodeState> Magic<S> {
                     );
                     out.push(s);
                 }
+            }
+            for (t, n) in &hw.unrouted {
+                out.push(format!(
+                    "node {i}: {n} message(s) of type {} had no route (dropped)",
+                    t.0
+                ));
             }
             let held = hw.bufs.held();
             if held > 0 {

@@ -249,7 +249,12 @@ fn a_message_with_no_handler_is_dropped_and_counted() {
     )
     .unwrap();
     let r = m.run();
-    assert!(r.is_clean());
+    // Counted, and the run is not clean: it names the type.
+    assert!(!r.is_clean());
+    assert_eq!(
+        r.stuck,
+        ["node 0: 1 message(s) of type 77 had no route (dropped)"]
+    );
     assert_eq!(m.drops(NodeId(0)).unhandled, 1);
     assert!(m
         .post(NodeId(5), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
@@ -457,4 +462,22 @@ fn the_inbox_and_outbox_stages_add_latency_not_occupancy() {
     let l = m.ledger();
     assert_eq!(l.handler(Some(0), "go").unwrap().stats.busy, 1);
     assert_eq!(l.handler(Some(1), "step").unwrap().stats.busy, 1);
+}
+
+#[test]
+fn a_route_given_twice_is_refused_naming_both_handlers() {
+    fn a(_: &mut magic::Cx<'_, ()>, _: &Msg) {}
+    fn b(_: &mut magic::Cx<'_, ()>, _: &Msg) {}
+    let mut bld = magic::MagicBuilder::<()>::new(magic::MagicParams::default(), 1);
+    let ha = bld.handler("first", a);
+    let hb = bld.handler("second", b);
+    bld.route_any(MsgType(9), ha);
+    // The same handler again is no conflict.
+    bld.route(MsgType(9), magic::Region::Normal, ha);
+    bld.route(MsgType(9), magic::Region::Message, hb);
+    let e = bld.build(|_| ()).err().expect("refused");
+    assert_eq!(
+        e,
+        "message type 9 in the Message region is routed to both first and second"
+    );
 }
