@@ -66,6 +66,12 @@ impl Task {
     /// stores at `record + 64 + 8i` (an operation record).
     pub fn charge<S>(&self, cx: &mut Cx<'_, S>, first: u64, record: u64) {
         cx.bundles(self.cycles, self.instrs);
+        self.touch(cx, first, record);
+    }
+
+    /// The task's loads and stores alone (its bundles charged apart, as a
+    /// task split around an issue is), at the addresses `charge` uses.
+    pub fn touch<S>(&self, cx: &mut Cx<'_, S>, first: u64, record: u64) {
         for i in 0..self.loads {
             cx.load(if i == 0 { first } else { record + i as u64 * 8 });
         }

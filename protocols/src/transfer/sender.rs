@@ -151,12 +151,7 @@ fn issue_in<T>(
     inv.first_issue.get_or_insert((now - inv.t0).0 as u32);
     let r = f(cx);
     cx.bundles(t.cycles - before, t.instrs - i);
-    for _ in 0..t.loads {
-        cx.load(addr::SEND);
-    }
-    for k in 0..t.stores {
-        cx.store(addr::SEND + 64 + k as u64 * 8);
-    }
+    t.touch(cx, addr::SEND, addr::SEND);
     inv.b.add(row, &t);
     r
 }
@@ -307,7 +302,7 @@ fn returns(iv: &magic::pcache::Intervention) -> Cycles {
 /// The directory now says this node's processor shares the line.
 fn mark_shared(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) {
     let t = costs(cx).send_update_directory;
-    t.charge(cx, addr::SEND, protocol::dir_addr(line) - 64);
+    t.charge_on(cx, protocol::dir_addr(line));
     inv.b.add(row::UPDATE_DIRECTORY, &t);
     let me = cx.node();
     cx.state().coh.set_entry(
