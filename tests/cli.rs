@@ -702,8 +702,20 @@ fn output_that_cannot_be_written_exits_1_naming_it() {
     ]);
     assert_eq!(code, 0, "{err}");
     // Standard output of every subcommand (plot writes only its --out).
+    let listed = dir.join("listed");
     let stdout_cases: Vec<Vec<&str>> = vec![
         vec!["run", "examples/transfer.toml"],
+        vec![
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "8",
+            "--export",
+            "simgrid",
+            "--out",
+            listed.to_str().unwrap(),
+        ],
         vec![
             "sweep",
             "examples/transfer.toml",
@@ -759,6 +771,25 @@ fn output_that_cannot_be_written_exits_1_naming_it() {
         ),
         (vec!["merge", part, "-o", "/dev/full"], "/dev/full"),
     ];
+    // An export's folder holding a file that is /dev/full.
+    let export = dir.join("export");
+    std::fs::create_dir_all(&export).unwrap();
+    let flags = export.join("flags");
+    std::os::unix::fs::symlink("/dev/full", &flags).unwrap();
+    file_cases.push((
+        vec![
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "8",
+            "--export",
+            "loggopsim",
+            "--out",
+            export.to_str().unwrap(),
+        ],
+        flags.to_str().unwrap(),
+    ));
     if common::have_font() {
         file_cases.push((
             vec!["plot", "chunk", "--out", svg.to_str().unwrap()],
