@@ -1,8 +1,12 @@
 //! The `flashkit` command-line program.
 
+#[macro_use]
+mod output;
 mod plot;
 mod scenario;
 mod sweep;
+
+use output::Failure;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use protocols::pipeline::{self, Pattern, PipelineConfig};
@@ -61,7 +65,8 @@ enum Command {
         format: Format,
     },
     /// Run a scenario over the cross product of values of some of its keys,
-    /// in parallel, one CSV (or JSON) row per point.
+    /// in parallel, one CSV (or JSON) row per point. With --shard or --out it
+    /// writes a part, which `flashkit merge` turns into the table.
     ///
     /// Example: flashkit sweep examples/transfer.toml --vary transfer.chunk=1,2,4,8 --vary transfer.sender=uncached,dirty
     Sweep {
@@ -71,10 +76,20 @@ enum Command {
         #[arg(long = "vary", required = true)]
         vary: Vec<String>,
         /// Run only every n-th point starting at i ("i/n"): shards of one
-        /// sweep, for several machines.
+        /// sweep, for several machines. The output is a part.
         #[arg(long)]
         shard: Option<String>,
-        /// Worker threads (default: every core).
+        /// Write the part to FILE, each row as soon as the points before it
+        /// are done (a killed run keeps them).
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+        /// Keep the rows the --out file holds and run only the points it
+        /// lacks (a torn last line is dropped).
+        #[arg(long)]
+        resume: bool,
+        /// Worker threads (default: the CPUs this process may use, by its
+        /// CPU affinity and cgroup quota, and at most SLURM_CPUS_PER_TASK
+        /// where that is set).
         #[arg(long)]
         threads: Option<usize>,
         /// No progress bar.
@@ -82,6 +97,19 @@ enum Command {
         quiet: bool,
         #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
         format: SweepFormat,
+    },
+    /// Merge a sharded sweep's parts (sweep --shard ... --out) into the table
+    /// the unsharded sweep writes. Parts of another sweep, a missing or
+    /// duplicated point: one line saying so, exit status 2, nothing written.
+    ///
+    /// Example: flashkit merge parts/part-*.csv -o sweep.csv
+    Merge {
+        /// The parts, in any order.
+        #[arg(required = true)]
+        parts: Vec<String>,
+        /// The table to write (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<String>,
     },
     /// Instruction counts of a messaging protocol on the CM-5 model, by
     /// feature (base, buffer management, in-order delivery, fault
@@ -306,33 +334,6 @@ enum Format {
     Csv,
 }
 
-/// Print a line to standard output; a closed pipe (`| head`) ends the output
-/// quietly instead of panicking.
-macro_rules! out {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($t)*);
-    }};
-}
-
-/// As `out!`, without the newline.
-macro_rules! out_raw {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($t)*);
-    }};
-}
-
-/// Why a command failed.
-enum Failure {
-    /// Bad input from the user: one line on stderr, exit status 2.
-    Usage(String),
-    /// The model stopped with work pending (what is stuck was printed): status 1.
-    Stuck,
-    /// A result that cannot be produced or written (one line): status 1.
-    Failed(String),
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -342,31 +343,41 @@ fn main() -> ExitCode {
                 e.kind(),
                 DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let _ = e.print();
-                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
-                    ExitCode::from(2)
-                } else {
-                    ExitCode::SUCCESS
+                let printed = e.print().map_err(|x| output::failed("standard output", &x));
+                return match (printed, e.kind()) {
+                    (Err(f), _) => exit(f),
+                    (Ok(()), DisplayHelpOnMissingArgumentOrSubcommand) => ExitCode::from(2),
+                    (Ok(()), _) => ExitCode::SUCCESS,
                 };
             }
             // clap explains over several lines; the first one says what is wrong.
             let text = e.render().to_string();
             let line = text.lines().next().unwrap_or("error: bad arguments");
-            eprintln!("{line}");
+            output::say(line);
             return ExitCode::from(2);
         }
     };
-    match run(cli) {
+    // Bad input or a failed run first; then whether standard output took
+    // everything printed.
+    match run(cli).and_then(|()| output::finish()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(msg)) => {
-            eprintln!("error: {msg}");
+        Err(f) => exit(f),
+    }
+}
+
+/// The exit status of a failure, its line printed.
+fn exit(f: Failure) -> ExitCode {
+    match f {
+        Failure::Usage(msg) => {
+            output::say(&format!("error: {msg}"));
             ExitCode::from(2)
         }
-        Err(Failure::Stuck) => ExitCode::from(1),
-        Err(Failure::Failed(msg)) => {
-            eprintln!("error: {msg}");
+        Failure::Stuck => ExitCode::from(1),
+        Failure::Failed(msg) | Failure::Output(msg) => {
+            output::say(&format!("error: {msg}"));
             ExitCode::from(1)
         }
+        Failure::Closed => ExitCode::SUCCESS,
     }
 }
 
@@ -403,19 +414,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             .map_err(Failure::Usage)?;
-            plot::write(&chart, &out).map_err(Failure::Usage)
+            let bytes = plot::render(&chart, &out).map_err(Failure::Usage)?;
+            output::write_file(&out, &bytes)
         }
         Command::Sweep {
             file,
             vary,
             shard,
+            out,
+            resume,
             threads,
             quiet,
             format,
         } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
-            let out = sweep::sweep(&sweep::Sweep {
+            sweep::sweep(&sweep::Sweep {
                 path: &file,
                 text: &text,
                 vary: &vary,
@@ -423,11 +437,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 threads,
                 quiet,
                 json: format == SweepFormat::Json,
+                out: out.as_deref(),
+                resume,
             })
-            .map_err(Failure::Usage)?;
-            out_raw!("{out}");
-            Ok(())
         }
+        Command::Merge { parts, out } => sweep::merge(&parts, out.as_deref()),
         Command::Costs {
             protocol,
             words,
@@ -575,9 +589,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let wall_s = t0.elapsed().as_secs_f64();
             let r = pipeline::result(&m);
             if !report.is_clean() {
-                eprintln!("error: the model stopped with work pending:");
+                output::say("error: the model stopped with work pending:");
                 for s in &report.stuck {
-                    eprintln!("  {s}");
+                    output::say(&format!("  {s}"));
                 }
             }
             let v = serde_json::json!({
@@ -642,12 +656,12 @@ fn logp_export(
         }
     }
     .map_err(Failure::Failed)?;
-    std::fs::create_dir_all(dir).map_err(|e| Failure::Failed(format!("{dir}: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     for file in &files {
         let path = std::path::Path::new(dir).join(file.name);
-        std::fs::write(&path, &file.text)
-            .map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?;
-        out!("{}", path.display());
+        let name = path.display().to_string();
+        output::write_file(&name, file.text.as_bytes())?;
+        out!("{name}");
     }
     Ok(())
 }
@@ -699,12 +713,12 @@ fn report(
     let (r, tr) = r.map_err(|e| match e {
         protocols::transfer::Failed::Input(s) => Failure::Usage(s),
         protocols::transfer::Failed::Stuck(s) => {
-            eprintln!("error: {s}");
+            output::say(&format!("error: {s}"));
             Failure::Stuck
         }
     })?;
     if let (Some(path), Some(tr)) = (trace, tr) {
-        std::fs::write(path, tr.to_string()).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+        output::write_file(path, tr.to_string().as_bytes())?;
     }
     match format {
         Format::Json => out!("{}", r.json),
@@ -712,7 +726,7 @@ fn report(
         Format::Table => out_raw!("{}", r.table),
     }
     if let Some(f) = r.failed {
-        eprintln!("error: {f}");
+        output::say(&format!("error: {f}"));
         return Err(Failure::Stuck);
     }
     Ok(())

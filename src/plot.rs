@@ -178,19 +178,39 @@ where
     area.present().map_err(e)
 }
 
-/// Write the chart to `path` (.svg or .png).
-pub fn write(c: &Chart, path: &str) -> Result<(), String> {
-    let size = (960, 600);
+/// The chart as the file `path` names (.svg or .png), drawn in memory so
+/// that writing it is one output the caller checks.
+pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
+    let (w, h) = (960u32, 600u32);
+    let e = |e: String| format!("{path}: {e}");
     if path.ends_with(".svg") {
         font()?;
-        draw(SVGBackend::new(path, size).into_drawing_area(), c)
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area(),
+            c,
+        )
+        .map_err(e)?;
+        Ok(svg.into_bytes())
     } else if path.ends_with(".png") {
         font()?;
-        draw(BitMapBackend::new(path, size).into_drawing_area(), c)
+        let mut rgb = vec![0u8; (w * h * 3) as usize];
+        draw(
+            BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area(),
+            c,
+        )
+        .map_err(e)?;
+        let mut bytes = Vec::new();
+        let mut enc = png::Encoder::new(&mut bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.write_header()
+            .and_then(|mut wr| wr.write_image_data(&rgb))
+            .map_err(|x| e(x.to_string()))?;
+        Ok(bytes)
     } else {
         Err(format!("{path}: write .svg or .png"))
     }
-    .map_err(|e| format!("{path}: {e}"))
 }
 
 fn run(c: &Config) -> Result<transfer::Outcome, String> {

@@ -1,30 +1,61 @@
 //! Sweeps: a scenario run over the cross product of values of some of its
-//! keys, in parallel (rayon), one row per point.
+//! keys, on worker threads, one row per point; and the merge of a sharded
+//! sweep's parts into its table.
 //!
 //! Points are numbered in the cross product's order (the last `--vary`
-//! changing fastest) and results are written in that order whatever the
-//! number of threads, so a sweep's output is the same on any machine.
-//! `--shard i/n` runs only the points whose number is `i` modulo `n`; only
-//! shard 0 writes the CSV header, so the shards' files concatenate into the
-//! full table (rows grouped by shard; sorted by the `point` column they are
-//! the full run's rows).
+//! changing fastest) and rows are written in that order whatever the number
+//! of threads, so a sweep's output is the same on any machine. Workers take
+//! points in order and the writer appends each row as soon as every point
+//! before it is done, flushed: output cut short by a kill holds every row
+//! before the first unfinished point, nothing else.
+//!
+//! `--shard i/n` runs only the points whose number is `i` modulo `n` and
+//! writes a *part*: one first line that only parts carry,
+//!
+//! ```text
+//! # flashkit-sweep digest=<sha-256> points=75 shard=3/16 format=csv
+//! ```
+//!
+//! then the table's header and the shard's rows (CSV), or one JSON object a
+//! line (JSON Lines). The digest covers the kit's version, the scenario's
+//! text and the `--vary` arguments, so parts of one sweep are recognised
+//! wherever its file lies. [`merge`] checks that a set of parts holds every
+//! point exactly once and writes the table the unsharded sweep writes, byte
+//! for byte. `--out FILE` writes the part itself; with `--resume` it keeps
+//! the rows a killed run wrote and runs only the points they lack.
 
+use crate::output::{self, Failure, Sink};
 use crate::scenario::{self, Source};
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
-use std::fmt::Write as _;
-use std::io::IsTerminal as _;
+use sha2::{Digest as _, Sha256};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{IsTerminal as _, Read as _, Seek as _};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+/// A sweep as the command line gives it.
 pub struct Sweep<'a> {
+    /// The scenario file, as named (for errors).
     pub path: &'a str,
+    /// The scenario file's text.
     pub text: &'a str,
     /// "table.key=v1,v2,...".
     pub vary: &'a [String],
+    /// "i/n": run only the points numbered i modulo n, and write a part.
     pub shard: Option<&'a str>,
+    /// Worker threads (default: [`default_threads`]).
     pub threads: Option<usize>,
+    /// No progress bar.
     pub quiet: bool,
+    /// JSON (a part: JSON Lines) instead of CSV.
     pub json: bool,
+    /// Write the part to this file rather than to standard output.
+    pub out: Option<&'a str>,
+    /// Keep the rows `out` already holds and run only the missing points.
+    pub resume: bool,
 }
+
+/// The first line of every part: what it marks out.
+const MARK: &str = "# flashkit-sweep ";
 
 /// A value from the command line, as TOML would read it.
 fn value(s: &str) -> toml::Value {
@@ -73,24 +104,43 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
     }
 }
 
-/// Cost-sheet entries stay out of the table unless some point sets one
-/// away from its default (a sheet has some 200 scalars).
-fn drop_default_costs(rows: &mut [Vec<(String, String)>]) {
-    let defaults = serde_json::to_value(crate::scenario::CostTables::default())
-        .map(|v| {
-            let mut d = Vec::new();
-            flatten("costs", &v, &mut d);
-            d.into_iter().collect::<std::collections::HashMap<_, _>>()
-        })
-        .unwrap_or_default();
-    let changed: std::collections::HashSet<String> = rows
-        .iter()
-        .flatten()
-        .filter(|(k, v)| k.starts_with("costs.") && defaults.get(k) != Some(v))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for r in rows.iter_mut() {
-        r.retain(|(k, _)| !k.starts_with("costs.") || changed.contains(k));
+/// The cost-sheet entries some point of the sweep sets away from their
+/// defaults: only those become columns (a sheet has some 200 scalars).
+/// Decided over every point, so every shard has the same columns.
+struct ChangedCosts {
+    defaults: serde_json::Value,
+    flat: HashMap<String, String>,
+    changed: HashSet<String>,
+}
+
+impl ChangedCosts {
+    fn new() -> Self {
+        let defaults = serde_json::to_value(scenario::CostTables::default()).unwrap_or_default();
+        let mut d = Vec::new();
+        flatten("costs", &defaults, &mut d);
+        ChangedCosts {
+            defaults,
+            flat: d.into_iter().collect(),
+            changed: HashSet::new(),
+        }
+    }
+
+    fn note(&mut self, sc: &scenario::Scenario) {
+        let v = serde_json::to_value(&sc.costs).unwrap_or_default();
+        if v == self.defaults {
+            return;
+        }
+        let mut cols = Vec::new();
+        flatten("costs", &v, &mut cols);
+        for (k, x) in cols {
+            if self.flat.get(&k) != Some(&x) {
+                self.changed.insert(k);
+            }
+        }
+    }
+
+    fn keep(&self, key: &str) -> bool {
+        !key.starts_with("costs.") || self.changed.contains(key)
     }
 }
 
@@ -111,125 +161,420 @@ fn csv_cell(s: &str) -> String {
     }
 }
 
-pub fn sweep(s: &Sweep<'_>) -> Result<String, String> {
+/// Worker threads when `--threads` is not given: the CPUs this process may
+/// use (its CPU affinity and cgroup quota), and no more than Slurm gave the
+/// task (`SLURM_CPUS_PER_TASK`) where that is set, since a Slurm without CPU
+/// binding leaves every core of the node in the affinity mask.
+pub fn default_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let slurm = std::env::var("SLURM_CPUS_PER_TASK")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0);
+    slurm.map_or(cpus, |n| n.min(cpus))
+}
+
+/// The digest that names a sweep: the kit's version, the scenario's text
+/// and the `--vary` arguments in order (not the file's path).
+fn digest(text: &str, vary: &[String]) -> String {
+    let mut h = Sha256::new();
+    let mut field = |tag: &str, s: &str| {
+        h.update(format!("{tag} {}\n", s.len()));
+        h.update(s);
+        h.update("\n");
+    };
+    field("flashkit", env!("CARGO_PKG_VERSION"));
+    field("scenario", text);
+    for v in vary {
+        field("vary", v);
+    }
+    format!("{:x}", h.finalize())
+}
+
+/// What a part's first line says.
+#[derive(Clone, PartialEq, Eq)]
+struct Mark {
+    digest: String,
+    points: usize,
+    shard: usize,
+    of: usize,
+    json: bool,
+}
+
+impl Mark {
+    fn line(&self) -> String {
+        format!(
+            "{MARK}digest={} points={} shard={}/{} format={}\n",
+            self.digest,
+            self.points,
+            self.shard,
+            self.of,
+            if self.json { "json" } else { "csv" }
+        )
+    }
+
+    fn parse(line: &str) -> Option<Mark> {
+        let rest = line.strip_prefix(MARK)?;
+        let mut m = Mark {
+            digest: String::new(),
+            points: 0,
+            shard: 0,
+            of: 0,
+            json: false,
+        };
+        let mut seen = 0;
+        for f in rest.split(' ') {
+            let (k, v) = f.split_once('=')?;
+            match k {
+                "digest" => m.digest = v.to_string(),
+                "points" => m.points = v.parse().ok()?,
+                "shard" => {
+                    let (i, n) = v.split_once('/')?;
+                    (m.shard, m.of) = (i.parse().ok()?, n.parse().ok()?);
+                }
+                "format" => {
+                    m.json = match v {
+                        "json" => true,
+                        "csv" => false,
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+            seen += 1;
+        }
+        (seen == 4 && m.of > 0 && m.shard < m.of && !m.digest.is_empty()).then_some(m)
+    }
+}
+
+/// The point a row is for: its first CSV cell, or its JSON object's "point".
+fn row_point(row: &str, json: bool) -> Option<usize> {
+    if json {
+        let v: serde_json::Value = serde_json::from_str(row).ok()?;
+        v.as_object()?.get("point")?.as_str()?.parse().ok()
+    } else {
+        row.split(',').next()?.parse().ok()
+    }
+}
+
+/// Where a run's rows go and what is there already.
+struct Target {
+    sink: Sink,
+    /// A part (the mark line and, in CSV, a header on every part) or the
+    /// whole table (a header, or a JSON array).
+    part: bool,
+    /// The CSV header already written (a resumed part).
+    header: Option<String>,
+    /// Rows already there (a resumed part).
+    kept: usize,
+}
+
+/// Open `--out` for a resumed run: keep its mark, header and the rows that
+/// are the shard's first points in order; drop a torn last line.
+fn reopen(path: &str, mark: &Mark, order: &[usize]) -> Result<Option<Target>, Failure> {
+    let usage = |why: String| Failure::Usage(format!("--resume {path}: {why}"));
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(usage(e.to_string())),
+    };
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| usage(e.to_string()))?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    let mut lines = whole.lines();
+    let first = lines.next().unwrap_or_default();
+    if format!("{first}\n") != mark.line() {
+        return Err(usage(match Mark::parse(first) {
+            None => "not a sweep part (write parts with --out); remove it to start afresh".into(),
+            Some(m) if m.digest != mark.digest => {
+                "a part of another sweep (scenario, --vary or version differ); remove it to start afresh".into()
+            }
+            Some(m) => format!(
+                "holds shard {}/{} of {} points in {}, not this run's {}/{} of {} in {}; remove it to start afresh",
+                m.shard,
+                m.of,
+                m.points,
+                if m.json { "JSON" } else { "CSV" },
+                mark.shard,
+                mark.of,
+                mark.points,
+                if mark.json { "JSON" } else { "CSV" },
+            ),
+        }));
+    }
+    let mut len = first.len() + 1;
+    let mut header = None;
+    if !mark.json {
+        if let Some(h) = lines.next() {
+            len += h.len() + 1;
+            header = Some(h.to_string());
+        }
+    }
+    let mut kept = 0;
+    for row in lines {
+        let p = row_point(row, mark.json);
+        if p.is_none() || p != order.get(kept).copied() {
+            return Err(usage(format!(
+                "row {} is not point {} of shard {}/{}: not a part this sweep wrote; remove it to start afresh",
+                kept + 1,
+                order.get(kept).map_or("(none)".into(), |p| p.to_string()),
+                mark.shard,
+                mark.of
+            )));
+        }
+        len += row.len() + 1;
+        kept += 1;
+    }
+    f.set_len(len as u64)
+        .map_err(|e| output::failed(path, &e))?;
+    f.seek(std::io::SeekFrom::End(0))
+        .map_err(|e| output::failed(path, &e))?;
+    Ok(Some(Target {
+        sink: Sink::file(path, f),
+        part: true,
+        header,
+        kept,
+    }))
+}
+
+/// Run a sweep, writing its rows as they are done (see the module's notes).
+pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
+    let usage = Failure::Usage;
     let src = Source {
         path: s.path,
         text: s.text,
     };
-    let base = scenario::table(&src)?;
+    let base = scenario::table(&src).map_err(usage)?;
     let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
     for v in s.vary {
         let (k, vals) = v
             .split_once('=')
-            .ok_or_else(|| format!("--vary {v}: write key=v1,v2,..."))?;
+            .ok_or_else(|| usage(format!("--vary {v}: write key=v1,v2,...")))?;
         let vals: Vec<toml::Value> = vals
             .split(',')
             .filter(|x| !x.is_empty())
             .map(value)
             .collect();
         if vals.is_empty() {
-            return Err(format!("--vary {v}: no values"));
+            return Err(usage(format!("--vary {v}: no values")));
         }
         axes.push((k.to_string(), vals));
     }
     let (shard, of) = match s.shard {
         None => (0, 1),
-        Some(x) => {
-            let (i, n) = x
-                .split_once('/')
-                .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-                .filter(|(i, n)| *n > 0 && i < n)
-                .ok_or_else(|| format!("--shard {x}: write i/n with 0 <= i < n"))?;
-            (i, n)
-        }
+        Some(x) => x
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+            .filter(|(i, n)| *n > 0 && i < n)
+            .ok_or_else(|| usage(format!("--shard {x}: write i/n with 0 <= i < n")))?,
     };
+    if s.threads == Some(0) {
+        return Err(usage("--threads must be at least 1".into()));
+    }
+    if s.resume && s.out.is_none() {
+        return Err(usage(
+            "--resume needs --out FILE (the part to resume)".into(),
+        ));
+    }
     let total: usize = axes.iter().map(|a| a.1.len()).product();
-    // Build every point of this shard, checking each before anything runs.
+    // Build every point of the sweep, checking each before anything runs
+    // (so every shard refuses a bad sweep alike); keep this shard's.
+    let mut costs = ChangedCosts::new();
     let mut points = Vec::new();
-    for p in (shard..total).step_by(of) {
+    for p in 0..total {
         let mut t = base.clone();
         let mut rest = p;
         let mut chosen = Vec::new();
         for (k, vals) in axes.iter().rev() {
             let v = vals[rest % vals.len()].clone();
             rest /= vals.len();
-            set(&mut t, k, v.clone())?;
+            set(&mut t, k, v.clone()).map_err(usage)?;
             chosen.push((k.clone(), v));
         }
-        let sc = scenario::parse(&src, t.clone())
-            .map_err(|e| format!("point {p} ({}): {e}", describe(&chosen)))?;
-        points.push((p, t, sc));
-    }
-    let pool = {
-        let mut b = rayon::ThreadPoolBuilder::new();
-        if let Some(n) = s.threads {
-            if n == 0 {
-                return Err("--threads must be at least 1".into());
-            }
-            b = b.num_threads(n);
+        let sc = scenario::parse(&src, t)
+            .map_err(|e| usage(format!("point {p} ({}): {e}", describe(&chosen))))?;
+        costs.note(&sc);
+        if p % of == shard {
+            points.push((p, sc));
         }
-        b.build()
-            .map_err(|e| format!("cannot start the worker threads: {e}"))?
+    }
+    let mark = Mark {
+        digest: digest(s.text, s.vary),
+        points: total,
+        shard,
+        of,
+        json: s.json,
     };
+    let order: Vec<usize> = points.iter().map(|p| p.0).collect();
+    let resumed = match (s.out, s.resume) {
+        (Some(path), true) => reopen(path, &mark, &order)?,
+        _ => None,
+    };
+    let mut target = match resumed {
+        Some(t) => t,
+        None => {
+            let mut sink = match s.out {
+                Some(path) => Sink::create(path)?,
+                None => Sink::stdout(),
+            };
+            let part = s.out.is_some() || s.shard.is_some();
+            if part {
+                sink.write(mark.line().as_bytes())?;
+            }
+            Target {
+                sink,
+                part,
+                header: None,
+                kept: 0,
+            }
+        }
+    };
+    let todo = &points[target.kept..];
+    let threads = s.threads.unwrap_or_else(default_threads).min(todo.len());
     let bar = if s.quiet || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
-        let b = ProgressBar::new(points.len() as u64);
+        let b = ProgressBar::new(todo.len() as u64);
         if let Ok(st) = ProgressStyle::with_template("{bar:40} {pos}/{len} points, {eta} left") {
             b.set_style(st);
         }
         b
     };
-    let results: Vec<Result<serde_json::Value, String>> = pool.install(|| {
-        points
-            .par_iter()
-            .map(|(p, _, sc)| {
-                let r = scenario::run(sc)
-                    .map(|r| r.json)
-                    .map_err(|e| format!("point {p}: {e}"));
-                bar.inc(1);
-                r
-            })
-            .collect()
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let written = std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= todo.len() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if tx.send((i, scenario::run(&todo[i].1))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let r = write_rows(s.json, &mut target, todo, &costs, rx, &bar);
+        stop.store(true, Ordering::Relaxed);
+        r
     });
     bar.finish_and_clear();
-    let mut rows = Vec::new();
-    for ((p, _, sc), r) in points.iter().zip(results) {
-        let r = r?;
-        let mut cols = vec![("point".to_string(), p.to_string())];
-        // Every parameter, defaults included (unset machine keys are FLASH's).
-        let params = serde_json::to_value(sc).map_err(|e| e.to_string())?;
-        flatten("", &params, &mut cols);
-        flatten("result", &r, &mut cols);
-        rows.push(cols);
-    }
-    drop_default_costs(&mut rows);
-    let mut out = String::new();
-    if s.json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                serde_json::Value::Object(
-                    r.iter()
-                        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                        .collect(),
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "{}", serde_json::Value::Array(v));
-        return Ok(out);
-    }
-    if let Some(first) = rows.first() {
-        if shard == 0 {
-            let head: Vec<String> = first.iter().map(|c| csv_cell(&c.0)).collect();
-            let _ = writeln!(out, "{}", head.join(","));
-        }
-        for r in &rows {
-            let cells: Vec<String> = r.iter().map(|c| csv_cell(&c.1)).collect();
-            let _ = writeln!(out, "{}", cells.join(","));
+    written?;
+    if !target.part {
+        // The table's end: a JSON array's bracket (an empty one if no rows).
+        if s.json {
+            let end = if todo.is_empty() { "[]\n" } else { "]\n" };
+            target.sink.write(end.as_bytes())?;
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+type Outcome = Result<scenario::Report, protocols::transfer::Failed>;
+
+/// Write each point's row once every point before it is written.
+fn write_rows(
+    json: bool,
+    t: &mut Target,
+    todo: &[(usize, scenario::Scenario)],
+    costs: &ChangedCosts,
+    rx: std::sync::mpsc::Receiver<(usize, Outcome)>,
+    bar: &ProgressBar,
+) -> Result<(), Failure> {
+    let mut done: BTreeMap<usize, Outcome> = BTreeMap::new();
+    let mut n = 0;
+    for (i, r) in rx {
+        bar.inc(1);
+        done.insert(i, r);
+        let mut chunk = String::new();
+        while let Some(r) = done.remove(&n) {
+            let (p, sc) = &todo[n];
+            let r = r.map_err(|e| match e {
+                protocols::transfer::Failed::Input(e) => Failure::Usage(format!("point {p}: {e}")),
+                protocols::transfer::Failed::Stuck(e) => {
+                    output::say(&format!("error: point {p}: {e}"));
+                    Failure::Stuck
+                }
+            });
+            let r = match r {
+                Ok(r) => r,
+                Err(f) => {
+                    // The rows before this point still reach the output.
+                    t.sink.write(chunk.as_bytes())?;
+                    return Err(f);
+                }
+            };
+            let mut cols = vec![("point".to_string(), p.to_string())];
+            // Every parameter, defaults included (unset machine keys are FLASH's).
+            let params = serde_json::to_value(sc).map_err(|e| Failure::Usage(e.to_string()))?;
+            flatten("", &params, &mut cols);
+            flatten("result", &r.json, &mut cols);
+            cols.retain(|(k, _)| costs.keep(k));
+            row(json, t, &cols, n == 0, &mut chunk)?;
+            n += 1;
+        }
+        if !chunk.is_empty() {
+            t.sink.write(chunk.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// One row's text, with what goes before it: the header before a CSV
+/// table's or part's first row, the bracket or comma of a JSON array.
+fn row(
+    json: bool,
+    t: &mut Target,
+    cols: &[(String, String)],
+    first: bool,
+    chunk: &mut String,
+) -> Result<(), Failure> {
+    if json {
+        let obj = serde_json::Value::Object(
+            cols.iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        );
+        if t.part {
+            chunk.push_str(&format!("{obj}\n"));
+        } else {
+            chunk.push_str(if first { "[" } else { "," });
+            chunk.push_str(&obj.to_string());
+        }
+        return Ok(());
+    }
+    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
+    let head = head.join(",");
+    match &t.header {
+        None => {
+            chunk.push_str(&head);
+            chunk.push('\n');
+            t.header = Some(head);
+        }
+        Some(h) if *h != head => {
+            return Err(Failure::Usage(format!(
+                "{}: its header is not this sweep's columns; remove it to start afresh",
+                t.sink.name()
+            )))
+        }
+        Some(_) => {}
+    }
+    let cells: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
+    chunk.push_str(&cells.join(","));
+    chunk.push('\n');
+    Ok(())
 }
 
 fn describe(chosen: &[(String, toml::Value)]) -> String {
@@ -239,4 +584,217 @@ fn describe(chosen: &[(String, toml::Value)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Point numbers as a short list: "1, 5, 9" or "1, 5, 9, ... (40 in all)".
+fn list(points: &[usize]) -> String {
+    const SHOWN: usize = 12;
+    let mut s = points
+        .iter()
+        .take(SHOWN)
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if points.len() > SHOWN {
+        s.push_str(&format!(", ... ({} in all)", points.len()));
+    }
+    s
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "point"
+    } else {
+        "points"
+    }
+}
+
+/// A part as read by the merge.
+struct Part<'a> {
+    path: &'a str,
+    mark: Mark,
+    header: Option<&'a str>,
+    rows: Vec<(usize, &'a str)>,
+}
+
+/// Merge a sharded sweep's parts into the table the unsharded sweep writes
+/// (to `out`, or standard output). Nothing is written unless the parts are
+/// of one sweep and hold every point exactly once.
+pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
+    let texts = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{p}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = merged(paths, &texts).map_err(Failure::Usage)?;
+    match out {
+        Some(path) => output::write_file(path, table.as_bytes()),
+        None => Sink::stdout().write(table.as_bytes()),
+    }
+}
+
+/// The merged table, or one line saying what is wrong with the parts.
+fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
+    let mut parts = Vec::new();
+    let mut empty = Vec::new();
+    for (path, text) in paths.iter().zip(texts) {
+        if text.is_empty() {
+            empty.push(path.as_str());
+            continue;
+        }
+        if !text.ends_with('\n') {
+            return Err(format!(
+                "{path}: its last line is cut short (a task killed while writing?): run its shard again with --resume"
+            ));
+        }
+        let mut lines = text.lines();
+        let mark = lines.next().and_then(Mark::parse).ok_or_else(|| {
+            format!("{path}: not a sweep part (its first line is not `{MARK}...`; write parts with sweep --out)")
+        })?;
+        let header = if mark.json { None } else { lines.next() };
+        let mut rows = Vec::new();
+        for row in lines {
+            let p = row_point(row, mark.json)
+                .filter(|&p| p < mark.points && p % mark.of == mark.shard)
+                .ok_or_else(|| {
+                    format!(
+                        "{path}: row {} is not a row of shard {}/{}",
+                        rows.len() + 1,
+                        mark.shard,
+                        mark.of
+                    )
+                })?;
+            rows.push((p, row));
+        }
+        parts.push(Part {
+            path,
+            mark,
+            header,
+            rows,
+        });
+    }
+    let Some(first) = parts.first() else {
+        return Err(match empty.len() {
+            0 => "no parts to merge".into(),
+            _ => format!("nothing to merge: {} empty", empty.join(", ")),
+        });
+    };
+    let want = first.mark.clone();
+    for p in &parts[1..] {
+        let m = &p.mark;
+        if m.digest != want.digest {
+            return Err(format!(
+                "{} is a part of another sweep than {} (scenario, --vary or version differ)",
+                p.path, first.path
+            ));
+        }
+        if (m.points, m.of) != (want.points, want.of) {
+            return Err(format!(
+                "{} is shard {}/{} of {} points, {} shard {}/{} of {}: not one sharding of the sweep",
+                p.path, m.shard, m.of, m.points, first.path, want.shard, want.of, want.points
+            ));
+        }
+        if m.json != want.json {
+            let f = |j: bool| if j { "JSON" } else { "CSV" };
+            return Err(format!(
+                "{} is {}, {} {}: merge parts of one format",
+                p.path,
+                f(m.json),
+                first.path,
+                f(want.json)
+            ));
+        }
+    }
+    // Every point once.
+    let mut owner: Vec<Option<&str>> = vec![None; want.points];
+    let mut twice: BTreeMap<usize, (&str, &str)> = BTreeMap::new();
+    for p in &parts {
+        for &(n, _) in &p.rows {
+            match owner[n] {
+                Some(o) => {
+                    twice.insert(n, (o, p.path));
+                }
+                None => owner[n] = Some(p.path),
+            }
+        }
+    }
+    if let Some((_, &(a, b))) = twice.iter().next() {
+        let pts: Vec<usize> = twice.keys().copied().collect();
+        let files = if a == b {
+            format!("{a} holds them twice")
+        } else {
+            format!("in {a} and {b}")
+        };
+        return Err(format!(
+            "{} {} appear twice: {files}",
+            plural(pts.len()),
+            list(&pts)
+        ));
+    }
+    let missing: Vec<usize> = (0..want.points).filter(|&n| owner[n].is_none()).collect();
+    if !missing.is_empty() {
+        let mut why = Vec::new();
+        for s in 0..want.of {
+            let lost: Vec<usize> = missing
+                .iter()
+                .copied()
+                .filter(|n| n % want.of == s)
+                .collect();
+            if lost.is_empty() {
+                continue;
+            }
+            let mine: Vec<&Part> = parts.iter().filter(|p| p.mark.shard == s).collect();
+            let last = mine.iter().flat_map(|p| p.rows.iter().map(|r| r.0)).max();
+            why.push(match last {
+                None if mine.is_empty() => format!("shard {s}/{} produced nothing", want.of),
+                None => format!("shard {s}/{} has no rows ({})", want.of, mine[0].path),
+                Some(l) => format!(
+                    "shard {s}/{} stopped after point {l} ({})",
+                    want.of, mine[0].path
+                ),
+            });
+        }
+        let mut msg = format!(
+            "{} {} missing: {}",
+            plural(missing.len()),
+            list(&missing),
+            why.join("; ")
+        );
+        if !empty.is_empty() {
+            msg.push_str(&format!(" ({} empty)", empty.join(", ")));
+        }
+        msg.push_str("; run those shards again with --resume");
+        return Err(msg);
+    }
+    // One header, the same on every part that has rows.
+    let mut header = None;
+    for p in parts.iter().filter(|p| !p.rows.is_empty()) {
+        match (header, p.header) {
+            (None, h) => header = Some((h, p.path)),
+            (Some((h, other)), h2) if h != h2 => {
+                return Err(format!(
+                    "{} and {other} have different columns: not parts of one sweep",
+                    p.path
+                ))
+            }
+            _ => {}
+        }
+    }
+    let mut rows: Vec<(usize, &str)> = parts.iter().flat_map(|p| p.rows.iter().copied()).collect();
+    rows.sort_unstable_by_key(|r| r.0);
+    let mut out = String::new();
+    if want.json {
+        out.push('[');
+        out.push_str(&rows.iter().map(|r| r.1).collect::<Vec<_>>().join(","));
+        out.push_str("]\n");
+    } else {
+        if let Some((Some(h), _)) = header {
+            out.push_str(h);
+            out.push('\n');
+        }
+        for (_, r) in rows {
+            out.push_str(r);
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }

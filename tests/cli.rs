@@ -1,5 +1,7 @@
 //! The command line: JSON output and bad input (one line, exit status 2).
 
+mod common;
+
 use std::process::Command;
 
 fn flashkit(args: &[&str]) -> (i32, String, String) {
@@ -642,4 +644,197 @@ fn csv_is_a_header_and_a_row() {
         .unwrap()
         .split(',')
         .any(|c| c == "total_cycles"));
+}
+
+/// Run flashkit with standard output on /dev/full.
+fn to_dev_full(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The subcommands `flashkit --help` lists.
+fn subcommands() -> Vec<String> {
+    let (code, out, _) = flashkit(&["--help"]);
+    assert_eq!(code, 0);
+    out.split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn output_that_cannot_be_written_exits_1_naming_it() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("flashkit-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let part = dir.join("part.csv");
+    let part = part.to_str().unwrap();
+    let (code, _, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2",
+        "--out",
+        part,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Standard output of every subcommand (plot writes only its --out).
+    let listed = dir.join("listed");
+    let stdout_cases: Vec<Vec<&str>> = vec![
+        vec!["run", "examples/transfer.toml"],
+        vec![
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "8",
+            "--export",
+            "simgrid",
+            "--out",
+            listed.to_str().unwrap(),
+        ],
+        vec![
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2",
+        ],
+        vec!["merge", part],
+        vec!["costs", "--protocol", "single"],
+        vec!["logp", "--platform", "cm5"],
+        vec!["suite", "--platform", "cm5", "--benchmark", "round-trip"],
+        vec!["transfer", "--format", "json"],
+        vec!["miss", "--case", "remote-clean"],
+        vec!["fetch-op"],
+        vec!["remap", "--technique", "tlb"],
+        vec!["pipeline", "--nodes", "2", "--msgs", "1"],
+        vec!["transfer", "--help"],
+        vec!["--version"],
+    ];
+    let mut covered: Vec<&str> = stdout_cases.iter().map(|c| c[0]).collect();
+    covered.push("plot");
+    let all = subcommands();
+    assert!(all.len() >= 12, "{all:?}");
+    for c in all {
+        assert!(covered.contains(&c.as_str()), "{c} is not tested here");
+    }
+    for args in &stdout_cases {
+        let (code, err) = to_dev_full(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(
+            err, "error: cannot write standard output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+    // Every file a flag names; plots pick their format by the extension.
+    let svg = dir.join("full.svg");
+    std::os::unix::fs::symlink("/dev/full", &svg).unwrap();
+    let mut file_cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["transfer", "--trace", "/dev/full"], "/dev/full"),
+        (
+            vec!["run", "examples/miss.toml", "--trace", "/dev/full"],
+            "/dev/full",
+        ),
+        (
+            vec![
+                "sweep",
+                "examples/transfer.toml",
+                "--vary",
+                "transfer.chunk=1,2",
+                "--out",
+                "/dev/full",
+            ],
+            "/dev/full",
+        ),
+        (vec!["merge", part, "-o", "/dev/full"], "/dev/full"),
+    ];
+    // An export's folder holding a file that is /dev/full.
+    let export = dir.join("export");
+    std::fs::create_dir_all(&export).unwrap();
+    let flags = export.join("flags");
+    std::os::unix::fs::symlink("/dev/full", &flags).unwrap();
+    file_cases.push((
+        vec![
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "8",
+            "--export",
+            "loggopsim",
+            "--out",
+            export.to_str().unwrap(),
+        ],
+        flags.to_str().unwrap(),
+    ));
+    if common::have_font() {
+        file_cases.push((
+            vec!["plot", "chunk", "--out", svg.to_str().unwrap()],
+            svg.to_str().unwrap(),
+        ));
+    } else {
+        eprintln!("no font: plot --out is not checked here");
+    }
+    for (args, name) in &file_cases {
+        let (code, _, err) = flashkit(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(
+            err,
+            format!("error: cannot write {name}: No space left on device (os error 28)\n"),
+            "{args:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_a_quiet_exit() {
+    use std::process::Stdio;
+    for args in [
+        &["suite", "--platform", "cm5"][..],
+        &[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2,3,4",
+        ],
+        &["transfer", "--help"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is written, as `| true` does.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
 }

@@ -1,5 +1,8 @@
 //! `flashkit plot` writes SVG and PNG files that parse and hold a chart.
 
+mod common;
+
+use common::have_font;
 use std::process::Command;
 
 fn plot(args: &[&str]) -> (i32, String) {
@@ -48,18 +51,6 @@ fn check_png(path: &std::path::Path) {
         "a chart, not a blank image: {} colours",
         colors.len()
     );
-}
-
-fn have_font() -> bool {
-    std::env::var("FLASHKIT_FONT").is_ok()
-        || [
-            "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-            "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-            "/usr/share/fonts/TTF/DejaVuSans.ttf",
-            "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-        ]
-        .iter()
-        .any(|p| std::path::Path::new(p).exists())
 }
 
 #[test]

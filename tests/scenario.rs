@@ -131,6 +131,18 @@ fn sweep(extra: &[&str]) -> String {
     out
 }
 
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("flashkit-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn path(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
 #[test]
 fn a_sweep_is_the_same_on_any_number_of_threads_and_in_shards() {
     let one = sweep(&["--threads", "1"]);
@@ -147,53 +159,371 @@ fn a_sweep_is_the_same_on_any_number_of_threads_and_in_shards() {
     ] {
         assert!(lines[0].split(',').any(|c| c == col), "{col}");
     }
-    // Two shards: the first has the header; together, ordered by point,
-    // they are the whole sweep.
-    let s0 = sweep(&["--shard", "0/2"]);
-    let s1 = sweep(&["--shard", "1/2"]);
-    let mut rows: Vec<&str> = s0.lines().skip(1).chain(s1.lines()).collect();
-    rows.sort_by_key(|r| r.split(',').next().unwrap().parse::<u32>().unwrap());
-    let merged = std::iter::once(s0.lines().next().unwrap())
-        .chain(rows)
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
-    assert_eq!(merged, one);
+    // Shards write parts; merged, in any order, they are the whole sweep.
+    let dir = scratch("shards");
+    let mut parts = Vec::new();
+    for i in [2, 0, 1] {
+        let f = dir.join(format!("part-{i}.csv"));
+        let s = format!("{i}/3");
+        let out = sweep(&["--shard", &s, "--out", path(&f)]);
+        assert!(out.is_empty(), "{out}");
+        parts.push(f);
+    }
+    let part0 = std::fs::read_to_string(&parts[1]).unwrap();
+    assert!(
+        part0.starts_with("# flashkit-sweep digest=") && part0.contains(" points=24 shard=0/3 "),
+        "{part0}"
+    );
+    let table = dir.join("all.csv");
+    let mut args = vec!["merge"];
+    args.extend(parts.iter().map(|p| path(p)));
+    args.extend(["-o", path(&table)]);
+    let (code, out, err) = flashkit(&args);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+    assert_eq!(std::fs::read_to_string(&table).unwrap(), one);
+    // --shard without --out writes the same part to standard output.
+    assert_eq!(sweep(&["--shard", "0/3"]), part0);
+    // JSON: parts are JSON Lines; the merge writes the unsharded array.
+    let whole = sweep(&["--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_str(&whole).unwrap();
+    assert_eq!(rows.as_array().map(|a| a.len()), Some(24));
+    assert_eq!(rows[23]["point"], "23");
+    let mut args = vec!["merge".to_string()];
+    for i in 0..2 {
+        let f = dir.join(format!("part-{i}.jsonl"));
+        let s = format!("{i}/2");
+        sweep(&["--format", "json", "--shard", &s, "--out", path(&f)]);
+        let text = std::fs::read_to_string(&f).unwrap();
+        for row in text.lines().skip(1) {
+            let v: serde_json::Value = serde_json::from_str(row).unwrap();
+            assert!(v.is_object(), "{row}");
+        }
+        args.push(path(&f).to_string());
+    }
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let (code, merged, err) = flashkit(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(merged, whole);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Write the parts of `sweep()` over `n` shards into `dir`.
+fn parts(dir: &std::path::Path, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let f = dir.join(format!("part-{i}.csv"));
+            sweep(&["--shard", &format!("{i}/{n}"), "--out", path(&f)]);
+            path(&f).to_string()
+        })
+        .collect()
+}
+
+/// `flashkit merge PARTS -o OUT`: its status and error line; OUT must not
+/// exist unless the merge succeeded.
+fn merge(parts: &[String], out: &std::path::Path) -> (i32, String) {
+    let _ = std::fs::remove_file(out);
+    let mut args = vec!["merge"];
+    args.extend(parts.iter().map(|s| s.as_str()));
+    args.extend(["-o", path(out)]);
+    let (code, stdout, err) = flashkit(&args);
+    assert!(stdout.is_empty(), "{stdout}");
+    if code != 0 {
+        assert!(!out.exists(), "a failed merge wrote {}", out.display());
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("error: "), "{err}");
+    }
+    (code, err)
+}
+
+#[test]
+fn the_merge_refuses_missing_duplicated_and_foreign_points() {
+    let dir = scratch("merge");
+    let all = parts(&dir, 4);
+    let out = dir.join("all.csv");
+    assert_eq!(merge(&all, &out), (0, String::new()));
+    let whole = std::fs::read_to_string(&out).unwrap();
+    // 24 points over 4 shards: shard 1 holds points 1, 5, 9, 13, 17, 21.
+    let keep = std::fs::read_to_string(&all[1]).unwrap();
+    // Emptied (a task that never started to write).
+    std::fs::write(&all[1], "").unwrap();
+    let (code, err) = merge(&all, &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("points 1, 5, 9, 13, 17, 21 missing: shard 1/4 produced nothing"),
+        "{err}"
+    );
+    assert!(err.contains("part-1.csv empty"), "{err}");
+    // Removed.
+    let three: Vec<String> = [0, 2, 3].iter().map(|&i| all[i].clone()).collect();
+    let (code, err) = merge(&three, &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("points 1, 5, 9, 13, 17, 21 missing: shard 1/4 produced nothing"),
+        "{err}"
+    );
+    // Cut after its second row (a task killed between rows).
+    let cut: String = keep.lines().take(4).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&all[1], &cut).unwrap();
+    let (code, err) = merge(&all, &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("points 9, 13, 17, 21 missing: shard 1/4 stopped after point 5"),
+        "{err}"
+    );
+    // Torn in the middle of a row.
+    std::fs::write(&all[1], &keep[..keep.len() - 10]).unwrap();
+    let (code, err) = merge(&all, &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("part-1.csv: its last line is cut short"),
+        "{err}"
+    );
+    std::fs::write(&all[1], &keep).unwrap();
+    // Duplicated.
+    let copy = dir.join("copy.csv");
+    std::fs::copy(&all[2], &copy).unwrap();
+    let mut dup = all.clone();
+    dup.push(path(&copy).to_string());
+    let (code, err) = merge(&dup, &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("points 2, 6, 10, 14, 18, 22 appear twice: in ")
+            && err.contains("part-2.csv and ")
+            && err.contains("copy.csv"),
+        "{err}"
+    );
+    // A part of another shard count, of another sweep, not a part at all.
+    let other = dir.join("other.csv");
+    sweep(&["--shard", "0/3", "--out", path(&other)]);
+    let mut mixed = all[1..].to_vec();
+    mixed.push(path(&other).to_string());
+    let (code, err) = merge(&mixed, &out);
+    assert_eq!(code, 2);
+    assert!(err.contains("not one sharding of the sweep"), "{err}");
+    let (code, _, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2,3,4,5,6,7,8",
+        "--vary",
+        "transfer.sender=uncached,clean",
+        "--shard",
+        "0/4",
+        "--quiet",
+        "--out",
+        path(&other),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = merge(&mixed, &out);
+    assert_eq!(code, 2);
+    assert!(err.contains("is a part of another sweep"), "{err}");
+    let table = dir.join("table.csv");
+    std::fs::write(&table, &whole).unwrap();
+    let mut with_table = all.clone();
+    with_table.push(path(&table).to_string());
+    let (code, err) = merge(&with_table, &out);
+    assert_eq!(code, 2);
+    assert!(err.contains("table.csv: not a sweep part"), "{err}");
+    let mut unreadable = all.clone();
+    unreadable.push(path(&dir.join("nowhere.csv")).to_string());
+    let (code, err) = merge(&unreadable, &out);
+    assert_eq!(code, 2);
+    assert!(err.contains("nowhere.csv"), "{err}");
+    // Everything back: the merge succeeds again, the same table.
+    assert_eq!(merge(&all, &out), (0, String::new()));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), whole);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_shard_without_points_writes_a_part_that_says_so() {
+    let dir = scratch("noshard");
+    let mut all = Vec::new();
+    for i in 0..3 {
+        let f = dir.join(format!("p{i}.csv"));
+        let (code, out, err) = flashkit(&[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2",
+            "--shard",
+            &format!("{i}/3"),
+            "--out",
+            path(&f),
+        ]);
+        assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+        all.push(path(&f).to_string());
+    }
+    let empty = std::fs::read_to_string(&all[2]).unwrap();
+    assert!(
+        empty.ends_with(" points=2 shard=2/3 format=csv\n"),
+        "{empty}"
+    );
+    assert_eq!(empty.lines().count(), 1, "{empty}");
+    let out = dir.join("all.csv");
+    assert_eq!(merge(&all, &out), (0, String::new()));
+    let (_, whole, _) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2",
+    ]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), whole);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A sweep of the pipeline workload (16 nodes, 200 messages) over `points`
+/// setup costs: some 0.2 s a point in a debug build.
+fn pipeline_sweep(points: usize, out: &std::path::Path) -> Command {
+    let costs: Vec<String> = (20..20 + points).map(|c| c.to_string()).collect();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flashkit"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "sweep",
+        "examples/pipeline.toml",
+        "--vary",
+        "pipeline.nodes=16",
+        "--vary",
+        "pipeline.msgs=200",
+        "--vary",
+        &format!("pipeline.setup_cycles={}", costs.join(",")),
+        "--quiet",
+        "--out",
+        path(out),
+    ]);
+    c
+}
+
+/// A shard of a sweep slow enough to kill mid-run (20 points, one thread).
+fn slow_shard(out: &std::path::Path, resume: bool) -> Command {
+    let mut c = pipeline_sweep(40, out);
+    c.args(["--shard", "1/2", "--threads", "1"]);
+    if resume {
+        c.arg("--resume");
+    }
+    c
+}
+
+#[test]
+fn a_killed_sweep_keeps_its_finished_rows_and_resume_completes_it() {
+    let dir = scratch("kill");
+    // Two runs of one shard write identical parts.
+    let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
+    for f in [&a, &b] {
+        assert!(slow_shard(f, false).status().unwrap().success());
+    }
+    let fresh = std::fs::read(&a).unwrap();
+    assert_eq!(fresh, std::fs::read(&b).unwrap());
+    let rows = |t: &str| t.lines().count().saturating_sub(2);
+    assert_eq!(rows(std::str::from_utf8(&fresh).unwrap()), 20);
+    // Killed once its part holds a row: what it holds is the fresh part's
+    // beginning, whole lines.
+    let k = dir.join("k.csv");
+    let mut child = slow_shard(&k, false).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while rows(&std::fs::read_to_string(&k).unwrap_or_default()) < 1 {
+        assert!(t0.elapsed().as_secs() < 60, "no row in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed before it finished");
+    let kept = std::fs::read(&k).unwrap();
+    let n = rows(std::str::from_utf8(&kept).unwrap());
+    assert!((1..20).contains(&n), "{n} rows");
+    assert!(kept.ends_with(b"\n"));
+    assert_eq!(&fresh[..kept.len()], &kept[..]);
+    // A merge of the killed part names what it lacks.
+    let (code, err) = merge(&[path(&k).to_string()], &dir.join("m.csv"));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!("shard 1/2 stopped after point {}", 2 * n - 1)),
+        "{err}"
+    );
+    // A torn last line, as a kill in mid-write leaves; --resume drops it
+    // and runs the rest: the part is the fresh run's, byte for byte.
+    let mut torn = kept.clone();
+    torn.extend_from_slice(b"41,16,200,16");
+    std::fs::write(&k, &torn).unwrap();
+    let out = slow_shard(&k, true).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    // Resuming a complete part runs nothing and changes nothing.
+    let t0 = std::time::Instant::now();
+    assert!(slow_shard(&k, true).status().unwrap().success());
+    assert!(t0.elapsed().as_secs_f64() < 1.0);
+    assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    // A part of another sweep is not resumed over.
+    let other = dir.join("other.csv");
+    sweep(&["--shard", "1/2", "--out", path(&other)]);
+    let before = std::fs::read(&other).unwrap();
+    let out = slow_shard(&other, true).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a part of another sweep"), "{err}");
+    assert_eq!(std::fs::read(&other).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The most threads the process had at once while running a sweep with
+/// `SLURM_CPUS_PER_TASK` set to `cpus`, seen in /proc.
+fn threads_seen(cpus: &str) -> usize {
+    let out = std::env::temp_dir().join(format!("flashkit-threads-{}-{cpus}", std::process::id()));
+    let mut c = pipeline_sweep(8, &out);
+    c.env("SLURM_CPUS_PER_TASK", cpus);
+    let mut child = c.spawn().unwrap();
+    let tasks = format!("/proc/{}/task", child.id());
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(d) = std::fs::read_dir(&tasks) {
+            most = most.max(d.count());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_file(&out);
+    most
+}
+
+#[test]
+fn threads_follow_slurm_cpus_per_task() {
+    if !std::path::Path::new("/proc/self/task").exists() {
+        eprintln!("skipped: no /proc to count threads in");
+        return;
+    }
+    // The main thread writes; the workers run points.
+    assert_eq!(threads_seen("1"), 2, "SLURM_CPUS_PER_TASK=1: one worker");
+    // The control: where the process may use two CPUs, two workers.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        assert_eq!(threads_seen("2"), 3, "SLURM_CPUS_PER_TASK=2: two workers");
+    } else {
+        eprintln!("one CPU here: the two-worker control is not run");
+    }
 }
 
 #[test]
 fn bad_sweeps_say_what_is_wrong() {
-    for args in [
-        vec![
-            "sweep",
-            "examples/transfer.toml",
-            "--vary",
-            "transfer.chunk",
-        ],
-        vec!["sweep", "examples/transfer.toml", "--vary", "chunk=1,2"],
-        vec![
-            "sweep",
-            "examples/transfer.toml",
-            "--vary",
-            "transfer.chunk=0,1",
-        ],
-        vec![
-            "sweep",
-            "examples/transfer.toml",
-            "--vary",
-            "transfer.chunk=1",
-            "--shard",
-            "2/2",
-        ],
-        vec![
-            "sweep",
-            "examples/transfer.toml",
-            "--vary",
-            "transfer.chunk=1",
-            "--threads",
-            "0",
-        ],
-    ] {
+    let sweep = ["sweep", "examples/transfer.toml", "--vary"];
+    let mut cases: Vec<Vec<&str>> = [
+        &["transfer.chunk"][..],
+        &["chunk=1,2"],
+        &["transfer.chunk=0,1"],
+        &["transfer.chunk=1", "--shard", "2/2"],
+        &["transfer.chunk=1", "--shard", "1/0"],
+        &["transfer.chunk=1", "--shard", "-1/2"],
+        &["transfer.chunk=1", "--shard", "1"],
+        &["transfer.chunk=1", "--threads", "0"],
+        &["transfer.chunk=1", "--resume"],
+    ]
+    .iter()
+    .map(|extra| sweep.iter().chain(extra.iter()).copied().collect())
+    .collect();
+    cases.push(vec!["merge"]);
+    for args in cases {
         let (code, out, err) = flashkit(&args);
         assert_eq!(code, 2, "{args:?}");
         assert!(out.is_empty(), "{args:?}");
@@ -227,4 +557,40 @@ fn a_scenario_can_change_any_handler_cost() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(j["latency_cycles"].as_u64().unwrap() > 111);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_docs_show_the_slurm_job_script_and_the_commands_ci_runs() {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("{}/{f}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap_or_else(|e| panic!("{f}: {e}"))
+    };
+    let (docs, script, ci, readme) = (
+        read("docs/sweeps.md"),
+        read("examples/slurm/sweep.sh"),
+        read(".ci/slurm"),
+        read("README.md"),
+    );
+    assert!(
+        docs.contains(&format!("```sh\n{script}```")),
+        "docs/sweeps.md shows examples/slurm/sweep.sh verbatim"
+    );
+    // .ci/slurm submits the script itself, installs with the README's line,
+    // sweeps the documented points and runs the documented merge.
+    let install = "cargo install --path . --locked";
+    assert!(readme.contains(install) && docs.contains(install) && ci.contains(install));
+    assert!(ci.contains(r#"job=$repo/examples/slurm/sweep.sh"#));
+    assert!(ci.contains(
+        r#"sbatch --quiet --wait --array=0-3 "$job" "$repo/examples/transfer.toml" parts"#
+    ));
+    for v in [
+        "--vary transfer.bytes=128,1024,4096,16384,65536",
+        "--vary transfer.chunk=1,2,4,8,16",
+        "--vary transfer.sender=uncached,clean,dirty",
+    ] {
+        assert!(docs.contains(v) && ci.contains(v), "{v}");
+    }
+    let merge = "flashkit merge parts/part-*.csv -o sweep.csv";
+    assert!(docs.contains(merge) && ci.contains(merge));
+    assert!(read(".ci/run").contains("FLASHKIT_REQUIRE_SLURM=1 bash .ci/slurm"));
 }

@@ -11,3 +11,18 @@ pub fn insta_settings() -> insta::Settings {
     s.set_sort_maps(true);
     s
 }
+
+/// Whether plots can lay out their labels here: a TrueType font where
+/// `flashkit plot` looks for one.
+#[allow(dead_code)]
+pub fn have_font() -> bool {
+    std::env::var("FLASHKIT_FONT").is_ok()
+        || [
+            "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+            "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+            "/usr/share/fonts/TTF/DejaVuSans.ttf",
+            "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+        ]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists())
+}

@@ -1,0 +1,156 @@
+//! Where the program's output goes, and what a failed write means.
+//!
+//! Every output is named: standard output, or the file a flag names
+//! (`--out`, `--trace`, a merge's `-o`). A write that fails ends the command
+//! with one line naming that output and exit status 1, so a full disk never
+//! passes as success. A reader that closes the pipe early (`| head`) is not
+//! a failure: the command stops quietly with status 0.
+//!
+//! `out!` and `out_raw!` print to standard output and remember the first
+//! failure; `main` asks [`finish`] at the end.
+//! A command that writes a file calls [`write_file`], or [`Sink::create`] to
+//! write it piece by piece.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::Mutex;
+
+/// Why a command failed, and so its exit status.
+pub enum Failure {
+    /// Bad input from the user: one line on stderr, exit status 2.
+    Usage(String),
+    /// The model stopped with work pending or a check failed (what went
+    /// wrong was printed): status 1.
+    Stuck,
+    /// A result that cannot be produced (one line): status 1.
+    Failed(String),
+    /// An output could not be written (the line names it): status 1.
+    Output(String),
+    /// The reader closed the pipe: a quiet exit, status 0.
+    Closed,
+}
+
+/// The failure of writing `name` with error `e`: a closed pipe is a quiet
+/// stop, anything else names the output.
+pub fn failed(name: &str, e: &io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Failure::Closed
+    } else {
+        Failure::Output(format!("cannot write {name}: {e}"))
+    }
+}
+
+/// The first error writing standard output, if one happened.
+static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
+
+fn stdout_error() -> std::sync::MutexGuard<'static, Option<io::Error>> {
+    STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Write to standard output; after a failure nothing more is written and
+/// [`finish`] reports the first one.
+pub fn print(args: fmt::Arguments<'_>) {
+    let mut err = stdout_error();
+    if err.is_none() {
+        if let Err(e) = io::stdout().lock().write_fmt(args) {
+            *err = Some(e);
+        }
+    }
+}
+
+/// Flush standard output and say whether everything printed reached it.
+pub fn finish() -> Result<(), Failure> {
+    let mut err = stdout_error();
+    if err.is_none() {
+        if let Err(e) = io::stdout().lock().flush() {
+            *err = Some(e);
+        }
+    }
+    match err.as_ref() {
+        None => Ok(()),
+        Some(e) => Err(failed("standard output", e)),
+    }
+}
+
+/// Print a line to standard output (see [`print`]).
+macro_rules! out {
+    () => {
+        $crate::output::print(format_args!("\n"))
+    };
+    ($($t:tt)*) => {{
+        $crate::output::print(format_args!($($t)*));
+        $crate::output::print(format_args!("\n"));
+    }};
+}
+
+/// As `out!`, without the newline.
+macro_rules! out_raw {
+    ($($t:tt)*) => {
+        $crate::output::print(format_args!($($t)*))
+    };
+}
+
+/// A line on standard error (what went wrong). An error writing it is
+/// ignored: there is nowhere left to say it, and the exit status tells.
+pub fn say(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
+/// Write a whole file; a failure names the file (exit status 1).
+pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
+    let mut s = Sink::create(path)?;
+    s.write(bytes)
+}
+
+/// An output written piece by piece, each piece flushed as it is written:
+/// standard output or a file, named for errors.
+pub struct Sink {
+    name: String,
+    to: To,
+}
+
+enum To {
+    Stdout,
+    File(std::fs::File),
+}
+
+impl Sink {
+    /// Standard output.
+    pub fn stdout() -> Sink {
+        Sink {
+            name: "standard output".into(),
+            to: To::Stdout,
+        }
+    }
+
+    /// A new file (an old one is truncated).
+    pub fn create(path: &str) -> Result<Sink, Failure> {
+        let f = std::fs::File::create(path).map_err(|e| failed(path, &e))?;
+        Ok(Sink::file(path, f))
+    }
+
+    /// A file opened by the caller (to append, say).
+    pub fn file(path: &str, f: std::fs::File) -> Sink {
+        Sink {
+            name: path.to_string(),
+            to: To::File(f),
+        }
+    }
+
+    /// What this output is called in errors.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Write `bytes` and flush them.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        let r = match &mut self.to {
+            To::Stdout => {
+                let mut o = io::stdout().lock();
+                o.write_all(bytes).and_then(|_| o.flush())
+            }
+            To::File(f) => f.write_all(bytes).and_then(|_| f.flush()),
+        };
+        r.map_err(|e| failed(&self.name, &e))
+    }
+}
