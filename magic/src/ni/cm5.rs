@@ -266,35 +266,37 @@ impl Cm5Network {
         let top = Self::level(src, dest);
         let router = self.params.router_delay.0;
         let base = net as usize * self.per_net;
-        let mut waited = 0;
-        let mut choice = 0;
-        // Crossing `hop` starts `hop` router delays after injection, plus
+        // Crossing `hop` is due `hop` router delays after injection, plus
         // what the packet waited so far.
-        let mut cross = |links: &mut Vec<Time>, slot: usize, hop: u64| {
-            let due = now.0 + hop * router + waited;
-            let start = due.max(links[slot].0);
-            links[slot] = Time(start + hold);
-            waited += start - due;
+        let mut waited = 0;
+        let cross = |links: &mut [Time], waited: &mut u64, hop: u64| {
+            let due = now.0 + hop * router + *waited;
+            let start = due.max(links[0].0);
+            links[0] = Time(start + hold);
+            *waited += start - due;
         };
+        let mut choice = 0;
         for l in 0..top {
             let k = up_links(l);
-            choice = self.rng.usize(0..k);
-            let sub = (src.0 as usize) >> (2 * l);
-            cross(
-                &mut self.links,
-                base + self.link_at[l as usize].0 + sub * k + choice,
-                l as u64,
-            );
+            let first = base + self.link_at[l as usize].0 + ((src.0 as usize) >> (2 * l)) * k;
+            // At random among the links free when the packet gets there;
+            // if none is, the one that frees first.
+            let due = now.0 + l as u64 * router + waited;
+            let pool = &self.links[first..first + k];
+            let free = pool.iter().filter(|t| t.0 <= due).count();
+            choice = if free == 0 {
+                (0..k).min_by_key(|&i| pool[i]).unwrap_or(0)
+            } else {
+                let r = self.rng.usize(0..free);
+                (0..k).filter(|&i| pool[i].0 <= due).nth(r).unwrap_or(0)
+            };
+            cross(&mut self.links[first + choice..], &mut waited, l as u64);
         }
         for l in (0..top).rev() {
             let k = up_links(l);
-            let sub = (dest.0 as usize) >> (2 * l);
+            let first = base + self.link_at[l as usize].1 + ((dest.0 as usize) >> (2 * l)) * k;
             let hop = (2 * top - 1 - l) as u64;
-            cross(
-                &mut self.links,
-                base + self.link_at[l as usize].1 + sub * k + choice % k,
-                hop,
-            );
+            cross(&mut self.links[first + choice % k..], &mut waited, hop);
         }
         Time(waited)
     }
