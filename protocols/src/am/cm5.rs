@@ -338,7 +338,11 @@ impl Sim<'_> {
         if self.nodes[n].seg_cached != Some(id) {
             // The register cache misses: save the current segment's address
             // and count, load this one's.
-            let saves = if self.nodes[n].seg_cached.is_some() { 2 } else { 0 };
+            let saves = if self.nodes[n].seg_cached.is_some() {
+                2
+            } else {
+                0
+            };
             self.nodes[n].seg_cached = Some(id);
             self.count(n, "segment-switch");
             let cyc = saves * hw.store + 2 * hw.load + c.segment_switch;

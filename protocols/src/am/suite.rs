@@ -10,9 +10,10 @@ use serde::Serialize;
 /// loop count: 1024 sends per sender).
 pub const MSGS: u64 = 1024;
 
-/// Round trips averaged per destination (the papers give no count; the
-/// model is deterministic, so a hundred is plenty).
-pub const ROUND_TRIPS: u64 = 100;
+/// Round trips averaged per destination, and polls per poll benchmark (the
+/// papers give no count; as many as the message loops, so the random part
+/// of the path delays averages out).
+pub const ROUND_TRIPS: u64 = 1024;
 
 fn req(to: u32, handler: Handler) -> Step {
     Step::Request {
@@ -346,7 +347,11 @@ impl std::fmt::Display for Table {
 }
 
 /// A table whose columns are (name, unit) pairs.
-fn tab(benchmark: &'static str, cols: &[(&'static str, Option<&'static str>)], rows: Vec<Vec<Cell>>) -> Table {
+fn tab(
+    benchmark: &'static str,
+    cols: &[(&'static str, Option<&'static str>)],
+    rows: Vec<Vec<Cell>>,
+) -> Table {
     Table {
         benchmark,
         columns: cols.iter().map(|c| c.0).collect(),
@@ -639,10 +644,30 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
     let cols = [
         (true, Align::Byte, "blocking byte us", "blocking, byte"),
         (true, Align::Word, "blocking word us", "blocking, word"),
-        (true, Align::Double, "blocking double us", "blocking, double"),
-        (false, Align::Byte, "non-blocking byte us", "non-blocking, byte"),
-        (false, Align::Word, "non-blocking word us", "non-blocking, word"),
-        (false, Align::Double, "non-blocking double us", "non-blocking, double"),
+        (
+            true,
+            Align::Double,
+            "blocking double us",
+            "blocking, double",
+        ),
+        (
+            false,
+            Align::Byte,
+            "non-blocking byte us",
+            "non-blocking, byte",
+        ),
+        (
+            false,
+            Align::Word,
+            "non-blocking word us",
+            "non-blocking, word",
+        ),
+        (
+            false,
+            Align::Double,
+            "non-blocking double us",
+            "non-blocking, double",
+        ),
     ];
     let curves = cols
         .iter()
@@ -883,7 +908,11 @@ pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, String> {
             None
         };
         // The asynchronous curve starts at 64 bytes.
-        let pipe = if x >= 64 { Some(pipelined(p, x)?) } else { None };
+        let pipe = if x >= 64 {
+            Some(pipelined(p, x)?)
+        } else {
+            None
+        };
         points.push((x, st, get, pipe));
     }
     let pts = |f: &dyn Fn(&(u32, f64, Option<f64>, Option<f64>)) -> Option<f64>| {
