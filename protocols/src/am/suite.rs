@@ -291,6 +291,16 @@ impl Serialize for Cell {
     }
 }
 
+/// A number to `d` decimals; missing when not finite (a fit over a flat
+/// curve has no bandwidth).
+fn num(x: f64, d: u8) -> Cell {
+    if x.is_finite() {
+        Cell::Num(x, d)
+    } else {
+        Cell::Missing
+    }
+}
+
 fn lab(x: impl ToString) -> Cell {
     Cell::Label(x.to_string())
 }
@@ -619,10 +629,12 @@ pub fn fit(points: &[(f64, f64)]) -> Bulk {
     }
 }
 
-/// The bulk figures of a platform: non-blocking array transfer at
-/// double-word alignment, fitted over every size.
+/// The bulk figures of a platform: blocking array transfer at double-word
+/// alignment (until the receiver says all is in), fitted over every size.
+/// Blocking, because a non-blocking call may return before the data moves
+/// (MAGIC takes the whole block; an SP store of one chunk goes at once).
 pub fn bulk(p: &dyn Platform) -> Result<Bulk, String> {
-    Ok(fit(&array_curve(p, super::Align::Double, false)?))
+    Ok(fit(&array_curve(p, super::Align::Double, true)?))
 }
 
 /// (bytes, us per transfer) over every size.
@@ -691,9 +703,9 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
             let f = fit(v);
             vec![
                 lab(c.3),
-                us(f.startup_us),
-                Cell::Num(f.bandwidth_mb_s, 2),
-                Cell::Num(f.n_half_bytes, 0),
+                num(f.startup_us, 2),
+                num(f.bandwidth_mb_s, 2),
+                num(f.n_half_bytes, 0),
             ]
         })
         .collect();
@@ -893,9 +905,12 @@ pub struct Bandwidth {
     pub get: Option<Bulk>,
     pub pipelined_mb_s: f64,
     pub pipelined_n_half_bytes: f64,
-    /// (bytes, us per blocking store, per blocking get, MB/s pipelined).
-    pub points: Vec<(u32, f64, Option<f64>, Option<f64>)>,
+    pub points: Vec<BwPoint>,
 }
+
+/// One size of the bandwidth benchmark: (bytes, us per blocking store, us
+/// per blocking get, MB/s pipelined).
+pub type BwPoint = (u32, f64, Option<f64>, Option<f64>);
 
 /// Run the bandwidth benchmark (the SP paper's method) on a platform.
 pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, String> {
@@ -915,7 +930,7 @@ pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, String> {
         };
         points.push((x, st, get, pipe));
     }
-    let pts = |f: &dyn Fn(&(u32, f64, Option<f64>, Option<f64>)) -> Option<f64>| {
+    let pts = |f: &dyn Fn(&BwPoint) -> Option<f64>| {
         points
             .iter()
             .filter_map(|q| f(q).map(|y| (q.0 as f64, y)))
@@ -951,11 +966,7 @@ pub fn bandwidth_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
         })
         .collect();
     let fit_row = |name: &str, f: Option<Bulk>| match f {
-        Some(f) => vec![
-            lab(name),
-            Cell::Num(f.bandwidth_mb_s, 2),
-            Cell::Num(f.n_half_bytes, 0),
-        ],
+        Some(f) => vec![lab(name), num(f.bandwidth_mb_s, 2), num(f.n_half_bytes, 0)],
         None => vec![lab(name), Cell::Missing, Cell::Missing],
     };
     Ok(vec![
@@ -977,8 +988,8 @@ pub fn bandwidth_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
                 fit_row("blocking get (fit)", b.get),
                 vec![
                     lab("pipelined store (curve)"),
-                    Cell::Num(b.pipelined_mb_s, 2),
-                    Cell::Num(b.pipelined_n_half_bytes, 0),
+                    num(b.pipelined_mb_s, 2),
+                    num(b.pipelined_n_half_bytes, 0),
                 ],
             ],
         ),
