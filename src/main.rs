@@ -683,11 +683,16 @@ fn suite(
     }
     // One CSV block per benchmark (their columns differ), a blank line apart.
     for t in r.json.as_array().into_iter().flatten() {
+        // Labels as they are, numbers as JSON writes them, missing empty.
         let cells = |v: &serde_json::Value| -> Vec<String> {
             v.as_array()
                 .into_iter()
                 .flatten()
-                .map(|c| c.as_str().unwrap_or_default().to_string())
+                .map(|c| match c {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                })
                 .collect()
         };
         out!("# {}", t["benchmark"].as_str().unwrap_or_default());

@@ -853,11 +853,11 @@ pub fn suite(x: &Suite) -> Result<Report, String> {
             stock.reception = Reception::Interrupts { fast: false };
             let mut fast = stock.clone();
             fast.reception = Reception::Interrupts { fast: true };
-            suite::interrupt_table(&stock, &fast)?
+            vec![suite::interrupt_table(&stock, &fast)?]
         } else {
             suite::table(plat.as_ref(), &n)?
         };
-        tables.push(t);
+        tables.extend(t);
     }
     Ok(Report {
         json: serde_json::to_value(&tables).map_err(|e| e.to_string())?,

@@ -398,6 +398,55 @@ fn logp_and_suite_run_on_the_cm5() {
 }
 
 #[test]
+fn suite_json_cells_are_numbers_and_every_table_names_its_units() {
+    let (code, out, err) = flashkit(&[
+        "suite",
+        "--platform",
+        "cm5",
+        "--nodes",
+        "8",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let tables = v.as_array().unwrap();
+    assert!(tables.len() >= 12, "{out}");
+    for t in tables {
+        let cols = t["columns"].as_array().unwrap();
+        let units = t["units"].as_array().unwrap();
+        assert_eq!(cols.len(), units.len(), "{t}");
+        assert!(units.iter().any(|u| u.is_string()), "no unit in {t}");
+        for row in t["rows"].as_array().unwrap() {
+            for (cell, unit) in row.as_array().unwrap().iter().zip(units) {
+                // A column with a unit holds numbers (or null where the
+                // platform lacks the operation); a label column strings.
+                if unit.is_string() {
+                    assert!(cell.is_number() || cell.is_null(), "{cell} in {t}");
+                } else {
+                    assert!(cell.is_string(), "{cell} in {t}");
+                }
+            }
+        }
+    }
+    let one_to_two = &tables[1];
+    assert_eq!(one_to_two["rows"][0][0], "request");
+    assert!(one_to_two["rows"][0][1].as_f64().unwrap() > 1.0);
+    // CSV writes the same numbers as text.
+    let (code, out, _) = flashkit(&[
+        "suite",
+        "--platform",
+        "cm5",
+        "--benchmark",
+        "one-to-two",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("request,1.5"), "{out}");
+}
+
+#[test]
 fn costs_prints_features_and_totals_as_json() {
     let (code, out, err) = flashkit(&[
         "costs",

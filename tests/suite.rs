@@ -8,8 +8,10 @@ use protocols::am::suite;
 fn tables(p: &dyn protocols::am::Platform) -> String {
     let mut out = String::new();
     for b in suite::BENCHMARKS {
-        out.push_str(&suite::table(p, b).unwrap().to_string());
-        out.push('\n');
+        for t in suite::table(p, b).unwrap() {
+            out.push_str(&t.to_string());
+            out.push('\n');
+        }
     }
     out
 }

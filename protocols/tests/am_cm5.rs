@@ -115,31 +115,96 @@ fn segments_take_packets_in_any_order() {
     assert_eq!(r.ops[&(0, "xfer")].calls - r.retries, 256);
 }
 
-#[test]
-fn bulk_transfer_is_bounded_by_the_per_packet_overheads() {
-    use protocols::am::Align;
-    let p = Cm5::new(8, Layer::Cmam);
-    let b = suite::bulk(&p).unwrap();
-    // 16 bytes a packet, at the slower of sending and receiving one.
-    let per_packet = (1.49f64).max(1.60);
-    assert!(b.bandwidth_mb_s < 16.0 / per_packet, "{b:?}");
-    assert!(b.bandwidth_mb_s > 5.0, "{b:?}");
-    // Blocking pays a round trip per block; byte alignment pays per byte.
-    let nb = suite::array_transfer(&p, 1024, Align::Double, false).unwrap();
-    let bl = suite::array_transfer(&p, 1024, Align::Double, true).unwrap();
-    let by = suite::array_transfer(&p, 1024, Align::Byte, false).unwrap();
-    assert!(bl > nb && by > nb, "{nb} {bl} {by}");
+/// Send plus receive overhead, as the suite measures them.
+fn overheads(p: &Cm5) -> f64 {
+    suite::one_to_two(p, false).unwrap() + suite::two_to_one(p).unwrap()
 }
 
 #[test]
-fn traverse_shows_the_fat_tree_levels() {
+fn traverse_is_local_overhead_low_in_the_tree_and_slower_across_its_thin_top() {
     let p = Cm5::new(64, Layer::Cmam);
-    let t: std::collections::BTreeMap<u32, f64> =
-        suite::traverse(&p).unwrap().into_iter().collect();
-    // Partners within a group of four, within sixteen, and beyond.
-    assert!(t[&4] > t[&1] + 1.0, "{t:?}");
-    assert!(t[&16] > t[&4] + 1.0, "{t:?}");
-    assert!(suite::swap(&p, 1024).unwrap() > 0.0);
+    let o = overheads(&p);
+    let step = |i| suite::traverse_step(&p, i, false).unwrap();
+    let low: Vec<f64> = [1, 2, 4, 8].into_iter().map(step).collect();
+    let high: Vec<f64> = [16, 32, 63].into_iter().map(step).collect();
+    for &l in &low {
+        assert!(l < 2.0 * o, "low step {l:.2} us, send + receive {o:.2}");
+    }
+    let worst_low = low.iter().cloned().fold(0.0, f64::max);
+    for &h in &high {
+        assert!(
+            h >= 1.2 * worst_low,
+            "upper step {h:.2} against {worst_low:.2}"
+        );
+    }
+}
+
+#[test]
+fn ring_traffic_is_local_so_a_message_costs_about_its_overheads() {
+    let p = Cm5::new(64, Layer::Cmam);
+    let (ring, o) = (suite::ring(&p).unwrap(), overheads(&p));
+    assert!(
+        ring >= o && ring < 1.15 * o,
+        "ring {ring:.2}, send + receive {o:.2}"
+    );
+}
+
+#[test]
+fn two_segments_miss_the_register_cache_and_receive_markedly_slower() {
+    for layer in [Layer::Cmam, Layer::Cmaml] {
+        let p = Cm5::new(4, layer);
+        let one = suite::two_to_one_segments(&p, 65536, true).unwrap();
+        let two = suite::two_to_one_segments(&p, 65536, false).unwrap();
+        assert!(
+            two >= 1.15 * one,
+            "{layer:?}: one {one:.0} us, two {two:.0} us"
+        );
+    }
+}
+
+#[test]
+fn alignment_orders_bandwidth_and_blocking_adds_about_a_round_trip() {
+    use protocols::am::Align;
+    for layer in [Layer::Cmam, Layer::Cmaml] {
+        let p = Cm5::new(4, layer);
+        let rt = suite::round_trip(&p, 1).unwrap();
+        let fits: Vec<(suite::Bulk, suite::Bulk)> = [Align::Byte, Align::Word, Align::Double]
+            .into_iter()
+            .map(|a| {
+                let nb = suite::fit(&suite::array_curve(&p, a, false).unwrap());
+                let bl = suite::fit(&suite::array_curve(&p, a, true).unwrap());
+                (nb, bl)
+            })
+            .collect();
+        let bw: Vec<f64> = fits.iter().map(|f| f.0.bandwidth_mb_s).collect();
+        assert!(bw[0] < bw[1] && bw[1] < bw[2], "{layer:?}: {bw:?}");
+        for (nb, bl) in &fits {
+            assert!(
+                nb.startup_us > 0.0 && bl.startup_us > 0.0,
+                "{layer:?}: {nb:?} {bl:?}"
+            );
+            let d = bl.startup_us - nb.startup_us;
+            assert!(
+                (d - rt).abs() <= 0.5 * rt,
+                "{layer:?}: {d:.2} against a round trip {rt:.2}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_swap_sends_while_it_receives_so_each_way_gets_about_half() {
+    use protocols::am::Align;
+    let p = Cm5::new(4, Layer::Cmam);
+    let curve = suite::array_curve(&p, Align::Double, true).unwrap();
+    let one_way = suite::fit(&curve).bandwidth_mb_s;
+    let bytes = 65536;
+    let each = bytes as f64 / suite::swap(&p, bytes).unwrap();
+    let r = each / one_way;
+    assert!(
+        (0.35..0.65).contains(&r),
+        "{each:.2} MB/s each way, {one_way:.2} one way"
+    );
 }
 
 #[test]

@@ -61,6 +61,50 @@ fn the_raw_round_trip_is_the_adapters_and_the_switch() {
     assert!((46.6 * 0.95..=47.0 * 1.05).contains(&rt), "{rt}");
 }
 
+#[test]
+fn an_sp_am_round_trip_is_the_raw_one_plus_only_sp_ams_own_work() {
+    let mut raw = Sp::new(4);
+    raw.raw = true;
+    let raw_rt = suite::round_trip(&raw, 1).unwrap();
+    let p = Sp::new(4);
+    let rt = suite::round_trip(&p, 1).unwrap();
+    // Flushes and flow-control bookkeeping on two sends and two receives,
+    // and each of the two waiting nodes finds its arrival at its next poll
+    // (polls 1.3 us apart; the raw loop's cost next to nothing).
+    let c = p.costs;
+    let extra = (2 * (c.flow_send + c.flush_line + c.flow_recv)) as f64 / 66.0;
+    let d = rt - raw_rt;
+    assert!(
+        d > extra && d < extra + 2.0 * 1.3,
+        "{rt:.2} against raw {raw_rt:.2} + {extra:.2}"
+    );
+    // Far below the raw latency plus the per-call costs (8.2 + 4.4 us).
+    assert!(rt < raw_rt + 0.5 * (8.2 + 4.4), "{rt:.2}");
+}
+
+#[test]
+fn asynchronous_stores_overlap_so_their_half_power_point_is_far_smaller() {
+    let b = suite::bandwidth(&Sp::new(4)).unwrap();
+    let (asy, syn) = (b.pipelined_n_half_bytes, b.store.n_half_bytes);
+    assert!(
+        asy > 0.0 && asy < syn / 4.0,
+        "async n1/2 {asy:.0}, sync {syn:.0}"
+    );
+    // Above one chunk the N-2 flow control makes them no better than
+    // blocking ones (within 10%).
+    let at = |x: u32| b.points.iter().find(|p| p.0 == x).unwrap();
+    let (_, st, get, pipe) = *at(16384);
+    let blocking = 16384.0 / st;
+    assert!(
+        pipe.unwrap() < 1.1 * blocking,
+        "{pipe:?} against {blocking:.2}"
+    );
+    // A get pays its request: slower than a store at small sizes.
+    let (_, st, get64, _) = *at(64);
+    assert!(get64.unwrap() > st, "{get64:?} {st}");
+    let _ = get;
+}
+
 /// Every sender's messages arrive once each, in the order sent.
 fn in_order_exactly_once(delivered: &[(u32, Chan, u32)], from: u32, chan: Chan, n: u32) {
     let seqs: Vec<u32> = delivered

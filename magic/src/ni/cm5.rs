@@ -62,6 +62,8 @@ pub struct Cm5Params {
     pub path_jitter: Time,
     /// Packets of one sender the network holds (per network).
     pub capacity: usize,
+    /// How long a packet holds each link it crosses (zero: no contention).
+    pub link_time: Time,
     /// Seed of the up-link choices.
     pub seed: u64,
 }
@@ -81,6 +83,10 @@ impl Default for Cm5Params {
             fixed_latency: Time(TICKS_PER_US * 7 / 2 - 5 * router.0 - router.0 / 2),
             path_jitter: router,
             capacity: 8,
+            // Published: each wire carries 10 MB/s (a node's two wires give
+            // the 20 MB/s of nearby traffic). Model choice: a packet is its
+            // five words plus one word of route, tag and CRC on the wire.
+            link_time: Time(TICKS_PER_US * (4 * (PACKET_WORDS as u64 + 1)) / 10),
             seed: 1,
         }
     }
@@ -119,7 +125,24 @@ pub struct Cm5Network {
     /// Per (source, destination): the latest arrival so far (for counting
     /// overtaking).
     last: hashbrown::HashMap<(u32, u32), Time>,
+    /// When each link is free: per network, then per boundary level, up
+    /// then down, per subtree and link (offsets in `link_at`).
+    links: Vec<Time>,
+    /// Per boundary level: (first slot of the up links, of the down links).
+    link_at: Vec<(usize, usize)>,
+    /// Slots one network's links take.
+    per_net: usize,
     pub stats: NetStats,
+}
+
+/// Links leaving a subtree whose root is at `level` (0: a node): a node has
+/// two, routers of levels 1 and 2 two parents each, higher ones four.
+pub fn up_links(level: u32) -> usize {
+    match level {
+        0 => 2,
+        1 | 2 => up_links(level - 1) * 2,
+        _ => up_links(level - 1) * 4,
+    }
 }
 
 impl Cm5Network {
@@ -128,6 +151,15 @@ impl Cm5Network {
         if nodes < 2 {
             return Err(format!("a CM-5 needs at least 2 nodes (got {nodes})"));
         }
+        let top = Self::level(NodeId(0), NodeId(nodes - 1));
+        let mut link_at = Vec::new();
+        let mut slots = 0;
+        for l in 0..top {
+            let subtrees = (nodes as usize).div_ceil(4usize.pow(l));
+            let k = subtrees * up_links(l);
+            link_at.push((slots, slots + k));
+            slots += 2 * k;
+        }
         Ok(Cm5Network {
             params,
             nodes,
@@ -135,6 +167,9 @@ impl Cm5Network {
             fifo: (0..nodes).map(|_| Default::default()).collect(),
             held: vec![[0; 2]; nodes as usize],
             last: hashbrown::HashMap::new(),
+            links: vec![Time::ZERO; 2 * slots],
+            link_at,
+            per_net: slots,
             stats: NetStats::default(),
         })
     }
@@ -195,8 +230,9 @@ impl Cm5Network {
             self.stats.dropped += 1;
             return false;
         }
+        let queued = self.book_links(now, src, dest, net);
         let jitter = self.rng.u64(0..=self.params.path_jitter.0);
-        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter + extra.0);
+        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter + extra.0 + queued.0);
         let last = self.last.entry((src.0, dest.0)).or_insert(Time::ZERO);
         if arrives < *last {
             self.stats.overtaken += 1;
@@ -217,6 +253,52 @@ impl Cm5Network {
         self.held[s][n] += 1;
         self.stats.sent += 1;
         true
+    }
+
+    /// Book the links of a packet's path from `now`: up at random, down the
+    /// one way from the top router it reached. Returns the time it waited
+    /// for busy links.
+    fn book_links(&mut self, now: Time, src: NodeId, dest: NodeId, net: Net) -> Time {
+        let hold = self.params.link_time.0;
+        if hold == 0 {
+            return Time::ZERO;
+        }
+        let top = Self::level(src, dest);
+        let router = self.params.router_delay.0;
+        let base = net as usize * self.per_net;
+        // Crossing `hop` is due `hop` router delays after injection, plus
+        // what the packet waited so far.
+        let mut waited = 0;
+        let cross = |links: &mut [Time], waited: &mut u64, hop: u64| {
+            let due = now.0 + hop * router + *waited;
+            let start = due.max(links[0].0);
+            links[0] = Time(start + hold);
+            *waited += start - due;
+        };
+        let mut choice = 0;
+        for l in 0..top {
+            let k = up_links(l);
+            let first = base + self.link_at[l as usize].0 + ((src.0 as usize) >> (2 * l)) * k;
+            // At random among the links free when the packet gets there;
+            // if none is, the one that frees first.
+            let due = now.0 + l as u64 * router + waited;
+            let pool = &self.links[first..first + k];
+            let free = pool.iter().filter(|t| t.0 <= due).count();
+            choice = if free == 0 {
+                (0..k).min_by_key(|&i| pool[i]).unwrap_or(0)
+            } else {
+                let r = self.rng.usize(0..free);
+                (0..k).filter(|&i| pool[i].0 <= due).nth(r).unwrap_or(0)
+            };
+            cross(&mut self.links[first + choice..], &mut waited, l as u64);
+        }
+        for l in (0..top).rev() {
+            let k = up_links(l);
+            let first = base + self.link_at[l as usize].1 + ((dest.0 as usize) >> (2 * l)) * k;
+            let hop = (2 * top - 1 - l) as u64;
+            cross(&mut self.links[first + choice % k..], &mut waited, hop);
+        }
+        Time(waited)
     }
 
     /// The receive status register: a packet is at the head of the FIFO.
@@ -320,5 +402,56 @@ mod tests {
         }
         seen.sort();
         assert_eq!(seen, (0..200).collect::<Vec<_>>());
+    }
+
+    /// Every node of a 16-node subtree sends to a partner `step` away, a
+    /// packet every microsecond; the per-node rate the tree sustains.
+    fn sustained_us_per_packet(step: u32) -> f64 {
+        let p = Cm5Params {
+            capacity: usize::MAX,
+            ..Cm5Params::default()
+        };
+        let mut n = Cm5Network::new(p, 64).unwrap();
+        let k = 200u64;
+        for i in 0..k {
+            for s in 0..16u32 {
+                let t = Time(i * TICKS_PER_US);
+                assert!(n.inject(t, NodeId(s), NodeId(s ^ step), Net::Left, [0; 5]));
+            }
+        }
+        let last = (0..64).filter_map(|d| n.last_arrival(NodeId(d))).max();
+        last.unwrap().as_us() / k as f64
+    }
+
+    #[test]
+    fn the_incomplete_tree_halves_the_rate_per_node_above_each_of_its_first_levels() {
+        let wire = Cm5Params::default().link_time.as_us();
+        assert!((wire - 2.4).abs() < 1e-9, "{wire}");
+        // Two wires per node: a packet every 1.2 us within a group of four
+        // (the senders offer one a microsecond); one every 2.4 us out of
+        // it; one every 4.8 us out of a group of sixteen.
+        let near = sustained_us_per_packet(1);
+        let mid = sustained_us_per_packet(4);
+        let far = sustained_us_per_packet(32);
+        assert!(near < 1.5, "{near}");
+        assert!((2.4..2.9).contains(&mid), "{mid}");
+        assert!((4.8..5.6).contains(&far), "{far}");
+        assert_eq!(up_links(3), 32);
+    }
+
+    #[test]
+    fn a_quiet_tree_adds_no_waiting() {
+        let p = Cm5Params {
+            path_jitter: Time::ZERO,
+            capacity: 100,
+            ..Cm5Params::default()
+        };
+        let mut n = Cm5Network::new(p, 64).unwrap();
+        let lat = n.latency(NodeId(0), NodeId(63));
+        for i in 0..20u64 {
+            let t = Time(i * 10 * TICKS_PER_US);
+            n.inject(t, NodeId(0), NodeId(63), Net::Left, [0; 5]);
+            assert_eq!(n.last_arrival(NodeId(63)), Some(t + lat));
+        }
     }
 }

@@ -15,6 +15,16 @@
 //! network keeps draining its own input and the machine cannot deadlock.
 //! Replies travel on the right network, requests on the left, and a poll
 //! serves replies first.
+//!
+//! Blocks move through segments. The sender packetizes: each packet is a
+//! segment word (segment and offset) and 16 bytes, moved by the widest
+//! access the alignment allows (double words when source and destination
+//! are both double-word aligned, words otherwise, and for a byte-aligned
+//! destination words shifted into place). The receiver keeps the current
+//! segment's state (address, count) in registers: a packet of another
+//! segment saves it to memory and loads the other's. CMAML's `scopy`
+//! alternates its data packets between the two networks and takes its eight
+//! arguments on the stack.
 
 use super::{Align, Handler, Platform, Run, Step};
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
@@ -59,27 +69,65 @@ pub struct LayerCosts {
     /// The kernel's part of taking one message by interrupt (stock, fast).
     pub interrupt: u64,
     pub interrupt_fast: u64,
+    /// Starting a block transfer: checking the arguments and the alignment
+    /// and counting the packets.
+    pub xfer_call: u64,
+    /// Arguments of the transfer call passed on the stack (each stored by
+    /// the caller and loaded by the callee).
+    pub xfer_stack_args: u64,
+    /// The send loop's own instructions per data packet.
+    pub xfer_send: u64,
+    /// The data-packet handler's instructions per packet (the segment still
+    /// in registers: compare, address, count). The NI's tag marks data
+    /// packets, so no handler address is read or jumped through.
+    pub xfer_recv: u64,
+    /// Finding another segment's state: index and bounds check (its two
+    /// words are also saved and loaded, charged as memory accesses).
+    pub segment_switch: u64,
+    /// Shifting and merging one word into a byte-aligned destination.
+    pub shift_word: u64,
+    /// Data packets alternate between the two networks.
+    pub both_networks: bool,
 }
 
 impl LayerCosts {
     /// CMAM 2.7: request 1.49 us, reply 1.25, empty poll 0.85, receive 1.60,
     /// a poll that takes one message 2.85.
+    ///
+    /// The transfer's counts are not fitted. Derived: the send loop runs per
+    /// packet two instructions more than a single send (Karamcheti and
+    /// Chien count 18 + n per packet of a finite sequence, n = 4 words,
+    /// against 20 for a single packet). Model choices from the code's
+    /// structure: the data handler compares the segment, forms the address
+    /// and counts (4); a segment switch indexes the table and checks it
+    /// (4); a shift-and-merge is two shifts and an or (3); the call checks
+    /// arguments and alignment and divides into packets (20).
     pub fn cmam() -> LayerCosts {
         LayerCosts {
             request: 27,
             reply: 19,
             poll: 14,
-            poll_found: 13,
-            dispatch: 11,
+            poll_found: 14,
+            dispatch: 10,
             segment: 20,
             interrupt: 561,
             interrupt_fast: 251,
+            xfer_call: 20,
+            xfer_stack_args: 0,
+            xfer_send: 29,
+            xfer_recv: 4,
+            segment_switch: 4,
+            shift_word: 3,
+            both_networks: false,
         }
     }
 
     /// CMAML (CMMD 3.1): request 1.96 us, reply 1.28, empty poll 1.33,
     /// receive 2.01, a poll that takes one message 3.3; one message per
-    /// interrupt about 19 us (stock kernel), 9.6 (fast path).
+    /// interrupt about 19 us (stock kernel), 9.6 (fast path). `scopy`
+    /// takes 8 arguments on the stack and uses both networks; its send loop
+    /// is derived as CMAM's, its data packets pass CMAML's longer dispatch
+    /// loop.
     pub fn cmaml() -> LayerCosts {
         LayerCosts {
             request: 43,
@@ -90,6 +138,15 @@ impl LayerCosts {
             segment: 20,
             interrupt: 561,
             interrupt_fast: 251,
+            xfer_call: 20,
+            xfer_stack_args: 8,
+            xfer_send: 45,
+            // CMAM's 4, plus the 14 by which CMAML's dispatch loop exceeds
+            // CMAM's (their calibrated dispatch: 24 against 10).
+            xfer_recv: 18,
+            segment_switch: 4,
+            shift_word: 3,
+            both_networks: true,
         }
     }
 }
@@ -119,14 +176,28 @@ impl Cm5 {
     }
 }
 
-/// Loads or stores to move `bytes` at an alignment.
-fn units(bytes: u32, align: Align) -> u64 {
+/// Memory accesses that move `bytes` of a packet at an alignment, and
+/// whether each is a double word. A byte-aligned destination is still
+/// written a word at a time: the sender shifts the data into place.
+fn accesses(bytes: u32, align: Align) -> (u64, bool) {
     match align {
-        Align::Double => bytes.div_ceil(8) as u64,
-        Align::Word => bytes.div_ceil(4) as u64,
-        Align::Byte => bytes as u64,
+        Align::Double => (bytes.div_ceil(8) as u64, true),
+        Align::Word | Align::Byte => (bytes.div_ceil(4) as u64, false),
     }
 }
+
+/// NI accesses that move `bytes` of a packet's data: double words whatever
+/// the alignment. Model choice: the NI's data registers are double-word
+/// aligned, and two words loaded into a register pair go out in one `std`
+/// (and come in with one `ldd` to be stored as two words); only the memory
+/// side follows the array's alignment.
+fn ni_accesses(bytes: u32) -> u64 {
+    bytes.div_ceil(8) as u64
+}
+
+/// Model choice: a double-word load or store (SPARC `ldd`/`std`) takes one
+/// cycle more than a word access: it moves a second register.
+const DOUBLE_EXTRA: u64 = 1;
 
 const fn cycles(n: u64) -> u64 {
     n * TICKS_PER_CM5_CYCLE
@@ -134,9 +205,9 @@ const fn cycles(n: u64) -> u64 {
 
 /// The handler word of a segment packet (the rest of the packet names the
 /// segment and the offset).
-const XFER: u32 = 2;
+const XFER: u32 = 0x100;
 /// The handler word of a block's acknowledgement.
-const XFER_DONE: u32 = 3;
+const XFER_DONE: u32 = 0x101;
 
 /// A block transfer under way at its sender.
 #[derive(Clone, Copy)]
@@ -148,6 +219,8 @@ struct Xfer {
     /// A shared segment's id and size (0: the sender's own segment).
     segment: u16,
     total: u32,
+    /// Packets sent so far (they alternate networks on CMAML).
+    packets: u32,
 }
 
 /// One node's processor while a program runs.
@@ -160,6 +233,8 @@ struct Node {
     segments: std::collections::BTreeMap<u32, (u32, u32, Vec<NodeId>)>,
     /// Replies a handler could not send yet.
     replies: Vec<NodeId>,
+    /// The segment whose state the data handler holds in registers.
+    seg_cached: Option<u32>,
     received: u64,
     marks: Vec<Time>,
 }
@@ -230,9 +305,6 @@ impl Sim<'_> {
 
     /// Run the handler of a message taken from the network.
     fn handle(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
-        if words[0] == XFER {
-            return self.segment_packet(n, from, words);
-        }
         self.nodes[n].received += 1;
         if words[0] == Handler::Echo as u32
             && !self.send(n, from, Net::Right, 4, Handler::Nop, "reply")
@@ -242,10 +314,12 @@ impl Sim<'_> {
         }
     }
 
-    /// A segment packet: its data goes into memory at its offset; the last
-    /// one runs the end-of-transfer handler, which acknowledges the block.
+    /// A segment packet (its NI reads and dispatch are charged): the
+    /// segment's state comes into registers if another's is there, the data
+    /// goes into memory at its offset; the last packet runs the
+    /// end-of-transfer handler, which acknowledges the block.
     fn segment_packet(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
-        let (bytes, total) = (words[1], words[2]);
+        let (bytes, total, offset) = (words[1], words[2], words[4]);
         let align = match words[3] & 3 {
             0 => Align::Byte,
             1 => Align::Word,
@@ -254,26 +328,45 @@ impl Sim<'_> {
         // The segment word: a shared segment's id, or the sender's own.
         let shared = words[3] >> 16;
         let id = if shared > 0 { shared } else { 1 << 16 | from.0 };
-        let hw = self.p.hw;
+        let (hw, c) = (self.p.hw, self.p.costs);
         if let std::collections::btree_map::Entry::Vacant(e) = self.nodes[n].segments.entry(id) {
             // The segment opens with its first packet.
             e.insert((0, total, Vec::new()));
             self.count(n, "segment");
-            self.charge(n, "segment", 0, 0, self.p.costs.segment);
+            self.charge(n, "segment", 0, 0, c.segment);
         }
-        let stores = units(bytes, align);
-        let shifts = if align == Align::Byte { 2 * stores } else { 0 };
-        self.charge(n, "segment", 0, 0, stores * hw.store + shifts);
+        if self.nodes[n].seg_cached != Some(id) {
+            // The register cache misses: save the current segment's address
+            // and count, load this one's.
+            let saves = if self.nodes[n].seg_cached.is_some() {
+                2
+            } else {
+                0
+            };
+            self.nodes[n].seg_cached = Some(id);
+            self.count(n, "segment-switch");
+            let cyc = saves * hw.store + 2 * hw.load + c.segment_switch;
+            self.charge(n, "segment-switch", 0, 0, cyc);
+        }
+        let (acc, dbl) = accesses(bytes, align);
+        let mut cyc = acc * (hw.store + if dbl { DOUBLE_EXTRA } else { 0 });
+        let seg = self.nodes[n].segments.get_mut(&id).expect("open");
+        let completes = seg.0 + bytes >= seg.1;
+        if align == Align::Byte && (offset == 0 || completes) {
+            // A partial word at an end of the block: load, merge, store.
+            cyc += hw.load + c.shift_word + hw.store;
+        }
+        self.charge(n, "receive", 0, 0, cyc);
         let seg = self.nodes[n].segments.get_mut(&id).expect("open");
         seg.0 += bytes;
         if !seg.2.contains(&from) {
             seg.2.push(from);
         }
-        if seg.0 >= seg.1 {
+        if completes {
             // The end-of-transfer handler: once per segment.
             let (_, _, senders) = self.nodes[n].segments.remove(&id).expect("open");
             self.count(n, "end-of-transfer");
-            self.charge(n, "end-of-transfer", 0, 0, self.p.costs.dispatch);
+            self.charge(n, "end-of-transfer", 0, 0, c.dispatch);
             self.nodes[n].received += 1;
             for to in senders {
                 let mut w = [0u32; PACKET_WORDS];
@@ -285,8 +378,8 @@ impl Sim<'_> {
         }
     }
 
-    /// Begin (or go on with) a block transfer; `false` when the network
-    /// refuses a packet.
+    /// Begin (or go on with) a block transfer; `true` once its last packet
+    /// is in the network.
     fn start_store(
         &mut self,
         n: usize,
@@ -304,52 +397,86 @@ impl Sim<'_> {
                 align,
                 segment,
                 total,
+                packets: 0,
             });
+            let (hw, c) = (self.p.hw, self.p.costs);
+            // The call: its arguments (on the stack for CMAML), the checks;
+            // a byte-aligned copy primes its shifter with one more load.
+            let prime = if align == Align::Byte { hw.load } else { 0 };
+            let cyc = c.xfer_call + c.xfer_stack_args * (hw.store + hw.load) + prime;
+            self.count(n, "xfer-call");
+            self.charge(n, "xfer-call", 0, 0, cyc);
         }
         self.store(n)
     }
 
-    /// Send the block under way, packet by packet (a segment word and 16
-    /// bytes each); `false` (after draining the input) when the network
-    /// refuses one.
+    /// Send the next packet of the block under way (a segment word and 16
+    /// bytes); `true` when the block is all sent. A refused packet is sent
+    /// again after a poll; one packet a call keeps the nodes in time order.
     fn store(&mut self, n: usize) -> bool {
-        let hw = self.p.hw;
-        while let Some(x) = self.nodes[n].xfer {
-            if x.sent >= x.bytes {
-                self.nodes[n].xfer = None;
-                break;
-            }
-            let chunk = (x.bytes - x.sent).min(16);
-            let loads = units(chunk, x.align);
-            let packs = if x.align == Align::Byte { 3 * loads } else { 0 };
-            self.charge(n, "xfer", 0, 0, loads * hw.load + packs);
-            let total = if x.segment > 0 { x.total } else { x.bytes };
-            let w = [
-                XFER,
-                chunk,
-                total,
-                x.align as u32 | (x.segment as u32) << 16,
-                x.sent,
-            ];
-            if !self.send_words(n, x.to, Net::Left, 4, w, "xfer") {
-                self.poll(n);
-                return false;
-            }
-            if let Some(y) = self.nodes[n].xfer.as_mut() {
-                y.sent += chunk;
-            }
+        let (hw, c) = (self.p.hw, self.p.costs);
+        let Some(x) = self.nodes[n].xfer else {
+            return true;
+        };
+        let chunk = (x.bytes - x.sent).min(16);
+        let (acc, dbl) = accesses(chunk, x.align);
+        let extra = if dbl { DOUBLE_EXTRA } else { 0 };
+        let shifts = if x.align == Align::Byte {
+            acc * c.shift_word
+        } else {
+            0
+        };
+        let total = if x.segment > 0 { x.total } else { x.bytes };
+        let w = [
+            XFER,
+            chunk,
+            total,
+            x.align as u32 | (x.segment as u32) << 16,
+            x.sent,
+        ];
+        let net = if c.both_networks && x.packets % 2 == 1 {
+            Net::Right
+        } else {
+            Net::Left
+        };
+        // Loads from memory, the segment word and the data into the send
+        // FIFO, the loop, then the status.
+        self.count(n, "xfer");
+        let ni = ni_accesses(chunk);
+        let cyc = acc * (hw.load + extra) + ni * DOUBLE_EXTRA + shifts + c.xfer_send;
+        self.charge(n, "xfer", 0, 1 + ni, cyc);
+        self.charge(n, "xfer", 1, 0, 0);
+        let now = self.nodes[n].t;
+        if !self.net.inject(now, NodeId(n as u32), x.to, net, w) {
+            self.run.retries += 1;
+            self.poll(n);
+            return false;
         }
-        true
+        let y = self.nodes[n].xfer.as_mut().expect("under way");
+        y.sent += chunk;
+        y.packets += 1;
+        if y.sent >= y.bytes {
+            self.nodes[n].xfer = None;
+            return true;
+        }
+        false
     }
 
-    /// Take one packet from `net` and dispatch it (its status was read).
+    /// Take one packet from `net` and dispatch it (its status was read):
+    /// a message's five words, or a data packet's segment word and data.
     fn take(&mut self, n: usize, net: Net) {
         let now = self.nodes[n].t;
         let Some(pkt) = self.net.receive(NodeId(n as u32), net, now) else {
             return;
         };
-        self.charge(n, "receive", PACKET_WORDS as u64, 0, self.p.costs.dispatch);
+        let c = self.p.costs;
         self.count(n, "receive");
+        if pkt.words[0] == XFER {
+            let ni = ni_accesses(pkt.words[1]);
+            self.charge(n, "receive", 1 + ni, 0, c.xfer_recv + ni * DOUBLE_EXTRA);
+            return self.segment_packet(n, pkt.src, pkt.words);
+        }
+        self.charge(n, "receive", PACKET_WORDS as u64, 0, c.dispatch);
         self.handle(n, pkt.src, pkt.words);
     }
 
@@ -552,6 +679,10 @@ impl Platform for Cm5 {
         self.nodes
     }
 
+    fn has_get(&self) -> bool {
+        false
+    }
+
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
         super::check_programs(self.nodes, programs)?;
         if programs
@@ -573,6 +704,7 @@ impl Platform for Cm5 {
                     xfer: None,
                     segments: Default::default(),
                     replies: Vec::new(),
+                    seg_cached: None,
                     received: 0,
                     marks: Vec::new(),
                 })

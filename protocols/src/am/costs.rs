@@ -181,6 +181,9 @@ impl Wire {
             let p = Cm5Params {
                 capacity: 1 << 20,
                 path_jitter: Time::ZERO,
+                // The study counts instructions; its packets are offered
+                // closer together than wires could carry them.
+                link_time: Time::ZERO,
                 ..Cm5Params::default()
             };
             Cm5Network::new(p, 2).expect("valid")

@@ -262,11 +262,18 @@ impl NodeState for AmNode {
                     return self.next();
                 }
                 Step::Wait { received } => {
+                    let before = now;
                     if self.take_all(p, &mut now) {
                         return ProcStep::Idle;
                     }
                     if self.received >= received {
                         self.pc += 1;
+                        if now > before {
+                            // The program goes on once the handlers have
+                            // run, not at the instant they began.
+                            self.resume_at = Some(now);
+                            return self.next();
+                        }
                         continue;
                     }
                     // Nothing yet: the next delivery wakes the program.

@@ -153,6 +153,10 @@ pub trait Platform {
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String>;
     /// Nodes the platform has.
     fn nodes(&self) -> u32;
+    /// The layer offers `Step::Get`.
+    fn has_get(&self) -> bool {
+        true
+    }
 }
 
 impl OpStats {
