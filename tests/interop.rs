@@ -84,10 +84,9 @@ fn kit_round_trips(platform: &str, nodes: u32) -> Vec<(u32, f64)> {
         .unwrap()
         .iter()
         .map(|r| {
-            (
-                r[0].as_str().unwrap().parse().unwrap(),
-                r[1].as_str().unwrap().parse().unwrap(),
-            )
+            // Cells are JSON numbers (the destination node and microseconds).
+            let cell = |i: usize| r[i].as_f64().expect("a numeric cell");
+            (cell(0) as u32, cell(1))
         })
         .collect()
 }
