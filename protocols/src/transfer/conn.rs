@@ -9,13 +9,12 @@
 //! virtual address of it), then the committing read. A receive names its
 //! pages through the write shadow, which exists only for writable pages.
 
-use super::costs::TransferCosts;
-use super::{addr, mt, Op, RecvOp, Refusal, SendOp, Space, Span, XferNode};
+use super::{addr, costs, mt, Op, RecvOp, Refusal, SendOp, Space, Span, XferNode, C};
 use coherence::directory::{DirEntry, DirState, Sharers};
 use coherence::modes;
 use magic::costs::Task;
 use magic::{
-    Cx, Cycles, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES,
+    Cycles, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES,
 };
 use os_shim::{Change, Pid, VPage, PAGE_BYTES, WRITE_SHADOW};
 
@@ -23,10 +22,6 @@ use os_shim::{Change, Pid, VPage, PAGE_BYTES, WRITE_SHADOW};
 pub const NO_FRAME: u64 = u64::MAX;
 use serde::Serialize;
 use std::collections::VecDeque;
-
-fn costs(cx: &mut C<'_>) -> TransferCosts {
-    cx.state().params.costs
-}
 
 /// Run a handler's tasks in order, their loads and stores at `base`.
 fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
@@ -365,8 +360,6 @@ pub struct Accepted {
 
 /// At most this many accepted commands wait for setup.
 const MAX_ACCEPTED: usize = 8;
-
-type C<'a> = Cx<'a, XferNode>;
 
 fn to_cpu(cx: &mut C<'_>, t: magic::MsgType, args: [u64; 3]) {
     let me = cx.node();

@@ -440,6 +440,14 @@ pub(crate) mod addr {
     pub const CMD: u64 = BASE + 4 * LINE_BYTES as u64;
 }
 
+/// A transfer handler's context.
+pub(crate) type C<'a> = magic::Cx<'a, XferNode>;
+
+/// The node's transfer cost sheet.
+pub(crate) fn costs(cx: &mut C<'_>) -> TransferCosts {
+    cx.state().params.costs
+}
+
 /// Install the transfer handlers (and the coherence protocol's).
 pub fn install(b: &mut MagicBuilder<XferNode>) {
     protocol::install(b);

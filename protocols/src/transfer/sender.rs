@@ -39,13 +39,13 @@
 //! transfer reads the line it stopped in again, into an extra buffer: the
 //! paper's extra memory load and extra buffer per invocation.
 
-use super::costs::{row, TransferCosts};
-use super::{addr, mt, Carry, XferNode};
+use super::costs::row;
+use super::{addr, costs, mt, Carry, XferNode, C};
 use coherence::directory::{DirEntry, DirState, Pending, Sharers};
 use coherence::modes::Mode;
 use coherence::protocol;
 use magic::costs::Task;
-use magic::{BufId, Cx, Cycles, Lane, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
+use magic::{BufId, Cycles, Lane, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
 use serde::Serialize;
 
 const LINE: u64 = LINE_BYTES as u64;
@@ -106,8 +106,6 @@ impl Breakdown {
     }
 }
 
-type C<'a> = Cx<'a, XferNode>;
-
 /// One invocation's accounting.
 struct Inv {
     b: Breakdown,
@@ -123,10 +121,6 @@ struct Inv {
     /// last intervention: it takes one at a time and queues none, so the
     /// next get waits for it.
     pc_free: Cycles,
-}
-
-fn costs(cx: &mut C<'_>) -> TransferCosts {
-    cx.state().params.costs
 }
 
 /// Run `t` (a Table 2 `row`) with its loads and stores in the record.
