@@ -995,7 +995,7 @@ pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<
     }
     let mut b = MagicBuilder::new(params, nodes);
     install(&mut b);
-    b.build(|n| CohNode::new(n, nodes, coh))
+    Ok(b.build(|n| CohNode::new(n, nodes, coh))?)
 }
 
 /// Put a line in a starting state: `copies` are the caches holding it (at most

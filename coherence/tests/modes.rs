@@ -50,8 +50,8 @@ fn machine() -> Magic<CohNode> {
 /// Two nodes with the protocol and a send and a receive handler (the
 /// receive handler also takes its own retries).
 fn machine_with(
-    send: magic::HandlerFn<CohNode>,
-    recv: magic::HandlerFn<CohNode>,
+    send: magic::RawHandlerFn<CohNode>,
+    recv: magic::RawHandlerFn<CohNode>,
 ) -> Magic<CohNode> {
     let mut b = MagicBuilder::new(MagicParams::default(), 2);
     protocol::install(&mut b);

@@ -10,7 +10,8 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, Lane, Msg, NodeId, PAddr, LINE_BYTES};
 use crate::ledger::HandlerStats;
-use crate::machine::{Arrival, Ev, NodeHw, Packets, Route};
+use crate::message::{DecodeError, Message, Registry};
+use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
 use crate::time::{Cycles, Time};
@@ -49,6 +50,7 @@ pub struct Cx<'a, S> {
     pub(crate) engine: &'a mut Engine<Ev>,
     pub(crate) packets: &'a mut Packets,
     pub(crate) table: &'a [[Option<Route>; 4]],
+    pub(crate) reg: &'a Registry,
     pub(crate) params: &'a MagicParams,
     /// The data buffer the message arrived in, until the handler sends or frees it.
     pub(crate) msg_buf: Option<BufId>,
@@ -58,7 +60,66 @@ pub struct Cx<'a, S> {
     pub(crate) last_wire: Option<(Cycles, Cycles)>,
 }
 
+/// What the machine needs back from a handler's context when it ends.
+pub(crate) struct CxOut {
+    pub now: Cycles,
+    pub tally: HandlerStats,
+    pub msg_buf: Option<BufId>,
+    pub spec: Option<(BufId, Ticket)>,
+}
+
 impl<'a, S> Cx<'a, S> {
+    /// The same context over a part of the node state (a protocol beside
+    /// others sees only its own).
+    pub(crate) fn project<T>(self, f: fn(&mut S) -> &mut T) -> Cx<'a, T> {
+        Cx {
+            node: self.node,
+            nodes: self.nodes,
+            start: self.start,
+            now: self.now,
+            hw: self.hw,
+            state: f(self.state),
+            engine: self.engine,
+            packets: self.packets,
+            table: self.table,
+            reg: self.reg,
+            params: self.params,
+            msg_buf: self.msg_buf,
+            spec: self.spec,
+            tally: self.tally,
+            last_wire: self.last_wire,
+        }
+    }
+
+    pub(crate) fn out(self) -> CxOut {
+        CxOut {
+            now: self.now,
+            tally: self.tally,
+            msg_buf: self.msg_buf,
+            spec: self.spec,
+        }
+    }
+
+    /// A message whose payload did not decode as its handler's type.
+    pub(crate) fn undecodable(&mut self, t: crate::ids::MsgType) {
+        self.hw.drops.undecodable += 1;
+        if self.hw.undecodable.is_none() {
+            self.hw.undecodable = Some(t);
+        }
+    }
+
+    /// `m` as a message from this node to itself (a reschedule, a message
+    /// to the processor); [`Msg::to`] sends it elsewhere.
+    pub fn msg<M: Message>(&self, m: M) -> Msg {
+        self.reg.encode(self.node, self.node, &m)
+    }
+
+    /// `msg` decoded as an `M`: for a message a handler kept (a parked
+    /// component); the one it was dispatched for arrives decoded.
+    pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
+        self.reg.decode(msg)
+    }
+
     /// Record a unit's busy interval when the run is traced.
     fn mark(&mut self, track: crate::trace::Track, name: &'static str, start: Cycles, end: Cycles) {
         self.mark_msg(track, name, start, end, None);
@@ -76,6 +137,7 @@ impl<'a, S> Cx<'a, S> {
             t.push(crate::trace::Slice {
                 node: self.node.0,
                 track,
+                protocol: "",
                 name,
                 start,
                 end: end.max(start + Cycles(1)),
@@ -480,7 +542,7 @@ impl<'a, S> Cx<'a, S> {
         let pkt = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
         let at = self.now + self.params.inbox_dispatch;
-        q.push_back(crate::machine::Queued { pkt, at });
+        q.push_back(Queued { pkt, at });
         Ok(())
     }
 

@@ -166,6 +166,12 @@ impl Msg {
         }
     }
 
+    /// The same message to another node.
+    pub fn to(mut self, dest: NodeId) -> Msg {
+        self.dest = dest;
+        self
+    }
+
     pub fn lane(mut self, lane: Lane) -> Msg {
         self.lane = lane;
         self

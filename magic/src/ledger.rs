@@ -131,11 +131,7 @@ pub(crate) struct NodeFigures<'a> {
 }
 
 impl Ledger {
-    pub(crate) fn build(
-        elapsed: Cycles,
-        names: &[&'static str],
-        nodes: &[NodeFigures<'_>],
-    ) -> Ledger {
+    pub(crate) fn build(elapsed: Cycles, names: &[String], nodes: &[NodeFigures<'_>]) -> Ledger {
         let el = elapsed.0.max(1) as f64;
         let mut handlers = Vec::new();
         let mut units = Vec::new();
@@ -144,7 +140,7 @@ impl Ledger {
                 if s.invocations > 0 {
                     handlers.push(HandlerRow {
                         node: Some(i as u32),
-                        handler: names[h].to_string(),
+                        handler: names[h].clone(),
                         stats: *s,
                         mean: s.mean(),
                         pp_share: s.busy as f64 / el,

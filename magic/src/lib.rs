@@ -55,7 +55,9 @@ pub mod ledger;
 pub mod link;
 pub mod machine;
 pub mod memory;
+pub mod message;
 pub mod ni;
+mod node;
 pub mod params;
 pub mod pcache;
 pub mod table;
@@ -67,8 +69,10 @@ pub use cx::{Cx, Refused, Ticket};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{
-    Dispatch, Drops, HandlerFn, Magic, MagicBuilder, NodeState, ProcStep, Processor, RunReport,
+    Dispatch, Drops, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
+    Processor, Protocol, RawHandlerFn, RunReport,
 };
+pub use message::{BuildError, DecodeError, Message};
 pub use params::{InQueue, MagicParams};
 pub use pcache::LineState;
 pub use time::{Cycles, Time};

@@ -8,25 +8,37 @@
 //! by the inbox's priority. A delivery's position in a network input queue is
 //! (arrival cycle, source node): simultaneous arrivals enter lowest source
 //! first, as a fixed-priority arbiter of the network ports would order them.
+//!
+//! Software is installed as [`Protocol`]s: each brings its messages, its
+//! handlers and routes, and its per-node state. A machine runs one protocol,
+//! or several side by side (its node state is then a tuple of theirs, and
+//! each handler sees only its own protocol's part).
 
 use crate::buffers::BufferPool;
-use crate::cx::{Cx, Ticket};
+use crate::cx::{Cx, CxOut, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
 use crate::memory::Memory;
+use crate::message::{self, BuildError, DecodeError, Kind, Message, Registry};
+use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
+pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
 use crate::time::{Cycles, Time};
+use core::marker::PhantomData;
 use smallvec::SmallVec;
-use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-/// A handler: a plain function over the context and the message it was
-/// dispatched for.
-pub type HandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
+/// A handler: a plain function over its protocol's context, the message's
+/// header, and the message decoded.
+pub type HandlerFn<S, M> = fn(&mut Cx<'_, S>, &Msg, M);
+
+/// An untyped handler, given the header alone (for message types numbered
+/// by hand; being replaced by typed messages).
+pub type RawHandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
 
 /// The protocol's per-node state, and the node's compute processor.
 ///
@@ -35,6 +47,7 @@ pub type HandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
 /// workload program run on the compute processor: it steps when it scheduled
 /// itself to, and it is told when MAGIC hands it something.
 pub trait NodeState {
+    /// Work this node's protocol still holds, in one line (`None`: nothing).
     fn pending(&self) -> Option<String> {
         None
     }
@@ -46,7 +59,8 @@ pub trait NodeState {
     }
 
     /// MAGIC handed the processor `msg`, with a line of data if it carried
-    /// one. `None` leaves the message for `Magic::take_processor_messages`.
+    /// one. `None` leaves the message for `Magic::take_processor_messages`
+    /// (or for the next protocol beside this one).
     fn processor_receive(
         &mut self,
         _p: &mut Processor<'_>,
@@ -54,6 +68,37 @@ pub trait NodeState {
         _data: Option<&[u8; LINE_BYTES]>,
     ) -> Option<ProcStep> {
         None
+    }
+}
+
+impl NodeState for () {}
+
+/// Two protocols side by side: both programs step, a message to the
+/// processor goes to the first that takes it.
+impl<A: NodeState, B: NodeState> NodeState for (A, B) {
+    fn pending(&self) -> Option<String> {
+        match (self.0.pending(), self.1.pending()) {
+            (None, None) => None,
+            (Some(a), None) | (None, Some(a)) => Some(a),
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        }
+    }
+
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        let a = self.0.processor_step(p);
+        let b = self.1.processor_step(p);
+        a.earliest(b)
+    }
+
+    fn processor_receive(
+        &mut self,
+        p: &mut Processor<'_>,
+        msg: &Msg,
+        data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        self.0
+            .processor_receive(p, msg, data)
+            .or_else(|| self.1.processor_receive(p, msg, data))
     }
 }
 
@@ -69,6 +114,17 @@ pub enum ProcStep {
     At(Cycles),
 }
 
+impl ProcStep {
+    /// The sooner of two: what a processor running both programs does.
+    pub fn earliest(self, other: ProcStep) -> ProcStep {
+        match (self, other) {
+            (ProcStep::At(x), ProcStep::At(y)) => ProcStep::At(x.min(y)),
+            (ProcStep::At(x), _) | (_, ProcStep::At(x)) => ProcStep::At(x),
+            _ => ProcStep::Idle,
+        }
+    }
+}
+
 /// The compute processor as a workload program sees it: its cache and the
 /// processor interface.
 pub struct Processor<'a> {
@@ -77,13 +133,16 @@ pub struct Processor<'a> {
     cache: &'a mut ProcCache,
     memory: &'a mut Memory,
     requests: &'a mut Requests,
+    reg: &'a Registry,
 }
 
 impl Processor<'_> {
+    /// This node.
     pub fn node(&self) -> NodeId {
         self.node
     }
 
+    /// The processor's current cycle.
     pub fn now(&self) -> Cycles {
         self.now
     }
@@ -99,6 +158,17 @@ impl Processor<'_> {
         self.memory
     }
 
+    /// `m` as a message from this node to itself (its MAGIC); set another
+    /// destination with [`Msg::to`].
+    pub fn msg<M: Message>(&self, m: M) -> Msg {
+        self.reg.encode(self.node, self.node, &m)
+    }
+
+    /// A message MAGIC handed the processor, decoded as an `M`.
+    pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
+        self.reg.decode(msg)
+    }
+
     /// Hand MAGIC a request (a miss, a writeback with its line, a command):
     /// it enters the processor-interface queue `pi_in` cycles from now.
     pub fn request(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>) {
@@ -106,217 +176,253 @@ impl Processor<'_> {
     }
 }
 
-impl NodeState for () {}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Ev {
-    /// A message enters input queue `q` of `node`.
-    Deliver { node: u32, q: InQueue, pkt: u32 },
-    /// The PP of `node` finished its handler.
-    PpDone { node: u32 },
-    /// Look at `node` again (a data buffer came back, a message became eligible).
-    Wake { node: u32 },
-    /// The compute processor of `node` takes a step.
-    ProcStep { node: u32 },
-    /// A message from MAGIC reaches the compute processor of `node`.
-    ProcDeliver { node: u32, pkt: u32 },
-}
-
-/// Messages in flight or queued, with their bytes; slots are reused, and a
-/// message without data costs no line of storage.
-#[derive(Default)]
-pub(crate) struct Packets {
-    slots: Vec<Packet>,
-    free: Vec<u32>,
-    lines: Vec<[u8; LINE_BYTES]>,
-    free_lines: Vec<u32>,
-}
-
-#[derive(Clone, Copy)]
-struct Packet {
-    msg: Msg,
-    /// Index into `lines`, or `NO_DATA`.
-    data: u32,
-    /// When the data's first doubleword and its last byte arrive.
-    first: Cycles,
-    full: Cycles,
-}
-
-/// When a packet's data arrives at its destination.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Arrival {
-    pub first: Cycles,
-    pub full: Cycles,
-}
-
-const NO_DATA: u32 = u32::MAX;
-
-impl Packets {
-    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
-        let data = match data {
-            None => NO_DATA,
-            Some(bytes) => match self.free_lines.pop() {
-                Some(i) => {
-                    self.lines[i as usize] = bytes;
-                    i
-                }
-                None => {
-                    self.lines.push(bytes);
-                    // The free list can hold every slot, so it never grows later.
-                    self.free_lines.reserve(self.lines.len());
-                    (self.lines.len() - 1) as u32
-                }
-            },
-        };
-        let p = Packet {
-            msg,
-            data,
-            first: at.first,
-            full: at.full,
-        };
-        match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = p;
-                i
-            }
-            None => {
-                self.slots.push(p);
-                self.free.reserve(self.slots.len());
-                (self.slots.len() - 1) as u32
-            }
-        }
-    }
-
-    /// Take a message out with its bytes.
-    fn take(&mut self, i: u32) -> (Msg, Option<[u8; LINE_BYTES]>) {
-        self.free.push(i);
-        let p = self.slots[i as usize];
-        if p.data == NO_DATA {
-            return (p.msg, None);
-        }
-        self.free_lines.push(p.data);
-        (p.msg, Some(self.lines[p.data as usize]))
-    }
-
-    fn msg(&self, i: u32) -> &Msg {
-        &self.slots[i as usize].msg
-    }
-
-    fn has_data(&self, i: u32) -> bool {
-        self.slots[i as usize].data != NO_DATA
-    }
-
-    /// Take a message out; its bytes, if any, go into buffer `into` with
-    /// their arrival times.
-    fn remove(&mut self, i: u32, into: Option<&mut crate::buffers::Buffer>) -> Msg {
-        self.free.push(i);
-        let p = self.slots[i as usize];
-        if p.data != NO_DATA {
-            if let Some(b) = into {
-                b.bytes = self.lines[p.data as usize];
-                b.first_ready = p.first;
-                b.ready = p.full;
-            }
-            self.free_lines.push(p.data);
-        }
-        p.msg
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Queued {
-    pub pkt: u32,
-    pub at: Cycles,
-}
-
-/// Counted drops and refusals: the model's answer to bad requests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Drops {
-    /// Messages with no jump-table entry for their type and region.
-    pub unhandled: u64,
-    /// Handler references outside this node's memory.
-    pub bad_address: u64,
-    /// Uses of a buffer that is not allocated.
-    pub bad_buffer: u64,
-    /// Sends to a node that does not exist.
-    pub bad_node: u64,
-    /// Reschedules refused by a full software queue.
-    pub swq_full: u64,
-    /// Sends refused for a payload longer than a line.
-    pub too_long: u64,
-}
-
-pub(crate) struct NodeHw {
-    /// Messages that reached this node with no route, by type (rare: it
-    /// grows only on a type's first one).
-    pub unrouted: Vec<(MsgType, u64)>,
-    pub queues: [VecDeque<Queued>; 4],
-    pub mem: Memory,
-    pub pcache: ProcCache,
-    pub link: OutLink,
-    pub bufs: BufferPool,
-    pub dcache: DCache,
-    pub to_processor: Vec<(Cycles, Msg)>,
-    pub drops: Drops,
-    handler_stats: Vec<HandlerStats>,
-    pp_running: bool,
-    pp_busy: u64,
-    dispatched: u64,
-    net_delivered: u64,
-    inbox_wait: u64,
-    dirty: bool,
-    wake_at: Option<Cycles>,
-    /// Busy intervals, when the run is traced.
-    pub trace: Option<Vec<crate::trace::Slice>>,
-}
-
-/// How the inbox dispatches one jump-table entry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Dispatch {
-    /// Start a memory read of the message's line at dispatch; the handler
-    /// finds it in `Cx::speculative_read`.
-    pub speculative_read: bool,
-    /// Dispatch only when the whole packet has arrived (store and forward),
-    /// instead of when its header has (cut through, the default).
-    pub whole_packet: bool,
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct Route {
-    handler: HandlerId,
-    pub(crate) opts: Dispatch,
-}
+/// What a registered handler runs: the protocol's function behind its
+/// projection onto the machine's node state and its message decoding.
+type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) -> CxOut + Send + Sync>;
 
 struct HandlerEntry<S> {
+    protocol: &'static str,
     name: &'static str,
-    f: HandlerFn<S>,
+    call: Call<S>,
 }
 
-/// Builds a machine: register handlers, fill the jump table, then `build`.
+impl<S> HandlerEntry<S> {
+    fn full_name(&self) -> String {
+        if self.protocol.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{}.{}", self.protocol, self.name)
+        }
+    }
+}
+
+/// A protocol: its messages, handlers, routes and per-node state, installed
+/// on a machine as one unit, alone or beside other protocols.
+pub trait Protocol {
+    /// What the protocol keeps per node (and the node's processor program).
+    type Node: NodeState;
+
+    /// The protocol's name: its ledger rows are `name.handler`.
+    fn name(&self) -> &'static str;
+
+    /// Node `n`'s state, in a machine of `nodes` nodes.
+    fn node(&self, n: NodeId, nodes: u32) -> Self::Node;
+
+    /// Register the handlers and fill their routes.
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Self::Node>);
+
+    /// Check the machine's parameters and size before it is built (a
+    /// protocol that needs two data buffers says so here).
+    fn check(&self, _params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
+        Ok(())
+    }
+}
+
+/// A typed handler registered with a machine: routes take its message's kinds.
+pub struct Handler<M> {
+    id: HandlerId,
+    base: Option<u8>,
+    _m: PhantomData<fn(M)>,
+}
+
+impl<M> Clone for Handler<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M> Copy for Handler<M> {}
+
+/// A protocol's view of the builder while it installs: its handlers see
+/// their own node state `T`, a part of the machine's `S`.
+pub struct Install<'b, S, T> {
+    b: &'b mut MagicBuilder<S>,
+    protocol: &'static str,
+    project: fn(&mut S) -> &mut T,
+}
+
+impl<S: 'static, T: 'static> Install<'_, S, T> {
+    /// The protocol installing.
+    pub fn protocol(&self) -> &'static str {
+        self.protocol
+    }
+
+    /// The machine's parameters.
+    pub fn params(&self) -> &MagicParams {
+        &self.b.params
+    }
+
+    /// Install a part under its own name (a protocol another one carries:
+    /// the transfer carries the coherence protocol), on the same state.
+    pub fn part(&mut self, name: &'static str) -> Install<'_, S, T> {
+        Install {
+            b: self.b,
+            protocol: name,
+            project: self.project,
+        }
+    }
+
+    /// Register `f` for messages of type `M` under `name` (the ledger's
+    /// row is `protocol.name`). The first handler of `M` gives `M` its
+    /// block of type numbers; another protocol's claim on `M` is an error
+    /// that `build` reports.
+    pub fn handler<M: Message>(&mut self, name: &'static str, f: HandlerFn<T, M>) -> Handler<M> {
+        let base = match self.b.reg.add::<M>(self.protocol) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.b.errors.push(e);
+                None
+            }
+        };
+        let project = self.project;
+        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+            let mut cx = cx.project(project);
+            let kind = base
+                .and_then(|b| msg.mtype.0.checked_sub(b))
+                .and_then(|i| M::Kind::from_index(i as usize));
+            match kind.and_then(|k| message::decode_words::<M>(k, &msg.args)) {
+                Some(m) => f(&mut cx, msg, m),
+                None => cx.undecodable(msg.mtype),
+            }
+            cx.out()
+        });
+        let id = self.b.push(self.protocol, name, call);
+        Handler {
+            id,
+            base,
+            _m: PhantomData,
+        }
+    }
+
+    /// Dispatch messages of kind `k` whose address is in `region` to `h`.
+    pub fn route<M: Message>(&mut self, k: M::Kind, region: Region, h: Handler<M>) -> &mut Self {
+        self.route_with(k, region, h, Dispatch::default())
+    }
+
+    /// As [`Install::route`], with dispatch options.
+    pub fn route_with<M: Message>(
+        &mut self,
+        k: M::Kind,
+        region: Region,
+        h: Handler<M>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        if let Some(base) = h.base {
+            let t = MsgType(base + k.index() as u8);
+            self.b.route_with(t, region, h.id, opts);
+        }
+        self
+    }
+
+    /// Dispatch kind `k` to `h` whatever region its address is in.
+    pub fn route_any<M: Message>(&mut self, k: M::Kind, h: Handler<M>) -> &mut Self {
+        self.route_any_with(k, h, Dispatch::default())
+    }
+
+    /// As [`Install::route_any`], with dispatch options.
+    pub fn route_any_with<M: Message>(
+        &mut self,
+        k: M::Kind,
+        h: Handler<M>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        for r in Region::ALL {
+            self.route_with(k, r, h, opts);
+        }
+        self
+    }
+
+    /// Register an untyped handler (message types numbered by hand).
+    pub fn raw_handler(&mut self, name: &'static str, f: RawHandlerFn<T>) -> HandlerId {
+        let project = self.project;
+        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+            let mut cx = cx.project(project);
+            f(&mut cx, msg);
+            cx.out()
+        });
+        self.b.push(self.protocol, name, call)
+    }
+
+    /// Route a hand-numbered type to an untyped handler.
+    pub fn raw_route(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
+        self.b.route_with(t, region, h, Dispatch::default());
+        self
+    }
+
+    /// As [`Install::raw_route`], with dispatch options.
+    pub fn raw_route_with(
+        &mut self,
+        t: MsgType,
+        region: Region,
+        h: HandlerId,
+        opts: Dispatch,
+    ) -> &mut Self {
+        self.b.route_with(t, region, h, opts);
+        self
+    }
+}
+
+/// Builds a machine: install protocols (or register handlers and fill the
+/// jump table by hand), then `build`.
 pub struct MagicBuilder<S> {
     params: MagicParams,
     nodes: u32,
     handlers: Vec<HandlerEntry<S>>,
     table: Vec<[Option<Route>; 4]>,
-    /// Routes given twice to different handlers: `build` refuses them.
-    conflicts: Vec<String>,
+    reg: Registry,
+    /// Conflicts found while installing: `build` refuses them.
+    errors: Vec<BuildError>,
 }
 
-impl<S: NodeState> MagicBuilder<S> {
+/// Where typed messages' numbers start while hand-numbered types remain.
+const FIRST_TYPED: u8 = 128;
+
+impl<S: 'static> MagicBuilder<S> {
+    /// A builder for a machine of `nodes` nodes.
     pub fn new(params: MagicParams, nodes: u32) -> Self {
         MagicBuilder {
             params,
             nodes,
             handlers: Vec::new(),
             table: vec![[None; 4]; 256],
-            conflicts: Vec::new(),
+            reg: Registry::starting_at(FIRST_TYPED),
+            errors: Vec::new(),
         }
     }
 
-    /// Register a handler under a name (the name the ledger shows).
-    pub fn handler(&mut self, name: &'static str, f: HandlerFn<S>) -> HandlerId {
-        self.handlers.push(HandlerEntry { name, f });
+    /// Install protocol `p`, whose state is the part of the node state
+    /// `project` picks (`|s| s` when it is the whole).
+    pub fn install<P: Protocol>(&mut self, p: &P, project: fn(&mut S) -> &mut P::Node) -> &mut Self
+    where
+        P::Node: 'static,
+    {
+        if let Err(e) = p.check(&self.params, self.nodes) {
+            self.errors.push(e);
+        }
+        let mut i = Install {
+            b: self,
+            protocol: p.name(),
+            project,
+        };
+        p.install(&mut i);
+        self
+    }
+
+    fn push(&mut self, protocol: &'static str, name: &'static str, call: Call<S>) -> HandlerId {
+        self.handlers.push(HandlerEntry {
+            protocol,
+            name,
+            call,
+        });
         HandlerId((self.handlers.len() - 1) as u16)
+    }
+
+    /// Register an untyped handler under a name (the name the ledger shows).
+    pub fn handler(&mut self, name: &'static str, f: RawHandlerFn<S>) -> HandlerId {
+        let call: Call<S> = Box::new(move |mut cx: Cx<'_, S>, msg: &Msg| {
+            f(&mut cx, msg);
+            cx.out()
+        });
+        self.push("", name, call)
     }
 
     /// Dispatch messages of type `t` whose address is in `region` to `h`.
@@ -340,14 +446,14 @@ impl<S: NodeState> MagicBuilder<S> {
                 let name = |id: HandlerId| {
                     self.handlers
                         .get(id.0 as usize)
-                        .map_or("an unregistered handler", |e| e.name)
+                        .map_or("an unregistered handler".to_string(), |e| e.full_name())
                 };
-                self.conflicts.push(format!(
-                    "message type {} in the {region:?} region is routed to both {} and {}",
-                    t.0,
-                    name(r.handler),
-                    name(h)
-                ));
+                self.errors.push(BuildError::RouteConflict {
+                    message: self.reg.describe(t),
+                    region,
+                    first: name(r.handler),
+                    second: name(h),
+                });
             }
             _ => *slot = Some(Route { handler: h, opts }),
         }
@@ -359,17 +465,29 @@ impl<S: NodeState> MagicBuilder<S> {
         self.route_any_with(t, h, Dispatch::default())
     }
 
+    /// As `route_any`, with dispatch options.
     pub fn route_any_with(&mut self, t: MsgType, h: HandlerId, opts: Dispatch) -> &mut Self {
         for r in Region::ALL {
             self.route_with(t, r, h, opts);
         }
         self
     }
+}
 
-    pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, String> {
-        self.params.validate()?;
-        if !self.conflicts.is_empty() {
-            return Err(self.conflicts.join("; "));
+impl<S: NodeState + 'static> MagicBuilder<S> {
+    /// The machine, with node `n`'s state `state(n)`; or the first problem
+    /// found while installing.
+    pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, BuildError> {
+        self.params.validate().map_err(BuildError::Params)?;
+        if let Some(e) = self.errors.into_iter().next() {
+            return Err(e);
+        }
+        let max = 1u32 << PAddr::NODE_BITS;
+        if self.nodes == 0 || self.nodes > max {
+            return Err(BuildError::Nodes {
+                got: self.nodes,
+                max,
+            });
         }
         let n = self.handlers.len();
         if let Some(r) = self
@@ -379,22 +497,16 @@ impl<S: NodeState> MagicBuilder<S> {
             .flatten()
             .find(|r| r.handler.0 as usize >= n)
         {
-            return Err(format!(
+            return Err(BuildError::Protocol(format!(
                 "the jump table names handler {} but only {n} are registered",
                 r.handler.0
-            ));
-        }
-        if self.nodes == 0 || self.nodes > 1 << PAddr::NODE_BITS {
-            return Err(format!(
-                "a machine has 1 to {} nodes (got {})",
-                1 << PAddr::NODE_BITS,
-                self.nodes
-            ));
+            )));
         }
         let p = &self.params;
         let hw = (0..self.nodes)
             .map(|_| NodeHw {
                 unrouted: Vec::new(),
+                undecodable: None,
                 queues: Default::default(),
                 mem: Memory::default(),
                 pcache: ProcCache::default(),
@@ -420,12 +532,42 @@ impl<S: NodeState> MagicBuilder<S> {
             state: (0..self.nodes).map(|i| state(NodeId(i))).collect(),
             handlers: self.handlers,
             table: self.table,
+            reg: self.reg,
             packets: Packets::default(),
             dirty: Vec::with_capacity(self.nodes as usize),
             ledger_from: Cycles(0),
             params: self.params,
             nodes: self.nodes,
         })
+    }
+}
+
+impl<N: NodeState + 'static> Magic<N> {
+    /// A machine of `nodes` nodes running protocol `p` alone.
+    pub fn with<P: Protocol<Node = N>>(
+        params: MagicParams,
+        nodes: u32,
+        p: &P,
+    ) -> Result<Magic<N>, BuildError> {
+        let mut b = MagicBuilder::new(params, nodes);
+        b.install(p, |s| s);
+        b.build(|n| p.node(n, nodes))
+    }
+}
+
+impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
+    /// A machine running two protocols side by side, each with its own
+    /// state: node `n`'s is `(a's, b's)`.
+    pub fn pair<P: Protocol<Node = A>, Q: Protocol<Node = B>>(
+        params: MagicParams,
+        nodes: u32,
+        a: &P,
+        b: &Q,
+    ) -> Result<Magic<(A, B)>, BuildError> {
+        let mut bld = MagicBuilder::new(params, nodes);
+        bld.install(a, |s: &mut (A, B)| &mut s.0)
+            .install(b, |s: &mut (A, B)| &mut s.1);
+        bld.build(|n| (a.node(n, nodes), b.node(n, nodes)))
     }
 }
 
@@ -457,6 +599,7 @@ pub struct Magic<S> {
     state: Vec<S>,
     handlers: Vec<HandlerEntry<S>>,
     table: Vec<[Option<Route>; 4]>,
+    reg: Registry,
     packets: Packets,
     dirty: Vec<u32>,
     /// Where the ledger's counting starts (see `reset_counters`).
@@ -464,6 +607,22 @@ pub struct Magic<S> {
 }
 
 impl<S: NodeState> Magic<S> {
+    /// `m` as a message from node `src` to itself (set another destination
+    /// with [`Msg::to`]), numbered as this machine installed its type.
+    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
+        self.reg.encode(src, src, &m)
+    }
+
+    /// A message decoded as an `M` (one the processor was handed, say).
+    pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
+        self.reg.decode(msg)
+    }
+
+    /// The message types installed, and their numbers.
+    pub fn registry(&self) -> &Registry {
+        &self.reg
+    }
+
     /// The latest cycle the model's clock can reach with room to spare.
     pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / crate::time::TICKS_PER_SYSTEM_CYCLE / 4);
 
@@ -658,6 +817,7 @@ impl<S: NodeState> Magic<S> {
                     cache: &mut hw.pcache,
                     memory: &mut hw.mem,
                     requests: &mut requests,
+                    reg: &self.reg,
                 });
                 self.processor_after(node, t, step, requests);
             }
@@ -672,6 +832,7 @@ impl<S: NodeState> Magic<S> {
                         cache: &mut hw.pcache,
                         memory: &mut hw.mem,
                         requests: &mut requests,
+                        reg: &self.reg,
                     },
                     &msg,
                     data.as_ref(),
@@ -805,8 +966,7 @@ impl<S: NodeState> Magic<S> {
             } else {
                 None
             };
-            let f = self.handlers[route.handler.0 as usize].f;
-            let mut cx = Cx {
+            let cx = Cx {
                 node: NodeId(n),
                 nodes: self.nodes,
                 start,
@@ -816,22 +976,26 @@ impl<S: NodeState> Magic<S> {
                 engine: &mut self.engine,
                 packets: &mut self.packets,
                 table: &self.table,
+                reg: &self.reg,
                 params: &self.params,
                 msg_buf: buf,
                 spec,
                 tally: HandlerStats::default(),
                 last_wire: None,
             };
-            f(&mut cx, &msg);
+            let entry = &self.handlers[route.handler.0 as usize];
+            let out = (entry.call)(cx, &msg);
+            let hw = &mut self.hw[n as usize];
             // A handler occupies the PP at least one cycle.
-            let end = cx.now.max(start + Cycles(1));
-            if let Some(tr) = cx.hw.trace.as_mut() {
+            let end = out.now.max(start + Cycles(1));
+            if let Some(tr) = hw.trace.as_mut() {
                 use crate::trace::{Slice, Track};
-                let name = self.handlers[route.handler.0 as usize].name;
+                let (protocol, name) = (entry.protocol, entry.name);
                 if start > queued.at {
                     tr.push(Slice {
                         node: n,
                         track: Track::Inbox,
+                        protocol,
                         name,
                         start: queued.at,
                         end: start,
@@ -841,13 +1005,14 @@ impl<S: NodeState> Magic<S> {
                 tr.push(Slice {
                     node: n,
                     track: Track::Pp,
+                    protocol,
                     name,
                     start,
                     end,
                     msg: Some(msg.mtype),
                 });
             }
-            let (tally, left, spec_left) = (cx.tally, cx.msg_buf, cx.spec);
+            let (tally, left, spec_left) = (out.tally, out.msg_buf, out.spec);
             // Buffers the handler neither sent nor kept go back to the pool.
             for b in left.into_iter().chain(spec_left.map(|s| s.0)) {
                 hw.bufs.release(b, end);
@@ -879,14 +1044,16 @@ impl<S: NodeState> Magic<S> {
                 if let Some(front) = queue.front() {
                     let m = *self.packets.msg(front.pkt);
                     let handler = self.table[m.mtype.0 as usize][m.addr.region() as usize]
-                        .map_or("no handler", |r| self.handlers[r.handler.0 as usize].name);
+                        .map_or("no handler".to_string(), |r| {
+                            self.handlers[r.handler.0 as usize].full_name()
+                        });
                     let mut s = String::new();
                     let _ = write!(
                         s,
-                        "node {i}: {} message(s) in the {} queue (first: type {} for {handler}, from node {}, since cycle {})",
+                        "node {i}: {} message(s) in the {} queue (first: {} for {handler}, from node {}, since cycle {})",
                         queue.len(),
                         q.name(),
-                        m.mtype.0,
+                        self.reg.describe(m.mtype),
                         m.src,
                         front.at
                     );
@@ -895,8 +1062,15 @@ impl<S: NodeState> Magic<S> {
             }
             for (t, n) in &hw.unrouted {
                 out.push(format!(
-                    "node {i}: {n} message(s) of type {} had no route (dropped)",
-                    t.0
+                    "node {i}: {n} message(s) of {} had no route (dropped)",
+                    self.reg.describe(*t)
+                ));
+            }
+            if let Some(t) = hw.undecodable {
+                out.push(format!(
+                    "node {i}: {} message(s) did not decode as their handler's type (the first: {}; dropped)",
+                    hw.drops.undecodable,
+                    self.reg.describe(t)
                 ));
             }
             let held = hw.bufs.held();
@@ -960,7 +1134,7 @@ impl<S: NodeState> Magic<S> {
 
     /// The occupancy ledger of the run so far.
     pub fn ledger(&self) -> Ledger {
-        let names: Vec<&'static str> = self.handlers.iter().map(|h| h.name).collect();
+        let names: Vec<String> = self.handlers.iter().map(|h| h.full_name()).collect();
         let figures: Vec<NodeFigures<'_>> = self
             .hw
             .iter()

@@ -45,6 +45,9 @@ impl Track {
 pub struct Slice {
     pub node: u32,
     pub track: Track,
+    /// The protocol whose handler ran (empty for a unit's busy period).
+    pub protocol: &'static str,
+    /// The handler, or what the unit did.
     pub name: &'static str,
     pub start: Cycles,
     pub end: Cycles,
@@ -84,7 +87,7 @@ pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
         }
         ev.push(serde_json::json!({
             "ph": "X",
-            "name": s.name,
+            "name": if s.protocol.is_empty() { s.name.to_string() } else { format!("{}.{}", s.protocol, s.name) },
             "cat": s.track.name(),
             "pid": s.node,
             "tid": s.track as u32,

@@ -29,7 +29,7 @@ fn raw() -> MagicParams {
     }
 }
 
-fn machine(nodes: u32, go: magic::HandlerFn<Seen>) -> Magic<Seen> {
+fn machine(nodes: u32, go: magic::RawHandlerFn<Seen>) -> Magic<Seen> {
     let mut b = MagicBuilder::new(raw(), nodes);
     let h = b.handler("go", go);
     let d = b.handler("data", on_data);
@@ -477,7 +477,7 @@ fn a_route_given_twice_is_refused_naming_both_handlers() {
     bld.route(MsgType(9), magic::Region::Message, hb);
     let e = bld.build(|_| ()).err().expect("refused");
     assert_eq!(
-        e,
-        "message type 9 in the Message region is routed to both first and second"
+        e.to_string(),
+        "type 9 in the Message region is routed to both first and second"
     );
 }

@@ -463,6 +463,12 @@ impl std::fmt::Display for Failed {
     }
 }
 
+impl From<magic::BuildError> for Failed {
+    fn from(e: magic::BuildError) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<String> for Failed {
     fn from(s: String) -> Failed {
         Failed::Input(s)

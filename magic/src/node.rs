@@ -1,0 +1,197 @@
+//! A node's hardware state and the packets in flight: the leaf that both the
+//! machine (which runs nodes) and the handler context (which drives one)
+//! build on.
+
+use crate::buffers::BufferPool;
+use crate::dcache::DCache;
+use crate::ids::{HandlerId, Msg, MsgType, LINE_BYTES};
+use crate::ledger::HandlerStats;
+use crate::link::OutLink;
+use crate::memory::Memory;
+use crate::params::InQueue;
+use crate::pcache::ProcCache;
+use crate::time::Cycles;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    /// A message enters input queue `q` of `node`.
+    Deliver { node: u32, q: InQueue, pkt: u32 },
+    /// The PP of `node` finished its handler.
+    PpDone { node: u32 },
+    /// Look at `node` again (a data buffer came back, a message became eligible).
+    Wake { node: u32 },
+    /// The compute processor of `node` takes a step.
+    ProcStep { node: u32 },
+    /// A message from MAGIC reaches the compute processor of `node`.
+    ProcDeliver { node: u32, pkt: u32 },
+}
+
+/// Messages in flight or queued, with their bytes; slots are reused, and a
+/// message without data costs no line of storage.
+#[derive(Default)]
+pub(crate) struct Packets {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    lines: Vec<[u8; LINE_BYTES]>,
+    free_lines: Vec<u32>,
+}
+
+#[derive(Clone, Copy)]
+struct Packet {
+    msg: Msg,
+    /// Index into `lines`, or `NO_DATA`.
+    data: u32,
+    /// When the data's first doubleword and its last byte arrive.
+    first: Cycles,
+    full: Cycles,
+}
+
+/// When a packet's data arrives at its destination.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Arrival {
+    pub first: Cycles,
+    pub full: Cycles,
+}
+
+const NO_DATA: u32 = u32::MAX;
+
+impl Packets {
+    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
+        let data = match data {
+            None => NO_DATA,
+            Some(bytes) => match self.free_lines.pop() {
+                Some(i) => {
+                    self.lines[i as usize] = bytes;
+                    i
+                }
+                None => {
+                    self.lines.push(bytes);
+                    // The free list can hold every slot, so it never grows later.
+                    self.free_lines.reserve(self.lines.len());
+                    (self.lines.len() - 1) as u32
+                }
+            },
+        };
+        let p = Packet {
+            msg,
+            data,
+            first: at.first,
+            full: at.full,
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = p;
+                i
+            }
+            None => {
+                self.slots.push(p);
+                self.free.reserve(self.slots.len());
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Take a message out with its bytes.
+    pub(crate) fn take(&mut self, i: u32) -> (Msg, Option<[u8; LINE_BYTES]>) {
+        self.free.push(i);
+        let p = self.slots[i as usize];
+        if p.data == NO_DATA {
+            return (p.msg, None);
+        }
+        self.free_lines.push(p.data);
+        (p.msg, Some(self.lines[p.data as usize]))
+    }
+
+    pub(crate) fn msg(&self, i: u32) -> &Msg {
+        &self.slots[i as usize].msg
+    }
+
+    pub(crate) fn has_data(&self, i: u32) -> bool {
+        self.slots[i as usize].data != NO_DATA
+    }
+
+    /// Take a message out; its bytes, if any, go into buffer `into` with
+    /// their arrival times.
+    pub(crate) fn remove(&mut self, i: u32, into: Option<&mut crate::buffers::Buffer>) -> Msg {
+        self.free.push(i);
+        let p = self.slots[i as usize];
+        if p.data != NO_DATA {
+            if let Some(b) = into {
+                b.bytes = self.lines[p.data as usize];
+                b.first_ready = p.first;
+                b.ready = p.full;
+            }
+            self.free_lines.push(p.data);
+        }
+        p.msg
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    pub pkt: u32,
+    pub at: Cycles,
+}
+
+/// Counted drops and refusals: the model's answer to bad requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Drops {
+    /// Messages with no jump-table entry for their type and region.
+    pub unhandled: u64,
+    /// Handler references outside this node's memory.
+    pub bad_address: u64,
+    /// Uses of a buffer that is not allocated.
+    pub bad_buffer: u64,
+    /// Sends to a node that does not exist.
+    pub bad_node: u64,
+    /// Reschedules refused by a full software queue.
+    pub swq_full: u64,
+    /// Sends refused for a payload longer than a line.
+    pub too_long: u64,
+    /// Messages whose payload did not decode as their handler's type.
+    pub undecodable: u64,
+}
+
+pub(crate) struct NodeHw {
+    /// Messages that reached this node with no route, by type (rare: it
+    /// grows only on a type's first one).
+    pub unrouted: Vec<(MsgType, u64)>,
+    /// The first message whose payload did not decode (`drops.undecodable` counts them).
+    pub undecodable: Option<MsgType>,
+    pub queues: [VecDeque<Queued>; 4],
+    pub mem: Memory,
+    pub pcache: ProcCache,
+    pub link: OutLink,
+    pub bufs: BufferPool,
+    pub dcache: DCache,
+    pub to_processor: Vec<(Cycles, Msg)>,
+    pub drops: Drops,
+    pub(crate) handler_stats: Vec<HandlerStats>,
+    pub(crate) pp_running: bool,
+    pub(crate) pp_busy: u64,
+    pub(crate) dispatched: u64,
+    pub(crate) net_delivered: u64,
+    pub(crate) inbox_wait: u64,
+    pub(crate) dirty: bool,
+    pub(crate) wake_at: Option<Cycles>,
+    /// Busy intervals, when the run is traced.
+    pub trace: Option<Vec<crate::trace::Slice>>,
+}
+
+/// How the inbox dispatches one jump-table entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Start a memory read of the message's line at dispatch; the handler
+    /// finds it in `Cx::speculative_read`.
+    pub speculative_read: bool,
+    /// Dispatch only when the whole packet has arrived (store and forward),
+    /// instead of when its header has (cut through, the default).
+    pub whole_packet: bool,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Route {
+    pub(crate) handler: HandlerId,
+    pub(crate) opts: Dispatch,
+}
