@@ -108,6 +108,33 @@ impl<'a, S> Cx<'a, S> {
         }
     }
 
+    /// Record a step when the node is being watched (the test bench).
+    #[inline]
+    fn step(&mut self, what: &'static str, from: Cycles, detail: u64) {
+        if let Some(r) = self.hw.watch.as_mut() {
+            r.steps.push(crate::testing::Step {
+                start: from - self.start,
+                end: self.now - self.start,
+                what,
+                detail,
+            });
+        }
+    }
+
+    /// Record a message the handler sent when the node is being watched.
+    #[inline]
+    fn sent(&mut self, to: crate::testing::Dest, msg: &Msg, data: bool) {
+        if let Some(r) = self.hw.watch.as_mut() {
+            r.sent.push(crate::testing::Sent {
+                at: self.now - self.start,
+                to,
+                msg: *msg,
+                data,
+                name: String::new(),
+            });
+        }
+    }
+
     /// `m` as a message from this node to itself (a reschedule, a message
     /// to the processor); [`Msg::to`] sends it elsewhere.
     pub fn msg<M: Message>(&self, m: M) -> Msg {
@@ -184,42 +211,56 @@ impl<'a, S> Cx<'a, S> {
 
     /// Issue a hand-scheduled sequence: `cycles` bundles holding `instrs` instructions.
     pub fn bundles(&mut self, cycles: u32, instrs: u32) {
+        let from = self.now;
         self.now += Cycles(cycles as u64);
         self.tally.instructions += instrs as u64;
+        self.step("instructions", from, instrs as u64);
     }
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
     /// known before its code is written.
     pub fn busy(&mut self, c: Cycles) {
+        let from = self.now;
         self.now += c;
+        self.step("busy", from, 0);
     }
 
     /// A load from MAGIC memory (directory, operation record...) at byte `addr`
     /// of the reserved space. The instruction itself is part of `instr`; a
     /// data-cache miss stalls for the line from memory.
     pub fn load(&mut self, addr: u64) {
+        let from = self.now;
         self.tally.loads += 1;
         self.dcache(addr);
+        self.step("load", from, addr);
     }
 
     /// A store to MAGIC memory; like [`Cx::load`].
     pub fn store(&mut self, addr: u64) {
+        let from = self.now;
         self.tally.stores += 1;
         self.dcache(addr);
+        self.step("store", from, addr);
     }
 
     fn dcache(&mut self, addr: u64) {
         if !self.hw.dcache.access(addr) {
             let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
-            self.wait_until(t.last);
+            // A miss stalls the load itself (one step, not a separate wait).
+            if t.last > self.now {
+                self.tally.wait += (t.last - self.now).0;
+                self.now = t.last;
+            }
         }
     }
 
     /// Wait (stalled) until cycle `t`.
     pub fn wait_until(&mut self, t: Cycles) {
         if t > self.now {
+            let from = self.now;
             self.tally.wait += (t - self.now).0;
             self.now = t;
+            self.step("wait", from, 0);
         }
     }
 
@@ -263,6 +304,7 @@ impl<'a, S> Cx<'a, S> {
         buf.bytes = bytes;
         buf.first_ready = t.first;
         buf.ready = t.last;
+        self.step("memory read", self.now, (t.last - self.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -306,6 +348,7 @@ impl<'a, S> Cx<'a, S> {
             s.first_ready = s.first_ready.max(w);
             s.ready = s.ready.max(t.last);
         }
+        self.step("memory read", self.now, (t.last - self.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -324,6 +367,7 @@ impl<'a, S> Cx<'a, S> {
             .write(self.now.max(ready), self.params.mem_write_latency);
         self.mark(crate::trace::Track::Memory, "write", t.first, t.last);
         self.hw.mem.store_line(a.line(), &bytes);
+        self.step("memory write", self.now, (t.last - self.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -356,6 +400,7 @@ impl<'a, S> Cx<'a, S> {
             buf.first_ready = first;
             buf.ready = iv.done;
         }
+        self.step("intervention", self.now, (iv.done - self.start).0);
         Ok(iv)
     }
 
@@ -447,6 +492,7 @@ impl<'a, S> Cx<'a, S> {
             Lane::Request => InQueue::NetRequest,
             Lane::Reply => InQueue::NetReply,
         };
+        let from = self.now;
         let (header, arrival, left) = if msg.dest == self.node {
             // Loopback: MAGIC hands the message to its own inbox; its data
             // arrives as the buffer fills.
@@ -512,6 +558,8 @@ impl<'a, S> Cx<'a, S> {
         } else {
             header
         };
+        self.step("send", from, msg.dest.0 as u64);
+        self.sent(crate::testing::Dest::Node(msg.dest), &msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
@@ -533,16 +581,17 @@ impl<'a, S> Cx<'a, S> {
     /// Put `msg` on this node's software queue, to be dispatched after the
     /// handler ends (the way a long operation continues itself).
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
-        let q = &mut self.hw.queues[InQueue::Software as usize];
         // The head register holds one entry beyond the in-memory part.
-        if q.len() > self.params.swq_capacity {
+        if self.hw.queues[InQueue::Software as usize].len() > self.params.swq_capacity {
             self.hw.drops.swq_full += 1;
             return Err(Refused::QueueFull);
         }
+        self.step("reschedule", self.now, 0);
+        self.sent(crate::testing::Dest::Software, &msg, false);
         let pkt = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
         let at = self.now + self.params.inbox_dispatch;
-        q.push_back(Queued { pkt, at });
+        self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at });
         Ok(())
     }
 
@@ -573,6 +622,8 @@ impl<'a, S> Cx<'a, S> {
             first: arrive,
             full: arrive,
         };
+        self.step("to processor", self.now, (arrive - self.start).0);
+        self.sent(crate::testing::Dest::Processor, &msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, at);
         self.engine.schedule(
             Time::from_cycles(arrive),

@@ -61,6 +61,7 @@ mod node;
 pub mod params;
 pub mod pcache;
 pub mod table;
+pub mod testing;
 pub mod time;
 pub mod trace;
 

@@ -180,14 +180,14 @@ impl Processor<'_> {
 /// projection onto the machine's node state and its message decoding.
 type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) -> CxOut + Send + Sync>;
 
-struct HandlerEntry<S> {
-    protocol: &'static str,
-    name: &'static str,
+pub(crate) struct HandlerEntry<S> {
+    pub(crate) protocol: &'static str,
+    pub(crate) name: &'static str,
     call: Call<S>,
 }
 
 impl<S> HandlerEntry<S> {
-    fn full_name(&self) -> String {
+    pub(crate) fn full_name(&self) -> String {
         if self.protocol.is_empty() {
             self.name.to_string()
         } else {
@@ -507,6 +507,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             .map(|_| NodeHw {
                 unrouted: Vec::new(),
                 undecodable: None,
+                watch: None,
                 queues: Default::default(),
                 mem: Memory::default(),
                 pcache: ProcCache::default(),
@@ -592,18 +593,18 @@ impl RunReport {
 
 /// A FLASH machine of MAGIC nodes running one protocol (`S` is its per-node state).
 pub struct Magic<S> {
-    params: MagicParams,
-    nodes: u32,
-    engine: Engine<Ev>,
-    hw: Vec<NodeHw>,
-    state: Vec<S>,
-    handlers: Vec<HandlerEntry<S>>,
-    table: Vec<[Option<Route>; 4]>,
-    reg: Registry,
-    packets: Packets,
-    dirty: Vec<u32>,
+    pub(crate) params: MagicParams,
+    pub(crate) nodes: u32,
+    pub(crate) engine: Engine<Ev>,
+    pub(crate) hw: Vec<NodeHw>,
+    pub(crate) state: Vec<S>,
+    pub(crate) handlers: Vec<HandlerEntry<S>>,
+    pub(crate) table: Vec<[Option<Route>; 4]>,
+    pub(crate) reg: Registry,
+    pub(crate) packets: Packets,
+    pub(crate) dirty: Vec<u32>,
     /// Where the ledger's counting starts (see `reset_counters`).
-    ledger_from: Cycles,
+    pub(crate) ledger_from: Cycles,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -749,7 +750,7 @@ impl<S: NodeState> Magic<S> {
         Some(t.to_cycles_floor())
     }
 
-    fn instant(&mut self, t: Time) {
+    pub(crate) fn instant(&mut self, t: Time) {
         let c = t.to_cycles_floor();
         while let Some(ev) = self.engine.pop_next_at(t) {
             self.apply(c, ev);

@@ -1,0 +1,330 @@
+//! A test bench for handlers: a quiet machine running only the protocols
+//! under test. Inject one message and get back what its handler did, step
+//! by step, with its ledger line and the messages it sent; or run the
+//! machine to quiescence within a deadline.
+//!
+//! ```
+//! use magic::testing::Bench;
+//! use magic::{messages, Cx, Install, Msg, NodeId, Protocol};
+//!
+//! messages! {
+//!     /// A ping and its answer.
+//!     pub enum Ping: PingKind {
+//!         /// Ask for an answer.
+//!         Ping,
+//!         /// The answer.
+//!         Pong => Reply,
+//!     }
+//! }
+//!
+//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: Ping) {
+//!     cx.instr(4);
+//!     let _ = cx.send(cx.msg(Ping::Pong).to(m.src), None);
+//! }
+//!
+//! struct Pinger;
+//! impl Protocol for Pinger {
+//!     type Node = ();
+//!     fn name(&self) -> &'static str {
+//!         "pinger"
+//!     }
+//!     fn node(&self, _: NodeId, _: u32) {}
+//!     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+//!         let h = b.handler("ping", ping);
+//!         b.route_any(PingKind::Ping, h);
+//!     }
+//! }
+//!
+//! let mut bench = Bench::new(2, &Pinger).unwrap();
+//! let msg = bench.msg(NodeId(0), Ping::Ping).to(NodeId(1));
+//! let shot = bench.inject(NodeId(1), msg).unwrap();
+//! assert_eq!(shot.handler, "pinger.ping");
+//! assert_eq!((shot.stats.busy, shot.stats.instructions), (2, 4));
+//! assert_eq!(shot.sent[0].name, "pinger Ping::Pong");
+//! ```
+
+use crate::ids::{Msg, NodeId, LINE_BYTES};
+use crate::ledger::HandlerStats;
+use crate::machine::{Magic, NodeState, Protocol, RunReport};
+use crate::message::{BuildError, DecodeError, Message};
+use crate::node::Ev;
+use crate::params::{InQueue, MagicParams};
+use crate::time::{Cycles, Time};
+use core::fmt;
+
+/// One step a handler took: what, from when to when (cycles from the
+/// handler's start), and a detail (instructions issued; for a transfer it
+/// started, when it will be done; for a load or store, the address; for a
+/// send, the destination node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Cycle the step began, from the handler's start.
+    pub start: Cycles,
+    /// Cycle the handler went on after it.
+    pub end: Cycles,
+    /// `instructions`, `load`, `store`, `wait`, `busy`, `memory read`,
+    /// `memory write`, `intervention`, `send`, `reschedule`, `to processor`.
+    pub what: &'static str,
+    /// See the type's description.
+    pub detail: u64,
+}
+
+/// Where a handler sent a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dest {
+    /// Through the outbox to a node (itself: loopback).
+    Node(NodeId),
+    /// This node's software queue.
+    Software,
+    /// This node's compute processor.
+    Processor,
+}
+
+/// A message a handler sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Cycle it was handed over, from the handler's start.
+    pub at: Cycles,
+    /// Where to.
+    pub to: Dest,
+    /// The header.
+    pub msg: Msg,
+    /// Whether a line of data went with it.
+    pub data: bool,
+    /// Its type as people read it (`protocol Type::Kind`).
+    pub name: String,
+}
+
+/// What a watched node's handlers did.
+#[derive(Default)]
+pub(crate) struct Watch {
+    pub steps: Vec<Step>,
+    pub sent: Vec<Sent>,
+}
+
+/// One handler invocation, seen whole.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shot {
+    /// The node it ran on.
+    pub node: NodeId,
+    /// The ledger's name of the handler (`protocol.handler`).
+    pub handler: String,
+    /// Its ledger line: one invocation.
+    pub stats: HandlerStats,
+    /// Its steps, in order.
+    pub steps: Vec<Step>,
+    /// The messages it sent, in order.
+    pub sent: Vec<Sent>,
+}
+
+impl fmt::Display for Shot {
+    /// A text table: the ledger line, the steps, the messages sent.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.stats;
+        writeln!(
+            f,
+            "{} on node {}: {} cycles, {} instructions, {} loads, {} stores, {} waiting, {} outbox stall",
+            self.handler, self.node, s.busy, s.instructions, s.loads, s.stores, s.wait, s.outbox_stall
+        )?;
+        writeln!(
+            f,
+            "{:>5} {:>5}  {:<14} {:>8}",
+            "from", "to", "step", "detail"
+        )?;
+        for st in &self.steps {
+            writeln!(
+                f,
+                "{:>5} {:>5}  {:<14} {:>8}",
+                st.start.0, st.end.0, st.what, st.detail
+            )?;
+        }
+        for m in &self.sent {
+            let to = match m.to {
+                Dest::Node(n) => format!("node {n}"),
+                Dest::Software => "software queue".to_string(),
+                Dest::Processor => "processor".to_string(),
+            };
+            let data = if m.data { ", with a line" } else { "" };
+            writeln!(f, "sent at {:>3}: {} to {to}{data}", m.at.0, m.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the bench could not do what it was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BenchError {
+    /// No such node.
+    NoNode {
+        /// The node asked for.
+        node: NodeId,
+        /// Nodes in the machine.
+        nodes: u32,
+    },
+    /// The message ran no handler (no route, or the machine ran dry first):
+    /// what the run reports.
+    NotDispatched {
+        /// The run's account of what is left.
+        stuck: Vec<String>,
+    },
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BenchError::NoNode { node, nodes } => {
+                write!(f, "no node {node} (the machine has {nodes})")
+            }
+            BenchError::NotDispatched { stuck } => {
+                write!(f, "the message ran no handler")?;
+                if !stuck.is_empty() {
+                    write!(f, ": {}", stuck.join("; "))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// A quiet machine for testing handlers.
+pub struct Bench<S> {
+    m: Magic<S>,
+}
+
+impl<N: NodeState + 'static> Bench<N> {
+    /// `nodes` nodes with FLASH's parameters, running `p` alone.
+    pub fn new<P: Protocol<Node = N>>(nodes: u32, p: &P) -> Result<Self, BuildError> {
+        Self::with_params(MagicParams::default(), nodes, p)
+    }
+
+    /// As [`Bench::new`], with other parameters.
+    pub fn with_params<P: Protocol<Node = N>>(
+        params: MagicParams,
+        nodes: u32,
+        p: &P,
+    ) -> Result<Self, BuildError> {
+        Ok(Bench {
+            m: Magic::with(params, nodes, p)?,
+        })
+    }
+}
+
+impl<S: NodeState> Bench<S> {
+    /// A bench around a machine built some other way (protocols side by
+    /// side, a prepared state).
+    pub fn from_machine(m: Magic<S>) -> Self {
+        Bench { m }
+    }
+
+    /// The machine (to place data, read state, look at the ledger).
+    pub fn machine(&mut self) -> &mut Magic<S> {
+        &mut self.m
+    }
+
+    /// `m` from node `src` (to itself; [`Msg::to`] sends it elsewhere).
+    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
+        self.m.msg(src, m)
+    }
+
+    /// A message decoded (one a handler sent, say).
+    pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
+        self.m.decode(msg)
+    }
+
+    /// Hand `node` the message now and run the handler it dispatches: from
+    /// the processor interface if its source is `node`, else from the
+    /// network on its lane. Other work the machine has pending runs too,
+    /// so inject into a quiet machine. What the handler sent is delivered
+    /// only by a later [`Bench::run`].
+    pub fn inject(&mut self, node: NodeId, msg: Msg) -> Result<Shot, BenchError> {
+        self.inject_data(node, msg, None)
+    }
+
+    /// As [`Bench::inject`], with a line of data.
+    pub fn inject_data(
+        &mut self,
+        node: NodeId,
+        msg: Msg,
+        data: Option<[u8; LINE_BYTES]>,
+    ) -> Result<Shot, BenchError> {
+        let nodes = self.m.nodes;
+        if node.0 >= nodes {
+            return Err(BenchError::NoNode { node, nodes });
+        }
+        let msg = msg.to(node);
+        let q = if msg.src == node {
+            InQueue::Processor
+        } else {
+            match msg.lane {
+                crate::ids::Lane::Request => InQueue::NetRequest,
+                crate::ids::Lane::Reply => InQueue::NetReply,
+            }
+        };
+        let now = self.m.now();
+        let at = crate::node::Arrival {
+            first: now,
+            full: now,
+        };
+        let pkt = self.m.packets.insert(msg, data, at);
+        self.m.engine.schedule(
+            Time::from_cycles(now + self.m.params.inbox_dispatch),
+            Ev::Deliver {
+                node: node.0,
+                q,
+                pkt,
+            },
+        );
+        let i = node.index();
+        let before = self.m.hw[i].handler_stats.clone();
+        let dispatched = self.m.hw[i].dispatched;
+        self.m.hw[i].watch = Some(Box::default());
+        while self.m.hw[i].dispatched == dispatched {
+            let Some(t) = self.m.engine.next_time() else {
+                break;
+            };
+            self.m.instant(t);
+        }
+        let watch = self.m.hw[i].watch.take().unwrap_or_default();
+        let after = &self.m.hw[i].handler_stats;
+        let Some(h) = (0..after.len()).find(|&h| after[h].invocations > before[h].invocations)
+        else {
+            return Err(BenchError::NotDispatched {
+                stuck: self.m.report(false).stuck,
+            });
+        };
+        let (a, b) = (after[h], before[h]);
+        let stats = HandlerStats {
+            invocations: a.invocations - b.invocations,
+            busy: a.busy - b.busy,
+            max: a.busy - b.busy,
+            outbox_stall: a.outbox_stall - b.outbox_stall,
+            wait: a.wait - b.wait,
+            instructions: a.instructions - b.instructions,
+            loads: a.loads - b.loads,
+            stores: a.stores - b.stores,
+        };
+        let sent = watch
+            .sent
+            .into_iter()
+            .map(|mut s| {
+                s.name = self.m.reg.describe(s.msg.mtype);
+                s
+            })
+            .collect();
+        Ok(Shot {
+            node,
+            handler: self.m.handlers[h].full_name(),
+            stats,
+            steps: watch.steps,
+            sent,
+        })
+    }
+
+    /// Run until nothing is left or `deadline` cycles from now have passed.
+    pub fn run(&mut self, deadline: Cycles) -> RunReport {
+        let limit = self.m.now() + deadline;
+        self.m.run_until(Some(limit))
+    }
+}
