@@ -407,6 +407,20 @@ impl<S: 'static> MagicBuilder<S> {
         self
     }
 
+    /// Install handlers under a protocol name without a [`Protocol`] value:
+    /// their state is the part of the node state `project` picks.
+    pub fn part<T: 'static>(
+        &mut self,
+        name: &'static str,
+        project: fn(&mut S) -> &mut T,
+    ) -> Install<'_, S, T> {
+        Install {
+            b: self,
+            protocol: name,
+            project,
+        }
+    }
+
     fn push(&mut self, protocol: &'static str, name: &'static str, call: Call<S>) -> HandlerId {
         self.handlers.push(HandlerEntry {
             protocol,
