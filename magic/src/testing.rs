@@ -126,17 +126,23 @@ impl fmt::Display for Shot {
             "{} on node {}: {} cycles, {} instructions, {} loads, {} stores, {} waiting, {} outbox stall",
             self.handler, self.node, s.busy, s.instructions, s.loads, s.stores, s.wait, s.outbox_stall
         )?;
-        writeln!(
-            f,
-            "{:>5} {:>5}  {:<14} {:>8}",
-            "from", "to", "step", "detail"
-        )?;
+        writeln!(f, "{:>5} {:>5}  {:<14} detail", "from", "to", "step")?;
         for st in &self.steps {
-            writeln!(
-                f,
-                "{:>5} {:>5}  {:<14} {:>8}",
-                st.start.0, st.end.0, st.what, st.detail
-            )?;
+            let d = st.detail;
+            let detail = match st.what {
+                "instructions" => format!("{d} issued"),
+                "load" | "store" if st.end > st.start => format!("{d:#x}, a miss"),
+                "load" | "store" => format!("{d:#x}"),
+                "send" => format!("to node {d}"),
+                "memory read" | "memory write" | "intervention" => format!("done at {d}"),
+                "to processor" => format!("there at {d}"),
+                _ => String::new(),
+            };
+            let line = format!(
+                "{:>5} {:>5}  {:<14} {detail}",
+                st.start.0, st.end.0, st.what
+            );
+            writeln!(f, "{}", line.trim_end())?;
         }
         for m in &self.sent {
             let to = match m.to {
