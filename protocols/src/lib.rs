@@ -14,3 +14,9 @@ pub mod pipeline;
 pub mod sheets;
 pub mod transfer;
 pub mod user;
+
+/// How to write a protocol: messages, handlers, what each step costs, a
+/// round trip timed cycle by cycle, protocols side by side, and testing one
+/// handler. (This is `docs/handlers.md`; its examples run as tests.)
+#[doc = include_str!("../../docs/handlers.md")]
+pub mod guide {}
