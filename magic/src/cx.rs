@@ -112,7 +112,7 @@ impl<'a, S> Cx<'a, S> {
     #[inline]
     fn step(&mut self, what: &'static str, from: Cycles, detail: u64) {
         if let Some(r) = self.hw.watch.as_mut() {
-            r.steps.push(crate::testing::Step {
+            r.steps.push(crate::watch::Step {
                 start: from - self.start,
                 end: self.now - self.start,
                 what,
@@ -123,9 +123,9 @@ impl<'a, S> Cx<'a, S> {
 
     /// Record a message the handler sent when the node is being watched.
     #[inline]
-    fn sent(&mut self, to: crate::testing::Dest, msg: &Msg, data: bool) {
+    fn sent(&mut self, to: crate::watch::Dest, msg: &Msg, data: bool) {
         if let Some(r) = self.hw.watch.as_mut() {
-            r.sent.push(crate::testing::Sent {
+            r.sent.push(crate::watch::Sent {
                 at: self.now - self.start,
                 to,
                 msg: *msg,
@@ -559,7 +559,7 @@ impl<'a, S> Cx<'a, S> {
             header
         };
         self.step("send", from, msg.dest.0 as u64);
-        self.sent(crate::testing::Dest::Node(msg.dest), &msg, bytes.is_some());
+        self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
@@ -587,7 +587,7 @@ impl<'a, S> Cx<'a, S> {
             return Err(Refused::QueueFull);
         }
         self.step("reschedule", self.now, 0);
-        self.sent(crate::testing::Dest::Software, &msg, false);
+        self.sent(crate::watch::Dest::Software, &msg, false);
         let pkt = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
         let at = self.now + self.params.inbox_dispatch;
@@ -623,7 +623,7 @@ impl<'a, S> Cx<'a, S> {
             full: arrive,
         };
         self.step("to processor", self.now, (arrive - self.start).0);
-        self.sent(crate::testing::Dest::Processor, &msg, bytes.is_some());
+        self.sent(crate::watch::Dest::Processor, &msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, at);
         self.engine.schedule(
             Time::from_cycles(arrive),

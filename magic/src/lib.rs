@@ -64,6 +64,7 @@ pub mod table;
 pub mod testing;
 pub mod time;
 pub mod trace;
+mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};

@@ -176,7 +176,7 @@ pub(crate) struct NodeHw {
     pub(crate) dirty: bool,
     pub(crate) wake_at: Option<Cycles>,
     /// What handlers did, step by step, while the test bench watches.
-    pub watch: Option<Box<crate::testing::Watch>>,
+    pub watch: Option<Box<crate::watch::Watch>>,
     /// Busy intervals, when the run is traced.
     pub trace: Option<Vec<crate::trace::Slice>>,
 }
