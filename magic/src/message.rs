@@ -179,8 +179,11 @@ pub trait Message: Copy + fmt::Debug + 'static {
 /// magic::messages! {
 ///     /// Messages of a remote fetch-and-add.
 ///     pub enum FaddMsg: FaddKind {
-///         /// Add `amount` to the word at the message's address.
-///         Add { amount: u64 },
+///         /// Add to the word at the message's address.
+///         Add {
+///             /// What to add.
+///             amount: u64,
+///         },
 ///         /// The old value.
 ///         Old { value: u64 } => Reply,
 ///     }
@@ -193,7 +196,7 @@ macro_rules! messages {
         $vis:vis enum $name:ident : $kind:ident {
             $(
                 $(#[$vmeta:meta])*
-                $variant:ident $({ $($field:ident : $fty:ty),* $(,)? })? $(=> $lane:ident)?
+                $variant:ident $({ $($(#[$fmeta:meta])* $field:ident : $fty:ty),* $(,)? })? $(=> $lane:ident)?
             ),* $(,)?
         }
     ) => {
@@ -202,7 +205,7 @@ macro_rules! messages {
         $vis enum $name {
             $(
                 $(#[$vmeta])*
-                $variant $({ $($field : $fty),* })?,
+                $variant $({ $($(#[$fmeta])* $field : $fty),* })?,
             )*
         }
 
