@@ -27,34 +27,41 @@ pub enum DirFormat {
 pub struct Sharers(SmallVec<[NodeId; 4]>);
 
 impl Sharers {
+    /// Just `n`.
     pub fn one(n: NodeId) -> Sharers {
         let mut s = Sharers::default();
         s.add(n);
         s
     }
 
+    /// `n` holds a copy.
     pub fn contains(&self, n: NodeId) -> bool {
         self.0.contains(&n)
     }
 
+    /// Add `n` (once).
     pub fn add(&mut self, n: NodeId) {
         if !self.contains(n) {
             self.0.push(n);
         }
     }
 
+    /// Take `n` out.
     pub fn remove(&mut self, n: NodeId) {
         self.0.retain(|x| *x != n);
     }
 
+    /// How many nodes.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// No node.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The nodes, in the order they were added.
     pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.0.iter().copied()
     }
@@ -83,10 +90,14 @@ pub enum DirState {
 /// A request forwarded to the owner, not yet answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Pending {
+    /// A read, for `requester`.
     Read {
+        /// The node that missed.
         requester: NodeId,
     },
+    /// A write, for `requester`.
     Write {
+        /// The node that missed.
         requester: NodeId,
     },
     /// The new owner wrote the line back before the old owner's notice of
@@ -94,9 +105,12 @@ pub enum Pending {
     Transfer,
 }
 
+/// A line's directory entry at its home.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DirEntry {
+    /// Where the up-to-date copy is.
     pub state: DirState,
+    /// A forwarded request not yet answered.
     pub pending: Option<Pending>,
 }
 
@@ -126,14 +140,25 @@ pub enum Decision {
     /// copy is intact), after invalidating `invalidate`, whose acknowledgements
     /// go to the requester.
     Memory {
+        /// The requester gets the line exclusive.
         exclusive: bool,
+        /// The line goes with the answer.
         data: bool,
+        /// Sharers to invalidate.
         invalidate: Targets,
     },
     /// The home's own processor holds the line dirty: intervene, then answer.
-    LocalOwner { exclusive: bool },
+    LocalOwner {
+        /// The requester gets the line exclusive.
+        exclusive: bool,
+    },
     /// Forward to the owner; the entry is pending until it answers.
-    Forward { owner: NodeId, exclusive: bool },
+    Forward {
+        /// The node whose cache holds the line dirty.
+        owner: NodeId,
+        /// The requester gets the line exclusive.
+        exclusive: bool,
+    },
 }
 
 /// The home's answer to request `req` from `r`.
@@ -258,7 +283,12 @@ pub enum WbDecision {
     Done,
     /// A request forwarded to the writer crossed the writeback: answer it
     /// from the written-back line (the owner will drop the forward).
-    Answer { requester: NodeId, exclusive: bool },
+    Answer {
+        /// The node whose request was forwarded.
+        requester: NodeId,
+        /// It asked for the line exclusive.
+        exclusive: bool,
+    },
     /// The writer was not the owner: a protocol error, the data is ignored.
     Stale,
 }

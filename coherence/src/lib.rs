@@ -2,21 +2,42 @@
 //! processor that drives it, and the coherence modes for message data.
 //!
 //! - [`directory`]: entries and the home's state transitions, pure functions.
+//! - [`msg`]: the protocol's messages ([`CohMsg`]).
 //! - [`protocol`]: the handlers (read and write misses, upgrades,
 //!   invalidations with acknowledgements, interventions, three-hop forwards,
-//!   writebacks, NAK and retry) and the per-node state.
+//!   writebacks, NAK and retry), the per-node state, and the protocol unit
+//!   [`Coherence`].
 //! - [`processor`]: an in-order processor running a program of loads, stores
 //!   and evictions against its cache, missing to MAGIC.
 //! - [`modes`]: none / local / global coherence for message data, as plans
 //!   the messaging handlers perform.
 //! - [`miss`]: the single read-miss experiment (`flashkit miss`).
+//!
+//! A machine running the protocol alone:
+//!
+//! ```
+//! use coherence::{Access, Coherence};
+//! use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region};
+//!
+//! let mut m = Magic::with(MagicParams::default(), 2, &Coherence::default()).unwrap();
+//! let line = PAddr::new(Region::Normal, NodeId(1), 0x1000);
+//! m.state_mut(NodeId(0)).proc.push([Access::Store(line, 7), Access::Load(line)]);
+//! m.start_processor(NodeId(0), Cycles(0)).unwrap();
+//! assert!(m.run().is_clean());
+//! assert_eq!(m.state(NodeId(0)).proc.results[1].value, Some(7));
+//! assert!(m.ledger().handler(Some(1), "coherence.home_request").is_some());
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod directory;
 pub mod miss;
 pub mod modes;
+pub mod msg;
 pub mod processor;
 pub mod protocol;
 
 pub use directory::{DirEntry, DirFormat, DirState, Sharers};
-pub use processor::{Op, OpResult};
-pub use protocol::{machine, CohNode, CohParams, CohStats, Placement};
+pub use msg::{CohKind, CohMsg};
+pub use processor::{Access, AccessResult};
+pub use protocol::{machine, CohNode, CohParams, CohStats, Coherence, Coherent, Placement};

@@ -12,22 +12,28 @@
 //! quiet again the ledger restarts and the processor misses on the measured
 //! line.
 
-use crate::processor::Op;
+use crate::processor::Access;
 use crate::protocol::{self, CohParams};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
 use serde::Serialize;
 
+/// Where the missed line is (see the module's description).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Case {
+    /// Homed at the requester, in no cache.
     LocalClean,
+    /// Homed at another node, in no cache.
     RemoteClean,
+    /// Homed at another node, dirty in a third node's cache.
     RemoteDirty,
 }
 
 impl Case {
+    /// Every case, in the order the experiment reports them.
     pub const ALL: [Case; 3] = [Case::LocalClean, Case::RemoteClean, Case::RemoteDirty];
 
+    /// The case as the command line names it.
     pub fn name(self) -> &'static str {
         match self {
             Case::LocalClean => "local-clean",
@@ -39,11 +45,15 @@ impl Case {
 
 /// The outcome of one miss.
 pub struct MissRun {
+    /// The case.
     pub case: Case,
+    /// From the load's issue to its word.
     pub latency: Cycles,
     /// The word the load returned and the word it should have.
     pub value: u64,
+    /// The word the load should have returned.
     pub expected: u64,
+    /// The machine after the miss (its ledger counts the measured miss).
     pub machine: Magic<protocol::CohNode>,
 }
 
@@ -132,7 +142,7 @@ pub fn run_with(
     } else {
         [0x77; 8]
     });
-    m.state_mut(NodeId(0)).proc.push([Op::Load(warm)]);
+    m.state_mut(NodeId(0)).proc.push([Access::Load(warm)]);
     m.start_processor(NodeId(0), Cycles(0))?;
     let warmup = m.run();
     if !warmup.is_clean() {
@@ -144,7 +154,7 @@ pub fn run_with(
     m.reset_counters();
     m.state_mut(NodeId(0))
         .proc
-        .push([Op::Load(PAddr(line.0 + 8))]);
+        .push([Access::Load(PAddr(line.0 + 8))]);
     let start = m.now() + Cycles(1);
     m.start_processor(NodeId(0), start)?;
     let report = m.run();

@@ -23,12 +23,32 @@ use magic::{BufId, Cx, LineState, NodeId, PAddr, Ticket};
 use serde::Serialize;
 use smallvec::SmallVec;
 
+/// How much coherence a messaging handler keeps for message data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
+    /// Memory as it is.
     None,
+    /// Lines uncached or cached only at their home, the node transferring.
     Local,
+    /// Any line anywhere.
     Global,
+}
+
+/// A mode travels as one word of a message (0, 1, 2).
+impl magic::message::Word for Mode {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+
+    fn from_word(w: u64) -> Option<Mode> {
+        match w {
+            0 => Some(Mode::None),
+            1 => Some(Mode::Local),
+            2 => Some(Mode::Global),
+            _ => None,
+        }
+    }
 }
 
 /// One coherence action on a line of message data.
@@ -37,26 +57,44 @@ pub enum Action {
     /// Read the line from memory (sender) or write it to memory (receiver).
     Memory,
     /// Take this node's processor's dirty copy, leaving it in `keep`.
-    InterveneLocal { keep: LineState },
+    InterveneLocal {
+        /// The state the processor's copy is left in.
+        keep: LineState,
+    },
     /// Drop this node's processor's clean copy.
     InvalidateLocal,
     /// Invalidate these nodes' clean copies (acknowledged to this node).
     InvalidateRemote(Targets),
     /// Get the dirty line from another node's cache (through the protocol).
-    FetchRemote { owner: NodeId },
+    FetchRemote {
+        /// The node whose cache holds it dirty.
+        owner: NodeId,
+    },
     /// The line lives in another node's memory: go through its home.
-    RemoteHome { home: NodeId },
+    RemoteHome {
+        /// The line's home.
+        home: NodeId,
+    },
 }
 
+/// The actions for one line, in order.
 pub type Plan = SmallVec<[Action; 3]>;
 
 /// A plan that cannot be carried out as asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModeError {
     /// `Local` was asked for a line outside its precondition.
-    OutsideLocal { line: PAddr, why: String },
+    OutsideLocal {
+        /// The line.
+        line: PAddr,
+        /// What breaks the precondition.
+        why: String,
+    },
     /// The directory entry is busy with a transaction: try again.
-    Busy { line: PAddr },
+    Busy {
+        /// The line.
+        line: PAddr,
+    },
     /// The plan needs other nodes; the messaging protocol carries it out.
     NeedsRemote(Plan),
 }
@@ -239,7 +277,8 @@ pub fn sender_read<S: protocol::Coherent>(
             }
         }
     }
-    Ok(ticket.expect("a plan reads the line"))
+    // Every plan that gets here reads the line (memory or the processor).
+    ticket.ok_or(ModeError::Busy { line })
 }
 
 /// What a messaging handler pays for the steps of a local plan on the
@@ -338,7 +377,9 @@ pub fn receiver_write_with<S: protocol::Coherent>(
             .map_err(|_| outside(line, "not in this node's memory"));
         if let Ok(t) = t {
             cx.wait(t);
-            current = *cx.buffer(tmp).expect("allocated");
+            if let Some(x) = cx.buffer(tmp) {
+                current = *x;
+            }
         }
         let _ = cx.free_buffer(tmp);
         t?;
@@ -360,8 +401,8 @@ pub fn receiver_write_with<S: protocol::Coherent>(
                 // after that (the dirty bytes are kept where it does not
                 // cover the line).
                 cx.wait_until(iv.done);
-                if !whole {
-                    current = *cx.buffer(tmp).expect("allocated");
+                if let (false, Some(x)) = (whole, cx.buffer(tmp)) {
+                    current = *x;
                 }
                 let _ = cx.free_buffer(tmp);
             }

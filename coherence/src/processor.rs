@@ -1,19 +1,21 @@
 //! The compute processor: an in-order program of loads, stores and
-//! evictions over normal space, one operation at a time. Hits are served by
+//! evictions over normal space, one access at a time. Hits are served by
 //! its cache in a cycle; a miss goes to MAGIC through the processor interface
-//! and the processor waits for the fill.
+//! (a [`CohMsg`] request) and the processor waits for the fill.
 
-use magic::{Cycles, LineState, Msg, PAddr, ProcStep, Processor, LINE_BYTES};
+use magic::{Cycles, LineState, PAddr, ProcStep, Processor, LINE_BYTES};
 use serde::Serialize;
 use std::collections::VecDeque;
 
-use crate::protocol::mt;
+use crate::msg::CohMsg;
 
-/// One operation of a processor's program. Addresses are byte addresses of
-/// 64-bit words in normal space.
+/// One step of a processor's program: an access to memory or a pause.
+/// Addresses are byte addresses of 64-bit words in normal space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Op {
+pub enum Access {
+    /// Read the word at the address.
     Load(PAddr),
+    /// Write the value to the word at the address.
     Store(PAddr, u64),
     /// Replace the line: a dirty line is written back, a clean one dropped.
     Evict(PAddr),
@@ -21,42 +23,61 @@ pub enum Op {
     Think(Cycles),
 }
 
-impl Op {
+impl Access {
+    /// The address the access touches (the default address for a pause).
     pub fn addr(self) -> PAddr {
         match self {
-            Op::Load(a) | Op::Store(a, _) | Op::Evict(a) => a,
-            Op::Think(_) => PAddr::default(),
+            Access::Load(a) | Access::Store(a, _) | Access::Evict(a) => a,
+            Access::Think(_) => PAddr::default(),
         }
     }
 }
 
-/// What an operation did.
+/// What an access did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct OpResult {
-    pub op: Op,
+pub struct AccessResult {
+    /// The access.
+    pub access: Access,
     /// The word a load returned.
     pub value: Option<u64>,
+    /// When the processor issued it.
     pub issued: Cycles,
     /// When the processor had its data (or permission).
     pub done: Cycles,
+    /// Served by the processor's cache without MAGIC.
     pub hit: bool,
     /// NAKs the miss met before it was served.
     pub retries: u32,
 }
 
-impl OpResult {
+impl AccessResult {
+    /// From issue to done.
     pub fn latency(&self) -> Cycles {
         self.done - self.issued
     }
 }
 
+/// MAGIC's answer to a miss, as the processor receives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fill {
+    /// The line may be written.
+    pub exclusive: bool,
+    /// NAKs the miss met.
+    pub retries: u32,
+    /// The processor may not keep a read's copy (an invalidation came while
+    /// the miss was outstanding).
+    pub invalidated: bool,
+}
+
+/// A processor's program and what it has done so far.
 #[derive(Default)]
 pub struct Proc {
-    program: VecDeque<Op>,
-    /// The operation waiting for a fill: (op, canonical address, issue cycle).
-    current: Option<(Op, PAddr, Cycles)>,
-    pub results: Vec<OpResult>,
-    /// Fills that matched no waiting operation.
+    program: VecDeque<Access>,
+    /// The access waiting for a fill: (access, canonical address, issue cycle).
+    current: Option<(Access, PAddr, Cycles)>,
+    /// What each finished access did, in program order.
+    pub results: Vec<AccessResult>,
+    /// Fills that matched no waiting access.
     pub stray_fills: u64,
     /// A dirty line the last step evicted (its node registers the writeback).
     pub(crate) evicted: Option<PAddr>,
@@ -73,7 +94,9 @@ fn line_of(a: PAddr) -> PAddr {
 
 fn read_word(bytes: &[u8; LINE_BYTES], a: PAddr) -> u64 {
     let o = word_at(a);
-    u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"))
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[o..o + 8]);
+    u64::from_le_bytes(w)
 }
 
 fn write_word(bytes: &mut [u8; LINE_BYTES], a: PAddr, v: u64) {
@@ -82,9 +105,9 @@ fn write_word(bytes: &mut [u8; LINE_BYTES], a: PAddr, v: u64) {
 }
 
 impl Proc {
-    /// Append operations to the program.
-    pub fn push(&mut self, ops: impl IntoIterator<Item = Op>) {
-        self.program.extend(ops);
+    /// Append accesses to the program.
+    pub fn push(&mut self, accesses: impl IntoIterator<Item = Access>) {
+        self.program.extend(accesses);
     }
 
     /// Waiting for a fill.
@@ -92,7 +115,7 @@ impl Proc {
         self.current.is_some()
     }
 
-    /// Operations not yet started.
+    /// Accesses not yet started.
     pub fn remaining(&self) -> usize {
         self.program.len()
     }
@@ -105,13 +128,13 @@ impl Proc {
         if self.current.is_some() {
             return ProcStep::Idle;
         }
-        let Some(op) = self.program.pop_front() else {
+        let Some(access) = self.program.pop_front() else {
             return ProcStep::Idle;
         };
         let now = p.now();
-        if let Op::Think(c) = op {
-            self.results.push(OpResult {
-                op,
+        if let Access::Think(c) = access {
+            self.results.push(AccessResult {
+                access,
                 value: None,
                 issued: now,
                 done: now + c,
@@ -120,77 +143,81 @@ impl Proc {
             });
             return ProcStep::At(now + c);
         }
-        let a = canon(op.addr());
-        let me = p.node();
+        let a = canon(access.addr());
         let state = p.cache().state(a);
         let bytes = p.cache().bytes(a).copied();
-        let hit = |value| OpResult {
-            op,
+        let hit = |value| AccessResult {
+            access,
             value,
             issued: now,
             done: now + Cycles(1),
             hit: true,
             retries: 0,
         };
-        let miss = |t| Msg::new(t, me, me).addr(line_of(a));
-        match (op, state, bytes) {
-            (Op::Load(_), LineState::Clean | LineState::Dirty, Some(b)) => {
+        let miss = |p: &Processor<'_>, m: CohMsg| p.msg(m).addr(line_of(a));
+        match (access, state, bytes) {
+            (Access::Load(_), LineState::Clean | LineState::Dirty, Some(b)) => {
                 self.results.push(hit(Some(read_word(&b, a))));
             }
-            (Op::Store(_, v), LineState::Dirty, Some(mut b)) => {
+            (Access::Store(_, v), LineState::Dirty, Some(mut b)) => {
                 write_word(&mut b, a, v);
                 p.cache().set(a, LineState::Dirty, b);
                 self.results.push(hit(None));
             }
-            (Op::Evict(_), LineState::Dirty, Some(b)) => {
+            (Access::Evict(_), LineState::Dirty, Some(b)) => {
                 p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
                 self.evicted = Some(line_of(a));
-                p.request(miss(mt::PI_WB), Some(b));
+                let wb = miss(p, CohMsg::PiWriteback);
+                p.request(wb, Some(b));
                 self.results.push(hit(None));
             }
-            (Op::Evict(_) | Op::Think(_), _, _) => {
+            (Access::Evict(_) | Access::Think(_), _, _) => {
                 p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
                 self.results.push(hit(None));
             }
-            (Op::Load(_), _, _) => return self.wait(p, op, a, miss(mt::PI_GET)),
-            (Op::Store(..), LineState::Clean, Some(_)) => {
-                return self.wait(p, op, a, miss(mt::PI_UPGRADE))
+            (Access::Load(_), _, _) => {
+                let m = miss(p, CohMsg::PiGet);
+                return self.wait(p, access, a, m);
             }
-            (Op::Store(..), _, _) => return self.wait(p, op, a, miss(mt::PI_GETX)),
+            (Access::Store(..), LineState::Clean, Some(_)) => {
+                let m = miss(p, CohMsg::PiUpgrade);
+                return self.wait(p, access, a, m);
+            }
+            (Access::Store(..), _, _) => {
+                let m = miss(p, CohMsg::PiGetX);
+                return self.wait(p, access, a, m);
+            }
         }
         ProcStep::At(now + Cycles(1))
     }
 
-    fn wait(&mut self, p: &mut Processor<'_>, op: Op, a: PAddr, m: Msg) -> ProcStep {
-        self.current = Some((op, a, p.now()));
+    fn wait(&mut self, p: &mut Processor<'_>, access: Access, a: PAddr, m: magic::Msg) -> ProcStep {
+        self.current = Some((access, a, p.now()));
         p.request(m, None);
         ProcStep::Idle
     }
 
-    /// MAGIC's fill for the waiting operation: perform it and go on.
+    /// MAGIC's fill for the waiting access: perform it and go on.
     pub(crate) fn fill(
         &mut self,
         p: &mut Processor<'_>,
-        msg: &Msg,
+        fill: Fill,
         data: Option<&[u8; LINE_BYTES]>,
-        invalidated: bool,
     ) -> ProcStep {
         let now = p.now();
-        let Some((op, a, issued)) = self.current.take() else {
+        let Some((access, a, issued)) = self.current.take() else {
             self.stray_fills += 1;
             return ProcStep::Idle;
         };
-        let exclusive = msg.args[0] != 0;
-
         // An upgrade's acknowledgement carries no data: the clean copy stays.
         let mut bytes = match data {
             Some(d) => *d,
             None => p.cache().bytes(a).copied().unwrap_or([0; LINE_BYTES]),
         };
-        let value = match op {
-            Op::Load(_) => {
-                if !invalidated {
-                    let st = if exclusive {
+        let value = match access {
+            Access::Load(_) => {
+                if !fill.invalidated {
+                    let st = if fill.exclusive {
                         LineState::Dirty
                     } else {
                         LineState::Clean
@@ -199,20 +226,20 @@ impl Proc {
                 }
                 Some(read_word(&bytes, a))
             }
-            Op::Store(_, v) => {
+            Access::Store(_, v) => {
                 write_word(&mut bytes, a, v);
                 p.cache().set(a, LineState::Dirty, bytes);
                 None
             }
-            Op::Evict(_) | Op::Think(_) => None,
+            Access::Evict(_) | Access::Think(_) => None,
         };
-        self.results.push(OpResult {
-            op,
+        self.results.push(AccessResult {
+            access,
             value,
             issued,
             done: now,
             hit: false,
-            retries: msg.args[2] as u32,
+            retries: fill.retries,
         });
         ProcStep::At(now + Cycles(1))
     }

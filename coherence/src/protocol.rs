@@ -1,4 +1,5 @@
-//! The base cache-coherence protocol as MAGIC handlers.
+//! The base cache-coherence protocol as MAGIC handlers, and [`Coherence`],
+//! the protocol unit that installs them.
 //!
 //! A processor miss enters its node's processor interface; the handler there
 //! either acts as the home (a local line) or sends the request to the home.
@@ -6,55 +7,28 @@
 //! what to do, and does it: answer from memory (speculatively read at
 //! dispatch), intervene in its own processor's cache, send invalidations
 //! (acknowledged to the requester), forward to a remote owner (three hops), or
-//! NAK a busy entry. Requests and replies travel on separate lanes.
+//! NAK a busy entry. Requests and replies travel on separate lanes; the
+//! messages are [`CohMsg`]'s.
 //!
 //! Every step a handler takes is charged through the context with the
 //! instruction counts of [`CoherenceCosts`]; directory entries and outstanding-miss
 //! records live in MAGIC memory and are reached through its data cache.
+//!
+//! The protocol runs alone ([`machine`], or [`Coherence`] beside other
+//! protocols), or carried by a protocol over its own node state: a state
+//! that is [`Coherent`] gets the handlers with [`install_on`].
 
 use crate::directory::{self, Decision, DirEntry, DirFormat, Req, WbDecision};
-use crate::processor::Proc;
+use crate::msg::{CohKind, CohMsg};
+use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
 use magic::costs::Source;
 use magic::{
-    BufId, Cx, Dispatch, Lane, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId,
-    NodeState, PAddr, ProcStep, Processor, Region, LINE_BYTES,
+    BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicBuilder, MagicParams, Msg,
+    NodeId, NodeState, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
 };
 use serde::Serialize;
 use smallvec::SmallVec;
-
-/// Message types of the protocol.
-pub mod mt {
-    use magic::MsgType;
-    /// Processor interface: read miss, write miss, upgrade, writeback, resume
-    /// forwards deferred behind a fill.
-    pub const PI_GET: MsgType = MsgType(1);
-    pub const PI_GETX: MsgType = MsgType(2);
-    pub const PI_UPGRADE: MsgType = MsgType(3);
-    pub const PI_WB: MsgType = MsgType(4);
-    pub const PI_RESUME: MsgType = MsgType(5);
-    /// Requests (request lane).
-    pub const GET: MsgType = MsgType(10);
-    pub const GETX: MsgType = MsgType(11);
-    pub const UPGRADE: MsgType = MsgType(12);
-    pub const WB: MsgType = MsgType(13);
-    pub const FWD_GET: MsgType = MsgType(14);
-    pub const FWD_GETX: MsgType = MsgType(15);
-    pub const INVAL: MsgType = MsgType(16);
-    /// The writeback acknowledgement travels on the request lane, so it
-    /// cannot overtake a forward the home sent the writer earlier.
-    pub const WB_ACK: MsgType = MsgType(17);
-    /// Replies (reply lane).
-    pub const PUT: MsgType = MsgType(20);
-    pub const PUTX: MsgType = MsgType(21);
-    pub const UPGRADE_ACK: MsgType = MsgType(22);
-    pub const INV_ACK: MsgType = MsgType(23);
-    pub const NAK: MsgType = MsgType(24);
-    pub const SHARING_WB: MsgType = MsgType(25);
-    pub const TRANSFER: MsgType = MsgType(26);
-    /// MAGIC to the processor: the line (or the permission) it missed on.
-    pub const FILL: MsgType = MsgType(30);
-}
 
 /// Where a line's home is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -101,8 +75,11 @@ magic::cost_sheet! {
 /// Parameters of the protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CohParams {
+    /// Where lines are homed.
     pub placement: Placement,
+    /// How directory entries hold their sharers.
     pub format: DirFormat,
+    /// What each handler step costs.
     pub costs: CoherenceCosts,
 }
 
@@ -131,13 +108,19 @@ struct Miss {
 /// Counters a study reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CohStats {
+    /// Requests this node refused as their home (busy entries, no buffer).
     pub naks: u64,
+    /// Requests this node's misses sent again after a NAK.
     pub retries: u64,
+    /// The most NAKs one miss met.
     pub max_retries: u32,
+    /// Invalidations this node sent as a home.
     pub invalidations: u64,
+    /// Requests this node forwarded to an owner as a home.
     pub forwards: u64,
     /// Forwards dropped because the writeback crossing them answered instead.
     pub forwards_dropped: u64,
+    /// Forwards that waited for this node's own fill.
     pub deferred: u64,
     /// Messages that found the protocol in a state it does not expect.
     pub protocol_errors: u64,
@@ -146,17 +129,30 @@ pub struct CohStats {
 /// One node: its directory (as home), its outstanding misses (as requester),
 /// and its compute processor.
 pub struct CohNode {
+    /// This node.
     pub id: NodeId,
+    /// Nodes in the machine.
     pub nodes: u32,
+    /// The protocol's parameters.
     pub params: CohParams,
     dir: HashMap<u64, DirEntry>,
     misses: HashMap<u64, Miss>,
     /// Dirty evictions of each line whose writeback the home has not yet
     /// acknowledged (a line can be evicted again before the first is).
     writebacks: HashMap<u64, u32>,
-    deferred: HashMap<u64, SmallVec<[Msg; 2]>>,
+    deferred: HashMap<u64, SmallVec<[Deferred; 2]>>,
+    /// The compute processor's program.
     pub proc: Proc,
+    /// What the protocol counted.
     pub stats: CohStats,
+}
+
+/// A forward that waits for this node's own fill of its line.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    msg: Msg,
+    requester: NodeId,
+    exclusive: bool,
 }
 
 /// The key of a line: its canonical address over 128.
@@ -165,6 +161,7 @@ fn key(a: PAddr) -> u64 {
 }
 
 impl CohNode {
+    /// Node `id` of `nodes`, with an empty directory and an idle processor.
     pub fn new(id: NodeId, nodes: u32, params: CohParams) -> CohNode {
         CohNode {
             id,
@@ -230,7 +227,9 @@ impl CohNode {
 /// A node state that contains the coherence protocol's: lets the protocol's
 /// handlers run on machines whose nodes also do other things.
 pub trait Coherent: NodeState + 'static {
+    /// The coherence protocol's part of the node.
     fn coh(&self) -> &CohNode;
+    /// The same, to change.
     fn coh_mut(&mut self) -> &mut CohNode;
 }
 
@@ -290,23 +289,25 @@ impl NodeState for CohNode {
         msg: &Msg,
         data: Option<&[u8; LINE_BYTES]>,
     ) -> Option<ProcStep> {
-        if msg.mtype == mt::NAK {
-            // Refused by our own home: ask again (the miss record stays).
-            let Some(miss) = self.misses.get_mut(&key(msg.addr)) else {
-                self.stats.protocol_errors += 1;
+        // Another protocol's message is not ours to take.
+        let (exclusive, retries) = match p.decode::<CohMsg>(msg).ok()? {
+            CohMsg::Nak => {
+                // Refused by our own home: ask again (the miss record stays).
+                let Some(miss) = self.misses.get_mut(&key(msg.addr)) else {
+                    self.stats.protocol_errors += 1;
+                    return Some(ProcStep::Idle);
+                };
+                miss.retries += 1;
+                let (req, retries) = (miss.req, miss.retries);
+                self.stats.retries += 1;
+                self.stats.max_retries = self.stats.max_retries.max(retries);
+                let again = p.msg(CohMsg::pi(req)).addr(msg.addr);
+                p.request(again, None);
                 return Some(ProcStep::Idle);
-            };
-            miss.retries += 1;
-            let (req, retries) = (miss.req, miss.retries);
-            self.stats.retries += 1;
-            self.stats.max_retries = self.stats.max_retries.max(retries);
-            let t = pi_type(req);
-            p.request(Msg::new(t, self.id, self.id).addr(msg.addr), None);
-            return Some(ProcStep::Idle);
-        }
-        if msg.mtype != mt::FILL {
-            return None;
-        }
+            }
+            CohMsg::Fill { exclusive, retries } => (exclusive, retries),
+            _ => return None,
+        };
         // The miss ends when the processor has the line; an invalidation
         // that came meanwhile says not to keep a read's copy.
         let invalidated = match self.misses.remove(&key(msg.addr)) {
@@ -316,14 +317,17 @@ impl NodeState for CohNode {
                 false
             }
         };
-        let step = self.proc.fill(p, msg, data, invalidated);
+        let fill = Fill {
+            exclusive,
+            retries,
+            invalidated,
+        };
+        let step = self.proc.fill(p, fill, data);
         // Forwards that arrived while the fill was outstanding can go now
         // that the processor has used the line.
         if self.deferred.contains_key(&key(msg.addr)) {
-            p.request(
-                Msg::new(mt::PI_RESUME, self.id, self.id).addr(msg.addr),
-                None,
-            );
+            let resume = p.msg(CohMsg::PiResume).addr(msg.addr);
+            p.request(resume, None);
         }
         Some(step)
     }
@@ -394,37 +398,44 @@ fn send<S: Coherent>(cx: &mut Cx<'_, S>, m: Msg, data: Option<BufId>) {
     }
 }
 
-fn req_of(t: MsgType) -> Req {
-    match t {
-        mt::PI_GET | mt::GET => Req::Read,
-        mt::PI_GETX | mt::GETX => Req::Write,
-        _ => Req::Upgrade,
+/// What the home grants a requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grant {
+    /// A shared copy, with the line.
+    Shared,
+    /// An exclusive copy, with the line.
+    Exclusive,
+    /// Exclusivity over a clean copy the requester holds.
+    Upgrade,
+}
+
+impl Grant {
+    fn exclusive(self) -> bool {
+        self != Grant::Shared
+    }
+
+    fn msg(self, acks: u32) -> CohMsg {
+        match self {
+            Grant::Shared => CohMsg::Put { acks },
+            Grant::Exclusive => CohMsg::PutX { acks },
+            Grant::Upgrade => CohMsg::UpgradeAck { acks },
+        }
     }
 }
 
-/// The processor-interface message that asks for `r` again.
-pub(crate) fn pi_type(r: Req) -> MsgType {
-    match r {
-        Req::Read => mt::PI_GET,
-        Req::Write => mt::PI_GETX,
-        Req::Upgrade => mt::PI_UPGRADE,
-    }
-}
-
-fn net_type(r: Req) -> MsgType {
-    match r {
-        Req::Read => mt::GET,
-        Req::Write => mt::GETX,
-        Req::Upgrade => mt::UPGRADE,
-    }
+/// A message a handler did not expect: counted, otherwise ignored.
+fn unexpected<T: Coherent>(cx: &mut Cx<'_, T>) {
+    cx.state().coh_mut().stats.protocol_errors += 1;
 }
 
 /// A miss from this node's processor.
-fn pi_miss<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn pi_miss<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
+    let Some(req) = msg.req() else {
+        return unexpected(cx);
+    };
     let line = m.addr;
-    let req = req_of(m.mtype);
     let me = cx.node();
     cx.instr(c.record);
     cx.store(miss_addr(line));
@@ -443,24 +454,25 @@ fn pi_miss<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
             retries: 0,
         });
     if line.node() == me {
-        home_request(cx, line, me, req, m);
+        serve_request(cx, line, me, req);
     } else {
-        let r = Msg::new(net_type(req), me, line.node())
-            .addr(line)
-            .args([me.0 as u64, 0, 0]);
+        let r = cx.msg(CohMsg::request(req)).to(line.node()).addr(line);
         send(cx, r, None);
     }
 }
 
 /// A request at the home.
-fn net_request<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn home_request<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    home_request(cx, m.addr, m.src, req_of(m.mtype), m);
+    let Some(req) = msg.req() else {
+        return unexpected(cx);
+    };
+    serve_request(cx, m.addr, m.src, req);
 }
 
 /// The home's part of a request from `r` (this node or another).
-fn home_request<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, r: NodeId, req: Req, orig: &Msg) {
+fn serve_request<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId, req: Req) {
     let me = cx.node();
     let e = dir_load(cx, line);
     let (next, decision) = directory::on_request(&e, me, r, req);
@@ -499,11 +511,12 @@ fn home_request<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, r: NodeId, req: Re
         if let Some(b) = buf {
             let _ = cx.free_buffer(b);
         }
-        nak(cx, r, orig);
+        refuse(cx, r, line);
         return;
     }
     match decision {
-        Decision::Nak => unreachable!("handled above"),
+        // Refused above.
+        Decision::Nak => {}
         Decision::Memory {
             exclusive,
             data,
@@ -522,21 +535,22 @@ fn home_request<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, r: NodeId, req: Re
                     invalidate_local(cx, line);
                 } else {
                     remote += 1;
-                    let inv = Msg::new(mt::INVAL, me, t)
-                        .addr(line)
-                        .args([r.0 as u64, 0, 0]);
+                    let inv = cx.msg(CohMsg::Inval { requester: r }).to(t).addr(line);
                     send(cx, inv, None);
                 }
             }
-            let ty = match (exclusive, data) {
-                (false, _) => mt::PUT,
-                (true, true) => mt::PUTX,
-                (true, false) => mt::UPGRADE_ACK,
+            let grant = match (exclusive, data) {
+                (false, _) => Grant::Shared,
+                (true, true) => Grant::Exclusive,
+                (true, false) => Grant::Upgrade,
             };
-            reply(cx, line, r, ty, remote, buf);
+            answer(cx, line, r, grant, remote, buf);
         }
         Decision::LocalOwner { exclusive } => {
-            let b = buf.expect("claimed above");
+            // Claimed above: a refusal without one returned.
+            let Some(b) = buf else {
+                return unexpected(cx);
+            };
             dir_store(cx, line, next);
             let c = costs(cx);
             cx.instr(c.issue);
@@ -559,24 +573,32 @@ fn home_request<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, r: NodeId, req: Re
                 cx.instr(c.issue);
                 let _ = cx.mem_write(line, b);
             }
-            let ty = if exclusive { mt::PUTX } else { mt::PUT };
-            reply(cx, line, r, ty, 0, Some(b));
+            let grant = if exclusive {
+                Grant::Exclusive
+            } else {
+                Grant::Shared
+            };
+            answer(cx, line, r, grant, 0, Some(b));
         }
         Decision::Forward { owner, exclusive } => {
             dir_store(cx, line, next);
             cx.state().coh_mut().stats.forwards += 1;
-            let ty = if exclusive { mt::FWD_GETX } else { mt::FWD_GET };
-            let f = Msg::new(ty, me, owner).addr(line).args([r.0 as u64, 0, 0]);
+            let fwd = if exclusive {
+                CohMsg::FwdGetX { requester: r }
+            } else {
+                CohMsg::FwdGet { requester: r }
+            };
+            let f = cx.msg(fwd).to(owner).addr(line);
             send(cx, f, None);
         }
     }
 }
 
-/// Refuse a request: the requester tries again.
-fn nak<S: Coherent>(cx: &mut Cx<'_, S>, r: NodeId, orig: &Msg) {
+/// Refuse a request for `line`: the requester tries again.
+fn refuse<T: Coherent>(cx: &mut Cx<'_, T>, r: NodeId, line: PAddr) {
     cx.state().coh_mut().stats.naks += 1;
     let me = cx.node();
-    let n = Msg::new(mt::NAK, me, r).lane(Lane::Reply).addr(orig.addr);
+    let n = cx.msg(CohMsg::Nak).to(r).addr(line);
     if r == me {
         // Our own processor's request: the NAK goes back across the processor
         // interface and the processor asks again.
@@ -590,29 +612,26 @@ fn nak<S: Coherent>(cx: &mut Cx<'_, S>, r: NodeId, orig: &Msg) {
     }
 }
 
-/// Answer requester `r` (here or remote) with `ty`, telling it how many
+/// Answer requester `r` (here or remote) with `grant`, telling it how many
 /// invalidation acknowledgements to expect.
-fn reply<S: Coherent>(
-    cx: &mut Cx<'_, S>,
+fn answer<T: Coherent>(
+    cx: &mut Cx<'_, T>,
     line: PAddr,
     r: NodeId,
-    ty: MsgType,
+    grant: Grant,
     acks: u32,
     buf: Option<BufId>,
 ) {
     if r == cx.node() {
-        got_reply(cx, line, ty, acks, buf);
+        got_reply(cx, line, grant.exclusive(), acks, buf);
     } else {
-        let m = Msg::new(ty, cx.node(), r)
-            .lane(Lane::Reply)
-            .addr(line)
-            .args([r.0 as u64, acks as u64, 0]);
+        let m = cx.msg(grant.msg(acks)).to(r).addr(line);
         send(cx, m, buf);
     }
 }
 
 /// Invalidate this node's processor's copy (clean: the directory said shared).
-fn invalidate_local<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
+fn invalidate_local<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     let c = costs(cx);
     cx.instr(c.issue);
     if let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(line)) {
@@ -627,17 +646,22 @@ fn invalidate_local<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
 }
 
 /// PUT, PUTX or UPGRADE_ACK at the requester.
-fn net_reply<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn reply<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
+    let (exclusive, acks) = match msg {
+        CohMsg::Put { acks } => (false, acks),
+        CohMsg::PutX { acks } | CohMsg::UpgradeAck { acks } => (true, acks),
+        _ => return unexpected(cx),
+    };
     let buf = cx.take_msg_buffer();
-    got_reply(cx, m.addr, m.mtype, m.args[1] as u32, buf);
+    got_reply(cx, m.addr, exclusive, acks, buf);
 }
 
-fn got_reply<S: Coherent>(
-    cx: &mut Cx<'_, S>,
+fn got_reply<T: Coherent>(
+    cx: &mut Cx<'_, T>,
     line: PAddr,
-    ty: MsgType,
+    exclusive: bool,
     acks: u32,
     buf: Option<BufId>,
 ) {
@@ -653,13 +677,13 @@ fn got_reply<S: Coherent>(
         return;
     };
     miss.acks_needed = Some(acks);
-    miss.exclusive = ty != mt::PUT;
+    miss.exclusive = exclusive;
     miss.buf = buf;
     try_complete(cx, line);
 }
 
 /// An invalidation acknowledgement at the requester.
-fn inv_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn inval_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
     cx.load(miss_addr(m.addr));
@@ -675,7 +699,7 @@ fn inv_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
 }
 
 /// Hand the processor its line once the reply and every acknowledgement are in.
-fn try_complete<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
+fn try_complete<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     let k = key(line);
     let Some(miss) = cx.state().coh_mut().misses.get_mut(&k) else {
         return;
@@ -687,11 +711,7 @@ fn try_complete<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
     // `processor_receive`): forwards and invalidations still see the miss.
     miss.filling = true;
     let (exclusive, retries, buf) = (miss.exclusive, miss.retries, miss.buf.take());
-    let f = Msg::new(mt::FILL, cx.node(), cx.node()).addr(line).args([
-        exclusive as u64,
-        0,
-        retries as u64,
-    ]);
+    let f = cx.msg(CohMsg::Fill { exclusive, retries }).addr(line);
     let c = costs(cx);
     cx.instr(c.send);
     if cx.to_processor(f, buf).is_err() {
@@ -700,10 +720,9 @@ fn try_complete<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
 }
 
 /// A NAK at the requester: ask again.
-fn net_nak<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn nak<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
-    let me = cx.node();
     let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(m.addr)) else {
         cx.state().coh_mut().stats.protocol_errors += 1;
         return;
@@ -713,25 +732,35 @@ fn net_nak<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     let s = &mut cx.state().coh_mut().stats;
     s.retries += 1;
     s.max_retries = s.max_retries.max(retries);
-    let r = Msg::new(net_type(req), me, m.addr.node())
-        .addr(m.addr)
-        .args([me.0 as u64, 0, 0]);
+    let r = cx.msg(CohMsg::request(req)).to(m.addr.node()).addr(m.addr);
     send(cx, r, None);
 }
 
 /// A forwarded request at the (presumed) owner.
-fn forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn owner_forward<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    serve_forward(cx, m);
+    let (requester, exclusive) = match msg {
+        CohMsg::FwdGet { requester } => (requester, false),
+        CohMsg::FwdGetX { requester } => (requester, true),
+        _ => return unexpected(cx),
+    };
+    serve_forward(
+        cx,
+        Deferred {
+            msg: *m,
+            requester,
+            exclusive,
+        },
+    );
 }
 
-fn serve_forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
-    let line = m.addr;
+/// Serve forward `f` at the owner: the line goes from its processor's cache
+/// to the requester (and, for a read, to the home).
+fn serve_forward<T: Coherent>(cx: &mut Cx<'_, T>, f: Deferred) {
+    let line = f.msg.addr;
     let k = key(line);
-    let me = cx.node();
-    let r = NodeId(m.args[0] as u32);
-    let exclusive = m.mtype == mt::FWD_GETX;
+    let r = f.requester;
     if cx.state().coh_mut().writebacks.contains_key(&k) {
         // Our writeback crossed it; the home answers from the written-back line.
         cx.state().coh_mut().stats.forwards_dropped += 1;
@@ -740,18 +769,18 @@ fn serve_forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     if cx.state().coh_mut().misses.contains_key(&k) {
         // Our own fill is still on its way: serve it once the processor has it.
         cx.state().coh_mut().stats.deferred += 1;
-        cx.state().coh_mut().deferred.entry(k).or_default().push(*m);
+        cx.state().coh_mut().deferred.entry(k).or_default().push(f);
         return;
     }
     let Some(b) = cx.alloc_buffer() else {
-        if cx.reschedule(*m).is_err() {
+        if cx.reschedule(f.msg).is_err() {
             cx.state().coh_mut().stats.protocol_errors += 1;
         }
         return;
     };
     let issue = costs(cx).issue;
     cx.instr(issue);
-    let keep = if exclusive {
+    let keep = if f.exclusive {
         LineState::Uncached
     } else {
         LineState::Clean
@@ -765,46 +794,37 @@ fn serve_forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
         }
     }
     let home = line.node();
-    if exclusive {
-        let d = Msg::new(mt::PUTX, me, r)
-            .lane(Lane::Reply)
-            .addr(line)
-            .args([r.0 as u64, 0, 0]);
+    if f.exclusive {
+        let d = cx.msg(CohMsg::PutX { acks: 0 }).to(r).addr(line);
         send(cx, d, Some(b));
-        let t = Msg::new(mt::TRANSFER, me, home)
-            .lane(Lane::Reply)
-            .addr(line)
-            .args([r.0 as u64, 0, 0]);
+        let t = cx.msg(CohMsg::Transfer).to(home).addr(line);
         send(cx, t, None);
     } else {
         // The reader and the home each get the line.
         let copy = cx.alloc_buffer();
-        let d = Msg::new(mt::PUT, me, r)
-            .lane(Lane::Reply)
-            .addr(line)
-            .args([r.0 as u64, 0, 0]);
+        let d = cx.msg(CohMsg::Put { acks: 0 }).to(r).addr(line);
         match copy {
             Some(b2) => {
-                let bytes = *cx.buffer(b).expect("allocated");
+                let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
                 if let Some(x) = cx.buffer_mut(b2) {
                     *x = bytes;
                 }
                 let issue = costs(cx).issue;
                 cx.instr(issue);
                 send(cx, d, Some(b));
-                let w = Msg::new(mt::SHARING_WB, me, home)
-                    .lane(Lane::Reply)
-                    .addr(line)
-                    .args([r.0 as u64, 0, 0]);
+                let w = cx
+                    .msg(CohMsg::SharingWriteback { answer: false })
+                    .to(home)
+                    .addr(line);
                 send(cx, w, Some(b2));
             }
             None => {
                 // No second buffer: the home gets the line first and answers
                 // the reader from memory.
-                let w = Msg::new(mt::SHARING_WB, me, home)
-                    .lane(Lane::Reply)
-                    .addr(line)
-                    .args([r.0 as u64, 1, 0]);
+                let w = cx
+                    .msg(CohMsg::SharingWriteback { answer: true })
+                    .to(home)
+                    .addr(line);
                 send(cx, w, Some(b));
             }
         }
@@ -812,7 +832,7 @@ fn serve_forward<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
 }
 
 /// The processor has used a fill: serve forwards that waited for it.
-fn pi_resume<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn pi_resume<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let waiting = cx
@@ -822,26 +842,27 @@ fn pi_resume<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
         .remove(&key(m.addr))
         .unwrap_or_default();
     for f in waiting {
-        serve_forward(cx, &f);
+        serve_forward(cx, f);
     }
 }
 
 /// An invalidation at a sharer.
-fn inval<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn invalidate<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
+    let CohMsg::Inval { requester } = msg else {
+        return unexpected(cx);
+    };
     invalidate_local(cx, m.addr);
-    let r = NodeId(m.args[0] as u32);
-    let a = Msg::new(mt::INV_ACK, cx.node(), r)
-        .lane(Lane::Reply)
-        .addr(m.addr);
+    let a = cx.msg(CohMsg::InvAck).to(requester).addr(m.addr);
     send(cx, a, None);
 }
 
 /// The owner kept a clean copy: memory gets the line, the entry is shared.
-fn sharing_wb<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn sharing_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
+    let answer_reader = matches!(msg, CohMsg::SharingWriteback { answer: true });
     let line = m.addr;
     let e = dir_load(cx, line);
     let next = directory::on_sharing_writeback(&e, m.src);
@@ -856,9 +877,9 @@ fn sharing_wb<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     if let Some(b) = cx.take_msg_buffer() {
         cx.instr(c.issue);
         let _ = cx.mem_write(line, b);
-        match (m.args[1], requester) {
+        match (answer_reader, requester) {
             // The owner had no second buffer: answer the reader from here.
-            (1, Some(r)) => reply(cx, line, r, mt::PUT, 0, Some(b)),
+            (true, Some(r)) => answer(cx, line, r, Grant::Shared, 0, Some(b)),
             _ => {
                 let _ = cx.free_buffer(b);
             }
@@ -867,7 +888,7 @@ fn sharing_wb<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
 }
 
 /// The owner handed the line to the writer.
-fn transfer<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn transfer<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let e = dir_load(cx, m.addr);
@@ -879,31 +900,32 @@ fn transfer<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
 }
 
 /// This node's processor writes a dirty line back.
-fn pi_writeback<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
     let me = cx.node();
     if line.node() == me {
         cx.state().coh_mut().writeback_done(key(line));
-        home_writeback(cx, line, me);
+        write_back(cx, line, me);
     } else {
         let b = cx.take_msg_buffer();
-        let w = Msg::new(mt::WB, me, line.node()).addr(line);
+        let w = cx.msg(CohMsg::Writeback).to(line.node()).addr(line);
         send(cx, w, b);
     }
 }
 
 /// A writeback at the home.
-fn net_writeback<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    home_writeback(cx, m.addr, m.src);
-    let a = Msg::new(mt::WB_ACK, cx.node(), m.src).addr(m.addr);
+    write_back(cx, m.addr, m.src);
+    let a = cx.msg(CohMsg::WritebackAck).to(m.src).addr(m.addr);
     send(cx, a, None);
 }
 
-fn home_writeback<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, from: NodeId) {
+/// The home takes `from`'s writeback of `line` (in the message's buffer).
+fn write_back<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, from: NodeId) {
     let e = dir_load(cx, line);
     let (next, d) = directory::on_writeback(&e, from);
     let Some(b) = cx.take_msg_buffer() else {
@@ -924,8 +946,12 @@ fn home_writeback<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, from: NodeId) {
             requester,
             exclusive,
         } => {
-            let ty = if exclusive { mt::PUTX } else { mt::PUT };
-            reply(cx, line, requester, ty, 0, Some(b));
+            let grant = if exclusive {
+                Grant::Exclusive
+            } else {
+                Grant::Shared
+            };
+            answer(cx, line, requester, grant, 0, Some(b));
         }
         _ => {
             let _ = cx.free_buffer(b);
@@ -933,7 +959,8 @@ fn home_writeback<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, from: NodeId) {
     }
 }
 
-fn wb_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
+/// The home has this node's writeback.
+fn writeback_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
     if !cx.state().coh_mut().writeback_done(key(m.addr)) {
@@ -941,61 +968,107 @@ fn wb_ack<S: Coherent>(cx: &mut Cx<'_, S>, m: &Msg) {
     }
 }
 
-/// Install the protocol's handlers in a machine's jump table.
-pub fn install<S: Coherent>(b: &mut MagicBuilder<S>) {
+/// Install the protocol's handlers under the name `coherence`, over the
+/// part `T` of the machine's node state that `b` installs on: how a
+/// protocol whose nodes are [`Coherent`] carries the coherence protocol.
+pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) {
+    let mut b = b.part("coherence");
     let spec = Dispatch {
         speculative_read: true,
         ..Dispatch::default()
     };
     let n = Region::Normal;
-    let h = b.handler("pi-miss", pi_miss::<S>);
-    for t in [mt::PI_GET, mt::PI_GETX, mt::PI_UPGRADE] {
-        b.route_with(t, n, h, spec);
+    let h = b.handler("pi_miss", pi_miss::<T>);
+    for k in [CohKind::PiGet, CohKind::PiGetX, CohKind::PiUpgrade] {
+        b.route_with(k, n, h, spec);
     }
-    let h = b.handler("pi-writeback", pi_writeback::<S>);
-    b.route(mt::PI_WB, n, h);
-    let h = b.handler("pi-resume", pi_resume::<S>);
-    b.route(mt::PI_RESUME, n, h);
-    let h = b.handler("home-request", net_request::<S>);
-    for t in [mt::GET, mt::GETX, mt::UPGRADE] {
-        b.route_with(t, n, h, spec);
+    let h = b.handler("pi_writeback", pi_writeback::<T>);
+    b.route(CohKind::PiWriteback, n, h);
+    let h = b.handler("pi_resume", pi_resume::<T>);
+    b.route(CohKind::PiResume, n, h);
+    let h = b.handler("home_request", home_request::<T>);
+    for k in [CohKind::Get, CohKind::GetX, CohKind::Upgrade] {
+        b.route_with(k, n, h, spec);
     }
-    let h = b.handler("home-writeback", net_writeback::<S>);
-    b.route(mt::WB, n, h);
-    let h = b.handler("owner-forward", forward::<S>);
-    b.route(mt::FWD_GET, n, h).route(mt::FWD_GETX, n, h);
-    let h = b.handler("invalidate", inval::<S>);
-    b.route(mt::INVAL, n, h);
-    let h = b.handler("writeback-ack", wb_ack::<S>);
-    b.route(mt::WB_ACK, n, h);
-    let h = b.handler("reply", net_reply::<S>);
-    b.route(mt::PUT, n, h)
-        .route(mt::PUTX, n, h)
-        .route(mt::UPGRADE_ACK, n, h);
-    let h = b.handler("inval-ack", inv_ack::<S>);
-    b.route(mt::INV_ACK, n, h);
-    let h = b.handler("nak", net_nak::<S>);
-    b.route(mt::NAK, n, h);
-    let h = b.handler("sharing-writeback", sharing_wb::<S>);
-    b.route(mt::SHARING_WB, n, h);
-    let h = b.handler("transfer", transfer::<S>);
-    b.route(mt::TRANSFER, n, h);
+    let h = b.handler("home_writeback", home_writeback::<T>);
+    b.route(CohKind::Writeback, n, h);
+    let h = b.handler("owner_forward", owner_forward::<T>);
+    b.route(CohKind::FwdGet, n, h).route(CohKind::FwdGetX, n, h);
+    let h = b.handler("invalidate", invalidate::<T>);
+    b.route(CohKind::Inval, n, h);
+    let h = b.handler("writeback_ack", writeback_ack::<T>);
+    b.route(CohKind::WritebackAck, n, h);
+    let h = b.handler("reply", reply::<T>);
+    b.route(CohKind::Put, n, h)
+        .route(CohKind::PutX, n, h)
+        .route(CohKind::UpgradeAck, n, h);
+    let h = b.handler("inval_ack", inval_ack::<T>);
+    b.route(CohKind::InvAck, n, h);
+    let h = b.handler("nak", nak::<T>);
+    b.route(CohKind::Nak, n, h);
+    let h = b.handler("sharing_writeback", sharing_writeback::<T>);
+    b.route(CohKind::SharingWriteback, n, h);
+    let h = b.handler("transfer", transfer::<T>);
+    b.route(CohKind::Transfer, n, h);
 }
 
-/// A FLASH machine running the coherence protocol.
-pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<CohNode>, String> {
-    // A requester holds a reply's buffer while it waits for invalidation
-    // acknowledgements; the inbox may need another for a data reply at the
-    // head of the same queue, so one buffer could deadlock the node.
-    if params.data_buffers < 2 {
-        return Err(format!(
-            "the coherence protocol needs at least 2 data buffers per node (got {})",
-            params.data_buffers
-        ));
+/// Install the protocol's handlers on a machine whose whole node state is
+/// [`Coherent`] (see [`install_on`]).
+pub fn install<S: Coherent>(b: &mut MagicBuilder<S>) {
+    install_on(&mut b.part("coherence", |s| s));
+}
+
+/// The coherence protocol as a unit: its messages ([`CohMsg`]), handlers,
+/// routes and per-node state ([`CohNode`]), installed on a machine alone or
+/// beside other protocols.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coherence {
+    /// The protocol's parameters, given to every node.
+    pub params: CohParams,
+}
+
+impl Coherence {
+    /// The protocol with parameters `params`.
+    pub fn new(params: CohParams) -> Coherence {
+        Coherence { params }
     }
-    let mut b = MagicBuilder::new(params, nodes);
-    install(&mut b);
-    Ok(b.build(|n| CohNode::new(n, nodes, coh))?)
+}
+
+impl Protocol for Coherence {
+    type Node = CohNode;
+
+    fn name(&self) -> &'static str {
+        "coherence"
+    }
+
+    fn node(&self, n: NodeId, nodes: u32) -> CohNode {
+        CohNode::new(n, nodes, self.params)
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, CohNode>) {
+        install_on(b);
+    }
+
+    /// A requester holds a reply's buffer while it waits for invalidation
+    /// acknowledgements; the inbox may need another for a data reply at the
+    /// head of the same queue, so one buffer could deadlock the node.
+    fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
+        if params.data_buffers < 2 {
+            return Err(BuildError::Protocol(format!(
+                "the coherence protocol needs at least 2 data buffers per node (got {})",
+                params.data_buffers
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A FLASH machine running the coherence protocol alone.
+pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<CohNode>, String> {
+    let unit = Coherence::new(coh);
+    // The protocol's own refusal comes before any other.
+    unit.check(&params, nodes)?;
+    Ok(Magic::with(params, nodes, &unit)?)
 }
 
 /// Put a line in a starting state: `copies` are the caches holding it (at most

@@ -1,19 +1,27 @@
 //! Message-data coherence modes on MAGIC: a line is sent from node 0's send
 //! buffer into node 1's receive buffer by two small handlers that call the
-//! modes API. Without coherence the hazards show; with `local` they do not.
+//! modes API. They are a protocol unit of their own (`md`) that carries the
+//! coherence protocol over its node state. Without coherence the hazards
+//! show; with `local` they do not.
 
 use coherence::modes::{self, Mode, ModeError};
-use coherence::protocol::{self, CohNode, CohParams};
-use coherence::Op;
+use coherence::protocol::{self, CohNode, CohParams, Coherence};
+use coherence::Access;
 use magic::{
-    Cx, Cycles, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, PAddr, Region,
+    BuildError, Cx, Cycles, Install, LineState, Magic, MagicParams, Msg, NodeId, PAddr, Protocol,
+    Region,
 };
 
-const MD_SEND: MsgType = MsgType(100);
-const MD_DATA: MsgType = MsgType(101);
-
-fn mode_of(m: &Msg) -> Mode {
-    [Mode::None, Mode::Local, Mode::Global][m.args[0] as usize]
+magic::messages! {
+    /// The test protocol's messages.
+    pub enum MdMsg: MdKind {
+        /// Node 0: send the send-buffer line under `mode`.
+        Send { mode: Mode },
+        /// Node 1: the line (with it), to be written under `mode`.
+        Data { mode: Mode },
+        /// Node 1: write the line kept in buffer `buf` again.
+        Retry { buf: magic::BufId },
+    }
 }
 
 fn src() -> PAddr {
@@ -25,43 +33,67 @@ fn dst() -> PAddr {
 }
 
 /// Node 0: read the send-buffer line under the mode and send it.
-fn md_send(cx: &mut Cx<'_, CohNode>, m: &Msg) {
+fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, msg: MdMsg) {
+    let MdMsg::Send { mode } = msg else {
+        panic!("md_send got {msg:?}")
+    };
     let b = cx.alloc_buffer().expect("a free buffer");
-    let t = modes::sender_read(cx, mode_of(m), src(), b).expect("a local plan");
+    let t = modes::sender_read(cx, mode, src(), b).expect("a local plan");
     cx.wait(t);
-    let d = Msg::new(MD_DATA, cx.node(), NodeId(1))
-        .addr(dst())
-        .args(m.args);
+    let d = cx.msg(MdMsg::Data { mode }).to(NodeId(1)).addr(dst());
     cx.send(d, Some(b)).unwrap();
 }
 
 /// Node 1: write the received line under the mode.
-fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg) {
+fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg, msg: MdMsg) {
+    let MdMsg::Data { mode } = msg else {
+        panic!("md_recv got {msg:?}")
+    };
     let b = cx.take_msg_buffer().expect("data");
-    let t = modes::receiver_write(cx, mode_of(m), m.addr, b, 0..128).expect("a local plan");
+    let t = modes::receiver_write(cx, mode, m.addr, b, 0..128).expect("a local plan");
     cx.wait(t);
     cx.free_buffer(b).unwrap();
 }
 
-fn machine() -> Magic<CohNode> {
-    machine_with(md_send, md_recv)
+/// The test protocol: the coherence protocol, and a send and a receive
+/// handler on its node state (the retrying pair takes its own retries).
+struct Md {
+    retrying: bool,
 }
 
-/// Two nodes with the protocol and a send and a receive handler (the
-/// receive handler also takes its own retries).
-fn machine_with(
-    send: magic::RawHandlerFn<CohNode>,
-    recv: magic::RawHandlerFn<CohNode>,
-) -> Magic<CohNode> {
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
-    protocol::install(&mut b);
-    let s = b.handler("md-send", send);
-    let r = b.handler("md-recv", recv);
-    b.route(MD_SEND, Region::Normal, s)
-        .route(MD_DATA, Region::Normal, r)
-        .route(MD_RETRY, Region::Normal, r);
-    b.build(|n| CohNode::new(n, 2, CohParams::default()))
-        .unwrap()
+impl Protocol for Md {
+    type Node = CohNode;
+
+    fn name(&self) -> &'static str {
+        "md"
+    }
+
+    fn node(&self, n: NodeId, nodes: u32) -> CohNode {
+        CohNode::new(n, nodes, CohParams::default())
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, CohNode>) {
+        protocol::install_on(b);
+        let (s, r) = if self.retrying {
+            (
+                b.handler("md_send_retrying", md_send_retrying),
+                b.handler("md_recv_retrying", md_recv_retrying),
+            )
+        } else {
+            (b.handler("md_send", md_send), b.handler("md_recv", md_recv))
+        };
+        b.route(MdKind::Send, Region::Normal, s)
+            .route(MdKind::Data, Region::Normal, r)
+            .route(MdKind::Retry, Region::Normal, r);
+    }
+
+    fn check(&self, params: &MagicParams, nodes: u32) -> Result<(), BuildError> {
+        Coherence::default().check(params, nodes)
+    }
+}
+
+fn machine() -> Magic<CohNode> {
+    Magic::with(MagicParams::default(), 2, &Md { retrying: false }).unwrap()
 }
 
 /// Transfer one line under `mode`; returns (receiver's memory byte, the word
@@ -86,13 +118,11 @@ fn transfer(mode: Mode) -> (u8, u64) {
         [0x00; 128],
     )
     .unwrap();
-    let go = Msg::new(MD_SEND, NodeId(0), NodeId(0))
-        .addr(src())
-        .args([mode as u64, 0, 0]);
+    let go = m.msg(NodeId(0), MdMsg::Send { mode }).addr(src());
     m.post(NodeId(0), Cycles(0), go).unwrap();
     assert!(m.run().is_clean());
     let stored = m.memory(NodeId(1)).line(dst().line())[0];
-    m.state_mut(NodeId(1)).proc.push([Op::Load(dst())]);
+    m.state_mut(NodeId(1)).proc.push([Access::Load(dst())]);
     let at = m.now() + Cycles(1);
     m.start_processor(NodeId(1), at).unwrap();
     assert!(m.run().is_clean());
@@ -161,17 +191,14 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
 // handler retries from the software queue) instead of trusting a cache whose
 // line is being filled or written back.
 
-const MD_RETRY: MsgType = MsgType(102);
-
 /// Send under `local`, retrying while the plan says busy.
-fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
+fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, _: MdMsg) {
     let b = cx.alloc_buffer().expect("a free buffer");
     match modes::sender_read(cx, Mode::Local, src(), b) {
         Ok(t) => {
             cx.wait(t);
-            let d = Msg::new(MD_DATA, cx.node(), NodeId(1))
-                .addr(dst())
-                .args(m.args);
+            let mode = Mode::Local;
+            let d = cx.msg(MdMsg::Data { mode }).to(NodeId(1)).addr(dst());
             cx.send(d, Some(b)).unwrap();
         }
         Err(ModeError::Busy { .. }) => {
@@ -183,9 +210,9 @@ fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
 }
 
 /// Receive under `local`, keeping the data and retrying while busy.
-fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
-    let b = match m.mtype {
-        MD_RETRY => magic::BufId(m.args[0] as u16),
+fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, msg: MdMsg) {
+    let b = match msg {
+        MdMsg::Retry { buf } => buf,
         _ => cx.take_msg_buffer().expect("data"),
     };
     match modes::receiver_write(cx, Mode::Local, m.addr, b, 0..128) {
@@ -194,9 +221,7 @@ fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
             cx.free_buffer(b).unwrap();
         }
         Err(ModeError::Busy { .. }) => {
-            let again = Msg::new(MD_RETRY, cx.node(), cx.node())
-                .addr(m.addr)
-                .args([b.0 as u64, 0, 0]);
+            let again = cx.msg(MdMsg::Retry { buf: b }).addr(m.addr);
             cx.reschedule(again).unwrap();
         }
         Err(e) => panic!("{e:?}"),
@@ -204,7 +229,7 @@ fn md_recv_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg) {
 }
 
 fn retrying_machine() -> Magic<CohNode> {
-    machine_with(md_send_retrying, md_recv_retrying)
+    Magic::with(MagicParams::default(), 2, &Md { retrying: true }).unwrap()
 }
 
 fn word0(m: &Magic<CohNode>, n: NodeId, a: PAddr) -> u64 {
@@ -222,17 +247,15 @@ fn a_local_send_racing_the_senders_dirty_eviction_sends_the_dirty_bytes() {
         [0xAA; 128],
     )
     .unwrap();
-    m.state_mut(NodeId(0))
-        .proc
-        .push([Op::Evict(src()), Op::Think(Cycles(200)), Op::Load(src())]);
+    m.state_mut(NodeId(0)).proc.push([
+        Access::Evict(src()),
+        Access::Think(Cycles(200)),
+        Access::Load(src()),
+    ]);
     m.start_processor(NodeId(0), Cycles(0)).unwrap();
     // The send is dispatched before the eviction's writeback reaches MAGIC.
-    m.post(
-        NodeId(0),
-        Cycles(0),
-        Msg::new(MD_SEND, NodeId(0), NodeId(0)).addr(src()),
-    )
-    .unwrap();
+    let send = m.msg(NodeId(0), MdMsg::Send { mode: Mode::Local });
+    m.post(NodeId(0), Cycles(0), send.addr(src())).unwrap();
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
     let aa = u64::from_le_bytes([0xAA; 8]);
@@ -254,9 +277,9 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
     let mut m = retrying_machine();
     protocol::place(&mut m, src(), &[], [0x11; 128], [0; 128]).unwrap();
     m.state_mut(NodeId(0)).proc.push([
-        Op::Store(src(), 0xBEEF),
-        Op::Think(Cycles(300)),
-        Op::Load(src()),
+        Access::Store(src(), 0xBEEF),
+        Access::Think(Cycles(300)),
+        Access::Load(src()),
     ]);
     m.start_processor(NodeId(0), Cycles(0)).unwrap();
     let mut posted = false;
@@ -267,12 +290,8 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
             coherence::DirState::Exclusive(_)
         );
         if !posted && exclusive && m.pcache(NodeId(0)).state(src()) == LineState::Uncached {
-            m.post(
-                NodeId(0),
-                t,
-                Msg::new(MD_SEND, NodeId(0), NodeId(0)).addr(src()),
-            )
-            .unwrap();
+            let send = m.msg(NodeId(0), MdMsg::Send { mode: Mode::Local });
+            m.post(NodeId(0), t, send.addr(src())).unwrap();
             posted = true;
         }
     }
@@ -287,9 +306,11 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
 fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
     let mut m = retrying_machine();
     protocol::place(&mut m, dst(), &[], [0x11; 128], [0; 128]).unwrap();
-    m.state_mut(NodeId(1))
-        .proc
-        .push([Op::Load(dst()), Op::Think(Cycles(300)), Op::Load(dst())]);
+    m.state_mut(NodeId(1)).proc.push([
+        Access::Load(dst()),
+        Access::Think(Cycles(300)),
+        Access::Load(dst()),
+    ]);
     m.start_processor(NodeId(1), Cycles(0)).unwrap();
     let mut posted = false;
     while let Some(t) = m.step() {
@@ -298,7 +319,9 @@ fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
             coherence::DirState::Shared(_)
         );
         if !posted && shared && m.pcache(NodeId(1)).state(dst()) == LineState::Uncached {
-            let d = Msg::new(MD_DATA, NodeId(1), NodeId(1)).addr(dst());
+            let d = m
+                .msg(NodeId(1), MdMsg::Data { mode: Mode::Local })
+                .addr(dst());
             m.post_data(NodeId(1), t, d, Some([0xAA; 128])).unwrap();
             posted = true;
         }

@@ -78,10 +78,18 @@ fn the_protocol_refuses_a_machine_with_one_data_buffer() {
         data_buffers: 1,
         ..MagicParams::default()
     };
-    let e = coherence::protocol::machine(one, CohParams::default(), 2)
+    let e = coherence::protocol::machine(one.clone(), CohParams::default(), 2)
         .err()
         .unwrap();
     assert!(e.contains("at least 2 data buffers"), "{e}");
+    // The protocol unit refuses it wherever it is installed.
+    let e = magic::Magic::with(one, 2, &coherence::Coherence::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, magic::BuildError::Protocol(s) if s.contains("at least 2 data buffers")),
+        "{e}"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use coherence::directory::DirState;
 use coherence::protocol::{self, canonical};
-use coherence::{CohParams, DirFormat, Op, Placement};
+use coherence::{Access, CohParams, DirFormat, Placement};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -148,16 +148,16 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     let mut value = 0u64;
     for s in &c.steps {
         let a = word_addr(c, s.line, s.word);
-        let op = match s.kind {
-            Kind::Load => Op::Load(a),
+        let access = match s.kind {
+            Kind::Load => Access::Load(a),
             Kind::Store => {
                 value += 1;
-                Op::Store(a, value)
+                Access::Store(a, value)
             }
-            Kind::Evict => Op::Evict(a),
-            Kind::Think(n) => Op::Think(Cycles(n as u64)),
+            Kind::Evict => Access::Evict(a),
+            Kind::Think(n) => Access::Think(Cycles(n as u64)),
         };
-        m.state_mut(NodeId(s.node as u32)).proc.push([op]);
+        m.state_mut(NodeId(s.node as u32)).proc.push([access]);
     }
     for n in 0..c.nodes {
         m.start_processor(NodeId(n as u32), Cycles(c.starts[n as usize] as u64))
@@ -211,9 +211,9 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
         );
         prop_assert_eq!(node.proc.stray_fills, 0);
         for r in &node.proc.results {
-            match r.op {
-                Op::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
-                Op::Load(a) => loads.push((a.0, r.issued, r.done, r.value.unwrap_or_default())),
+            match r.access {
+                Access::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
+                Access::Load(a) => loads.push((a.0, r.issued, r.done, r.value.unwrap_or_default())),
                 _ => {}
             }
         }

@@ -1,0 +1,123 @@
+//! The coherence protocol's messages: what the compute processor hands
+//! MAGIC, what the nodes send each other, and what MAGIC hands the
+//! processor back.
+//!
+//! A leaf of the crate: the handlers ([`crate::protocol`]) and the compute
+//! processor ([`crate::processor`]) both speak these, and neither needs the
+//! other to do so.
+
+use crate::directory::Req;
+use magic::NodeId;
+
+magic::messages! {
+    /// The coherence protocol's messages. The line is the header's address;
+    /// a line of data, where one goes, travels in a data buffer beside the
+    /// header. Requests travel on the request lane and replies on the reply
+    /// lane, so a reply never waits behind a request.
+    #[allow(missing_docs)] // fields are described with their variants
+    pub enum CohMsg: CohKind {
+        /// Processor interface: a read miss.
+        PiGet,
+        /// Processor interface: a write miss.
+        PiGetX,
+        /// Processor interface: a store to a clean copy (permission only).
+        PiUpgrade,
+        /// Processor interface: a dirty line written back (with the line).
+        PiWriteback,
+        /// Processor interface: the processor has used a fill, so forwards
+        /// deferred behind it may be served.
+        PiResume,
+        /// A read miss, at the home.
+        Get,
+        /// A write miss, at the home.
+        GetX,
+        /// An upgrade, at the home.
+        Upgrade,
+        /// A dirty line written back to its home (with the line).
+        Writeback,
+        /// The home forwards a read to the line's owner; the owner answers
+        /// `requester`, the node that missed.
+        FwdGet { requester: NodeId },
+        /// The home forwards a write to the line's owner; the owner answers
+        /// `requester`, the node that missed.
+        FwdGetX { requester: NodeId },
+        /// Drop a clean copy; acknowledge to `requester`, the node that
+        /// collects the acknowledgements.
+        Inval { requester: NodeId },
+        /// The home has the writeback. It travels on the request lane, so it
+        /// cannot overtake a forward the home sent the writer earlier.
+        WritebackAck,
+        /// A shared copy of the line (with the line); the requester waits
+        /// for `acks` invalidation acknowledgements too.
+        Put { acks: u32 } => Reply,
+        /// An exclusive copy of the line (with the line); the requester
+        /// waits for `acks` invalidation acknowledgements too.
+        PutX { acks: u32 } => Reply,
+        /// Permission to write a clean copy the requester holds; it waits
+        /// for `acks` invalidation acknowledgements too.
+        UpgradeAck { acks: u32 } => Reply,
+        /// A sharer has dropped its copy.
+        InvAck => Reply,
+        /// The home is busy with the line: ask again.
+        Nak => Reply,
+        /// The owner of a dirty line kept a clean copy: memory gets the line
+        /// (with it), and the entry is shared. `answer`: the owner had no
+        /// second buffer for the reader's copy, so the home answers the
+        /// reader from this line.
+        SharingWriteback { answer: bool } => Reply,
+        /// The owner handed the line to the writer: the home records it.
+        Transfer => Reply,
+        /// MAGIC to the processor: the line (or the permission) it missed
+        /// on; `exclusive`: it may write the line; `retries`: the NAKs the
+        /// miss met before it was served.
+        Fill { exclusive: bool, retries: u32 },
+    }
+}
+
+impl CohMsg {
+    /// The processor-interface message that asks for `r`.
+    pub fn pi(r: Req) -> CohMsg {
+        match r {
+            Req::Read => CohMsg::PiGet,
+            Req::Write => CohMsg::PiGetX,
+            Req::Upgrade => CohMsg::PiUpgrade,
+        }
+    }
+
+    /// The request a requester sends the home for `r`.
+    pub fn request(r: Req) -> CohMsg {
+        match r {
+            Req::Read => CohMsg::Get,
+            Req::Write => CohMsg::GetX,
+            Req::Upgrade => CohMsg::Upgrade,
+        }
+    }
+
+    /// The request a miss or a request message asks for (`None` for the
+    /// other messages).
+    pub fn req(self) -> Option<Req> {
+        match self {
+            CohMsg::PiGet | CohMsg::Get => Some(Req::Read),
+            CohMsg::PiGetX | CohMsg::GetX => Some(Req::Write),
+            CohMsg::PiUpgrade | CohMsg::Upgrade => Some(Req::Upgrade),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magic::message::Kind;
+
+    #[test]
+    fn requests_map_both_ways_and_replies_take_the_reply_lane() {
+        for r in [Req::Read, Req::Write, Req::Upgrade] {
+            assert_eq!(CohMsg::pi(r).req(), Some(r));
+            assert_eq!(CohMsg::request(r).req(), Some(r));
+        }
+        assert_eq!(CohMsg::Nak.req(), None);
+        assert_eq!(CohKind::Put.lane(), magic::Lane::Reply);
+        assert_eq!(CohKind::WritebackAck.lane(), magic::Lane::Request);
+    }
+}
