@@ -13,13 +13,17 @@
 //! | network and queueing | the last component off the wire | its bytes in the receiver's memory |
 //! | receiver cleanup | that | the receiving process told |
 
-use super::{conn, install, ConnEvent, ConnOp, Op, Strategy, Version, XferNode, XferParams};
+use super::cpu::{ConnEvent, ConnOp};
+use super::msg::XferOp;
+use super::state::{Strategy, Version, XferNode, XferParams};
+use super::unit::Transfer;
 use coherence::modes::Mode;
-use coherence::protocol;
+use coherence::protocol::{self, CohParams};
 use magic::{
-    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Region, LINE_BYTES,
+    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Protocol, Region,
+    LINE_BYTES,
 };
-use os_shim::{Os, OsCosts, Pid, Rights, VPage, PAGE_BYTES};
+use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
 const LINE: u64 = LINE_BYTES as u64;
@@ -102,7 +106,9 @@ pub struct Config {
     pub trace: bool,
     pub params: MagicParams,
     /// What the transfer's handlers charge.
-    pub costs: super::TransferCosts,
+    pub costs: super::costs::TransferCosts,
+    /// What the command interface's handlers charge.
+    pub command_costs: crate::command::CommandCosts,
     /// What the coherence protocol's handlers charge.
     pub coherence_costs: coherence::protocol::CoherenceCosts,
 }
@@ -126,6 +132,7 @@ impl Default for Config {
             trace: false,
             params: MagicParams::default(),
             costs: Default::default(),
+            command_costs: Default::default(),
             coherence_costs: Default::default(),
         }
     }
@@ -495,16 +502,24 @@ pub fn run_with(
     } else {
         2
     };
-    let mut b = MagicBuilder::new(c.params.clone(), nodes);
-    install(&mut b);
-    extra(&mut b);
-    let xp = XferParams {
-        version: c.version,
-        mode: c.mode,
-        strategy: c.strategy,
-        costs: c.costs,
-        ..XferParams::default()
+    let unit = Transfer {
+        params: XferParams {
+            version: c.version,
+            mode: c.mode,
+            strategy: c.strategy,
+            costs: c.costs,
+            command: c.command_costs,
+            ..XferParams::default()
+        },
+        coherence: CohParams {
+            costs: c.coherence_costs,
+            ..CohParams::default()
+        },
+        ..Transfer::default()
     };
+    let mut b = MagicBuilder::new(c.params.clone(), nodes);
+    b.install(&unit, |s| s);
+    extra(&mut b);
     let pid = Pid(1);
     let recvs = receive_layout(c);
     let dst_span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + c.dst_offset);
@@ -521,13 +536,11 @@ pub fn run_with(
         base: DST_FRAMES,
     };
     let mut m = b.build(|n| {
-        let mut os = Os::new(n, OsCosts::default());
+        let mut x = unit.node(n, nodes);
         if n.0 < 2 {
-            os.spawn(pid);
-            let _ = os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
+            x.os.spawn(pid);
+            let _ = x.os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
         }
-        let mut x = XferNode::new(n, nodes, xp, os);
-        x.coh.params.costs = c.coherence_costs;
         x.cpu.pid = pid;
         x
     })?;
@@ -567,7 +580,7 @@ pub fn run_with(
                 ops.extend(send_ops(c));
             }
             m.state_mut(n).cpu.push(ops);
-            conn::start(m.state_mut(n), at);
+            m.state_mut(n).cpu.start(at);
             m.start_processor(n, at)?;
         }
         if c.receive_first {
@@ -578,7 +591,7 @@ pub fn run_with(
             let at = m.now() + Cycles(1);
             for &s in &senders {
                 m.state_mut(s).cpu.push(send_ops(c));
-                conn::start(m.state_mut(s), at);
+                m.state_mut(s).cpu.start(at);
                 m.start_processor(s, at)?;
             }
             if pass == 1 {
@@ -628,7 +641,7 @@ fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<()
         ConnOp::Think(ch.after),
         ConnOp::Change(os_shim::Change::Move(v, to)),
     ]);
-    conn::start(x, at);
+    x.cpu.start(at);
     m.start_processor(node, at)
 }
 
@@ -785,14 +798,20 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let t0 = log
         .iter()
         .find_map(|e| match e {
-            ConnEvent::Issued { op: Op::Send, at } => Some(*at),
+            ConnEvent::Issued {
+                op: XferOp::Send,
+                at,
+            } => Some(*at),
             _ => None,
         })
         .ok_or("the send was never issued")?;
     let t1 = log
         .iter()
         .find_map(|e| match e {
-            ConnEvent::Ack { op: Op::Send, at } => Some(*at),
+            ConnEvent::Ack {
+                op: XferOp::Send,
+                at,
+            } => Some(*at),
             _ => None,
         })
         .ok_or("the send was never accepted")?;
@@ -845,8 +864,8 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
             .sum::<f64>()
     };
     let per = |x: f64| x / lines.max(1) as f64;
-    let sender_names = ["xfer-send", "xfer-fetched"];
-    let receiver_names = ["xfer-component", "xfer-retry"];
+    let sender_names = ["transfer.send_step", "transfer.fetched"];
+    let receiver_names = ["transfer.component", "transfer.retry"];
     let sender_occ = per(busy(s0, &sender_names, true));
     let receiver_occ = per(busy(r0, &receiver_names, true));
     let sender_handler = per(busy(s0, &sender_names, false));

@@ -15,6 +15,7 @@
 
 use super::pages::UseRef;
 use arrayvec::ArrayVec;
+use magic::message::Word;
 use magic::{NodeId, PAddr, Region};
 use os_shim::Pid;
 use serde::Serialize;
@@ -24,6 +25,10 @@ pub const COMMAND_BASE: u64 = 1 << 39;
 pub use os_shim::WRITE_SHADOW;
 /// Pages an operation may name on each side.
 pub const MAX_PAGES: usize = 8;
+
+/// In a `Field::Flags` value: ask for hold-off protection. Fetch-and-add and
+/// memory copy always have it; a send that asks for it is refused.
+pub const FLAG_HOLDOFF: u64 = 1;
 
 /// Command registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -89,6 +94,7 @@ pub enum OpCode {
 }
 
 impl OpCode {
+    /// The operation a command register's value names, if any.
     pub fn from_u64(v: u64) -> Option<OpCode> {
         Some(match v {
             1 => OpCode::FetchAdd,
@@ -102,6 +108,16 @@ impl OpCode {
     /// Completes without any process's help, so hold-off may protect it.
     pub fn holds_off(self) -> bool {
         matches!(self, OpCode::FetchAdd | OpCode::MemCopy)
+    }
+}
+
+/// An operation travels in a message (a line of a copy or send) as its code.
+impl Word for OpCode {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<OpCode> {
+        OpCode::from_u64(w)
     }
 }
 
@@ -121,6 +137,7 @@ pub enum Nack {
 }
 
 impl Nack {
+    /// The refusal a code names, if any.
     pub fn from_u64(v: u64) -> Option<Nack> {
         Some(match v {
             1 => Nack::NoRecord,
@@ -135,6 +152,16 @@ impl Nack {
     /// Worth retrying after a back-off.
     pub fn transient(self) -> bool {
         matches!(self, Nack::NoRecord | Nack::NoResource | Nack::HoldOffDrain)
+    }
+}
+
+/// A refusal travels to the processor as its code.
+impl Word for Nack {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<Nack> {
+        Nack::from_u64(w)
     }
 }
 

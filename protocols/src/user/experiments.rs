@@ -1,7 +1,10 @@
 //! The experiments behind `flashkit fetch-op` and `flashkit remap`.
 
 use super::cmd::{shadow_dst_va, shadow_va, Field, OpCode};
-use super::node::{machine, UserCosts, UserEvent, UserNode, UserOp, UserParams};
+use super::cpu::{UserEvent, UserOp};
+use super::params::UserParams;
+use super::state::UserNode;
+use super::unit::machine;
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -25,20 +28,16 @@ pub struct FetchOpRun {
 /// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
 /// (40 before) and waits for the old value.
 pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> {
-    fetch_op_with(target, params, UserCosts::default())
+    fetch_op_with(target, params, UserParams::default())
 }
 
-/// [`fetch_op`] with the user layer's handlers charging `costs`.
+/// [`fetch_op`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn fetch_op_with(
     target: u32,
     params: MagicParams,
-    costs: UserCosts,
+    up: UserParams,
 ) -> Result<FetchOpRun, String> {
     let nodes = (target + 1).max(2);
-    let up = UserParams {
-        costs,
-        ..UserParams::default()
-    };
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
     let word = PAddr(frame(t, 16).0 + 0x88);
@@ -155,19 +154,15 @@ pub fn remap(
     technique: Technique,
     params: MagicParams,
 ) -> Result<(RemapResult, Magic<UserNode>), String> {
-    remap_with(technique, params, UserCosts::default())
+    remap_with(technique, params, UserParams::default())
 }
 
-/// [`remap`] with the user layer's handlers charging `costs`.
+/// [`remap`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn remap_with(
     technique: Technique,
     params: MagicParams,
-    costs: UserCosts,
+    up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), String> {
-    let up = UserParams {
-        costs,
-        ..UserParams::default()
-    };
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);

@@ -55,7 +55,22 @@ pub struct Tlb {
 /// MAGIC-memory address of the TLB (for data-cache costs).
 pub const TLB_BASE: u64 = 0x4000_0000;
 
+/// A TLB of the default shape.
+impl Default for Tlb {
+    fn default() -> Tlb {
+        let p = TlbParams::default();
+        Tlb {
+            p,
+            sets: vec![Vec::with_capacity(p.ways); p.entries / p.ways],
+            clock: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+}
+
 impl Tlb {
+    /// An empty TLB of this shape, or why it cannot have it.
     pub fn new(p: TlbParams) -> Result<Tlb, String> {
         if p.ways == 0 || p.entries == 0 || p.entries % p.ways != 0 {
             return Err(format!(
