@@ -103,7 +103,7 @@ fn miss_prints_latency_and_occupancy_as_json() {
     let rows = v["occupancy"].as_array().unwrap();
     assert!(rows
         .iter()
-        .any(|r| r["handler"] == "home-request" && r["node"] == 1));
+        .any(|r| r["handler"] == "coherence.home_request" && r["node"] == 1));
 }
 
 #[test]

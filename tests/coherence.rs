@@ -4,7 +4,7 @@ mod common;
 
 use coherence::miss::{self, Case};
 use coherence::protocol;
-use coherence::{CohParams, Op};
+use coherence::{Access, CohParams};
 use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
 use std::fmt::Write as _;
 
@@ -28,12 +28,12 @@ fn mixed_workload_on_four_nodes() {
     let mut m = protocol::machine(MagicParams::default(), CohParams::default(), 4).unwrap();
     let line = |i: u32| PAddr::new(Region::Normal, NodeId(i % 4), 0x10_000 + (i as u64) * 128);
     for n in 0..4u32 {
-        let mut ops: Vec<Op> = (0..8).map(|i| Op::Load(line((i + n) % 8))).collect();
-        ops.push(Op::Store(line(n), 100 + n as u64));
-        ops.push(Op::Store(line(7), 200 + n as u64));
-        ops.extend((0..8).map(|i| Op::Load(line(i))));
-        ops.push(Op::Evict(line(7)));
-        ops.push(Op::Store(line((n + 1) % 4), 300 + n as u64));
+        let mut ops: Vec<Access> = (0..8).map(|i| Access::Load(line((i + n) % 8))).collect();
+        ops.push(Access::Store(line(n), 100 + n as u64));
+        ops.push(Access::Store(line(7), 200 + n as u64));
+        ops.extend((0..8).map(|i| Access::Load(line(i))));
+        ops.push(Access::Evict(line(7)));
+        ops.push(Access::Store(line((n + 1) % 4), 300 + n as u64));
         m.state_mut(NodeId(n)).proc.push(ops);
         m.start_processor(NodeId(n), Cycles(n as u64 * 7)).unwrap();
     }
