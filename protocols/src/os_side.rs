@@ -22,6 +22,11 @@ use magic::message::{Message, Word};
 use magic::{Cx, Cycles, PAddr, ProcStep, Processor, Region, LINE_BYTES};
 use os_shim::{Change, Os, Pid, VPage, PAGE_BYTES};
 
+/// The pages a buffer of `len` bytes at virtual address `va` spans.
+pub fn pages_spanned(va: u64, len: u64) -> u64 {
+    (va % PAGE_BYTES + len).div_ceil(PAGE_BYTES)
+}
+
 /// A page's frame as the OS reports it to MAGIC: `None` when the page is
 /// not mapped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -524,9 +524,7 @@ fn a_command_shorter_than_its_header_needs_is_refused() {
     assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
     assert!(m.state(r).recvs.is_empty());
     // An operation code that does not exist.
-    let bad = m
-        .msg(r, XferMsg::Command { arg: 1024 })
-        .addr(space(9 * 8));
+    let bad = m.msg(r, XferMsg::Command { arg: 1024 }).addr(space(9 * 8));
     let at = m.now() + Cycles(1);
     m.post(r, at, bad).unwrap();
     let commit = m.msg(r, XferMsg::Commit).addr(space(0));
@@ -536,4 +534,32 @@ fn a_command_shorter_than_its_header_needs_is_refused() {
         answers(&m),
         ["ack Connect", "nack Malformed", "nack Malformed"]
     );
+}
+
+#[test]
+fn the_command_sheet_charges_the_command_writes() {
+    use magic::testing::Bench;
+    use magic::{PAddr, Region};
+    use protocols::transfer::{Transfer, XferMsg, XferOp};
+    let mut t = Transfer::default();
+    t.params.command.write = 10;
+    let mut bench = Bench::new(2, &t).unwrap();
+    let n = NodeId(0);
+    let send = PAddr::new(Region::Message, n, XferOp::Send as u64 * 8);
+    let m = bench.msg(n, XferMsg::Command { arg: 64 }).addr(send);
+    let shot = bench.inject(n, m).unwrap();
+    assert_eq!(shot.handler, "transfer.cmd_op");
+    assert_eq!((shot.stats.instructions, shot.stats.stores), (10, 1));
+    assert_eq!(bench.machine().state(n).cmd.op, Some(XferOp::Send));
+    // A whole experiment takes the sheet from its configuration.
+    let r = go(Config {
+        command_costs: protocols::command::CommandCosts {
+            write: 20,
+            ..Default::default()
+        },
+        ..Config::default()
+    });
+    let row = r.machine.ledger();
+    let row = row.handler(Some(0), "transfer.cmd_op").unwrap();
+    assert_eq!(row.stats.instructions, 20);
 }

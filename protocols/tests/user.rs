@@ -505,3 +505,44 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
     );
     assert_eq!(m.state(A).magic.stats.acks, 0);
 }
+
+#[test]
+fn the_command_sheet_charges_the_command_writes_and_the_os_notices() {
+    use magic::testing::Bench;
+    use protocols::os_side::Frame;
+    use protocols::user::{User, UserMsg};
+    let mut user = User::default();
+    user.params.command.write = 10;
+    let mut bench = Bench::new(2, &user).unwrap();
+    let w = bench
+        .msg(A, UserMsg::Write { data: 1 })
+        .addr(Field::Op.addr(A));
+    let shot = bench.inject(A, w).unwrap();
+    assert_eq!(
+        (shot.handler.as_str(), shot.stats.instructions),
+        ("user.cmd_write", 10)
+    );
+    let notice = UserMsg::OsNotice {
+        page: VPage(3),
+        pid: Pid(1),
+        old: Frame(None),
+    };
+    let m = bench.msg(A, notice).addr(PAddr::new(Region::Message, A, 0));
+    let shot = bench.inject(A, m).unwrap();
+    assert_eq!(
+        (shot.handler.as_str(), shot.stats.instructions),
+        ("user.os_notice", 16)
+    );
+    // Nothing holds the page off: the OS hears at once.
+    assert_eq!(
+        bench.decode::<UserMsg>(&shot.sent[0].msg),
+        Ok(UserMsg::OsAnswer)
+    );
+    // A whole experiment takes the sheet from the parameters.
+    let mut up = UserParams::default();
+    up.command.write = 20;
+    let r = experiments::fetch_op_with(1, MagicParams::default(), up).unwrap();
+    let ledger = r.machine.ledger();
+    let row = ledger.handler(Some(0), "user.cmd_write").unwrap();
+    assert_eq!(row.stats.instructions, 3 * 20);
+}

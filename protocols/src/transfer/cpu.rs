@@ -5,8 +5,7 @@
 //! answering MAGIC's interrupts ([`OsSide`]).
 
 use super::msg::{Refusal, XferMsg, XferOp};
-use super::state::Span;
-use crate::os_side::OsSide;
+use crate::os_side::{pages_spanned, OsSide};
 use magic::{Cycles, Msg, PAddr, ProcStep, Processor, Region};
 use os_shim::{Change, Os, Pid, PAGE_BYTES};
 use serde::Serialize;
@@ -213,7 +212,7 @@ impl ConnCpu {
             ConnOp::Post { va, len } | ConnOp::Send { va, len } => {
                 q.push_back(cmd(p, XferMsg::Command { arg: len }, op_addr));
                 let write = code == XferOp::Post;
-                for k in 0..Span::pages(va, len.max(1)) {
+                for k in 0..pages_spanned(va, len.max(1)) {
                     let v = if k == 0 {
                         va
                     } else {

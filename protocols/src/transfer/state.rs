@@ -113,8 +113,9 @@ impl Span {
         self.uses.get(k).is_none_or(|u| u.valid())
     }
 
+    /// The pages a buffer of `len` bytes at `va` spans.
     pub fn pages(va: u64, len: u64) -> u64 {
-        (va % PAGE_BYTES + len).div_ceil(PAGE_BYTES)
+        crate::os_side::pages_spanned(va, len)
     }
 }
 

@@ -291,7 +291,7 @@ fn translate_pages(cx: &mut C<'_>, slot: usize) {
         return;
     };
     let first = VPage::of(base);
-    let pages = (base % PAGE_BYTES + len).div_ceil(PAGE_BYTES) as usize;
+    let pages = os_side::pages_spanned(base, len) as usize;
     for k in have..pages.min(MAX_PAGES) {
         let v = VPage(first.0 + k as u64);
         cx.instr(c.tlb_lookup);
