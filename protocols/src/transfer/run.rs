@@ -29,6 +29,7 @@ use serde::Serialize;
 const LINE: u64 = LINE_BYTES as u64;
 /// Virtual addresses of the buffers (page aligned; offsets are added).
 pub const SRC_VA: u64 = 0x1000_0000;
+/// The receive buffers' virtual address (page aligned; offsets are added).
 pub const DST_VA: u64 = 0x2000_0000;
 /// The largest transfer the experiment sets up.
 pub const MAX_BYTES: u64 = 1 << 20;
@@ -37,8 +38,11 @@ pub const MAX_BYTES: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SenderState {
+    /// Only in memory.
     Uncached,
+    /// A clean copy in the node's processor cache.
     Clean,
+    /// Dirty in the node's processor cache.
     Dirty,
     /// Dirty in a third node's cache (needs global coherence).
     DirtyRemote,
@@ -48,15 +52,21 @@ pub enum SenderState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReceiverState {
+    /// Only in memory.
     Uncached,
+    /// A clean copy in the node's processor cache.
     Clean,
+    /// Dirty in the node's processor cache.
     Dirty,
 }
 
+/// Which way the data goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
+    /// Node 0 sends to node 1.
     Uni,
+    /// Each node sends the other the same amount at once.
     Bi,
 }
 
@@ -64,7 +74,9 @@ pub enum Direction {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Side {
+    /// The send buffer (node 0's).
     Send,
+    /// The receive buffer (node 1's).
     Receive,
 }
 
@@ -72,6 +84,7 @@ pub enum Side {
 /// runs (the invalidation technique keeps MAGIC's addresses valid).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PageChange {
+    /// The buffer whose page moves.
     pub side: Side,
     /// Which page of the buffer (0 is the first).
     pub page: u64,
@@ -83,15 +96,23 @@ pub struct PageChange {
 /// One experiment.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Bytes sent (each direction).
     pub bytes: u64,
+    /// Where the send buffer's lines are at the start.
     pub sender: SenderState,
+    /// Where the receive buffer's lines are at the start.
     pub receiver: ReceiverState,
+    /// The sender's handler.
     pub version: Version,
     /// Byte offsets of the buffers within their first page.
     pub src_offset: u64,
+    /// The receive buffer's byte offset within its first page.
     pub dst_offset: u64,
+    /// How message data is kept coherent.
     pub mode: Mode,
+    /// How global coherence fetches a third node's dirty lines.
     pub strategy: Strategy,
+    /// One way or both.
     pub direction: Direction,
     /// Receives the data is split over (each direction), one buffer apart.
     pub receives: u32,
@@ -104,6 +125,7 @@ pub struct Config {
     pub change: Option<PageChange>,
     /// Record the measured pass's timelines (`Magic::trace`).
     pub trace: bool,
+    /// The machine.
     pub params: MagicParams,
     /// What the transfer's handlers charge.
     pub costs: super::costs::TransferCosts,
@@ -221,18 +243,27 @@ impl Config {
 /// The fixed overhead of a transfer, in its parts (cycles).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Startup {
+    /// The send's first command write to its ACK at the processor.
     pub initiation: u64,
+    /// The ACK to the first line's own work.
     pub setup_verification: u64,
+    /// That to the first component on the wire.
     pub initial_line: u64,
+    /// The last component off the wire to its bytes in the receiver's memory.
     pub network_queueing: u64,
+    /// That to the receiving process told.
     pub receiver_cleanup: u64,
+    /// The parts' sum.
     pub total: u64,
 }
 
 /// What an experiment measured.
 pub struct Outcome {
+    /// The experiment.
     pub config: Config,
+    /// The send's first command write to the last receive's completion told.
     pub total: Cycles,
+    /// The fixed overhead, in its parts.
     pub startup: Startup,
     /// Components (one per destination line touched), node 0 to node 1.
     pub lines: u64,
@@ -251,15 +282,20 @@ pub struct Outcome {
     pub sender_handler_per_line: f64,
     /// The component handler's time per line without outbox stalls.
     pub receiver_handler_per_line: f64,
+    /// The sender's outgoing link's busy time per line.
     pub network_per_line: f64,
+    /// The slowest of `network`, `sender` and `receiver` per line.
     pub limited_by: &'static str,
+    /// Every receive holds its part of the stream, and nothing around them changed.
     pub data_ok: bool,
     /// `None` if the caches and directories agree afterwards.
     pub incoherent: Option<String>,
+    /// The machine after the run (its ledger, its state).
     pub machine: Magic<XferNode>,
 }
 
 impl Outcome {
+    /// The total in microseconds.
     pub fn total_us(&self) -> f64 {
         self.total.as_us()
     }
@@ -274,6 +310,7 @@ impl Outcome {
         (self.config.bytes * dirs) as f64 / self.total_us()
     }
 
+    /// The measurements as JSON (the occupancy ledger with them).
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "bytes": self.config.bytes,

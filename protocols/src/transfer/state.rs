@@ -60,8 +60,11 @@ pub enum Strategy {
 /// The handler choices of one node (not calibration: what a study varies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct XferParams {
+    /// The sender's handler.
     pub version: Version,
+    /// How message data is kept coherent.
     pub mode: Mode,
+    /// How global coherence fetches a third node's dirty lines.
     pub strategy: Strategy,
     /// Lines fetched ahead of the transfer under `Pipelined`.
     pub window: u32,
@@ -89,9 +92,13 @@ impl Default for XferParams {
 /// page table while the operation runs.
 #[derive(Clone, Debug)]
 pub struct Span {
+    /// The buffer's virtual address.
     pub va: u64,
+    /// Its length in bytes.
     pub len: u64,
+    /// The physical frame of each page it spans.
     pub frames: Vec<PAddr>,
+    /// Each page's use, linked into the in-use page table.
     pub uses: Vec<UseRef>,
 }
 
@@ -122,7 +129,9 @@ impl Span {
 /// An accepted send, in stream order.
 #[derive(Clone, Debug)]
 pub struct SendOp {
+    /// The process that sent it.
     pub pid: Pid,
+    /// The buffer.
     pub span: Span,
     /// Bytes handed to the network.
     pub sent: u64,
@@ -131,19 +140,26 @@ pub struct SendOp {
 /// The partner's posted receive, as its notice described it.
 #[derive(Clone, Copy, Debug)]
 pub struct Space {
+    /// The receive's number at the partner.
     pub id: u32,
+    /// Its length in bytes.
     pub len: u64,
     /// The receive buffer's offset within its first line.
     pub align: u64,
+    /// Bytes already sent into it.
     pub used: u64,
 }
 
 /// A receive posted here.
 #[derive(Clone, Debug)]
 pub struct RecvOp {
+    /// The receive's number here.
     pub id: u32,
+    /// The process that posted it.
     pub pid: Pid,
+    /// The buffer.
     pub span: Span,
+    /// Bytes in so far.
     pub got: u64,
     /// When the last write into memory is done.
     pub written: Cycles,
@@ -156,17 +172,22 @@ pub struct Carry {
     /// Stream position (bytes sent before it in the current send) of the
     /// component the buffer is for, or of the source line it holds.
     pub at: i64,
+    /// The data buffer.
     pub buf: BufId,
+    /// It holds the next component's head (wrap-around), not a source line.
     pub wrap: bool,
 }
 
 /// The outgoing half of the stream at one node.
 #[derive(Clone, Debug, Default)]
 pub struct Outgoing {
+    /// Accepted sends, in stream order.
     pub sends: VecDeque<SendOp>,
+    /// The partner's posted receives, in order.
     pub space: VecDeque<Space>,
     /// The transfer handler is scheduled.
     pub running: bool,
+    /// The buffer carried to the next component within an invocation.
     pub carry: Option<Carry>,
     /// Global coherence: lines whose fetch is out (line addresses).
     pub fetching: Vec<PAddr>,
@@ -181,6 +202,7 @@ pub struct Marks {
     pub first_line: Option<Cycles>,
     /// The first component goes on the wire; the last comes off it.
     pub first_wire: Option<Cycles>,
+    /// The last component comes off the wire.
     pub last_wire: Option<Cycles>,
     /// The first component's bytes are in the receiver's memory.
     pub first_written: Option<Cycles>,
@@ -194,14 +216,21 @@ pub struct XferStats {
     /// The breakdown of the first transfer-handler invocation, and when
     /// (cycles into it) its first memory read or processor-cache get went out.
     pub first: Breakdown,
+    /// Cycles into the first invocation when its first read or get went out.
     pub first_issue: Option<u32>,
+    /// Transfer-handler invocations.
     pub invocations: u64,
+    /// Components sent.
     pub components_sent: u64,
+    /// Components stored here.
     pub components_received: u64,
+    /// Bytes sent.
     pub bytes_sent: u64,
+    /// Bytes stored here.
     pub bytes_received: u64,
     /// Source lines read (memory or processor cache).
     pub lines_read: u64,
+    /// Global coherence: lines fetched from a third node's cache.
     pub fetches: u64,
     /// Transfer-handler invocations that found no data buffer.
     pub alloc_fails: u64,
@@ -210,20 +239,27 @@ pub struct XferStats {
     pub dropped: u64,
     /// Components stored later for want of a data buffer.
     pub retries: u64,
+    /// Uses that met a stale page (the invalidation technique's check).
     pub stale_uses: u64,
     /// Translations the OS answered with "unmapped".
     pub unmapped: u64,
     /// Lines a `local` transfer met outside the mode's precondition.
     pub outside_local: u64,
+    /// Times stamped for the start-up breakdown.
     pub marks: Marks,
 }
 
 /// A node of the transfer machine.
 pub struct XferNode {
+    /// This node.
     pub id: NodeId,
+    /// The coherence protocol's state (directory, processor cache's misses).
     pub coh: CohNode,
+    /// The operating system.
     pub os: Os,
+    /// The compute processor's program.
     pub cpu: ConnCpu,
+    /// The handler choices and cost sheets.
     pub params: XferParams,
     /// The partner's (node, PID), once connected.
     pub partner: Option<(NodeId, Pid)>,
@@ -231,9 +267,13 @@ pub struct XferNode {
     pub cmd: CmdRecord,
     /// Accepted commands waiting for their setup handler.
     pub accepted: VecDeque<Accepted>,
+    /// The outgoing half of the stream.
     pub out: Outgoing,
+    /// Receives posted here.
     pub recvs: Vec<RecvOp>,
+    /// The number of the next receive posted here.
     pub next_recv: u32,
+    /// The in-use page table (the invalidation technique).
     pub pages: PageTable,
     /// Components that met a stale page, waiting for its translation.
     pub parked: Vec<(Msg, BufId)>,
@@ -241,10 +281,13 @@ pub struct XferNode {
     pub retry: Vec<(Msg, BufId)>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
     pub asked: Vec<os_shim::VPage>,
+    /// Counters.
     pub stats: XferStats,
 }
 
 impl XferNode {
+    /// Node `id` of `nodes` with `params` and its OS (the coherence protocol's
+    /// parameters the defaults; [`Transfer`](super::unit::Transfer) builds nodes with its own).
     pub fn new(id: NodeId, nodes: u32, params: XferParams, os: Os) -> XferNode {
         XferNode {
             id,
@@ -358,20 +401,28 @@ pub(crate) fn command(cx: &mut C<'_>) -> CommandCosts {
 /// The command sequence being written.
 #[derive(Clone, Debug, Default)]
 pub struct CmdRecord {
+    /// The operation its first write named (by its address), if any.
     pub op: Option<XferOp>,
+    /// The first write's word: a length, or a connect's virtual PID.
     pub arg: u64,
     /// (authentic page with the in-page offset, user virtual address,
     /// named through the write shadow).
     pub pages: Vec<(PAddr, u64, bool)>,
+    /// A write came out of order (a page before the operation).
     pub bad: bool,
 }
 
 /// An accepted command waiting for its setup.
 #[derive(Clone, Debug)]
 pub struct Accepted {
+    /// The operation.
     pub op: XferOp,
+    /// The process.
     pub pid: Pid,
+    /// The buffer's virtual address.
     pub va: u64,
+    /// Its length in bytes.
     pub len: u64,
+    /// The frame of each page it spans.
     pub frames: Vec<PAddr>,
 }

@@ -45,6 +45,7 @@ pub enum Field {
     Flags = 4,
 }
 
+/// Command registers in all.
 pub const FIELDS: usize = 5;
 
 impl Field {
@@ -190,12 +191,17 @@ pub enum RecState {
 /// A protocol operation record.
 #[derive(Clone)]
 pub struct OpRecord {
+    /// The process whose sequence it is.
     pub pid: Pid,
+    /// Where its operation stands.
     pub state: RecState,
+    /// The command registers written, by [`Field`].
     pub fields: [Option<u64>; FIELDS],
     /// Exact word address of the first source shadow write (fetch-and-op target).
     pub target: Option<PAddr>,
+    /// Source pages (read shadows), in order.
     pub src: ArrayVec<PageRef, MAX_PAGES>,
+    /// Destination pages (write shadows), in order.
     pub dst: ArrayVec<PAddr, MAX_PAGES>,
     /// A write the record could not take (bad field, too many pages).
     pub malformed: bool,
@@ -208,6 +214,7 @@ pub struct OpRecord {
 }
 
 impl OpRecord {
+    /// An open record for `pid`'s sequence.
     pub fn new(pid: Pid) -> OpRecord {
         OpRecord {
             pid,
@@ -223,10 +230,12 @@ impl OpRecord {
         }
     }
 
+    /// The operation the sequence names, if it names one.
     pub fn op(&self) -> Option<OpCode> {
         self.fields[Field::Op as usize].and_then(OpCode::from_u64)
     }
 
+    /// The operand register.
     pub fn arg(&self) -> Option<u64> {
         self.fields[Field::Arg as usize]
     }

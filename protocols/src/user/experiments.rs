@@ -18,10 +18,15 @@ fn frame(n: NodeId, k: u64) -> PAddr {
 
 /// What a fetch-and-add run measured.
 pub struct FetchOpRun {
+    /// The first command write to the old value at the processor.
     pub latency: Cycles,
+    /// The first command write to the ACK.
     pub startup: Cycles,
+    /// The word's value before.
     pub old: u64,
+    /// And after.
     pub new: u64,
+    /// The machine after the run.
     pub machine: Magic<UserNode>,
 }
 
@@ -92,15 +97,20 @@ fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
     })
 }
 
+/// How MAGIC's physical addresses are kept valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Technique {
+    /// The OS waits until operations that hold it off drain.
     Holdoff,
+    /// Uses are marked stale and translated again.
     Invalidate,
+    /// MAGIC translates through its software TLB.
     Tlb,
 }
 
 impl Technique {
+    /// The name the command line uses.
     pub fn name(self) -> &'static str {
         match self {
             Technique::Holdoff => "holdoff",
@@ -113,13 +123,21 @@ impl Technique {
 /// What a remap run measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct RemapResult {
+    /// The technique.
     pub technique: Technique,
+    /// The destination holds the source's bytes.
     pub data_ok: bool,
+    /// Cycles the OS waited for MAGIC's answer to its notice.
     pub os_wait_cycles: u64,
+    /// Interrupts MAGIC raised for a translation.
     pub processor_interrupts: u64,
+    /// Uses that met a stale page.
     pub stale_uses_detected: u64,
+    /// Software TLB hits.
     pub tlb_hits: u64,
+    /// Software TLB misses.
     pub tlb_misses: u64,
+    /// The first command write to the operation's completion.
     pub total_cycles: u64,
 }
 

@@ -16,10 +16,14 @@ pub enum Replacement {
     Fifo,
 }
 
+/// The software TLB's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TlbParams {
+    /// Entries in all.
     pub entries: usize,
+    /// Entries per set.
     pub ways: usize,
+    /// Which entry of a full set makes room.
     pub replacement: Replacement,
 }
 
@@ -44,11 +48,14 @@ struct Entry {
     born: u64,
 }
 
+/// MAGIC's software TLB.
 pub struct Tlb {
     p: TlbParams,
     sets: Vec<Vec<Entry>>,
     clock: u64,
+    /// Lookups that found their translation.
     pub hits: u64,
+    /// Lookups that did not.
     pub misses: u64,
 }
 
@@ -96,6 +103,7 @@ impl Tlb {
         TLB_BASE + (self.set_of(pid, page) * self.p.ways * 16) as u64
     }
 
+    /// `pid`'s translation of `page`, if the TLB holds it.
     pub fn lookup(&mut self, pid: Pid, page: VPage) -> Option<PAddr> {
         self.clock += 1;
         let (s, now) = (self.set_of(pid, page), self.clock);
@@ -115,6 +123,7 @@ impl Tlb {
         }
     }
 
+    /// Hold `pid`'s translation of `page`, making room in its set if full.
     pub fn insert(&mut self, pid: Pid, page: VPage, frame: PAddr) {
         self.clock += 1;
         let (s, ways, now, policy) = (
