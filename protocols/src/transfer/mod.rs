@@ -27,7 +27,12 @@
 //! its home first, either overlapped with the transfer (`pipelined`) or all
 //! at once before it (`collect`).
 //!
-//! [`run()`] sets up a machine, runs one transfer experiment and measures it.
+//! By actor: the compute processor's program and OS ([`cpu`]), MAGIC's
+//! connection and receiver handlers ([`conn`]) and the sender's
+//! ([`sender`]), and the node's state ([`state`]); the messages between them
+//! ([`msg`]) and the cost sheet ([`costs`]). [`Transfer`] installs them, with
+//! the coherence protocol, as one protocol; [`run()`] sets up a machine, runs
+//! one transfer experiment and measures it.
 
 pub mod conn;
 pub mod costs;

@@ -2,7 +2,7 @@
 //!
 //! Its steps follow the paper's task breakdown (Table 2, docs/reference.md),
 //! with every count taken from the transfer's cost sheet
-//! ([`TransferCosts`](super::TransferCosts)). Each Table 2 row is split where a chunked handler
+//! ([`TransferCosts`](super::costs::TransferCosts)). Each Table 2 row is split where a chunked handler
 //! pays a part once per invocation (starting and loading the record, the
 //! first line's directory address, storing the stream state,
 //! rescheduling) and the rest once per component (a further line's

@@ -287,7 +287,7 @@ pub struct XferNode {
 
 impl XferNode {
     /// Node `id` of `nodes` with `params` and its OS (the coherence protocol's
-    /// parameters the defaults; [`Transfer`](super::unit::Transfer) builds nodes with its own).
+    /// parameters the defaults; the `Transfer` unit builds nodes with its own).
     pub fn new(id: NodeId, nodes: u32, params: XferParams, os: Os) -> XferNode {
         XferNode {
             id,
