@@ -2,9 +2,9 @@
 //! MAGIC, what the nodes send each other, and what MAGIC hands the
 //! processor back.
 //!
-//! A leaf of the crate: the handlers ([`crate::protocol`]) and the compute
-//! processor ([`crate::processor`]) both speak these, and neither needs the
-//! other to do so.
+//! A leaf of the crate: the handlers (the `protocol` module) and the
+//! compute processor (the `processor` module) both speak these, and neither
+//! needs the other to do so.
 
 use crate::directory::Req;
 use magic::NodeId;
