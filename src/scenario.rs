@@ -204,6 +204,7 @@ impl Transfer {
             trace: false,
             params,
             costs: Default::default(),
+            command_costs: Default::default(),
             coherence_costs: Default::default(),
         }
     }
@@ -367,8 +368,8 @@ pub struct Logp {
 }
 
 /// The handlers' cost sheets (`[costs.transfer]`, `[costs.coherence]`,
-/// `[costs.user]`): any entry set here replaces the sheet's default;
-/// docs/costs.md lists them.
+/// `[costs.user]`, `[costs.command]`): any entry set here replaces the
+/// sheet's default; docs/costs.md lists them.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostTables {
@@ -378,6 +379,9 @@ pub struct CostTables {
     pub coherence: coherence::protocol::CoherenceCosts,
     #[serde(default)]
     pub user: protocols::user::UserCosts,
+    /// The command interface's, shared by the user layer and the transfer.
+    #[serde(default)]
+    pub command: protocols::command::CommandCosts,
 }
 
 /// A scenario: the machine, the handlers' costs and one experiment (the AM
@@ -561,7 +565,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(f) = &s.fetch_op {
-        let (r, m) = fetch_op(f, p, s.costs.user).map_err(input)?;
+        let (r, m) = fetch_op(f, p, user_params(&s.costs)).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
@@ -569,7 +573,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.remap {
-        let (r, m) = remap(x, p, s.costs.user).map_err(input)?;
+        let (r, m) = remap(x, p, user_params(&s.costs)).map_err(input)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.suite {
@@ -601,6 +605,7 @@ pub fn run_traced(
     let mut c = t.config(p);
     c.trace = trace;
     c.costs = s.costs.transfer;
+    c.command_costs = s.costs.command;
     c.coherence_costs = s.costs.coherence;
     let r = protocols::transfer::run(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
@@ -665,16 +670,25 @@ fn with<M>(m: M, r: Result<Report, String>) -> Result<(Report, M), String> {
     r.map(|r| (r, m))
 }
 
+/// The user layer's parameters with a scenario's cost sheets.
+fn user_params(costs: &CostTables) -> protocols::user::UserParams {
+    protocols::user::UserParams {
+        costs: costs.user,
+        command: costs.command,
+        ..Default::default()
+    }
+}
+
 pub fn fetch_op(
     f: &FetchOp,
     p: magic::MagicParams,
-    costs: protocols::user::UserCosts,
+    user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     let target = f.remote_node;
     if target > 255 {
         return Err(format!("--remote-node must be at most 255 (got {target})"));
     }
-    let r = protocols::user::experiments::fetch_op_with(target, p, costs)?;
+    let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
     with(r.machine, ok(
@@ -811,7 +825,7 @@ pub fn pipeline(
 pub fn remap(
     x: &Remap,
     p: magic::MagicParams,
-    costs: protocols::user::UserCosts,
+    user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     use protocols::user::experiments::{self, Technique};
     let t = match x.technique {
@@ -819,7 +833,7 @@ pub fn remap(
         TechniqueKind::Invalidate => Technique::Invalidate,
         TechniqueKind::Tlb => Technique::Tlb,
     };
-    let (r, m) = experiments::remap_with(t, p, costs)?;
+    let (r, m) = experiments::remap_with(t, p, user)?;
     let report = Report {
         json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
         table: format!("{r}\n{}", m.ledger().render()),

@@ -136,7 +136,7 @@ fn fetch_op_and_remap_print_json() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|r| r["handler"] == "fetch-op"));
+        .any(|r| r["handler"] == "user.fetch_op"));
     for t in ["holdoff", "invalidate", "tlb"] {
         let (code, out, err) = flashkit(&["remap", "--technique", t, "--format", "json"]);
         assert_eq!(code, 0, "{t}: {err}");
@@ -232,10 +232,10 @@ fn transfer_prints_the_breakdown_as_json() {
     let rows = v["occupancy"].as_array().unwrap();
     assert!(rows
         .iter()
-        .any(|r| r["handler"] == "xfer-send" && r["node"] == 0));
+        .any(|r| r["handler"] == "transfer.send_step" && r["node"] == 0));
     assert!(rows
         .iter()
-        .any(|r| r["handler"] == "xfer-component" && r["node"] == 1));
+        .any(|r| r["handler"] == "transfer.component" && r["node"] == 1));
     assert_eq!(v["limited_by"], "network", "{v}");
     let v = transfer_json(&["--sender", "dirty", "--handler", "base"]);
     assert_eq!(v["limited_by"], "sender", "{v}");
@@ -328,12 +328,12 @@ fn transfer_table_shows_startup_limit_and_occupancy() {
     let (code, out, err) = flashkit(&["transfer"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "{err}");
-    for s in ["start-up", "initiation", "limited by", "xfer-send"] {
+    for s in ["start-up", "initiation", "limited by", "transfer.send_step"] {
         assert!(out.contains(s), "{s} in {out}");
     }
     assert!(
         out.lines()
-            .any(|l| l.split_whitespace().any(|w| w == "xfer-send")),
+            .any(|l| l.split_whitespace().any(|w| w == "transfer.send_step")),
         "{out}"
     );
 }

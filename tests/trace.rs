@@ -68,8 +68,8 @@ fn a_transfer_trace_follows_the_trace_event_format() {
         assert!(names.values().any(|n| n == track), "{track}");
     }
     // The sender's PP runs the transfer handler; a PP runs one handler at a time.
-    assert!(pp[&0].iter().any(|s| s.2 == "xfer-send"));
-    assert!(pp[&1].iter().any(|s| s.2 == "xfer-component"));
+    assert!(pp[&0].iter().any(|s| s.2 == "transfer.send_step"));
+    assert!(pp[&1].iter().any(|s| s.2 == "transfer.component"));
     for slices in pp.values_mut() {
         slices.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
         for w in slices.windows(2) {

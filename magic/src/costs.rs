@@ -109,6 +109,50 @@ impl Task {
     }
 }
 
+/// What one handler invocation charged, task by task: the instructions of
+/// each row (a protocol's names for its tasks, such as the rows of the
+/// FLASH paper's Table 2), in the order the rows were first charged, and
+/// the totals.
+///
+/// ```
+/// use magic::costs::{Breakdown, Task};
+///
+/// let mut b = Breakdown::default();
+/// b.add("decode", &Task::new(2, 3, 1, 0));
+/// b.add("send", &Task::new(1, 2, 0, 1));
+/// b.add("decode", &Task::new(1, 1, 0, 0));
+/// assert_eq!(b.tasks.to_vec(), vec![("decode", 4), ("send", 2)]);
+/// assert_eq!((b.instructions, b.loads, b.stores), (6, 1, 1));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Breakdown {
+    /// Instructions by row. At most a dozen rows are kept inline, so an
+    /// invocation's accounting does not allocate.
+    pub tasks: smallvec::SmallVec<[(&'static str, u32); 12]>,
+    /// Instructions in all.
+    pub instructions: u32,
+    /// Loads of MAGIC memory.
+    pub loads: u32,
+    /// Stores of MAGIC memory.
+    pub stores: u32,
+}
+
+impl Breakdown {
+    /// Count task `t` under `row`: its instructions join the row's (a row
+    /// not seen before is appended), and its instructions, loads and stores
+    /// join the totals. Charging the task is the caller's (see
+    /// [`Task::charge`]); this only keeps the account.
+    pub fn add(&mut self, row: &'static str, t: &Task) {
+        match self.tasks.iter_mut().find(|x| x.0 == row) {
+            Some(x) => x.1 += t.instrs,
+            None => self.tasks.push((row, t.instrs)),
+        }
+        self.instructions += t.instrs;
+        self.loads += t.loads;
+        self.stores += t.stores;
+    }
+}
+
 /// Where a cost comes from: the reason it has the value it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Source {

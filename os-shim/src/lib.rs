@@ -36,6 +36,26 @@ impl VPage {
     }
 }
 
+/// A PID travels in a message as one payload word.
+impl magic::message::Word for Pid {
+    fn to_word(self) -> u64 {
+        self.0 as u64
+    }
+    fn from_word(w: u64) -> Option<Pid> {
+        u16::try_from(w).ok().map(Pid)
+    }
+}
+
+/// A virtual page travels in a message as one payload word.
+impl magic::message::Word for VPage {
+    fn to_word(self) -> u64 {
+        self.0
+    }
+    fn from_word(w: u64) -> Option<VPage> {
+        Some(VPage(w))
+    }
+}
+
 /// What a process may do with a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Rights {

@@ -10,6 +10,8 @@
 //! - [`am`]: Active Messages over every controller, and the benchmark suite.
 
 pub mod am;
+pub mod command;
+pub mod os_side;
 pub mod pipeline;
 pub mod sheets;
 pub mod transfer;

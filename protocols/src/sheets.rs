@@ -11,8 +11,17 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             "transfer",
             "The bulk transfer's handlers: the sender (B, O, Ck), the receiver's \
              component handler, the connection's commit, setup, space notice and \
-             cleanup, OS notices, global coherence's fetches.",
+             cleanup, the walk of a changing page's uses, global coherence's \
+             fetches.",
             Box::new(crate::transfer::TransferCosts::default()),
+        ),
+        (
+            "command",
+            "The command interface, shared by the user layer and the transfer: \
+             taking one command write into the operation record, and taking \
+             the OS's notice of a translation change or its answer to an \
+             interrupt.",
+            Box::new(crate::command::CommandCosts::default()),
         ),
         (
             "coherence",
@@ -24,7 +33,7 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
         ),
         (
             "user",
-            "User-level messaging: command writes and commits, fetch-and-add, \
+            "User-level messaging: commits, fetch-and-add, \
              copies and sends a line at a time, the address techniques \
              (hold-off, invalidation, software TLB).",
             Box::new(crate::user::UserCosts::default()),
@@ -53,8 +62,8 @@ pub fn markdown_doc() -> String {
          protocol-processor bundles: its cycles (bundles issued, no cache \
          miss), its instructions, and the loads and stores of MAGIC memory \
          among them, which go through MAGIC's data cache.\n\n\
-         A scenario overrides any entry of the transfer, coherence and user \
-         sheets in a table named after the sheet (the Active Message \
+         A scenario overrides any entry of the transfer, command, coherence \
+         and user sheets in a table named after the sheet (the Active Message \
          layer's is listed here for its provenance; its platform keeps its \
          defaults); the other entries keep their defaults and an unknown \
          key is an error:\n\n\

@@ -240,8 +240,8 @@ fn bidirectional_transfers_share_each_pp_and_are_slower_in_every_state() {
                     .map_or(0, |u| u.busy)
             };
             let l = bi.machine.ledger();
-            assert!(l.handler(Some(0), "xfer-send").is_some(), "{what}");
-            assert!(l.handler(Some(0), "xfer-component").is_some(), "{what}");
+            assert!(l.handler(Some(0), "transfer.send_step").is_some(), "{what}");
+            assert!(l.handler(Some(0), "transfer.component").is_some(), "{what}");
             assert!(pp(&bi) > pp(&uni), "{what}");
             assert!(bi.per_line > uni.per_line, "{what}");
         }
@@ -355,8 +355,8 @@ fn both_partners_can_send_at_once() {
     // Each node runs both handlers; each has its own link.
     let ledger = r.machine.ledger();
     for n in [0, 1] {
-        assert!(ledger.handler(Some(n), "xfer-send").is_some());
-        assert!(ledger.handler(Some(n), "xfer-component").is_some());
+        assert!(ledger.handler(Some(n), "transfer.send_step").is_some());
+        assert!(ledger.handler(Some(n), "transfer.component").is_some());
     }
 }
 
@@ -376,33 +376,26 @@ fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
 
 /// A machine of two connected processes whose buffers the test maps itself.
 fn connected(rights: os_shim::Rights) -> magic::Magic<protocols::transfer::XferNode> {
-    use magic::{Cycles, MagicBuilder, MagicParams, PAddr, Region};
-    use os_shim::{Os, OsCosts, Pid, VPage};
-    use protocols::transfer::{conn, install, ConnOp, XferNode, XferParams};
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
-    install(&mut b);
-    let mut m = b
-        .build(|n| {
-            let mut os = Os::new(n, OsCosts::default());
-            os.spawn(Pid(1));
-            os.set_group(Pid(1), vec![(NodeId(1 - n.0), Pid(1))])
-                .unwrap();
-            // One page at 0x5000_0000, with the rights given.
-            os.map(
-                Pid(1),
-                VPage(0x5000_0000 / 4096),
-                PAddr::new(Region::Normal, n, 0x20_0000),
-                rights,
-            )
-            .unwrap();
-            let mut x = XferNode::new(n, 2, XferParams::default(), os);
-            x.cpu.pid = Pid(1);
-            x
-        })
-        .unwrap();
+    use magic::{Cycles, Magic, MagicParams, PAddr, Region};
+    use os_shim::{Pid, VPage};
+    use protocols::transfer::{ConnOp, Transfer};
+    let mut m = Magic::with(MagicParams::default(), 2, &Transfer::default()).unwrap();
     for n in [NodeId(0), NodeId(1)] {
-        m.state_mut(n).cpu.push([ConnOp::Connect { vpid: 0 }]);
-        conn::start(m.state_mut(n), Cycles(0));
+        let x = m.state_mut(n);
+        x.os.spawn(Pid(1));
+        x.os.set_group(Pid(1), vec![(NodeId(1 - n.0), Pid(1))])
+            .unwrap();
+        // One page at 0x5000_0000, with the rights given.
+        x.os.map(
+            Pid(1),
+            VPage(0x5000_0000 / 4096),
+            PAddr::new(Region::Normal, n, 0x20_0000),
+            rights,
+        )
+        .unwrap();
+        x.cpu.pid = Pid(1);
+        x.cpu.push([ConnOp::Connect { vpid: 0 }]);
+        x.cpu.start(Cycles(0));
         m.start_processor(n, Cycles(0)).unwrap();
     }
     m.run();
@@ -410,11 +403,11 @@ fn connected(rights: os_shim::Rights) -> magic::Magic<protocols::transfer::XferN
 }
 
 fn post(m: &mut magic::Magic<protocols::transfer::XferNode>, va: u64, len: u64) {
-    use protocols::transfer::{conn, ConnOp};
+    use protocols::transfer::ConnOp;
     let at = m.now() + magic::Cycles(1);
     let r = NodeId(1);
     m.state_mut(r).cpu.push([ConnOp::Post { va, len }]);
-    conn::start(m.state_mut(r), at);
+    m.state_mut(r).cpu.start(at);
     m.start_processor(r, at).unwrap();
     m.run();
 }
@@ -513,33 +506,60 @@ fn a_page_moved_during_the_transfer_is_followed_through_the_invalidation_techniq
 
 #[test]
 fn a_command_shorter_than_its_header_needs_is_refused() {
-    use magic::{Cycles, Msg, PAddr, Region};
-    use protocols::transfer::{mt, Op};
+    use magic::{Cycles, PAddr, Region};
+    use protocols::transfer::{XferMsg, XferOp};
     let mut m = connected(os_shim::Rights::RW);
     let r = NodeId(1);
     let at = m.now() + Cycles(1);
     // A receive of 1 KB whose sequence names no page, straight to the
     // processor interface: the op write, then the committing read.
-    let op = Msg::new(mt::CMD_OP, r, r)
-        .addr(PAddr::new(Region::Message, r, Op::Post as u64 * 8))
-        .args([1024, 0, 0]);
+    let space = |off: u64| PAddr::new(Region::Message, r, off);
+    let op = m
+        .msg(r, XferMsg::Command { arg: 1024 })
+        .addr(space(XferOp::Post as u64 * 8));
     m.post(r, at, op).unwrap();
-    let commit = Msg::new(mt::CMD_COMMIT, r, r).addr(PAddr::new(Region::Message, r, 0));
+    let commit = m.msg(r, XferMsg::Commit).addr(space(0));
     m.post(r, at + Cycles(1), commit).unwrap();
     m.run();
     assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
     assert!(m.state(r).recvs.is_empty());
     // An operation code that does not exist.
-    let bad = Msg::new(mt::CMD_OP, r, r)
-        .addr(PAddr::new(Region::Message, r, 9 * 8))
-        .args([1024, 0, 0]);
+    let bad = m.msg(r, XferMsg::Command { arg: 1024 }).addr(space(9 * 8));
     let at = m.now() + Cycles(1);
     m.post(r, at, bad).unwrap();
-    let commit = Msg::new(mt::CMD_COMMIT, r, r).addr(PAddr::new(Region::Message, r, 0));
+    let commit = m.msg(r, XferMsg::Commit).addr(space(0));
     m.post(r, at + Cycles(1), commit).unwrap();
     m.run();
     assert_eq!(
         answers(&m),
         ["ack Connect", "nack Malformed", "nack Malformed"]
     );
+}
+
+#[test]
+fn the_command_sheet_charges_the_command_writes() {
+    use magic::testing::Bench;
+    use magic::{PAddr, Region};
+    use protocols::transfer::{Transfer, XferMsg, XferOp};
+    let mut t = Transfer::default();
+    t.params.command.write = 10;
+    let mut bench = Bench::new(2, &t).unwrap();
+    let n = NodeId(0);
+    let send = PAddr::new(Region::Message, n, XferOp::Send as u64 * 8);
+    let m = bench.msg(n, XferMsg::Command { arg: 64 }).addr(send);
+    let shot = bench.inject(n, m).unwrap();
+    assert_eq!(shot.handler, "transfer.cmd_op");
+    assert_eq!((shot.stats.instructions, shot.stats.stores), (10, 1));
+    assert_eq!(bench.machine().state(n).cmd.op, Some(XferOp::Send));
+    // A whole experiment takes the sheet from its configuration.
+    let r = go(Config {
+        command_costs: protocols::command::CommandCosts {
+            write: 20,
+            ..Default::default()
+        },
+        ..Config::default()
+    });
+    let row = r.machine.ledger();
+    let row = row.handler(Some(0), "transfer.cmd_op").unwrap();
+    assert_eq!(row.stats.instructions, 20);
 }

@@ -5,8 +5,7 @@ use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use protocols::user::cmd::{shadow_dst_va, shadow_va, Field, Nack, OpCode};
 use protocols::user::experiments::{self, Technique};
-use protocols::user::node::FLAG_HOLDOFF;
-use protocols::user::{machine, UserEvent, UserNode, UserOp, UserParams};
+use protocols::user::{machine, UserEvent, UserNode, UserOp, UserParams, FLAG_HOLDOFF};
 
 const A: NodeId = NodeId(0);
 const B: NodeId = NodeId(1);
@@ -413,38 +412,38 @@ fn a_transient_nack_is_retried_with_a_bounded_back_off() {
 
 #[test]
 fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
-    use magic::{Cx, MagicBuilder, Msg, MsgType};
-    use protocols::user::node::{install, mt};
-    // A rogue handler crafts the packet a send would carry, but claims
-    // process 7, which process 2 does not know.
-    fn rogue(cx: &mut Cx<'_, UserNode>, _: &Msg) {
-        let b = cx.alloc_buffer().unwrap();
-        cx.buffer_mut(b).unwrap().fill(0xEE);
-        let forged_tag = 7u64 << 32 | 1; // PID 7, last line
-        let d = Msg::new(mt::LINE_DATA, cx.node(), B)
-            .addr(frame(B, 64))
-            .args([forged_tag, 2, OpCode::SendPhys as u64]);
-        cx.send(d, Some(b)).unwrap();
-    }
-    let mut b = MagicBuilder::new(MagicParams::default(), 2);
-    install(&mut b);
-    let h = b.handler("rogue", rogue);
-    b.route(MsgType(99), Region::Normal, h);
-    let mut m = b
-        .build(|n| UserNode::new(n, 2, UserParams::default()).unwrap())
-        .unwrap();
-    m.state_mut(B).os.spawn(Pid(2));
-    m.state_mut(B)
-        .os
-        .set_group(Pid(2), vec![(A, Pid(1))])
-        .unwrap();
-    let before = m.memory(B).line(frame(B, 64).line());
-    m.post(A, Cycles(0), Msg::new(MsgType(99), A, A)).unwrap();
-    let r = m.run();
-    assert!(r.is_clean(), "{:?}", r.stuck);
-    assert_eq!(m.state(B).magic.stats.dropped_forged, 1);
+    use magic::testing::Bench;
+    use protocols::user::msg::Tag;
+    use protocols::user::{User, UserMsg};
+    // The packet a send would carry, but claiming process 7, which process
+    // 2 does not know.
+    let mut bench = Bench::new(2, &User::default()).unwrap();
+    let b = bench.machine().state_mut(B);
+    b.os.spawn(Pid(2));
+    b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
+    let before = bench.machine().memory(B).line(frame(B, 64).line());
+    let tag = Tag {
+        pid: Pid(7),
+        slot: 0,
+        last: true,
+    };
+    let forged = UserMsg::Line {
+        tag,
+        to: Pid(2),
+        op: OpCode::SendPhys,
+    };
+    let msg = bench.msg(A, forged).addr(frame(B, 64));
+    let shot = bench.inject_data(B, msg, Some([0xEE; 128])).unwrap();
+    assert_eq!(shot.handler, "user.line_receive");
+    // The sender still hears how its operation went.
+    assert_eq!(shot.sent.len(), 1);
     assert_eq!(
-        m.memory(B).line(frame(B, 64).line()),
+        bench.decode::<UserMsg>(&shot.sent[0].msg),
+        Ok(UserMsg::LineDone { tag, failed: true })
+    );
+    assert_eq!(bench.machine().state(B).magic.stats.dropped_forged, 1);
+    assert_eq!(
+        bench.machine().memory(B).line(frame(B, 64).line()),
         before,
         "nothing written"
     );
@@ -452,25 +451,32 @@ fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
 
 #[test]
 fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() {
-    use magic::{Cx, MagicBuilder, Msg, MsgType};
-    use protocols::user::node::install;
-    // Something else on the node holds the only data buffer.
-    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg) {
+    use magic::{Cx, MagicBuilder, Msg, Protocol};
+    use protocols::user::User;
+    magic::messages! {
+        /// Something else on the node.
+        pub enum Hog: HogKind {
+            /// Take a data buffer and keep it.
+            Take,
+        }
+    }
+    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg, _: Hog) {
         let _held = cx.alloc_buffer().unwrap();
     }
     let params = MagicParams {
         data_buffers: 1,
         ..MagicParams::default()
     };
+    let user = User::default();
     let mut b = MagicBuilder::new(params, 2);
-    install(&mut b);
-    let h = b.handler("hog", hog);
-    b.route(MsgType(98), Region::Normal, h);
-    let mut m = b
-        .build(|n| UserNode::new(n, 2, UserParams::default()).unwrap())
-        .unwrap();
+    b.install(&user, |s| s);
+    let mut other = b.part("other", |s: &mut UserNode| s);
+    let h = other.handler("hog", hog);
+    other.route_any(HogKind::Take, h);
+    let mut m = b.build(|n| user.node(n, 2)).unwrap();
     configure(&mut m);
-    m.post(A, Cycles(0), Msg::new(MsgType(98), A, A)).unwrap();
+    let take = m.msg(A, Hog::Take);
+    m.post(A, Cycles(0), take).unwrap();
     m.state_mut(A).push([
         UserOp::Switch(Pid(1)),
         UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
@@ -498,4 +504,45 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
         vec!["node 0: 1 data buffer(s) still allocated".to_string()]
     );
     assert_eq!(m.state(A).magic.stats.acks, 0);
+}
+
+#[test]
+fn the_command_sheet_charges_the_command_writes_and_the_os_notices() {
+    use magic::testing::Bench;
+    use protocols::os_side::Frame;
+    use protocols::user::{User, UserMsg};
+    let mut user = User::default();
+    user.params.command.write = 10;
+    let mut bench = Bench::new(2, &user).unwrap();
+    let w = bench
+        .msg(A, UserMsg::Write { data: 1 })
+        .addr(Field::Op.addr(A));
+    let shot = bench.inject(A, w).unwrap();
+    assert_eq!(
+        (shot.handler.as_str(), shot.stats.instructions),
+        ("user.cmd_write", 10)
+    );
+    let notice = UserMsg::OsNotice {
+        page: VPage(3),
+        pid: Pid(1),
+        old: Frame(None),
+    };
+    let m = bench.msg(A, notice).addr(PAddr::new(Region::Message, A, 0));
+    let shot = bench.inject(A, m).unwrap();
+    assert_eq!(
+        (shot.handler.as_str(), shot.stats.instructions),
+        ("user.os_notice", 16)
+    );
+    // Nothing holds the page off: the OS hears at once.
+    assert_eq!(
+        bench.decode::<UserMsg>(&shot.sent[0].msg),
+        Ok(UserMsg::OsAnswer)
+    );
+    // A whole experiment takes the sheet from the parameters.
+    let mut up = UserParams::default();
+    up.command.write = 20;
+    let r = experiments::fetch_op_with(1, MagicParams::default(), up).unwrap();
+    let ledger = r.machine.ledger();
+    let row = ledger.handler(Some(0), "user.cmd_write").unwrap();
+    assert_eq!(row.stats.instructions, 3 * 20);
 }

@@ -1,6 +1,6 @@
-//! The connection: the user program's command sequences, MAGIC's command,
-//! setup and space-notice handlers, and the receiving side (component and
-//! cleanup handlers). Global coherence's fetch of a remote owner's dirty
+//! The connection on MAGIC: the command handlers, setup and space notice,
+//! the receiving side (component, retry and cleanup handlers), the OS's
+//! notices and answers. Global coherence's fetch of a remote owner's dirty
 //! line lives here too: it is a request and reply between MAGICs.
 //!
 //! A command is one write naming the operation (its address) and length
@@ -9,19 +9,17 @@
 //! virtual address of it), then the committing read. A receive names its
 //! pages through the write shadow, which exists only for writable pages.
 
-use super::{addr, costs, mt, Op, RecvOp, Refusal, SendOp, Space, Span, XferNode, C};
+use super::msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
+use super::state::{
+    addr, command, costs, Accepted, CmdRecord, RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
+};
+use crate::os_side::{self, Frame};
+use crate::user::pages::PageTable;
 use coherence::directory::{DirEntry, DirState, Sharers};
 use coherence::modes;
 use magic::costs::Task;
-use magic::{
-    Cycles, Lane, LineState, MagicBuilder, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES,
-};
-use os_shim::{Change, Pid, VPage, PAGE_BYTES, WRITE_SHADOW};
-
-/// In an OS answer: the page is not mapped.
-pub const NO_FRAME: u64 = u64::MAX;
-use serde::Serialize;
-use std::collections::VecDeque;
+use magic::{BufId, Cycles, Install, LineState, Msg, PAddr, Region, LINE_BYTES};
+use os_shim::{VPage, PAGE_BYTES, WRITE_SHADOW};
 
 /// Run a handler's tasks in order, their loads and stores at `base`.
 fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
@@ -30,358 +28,51 @@ fn run_tasks(cx: &mut C<'_>, ts: &[Task], base: u64) {
     }
 }
 
-// ---------------------------------------------------------------- processor
-
-/// One operation of the user program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConnOp {
-    /// Connect to the process the virtual PID names.
-    Connect {
-        vpid: u16,
-    },
-    /// Post a receive of `len` bytes at virtual address `va`.
-    Post {
-        va: u64,
-        len: u64,
-    },
-    /// Send `len` bytes from virtual address `va`.
-    Send {
-        va: u64,
-        len: u64,
-    },
-    /// A translation change of the process's page: the OS notifies MAGIC,
-    /// waits for its answer, then applies it (a move copies the page).
-    Change(Change),
-    Think(Cycles),
-}
-
-impl ConnOp {
-    fn op(&self) -> Option<Op> {
-        match self {
-            ConnOp::Connect { .. } => Some(Op::Connect),
-            ConnOp::Post { .. } => Some(Op::Post),
-            ConnOp::Send { .. } => Some(Op::Send),
-            ConnOp::Think(_) | ConnOp::Change(_) => None,
-        }
-    }
-}
-
-/// What the user program saw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum ConnEvent {
-    /// The first write of a command sequence went out.
-    Issued {
-        op: Op,
-        at: Cycles,
-    },
-    Ack {
-        op: Op,
-        at: Cycles,
-    },
-    Nack {
-        op: Op,
-        at: Cycles,
-        reason: Refusal,
-    },
-    /// A shadow reference to a page the process has not mapped faulted.
-    Fault {
-        at: Cycles,
-        va: u64,
-    },
-    /// MAGIC met a stale page and asked the OS for its translation.
-    Interrupt {
-        at: Cycles,
-        page: u64,
-    },
-    /// The OS applied a translation change after waiting for MAGIC.
-    Changed {
-        at: Cycles,
-        waited: Cycles,
-    },
-    /// A send has been handed to the network whole.
-    SendDone {
-        at: Cycles,
-        bytes: u64,
-    },
-    RecvDone {
-        at: Cycles,
-        bytes: u64,
-    },
-}
-
-/// The compute processor's user program.
-#[derive(Clone, Debug, Default)]
-pub struct ConnCpu {
-    pub pid: Pid,
-    program: VecDeque<ConnOp>,
-    /// The writes and commit of the command being issued, one per cycle.
-    issuing: VecDeque<Msg>,
-    current: Option<Op>,
-    waiting: bool,
-    resume_at: Option<Cycles>,
-    /// Interrupts to answer: when, and which virtual page.
-    os_due: Vec<(Cycles, VPage)>,
-    /// The change waiting for MAGIC's answer, and since when.
-    change: Option<(Change, Cycles)>,
-    pub log: Vec<ConnEvent>,
-}
-
-impl ConnCpu {
-    pub fn push(&mut self, ops: impl IntoIterator<Item = ConnOp>) {
-        self.program.extend(ops);
-    }
-
-    pub(super) fn pending(&self) -> Option<String> {
-        (self.waiting || !self.program.is_empty() || !self.issuing.is_empty()).then(|| {
-            format!(
-                "user program: {} op(s) left{}",
-                self.program.len(),
-                if self.waiting {
-                    ", waiting for an answer"
-                } else {
-                    ""
-                }
-            )
-        })
-    }
-
-    /// An interrupt about a page whose change is not yet applied waits: its
-    /// answer must carry the new frame.
-    fn answerable(&self, v: VPage) -> bool {
-        self.change.is_none_or(|(c, _)| c.page() != v)
-    }
-
-    fn next(&self) -> ProcStep {
-        let os = self
-            .os_due
-            .iter()
-            .filter(|x| self.answerable(x.1))
-            .map(|x| x.0)
-            .min();
-        let prog = self.resume_at.filter(|_| !self.waiting);
-        match (os, prog) {
-            (Some(a), Some(b)) => ProcStep::At(a.min(b)),
-            (Some(a), None) | (None, Some(a)) => ProcStep::At(a),
-            (None, None) => ProcStep::Idle,
-        }
-    }
-}
-
-/// Start the program (its first step is at `at`).
-pub fn start(n: &mut XferNode, at: Cycles) {
-    n.cpu.resume_at = Some(at);
-}
-
-pub(super) fn processor_step(n: &mut XferNode, p: &mut Processor<'_>) -> ProcStep {
-    let now = p.now();
-    // The OS's answers to MAGIC's interrupts, from the page table as it is.
-    let mut i = 0;
-    while i < n.cpu.os_due.len() {
-        let (t, v) = n.cpu.os_due[i];
-        if t <= now && n.cpu.answerable(v) {
-            n.cpu.os_due.remove(i);
-            let frame = n.os.lookup(n.cpu.pid, v).map_or(NO_FRAME, |m| m.frame.0);
-            let me = n.id;
-            p.request(
-                Msg::new(mt::OS_TRANSLATION, me, me)
-                    .addr(PAddr::new(Region::Message, me, 0))
-                    .args([v.0, n.cpu.pid.0 as u64, frame]),
-                None,
-            );
-        } else {
-            i += 1;
-        }
-    }
-    if n.cpu.waiting || n.cpu.resume_at.is_none_or(|t| t > now) {
-        return n.cpu.next();
-    }
-    n.cpu.resume_at = None;
-    if let Some(m) = n.cpu.issuing.pop_front() {
-        if m.mtype == mt::CMD_COMMIT {
-            n.cpu.waiting = true;
-        } else {
-            n.cpu.resume_at = Some(now + Cycles(1));
-        }
-        p.request(m, None);
-        return n.cpu.next();
-    }
-    let Some(op) = n.cpu.program.pop_front() else {
-        return ProcStep::Idle;
-    };
-    if let ConnOp::Think(c) = op {
-        n.cpu.resume_at = Some(now + c);
-        return n.cpu.next();
-    }
-    if let ConnOp::Change(c) = op {
-        let old =
-            n.os.lookup(n.cpu.pid, c.page())
-                .map_or(NO_FRAME, |m| m.frame.0);
-        let me = n.id;
-        p.request(
-            Msg::new(mt::OS_NOTICE, me, me)
-                .addr(PAddr::new(Region::Message, me, 0))
-                .args([c.page().0, n.cpu.pid.0 as u64, old]),
-            None,
-        );
-        n.cpu.change = Some((c, now));
-        n.cpu.waiting = true;
-        return n.cpu.next();
-    }
-    let me = n.id;
-    let pid = n.cpu.pid;
-    let code = op.op().expect("a command");
-    let cmd = |t, a: PAddr, d: u64| Msg::new(t, me, me).addr(a).args([d, 0, 0]);
-    let op_addr = PAddr::new(Region::Message, me, code as u64 * 8);
-    let mut q = VecDeque::new();
-    match op {
-        ConnOp::Connect { vpid } => q.push_back(cmd(mt::CMD_OP, op_addr, vpid as u64)),
-        ConnOp::Post { va, len } | ConnOp::Send { va, len } => {
-            q.push_back(cmd(mt::CMD_OP, op_addr, len));
-            let write = code == Op::Post;
-            for k in 0..Span::pages(va, len.max(1)) {
-                let v = if k == 0 {
-                    va
-                } else {
-                    (va / PAGE_BYTES + k) * PAGE_BYTES
-                };
-                let shadow = if write {
-                    n.os.shadow_write(pid, v)
-                } else {
-                    n.os.shadow(pid, v)
-                };
-                match shadow {
-                    Ok(a) => q.push_back(cmd(mt::CMD_PAGE, a, v)),
-                    // The reference faults in the processor; MAGIC never
-                    // sees the page.
-                    Err(_) => n.cpu.log.push(ConnEvent::Fault { at: now, va: v }),
-                }
-            }
-        }
-        ConnOp::Think(_) | ConnOp::Change(_) => unreachable!(),
-    }
-    q.push_back(Msg::new(mt::CMD_COMMIT, me, me).addr(PAddr::new(Region::Message, me, 0)));
-    n.cpu.log.push(ConnEvent::Issued { op: code, at: now });
-    n.cpu.current = Some(code);
-    n.cpu.issuing = q;
-    n.cpu.resume_at = Some(now);
-    processor_step(n, p)
-}
-
-pub(super) fn processor_receive(
-    n: &mut XferNode,
-    p: &mut Processor<'_>,
-    msg: &Msg,
-) -> Option<ProcStep> {
-    let now = p.now();
-    // The answer names the operation it answers.
-    let op = Op::from_u64(msg.args[2])
-        .or(n.cpu.current)
-        .unwrap_or(Op::Send);
-    match msg.mtype {
-        mt::ACK | mt::NACK => {
-            n.cpu.log.push(if msg.mtype == mt::ACK {
-                ConnEvent::Ack { op, at: now }
-            } else {
-                let reason = Refusal::from_u64(msg.args[0]).unwrap_or(Refusal::Malformed);
-                ConnEvent::Nack {
-                    op,
-                    at: now,
-                    reason,
-                }
-            });
-            n.cpu.waiting = false;
-            n.cpu.current = None;
-            n.cpu.resume_at = Some(now + Cycles(1));
-        }
-        mt::INTERRUPT => {
-            let v = VPage(msg.args[0]);
-            n.cpu.log.push(ConnEvent::Interrupt { at: now, page: v.0 });
-            n.cpu.os_due.push((now + n.os.costs.interrupt, v));
-        }
-        mt::OS_ANSWER => {
-            if let Some((c, since)) = n.cpu.change.take() {
-                let mut cost = n.os.costs.change;
-                if let (Change::Move(_, to), Ok(old)) = (c, n.os.lookup(n.cpu.pid, c.page())) {
-                    if to.node() == n.id && old.frame.node() == n.id {
-                        // The OS copies the page (its lines are in memory:
-                        // the buffers it moves are not cached).
-                        for k in 0..PAGE_BYTES / LINE_BYTES as u64 {
-                            let at = |f: PAddr| PAddr(f.0 + k * LINE_BYTES as u64).line();
-                            let bytes = p.memory().line(at(old.frame));
-                            p.memory().store_line(at(to), &bytes);
-                            cost += n.os.costs.copy_line;
-                        }
-                    }
-                }
-                let _ = n.os.apply(n.cpu.pid, c);
-                n.cpu.log.push(ConnEvent::Changed {
-                    at: now,
-                    waited: now - since,
-                });
-                n.cpu.waiting = false;
-                n.cpu.resume_at = Some(now + cost);
-            }
-        }
-        mt::SEND_DONE => n.cpu.log.push(ConnEvent::SendDone {
-            at: now,
-            bytes: msg.args[0],
-        }),
-        mt::RECV_DONE => n.cpu.log.push(ConnEvent::RecvDone {
-            at: now,
-            bytes: msg.args[0],
-        }),
-        _ => return None,
-    }
-    Some(n.cpu.next())
-}
-
 // ---------------------------------------------------------------- commands
-
-/// The command sequence being written.
-#[derive(Clone, Debug, Default)]
-pub struct CmdRecord {
-    pub op: Option<Op>,
-    pub arg: u64,
-    /// (authentic page with the in-page offset, user virtual address,
-    /// named through the write shadow).
-    pub pages: Vec<(PAddr, u64, bool)>,
-    pub bad: bool,
-}
-
-/// An accepted command waiting for its setup.
-#[derive(Clone, Debug)]
-pub struct Accepted {
-    pub op: Op,
-    pub pid: Pid,
-    pub va: u64,
-    pub len: u64,
-    pub frames: Vec<PAddr>,
-}
 
 /// At most this many accepted commands wait for setup.
 const MAX_ACCEPTED: usize = 8;
 
-fn to_cpu(cx: &mut C<'_>, t: magic::MsgType, args: [u64; 3]) {
-    let me = cx.node();
-    let _ = cx.to_processor(Msg::new(t, me, me).args(args), None);
+fn to_cpu(cx: &mut C<'_>, m: XferMsg) {
+    let m = cx.msg(m);
+    let _ = cx.to_processor(m, None);
 }
 
-fn cmd_op(cx: &mut C<'_>, m: &Msg) {
-    let c = costs(cx);
-    cx.instr(c.cmd_write);
+/// A message to this node's own message space (through the software queue).
+fn to_self(cx: &mut C<'_>, m: XferMsg) -> Msg {
+    let me = cx.node();
+    cx.msg(m).addr(PAddr::new(Region::Message, me, 0))
+}
+
+/// Reschedule the sender's transfer handler.
+pub(super) fn step_again(cx: &mut C<'_>) {
+    let m = to_self(cx, XferMsg::Step);
+    let _ = cx.reschedule(m);
+}
+
+/// The command write naming the operation (its address) and its word: a
+/// new sequence.
+fn cmd_op(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+    let XferMsg::Command { arg } = msg else {
+        return;
+    };
+    let c = command(cx);
+    cx.instr(c.write);
     cx.store(addr::CMD);
-    let op = Op::from_u64(m.addr.offset() / 8);
-    cx.state().cmd = super::conn::CmdRecord {
+    let op = XferOp::from_u64(m.addr.offset() / 8);
+    cx.state().cmd = CmdRecord {
         op,
-        arg: m.args[0],
+        arg,
         pages: Vec::new(),
         bad: op.is_none(),
     };
 }
 
-fn cmd_page(cx: &mut C<'_>, m: &Msg) {
-    let c = costs(cx);
-    cx.instr(c.cmd_write);
+/// A command write through a page's shadow: one page of the buffer.
+fn cmd_page(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+    let XferMsg::Page { vaddr } = msg else { return };
+    let c = command(cx);
+    cx.instr(c.write);
     cx.store(addr::CMD + 8);
     let write = m.addr.0 & WRITE_SHADOW != 0;
     let a = PAddr(m.addr.0 & !WRITE_SHADOW).with_region(Region::Normal);
@@ -389,12 +80,12 @@ fn cmd_page(cx: &mut C<'_>, m: &Msg) {
     if r.op.is_none() {
         r.bad = true;
     }
-    r.pages.push((a, m.args[0], write));
+    r.pages.push((a, vaddr, write));
 }
 
 /// The committing read: check the sequence and answer; the setup follows
 /// through the software queue.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     let c = costs(cx);
     run_tasks(
         cx,
@@ -407,17 +98,15 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
         addr::CMD,
     );
     let r = std::mem::take(&mut cx.state().cmd);
-    let me = cx.node();
-    let pid = cx.state().cpu.pid;
-    let code = r.op.map_or(0, |o| o as u64);
+    let op = Answering(r.op);
     match check(cx, &r) {
-        Err(why) => to_cpu(cx, mt::NACK, [why as u64, pid.0 as u64, code]),
-        Ok(None) => to_cpu(cx, mt::ACK, [0, pid.0 as u64, code]),
+        Err(reason) => to_cpu(cx, XferMsg::Nack { reason, op }),
+        Ok(None) => to_cpu(cx, XferMsg::Ack { op }),
         Ok(Some(a)) => {
-            to_cpu(cx, mt::ACK, [0, pid.0 as u64, code]);
+            to_cpu(cx, XferMsg::Ack { op });
             cx.state().accepted.push_back(a);
-            let _ =
-                cx.reschedule(Msg::new(mt::SETUP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+            let m = to_self(cx, XferMsg::Setup);
+            let _ = cx.reschedule(m);
         }
     }
 }
@@ -432,7 +121,7 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
         (Some(op), false) => op,
         _ => return Err(Refusal::Malformed),
     };
-    if op == Op::Connect {
+    if op == XferOp::Connect {
         let peer = cx.state().os.vpid(pid, r.arg as u16);
         return match peer {
             Some(p) if p.0 != me => {
@@ -470,7 +159,7 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
     {
         return Err(Refusal::Malformed);
     }
-    if op == Op::Post && !r.pages.iter().all(|p| p.2) {
+    if op == XferOp::Post && !r.pages.iter().all(|p| p.2) {
         return Err(Refusal::NotAllowed);
     }
     Ok(Some(Accepted {
@@ -488,7 +177,7 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
 
 /// Set up an accepted send or receive: verify it, link its pages, and
 /// start the transfer or offer the space to the partner.
-fn setup(cx: &mut C<'_>, _m: &Msg) {
+fn setup(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     let Some(a) = cx.state().accepted.pop_front() else {
         return;
     };
@@ -512,7 +201,7 @@ fn setup(cx: &mut C<'_>, _m: &Msg) {
     };
     let me = cx.node();
     match a.op {
-        Op::Send => {
+        XferOp::Send => {
             let s = cx.state();
             s.out.sends.push_back(SendOp {
                 pid: a.pid,
@@ -521,7 +210,7 @@ fn setup(cx: &mut C<'_>, _m: &Msg) {
             });
             maybe_start(cx);
         }
-        Op::Post => {
+        XferOp::Post => {
             let s = cx.state();
             let id = s.next_recv;
             s.next_recv += 1;
@@ -534,34 +223,42 @@ fn setup(cx: &mut C<'_>, _m: &Msg) {
                 written: Cycles(0),
             });
             let to = s.partner.map_or(me, |p| p.0);
-            let m = Msg::new(mt::SPACE, me, to)
-                .addr(PAddr::new(Region::Message, to, 0))
-                .args([id as u64, a.len, align]);
+            let space = XferMsg::Space {
+                id,
+                len: a.len,
+                align,
+            };
+            let m = cx
+                .msg(space)
+                .to(to)
+                .addr(PAddr::new(Region::Message, to, 0));
             let _ = cx.send(m, None);
         }
-        Op::Connect => {}
+        XferOp::Connect => {}
     }
 }
 
 /// Schedule the transfer handler if there is data and space and it is not
 /// already running.
 fn maybe_start(cx: &mut C<'_>) {
-    let me = cx.node();
     let o = &mut cx.state().out;
     if !o.running && !o.sends.is_empty() && !o.space.is_empty() {
         o.running = true;
-        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+        step_again(cx);
     }
 }
 
 /// The partner posted a receive.
-fn space(cx: &mut C<'_>, m: &Msg) {
+fn space(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+    let XferMsg::Space { id, len, align } = msg else {
+        return;
+    };
     let c = costs(cx);
     run_tasks(cx, &[c.space_load, c.space_queue], addr::SEND);
     cx.state().out.space.push_back(Space {
-        id: m.args[0] as u32,
-        len: m.args[1],
-        align: m.args[2],
+        id,
+        len,
+        align,
         used: 0,
     });
     maybe_start(cx);
@@ -581,7 +278,7 @@ fn space(cx: &mut C<'_>, m: &Msg) {
 /// and test for completion. The handler is dispatched when the header is
 /// in: its work before the write overlaps the data streaming into the
 /// buffer, and the write follows the data.
-fn component(cx: &mut C<'_>, m: &Msg) {
+fn component(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
     let c = costs(cx);
     c.recv_init.charge(cx, addr::RECV, addr::RECV);
     c.recv_verify.charge(cx, addr::CMD, addr::RECV);
@@ -591,10 +288,14 @@ fn component(cx: &mut C<'_>, m: &Msg) {
     store(cx, m, b);
 }
 
-/// Store a component held in buffer `b` (on arrival, or once a stale page's
-/// new translation is in).
-fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
-    let (id, ro, n) = (m.args[0] as u32, m.args[1], m.args[2]);
+/// Store the component `m` held in buffer `b` (on arrival, or once a stale
+/// page's new translation is in, or a buffer to merge with is free).
+fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
+    let Ok(XferMsg::Component { id, at: ro, len: n }) = cx.decode::<XferMsg>(m) else {
+        cx.state().stats.dropped += 1;
+        let _ = cx.free_buffer(b);
+        return;
+    };
     let found = cx
         .state()
         .recvs
@@ -651,12 +352,8 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
             cx.state().stats.retries += 1;
             cx.state().retry.push((*m, b));
             if cx.state().retry.len() == 1 {
-                let me = cx.node();
-                let _ = cx.reschedule(Msg::new(mt::RETRY, me, me).addr(PAddr::new(
-                    Region::Message,
-                    me,
-                    0,
-                )));
+                let m = to_self(cx, XferMsg::Retry);
+                let _ = cx.reschedule(m);
             }
             return;
         }
@@ -677,17 +374,13 @@ fn store(cx: &mut C<'_>, m: &Msg, b: magic::BufId) {
     if r.got == r.span.len {
         // The receive is complete once its last bytes are in memory.
         s.stats.marks.last_component = Some(r.written.max(now));
-        let me = cx.node();
-        let _ = cx.reschedule(
-            Msg::new(mt::CLEANUP, me, me)
-                .addr(PAddr::new(Region::Message, me, 0))
-                .args([id as u64, 0, 0]),
-        );
+        let m = to_self(cx, XferMsg::Cleanup { id });
+        let _ = cx.reschedule(m);
     }
 }
 
 /// Components that could not be stored for lack of a buffer, again.
-fn retry(cx: &mut C<'_>, _m: &Msg) {
+fn retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     let t = costs(cx).recv_retry;
     t.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().retry);
@@ -697,37 +390,39 @@ fn retry(cx: &mut C<'_>, _m: &Msg) {
 }
 
 /// Ask the OS for the translation of a stale page (once until it answers).
-pub(super) fn interrupt(cx: &mut C<'_>, v: VPage) {
-    if cx.state().asked.contains(&v) {
+pub(super) fn interrupt(cx: &mut C<'_>, page: VPage) {
+    if cx.state().asked.contains(&page) {
         return;
     }
-    cx.state().asked.push(v);
+    cx.state().asked.push(page);
     let pid = cx.state().cpu.pid;
-    to_cpu(cx, mt::INTERRUPT, [v.0, pid.0 as u64, 0]);
+    to_cpu(cx, XferMsg::Interrupt { page, pid });
+}
+
+fn pages(s: &mut XferNode) -> &mut PageTable {
+    &mut s.pages
 }
 
 /// The OS says a page is about to change: mark every use of its frame
 /// stale (walking the page's list), then answer.
-fn os_notice(cx: &mut C<'_>, m: &Msg) {
-    let c = costs(cx);
-    cx.instr(c.notice);
-    let old = m.args[2];
-    if old != NO_FRAME {
-        let n = cx.state().pages.invalidate(PAddr(old));
-        for _ in 0..n {
-            cx.instr(c.walk);
-            cx.load(addr::RECV + 192);
-        }
-    }
-    to_cpu(cx, mt::OS_ANSWER, [0, 0, 0]);
+fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+    let XferMsg::OsNotice { old, .. } = msg else {
+        return;
+    };
+    let (c, k) = (costs(cx), command(cx));
+    cx.instr(k.os_notice);
+    os_side::mark_stale(cx, pages, old, c.walk, addr::RECV + 192);
+    to_cpu(cx, XferMsg::OsAnswer);
 }
 
 /// The OS's answer to an interrupt: relink the page in every operation that
 /// holds it stale, and let them go on.
-fn os_translation(cx: &mut C<'_>, m: &Msg) {
-    let c = costs(cx);
-    cx.instr(c.notice);
-    let (v, frame) = (VPage(m.args[0]), m.args[2]);
+fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+    let XferMsg::OsTranslation { page: v, frame, .. } = msg else {
+        return;
+    };
+    let (c, k) = (costs(cx), command(cx));
+    cx.instr(k.os_notice);
     cx.state().asked.retain(|x| *x != v);
     let mut relinked = 0;
     let s = cx.state();
@@ -743,19 +438,19 @@ fn os_translation(cx: &mut C<'_>, m: &Msg) {
             continue;
         }
         let k = k as usize;
-        if frame == NO_FRAME {
+        let Frame(Some(frame)) = frame else {
             // Unmapped: the page stays stale and the operation cannot go on.
             continue;
-        }
+        };
         s.pages.unlink(&span.uses[k]);
-        span.frames[k] = PAddr(frame);
-        span.uses[k] = s.pages.link(PAddr(frame), 0, k as u8);
+        span.frames[k] = frame;
+        span.uses[k] = s.pages.link(frame, 0, k as u8);
         relinked += 1;
     }
     for _ in 0..relinked {
         cx.bundles(c.link.cycles, c.link.instrs);
     }
-    if frame == NO_FRAME {
+    if frame.0.is_none() {
         cx.state().stats.unmapped += 1;
         return;
     }
@@ -764,18 +459,19 @@ fn os_translation(cx: &mut C<'_>, m: &Msg) {
     for (pm, b) in parked {
         store(cx, &pm, b);
     }
-    let me = cx.node();
     let o = &mut cx.state().out;
     if o.blocked && o.fetching.is_empty() {
         o.blocked = false;
-        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+        step_again(cx);
     }
 }
 
 /// A receive is complete: once its last write is in memory, unlink its
 /// pages and tell the process.
-fn cleanup(cx: &mut C<'_>, m: &Msg) {
-    let id = m.args[0] as u32;
+fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+    let XferMsg::Cleanup { id } = msg else {
+        return;
+    };
     let c = costs(cx);
     run_tasks(cx, &[c.cleanup_load], addr::RECV);
     let Some(i) = cx.state().recvs.iter().position(|r| r.id == id) else {
@@ -790,13 +486,20 @@ fn cleanup(cx: &mut C<'_>, m: &Msg) {
         cx.state().pages.unlink(u);
     }
     run_tasks(cx, &[c.cleanup_update, c.cleanup_notify], addr::RECV);
-    to_cpu(cx, mt::RECV_DONE, [r.span.len, r.pid.0 as u64, id as u64]);
+    to_cpu(
+        cx,
+        XferMsg::RecvDone {
+            bytes: r.span.len,
+            pid: r.pid,
+            id,
+        },
+    );
 }
 
 // ---------------------------------------------------------------- global
 
 /// At a line's dirty owner: hand the line to its home, keeping a clean copy.
-fn fetch(cx: &mut C<'_>, m: &Msg) {
+fn fetch(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
     let t = costs(cx).fetch_owner;
     t.charge(cx, addr::SEND, addr::SEND);
     let home = m.src;
@@ -806,10 +509,7 @@ fn fetch(cx: &mut C<'_>, m: &Msg) {
         None => None,
     };
     let dirty = iv.is_some_and(|iv| iv.state == LineState::Dirty);
-    let r = Msg::new(mt::FETCHED, cx.node(), home)
-        .lane(Lane::Reply)
-        .addr(m.addr)
-        .args([dirty as u64, 0, 0]);
+    let r = cx.msg(XferMsg::Fetched { dirty }).to(home).addr(m.addr);
     match (b, dirty) {
         (Some(b), true) => {
             let _ = cx.send(r, Some(b));
@@ -825,12 +525,15 @@ fn fetch(cx: &mut C<'_>, m: &Msg) {
 
 /// At the home: the owner's line is in; memory takes it and the transfer
 /// handler, if it waits, goes on.
-fn fetched(cx: &mut C<'_>, m: &Msg) {
+fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+    let XferMsg::Fetched { dirty } = msg else {
+        return;
+    };
     let t = costs(cx).fetch_home;
     t.charge(cx, addr::SEND, addr::SEND);
     let line = m.addr;
     let owner = m.src;
-    if m.args[0] == 1 {
+    if dirty {
         if let Some(b) = cx.take_msg_buffer() {
             match cx.mem_write(line, b) {
                 Ok(t) => {
@@ -856,42 +559,43 @@ fn fetched(cx: &mut C<'_>, m: &Msg) {
         e.pending = None;
         cx.state().coh.set_entry(line, e);
     }
-    let me = cx.node();
     let o = &mut cx.state().out;
     o.fetching.retain(|l| *l != line);
-    let collect = cx.state().params.strategy == super::Strategy::Collect;
+    let collect = cx.state().params.strategy == Strategy::Collect;
     let o = &mut cx.state().out;
     if o.blocked && (!collect || o.fetching.is_empty()) {
         o.blocked = false;
-        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+        step_again(cx);
     }
 }
 
-pub(super) fn install(b: &mut MagicBuilder<XferNode>) {
-    let h = b.handler("cmd-op", cmd_op);
-    b.route_any(mt::CMD_OP, h);
-    let h = b.handler("cmd-page", cmd_page);
-    b.route_any(mt::CMD_PAGE, h);
-    let h = b.handler("cmd-commit", cmd_commit);
-    b.route_any(mt::CMD_COMMIT, h);
-    let h = b.handler("xfer-setup", setup);
-    b.route_any(mt::SETUP, h);
-    let h = b.handler("xfer-space", space);
-    b.route_any(mt::SPACE, h);
+/// Register the connection's handlers (the sender's is the unit's), each
+/// for its messages wherever their address is.
+pub(super) fn install<S: 'static>(b: &mut Install<'_, S, XferNode>) {
+    let h = b.handler("cmd_op", cmd_op);
+    b.route_any(XferKind::Command, h);
+    let h = b.handler("cmd_page", cmd_page);
+    b.route_any(XferKind::Page, h);
+    let h = b.handler("cmd_commit", cmd_commit);
+    b.route_any(XferKind::Commit, h);
+    let h = b.handler("setup", setup);
+    b.route_any(XferKind::Setup, h);
+    let h = b.handler("space", space);
+    b.route_any(XferKind::Space, h);
     // A component's handler is dispatched when its header is in (cut
     // through): it verifies and finds the line while the data streams in.
-    let h = b.handler("xfer-component", component);
-    b.route_any(mt::COMPONENT, h);
-    let h = b.handler("xfer-cleanup", cleanup);
-    b.route_any(mt::CLEANUP, h);
-    let h = b.handler("xfer-retry", retry);
-    b.route_any(mt::RETRY, h);
-    let h = b.handler("os-notice", os_notice);
-    b.route_any(mt::OS_NOTICE, h);
-    let h = b.handler("os-translation", os_translation);
-    b.route_any(mt::OS_TRANSLATION, h);
-    let h = b.handler("xfer-fetch", fetch);
-    b.route_any(mt::FETCH, h);
-    let h = b.handler("xfer-fetched", fetched);
-    b.route_any(mt::FETCHED, h);
+    let h = b.handler("component", component);
+    b.route_any(XferKind::Component, h);
+    let h = b.handler("cleanup", cleanup);
+    b.route_any(XferKind::Cleanup, h);
+    let h = b.handler("retry", retry);
+    b.route_any(XferKind::Retry, h);
+    let h = b.handler("os_notice", os_notice);
+    b.route_any(XferKind::OsNotice, h);
+    let h = b.handler("os_translation", os_translation);
+    b.route_any(XferKind::OsTranslation, h);
+    let h = b.handler("fetch", fetch);
+    b.route_any(XferKind::Fetch, h);
+    let h = b.handler("fetched", fetched);
+    b.route_any(XferKind::Fetched, h);
 }

@@ -10,6 +10,9 @@
 //! bundle holds two independent instructions). The connection's commit,
 //! setup and cleanup schedules were set from Table 1's start-up parts.
 //!
+//! The command writes and the OS's notices are charged from the command
+//! interface's sheet ([`CommandCosts`](crate::command::CommandCosts)).
+//!
 //! A scenario overrides any entry in a `[costs.transfer]` table;
 //! `docs/costs.md` lists the sheet with each entry's provenance.
 
@@ -160,9 +163,6 @@ magic::cost_sheet! {
         recv_retry: Task = Task::new(2, 4, 0, 0), Source::Choice(
             "take the waiting list from the record.");
         // ------------------------------------------------------- connection
-        /// One command write taken into the record.
-        cmd_write: u32 = 6, Source::Choice(
-            "decode the address, store the data in the PID's record.");
         /// Commit: load the record and decode the operation.
         commit_decode: Task = Task::new(6, 9, 2, 0), Source::Derived(
             "with the other commit tasks, set so that the initiation part \
@@ -218,9 +218,6 @@ magic::cost_sheet! {
         /// Cleanup: tell the process.
         cleanup_notify: Task = Task::new(14, 24, 1, 1), Source::Derived(
             "Table 1's cleanup (see cleanup_load).");
-        /// Instructions to take an OS notice or answer.
-        notice: u32 = 16, Source::Choice(
-            "decode, find the page's list head, answer.");
         /// Instructions per use walked when a page's uses are marked stale.
         walk: u32 = 4, Source::Choice(
             "load the next element, mark it, branch.");

@@ -13,18 +13,23 @@
 //! | network and queueing | the last component off the wire | its bytes in the receiver's memory |
 //! | receiver cleanup | that | the receiving process told |
 
-use super::{conn, install, ConnEvent, ConnOp, Op, Strategy, Version, XferNode, XferParams};
+use super::cpu::{ConnEvent, ConnOp};
+use super::msg::XferOp;
+use super::state::{Strategy, Version, XferNode, XferParams};
+use super::unit::Transfer;
 use coherence::modes::Mode;
-use coherence::protocol;
+use coherence::protocol::{self, CohParams};
 use magic::{
-    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Region, LINE_BYTES,
+    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Protocol, Region,
+    LINE_BYTES,
 };
-use os_shim::{Os, OsCosts, Pid, Rights, VPage, PAGE_BYTES};
+use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
 const LINE: u64 = LINE_BYTES as u64;
 /// Virtual addresses of the buffers (page aligned; offsets are added).
 pub const SRC_VA: u64 = 0x1000_0000;
+/// The receive buffers' virtual address (page aligned; offsets are added).
 pub const DST_VA: u64 = 0x2000_0000;
 /// The largest transfer the experiment sets up.
 pub const MAX_BYTES: u64 = 1 << 20;
@@ -33,8 +38,11 @@ pub const MAX_BYTES: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SenderState {
+    /// Only in memory.
     Uncached,
+    /// A clean copy in the node's processor cache.
     Clean,
+    /// Dirty in the node's processor cache.
     Dirty,
     /// Dirty in a third node's cache (needs global coherence).
     DirtyRemote,
@@ -44,15 +52,21 @@ pub enum SenderState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReceiverState {
+    /// Only in memory.
     Uncached,
+    /// A clean copy in the node's processor cache.
     Clean,
+    /// Dirty in the node's processor cache.
     Dirty,
 }
 
+/// Which way the data goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
+    /// Node 0 sends to node 1.
     Uni,
+    /// Each node sends the other the same amount at once.
     Bi,
 }
 
@@ -60,7 +74,9 @@ pub enum Direction {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Side {
+    /// The send buffer (node 0's).
     Send,
+    /// The receive buffer (node 1's).
     Receive,
 }
 
@@ -68,6 +84,7 @@ pub enum Side {
 /// runs (the invalidation technique keeps MAGIC's addresses valid).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PageChange {
+    /// The buffer whose page moves.
     pub side: Side,
     /// Which page of the buffer (0 is the first).
     pub page: u64,
@@ -79,15 +96,23 @@ pub struct PageChange {
 /// One experiment.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Bytes sent (each direction).
     pub bytes: u64,
+    /// Where the send buffer's lines are at the start.
     pub sender: SenderState,
+    /// Where the receive buffer's lines are at the start.
     pub receiver: ReceiverState,
+    /// The sender's handler.
     pub version: Version,
     /// Byte offsets of the buffers within their first page.
     pub src_offset: u64,
+    /// The receive buffer's byte offset within its first page.
     pub dst_offset: u64,
+    /// How message data is kept coherent.
     pub mode: Mode,
+    /// How global coherence fetches a third node's dirty lines.
     pub strategy: Strategy,
+    /// One way or both.
     pub direction: Direction,
     /// Receives the data is split over (each direction), one buffer apart.
     pub receives: u32,
@@ -100,9 +125,12 @@ pub struct Config {
     pub change: Option<PageChange>,
     /// Record the measured pass's timelines (`Magic::trace`).
     pub trace: bool,
+    /// The machine.
     pub params: MagicParams,
     /// What the transfer's handlers charge.
-    pub costs: super::TransferCosts,
+    pub costs: super::costs::TransferCosts,
+    /// What the command interface's handlers charge.
+    pub command_costs: crate::command::CommandCosts,
     /// What the coherence protocol's handlers charge.
     pub coherence_costs: coherence::protocol::CoherenceCosts,
 }
@@ -126,6 +154,7 @@ impl Default for Config {
             trace: false,
             params: MagicParams::default(),
             costs: Default::default(),
+            command_costs: Default::default(),
             coherence_costs: Default::default(),
         }
     }
@@ -214,18 +243,27 @@ impl Config {
 /// The fixed overhead of a transfer, in its parts (cycles).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Startup {
+    /// The send's first command write to its ACK at the processor.
     pub initiation: u64,
+    /// The ACK to the first line's own work.
     pub setup_verification: u64,
+    /// That to the first component on the wire.
     pub initial_line: u64,
+    /// The last component off the wire to its bytes in the receiver's memory.
     pub network_queueing: u64,
+    /// That to the receiving process told.
     pub receiver_cleanup: u64,
+    /// The parts' sum.
     pub total: u64,
 }
 
 /// What an experiment measured.
 pub struct Outcome {
+    /// The experiment.
     pub config: Config,
+    /// The send's first command write to the last receive's completion told.
     pub total: Cycles,
+    /// The fixed overhead, in its parts.
     pub startup: Startup,
     /// Components (one per destination line touched), node 0 to node 1.
     pub lines: u64,
@@ -244,15 +282,20 @@ pub struct Outcome {
     pub sender_handler_per_line: f64,
     /// The component handler's time per line without outbox stalls.
     pub receiver_handler_per_line: f64,
+    /// The sender's outgoing link's busy time per line.
     pub network_per_line: f64,
+    /// The slowest of `network`, `sender` and `receiver` per line.
     pub limited_by: &'static str,
+    /// Every receive holds its part of the stream, and nothing around them changed.
     pub data_ok: bool,
     /// `None` if the caches and directories agree afterwards.
     pub incoherent: Option<String>,
+    /// The machine after the run (its ledger, its state).
     pub machine: Magic<XferNode>,
 }
 
 impl Outcome {
+    /// The total in microseconds.
     pub fn total_us(&self) -> f64 {
         self.total.as_us()
     }
@@ -267,6 +310,7 @@ impl Outcome {
         (self.config.bytes * dirs) as f64 / self.total_us()
     }
 
+    /// The measurements as JSON (the occupancy ledger with them).
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "bytes": self.config.bytes,
@@ -495,16 +539,24 @@ pub fn run_with(
     } else {
         2
     };
-    let mut b = MagicBuilder::new(c.params.clone(), nodes);
-    install(&mut b);
-    extra(&mut b);
-    let xp = XferParams {
-        version: c.version,
-        mode: c.mode,
-        strategy: c.strategy,
-        costs: c.costs,
-        ..XferParams::default()
+    let unit = Transfer {
+        params: XferParams {
+            version: c.version,
+            mode: c.mode,
+            strategy: c.strategy,
+            costs: c.costs,
+            command: c.command_costs,
+            ..XferParams::default()
+        },
+        coherence: CohParams {
+            costs: c.coherence_costs,
+            ..CohParams::default()
+        },
+        ..Transfer::default()
     };
+    let mut b = MagicBuilder::new(c.params.clone(), nodes);
+    b.install(&unit, |s| s);
+    extra(&mut b);
     let pid = Pid(1);
     let recvs = receive_layout(c);
     let dst_span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + c.dst_offset);
@@ -521,13 +573,11 @@ pub fn run_with(
         base: DST_FRAMES,
     };
     let mut m = b.build(|n| {
-        let mut os = Os::new(n, OsCosts::default());
+        let mut x = unit.node(n, nodes);
         if n.0 < 2 {
-            os.spawn(pid);
-            let _ = os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
+            x.os.spawn(pid);
+            let _ = x.os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
         }
-        let mut x = XferNode::new(n, nodes, xp, os);
-        x.coh.params.costs = c.coherence_costs;
         x.cpu.pid = pid;
         x
     })?;
@@ -567,7 +617,7 @@ pub fn run_with(
                 ops.extend(send_ops(c));
             }
             m.state_mut(n).cpu.push(ops);
-            conn::start(m.state_mut(n), at);
+            m.state_mut(n).cpu.start(at);
             m.start_processor(n, at)?;
         }
         if c.receive_first {
@@ -578,7 +628,7 @@ pub fn run_with(
             let at = m.now() + Cycles(1);
             for &s in &senders {
                 m.state_mut(s).cpu.push(send_ops(c));
-                conn::start(m.state_mut(s), at);
+                m.state_mut(s).cpu.start(at);
                 m.start_processor(s, at)?;
             }
             if pass == 1 {
@@ -628,7 +678,7 @@ fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<()
         ConnOp::Think(ch.after),
         ConnOp::Change(os_shim::Change::Move(v, to)),
     ]);
-    conn::start(x, at);
+    x.cpu.start(at);
     m.start_processor(node, at)
 }
 
@@ -785,14 +835,20 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
     let t0 = log
         .iter()
         .find_map(|e| match e {
-            ConnEvent::Issued { op: Op::Send, at } => Some(*at),
+            ConnEvent::Issued {
+                op: XferOp::Send,
+                at,
+            } => Some(*at),
             _ => None,
         })
         .ok_or("the send was never issued")?;
     let t1 = log
         .iter()
         .find_map(|e| match e {
-            ConnEvent::Ack { op: Op::Send, at } => Some(*at),
+            ConnEvent::Ack {
+                op: XferOp::Send,
+                at,
+            } => Some(*at),
             _ => None,
         })
         .ok_or("the send was never accepted")?;
@@ -845,8 +901,8 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
             .sum::<f64>()
     };
     let per = |x: f64| x / lines.max(1) as f64;
-    let sender_names = ["xfer-send", "xfer-fetched"];
-    let receiver_names = ["xfer-component", "xfer-retry"];
+    let sender_names = ["transfer.send_step", "transfer.fetched"];
+    let receiver_names = ["transfer.component", "transfer.retry"];
     let sender_occ = per(busy(s0, &sender_names, true));
     let receiver_occ = per(busy(r0, &receiver_names, true));
     let sender_handler = per(busy(s0, &sender_names, false));

@@ -2,7 +2,7 @@
 //!
 //! Its steps follow the paper's task breakdown (Table 2, docs/reference.md),
 //! with every count taken from the transfer's cost sheet
-//! ([`TransferCosts`](super::TransferCosts)). Each Table 2 row is split where a chunked handler
+//! ([`TransferCosts`](super::costs::TransferCosts)). Each Table 2 row is split where a chunked handler
 //! pays a part once per invocation (starting and loading the record, the
 //! first line's directory address, storing the stream state,
 //! rescheduling) and the rest once per component (a further line's
@@ -39,72 +39,17 @@
 //! transfer reads the line it stopped in again, into an extra buffer: the
 //! paper's extra memory load and extra buffer per invocation.
 
+use super::conn;
 use super::costs::row;
-use super::{addr, costs, mt, Carry, XferNode, C};
+use super::msg::XferMsg;
+use super::state::{addr, costs, Carry, Strategy, Version, XferNode, C};
 use coherence::directory::{DirEntry, DirState, Pending, Sharers};
 use coherence::modes::Mode;
 use coherence::protocol;
-use magic::costs::Task;
-use magic::{BufId, Cycles, Lane, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
-use serde::Serialize;
+use magic::costs::{Breakdown, Task};
+use magic::{BufId, Cycles, LineState, Msg, NodeId, PAddr, Region, Ticket, LINE_BYTES};
 
 const LINE: u64 = LINE_BYTES as u64;
-
-/// Which sender handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Version {
-    /// One line per invocation, stalling for the processor cache.
-    Base,
-    /// One line per invocation, working while the processor cache answers.
-    Optimized,
-    /// `k` lines per invocation, with the state in registers.
-    Chunked(u32),
-}
-
-impl Version {
-    /// Components sent by one invocation.
-    pub fn lines_per_invocation(self) -> u32 {
-        match self {
-            Version::Chunked(k) => k.max(1),
-            _ => 1,
-        }
-    }
-
-    /// B, O or Ck, as the paper names them.
-    pub fn short(self) -> String {
-        match self {
-            Version::Base => "B".into(),
-            Version::Optimized => "O".into(),
-            Version::Chunked(k) => format!("C{k}"),
-        }
-    }
-}
-
-/// Instructions, loads and stores by Table 2 row, for one invocation.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Breakdown {
-    /// At most a dozen rows: kept inline, so an invocation's accounting
-    /// never allocates.
-    pub tasks: smallvec::SmallVec<[(&'static str, u32); 12]>,
-    /// Instructions in all.
-    pub instructions: u32,
-    /// Loads of MAGIC memory.
-    pub loads: u32,
-    /// Stores of MAGIC memory.
-    pub stores: u32,
-}
-
-impl Breakdown {
-    fn add(&mut self, row: &'static str, t: &Task) {
-        match self.tasks.iter_mut().find(|x| x.0 == row) {
-            Some(x) => x.1 += t.instrs,
-            None => self.tasks.push((row, t.instrs)),
-        }
-        self.instructions += t.instrs;
-        self.loads += t.loads;
-        self.stores += t.stores;
-    }
-}
 
 /// One invocation's accounting.
 struct Inv {
@@ -265,7 +210,7 @@ fn fetch(cx: &mut C<'_>, line: PAddr, owner: NodeId, inv: &mut Inv) {
     cx.state().coh.set_entry(line, e);
     cx.state().out.fetching.push(line);
     cx.state().stats.fetches += 1;
-    let m = Msg::new(mt::FETCH, me, owner).addr(line);
+    let m = cx.msg(XferMsg::Fetch).to(owner).addr(line);
     let _ = cx.send(m, None);
 }
 
@@ -358,10 +303,14 @@ fn read_line(
 
 fn component_msg(cx: &mut C<'_>, c: &Comp) -> Msg {
     let to = cx.state().partner.map_or(cx.node(), |p| p.0);
-    Msg::new(mt::COMPONENT, cx.node(), to)
-        .lane(Lane::Request)
+    let comp = XferMsg::Component {
+        id: c.id,
+        at: c.ro,
+        len: c.n,
+    };
+    cx.msg(comp)
+        .to(to)
         .addr(PAddr::new(Region::Message, to, 0))
-        .args([c.id as u64, c.ro, c.n])
         .len(c.n as u16)
 }
 
@@ -605,7 +554,7 @@ fn fetch_ahead(cx: &mut C<'_>, inv: &mut Inv) -> Result<(), Stop> {
             s.sent == 0,
         )
     };
-    let collect = p.strategy == super::Strategy::Collect;
+    let collect = p.strategy == Strategy::Collect;
     if collect && !first {
         return Ok(());
     }
@@ -647,8 +596,8 @@ fn ends_stream(s: &XferNode, c: &Comp) -> bool {
     send_end || space_end
 }
 
-/// One invocation of the transfer handler.
-pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
+/// One invocation of the sender's transfer handler.
+pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     let k = costs(cx);
     let mut inv = Inv {
         b: Breakdown::default(),
@@ -681,7 +630,7 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
         });
         if let Some(v) = stale {
             cx.state().stats.stale_uses += 1;
-            super::conn::interrupt(cx, v);
+            conn::interrupt(cx, v);
             stop = Some(Stop::Stale);
             break;
         }
@@ -717,7 +666,6 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
     if let Some(k) = cx.state().out.carry.take() {
         let _ = cx.free_buffer(k.buf);
     }
-    let me = cx.node();
     let again = match stop {
         Some(Stop::NoBuffer) => {
             cx.state().stats.alloc_fails += 1;
@@ -738,7 +686,7 @@ pub(crate) fn step(cx: &mut C<'_>, _m: &Msg) {
     }
     if more {
         charge(cx, k.send_reschedule, row::SEND, &mut inv);
-        let _ = cx.reschedule(Msg::new(mt::STEP, me, me).addr(PAddr::new(Region::Message, me, 0)));
+        conn::step_again(cx);
     }
     let s = cx.state();
     if s.stats.invocations == 0 {
@@ -780,8 +728,10 @@ fn advance(cx: &mut C<'_>, c: &Comp, inv: &mut Inv) {
         for u in &op.span.uses {
             cx.state().pages.unlink(u);
         }
-        let me = cx.node();
-        let m = Msg::new(mt::SEND_DONE, me, me).args([op.span.len, op.pid.0 as u64, 0]);
+        let m = cx.msg(XferMsg::SendDone {
+            bytes: op.span.len,
+            pid: op.pid,
+        });
         let _ = cx.to_processor(m, None);
     }
 }

@@ -15,6 +15,7 @@
 
 use super::pages::UseRef;
 use arrayvec::ArrayVec;
+use magic::message::Word;
 use magic::{NodeId, PAddr, Region};
 use os_shim::Pid;
 use serde::Serialize;
@@ -24,6 +25,10 @@ pub const COMMAND_BASE: u64 = 1 << 39;
 pub use os_shim::WRITE_SHADOW;
 /// Pages an operation may name on each side.
 pub const MAX_PAGES: usize = 8;
+
+/// In a `Field::Flags` value: ask for hold-off protection. Fetch-and-add and
+/// memory copy always have it; a send that asks for it is refused.
+pub const FLAG_HOLDOFF: u64 = 1;
 
 /// Command registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -40,6 +45,7 @@ pub enum Field {
     Flags = 4,
 }
 
+/// Command registers in all.
 pub const FIELDS: usize = 5;
 
 impl Field {
@@ -89,6 +95,7 @@ pub enum OpCode {
 }
 
 impl OpCode {
+    /// The operation a command register's value names, if any.
     pub fn from_u64(v: u64) -> Option<OpCode> {
         Some(match v {
             1 => OpCode::FetchAdd,
@@ -102,6 +109,16 @@ impl OpCode {
     /// Completes without any process's help, so hold-off may protect it.
     pub fn holds_off(self) -> bool {
         matches!(self, OpCode::FetchAdd | OpCode::MemCopy)
+    }
+}
+
+/// An operation travels in a message (a line of a copy or send) as its code.
+impl Word for OpCode {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<OpCode> {
+        OpCode::from_u64(w)
     }
 }
 
@@ -121,6 +138,7 @@ pub enum Nack {
 }
 
 impl Nack {
+    /// The refusal a code names, if any.
     pub fn from_u64(v: u64) -> Option<Nack> {
         Some(match v {
             1 => Nack::NoRecord,
@@ -135,6 +153,16 @@ impl Nack {
     /// Worth retrying after a back-off.
     pub fn transient(self) -> bool {
         matches!(self, Nack::NoRecord | Nack::NoResource | Nack::HoldOffDrain)
+    }
+}
+
+/// A refusal travels to the processor as its code.
+impl Word for Nack {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<Nack> {
+        Nack::from_u64(w)
     }
 }
 
@@ -163,12 +191,17 @@ pub enum RecState {
 /// A protocol operation record.
 #[derive(Clone)]
 pub struct OpRecord {
+    /// The process whose sequence it is.
     pub pid: Pid,
+    /// Where its operation stands.
     pub state: RecState,
+    /// The command registers written, by [`Field`].
     pub fields: [Option<u64>; FIELDS],
     /// Exact word address of the first source shadow write (fetch-and-op target).
     pub target: Option<PAddr>,
+    /// Source pages (read shadows), in order.
     pub src: ArrayVec<PageRef, MAX_PAGES>,
+    /// Destination pages (write shadows), in order.
     pub dst: ArrayVec<PAddr, MAX_PAGES>,
     /// A write the record could not take (bad field, too many pages).
     pub malformed: bool,
@@ -181,6 +214,7 @@ pub struct OpRecord {
 }
 
 impl OpRecord {
+    /// An open record for `pid`'s sequence.
     pub fn new(pid: Pid) -> OpRecord {
         OpRecord {
             pid,
@@ -196,10 +230,12 @@ impl OpRecord {
         }
     }
 
+    /// The operation the sequence names, if it names one.
     pub fn op(&self) -> Option<OpCode> {
         self.fields[Field::Op as usize].and_then(OpCode::from_u64)
     }
 
+    /// The operand register.
     pub fn arg(&self) -> Option<u64> {
         self.fields[Field::Arg as usize]
     }

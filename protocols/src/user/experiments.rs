@@ -1,7 +1,10 @@
 //! The experiments behind `flashkit fetch-op` and `flashkit remap`.
 
 use super::cmd::{shadow_dst_va, shadow_va, Field, OpCode};
-use super::node::{machine, UserCosts, UserEvent, UserNode, UserOp, UserParams};
+use super::cpu::{UserEvent, UserOp};
+use super::params::UserParams;
+use super::state::UserNode;
+use super::unit::machine;
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -15,30 +18,31 @@ fn frame(n: NodeId, k: u64) -> PAddr {
 
 /// What a fetch-and-add run measured.
 pub struct FetchOpRun {
+    /// The first command write to the old value at the processor.
     pub latency: Cycles,
+    /// The first command write to the ACK.
     pub startup: Cycles,
+    /// The word's value before.
     pub old: u64,
+    /// And after.
     pub new: u64,
+    /// The machine after the run.
     pub machine: Magic<UserNode>,
 }
 
 /// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
 /// (40 before) and waits for the old value.
 pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> {
-    fetch_op_with(target, params, UserCosts::default())
+    fetch_op_with(target, params, UserParams::default())
 }
 
-/// [`fetch_op`] with the user layer's handlers charging `costs`.
+/// [`fetch_op`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn fetch_op_with(
     target: u32,
     params: MagicParams,
-    costs: UserCosts,
+    up: UserParams,
 ) -> Result<FetchOpRun, String> {
     let nodes = (target + 1).max(2);
-    let up = UserParams {
-        costs,
-        ..UserParams::default()
-    };
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
     let word = PAddr(frame(t, 16).0 + 0x88);
@@ -93,15 +97,20 @@ fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
     })
 }
 
+/// How MAGIC's physical addresses are kept valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Technique {
+    /// The OS waits until operations that hold it off drain.
     Holdoff,
+    /// Uses are marked stale and translated again.
     Invalidate,
+    /// MAGIC translates through its software TLB.
     Tlb,
 }
 
 impl Technique {
+    /// The name the command line uses.
     pub fn name(self) -> &'static str {
         match self {
             Technique::Holdoff => "holdoff",
@@ -114,13 +123,21 @@ impl Technique {
 /// What a remap run measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct RemapResult {
+    /// The technique.
     pub technique: Technique,
+    /// The destination holds the source's bytes.
     pub data_ok: bool,
+    /// Cycles the OS waited for MAGIC's answer to its notice.
     pub os_wait_cycles: u64,
+    /// Interrupts MAGIC raised for a translation.
     pub processor_interrupts: u64,
+    /// Uses that met a stale page.
     pub stale_uses_detected: u64,
+    /// Software TLB hits.
     pub tlb_hits: u64,
+    /// Software TLB misses.
     pub tlb_misses: u64,
+    /// The first command write to the operation's completion.
     pub total_cycles: u64,
 }
 
@@ -155,19 +172,15 @@ pub fn remap(
     technique: Technique,
     params: MagicParams,
 ) -> Result<(RemapResult, Magic<UserNode>), String> {
-    remap_with(technique, params, UserCosts::default())
+    remap_with(technique, params, UserParams::default())
 }
 
-/// [`remap`] with the user layer's handlers charging `costs`.
+/// [`remap`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn remap_with(
     technique: Technique,
     params: MagicParams,
-    costs: UserCosts,
+    up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), String> {
-    let up = UserParams {
-        costs,
-        ..UserParams::default()
-    };
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);

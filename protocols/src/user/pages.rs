@@ -17,8 +17,9 @@ pub struct PageUse {
     link: LinkedListLink,
     /// The page (normal-space, page aligned).
     pub page: PAddr,
-    /// Which record and which of its pages.
+    /// Which record.
     pub record: u16,
+    /// Which of the record's pages.
     pub slot: u8,
     stale: Cell<bool>,
 }
@@ -49,10 +50,14 @@ intrusive_adapter!(UseAdapter = Rc<PageUse>: PageUse { link: LinkedListLink });
 /// A handle to a linked use, kept in the operation record.
 pub type UseRef = Rc<PageUse>;
 
+/// The in-use page table: every linked use of each physical page, so a
+/// translation change can mark them all stale.
 #[derive(Default)]
 pub struct PageTable {
     buckets: HashMap<u64, LinkedList<UseAdapter>>,
+    /// Uses linked so far.
     pub links: u64,
+    /// Uses marked stale so far.
     pub marked_stale: u64,
 }
 

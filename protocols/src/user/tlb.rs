@@ -16,10 +16,14 @@ pub enum Replacement {
     Fifo,
 }
 
+/// The software TLB's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TlbParams {
+    /// Entries in all.
     pub entries: usize,
+    /// Entries per set.
     pub ways: usize,
+    /// Which entry of a full set makes room.
     pub replacement: Replacement,
 }
 
@@ -44,18 +48,36 @@ struct Entry {
     born: u64,
 }
 
+/// MAGIC's software TLB.
 pub struct Tlb {
     p: TlbParams,
     sets: Vec<Vec<Entry>>,
     clock: u64,
+    /// Lookups that found their translation.
     pub hits: u64,
+    /// Lookups that did not.
     pub misses: u64,
 }
 
 /// MAGIC-memory address of the TLB (for data-cache costs).
 pub const TLB_BASE: u64 = 0x4000_0000;
 
+/// A TLB of the default shape.
+impl Default for Tlb {
+    fn default() -> Tlb {
+        let p = TlbParams::default();
+        Tlb {
+            p,
+            sets: vec![Vec::with_capacity(p.ways); p.entries / p.ways],
+            clock: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+}
+
 impl Tlb {
+    /// An empty TLB of this shape, or why it cannot have it.
     pub fn new(p: TlbParams) -> Result<Tlb, String> {
         if p.ways == 0 || p.entries == 0 || p.entries % p.ways != 0 {
             return Err(format!(
@@ -81,6 +103,7 @@ impl Tlb {
         TLB_BASE + (self.set_of(pid, page) * self.p.ways * 16) as u64
     }
 
+    /// `pid`'s translation of `page`, if the TLB holds it.
     pub fn lookup(&mut self, pid: Pid, page: VPage) -> Option<PAddr> {
         self.clock += 1;
         let (s, now) = (self.set_of(pid, page), self.clock);
@@ -100,6 +123,7 @@ impl Tlb {
         }
     }
 
+    /// Hold `pid`'s translation of `page`, making room in its set if full.
     pub fn insert(&mut self, pid: Pid, page: VPage, frame: PAddr) {
         self.clock += 1;
         let (s, ways, now, policy) = (

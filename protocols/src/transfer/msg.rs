@@ -1,0 +1,161 @@
+//! The transfer's messages: the command sequence the processor writes, the
+//! handler steps MAGIC reschedules for itself, the stream between the two
+//! MAGICs (space notices, components, global coherence's fetches), what
+//! MAGIC tells the processor, and the OS's notices and answers.
+
+use crate::os_side::{Frame, OsMessages};
+use magic::message::Word;
+use os_shim::{Pid, VPage};
+use serde::Serialize;
+
+/// The operations a command sequence starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum XferOp {
+    /// Connect to a partner (the command's word is its virtual PID).
+    Connect = 1,
+    /// Post a receive buffer.
+    Post = 2,
+    /// Send a buffer.
+    Send = 3,
+}
+
+impl XferOp {
+    /// The operation a code names, if any.
+    pub fn from_u64(v: u64) -> Option<XferOp> {
+        Some(match v {
+            1 => XferOp::Connect,
+            2 => XferOp::Post,
+            3 => XferOp::Send,
+            _ => return None,
+        })
+    }
+}
+
+/// An operation travels as its code.
+impl Word for XferOp {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<XferOp> {
+        XferOp::from_u64(w)
+    }
+}
+
+/// The operation MAGIC's answer to a command sequence is about: the one the
+/// sequence named, if it named one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Answering(pub Option<XferOp>);
+
+/// Travels as the operation's code, 0 for none.
+impl Word for Answering {
+    fn to_word(self) -> u64 {
+        self.0.map_or(0, |o| o as u64)
+    }
+    fn from_word(w: u64) -> Option<Answering> {
+        match w {
+            0 => Some(Answering(None)),
+            _ => XferOp::from_u64(w).map(|o| Answering(Some(o))),
+        }
+    }
+}
+
+/// Why MAGIC refused a command sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Refusal {
+    /// Unknown operation, zero length, or the shadow pages named do not
+    /// cover the buffer (a page the process has not mapped never reaches
+    /// MAGIC: its shadow reference faults in the processor).
+    Malformed = 1,
+    /// No connection, or the partner is not in the process's group.
+    NotConnected = 2,
+    /// A receive buffer named through the read-only shadow (no write right).
+    NotAllowed = 3,
+    /// Too many operations outstanding: try again later.
+    NoRecord = 4,
+}
+
+impl Refusal {
+    /// The refusal a code names, if any.
+    pub fn from_u64(v: u64) -> Option<Refusal> {
+        Some(match v {
+            1 => Refusal::Malformed,
+            2 => Refusal::NotConnected,
+            3 => Refusal::NotAllowed,
+            4 => Refusal::NoRecord,
+            _ => return None,
+        })
+    }
+}
+
+/// A refusal travels as its code.
+impl Word for Refusal {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<Refusal> {
+        Refusal::from_u64(w)
+    }
+}
+
+magic::messages! {
+    /// The transfer's messages. A command write's operation or page is the
+    /// header's address; a component's line of data travels in a data
+    /// buffer beside the header.
+    pub enum XferMsg: XferKind {
+        /// Processor to MAGIC: the command write naming the operation (by
+        /// its address in the message space) and its word (a length, or a
+        /// connect's virtual PID).
+        Command { arg: u64 },
+        /// Processor to MAGIC: a command write through a shadow page: the
+        /// authentic page is the address, `vaddr` the user's virtual
+        /// address of it.
+        Page { vaddr: u64 },
+        /// Processor to MAGIC: the committing read.
+        Commit,
+        /// Software queue: set up the accepted command.
+        Setup,
+        /// Software queue: the sender's next invocation.
+        Step,
+        /// Software queue: receive `id` is complete.
+        Cleanup { id: u32 },
+        /// Software queue: components waiting for a data buffer, again.
+        Retry,
+        /// To the partner: a receive `id` of `len` bytes is posted, starting
+        /// at `align` within its first line.
+        Space { id: u32, len: u64, align: u64 },
+        /// To the partner: `len` bytes of the stream (in a data buffer) for
+        /// receive `id`, at byte `at` of it.
+        Component { id: u32, at: u64, len: u64 },
+        /// Global coherence, to a line's dirty owner: give the home the line.
+        Fetch,
+        /// The owner's answer (with the line when `dirty`).
+        Fetched { dirty: bool } => Reply,
+        /// MAGIC to the processor: the command is accepted.
+        Ack { op: Answering },
+        /// MAGIC to the processor: the command is refused.
+        Nack { reason: Refusal, op: Answering },
+        /// MAGIC to the processor: a send of `bytes` is on the network whole.
+        SendDone { bytes: u64, pid: Pid },
+        /// MAGIC to the processor: receive `id` of `bytes` is in memory.
+        RecvDone { bytes: u64, pid: Pid, id: u32 },
+        /// MAGIC to the processor: translate `pid`'s `page`, please.
+        Interrupt { page: VPage, pid: Pid },
+        /// MAGIC to the processor: the changing page's uses are marked
+        /// stale, the OS may go on.
+        OsAnswer,
+        /// Processor to MAGIC: the OS is about to change a translation.
+        OsNotice { page: VPage, pid: Pid, old: Frame },
+        /// Processor to MAGIC: the OS answers MAGIC's interrupt.
+        OsTranslation { page: VPage, pid: Pid, frame: Frame },
+    }
+}
+
+impl OsMessages for XferMsg {
+    fn notice(page: VPage, pid: Pid, old: Frame) -> XferMsg {
+        XferMsg::OsNotice { page, pid, old }
+    }
+
+    fn translation(page: VPage, pid: Pid, frame: Frame) -> XferMsg {
+        XferMsg::OsTranslation { page, pid, frame }
+    }
+}

@@ -1,0 +1,428 @@
+//! A node's state for the transfer: the handler choices a study varies
+//! ([`XferParams`]), the open command sequence and the accepted commands,
+//! the outgoing stream (sends, the partner's receive space), the receives
+//! posted here, the in-use page table, the coherence protocol's state, the
+//! OS and the compute processor, and the counters.
+
+use super::costs::TransferCosts;
+use super::cpu::ConnCpu;
+use super::msg::XferOp;
+use crate::command::CommandCosts;
+use crate::user::pages::{PageTable, UseRef};
+use coherence::modes::Mode;
+use coherence::protocol::{CohNode, Coherent};
+use magic::costs::Breakdown;
+use magic::{BufId, Cycles, Msg, NodeId, NodeState, PAddr, ProcStep, Processor, LINE_BYTES};
+use os_shim::{Os, Pid, PAGE_BYTES};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Which sender handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Version {
+    /// One line per invocation, stalling for the processor cache.
+    Base,
+    /// One line per invocation, working while the processor cache answers.
+    Optimized,
+    /// `k` lines per invocation, with the state in registers.
+    Chunked(u32),
+}
+
+impl Version {
+    /// Components sent by one invocation.
+    pub fn lines_per_invocation(self) -> u32 {
+        match self {
+            Version::Chunked(k) => k.max(1),
+            _ => 1,
+        }
+    }
+
+    /// B, O or Ck, as the paper names them.
+    pub fn short(self) -> String {
+        match self {
+            Version::Base => "B".into(),
+            Version::Optimized => "O".into(),
+            Version::Chunked(k) => format!("C{k}"),
+        }
+    }
+}
+
+/// How the sender keeps message data coherent when lines are dirty in a
+/// third node's cache (`global` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Strategy {
+    /// Fetch each dirty line a window ahead of the transfer.
+    Pipelined,
+    /// Fetch every dirty line first (requests pipelined), then transfer.
+    Collect,
+}
+
+/// The handler choices of one node (not calibration: what a study varies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct XferParams {
+    /// The sender's handler.
+    pub version: Version,
+    /// How message data is kept coherent.
+    pub mode: Mode,
+    /// How global coherence fetches a third node's dirty lines.
+    pub strategy: Strategy,
+    /// Lines fetched ahead of the transfer under `Pipelined`.
+    pub window: u32,
+    /// What the transfer's handlers charge.
+    pub costs: TransferCosts,
+    /// What the command interface's handlers charge.
+    pub command: CommandCosts,
+}
+
+impl Default for XferParams {
+    fn default() -> Self {
+        XferParams {
+            version: Version::Chunked(4),
+            mode: Mode::Local,
+            strategy: Strategy::Pipelined,
+            window: 8,
+            costs: TransferCosts::default(),
+            command: CommandCosts::default(),
+        }
+    }
+}
+
+/// A buffer named by a command: the user's virtual range and the authentic
+/// physical page of each virtual page it spans, each linked into the in-use
+/// page table while the operation runs.
+#[derive(Clone, Debug)]
+pub struct Span {
+    /// The buffer's virtual address.
+    pub va: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The physical frame of each page it spans.
+    pub frames: Vec<PAddr>,
+    /// Each page's use, linked into the in-use page table.
+    pub uses: Vec<UseRef>,
+}
+
+impl Span {
+    /// The physical address of byte `off` of the buffer (`off` may run up to
+    /// a line before the start or after the end: the line is the same page's).
+    pub fn paddr(&self, off: i64) -> PAddr {
+        let v = (self.va as i64 + off) as u64;
+        let first = self.va / PAGE_BYTES;
+        let k =
+            ((v / PAGE_BYTES).clamp(first, first + self.frames.len() as u64 - 1) - first) as usize;
+        PAddr(self.frames[k].0 + v % PAGE_BYTES)
+    }
+
+    /// The invalidation technique's check before a use: one branch.
+    pub fn valid(&self, off: i64) -> bool {
+        let v = (self.va as i64 + off.max(0)) as u64;
+        let k = (v / PAGE_BYTES - self.va / PAGE_BYTES) as usize;
+        self.uses.get(k).is_none_or(|u| u.valid())
+    }
+
+    /// The pages a buffer of `len` bytes at `va` spans.
+    pub fn pages(va: u64, len: u64) -> u64 {
+        crate::os_side::pages_spanned(va, len)
+    }
+}
+
+/// An accepted send, in stream order.
+#[derive(Clone, Debug)]
+pub struct SendOp {
+    /// The process that sent it.
+    pub pid: Pid,
+    /// The buffer.
+    pub span: Span,
+    /// Bytes handed to the network.
+    pub sent: u64,
+}
+
+/// The partner's posted receive, as its notice described it.
+#[derive(Clone, Copy, Debug)]
+pub struct Space {
+    /// The receive's number at the partner.
+    pub id: u32,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The receive buffer's offset within its first line.
+    pub align: u64,
+    /// Bytes already sent into it.
+    pub used: u64,
+}
+
+/// A receive posted here.
+#[derive(Clone, Debug)]
+pub struct RecvOp {
+    /// The receive's number here.
+    pub id: u32,
+    /// The process that posted it.
+    pub pid: Pid,
+    /// The buffer.
+    pub span: Span,
+    /// Bytes in so far.
+    pub got: u64,
+    /// When the last write into memory is done.
+    pub written: Cycles,
+}
+
+/// The buffer carried from one component to the next: the head of the next
+/// component (wrap-around) or the last source line read (PP realignment).
+#[derive(Clone, Copy, Debug)]
+pub struct Carry {
+    /// Stream position (bytes sent before it in the current send) of the
+    /// component the buffer is for, or of the source line it holds.
+    pub at: i64,
+    /// The data buffer.
+    pub buf: BufId,
+    /// It holds the next component's head (wrap-around), not a source line.
+    pub wrap: bool,
+}
+
+/// The outgoing half of the stream at one node.
+#[derive(Clone, Debug, Default)]
+pub struct Outgoing {
+    /// Accepted sends, in stream order.
+    pub sends: VecDeque<SendOp>,
+    /// The partner's posted receives, in order.
+    pub space: VecDeque<Space>,
+    /// The transfer handler is scheduled.
+    pub running: bool,
+    /// The buffer carried to the next component within an invocation.
+    pub carry: Option<Carry>,
+    /// Global coherence: lines whose fetch is out (line addresses).
+    pub fetching: Vec<PAddr>,
+    /// The handler waits for a fetch or a translation before it can go on.
+    pub blocked: bool,
+}
+
+/// Times the handlers stamp, for the start-up breakdown.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Marks {
+    /// The sender's first line begins (after the first invocation's state load).
+    pub first_line: Option<Cycles>,
+    /// The first component goes on the wire; the last comes off it.
+    pub first_wire: Option<Cycles>,
+    /// The last component comes off the wire.
+    pub last_wire: Option<Cycles>,
+    /// The first component's bytes are in the receiver's memory.
+    pub first_written: Option<Cycles>,
+    /// The last receive's last bytes are in memory.
+    pub last_component: Option<Cycles>,
+}
+
+/// Counters of one node's transfer activity.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct XferStats {
+    /// The breakdown of the first transfer-handler invocation, and when
+    /// (cycles into it) its first memory read or processor-cache get went out.
+    pub first: Breakdown,
+    /// Cycles into the first invocation when its first read or get went out.
+    pub first_issue: Option<u32>,
+    /// Transfer-handler invocations.
+    pub invocations: u64,
+    /// Components sent.
+    pub components_sent: u64,
+    /// Components stored here.
+    pub components_received: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes stored here.
+    pub bytes_received: u64,
+    /// Source lines read (memory or processor cache).
+    pub lines_read: u64,
+    /// Global coherence: lines fetched from a third node's cache.
+    pub fetches: u64,
+    /// Transfer-handler invocations that found no data buffer.
+    pub alloc_fails: u64,
+    /// Components that named no posted receive, or a line outside the
+    /// coherence mode's precondition (dropped).
+    pub dropped: u64,
+    /// Components stored later for want of a data buffer.
+    pub retries: u64,
+    /// Uses that met a stale page (the invalidation technique's check).
+    pub stale_uses: u64,
+    /// Translations the OS answered with "unmapped".
+    pub unmapped: u64,
+    /// Lines a `local` transfer met outside the mode's precondition.
+    pub outside_local: u64,
+    /// Times stamped for the start-up breakdown.
+    pub marks: Marks,
+}
+
+/// A node of the transfer machine.
+pub struct XferNode {
+    /// This node.
+    pub id: NodeId,
+    /// The coherence protocol's state (directory, processor cache's misses).
+    pub coh: CohNode,
+    /// The operating system.
+    pub os: Os,
+    /// The compute processor's program.
+    pub cpu: ConnCpu,
+    /// The handler choices and cost sheets.
+    pub params: XferParams,
+    /// The partner's (node, PID), once connected.
+    pub partner: Option<(NodeId, Pid)>,
+    /// The open command sequence.
+    pub cmd: CmdRecord,
+    /// Accepted commands waiting for their setup handler.
+    pub accepted: VecDeque<Accepted>,
+    /// The outgoing half of the stream.
+    pub out: Outgoing,
+    /// Receives posted here.
+    pub recvs: Vec<RecvOp>,
+    /// The number of the next receive posted here.
+    pub next_recv: u32,
+    /// The in-use page table (the invalidation technique).
+    pub pages: PageTable,
+    /// Components that met a stale page, waiting for its translation.
+    pub parked: Vec<(Msg, BufId)>,
+    /// Components waiting for a data buffer to be stored.
+    pub retry: Vec<(Msg, BufId)>,
+    /// Pages MAGIC has asked the OS about and not yet heard of.
+    pub asked: Vec<os_shim::VPage>,
+    /// Counters.
+    pub stats: XferStats,
+}
+
+impl XferNode {
+    /// Node `id` of `nodes` with `params` and its OS (the coherence protocol's
+    /// parameters the defaults; the `Transfer` unit builds nodes with its own).
+    pub fn new(id: NodeId, nodes: u32, params: XferParams, os: Os) -> XferNode {
+        XferNode {
+            id,
+            coh: CohNode::new(id, nodes, coherence::protocol::CohParams::default()),
+            os,
+            cpu: ConnCpu::default(),
+            params,
+            partner: None,
+            cmd: CmdRecord::default(),
+            accepted: VecDeque::new(),
+            out: Outgoing::default(),
+            recvs: Vec::new(),
+            next_recv: 0,
+            pages: PageTable::default(),
+            parked: Vec::new(),
+            retry: Vec::new(),
+            asked: Vec::new(),
+            stats: XferStats::default(),
+        }
+    }
+}
+
+impl Coherent for XferNode {
+    fn coh(&self) -> &CohNode {
+        &self.coh
+    }
+
+    fn coh_mut(&mut self) -> &mut CohNode {
+        &mut self.coh
+    }
+}
+
+impl NodeState for XferNode {
+    fn pending(&self) -> Option<String> {
+        let mut p: Vec<String> = self.coh.pending().into_iter().collect();
+        p.extend(self.cpu.pending());
+        for s in &self.out.sends {
+            p.push(format!(
+                "send of {} bytes: {} sent ({} bytes of receive space offered)",
+                s.span.len,
+                s.sent,
+                self.out.space.iter().map(|x| x.len - x.used).sum::<u64>()
+            ));
+        }
+        if !self.retry.is_empty() {
+            p.push(format!(
+                "{} component(s) waiting for a data buffer",
+                self.retry.len()
+            ));
+        }
+        if !self.parked.is_empty() {
+            p.push(format!(
+                "{} component(s) waiting for a page's translation",
+                self.parked.len()
+            ));
+        }
+        for r in &self.recvs {
+            p.push(format!(
+                "receive {} of {} bytes: {} in",
+                r.id, r.span.len, r.got
+            ));
+        }
+        (!p.is_empty()).then(|| p.join("; "))
+    }
+
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        let a = self.cpu.step(p, &mut self.os);
+        let b = self.coh.processor_step(p);
+        a.earliest(b)
+    }
+
+    fn processor_receive(
+        &mut self,
+        p: &mut Processor<'_>,
+        msg: &Msg,
+        data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        match self.cpu.receive(p, &mut self.os, msg) {
+            Some(s) => Some(s),
+            None => self.coh.processor_receive(p, msg, data),
+        }
+    }
+}
+
+/// Where the handlers keep their state in MAGIC memory (for data-cache
+/// charges): placed apart from the directory entries the experiments use.
+pub(crate) mod addr {
+    use magic::LINE_BYTES;
+    const BASE: u64 = 0x7000_0000 + 1000 * LINE_BYTES as u64;
+    /// The send side's operation record and stream state.
+    pub const SEND: u64 = BASE;
+    /// The receive side's records.
+    pub const RECV: u64 = BASE + 2 * LINE_BYTES as u64;
+    /// The command record and connection.
+    pub const CMD: u64 = BASE + 4 * LINE_BYTES as u64;
+}
+
+/// A transfer handler's context.
+pub(crate) type C<'a> = magic::Cx<'a, XferNode>;
+
+/// The node's transfer cost sheet.
+pub(crate) fn costs(cx: &mut C<'_>) -> TransferCosts {
+    cx.state().params.costs
+}
+
+/// The node's command-interface cost sheet.
+pub(crate) fn command(cx: &mut C<'_>) -> CommandCosts {
+    cx.state().params.command
+}
+
+/// The command sequence being written.
+#[derive(Clone, Debug, Default)]
+pub struct CmdRecord {
+    /// The operation its first write named (by its address), if any.
+    pub op: Option<XferOp>,
+    /// The first write's word: a length, or a connect's virtual PID.
+    pub arg: u64,
+    /// (authentic page with the in-page offset, user virtual address,
+    /// named through the write shadow).
+    pub pages: Vec<(PAddr, u64, bool)>,
+    /// A write came out of order (a page before the operation).
+    pub bad: bool,
+}
+
+/// An accepted command waiting for its setup.
+#[derive(Clone, Debug)]
+pub struct Accepted {
+    /// The operation.
+    pub op: XferOp,
+    /// The process.
+    pub pid: Pid,
+    /// The buffer's virtual address.
+    pub va: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The frame of each page it spans.
+    pub frames: Vec<PAddr>,
+}

@@ -1,0 +1,95 @@
+//! What a study sets for user-level messaging: MAGIC's records and software
+//! TLB, the handlers' cost sheets, the OS's costs and the user program's
+//! back-off.
+
+use super::tlb::{Tlb, TlbParams};
+use crate::command::CommandCosts;
+use magic::costs::{Source, Task};
+use magic::Cycles;
+use os_shim::OsCosts;
+use serde::Serialize;
+
+magic::cost_sheet! {
+    /// Instructions MAGIC's handlers issue per step of user-level messaging
+    /// (dual issue), with the data-cache loads and stores charged beside them.
+    /// The command writes and the OS's notices are the command interface's
+    /// ([`CommandCosts`]).
+    pub struct UserCosts {
+        /// Check and accept (or refuse) a sequence.
+        commit: u32 = 16, Source::Choice(
+            "load the record, check the operation, group and pages, answer; \
+             the start-up of a fetch-and-op (59 cycles) follows from it.");
+        /// One line of a copy or send: address, header, bookkeeping.
+        line: u32 = 14, Source::Choice(
+            "as the transfer's clean line without its directory work.");
+        /// Receive one line or request at the other end.
+        receive: u32 = 8, Source::Choice(
+            "decode, check the group and the page's owner, issue the write.");
+        /// Link (or relink) a page use into the in-use table.
+        link: Task = Task::new(9, 17, 0, 0), Source::Published(
+            "section 4: linking a translation costs 8-9 PP cycles, hand-coded.");
+        /// Look a translation up in the software TLB (plus the set's load).
+        tlb_lookup: u32 = 6, Source::Choice(
+            "hash the virtual page, compare the set's tags, branch.");
+        /// Walk one element of a page's use list on a translation-change notice.
+        walk: u32 = 4, Source::Choice("load the next element, mark it, branch.");
+        /// Take the OS's notice of the running process.
+        set_pid: u32 = 2, Source::Choice("store the PID in a register.");
+        /// The invalidation technique's check on a use: one branch.
+        valid_check: u32 = 1, Source::Published(
+            "section 4: handlers check validity on every use, one branch.");
+        /// Fetch-and-add at the word's home: add and merge into the line.
+        fop_apply: u32 = 4, Source::Choice(
+            "extract the word, add, insert it back, issue the write.");
+    }
+}
+
+/// The parameters of user-level messaging on every node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct UserParams {
+    /// Operation records in MAGIC memory.
+    pub records: usize,
+    /// MAGIC's software TLB.
+    pub tlb: TlbParams,
+    /// What the handlers charge.
+    pub costs: UserCosts,
+    /// What the command interface's handlers charge.
+    pub command: CommandCosts,
+    /// What the OS's steps cost on the compute processor.
+    pub os: OsCosts,
+    /// A NACKed sequence is tried again this many times at most, after
+    /// back-offs of `backoff`, 2 x `backoff`, 4 x ...
+    pub retries: u32,
+    /// The first back-off.
+    pub backoff: Cycles,
+}
+
+impl UserParams {
+    /// The parameters are ones a node can be built with.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=4096).contains(&self.records) {
+            return Err(format!("records must be 1 to 4096 (got {})", self.records));
+        }
+        if self.retries > 16 {
+            return Err(format!("retries must be at most 16 (got {})", self.retries));
+        }
+        if self.backoff == Cycles(0) || self.backoff > Cycles(1 << 20) {
+            return Err("backoff must be 1 to 2^20 cycles".into());
+        }
+        Tlb::new(self.tlb).map(|_| ())
+    }
+}
+
+impl Default for UserParams {
+    fn default() -> Self {
+        UserParams {
+            records: 4,
+            tlb: TlbParams::default(),
+            costs: UserCosts::default(),
+            command: CommandCosts::default(),
+            os: OsCosts::default(),
+            retries: 6,
+            backoff: Cycles(50),
+        }
+    }
+}
