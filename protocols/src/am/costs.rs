@@ -67,9 +67,10 @@ pub struct Total {
     pub total: u64,
 }
 
-/// What a run counted.
+/// What a run counted: the packets and acknowledgements it took, and the
+/// instructions each feature cost at the source and the destination.
 #[derive(Clone, Debug, Serialize)]
-pub struct Costs {
+pub struct FeatureCosts {
     pub protocol: Protocol,
     pub network: Network,
     pub words: u64,
@@ -249,7 +250,7 @@ pub fn run(
     words: u64,
     packet_words: u64,
     network: Network,
-) -> Result<Costs, String> {
+) -> Result<FeatureCosts, String> {
     if words == 0 {
         return Err("--words must be at least 1".into());
     }
@@ -425,7 +426,7 @@ pub fn run(
         + f.buffer_management.destination
         + f.in_order.destination
         + f.fault_tolerance.destination;
-    Ok(Costs {
+    Ok(FeatureCosts {
         protocol,
         network,
         words,
@@ -442,7 +443,7 @@ pub fn run(
     })
 }
 
-impl std::fmt::Display for Costs {
+impl std::fmt::Display for FeatureCosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
