@@ -1,79 +1,93 @@
 //! A protocol author's first handler: a remote fetch-and-increment on MAGIC,
-//! run beside the built-in 4 KB transfer, with its occupancy read back.
+//! written as a protocol of its own (its messages, its handlers, its node
+//! state), run alone on a quiet machine and then beside the built-in 4 KB
+//! transfer, with its occupancy read back.
 //!
 //! ```text
 //!  node 0 (requester)                               node 1 (home of the counter)
-//!  processor --FINC_REQ--> [MAGIC: finc_req]
-//!                               | request lane
-//!                               +---------FINC--------> [MAGIC: finc]
-//!                                                         read the line, +1,
-//!                                                         write it back
-//!  processor <--old value-- [MAGIC: finc_reply] <--FINC_REPLY-- reply lane
+//!  processor --Ask--> [MAGIC: request]
+//!                          | request lane
+//!                          +---------Inc--------> [MAGIC: increment]
+//!                                                   read the line, +1,
+//!                                                   write it back
+//!  processor <--Done-- [MAGIC: reply] <--Old-- reply lane
 //!
-//!  meanwhile node 0 sends node 1 a 4 KB buffer (transfer handlers)
+//!  beside the transfer, node 0 meanwhile sends node 1 a 4 KB buffer
 //! ```
 //!
 //! Run it with `cargo run --release --example fetch_inc`; docs/handlers.md
-//! walks through it.
+//! explains handlers, their costs and the test bench.
 
-use magic::{Cx, Cycles, Lane, LineState, Magic, Msg, MsgType, NodeId, PAddr, Region};
+use magic::{
+    messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr, ProcStep,
+    Processor, Protocol, Region, LINE_BYTES,
+};
 use protocols::transfer::{self, Config, Outcome, XferNode};
 
-/// Processor interface -> its MAGIC: "increment this word".
-const FINC_REQ: MsgType = MsgType(120);
-/// Request lane, requester -> home.
-const FINC: MsgType = MsgType(121);
-/// Reply lane, home -> requester: the old value (or a refusal).
-const FINC_REPLY: MsgType = MsgType(122);
-/// MAGIC -> processor: the old value.
-const FINC_DONE: MsgType = MsgType(123);
+messages! {
+    /// The fetch-and-increment's messages.
+    pub enum FincMsg: FincKind {
+        /// Processor to its MAGIC: increment the word at the message's address.
+        Ask,
+        /// The requester's MAGIC to the word's home.
+        Inc,
+        /// The home to the requester: the old value, or a refusal (`ok`
+        /// false: no data buffer was free, or the address is not the home's).
+        Old { value: u64, ok: bool } => Reply,
+        /// MAGIC to its processor: the answer.
+        Done { value: u64, ok: bool },
+    }
+}
+
+/// Decode the request and form the header (instructions; a model choice).
+pub const FORWARD: u32 = 4;
+/// Decode and check the address at the home.
+pub const CHECK: u32 = 6;
+/// Add one, merge the word into the line, issue the write.
+pub const UPDATE: u32 = 3;
+/// Hand the answer to the processor.
+pub const ANSWER: u32 = 3;
 
 /// The counter: a word in node 1's memory, away from the transfer's buffers.
 pub fn counter() -> PAddr {
     PAddr::new(Region::Normal, NodeId(1), 0x30_0000)
 }
 
-type C<'a> = Cx<'a, XferNode>;
-
 /// At the requester's MAGIC: forward the request to the word's home.
-fn finc_req(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(4); // decode, form the header
+pub fn request<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
+    cx.instr(FORWARD);
     let home = m.addr.node();
-    let req = Msg::new(FINC, cx.node(), home)
-        .lane(Lane::Request)
-        .addr(m.addr);
-    let _ = cx.send(req, None);
+    let inc = cx.msg(FincMsg::Inc).to(home).addr(m.addr);
+    let _ = cx.send(inc, None);
 }
 
 /// At the home: read the line into a data buffer, add one to the word,
 /// write the line back, and reply with the old value. With no buffer free,
 /// refuse (the requester's processor would ask again).
-fn finc(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(6); // decode, check the address
-    let reply = |old: u64, ok: bool| {
-        Msg::new(FINC_REPLY, m.dest, m.src)
-            .lane(Lane::Reply)
-            .addr(m.addr)
-            .args([old, ok as u64, 0])
+pub fn increment<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
+    cx.instr(CHECK);
+    let reply = |cx: &mut Cx<'_, T>, value: u64, ok: bool| {
+        let old = cx.msg(FincMsg::Old { value, ok }).to(m.src).addr(m.addr);
+        let _ = cx.send(old, None);
     };
     let Some(b) = cx.alloc_buffer() else {
-        let _ = cx.send(reply(0, false), None);
-        return;
+        return reply(cx, 0, false);
     };
     let Ok(t) = cx.mem_read(m.addr, b) else {
         let _ = cx.free_buffer(b);
-        let _ = cx.send(reply(0, false), None);
-        return;
+        return reply(cx, 0, false);
     };
     cx.wait(t); // the word is needed: stall for memory
-    let at = (m.addr.offset() % 128 / 8 * 8) as usize;
-    let old = {
-        let bytes = cx.buffer_mut(b).expect("allocated");
-        let old = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        bytes[at..at + 8].copy_from_slice(&(old + 1).to_le_bytes());
-        old
-    };
-    cx.instr(3); // add, merge, issue the write
+    let at = (m.addr.offset() % LINE_BYTES as u64 / 8 * 8) as usize;
+    let mut old = None;
+    if let Some(word) = cx.buffer_mut(b).and_then(|l| l.get_mut(at..at + 8)) {
+        let mut v = [0; 8];
+        v.copy_from_slice(word);
+        let value = u64::from_le_bytes(v);
+        word.copy_from_slice(&value.wrapping_add(1).to_le_bytes());
+        old = Some(value);
+    }
+    cx.instr(UPDATE);
     match cx.mem_write(m.addr, b) {
         Ok(w) => {
             let _ = cx.free_buffer_after(b, w);
@@ -82,35 +96,138 @@ fn finc(cx: &mut C<'_>, m: &Msg) {
             let _ = cx.free_buffer(b);
         }
     }
-    let _ = cx.send(reply(old, true), None);
+    reply(cx, old.unwrap_or(0), old.is_some());
 }
 
 /// Back at the requester's MAGIC: hand the old value to the processor.
-fn finc_reply(cx: &mut C<'_>, m: &Msg) {
-    cx.instr(3);
-    let me = cx.node();
-    let _ = cx.to_processor(Msg::new(FINC_DONE, me, me).args(m.args), None);
+pub fn reply<T>(cx: &mut Cx<'_, T>, _m: &Msg, msg: FincMsg) {
+    cx.instr(ANSWER);
+    if let FincMsg::Old { value, ok } = msg {
+        let _ = cx.to_processor(cx.msg(FincMsg::Done { value, ok }), None);
+    }
 }
 
-/// The default transfer with `n` fetch-and-increments issued by node 0's
-/// processor, one every 100 cycles from the transfer's start.
-pub fn run(n: u64) -> Result<Outcome, String> {
+/// Register the handlers and route the messages to them. The handlers keep
+/// nothing in the node state, so they install over any (the protocol's
+/// own, or the transfer's beside it).
+pub fn install_handlers<S: 'static, T: 'static>(b: &mut Install<'_, S, T>) {
+    let h = b.handler("request", request::<T>);
+    b.route_any(FincKind::Ask, h);
+    let h = b.handler("increment", increment::<T>);
+    b.route_any(FincKind::Inc, h);
+    let h = b.handler("reply", reply::<T>);
+    b.route_any(FincKind::Old, h);
+}
+
+/// The protocol: one processor asks for `count` fetch-and-increments of
+/// the counter, one every `every` cycles.
+#[derive(Clone, Copy, Debug)]
+pub struct Finc {
+    /// The node whose processor asks.
+    pub requester: NodeId,
+    /// How many times it asks.
+    pub count: u64,
+    /// Cycles between two asks.
+    pub every: Cycles,
+}
+
+/// A node's part: the processor's program and the answers it got.
+#[derive(Debug, Default)]
+pub struct FincNode {
+    /// Asks still to make.
+    left: u64,
+    every: Cycles,
+    asked: u64,
+    /// The answers, in order: (cycle, old value, whether it was done).
+    pub answers: Vec<(Cycles, u64, bool)>,
+}
+
+impl NodeState for FincNode {
+    fn pending(&self) -> Option<String> {
+        let open = self.asked - self.answers.len() as u64;
+        (open > 0).then(|| format!("{open} fetch-and-increment(s) unanswered"))
+    }
+
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        if self.left == 0 {
+            return ProcStep::Idle;
+        }
+        let ask = p.msg(FincMsg::Ask).addr(counter());
+        p.request(ask, None);
+        self.left -= 1;
+        self.asked += 1;
+        if self.left > 0 {
+            ProcStep::At(p.now() + self.every)
+        } else {
+            ProcStep::Idle
+        }
+    }
+
+    fn processor_receive(
+        &mut self,
+        p: &mut Processor<'_>,
+        msg: &Msg,
+        _data: Option<&[u8; LINE_BYTES]>,
+    ) -> Option<ProcStep> {
+        let FincMsg::Done { value, ok } = p.decode(msg).ok()? else {
+            return None;
+        };
+        self.answers.push((p.now(), value, ok));
+        // The program already has its next step scheduled.
+        Some(ProcStep::Idle)
+    }
+}
+
+impl Protocol for Finc {
+    type Node = FincNode;
+
+    fn name(&self) -> &'static str {
+        "finc"
+    }
+
+    fn node(&self, n: NodeId, _nodes: u32) -> FincNode {
+        FincNode {
+            left: if n == self.requester { self.count } else { 0 },
+            every: self.every,
+            ..FincNode::default()
+        }
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, FincNode>) {
+        install_handlers(b);
+    }
+}
+
+/// `n` fetch-and-increments from node 0's processor, one every 100 cycles,
+/// on a quiet machine of two nodes running the protocol alone.
+pub fn run_alone(n: u64) -> Result<Magic<FincNode>, String> {
+    let finc = Finc {
+        requester: NodeId(0),
+        count: n,
+        every: Cycles(100),
+    };
+    let mut m = Magic::with(MagicParams::default(), 2, &finc)?;
+    m.start_processor(NodeId(0), Cycles(0))?;
+    let report = m.run();
+    if !report.is_clean() {
+        return Err(format!(
+            "the run did not complete: {}",
+            report.stuck.join("; ")
+        ));
+    }
+    Ok(m)
+}
+
+/// The default transfer with `n` fetch-and-increments handed to node 0's
+/// MAGIC, one every 100 cycles from the transfer's start.
+pub fn run_beside_transfer(n: u64) -> Result<Outcome, String> {
     transfer::run_with(
         &Config::default(),
-        |b| {
-            // Register the handlers and route the three messages to them:
-            // the jump table is indexed by message type (and address space).
-            let h = b.handler("finc-req", finc_req);
-            b.route_any(FINC_REQ, h);
-            let h = b.handler("finc", finc);
-            b.route_any(FINC, h);
-            let h = b.handler("finc-reply", finc_reply);
-            b.route_any(FINC_REPLY, h);
-        },
+        |b| install_handlers(&mut b.part("finc", |x: &mut XferNode| x)),
         |m: &mut Magic<XferNode>, at: Cycles| {
             for i in 0..n {
-                let req = Msg::new(FINC_REQ, NodeId(0), NodeId(0)).addr(counter());
-                m.post(NodeId(0), at + Cycles(100 * i), req)?;
+                let ask = m.msg(NodeId(0), FincMsg::Ask).addr(counter());
+                m.post(NodeId(0), at + Cycles(100 * i), ask)?;
             }
             Ok(())
         },
@@ -119,22 +236,35 @@ pub fn run(n: u64) -> Result<Outcome, String> {
 }
 
 /// The counter's value after a run (memory at its home; nothing caches it).
-pub fn count(o: &Outcome) -> u64 {
-    let line = o.machine.memory(NodeId(1)).line(counter().line());
-    assert_eq!(
-        o.machine.pcache(NodeId(1)).state(counter()),
-        LineState::Uncached
-    );
-    u64::from_le_bytes(line[..8].try_into().expect("8 bytes"))
+pub fn count<S: NodeState>(m: &Magic<S>) -> u64 {
+    let line = m.memory(NodeId(1)).line(counter().line());
+    let mut v = [0; 8];
+    v.copy_from_slice(&line[..8]);
+    u64::from_le_bytes(v)
 }
 
 #[allow(dead_code)]
 fn main() {
-    match run(8) {
+    let alone = match run_alone(8) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!(
+        "alone: counter = {} after 8 fetch-and-increments; the answers (cycle, old value, done):",
+        count(&alone)
+    );
+    for a in &alone.state(NodeId(0)).answers {
+        println!("  {a:?}");
+    }
+    println!("\n{}", alone.ledger().render());
+    match run_beside_transfer(8) {
         Ok(o) => {
             println!(
-                "counter = {} after 8 fetch-and-increments; the transfer took {} cycles ({})\n",
-                count(&o),
+                "beside the transfer: counter = {}; the transfer took {} cycles ({})\n",
+                count(&o.machine),
                 o.total.0,
                 if o.data_ok {
                     "data intact"

@@ -1,5 +1,6 @@
-//! The guide's example handler (examples/fetch_inc.rs), run beside the
-//! transfer: it works, and its occupancy is a reviewed snapshot.
+//! The guide's example protocol (examples/fetch_inc.rs): its home handler
+//! on the test bench, the protocol alone on a quiet machine, and beside the
+//! transfer, whose occupancy is a reviewed snapshot.
 
 mod common;
 
@@ -7,10 +8,52 @@ mod common;
 #[path = "../examples/fetch_inc.rs"]
 mod fetch_inc;
 
+use fetch_inc::{counter, Finc, FincMsg};
+use magic::testing::{Bench, Dest};
+use magic::{Cycles, LineState, NodeId};
+
+#[test]
+fn the_home_handler_reads_adds_writes_and_answers() {
+    let finc = Finc {
+        requester: NodeId(0),
+        count: 0,
+        every: Cycles(100),
+    };
+    let mut bench = Bench::new(2, &finc).unwrap();
+    let inc = bench.msg(NodeId(0), FincMsg::Inc).addr(counter());
+    let shot = bench.inject(NodeId(1), inc).unwrap();
+    assert_eq!(shot.handler, "finc.increment");
+    // Check (3 cycles), the read's whole line (29), the update (2).
+    assert_eq!((shot.stats.busy, shot.stats.wait), (34, 29));
+    assert_eq!(shot.sent.len(), 1);
+    assert_eq!(shot.sent[0].to, Dest::Node(NodeId(0)));
+    assert_eq!(
+        bench.decode::<FincMsg>(&shot.sent[0].msg),
+        Ok(FincMsg::Old { value: 0, ok: true })
+    );
+}
+
+#[test]
+fn the_fetch_and_increment_runs_alone_with_its_own_node_state() {
+    let m = fetch_inc::run_alone(8).unwrap();
+    assert_eq!(fetch_inc::count(&m), 8);
+    assert_eq!(m.pcache(NodeId(1)).state(counter()), LineState::Uncached);
+    let answers = &m.state(NodeId(0)).answers;
+    let old: Vec<_> = answers.iter().map(|a| (a.1, a.2)).collect();
+    assert_eq!(old, (0..8).map(|v| (v, true)).collect::<Vec<_>>());
+    let ledger = m.ledger();
+    let names: Vec<_> = ledger.handlers.iter().map(|r| r.handler.as_str()).collect();
+    assert_eq!(names, ["finc.request", "finc.reply", "finc.increment"]);
+}
+
 #[test]
 fn the_fetch_and_increment_example_counts_and_costs_what_it_should() {
-    let o = fetch_inc::run(8).unwrap();
-    assert_eq!(fetch_inc::count(&o), 8);
+    let o = fetch_inc::run_beside_transfer(8).unwrap();
+    assert_eq!(fetch_inc::count(&o.machine), 8);
+    assert_eq!(
+        o.machine.pcache(NodeId(1)).state(counter()),
+        LineState::Uncached
+    );
     assert!(o.data_ok, "the transfer beside it is intact");
     let ledger = o.machine.ledger();
     let rows: Vec<_> = ledger

@@ -37,7 +37,7 @@ fn ledger_json_has_the_rows_of_the_table() {
     assert_eq!(rows.len(), 6);
     let send0 = rows
         .iter()
-        .find(|r| r["node"] == 0 && r["handler"] == "send")
+        .find(|r| r["node"] == 0 && r["handler"] == "pipeline.send")
         .unwrap();
     assert_eq!(send0["invocations"], 32);
     // 12 cycles each, plus the stalls of a 2-slot outbox behind a 40-cycle wire.

@@ -47,7 +47,7 @@ fn check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
         assert_eq!(r.events, nodes as u64 * msgs as u64 * 129, "{cfg:?}");
         let recv = ledger
             .summed()
-            .handler(None, "recv")
+            .handler(None, "pipeline.recv")
             .unwrap()
             .stats
             .invocations;

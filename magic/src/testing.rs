@@ -286,3 +286,64 @@ impl<S: NodeState> Bench<S> {
         self.m.run_until(Some(limit))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Install;
+    use crate::Cx;
+
+    crate::messages! {
+        /// A message with a field that only two words decode as.
+        enum Flag: FlagKind {
+            /// Set or clear.
+            Set { on: bool },
+        }
+    }
+
+    fn set(cx: &mut Cx<'_, ()>, _: &Msg, _: Flag) {
+        cx.busy(Cycles(1));
+    }
+
+    struct Flags;
+
+    impl Protocol for Flags {
+        type Node = ();
+        fn name(&self) -> &'static str {
+            "flags"
+        }
+        fn node(&self, _: NodeId, _: u32) {}
+        fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+            let h = b.handler("set", set);
+            b.route_any(FlagKind::Set, h);
+        }
+    }
+
+    #[test]
+    fn a_payload_field_out_of_range_at_dispatch_is_counted_and_reported() {
+        let mut bench = Bench::new(1, &Flags).unwrap();
+        let good = bench.msg(NodeId(0), Flag::Set { on: true });
+        assert!(bench.inject(NodeId(0), good).is_ok());
+        // Only code inside the crate reaches the payload words: forge a
+        // `bool` that is neither 0 nor 1.
+        let mut bad = good;
+        bad.args[0] = 2;
+        assert_eq!(
+            bench.decode::<Flag>(&bad),
+            Err(DecodeError::BadField {
+                message: "flags Flag::Set".into()
+            })
+        );
+        // The handler is dispatched but never sees it: dropped and counted.
+        let shot = bench.inject(NodeId(0), bad).unwrap();
+        assert_eq!(shot.handler, "flags.set");
+        assert!(shot.steps.is_empty());
+        let r = bench.run(Cycles(100));
+        assert!(!r.is_clean());
+        assert_eq!(
+            r.stuck,
+            ["node 0: 1 message(s) did not decode as their handler's type (the first: flags Flag::Set; dropped)"]
+        );
+        assert_eq!(bench.machine().drops(NodeId(0)).undecodable, 1);
+    }
+}

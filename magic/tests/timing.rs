@@ -1,13 +1,32 @@
-//! Exact timing of the node hardware, seen from handlers on a small machine.
+//! Exact timing of the node hardware, seen from handlers on a small machine;
+//! and the checked dispatch table: conflicting routes and claims refused at
+//! build, unrouted messages reported by the run.
 
+use magic::testing::Bench;
 use magic::{
-    Cx, Cycles, Lane, LineState, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState,
-    PAddr, Region, Unit,
+    messages, BuildError, Cx, Cycles, DecodeError, Dispatch, HandlerFn, Install, Lane, LineState,
+    Magic, MagicParams, Msg, NodeId, NodeState, PAddr, Protocol, Region, Unit,
 };
 
-const GO: MsgType = MsgType(1);
-const DATA: MsgType = MsgType(2);
-const STEP: MsgType = MsgType(3);
+messages! {
+    /// The tests' messages.
+    enum T: TKind {
+        /// Start the test's handler.
+        Go,
+        /// A line of data; the tag tells the sends apart.
+        Data { tag: u64 },
+        /// A step; the tag tells the steps apart.
+        Step { tag: u64 },
+    }
+}
+
+messages! {
+    /// A message type no test protocol installs.
+    enum U: UKind {
+        /// Its only kind.
+        Lost,
+    }
+}
 
 /// What the test handlers observed.
 #[derive(Default, Debug)]
@@ -19,6 +38,58 @@ struct Seen {
 
 impl NodeState for Seen {}
 
+type C<'a> = Cx<'a, Seen>;
+
+/// A handler and its name, which is its function's.
+type Named = (&'static str, HandlerFn<Seen, T>);
+
+macro_rules! named {
+    ($f:ident) => {
+        (stringify!($f), $f as HandlerFn<Seen, T>)
+    };
+}
+
+/// The tests' protocol: the test's own handler for `Go`, the `data`
+/// handler for `Data`, and a handler for `Step`.
+#[derive(Clone, Copy)]
+struct Timing {
+    go: Named,
+    step: Named,
+    data: Dispatch,
+}
+
+impl Timing {
+    /// `go` for `Go`, the `step` handler for `Step`, data cut through.
+    fn with(go: Named) -> Timing {
+        Timing {
+            go,
+            step: named!(step),
+            data: Dispatch::default(),
+        }
+    }
+}
+
+impl Protocol for Timing {
+    type Node = Seen;
+
+    fn name(&self) -> &'static str {
+        "timing"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Seen {
+        Seen::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Seen>) {
+        let go = b.handler(self.go.0, self.go.1);
+        let d = b.handler("data", data);
+        let s = b.handler(self.step.0, self.step.1);
+        b.route_any(TKind::Go, go)
+            .route_any_with(TKind::Data, d, self.data)
+            .route_any(TKind::Step, s);
+    }
+}
+
 /// The hardware's own timing: no inbox or outbox stage latency, so each test
 /// sees one unit's figure alone (the stages have a test of their own).
 fn raw() -> MagicParams {
@@ -29,17 +100,17 @@ fn raw() -> MagicParams {
     }
 }
 
-fn machine(nodes: u32, go: magic::RawHandlerFn<Seen>) -> Magic<Seen> {
-    let mut b = MagicBuilder::new(raw(), nodes);
-    let h = b.handler("go", go);
-    let d = b.handler("data", on_data);
-    let s = b.handler("step", on_step);
-    b.route_any(GO, h).route_any(DATA, d).route_any(STEP, s);
-    b.build(|_| Seen::default()).unwrap()
+fn machine(nodes: u32, p: Timing) -> Magic<Seen> {
+    Magic::with(raw(), nodes, &p).unwrap()
+}
+
+fn bench(nodes: u32, go: Named) -> Bench<Seen> {
+    Bench::with_params(raw(), nodes, &Timing::with(go)).unwrap()
 }
 
 /// Notes when it was dispatched, then waits for the whole line and notes that.
-fn on_data(cx: &mut Cx<'_, Seen>, m: &Msg) {
+fn data(cx: &mut C<'_>, _m: &Msg, msg: T) {
+    let T::Data { tag } = msg else { return };
     let t = cx.now().0;
     let b = cx.msg_buffer().expect("data message");
     let first = cx.buffer(b).unwrap()[0];
@@ -47,27 +118,42 @@ fn on_data(cx: &mut Cx<'_, Seen>, m: &Msg) {
     cx.wait(ticket);
     let full = cx.now().0;
     let s = cx.state();
-    s.at.push(("data", t, m.args[0]));
+    s.at.push(("data", t, tag));
     s.at.push(("line", full, ticket.first.0));
     s.bytes.push(first);
 }
 
-fn on_step(cx: &mut Cx<'_, Seen>, m: &Msg) {
+fn step(cx: &mut C<'_>, _m: &Msg, msg: T) {
+    let T::Step { tag } = msg else { return };
     cx.busy(Cycles(1));
     let t = cx.now().0;
-    cx.state().at.push(("step", t, m.args[0]));
+    cx.state().at.push(("step", t, tag));
+}
+
+/// The processor of node 0 hands its MAGIC a `Go` at cycle 0.
+fn post_go(m: &mut Magic<Seen>) {
+    let go = m.msg(NodeId(0), T::Go);
+    m.post(NodeId(0), Cycles(0), go).unwrap();
 }
 
 fn go_at_zero(m: &mut Magic<Seen>) {
-    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-        .unwrap();
+    post_go(m);
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
 }
 
+/// Run node 0's `go` alone on a bench of `nodes` nodes, then to the end.
+fn shot(b: &mut Bench<Seen>) -> magic::testing::Shot {
+    let go = b.msg(NodeId(0), T::Go);
+    let shot = b.inject(NodeId(0), go).unwrap();
+    let r = b.run(Cycles(10_000));
+    assert!(r.is_clean(), "{:?}", r.stuck);
+    shot
+}
+
 #[test]
 fn a_line_from_memory_is_in_at_cycle_29() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         let b = cx.alloc_buffer().unwrap();
         let a = PAddr::new(Region::Normal, NodeId(0), 0x1000);
         let t = cx.mem_read(a, b).unwrap();
@@ -77,22 +163,26 @@ fn a_line_from_memory_is_in_at_cycle_29() {
         cx.state().at.push(("read", now, first as u64));
         cx.free_buffer(b).unwrap();
     }
-    let mut m = machine(1, go);
+    let mut b = bench(1, named!(go));
     let mut line = [0u8; 128];
     line[5] = 99;
-    m.memory_mut(NodeId(0))
+    b.machine()
+        .memory_mut(NodeId(0))
         .store_line(PAddr::new(Region::Normal, NodeId(0), 0x1000).line(), &line);
-    go_at_zero(&mut m);
+    let s = shot(&mut b);
+    assert_eq!(s.handler, "timing.go");
+    assert_eq!((s.stats.busy, s.stats.wait), (29, 29));
+    let m = b.machine();
     assert_eq!(m.state(NodeId(0)).at, vec![("read", 29, 99)]);
     let l = m.ledger();
-    let go_row = l.handler(Some(0), "go").unwrap();
+    let go_row = l.handler(Some(0), "timing.go").unwrap();
     assert_eq!((go_row.stats.busy, go_row.stats.wait), (29, 29));
     assert_eq!(l.unit(Some(0), Unit::Memory).unwrap().busy, 16);
 }
 
 #[test]
 fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         let b = cx.alloc_buffer().unwrap();
         let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
         let iv = cx.pc_get(a, Some(b), LineState::Clean).unwrap();
@@ -106,11 +196,13 @@ fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
         s.at.push(("line", now, byte as u64));
         cx.free_buffer(b).unwrap();
     }
-    let mut m = machine(1, go);
+    let mut b = bench(1, named!(go));
     let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
-    m.pcache_mut(NodeId(0))
+    b.machine()
+        .pcache_mut(NodeId(0))
         .set(a, LineState::Dirty, [0xAB; 128]);
-    go_at_zero(&mut m);
+    shot(&mut b);
+    let m = b.machine();
     assert_eq!(
         m.state(NodeId(0)).at,
         vec![("state", 23, 28), ("line", 43, 0xAB)]
@@ -120,16 +212,16 @@ fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
 
 #[test]
 fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         let b = cx.alloc_buffer().unwrap();
         cx.buffer_mut(b).unwrap()[0] = 7;
-        let m = Msg::new(DATA, cx.node(), NodeId(1)).args([1, 0, 0]);
+        let m = cx.msg(T::Data { tag: 1 }).to(NodeId(1));
         cx.send(m, Some(b)).unwrap();
     }
     // Cut through: the handler starts when the 32-byte header is in
     // (8 + 22), the first doubleword follows 2 cycles later, the whole packet
     // is in at 40 + 22.
-    let mut m = machine(2, go);
+    let mut m = machine(2, Timing::with(named!(go)));
     go_at_zero(&mut m);
     assert_eq!(
         m.state(NodeId(1)).at,
@@ -138,18 +230,17 @@ fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
     assert_eq!(m.state(NodeId(1)).bytes, vec![7]);
     let l = m.ledger();
     assert_eq!(l.unit(Some(0), Unit::NetOut).unwrap().busy, 40);
-    assert_eq!(l.handler(Some(1), "data").unwrap().stats.wait, 32);
+    assert_eq!(l.handler(Some(1), "timing.data").unwrap().stats.wait, 32);
 
     // Store and forward: dispatched when the last byte is in.
-    let mut b = MagicBuilder::new(raw(), 2);
-    let h = b.handler("go", go);
-    let d = b.handler("data", on_data);
-    let whole = magic::Dispatch {
-        whole_packet: true,
-        ..Default::default()
+    let whole = Timing {
+        data: Dispatch {
+            whole_packet: true,
+            ..Default::default()
+        },
+        ..Timing::with(named!(go))
     };
-    b.route_any(GO, h).route_any_with(DATA, d, whole);
-    let mut m = b.build(|_| Seen::default()).unwrap();
+    let mut m = machine(2, whole);
     go_at_zero(&mut m);
     assert_eq!(
         m.state(NodeId(1)).at,
@@ -159,27 +250,20 @@ fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
 
 #[test]
 fn a_handler_sending_into_a_full_outbox_lane_stalls_and_the_stall_is_charged() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         for k in 0..4 {
-            let m = Msg::new(STEP, cx.node(), NodeId(1))
-                .len(128)
-                .args([k, 0, 0]);
+            let m = cx.msg(T::Step { tag: k }).to(NodeId(1)).len(128);
             cx.send(m, None).unwrap();
         }
         // A reply does not wait for the full request lane.
-        cx.send(
-            Msg::new(STEP, cx.node(), NodeId(1))
-                .lane(Lane::Reply)
-                .args([9, 0, 0]),
-            None,
-        )
-        .unwrap();
+        let reply = cx.msg(T::Step { tag: 9 }).to(NodeId(1)).lane(Lane::Reply);
+        cx.send(reply, None).unwrap();
     }
-    let mut m = machine(2, go);
+    let mut m = machine(2, Timing::with(named!(go)));
     go_at_zero(&mut m);
     // One on the wire, two waiting: the fourth waits until the first is gone.
     let l = m.ledger();
-    let row = l.handler(Some(0), "go").unwrap();
+    let row = l.handler(Some(0), "timing.go").unwrap();
     assert_eq!((row.stats.busy, row.stats.outbox_stall), (40, 40));
     assert_eq!(l.unit(Some(0), Unit::Outbox).unwrap().waiting, 40);
     // Headers arrive 30 cycles after each start: 0, 40, 80, 120; the reply is
@@ -195,7 +279,7 @@ fn a_handler_sending_into_a_full_outbox_lane_stalls_and_the_stall_is_charged() {
 
 #[test]
 fn data_buffer_exhaustion_is_seen_by_the_handler() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         let mut held = Vec::new();
         for _ in 0..17 {
             let b = cx.alloc_buffer();
@@ -209,26 +293,24 @@ fn data_buffer_exhaustion_is_seen_by_the_handler() {
         cx.state().allocs.push(again.is_some());
         cx.free_buffer(again.unwrap()).unwrap();
     }
-    let mut m = machine(1, go);
-    go_at_zero(&mut m);
+    let mut b = bench(1, named!(go));
+    shot(&mut b);
     let mut want = vec![true; 16];
     want.extend([false, true]);
-    assert_eq!(m.state(NodeId(0)).allocs, want);
+    assert_eq!(b.machine().state(NodeId(0)).allocs, want);
 }
 
 #[test]
 fn the_software_queue_is_first_in_first_out_and_yields_to_the_network() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         for k in 0..3 {
-            cx.reschedule(Msg::new(STEP, cx.node(), cx.node()).args([k, 0, 0]))
-                .unwrap();
+            cx.reschedule(cx.msg(T::Step { tag: k })).unwrap();
         }
         // Loopback on the request lane: arrives in the network queue now.
-        cx.send(Msg::new(STEP, cx.node(), cx.node()).args([100, 0, 0]), None)
-            .unwrap();
+        cx.send(cx.msg(T::Step { tag: 100 }), None).unwrap();
         cx.busy(Cycles(5));
     }
-    let mut m = machine(1, go);
+    let mut m = machine(1, Timing::with(named!(go)));
     go_at_zero(&mut m);
     let order: Vec<_> = m
         .state(NodeId(0))
@@ -239,103 +321,144 @@ fn the_software_queue_is_first_in_first_out_and_yields_to_the_network() {
     assert_eq!(order, vec![(6, 100), (7, 0), (8, 1), (9, 2)]);
 }
 
+/// A protocol that installs `T` but routes only `Go`.
+struct GoOnly(&'static str);
+
+fn go(_: &mut C<'_>, _: &Msg, _: T) {}
+
+impl Protocol for GoOnly {
+    type Node = Seen;
+
+    fn name(&self) -> &'static str {
+        self.0
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Seen {
+        Seen::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Seen>) {
+        let h = b.handler("go", go);
+        b.route_any(TKind::Go, h);
+    }
+}
+
 #[test]
-fn a_message_with_no_handler_is_dropped_and_counted() {
-    let mut m = machine(1, |_, _| {});
-    m.post(
-        NodeId(0),
-        Cycles(0),
-        Msg::new(MsgType(77), NodeId(0), NodeId(0)),
-    )
-    .unwrap();
+fn a_message_with_no_route_is_dropped_counted_and_named() {
+    let mut m = Magic::with(raw(), 1, &GoOnly("timing")).unwrap();
+    let step = m.msg(NodeId(0), T::Step { tag: 1 });
+    m.post(NodeId(0), Cycles(0), step).unwrap();
+    m.post(NodeId(0), Cycles(1), step).unwrap();
+    // A type the machine does not know at all reaches no handler either.
+    let lost = m.msg(NodeId(0), U::Lost);
+    m.post(NodeId(0), Cycles(2), lost).unwrap();
     let r = m.run();
-    // Counted, and the run is not clean: it names the type.
+    // Counted, and the run is not clean: it names the protocol, the type
+    // and the kind.
     assert!(!r.is_clean());
     assert_eq!(
         r.stuck,
-        ["node 0: 1 message(s) of type 77 had no route (dropped)"]
+        [
+            "node 0: 2 message(s) of timing T::Step had no route (dropped)",
+            "node 0: 1 message(s) of a type no installed protocol owns had no route (dropped)"
+        ]
     );
-    assert_eq!(m.drops(NodeId(0)).unhandled, 1);
-    assert!(m
-        .post(NodeId(5), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-        .is_err());
+    assert_eq!(m.drops(NodeId(0)).unhandled, 3);
+    assert!(m.post(NodeId(5), Cycles(5), step).is_err());
+
+    // The bench says so too, instead of a handler's shot.
+    let mut b = Bench::with_params(raw(), 1, &GoOnly("timing")).unwrap();
+    let step = b.msg(NodeId(0), T::Step { tag: 1 });
+    let e = b.inject(NodeId(0), step).unwrap_err();
+    assert!(e.to_string().contains("timing T::Step had no route"), "{e}");
 }
 
 #[test]
 fn a_run_that_ends_with_work_pending_says_what_is_stuck() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
         // Takes a buffer and never gives it back.
         let _ = cx.alloc_buffer();
     }
-    let mut m = machine(1, go);
-    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-        .unwrap();
-    let r = m.run();
+    let mut b = bench(1, named!(go));
+    let msg = b.msg(NodeId(0), T::Go);
+    b.inject(NodeId(0), msg).unwrap();
+    let r = b.run(Cycles(1000));
     assert_eq!(
         r.stuck,
         vec!["node 0: 1 data buffer(s) still allocated".to_string()]
     );
     // A cycle limit stops a run that would go on, and says so.
-    let mut m = machine(1, |cx, _| cx.busy(Cycles(10)));
-    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-        .unwrap();
-    m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-        .unwrap();
+    fn busy_ten(cx: &mut C<'_>, _: &Msg, _: T) {
+        cx.busy(Cycles(10));
+    }
+    let mut m = machine(1, Timing::with(named!(busy_ten)));
+    post_go(&mut m);
+    post_go(&mut m);
     let r = m.run_until(Some(Cycles(5)));
     assert!(r.limit_reached);
     assert_eq!(r.stuck.len(), 1, "{:?}", r.stuck);
     assert_eq!(
         r.stuck[0],
-        "node 0: 1 message(s) in the processor queue (first: type 1 for go, from node 0, since cycle 0)"
+        "node 0: 1 message(s) in the processor queue (first: timing T::Go for timing.busy_ten, from node 0, since cycle 0)"
     );
+}
+
+/// One message kind, two regions, two handlers: the jump table's two indices.
+struct Speculative;
+
+fn spec(cx: &mut C<'_>, _: &Msg, _: T) {
+    cx.instr(20); // 10 cycles of work overlap the read
+    let (b, t) = cx.speculative_read().expect("the route asked for one");
+    cx.wait(t);
+    assert_eq!(cx.buffer(b).unwrap()[3], 0x5A, "the line's bytes");
+    cx.free_buffer(b).unwrap();
+    let now = cx.now().0;
+    cx.state().at.push(("spec", now, 0));
+}
+
+fn plain(cx: &mut C<'_>, m: &Msg, _: T) {
+    cx.instr(20);
+    assert!(cx.speculative_read().is_none());
+    let b = cx.alloc_buffer().unwrap();
+    let t = cx.mem_read(m.addr, b).unwrap();
+    cx.wait(t);
+    cx.free_buffer(b).unwrap();
+    let now = cx.now().0;
+    cx.state().at.push(("plain", now, 0));
+}
+
+impl Protocol for Speculative {
+    type Node = Seen;
+
+    fn name(&self) -> &'static str {
+        "timing"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Seen {
+        Seen::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Seen>) {
+        let s = b.handler("spec", spec);
+        let p = b.handler("plain", plain);
+        let speculative = Dispatch {
+            speculative_read: true,
+            ..Default::default()
+        };
+        b.route_with(TKind::Go, Region::Normal, s, speculative)
+            .route(TKind::Go, Region::Io, p);
+    }
 }
 
 #[test]
 fn the_inbox_can_start_a_speculative_read_at_dispatch() {
-    fn spec(cx: &mut Cx<'_, Seen>, _: &Msg) {
-        cx.instr(20); // 10 cycles of work overlap the read
-        let (b, t) = cx.speculative_read().expect("the route asked for one");
-        cx.wait(t);
-        assert_eq!(cx.buffer(b).unwrap()[3], 0x5A, "the line's bytes");
-        cx.free_buffer(b).unwrap();
-        let now = cx.now().0;
-        cx.state().at.push(("spec", now, 0));
-    }
-    fn plain(cx: &mut Cx<'_, Seen>, m: &Msg) {
-        cx.instr(20);
-        assert!(cx.speculative_read().is_none());
-        let b = cx.alloc_buffer().unwrap();
-        let t = cx.mem_read(m.addr, b).unwrap();
-        cx.wait(t);
-        cx.free_buffer(b).unwrap();
-        let now = cx.now().0;
-        cx.state().at.push(("plain", now, 0));
-    }
-    let mut b = MagicBuilder::new(raw(), 1);
-    let s = b.handler("spec", spec);
-    let p = b.handler("plain", plain);
-    // One message type, two regions, two handlers: the jump table's two indices.
-    let speculative = magic::Dispatch {
-        speculative_read: true,
-        ..Default::default()
-    };
-    b.route_with(GO, Region::Normal, s, speculative)
-        .route(GO, Region::Io, p);
-    let mut m = b.build(|_| Seen::default()).unwrap();
+    let mut m = Magic::with(raw(), 1, &Speculative).unwrap();
     let a = PAddr::new(Region::Normal, NodeId(0), 0x400);
     m.memory_mut(NodeId(0)).store_line(a.line(), &[0x5A; 128]);
-    m.post(
-        NodeId(0),
-        Cycles(0),
-        Msg::new(GO, NodeId(0), NodeId(0)).addr(a),
-    )
-    .unwrap();
-    m.post(
-        NodeId(0),
-        Cycles(100),
-        Msg::new(GO, NodeId(0), NodeId(0)).addr(a.with_region(Region::Io)),
-    )
-    .unwrap();
+    let normal = m.msg(NodeId(0), T::Go).addr(a);
+    m.post(NodeId(0), Cycles(0), normal).unwrap();
+    let io = m.msg(NodeId(0), T::Go).addr(a.with_region(Region::Io));
+    m.post(NodeId(0), Cycles(100), io).unwrap();
     assert!(m.run().is_clean());
     // Speculative: line in at 29 although the handler only asked at 10.
     // Plain: asked at 110, in at 110 + 29.
@@ -344,36 +467,35 @@ fn the_inbox_can_start_a_speculative_read_at_dispatch() {
         vec![("spec", 29, 0), ("plain", 139, 0)]
     );
     let l = m.ledger();
-    assert_eq!(l.handler(Some(0), "spec").unwrap().stats.instructions, 20);
-    assert_eq!(l.handler(Some(0), "spec").unwrap().stats.wait, 19);
+    let row = l.handler(Some(0), "timing.spec").unwrap();
+    assert_eq!(row.stats.instructions, 20);
+    assert_eq!(row.stats.wait, 19);
 }
 
 #[test]
 fn inbox_priority_is_a_parameter() {
-    fn note(cx: &mut Cx<'_, Seen>, m: &Msg) {
+    fn note(cx: &mut C<'_>, _: &Msg, msg: T) {
+        let T::Step { tag } = msg else { return };
         cx.busy(Cycles(2));
         let now = cx.now().0;
-        cx.state().at.push(("note", now, m.args[0]));
+        cx.state().at.push(("note", now, tag));
     }
-    fn first(cx: &mut Cx<'_, Seen>, _: &Msg) {
+    fn first(cx: &mut C<'_>, _: &Msg, _: T) {
         // Put one message on the software queue and one in the network queue.
-        cx.reschedule(Msg::new(STEP, cx.node(), cx.node()).args([1, 0, 0]))
-            .unwrap();
-        cx.send(Msg::new(STEP, cx.node(), cx.node()).args([2, 0, 0]), None)
-            .unwrap();
+        cx.reschedule(cx.msg(T::Step { tag: 1 })).unwrap();
+        cx.send(cx.msg(T::Step { tag: 2 }), None).unwrap();
     }
+    let p = Timing {
+        step: named!(note),
+        ..Timing::with(named!(first))
+    };
     let order = |priority: [magic::InQueue; 4]| {
         let params = MagicParams {
             inbox_priority: priority,
             ..MagicParams::default()
         };
-        let mut b = MagicBuilder::new(params, 1);
-        let f = b.handler("first", first);
-        let n = b.handler("note", note);
-        b.route_any(GO, f).route_any(STEP, n);
-        let mut m = b.build(|_| Seen::default()).unwrap();
-        m.post(NodeId(0), Cycles(0), Msg::new(GO, NodeId(0), NodeId(0)))
-            .unwrap();
+        let mut m = Magic::with(params, 1, &p).unwrap();
+        post_go(&mut m);
         assert!(m.run().is_clean());
         m.state(NodeId(0))
             .at
@@ -394,54 +516,57 @@ fn inbox_priority_is_a_parameter() {
         inbox_priority: [Software; 4],
         ..MagicParams::default()
     };
-    assert!(MagicBuilder::<Seen>::new(bad, 1)
-        .build(|_| Seen::default())
-        .is_err());
+    assert!(matches!(
+        Magic::with(bad, 1, &p),
+        Err(BuildError::Params(_))
+    ));
 }
 
 #[test]
 fn magic_drives_through_the_controller_trait() {
     use magic::{Controller, Time};
-    fn echo(cx: &mut Cx<'_, Seen>, m: &Msg) {
+    fn echo(cx: &mut C<'_>, _: &Msg, msg: T) {
+        let T::Step { tag } = msg else { return };
         cx.instr(8);
-        let reply = Msg {
-            args: [m.args[0] + 1, 0, 0],
-            ..*m
-        };
+        let reply = cx.msg(T::Step { tag: tag + 1 });
         cx.to_processor(reply, None).unwrap();
     }
-    let mut b = MagicBuilder::new(raw(), 2);
-    let h = b.handler("echo", echo);
-    b.route_any(GO, h);
-    let mut m = b.build(|_| Seen::default()).unwrap();
+    let p = Timing {
+        step: named!(echo),
+        ..Timing::with(named!(go))
+    };
+    let mut m = Magic::with(raw(), 2, &p).unwrap();
+    let ask = m.msg(NodeId(1), T::Step { tag: 41 });
+    let go = m.msg(NodeId(0), T::Go);
     let c: &mut dyn Controller = &mut m;
     assert_eq!((c.name(), c.node_count()), ("magic", 2));
-    c.post(
-        NodeId(1),
-        Time::from_cycles(Cycles(5)),
-        Msg::new(GO, NodeId(1), NodeId(1)).args([41, 0, 0]),
-    )
-    .unwrap();
-    assert!(c
-        .post(NodeId(2), Time::ZERO, Msg::new(GO, NodeId(0), NodeId(0)))
-        .is_err());
+    c.post(NodeId(1), Time::from_cycles(Cycles(5)), ask)
+        .unwrap();
+    assert!(c.post(NodeId(2), Time::ZERO, go).is_err());
     let r = c.run(None);
     assert!(r.is_clean());
     let got = c.take_delivered(NodeId(1));
     assert_eq!(got.len(), 1);
+    assert_eq!(
+        c.ledger()
+            .handler(Some(1), "timing.echo")
+            .unwrap()
+            .stats
+            .busy,
+        4
+    );
     // Handler 5..9 (8 instructions, dual issue), then 6 cycles across the
     // processor interface.
     assert_eq!(
-        (got[0].0, got[0].1.args[0]),
-        (Time::from_cycles(Cycles(15)), 42)
+        (got[0].0, m.decode::<T>(&got[0].1)),
+        (Time::from_cycles(Cycles(15)), Ok(T::Step { tag: 42 }))
     );
-    assert_eq!(c.ledger().handler(Some(1), "echo").unwrap().stats.busy, 4);
 }
 
 #[test]
 fn the_inbox_and_outbox_stages_add_latency_not_occupancy() {
-    fn go(cx: &mut Cx<'_, Seen>, _: &Msg) {
-        let m = Msg::new(STEP, cx.node(), NodeId(1)).args([5, 0, 0]);
+    fn go(cx: &mut C<'_>, _: &Msg, _: T) {
+        let m = cx.msg(T::Step { tag: 5 }).to(NodeId(1));
         cx.send(m, None).unwrap();
     }
     let params = MagicParams {
@@ -449,35 +574,102 @@ fn the_inbox_and_outbox_stages_add_latency_not_occupancy() {
         outbox_latency: Cycles(2),
         ..MagicParams::default()
     };
-    let mut b = MagicBuilder::new(params, 2);
-    let h = b.handler("go", go);
-    let s = b.handler("step", on_step);
-    b.route_any(GO, h).route_any(STEP, s);
-    let mut m = b.build(|_| Seen::default()).unwrap();
+    let mut m = Magic::with(params, 2, &Timing::with(named!(go))).unwrap();
     go_at_zero(&mut m);
     // Posted at 0, through the inbox at 3; the send at 3 goes on the wire at
     // 5, its header is in at 5 + 8 + 22 = 35, through the inbox at 38, and
     // the step handler's one cycle ends at 39.
     assert_eq!(m.state(NodeId(1)).at, vec![("step", 39, 5)]);
     let l = m.ledger();
-    assert_eq!(l.handler(Some(0), "go").unwrap().stats.busy, 1);
-    assert_eq!(l.handler(Some(1), "step").unwrap().stats.busy, 1);
+    assert_eq!(l.handler(Some(0), "timing.go").unwrap().stats.busy, 1);
+    assert_eq!(l.handler(Some(1), "timing.step").unwrap().stats.busy, 1);
+}
+
+/// Two handlers for one kind in one region.
+struct TwoForOne;
+
+fn first(_: &mut C<'_>, _: &Msg, _: T) {}
+fn second(_: &mut C<'_>, _: &Msg, _: T) {}
+
+impl Protocol for TwoForOne {
+    type Node = Seen;
+
+    fn name(&self) -> &'static str {
+        "twice"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Seen {
+        Seen::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Seen>) {
+        let a = b.handler("first", first);
+        let c = b.handler("second", second);
+        b.route_any(TKind::Go, a);
+        // The same handler again is no conflict.
+        b.route(TKind::Go, Region::Normal, a);
+        b.route(TKind::Go, Region::Message, c);
+    }
 }
 
 #[test]
 fn a_route_given_twice_is_refused_naming_both_handlers() {
-    fn a(_: &mut magic::Cx<'_, ()>, _: &Msg) {}
-    fn b(_: &mut magic::Cx<'_, ()>, _: &Msg) {}
-    let mut bld = magic::MagicBuilder::<()>::new(magic::MagicParams::default(), 1);
-    let ha = bld.handler("first", a);
-    let hb = bld.handler("second", b);
-    bld.route_any(MsgType(9), ha);
-    // The same handler again is no conflict.
-    bld.route(MsgType(9), magic::Region::Normal, ha);
-    bld.route(MsgType(9), magic::Region::Message, hb);
-    let e = bld.build(|_| ()).err().expect("refused");
+    let e = Magic::with(raw(), 1, &TwoForOne).err().expect("refused");
+    assert_eq!(
+        e,
+        BuildError::RouteConflict {
+            message: "twice T::Go".into(),
+            region: Region::Message,
+            first: "twice.first".into(),
+            second: "twice.second".into(),
+        }
+    );
     assert_eq!(
         e.to_string(),
-        "type 9 in the Message region is routed to both first and second"
+        "twice T::Go in the Message region is routed to both twice.first and twice.second"
+    );
+}
+
+#[test]
+fn two_protocols_installing_one_message_type_are_refused_naming_both() {
+    let e = Magic::pair(raw(), 1, &GoOnly("one"), &GoOnly("other"))
+        .err()
+        .expect("refused");
+    assert_eq!(
+        e,
+        BuildError::TypeClaimed {
+            message: "T",
+            first: "one",
+            second: "other",
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "protocols one and other both install the message type T"
+    );
+}
+
+#[test]
+fn a_message_decoded_as_the_wrong_type_is_an_error_naming_both() {
+    let m = Magic::with(raw(), 1, &GoOnly("timing")).unwrap();
+    let go = m.msg(NodeId(0), T::Go);
+    assert_eq!(m.decode::<T>(&go), Ok(T::Go));
+    let e = m.decode::<U>(&go).unwrap_err();
+    assert_eq!(
+        e,
+        DecodeError::WrongType {
+            expected: "U",
+            found: "timing T::Go".into(),
+        }
+    );
+    assert_eq!(e.to_string(), "a timing T::Go decoded as U");
+    // A message of a type the machine never installed.
+    let lost = m.msg(NodeId(0), U::Lost);
+    assert_eq!(
+        m.decode::<T>(&lost),
+        Err(DecodeError::WrongType {
+            expected: "T",
+            found: "a type no installed protocol owns".into(),
+        })
     );
 }

@@ -18,8 +18,8 @@
 //! received packets before the software queue.
 
 use magic::{
-    Cx, Cycles, Dispatch, Lane, Ledger, Magic, MagicBuilder, MagicParams, Msg, MsgType, NodeId,
-    NodeState, Region, RunReport,
+    Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, Protocol,
+    Region, RunReport,
 };
 use serde::Serialize;
 
@@ -33,9 +33,13 @@ pub const PACKETS: u64 = 32;
 /// parameters so a protocol author can try others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PipelineCosts {
+    /// Setting up a message.
     pub setup: Cycles,
+    /// Sending one packet.
     pub send: Cycles,
+    /// Taking one packet.
     pub recv: Cycles,
+    /// Completing a message, on top of taking its last packet.
     pub done: Cycles,
 }
 
@@ -50,10 +54,21 @@ impl Default for PipelineCosts {
     }
 }
 
-const POST: MsgType = MsgType(1);
-const SETUP_NEXT: MsgType = MsgType(4);
-const NEXT: MsgType = MsgType(2);
-const PKT: MsgType = MsgType(3);
+magic::messages! {
+    /// The scenario's messages.
+    pub enum PipeMsg: PipeKind {
+        /// The processor posts its batch: set up the first message.
+        Post,
+        /// A message's last packet is out: set up the next (software queue).
+        SetupNext,
+        /// Send packet `k` of a message to `dst`, set up at cycle `start`
+        /// (software queue).
+        Next { dst: NodeId, k: u64, start: Cycles },
+        /// Packet `k` of a message set up at cycle `start` (32 bytes of
+        /// header and a line of payload on the request lane).
+        Packet { k: u64, start: Cycles },
+    }
+}
 
 /// How a node picks the destination of its j-th message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -67,15 +82,21 @@ pub enum Pattern {
     Rand,
 }
 
+/// A run of the scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PipelineConfig {
+    /// Nodes in the machine (2 to 256).
     pub nodes: u32,
+    /// Messages each node sends.
     pub msgs: u32,
+    /// How each node picks its messages' destinations.
     pub pattern: Pattern,
+    /// The handlers' costs.
     pub costs: PipelineCosts,
 }
 
 impl PipelineConfig {
+    /// The configuration, or what is out of range in it.
     pub fn validate(&self) -> Result<(), String> {
         if self.nodes < 2 {
             return Err(format!("--nodes must be at least 2 (got {})", self.nodes));
@@ -141,43 +162,49 @@ impl PipeNode {
     }
 }
 
-fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg) {
+/// Pick the next message's destination and put its first packet on the
+/// software queue.
+fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
     let start = cx.now();
-    let me = cx.node();
     let s = cx.state();
     let j = s.next_msg;
     s.next_msg += 1;
-    let dst = s.dest(j);
+    let dst = NodeId(s.dest(j));
     let c = s.costs;
     cx.busy(c.setup);
-    let first = Msg::new(NEXT, me, me).args([dst as u64, 0, start.0]);
+    let first = cx.msg(PipeMsg::Next { dst, k: 0, start });
     // The queue holds one entry per node at most here; it cannot be full.
     let _ = cx.reschedule(first);
 }
 
-fn send(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
-    let [dst, k, start] = m.args;
+/// Send one packet, then continue with the next (or set up the next message).
+fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
+    let PipeMsg::Next { dst, k, start } = msg else {
+        return;
+    };
     let c = cx.state().costs;
     cx.busy(c.send);
-    let pkt = Msg::new(PKT, cx.node(), NodeId(dst as u32))
-        .lane(Lane::Request)
-        .len(128)
-        .args([k, start, 0]);
+    let pkt = cx.msg(PipeMsg::Packet { k, start }).to(dst).len(128);
     let _ = cx.send(pkt, None);
     if k + 1 < PACKETS {
-        let _ = cx.reschedule(Msg {
-            args: [dst, k + 1, start],
-            ..*m
+        let next = cx.msg(PipeMsg::Next {
+            dst,
+            k: k + 1,
+            start,
         });
+        let _ = cx.reschedule(next);
     } else if cx.state().next_msg < cx.state().posted {
         // The message is out: set up the next one.
-        let me = cx.node();
-        let _ = cx.reschedule(Msg::new(SETUP_NEXT, me, me));
+        let next = cx.msg(PipeMsg::SetupNext);
+        let _ = cx.reschedule(next);
     }
 }
 
-fn recv(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
-    let [k, start, _] = m.args;
+/// Take a packet; the last of a message completes it.
+fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
+    let PipeMsg::Packet { k, start } = msg else {
+        return;
+    };
     let c = cx.state().costs;
     cx.busy(c.recv);
     if k + 1 == PACKETS {
@@ -186,8 +213,62 @@ fn recv(cx: &mut Cx<'_, PipeNode>, m: &Msg) {
         let s = cx.state();
         s.completed += 1;
         s.sum_completion += t.0;
-        s.sum_latency += t.0 - start;
+        s.sum_latency += (t - start).0;
         s.last = s.last.max(t);
+    }
+}
+
+/// The scenario as a protocol unit: its three handlers, and each node's
+/// part of the configured workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// The workload.
+    pub config: PipelineConfig,
+}
+
+impl Protocol for Pipeline {
+    type Node = PipeNode;
+
+    fn name(&self) -> &'static str {
+        "pipeline"
+    }
+
+    fn node(&self, n: NodeId, nodes: u32) -> PipeNode {
+        let cfg = &self.config;
+        PipeNode {
+            costs: cfg.costs,
+            id: n.0,
+            nodes,
+            pattern: cfg.pattern,
+            lcg: (n.0 as u64)
+                .wrapping_mul(0x9E3779B97F4A7C15)
+                .wrapping_add(1),
+            next_msg: 0,
+            posted: cfg.msgs,
+            completed: 0,
+            sum_completion: 0,
+            sum_latency: 0,
+            last: Cycles(0),
+        }
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, PipeNode>) {
+        let h_setup = b.handler("setup", setup);
+        let h_send = b.handler("send", send);
+        let h_recv = b.handler("recv", recv);
+        b.route(PipeKind::Post, Region::Normal, h_setup)
+            .route(PipeKind::SetupNext, Region::Normal, h_setup)
+            .route(PipeKind::Next, Region::Normal, h_send)
+            // The workload counts a packet as arrived when its last byte is in.
+            .route_with(
+                PipeKind::Packet,
+                Region::Normal,
+                h_recv,
+                Dispatch {
+                    whole_packet: true,
+                    ..Dispatch::default()
+                },
+            );
     }
 }
 
@@ -218,42 +299,12 @@ pub fn pipeline_params() -> MagicParams {
 /// The machine with the scenario's handlers installed and every message posted.
 pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, String> {
     cfg.validate()?;
-    let mut b = MagicBuilder::new(pipeline_params(), cfg.nodes);
-    let h_setup = b.handler("setup", setup);
-    let h_send = b.handler("send", send);
-    let h_recv = b.handler("recv", recv);
-    b.route(POST, Region::Normal, h_setup)
-        .route(SETUP_NEXT, Region::Normal, h_setup)
-        .route(NEXT, Region::Normal, h_send)
-        // The workload counts a packet as arrived when its last byte is in.
-        .route_with(
-            PKT,
-            Region::Normal,
-            h_recv,
-            Dispatch {
-                whole_packet: true,
-                ..Dispatch::default()
-            },
-        );
-    let mut m = b.build(|n| PipeNode {
-        costs: cfg.costs,
-        id: n.0,
-        nodes: cfg.nodes,
-        pattern: cfg.pattern,
-        lcg: (n.0 as u64)
-            .wrapping_mul(0x9E3779B97F4A7C15)
-            .wrapping_add(1),
-        next_msg: 0,
-        posted: cfg.msgs,
-        completed: 0,
-        sum_completion: 0,
-        sum_latency: 0,
-        last: Cycles(0),
-    })?;
+    let mut m = Magic::with(pipeline_params(), cfg.nodes, &Pipeline { config: *cfg })?;
     // The processor posts the whole batch at cycle 0; each message's last
     // send sets up the next through the software queue.
     for n in 0..cfg.nodes {
-        m.post(NodeId(n), Cycles(0), Msg::new(POST, NodeId(n), NodeId(n)))?;
+        let post = m.msg(NodeId(n), PipeMsg::Post);
+        m.post(NodeId(n), Cycles(0), post)?;
     }
     Ok(m)
 }

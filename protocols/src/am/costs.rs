@@ -48,37 +48,57 @@ pub enum Network {
 /// Instructions at the source and destination.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Side {
+    /// At the source.
     pub source: u64,
+    /// At the destination.
     pub destination: u64,
 }
 
+/// Instructions per feature the protocol serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Features {
+    /// Delivering the data at all.
     pub base: Side,
+    /// Making room for it at the destination (segments, buffers).
     pub buffer_management: Side,
+    /// Putting arrivals back in the order they were sent.
     pub in_order: Side,
+    /// Acknowledging, and keeping what may have to be sent again.
     pub fault_tolerance: Side,
 }
 
+/// Instructions over every feature.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Total {
+    /// At the source.
     pub source: u64,
+    /// At the destination.
     pub destination: u64,
+    /// At both ends.
     pub total: u64,
 }
 
-/// What a run counted.
+/// What a run counted: the packets and acknowledgements it took, and the
+/// instructions each feature cost at the source and the destination.
 #[derive(Clone, Debug, Serialize)]
-pub struct Costs {
+pub struct FeatureCosts {
+    /// The protocol run.
     pub protocol: Protocol,
+    /// The network under it.
     pub network: Network,
+    /// Data words moved.
     pub words: u64,
+    /// Data words a packet carries.
     pub packet_words: u64,
+    /// Packets the data took.
     pub packets: u64,
     /// Arrivals that came ahead of their turn (and were buffered).
     pub out_of_order: u64,
+    /// Acknowledgements exchanged.
     pub acks: u64,
+    /// Instructions per feature.
     pub features: Features,
+    /// Instructions in all.
     pub total: Total,
 }
 
@@ -249,7 +269,7 @@ pub fn run(
     words: u64,
     packet_words: u64,
     network: Network,
-) -> Result<Costs, String> {
+) -> Result<FeatureCosts, String> {
     if words == 0 {
         return Err("--words must be at least 1".into());
     }
@@ -425,7 +445,7 @@ pub fn run(
         + f.buffer_management.destination
         + f.in_order.destination
         + f.fault_tolerance.destination;
-    Ok(Costs {
+    Ok(FeatureCosts {
         protocol,
         network,
         words,
@@ -442,7 +462,7 @@ pub fn run(
     })
 }
 
-impl std::fmt::Display for Costs {
+impl std::fmt::Display for FeatureCosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,

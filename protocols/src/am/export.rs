@@ -630,14 +630,14 @@ def pong():
 
 def main():
     engine = Engine(sys.argv)
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if len(args) not in (1, 2) or (len(args) == 2 and not args[1].isdigit()):
+    operands = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(operands) not in (1, 2) or (len(operands) == 2 and not operands[1].isdigit()):
         sys.exit("usage: python3 pingpong.py platform.xml [DEST] [--cfg=...]")
-    engine.load_platform(args[0])
+    engine.load_platform(operands[0])
     hosts = {{h.name: h for h in engine.all_hosts}}
-    dest = int(args[1]) if len(args) == 2 else 1
+    dest = int(operands[1]) if len(operands) == 2 else 1
     if dest == 0 or f"node-{{dest}}" not in hosts:
-        sys.exit(f"no node {{dest}} to ping from node 0 in {{args[0]}}")
+        sys.exit(f"no node {{dest}} to ping from node 0 in {{operands[0]}}")
     result = []
     Actor.create("ping", hosts["node-0"], ping, result)
     Actor.create("pong", hosts[f"node-{{dest}}"], pong)

@@ -18,22 +18,67 @@
 use super::{Handler, Platform, Run, Step};
 use crate::transfer::TransferCosts;
 use magic::costs::Source;
+use magic::message::Word;
 use magic::{
-    Cx, Cycles, Lane, MagicBuilder, MagicParams, Msg, MsgType, NodeId, NodeState, PAddr, ProcStep,
-    Processor, Region, Time, LINE_BYTES,
+    Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr, ProcStep, Processor,
+    Protocol, Region, Time, LINE_BYTES,
 };
 use std::collections::VecDeque;
 
-mod mt {
-    use magic::MsgType;
-    pub const CMD_WRITE: MsgType = MsgType(100);
-    pub const CMD_COMMIT: MsgType = MsgType(101);
-    pub const AM: MsgType = MsgType(102);
-    pub const STORE_STEP: MsgType = MsgType(103);
-    pub const LINE: MsgType = MsgType(104);
-    // MAGIC -> processor.
-    pub const ACK: MsgType = MsgType(105);
-    pub const DELIVER: MsgType = MsgType(106);
+/// What a command sequence asks MAGIC to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AmOp {
+    /// Send a request.
+    #[default]
+    Request,
+    /// Send a reply.
+    Reply,
+    /// Store a block into the destination's memory.
+    Store,
+}
+
+impl Word for AmOp {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<Self> {
+        [AmOp::Request, AmOp::Reply, AmOp::Store]
+            .get(usize::try_from(w).ok()?)
+            .copied()
+    }
+}
+
+magic::messages! {
+    /// Active Messages on MAGIC: the command sequence from the processor,
+    /// the messages between MAGICs, and what MAGIC hands the processor.
+    pub enum AmMsg: AmKind {
+        /// Processor to MAGIC, the command's first write: the operation,
+        /// the destination and the handler the message names.
+        CmdOp { op: AmOp, to: NodeId, handler: Handler },
+        /// Processor to MAGIC, the command's second write: the argument
+        /// words and the bytes of a block.
+        CmdSize { words: u8, bytes: u64 },
+        /// Processor to MAGIC: the committing read.
+        Commit,
+        /// A request between MAGICs, with its argument words (a get's
+        /// block size in `bytes`).
+        Request { handler: Handler, words: u8, bytes: u64 },
+        /// A reply between MAGICs.
+        Reply { handler: Handler, words: u8, bytes: u64 } => Reply,
+        /// The receiver's MAGIC acknowledges a store to its sender.
+        StoreAck => Reply,
+        /// The sender's MAGIC sends the next line of its stores (through
+        /// its software queue).
+        StoreStep,
+        /// A line of a store: where it goes in the block, the block's size,
+        /// and the bytes this line carries.
+        Line { offset: u64, total: u64, bytes: u64 },
+        /// MAGIC to the processor: the command was taken.
+        Ack,
+        /// MAGIC to the processor: a message from `from` is in the queue;
+        /// `handler` is the user handler it runs.
+        Deliver { from: NodeId, handler: Handler },
+    }
 }
 
 magic::cost_sheet! {
@@ -68,18 +113,83 @@ magic::cost_sheet! {
 /// The FLASH machine running Active Messages.
 #[derive(Clone, Debug)]
 pub struct Flash {
+    /// Nodes in the machine.
     pub nodes: u32,
+    /// The layer's cost sheet.
     pub costs: FlashCosts,
+    /// The machine's parameters.
     pub params: MagicParams,
 }
 
 impl Flash {
+    /// FLASH's machine of `nodes` nodes, with the layer's default costs.
     pub fn new(nodes: u32) -> Flash {
         Flash {
             nodes,
             costs: FlashCosts::default(),
             params: MagicParams::default(),
         }
+    }
+}
+
+/// Active Messages on MAGIC as a protocol unit: the layer's handlers, and
+/// on each node the program its processor runs.
+#[derive(Clone, Copy, Debug)]
+pub struct FlashAm<'a> {
+    /// The layer's cost sheet.
+    pub costs: FlashCosts,
+    /// The processor's read miss on a queue entry MAGIC wrote (cycles).
+    pub queue_miss: u64,
+    /// Node `i` runs `programs[i]` (a node beyond the list runs nothing).
+    pub programs: &'a [Vec<Step>],
+}
+
+impl Protocol for FlashAm<'_> {
+    type Node = AmNode;
+
+    fn name(&self) -> &'static str {
+        "am"
+    }
+
+    fn node(&self, n: NodeId, nodes: u32) -> AmNode {
+        AmNode {
+            id: n,
+            costs: self.costs,
+            queue_miss: self.queue_miss,
+            program: self.programs.get(n.index()).cloned().unwrap_or_default(),
+            pc: 0,
+            resume_at: Some(Cycles(0)),
+            waiting_ack: false,
+            queue: VecDeque::new(),
+            received: 0,
+            marks: Vec::new(),
+            cmd: Command::default(),
+            stores: VecDeque::new(),
+            incoming: vec![(0, 0); nodes as usize],
+            ops: Default::default(),
+        }
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, AmNode>) {
+        let h = b.handler("cmd_write", cmd_write);
+        b.route_any(AmKind::CmdOp, h).route_any(AmKind::CmdSize, h);
+        let h = b.handler("cmd_commit", cmd_commit);
+        b.route_any(AmKind::Commit, h);
+        let h = b.handler("deliver", deliver);
+        b.route_any(AmKind::Request, h)
+            .route_any(AmKind::Reply, h)
+            .route_any(AmKind::StoreAck, h);
+        let h = b.handler("store_step", store_step);
+        b.route_any(AmKind::StoreStep, h);
+        let h = b.handler("line_in", line_in);
+        b.route_any_with(
+            AmKind::Line,
+            h,
+            magic::Dispatch {
+                whole_packet: true,
+                ..magic::Dispatch::default()
+            },
+        );
     }
 }
 
@@ -91,8 +201,19 @@ struct Outgoing {
     sent: u64,
 }
 
+/// The command a processor is writing, as MAGIC's record holds it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Command {
+    op: AmOp,
+    to: NodeId,
+    words: u8,
+    handler: Handler,
+    bytes: u64,
+}
+
 /// One node: the program on its processor and MAGIC's AM state.
-struct AmNode {
+#[derive(Debug)]
+pub struct AmNode {
     id: NodeId,
     costs: FlashCosts,
     /// The processor's read miss on a queue entry MAGIC wrote (cycles).
@@ -103,11 +224,11 @@ struct AmNode {
     /// Waiting for a command's ACK, or for messages.
     waiting_ack: bool,
     /// Messages delivered to the process and not yet taken: (from, handler).
-    queue: VecDeque<(NodeId, u64)>,
+    queue: VecDeque<(NodeId, Handler)>,
     received: u64,
     marks: Vec<Time>,
-    /// The open command (operation, destination, words, handler, bytes).
-    cmd: [u64; 5],
+    /// The open command.
+    cmd: Command,
     /// MAGIC: stores under way, and per source the bytes of the block coming in.
     stores: VecDeque<Outgoing>,
     incoming: Vec<(u64, u64)>,
@@ -115,15 +236,20 @@ struct AmNode {
     ops: std::collections::BTreeMap<&'static str, super::OpStats>,
 }
 
-const OP_REQUEST: u64 = 1;
-const OP_REPLY: u64 = 2;
-const OP_STORE: u64 = 3;
-/// The handler word of a store's acknowledgement.
-const STORE_ACK: u64 = 9;
 /// Where the blocks live in memory.
 const BLOCK_BASE: u64 = 0x40_0000;
 
 impl AmNode {
+    /// Messages whose handlers this node's program ran.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// The times of the program's `Mark` steps.
+    pub fn marks(&self) -> &[Time] {
+        &self.marks
+    }
+
     fn charge(&mut self, op: &'static str, c: u64) {
         let s = self.ops.entry(op).or_default();
         s.calls += 1;
@@ -147,9 +273,9 @@ impl AmNode {
             self.charge("receive", take);
             *now += Cycles(take);
             self.received += 1;
-            if h == Handler::Echo as u64 {
+            if h == Handler::Echo {
                 // The handler replies: a command sequence of its own.
-                self.issue(p, OP_REPLY, from, 4, Handler::Nop as u64, 0);
+                self.issue(p, AmOp::Reply, from, 4, Handler::Nop, 0);
                 return true;
             }
         }
@@ -160,31 +286,28 @@ impl AmNode {
     fn issue(
         &mut self,
         p: &mut Processor<'_>,
-        op: u64,
+        op: AmOp,
         to: NodeId,
         words: u8,
-        handler: u64,
+        handler: Handler,
         bytes: u64,
     ) {
-        let me = self.id;
         let name = match op {
-            OP_REQUEST => "request",
-            OP_REPLY => "reply",
-            _ => "store",
+            AmOp::Request => "request",
+            AmOp::Reply => "reply",
+            AmOp::Store => "store",
         };
-        let writes = 1 + words as u64 + u64::from(op == OP_STORE);
+        let writes = 1 + words as u64 + u64::from(op == AmOp::Store);
         self.charge(name, writes + 1);
-        let w = |a: [u64; 3]| {
-            Msg::new(mt::CMD_WRITE, me, me)
-                .addr(PAddr::new(Region::Message, me, 0))
-                .args(a)
-        };
-        p.request(w([0, op, to.0 as u64 | handler << 32]), None);
-        p.request(w([1, words as u64, bytes]), None);
-        p.request(
-            Msg::new(mt::CMD_COMMIT, me, me).addr(PAddr::new(Region::Message, me, 0)),
-            None,
-        );
+        let record = PAddr::new(Region::Message, self.id, 0);
+        for m in [
+            AmMsg::CmdOp { op, to, handler },
+            AmMsg::CmdSize { words, bytes },
+            AmMsg::Commit,
+        ] {
+            let m = p.msg(m).addr(record);
+            p.request(m, None);
+        }
         self.waiting_ack = true;
     }
 }
@@ -224,31 +347,24 @@ impl NodeState for AmNode {
                 }
                 Step::Request { to, words, handler } => {
                     self.pc += 1;
-                    self.issue(p, OP_REQUEST, to, words, handler as u64, 0);
+                    self.issue(p, AmOp::Request, to, words, handler, 0);
                     return ProcStep::Idle;
                 }
                 Step::Reply { to, words } => {
                     self.pc += 1;
-                    self.issue(p, OP_REPLY, to, words, Handler::Nop as u64, 0);
+                    self.issue(p, AmOp::Reply, to, words, Handler::Nop, 0);
                     return ProcStep::Idle;
                 }
                 Step::Store { to, bytes, .. } | Step::StoreShared { to, bytes, .. } => {
                     self.pc += 1;
-                    self.issue(p, OP_STORE, to, 0, 0, bytes.max(1) as u64);
+                    self.issue(p, AmOp::Store, to, 0, Handler::Nop, bytes.max(1) as u64);
                     return ProcStep::Idle;
                 }
                 Step::Get { from, bytes } => {
                     // A request whose handler, at the owner's MAGIC, stores
                     // the block back without the owner's processor.
                     self.pc += 1;
-                    self.issue(
-                        p,
-                        OP_REQUEST,
-                        from,
-                        1,
-                        Handler::Get as u64,
-                        bytes.max(1) as u64,
-                    );
+                    self.issue(p, AmOp::Request, from, 1, Handler::Get, bytes.max(1) as u64);
                     return ProcStep::Idle;
                 }
                 Step::Poll | Step::PollOnly { .. } => {
@@ -290,13 +406,13 @@ impl NodeState for AmNode {
         _data: Option<&[u8; LINE_BYTES]>,
     ) -> Option<ProcStep> {
         let now = p.now();
-        match msg.mtype {
-            mt::ACK => {
+        match p.decode::<AmMsg>(msg).ok()? {
+            AmMsg::Ack => {
                 self.waiting_ack = false;
                 self.resume_at = Some(now + Cycles(1));
             }
-            mt::DELIVER => {
-                self.queue.push_back((msg.src, msg.args[0]));
+            AmMsg::Deliver { from, handler } => {
+                self.queue.push_back((from, handler));
                 if !self.waiting_ack && self.resume_at.is_none() {
                     self.resume_at = Some(now + Cycles(1));
                 }
@@ -310,100 +426,116 @@ impl NodeState for AmNode {
 type C<'a> = Cx<'a, AmNode>;
 const RECORD: u64 = 0x7000_0000;
 
-fn to_cpu(cx: &mut C<'_>, t: MsgType, from: NodeId, args: [u64; 3]) {
-    let me = cx.node();
-    let _ = cx.to_processor(Msg::new(t, from, me).args(args), None);
+/// Hand the processor a message.
+fn to_cpu(cx: &mut C<'_>, m: AmMsg) {
+    let _ = cx.to_processor(cx.msg(m), None);
 }
 
-fn cmd_write(cx: &mut C<'_>, m: &Msg) {
+/// Start sending the stores queued if none was under way.
+fn start_stores(cx: &mut C<'_>) {
+    if cx.state().stores.len() == 1 {
+        store_again(cx);
+    }
+}
+
+/// Send the next line of the stores later, through the software queue.
+fn store_again(cx: &mut C<'_>) {
+    let me = cx.node();
+    let m = cx
+        .msg(AmMsg::StoreStep)
+        .addr(PAddr::new(Region::Message, me, 0));
+    let _ = cx.reschedule(m);
+}
+
+/// A command write: into the record.
+fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
     let c = cx.state().costs;
     cx.instr(c.write);
     cx.store(RECORD);
-    let s = cx.state();
-    match m.args[0] {
-        0 => (s.cmd[0], s.cmd[1], s.cmd[3]) = (m.args[1], m.args[2] & 0xFFFF_FFFF, m.args[2] >> 32),
-        _ => (s.cmd[2], s.cmd[4]) = (m.args[1], m.args[2]),
+    let cmd = &mut cx.state().cmd;
+    match msg {
+        AmMsg::CmdOp { op, to, handler } => (cmd.op, cmd.to, cmd.handler) = (op, to, handler),
+        AmMsg::CmdSize { words, bytes } => (cmd.words, cmd.bytes) = (words, bytes),
+        _ => {}
     }
 }
 
 /// The commit: check, answer, and send the message or start the store.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
     let c = cx.state().costs;
     cx.instr(c.commit);
     cx.load(RECORD);
-    let [op, to, words, handler, bytes] = cx.state().cmd;
-    let me = cx.node();
-    let to = NodeId(to as u32);
-    to_cpu(cx, mt::ACK, me, [0; 3]);
-    match op {
-        OP_REQUEST | OP_REPLY => {
-            let lane = if op == OP_REQUEST {
-                Lane::Request
-            } else {
-                Lane::Reply
-            };
-            let m = Msg::new(mt::AM, me, to)
-                .lane(lane)
-                .addr(PAddr::new(Region::Message, to, 0))
-                .args([handler, words, bytes])
-                .len((8 * words) as u16);
-            let _ = cx.send(m, None);
+    let Command {
+        op,
+        to,
+        words,
+        handler,
+        bytes,
+    } = cx.state().cmd;
+    to_cpu(cx, AmMsg::Ack);
+    let am = match op {
+        AmOp::Request => AmMsg::Request {
+            handler,
+            words,
+            bytes,
+        },
+        AmOp::Reply => AmMsg::Reply {
+            handler,
+            words,
+            bytes,
+        },
+        AmOp::Store => {
+            cx.state().stores.push_back(Outgoing { to, bytes, sent: 0 });
+            return start_stores(cx);
         }
-        _ => {
-            let s = cx.state();
-            s.stores.push_back(Outgoing { to, bytes, sent: 0 });
-            if s.stores.len() == 1 {
-                let _ = cx.reschedule(Msg::new(mt::STORE_STEP, me, me).addr(PAddr::new(
-                    Region::Message,
-                    me,
-                    0,
-                )));
-            }
-        }
-    }
+    };
+    let m = cx
+        .msg(am)
+        .to(to)
+        .addr(PAddr::new(Region::Message, to, 0))
+        .len(8 * u16::from(words));
+    let _ = cx.send(m, None);
 }
 
-/// An active message arrives: its handler hands it to the process.
-fn am(cx: &mut C<'_>, m: &Msg) {
+/// An active message arrives: its handler hands it to the process (a get's
+/// stores the block back to the requester instead).
+fn deliver(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
     let c = cx.state().costs;
     cx.instr(c.deliver);
-    if m.args[0] == Handler::Get as u64 {
-        // A get: this MAGIC stores the block back to the requester.
-        let me = cx.node();
-        let s = cx.state();
-        s.stores.push_back(Outgoing {
-            to: m.src,
-            bytes: m.args[2].max(1),
-            sent: 0,
-        });
-        if s.stores.len() == 1 {
-            let _ = cx.reschedule(Msg::new(mt::STORE_STEP, me, me).addr(PAddr::new(
-                Region::Message,
-                me,
-                0,
-            )));
+    let handler = match msg {
+        AmMsg::Request { handler, bytes, .. } | AmMsg::Reply { handler, bytes, .. } => {
+            if handler == Handler::Get {
+                let to = m.src;
+                cx.state().stores.push_back(Outgoing {
+                    to,
+                    bytes: bytes.max(1),
+                    sent: 0,
+                });
+                return start_stores(cx);
+            }
+            handler
         }
-        return;
-    }
-    to_cpu(cx, mt::DELIVER, m.src, [m.args[0], 0, 0]);
+        // A store's acknowledgement runs no user handler.
+        _ => Handler::Nop,
+    };
+    to_cpu(
+        cx,
+        AmMsg::Deliver {
+            from: m.src,
+            handler,
+        },
+    );
 }
 
 /// One line of the store at the head of the queue, with the transfer
 /// handler's clean-line schedule.
-fn store_step(cx: &mut C<'_>, _m: &Msg) {
+fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
     let Some(o) = cx.state().stores.front().copied() else {
         return;
     };
     let me = cx.node();
-    let again = |cx: &mut C<'_>| {
-        let _ = cx.reschedule(Msg::new(mt::STORE_STEP, me, me).addr(PAddr::new(
-            Region::Message,
-            me,
-            0,
-        )));
-    };
     let Some(buf) = cx.alloc_buffer() else {
-        return again(cx);
+        return store_again(cx);
     };
     // The transfer handler's clean-line schedule, one line an invocation.
     let k = TransferCosts::default();
@@ -426,36 +558,48 @@ fn store_step(cx: &mut C<'_>, _m: &Msg) {
         t.charge(cx, RECORD + 64, RECORD + 64);
     }
     let n = (o.bytes - o.sent).min(LINE_BYTES as u64);
-    let m = Msg::new(mt::LINE, me, o.to)
-        .lane(Lane::Request)
+    let m = cx
+        .msg(AmMsg::Line {
+            offset: o.sent,
+            total: o.bytes,
+            bytes: n,
+        })
+        .to(o.to)
         .addr(PAddr::new(Region::Message, o.to, 0))
-        .args([o.sent, o.bytes, n])
         .len(n as u16);
     let _ = cx.send(m, Some(buf));
     let s = cx.state();
-    let f = s.stores.front_mut().expect("a store");
-    f.sent += n;
-    if f.sent >= f.bytes {
-        s.stores.pop_front();
+    if let Some(f) = s.stores.front_mut() {
+        f.sent += n;
+        if f.sent >= f.bytes {
+            s.stores.pop_front();
+        }
     }
     if !cx.state().stores.is_empty() {
-        again(cx);
+        store_again(cx);
     }
 }
 
 /// A line of a store arrives: into memory; the last one tells the process
 /// and acknowledges the store to its sender.
-fn line_in(cx: &mut C<'_>, m: &Msg) {
+fn line_in(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
     let c = cx.state().costs;
     cx.instr(c.line_in);
     cx.load(RECORD + 128);
-    let (off, total, n) = (m.args[0], m.args[1], m.args[2]);
+    let AmMsg::Line {
+        offset,
+        total,
+        bytes,
+    } = msg
+    else {
+        return;
+    };
     let me = cx.node();
     if let Some(b) = cx.take_msg_buffer() {
         let line = PAddr::new(
             Region::Normal,
             me,
-            BLOCK_BASE + (off / LINE_BYTES as u64 % 4096) * LINE_BYTES as u64,
+            BLOCK_BASE + (offset / LINE_BYTES as u64 % 4096) * LINE_BYTES as u64,
         );
         match cx.mem_write(line, b) {
             Ok(t) => {
@@ -466,40 +610,27 @@ fn line_in(cx: &mut C<'_>, m: &Msg) {
             }
         }
     }
-    let src = m.src.0 as usize;
     let s = cx.state();
-    let inc = &mut s.incoming[src];
-    inc.0 += n;
+    let Some(inc) = s.incoming.get_mut(m.src.index()) else {
+        return;
+    };
+    inc.0 += bytes;
     inc.1 = total;
     if inc.0 >= inc.1 {
         *inc = (0, 0);
-        to_cpu(cx, mt::DELIVER, m.src, [Handler::Nop as u64, 0, 0]);
-        let ack = Msg::new(mt::AM, me, m.src)
-            .lane(Lane::Reply)
-            .addr(PAddr::new(Region::Message, m.src, 0))
-            .args([STORE_ACK, 0, 0]);
+        to_cpu(
+            cx,
+            AmMsg::Deliver {
+                from: m.src,
+                handler: Handler::Nop,
+            },
+        );
+        let ack = cx
+            .msg(AmMsg::StoreAck)
+            .to(m.src)
+            .addr(PAddr::new(Region::Message, m.src, 0));
         let _ = cx.send(ack, None);
     }
-}
-
-fn install(b: &mut MagicBuilder<AmNode>) {
-    let h = b.handler("am-cmd-write", cmd_write);
-    b.route_any(mt::CMD_WRITE, h);
-    let h = b.handler("am-commit", cmd_commit);
-    b.route_any(mt::CMD_COMMIT, h);
-    let h = b.handler("am-deliver", am);
-    b.route_any(mt::AM, h);
-    let h = b.handler("am-store", store_step);
-    b.route_any(mt::STORE_STEP, h);
-    let h = b.handler("am-line-in", line_in);
-    b.route_any_with(
-        mt::LINE,
-        h,
-        magic::Dispatch {
-            whole_packet: true,
-            ..magic::Dispatch::default()
-        },
-    );
 }
 
 impl Platform for Flash {
@@ -513,8 +644,6 @@ impl Platform for Flash {
 
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
         super::check_programs(self.nodes, programs)?;
-        let mut b = MagicBuilder::new(self.params.clone(), self.nodes);
-        install(&mut b);
         let nodes = self.nodes;
         // A message MAGIC put in the process's queue is a local clean miss
         // for the processor: as long as the coherence model says it takes.
@@ -525,22 +654,12 @@ impl Platform for Flash {
         )?
         .latency
         .0;
-        let mut m = b.build(|n| AmNode {
-            id: n,
+        let am = FlashAm {
             costs: self.costs,
             queue_miss,
-            program: programs[n.0 as usize].clone(),
-            pc: 0,
-            resume_at: Some(Cycles(0)),
-            waiting_ack: false,
-            queue: VecDeque::new(),
-            received: 0,
-            marks: Vec::new(),
-            cmd: [0; 5],
-            stores: VecDeque::new(),
-            incoming: vec![(0, 0); nodes as usize],
-            ops: Default::default(),
-        })?;
+            programs,
+        };
+        let mut m = Magic::with(self.params.clone(), nodes, &am)?;
         for n in 0..nodes {
             m.start_processor(NodeId(n), Cycles(0))?;
         }

@@ -21,14 +21,27 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// What the handler named by a message does when it runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum Handler {
     /// Nothing (the trivial handler of the overhead benchmarks).
+    #[default]
     Nop,
     /// Reply to the sender with the same arguments.
     Echo,
     /// Send the requester a block (a get; its size travels as an argument).
     Get,
+}
+
+/// A handler travels as one word of a message (MAGIC's layer names it so).
+impl magic::message::Word for Handler {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Option<Self> {
+        [Handler::Nop, Handler::Echo, Handler::Get]
+            .get(usize::try_from(w).ok()?)
+            .copied()
+    }
 }
 
 /// The alignment of a block's source and destination.
