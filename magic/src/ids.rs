@@ -139,7 +139,9 @@ impl fmt::Display for PAddr {
 /// A message header: what the inbox hands the protocol processor and what a
 /// packet carries on the network (32 header bytes on the wire).
 ///
-/// `args` are handler-defined words (operation record, sequence, timestamp...).
+/// The payload words are private: a protocol reads them only through its
+/// typed message (see [`crate::message`]), and builds a message with
+/// `Cx::msg`, `Processor::msg` or `Magic::msg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Msg {
     pub mtype: MsgType,
@@ -150,11 +152,12 @@ pub struct Msg {
     /// Payload bytes the packet carries on the wire (0..=128). A packet may
     /// declare a payload without bytes (see `Cx::send`).
     pub len: u16,
-    pub args: [u64; 3],
+    pub(crate) words: [u64; 3],
 }
 
 impl Msg {
-    pub fn new(mtype: MsgType, src: NodeId, dest: NodeId) -> Msg {
+    /// A raw header (inside this crate: the comparison platforms' packets).
+    pub(crate) fn new(mtype: MsgType, src: NodeId, dest: NodeId) -> Msg {
         Msg {
             mtype,
             lane: Lane::Request,
@@ -162,7 +165,7 @@ impl Msg {
             dest,
             addr: PAddr::default(),
             len: 0,
-            args: [0; 3],
+            words: [0; 3],
         }
     }
 
@@ -182,8 +185,8 @@ impl Msg {
         self
     }
 
-    pub fn args(mut self, args: [u64; 3]) -> Msg {
-        self.args = args;
+    pub(crate) fn words(mut self, words: [u64; 3]) -> Msg {
+        self.words = words;
         self
     }
 

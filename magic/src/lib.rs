@@ -6,37 +6,56 @@
 //! [buffers] and data cache in [dcache]), the macropipeline that runs protocol
 //! handlers ([machine]), the handler context ([cx]) through which a handler
 //! performs and pays for every step, and the occupancy [ledger].
-//! It knows no protocol: whoever builds a machine registers handlers and fills
-//! the jump table. The comparison platforms' network interfaces are in [ni],
+//! It knows no protocol: a machine runs the [`Protocol`]s installed on it,
+//! each with its typed [message]s, handlers and routes. The comparison platforms' network interfaces are in [ni],
 //! and [trace] records timelines.
 //!
 //! A handler is a plain function over its context; every step it takes is
 //! performed and charged there, so the ledger reports what it did:
 //!
 //! ```
-//! use magic::{Cx, Cycles, MagicBuilder, MagicParams, Msg, MsgType, NodeId, PAddr, Region};
+//! use magic::{messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, PAddr, Protocol, Region};
 //!
-//! const PING: MsgType = MsgType(1);
+//! messages! {
+//!     /// One message: read the line at its address.
+//!     pub enum Ping: PingKind {
+//!         /// Read the line at the message's address.
+//!         Ping,
+//!     }
+//! }
 //!
 //! /// Read a line of this node's memory into a data buffer and wait for it.
-//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg) {
+//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: Ping) {
 //!     cx.instr(4); // decode: two dual-issue bundles
-//!     let b = cx.alloc_buffer().expect("the pool is not empty");
-//!     let t = cx.mem_read(m.addr, b).expect("a local line");
-//!     cx.wait(t); // 14 cycles to the first doubleword, 29 to the whole line
+//!     let Some(b) = cx.alloc_buffer() else { return };
+//!     if let Ok(t) = cx.mem_read(m.addr, b) {
+//!         cx.wait(t); // 14 cycles to the first doubleword, 29 to the whole line
+//!     }
 //!     let _ = cx.free_buffer(b);
 //! }
 //!
-//! let mut b = MagicBuilder::new(MagicParams::default(), 2);
-//! let h = b.handler("ping", ping);
-//! b.route_any(PING, h);
-//! let mut m = b.build(|_| ()).unwrap();
+//! /// The protocol: one handler, no state.
+//! struct Pinger;
+//! impl Protocol for Pinger {
+//!     type Node = ();
+//!     fn name(&self) -> &'static str {
+//!         "pinger"
+//!     }
+//!     fn node(&self, _: NodeId, _: u32) {}
+//!     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+//!         let h = b.handler("ping", ping);
+//!         b.route_any(PingKind::Ping, h);
+//!     }
+//! }
+//!
+//! let mut m = Magic::with(MagicParams::default(), 2, &Pinger).unwrap();
 //! let line = PAddr::new(Region::Normal, NodeId(0), 0x1000);
-//! m.post(NodeId(0), Cycles(0), Msg::new(PING, NodeId(0), NodeId(0)).addr(line)).unwrap();
+//! let msg = m.msg(NodeId(0), Ping::Ping).addr(line);
+//! m.post(NodeId(0), Cycles(0), msg).unwrap();
 //! assert!(m.run().is_clean());
 //!
 //! let ledger = m.ledger();
-//! let row = ledger.handler(Some(0), "ping").unwrap();
+//! let row = ledger.handler(Some(0), "pinger.ping").unwrap();
 //! assert_eq!(row.stats.invocations, 1);
 //! assert_eq!(row.stats.instructions, 4);
 //! // Two cycles of decode, then the wait for the whole line.
@@ -72,7 +91,7 @@ pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Reg
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{
     Dispatch, Drops, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
-    Processor, Protocol, RawHandlerFn, RunReport,
+    Processor, Protocol, RunReport,
 };
 pub use message::{BuildError, DecodeError, Message};
 pub use params::{InQueue, MagicParams};

@@ -36,10 +36,6 @@ use std::fmt::Write as _;
 /// header, and the message decoded.
 pub type HandlerFn<S, M> = fn(&mut Cx<'_, S>, &Msg, M);
 
-/// An untyped handler, given the header alone (for message types numbered
-/// by hand; being replaced by typed messages).
-pub type RawHandlerFn<S> = fn(&mut Cx<'_, S>, &Msg);
-
 /// The protocol's per-node state, and the node's compute processor.
 ///
 /// `pending` describes work the protocol still holds, so a run that stops
@@ -279,7 +275,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
             let kind = base
                 .and_then(|b| msg.mtype.0.checked_sub(b))
                 .and_then(|i| M::Kind::from_index(i as usize));
-            match kind.and_then(|k| message::decode_words::<M>(k, &msg.args)) {
+            match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
                 Some(m) => f(&mut cx, msg, m),
                 None => cx.undecodable(msg.mtype),
             }
@@ -330,39 +326,9 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         }
         self
     }
-
-    /// Register an untyped handler (message types numbered by hand).
-    pub fn raw_handler(&mut self, name: &'static str, f: RawHandlerFn<T>) -> HandlerId {
-        let project = self.project;
-        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
-            let mut cx = cx.project(project);
-            f(&mut cx, msg);
-            cx.out()
-        });
-        self.b.push(self.protocol, name, call)
-    }
-
-    /// Route a hand-numbered type to an untyped handler.
-    pub fn raw_route(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
-        self.b.route_with(t, region, h, Dispatch::default());
-        self
-    }
-
-    /// As [`Install::raw_route`], with dispatch options.
-    pub fn raw_route_with(
-        &mut self,
-        t: MsgType,
-        region: Region,
-        h: HandlerId,
-        opts: Dispatch,
-    ) -> &mut Self {
-        self.b.route_with(t, region, h, opts);
-        self
-    }
 }
 
-/// Builds a machine: install protocols (or register handlers and fill the
-/// jump table by hand), then `build`.
+/// Builds a machine: install protocols, then `build`.
 pub struct MagicBuilder<S> {
     params: MagicParams,
     nodes: u32,
@@ -373,9 +339,6 @@ pub struct MagicBuilder<S> {
     errors: Vec<BuildError>,
 }
 
-/// Where typed messages' numbers start while hand-numbered types remain.
-const FIRST_TYPED: u8 = 128;
-
 impl<S: 'static> MagicBuilder<S> {
     /// A builder for a machine of `nodes` nodes.
     pub fn new(params: MagicParams, nodes: u32) -> Self {
@@ -384,7 +347,7 @@ impl<S: 'static> MagicBuilder<S> {
             nodes,
             handlers: Vec::new(),
             table: vec![[None; 4]; 256],
-            reg: Registry::starting_at(FIRST_TYPED),
+            reg: Registry::starting_at(0),
             errors: Vec::new(),
         }
     }
@@ -430,24 +393,10 @@ impl<S: 'static> MagicBuilder<S> {
         HandlerId((self.handlers.len() - 1) as u16)
     }
 
-    /// Register an untyped handler under a name (the name the ledger shows).
-    pub fn handler(&mut self, name: &'static str, f: RawHandlerFn<S>) -> HandlerId {
-        let call: Call<S> = Box::new(move |mut cx: Cx<'_, S>, msg: &Msg| {
-            f(&mut cx, msg);
-            cx.out()
-        });
-        self.push("", name, call)
-    }
-
-    /// Dispatch messages of type `t` whose address is in `region` to `h`.
-    pub fn route(&mut self, t: MsgType, region: Region, h: HandlerId) -> &mut Self {
-        self.route_with(t, region, h, Dispatch::default())
-    }
-
-    /// As `route`, with dispatch options. A (type, region) already routed to
-    /// another handler is a conflict that `build` reports, naming both; the
-    /// first route stays.
-    pub fn route_with(
+    /// Route type `t` in `region` to `h`. A (type, region) already routed
+    /// to another handler is a conflict that `build` reports, naming both;
+    /// the first route stays.
+    fn route_with(
         &mut self,
         t: MsgType,
         region: Region,
@@ -470,19 +419,6 @@ impl<S: 'static> MagicBuilder<S> {
                 });
             }
             _ => *slot = Some(Route { handler: h, opts }),
-        }
-        self
-    }
-
-    /// Dispatch type `t` to `h` whatever region its address is in.
-    pub fn route_any(&mut self, t: MsgType, h: HandlerId) -> &mut Self {
-        self.route_any_with(t, h, Dispatch::default())
-    }
-
-    /// As `route_any`, with dispatch options.
-    pub fn route_any_with(&mut self, t: MsgType, h: HandlerId, opts: Dispatch) -> &mut Self {
-        for r in Region::ALL {
-            self.route_with(t, r, h, opts);
         }
         self
     }

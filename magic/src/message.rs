@@ -479,7 +479,7 @@ impl Registry {
             dest,
             addr: PAddr::default(),
             len: 0,
-            args: words,
+            words,
         }
     }
 
@@ -499,7 +499,7 @@ impl Registry {
                 found: self.describe(msg.mtype),
             });
         };
-        decode_words::<M>(kind, &msg.args).ok_or_else(|| DecodeError::BadField {
+        decode_words::<M>(kind, &msg.words).ok_or_else(|| DecodeError::BadField {
             message: self.describe(msg.mtype),
         })
     }
@@ -583,7 +583,7 @@ mod tests {
         let mut r = Registry::starting_at(0);
         r.add::<U>("u").unwrap();
         let mut msg = r.encode(NodeId(0), NodeId(1), &U::C { x: 1 });
-        msg.args[0] = 300;
+        msg.words[0] = 300;
         assert_eq!(
             r.decode::<U>(&msg),
             Err(DecodeError::BadField {

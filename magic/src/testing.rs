@@ -327,7 +327,7 @@ mod tests {
         // Only code inside the crate reaches the payload words: forge a
         // `bool` that is neither 0 nor 1.
         let mut bad = good;
-        bad.args[0] = 2;
+        bad.words[0] = 2;
         assert_eq!(
             bench.decode::<Flag>(&bad),
             Err(DecodeError::BadField {

@@ -32,9 +32,9 @@ impl Cm5Machine {
 fn packet_words(m: &Msg) -> [u32; cm5::PACKET_WORDS] {
     [
         m.mtype.0 as u32,
-        m.args[0] as u32,
-        m.args[1] as u32,
-        m.args[2] as u32,
+        m.words[0] as u32,
+        m.words[1] as u32,
+        m.words[2] as u32,
         m.src.0,
     ]
 }
@@ -126,7 +126,7 @@ impl Controller for Cm5Machine {
                     } else {
                         Lane::Reply
                     })
-                    .args([w[1] as u64, w[2] as u64, w[3] as u64]);
+                    .words([w[1] as u64, w[2] as u64, w[3] as u64]);
                 out.push((p.arrives, m));
             }
         }
@@ -215,7 +215,7 @@ mod tests {
             Box::new(SpMachine::new(sp::SpParams::default(), 8).unwrap()),
         ];
         for c in &mut cs {
-            let m = Msg::new(MsgType(5), NodeId(0), NodeId(7)).args([1, 2, 3]);
+            let m = Msg::new(MsgType(5), NodeId(0), NodeId(7)).words([1, 2, 3]);
             c.post(NodeId(0), Time(1000), m).unwrap();
             assert!(c.post(NodeId(0), Time(10), m).is_err(), "the past");
             assert!(c.post(NodeId(9), Time(2000), m).is_err(), "no node 9");
@@ -223,7 +223,7 @@ mod tests {
             let got = c.take_delivered(NodeId(7));
             assert_eq!(got.len(), 1, "{}", c.name());
             assert_eq!(
-                (got[0].1.mtype, got[0].1.args, got[0].1.src),
+                (got[0].1.mtype, got[0].1.words, got[0].1.src),
                 (MsgType(5), [1, 2, 3], NodeId(0))
             );
             assert!(got[0].0 > Time(1000));
