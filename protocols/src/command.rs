@@ -1,6 +1,6 @@
 //! The command interface's costs, shared by every protocol whose user code
-//! talks to MAGIC through command sequences (the user layer and the
-//! transfer): taking one uncached command write into the operation record,
+//! talks to MAGIC through command sequences (the user layer, the transfer
+//! and Active Messages on MAGIC): taking one uncached command write into the operation record,
 //! and taking the operating system's notice of a translation change or its
 //! answer to MAGIC's interrupt.
 //!

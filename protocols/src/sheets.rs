@@ -17,7 +17,8 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
         ),
         (
             "command",
-            "The command interface, shared by the user layer and the transfer: \
+            "The command interface, shared by the user layer, the transfer and \
+             Active Messages on MAGIC: \
              taking one command write into the operation record, and taking \
              the OS's notice of a translation change or its answer to an \
              interrupt.",

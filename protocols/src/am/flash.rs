@@ -16,6 +16,7 @@
 //! store to the sender's process.
 
 use super::{Handler, Platform, Run, Step};
+use crate::command::CommandCosts;
 use crate::transfer::TransferCosts;
 use magic::costs::Source;
 use magic::message::Word;
@@ -95,9 +96,6 @@ magic::cost_sheet! {
         /// model's local clean miss, run on the platform's parameters).
         dispatch: u64 = 5, Source::Choice(
             "load the handler index from the entry, an indirect call.");
-        /// MAGIC: one command write taken into the record.
-        write: u32 = 6, Source::Choice(
-            "as the transfer's command write (decode the address, store the data).");
         /// MAGIC: the committing read of a request or reply.
         commit: u32 = 16, Source::Choice(
             "as the user layer's commit: load, check, answer.");
@@ -117,6 +115,9 @@ pub struct Flash {
     pub nodes: u32,
     /// The layer's cost sheet.
     pub costs: FlashCosts,
+    /// The command interface's sheet (the command write), shared with the
+    /// user layer and the transfer.
+    pub command: CommandCosts,
     /// The machine's parameters.
     pub params: MagicParams,
 }
@@ -127,6 +128,7 @@ impl Flash {
         Flash {
             nodes,
             costs: FlashCosts::default(),
+            command: CommandCosts::default(),
             params: MagicParams::default(),
         }
     }
@@ -138,6 +140,8 @@ impl Flash {
 pub struct FlashAm<'a> {
     /// The layer's cost sheet.
     pub costs: FlashCosts,
+    /// The command interface's sheet.
+    pub command: CommandCosts,
     /// The processor's read miss on a queue entry MAGIC wrote (cycles).
     pub queue_miss: u64,
     /// Node `i` runs `programs[i]` (a node beyond the list runs nothing).
@@ -155,6 +159,7 @@ impl Protocol for FlashAm<'_> {
         AmNode {
             id: n,
             costs: self.costs,
+            command: self.command,
             queue_miss: self.queue_miss,
             program: self.programs.get(n.index()).cloned().unwrap_or_default(),
             pc: 0,
@@ -216,6 +221,7 @@ struct Command {
 pub struct AmNode {
     id: NodeId,
     costs: FlashCosts,
+    command: CommandCosts,
     /// The processor's read miss on a queue entry MAGIC wrote (cycles).
     queue_miss: u64,
     program: Vec<Step>,
@@ -449,7 +455,7 @@ fn store_again(cx: &mut C<'_>) {
 
 /// A command write: into the record.
 fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
-    let c = cx.state().costs;
+    let c = cx.state().command;
     cx.instr(c.write);
     cx.store(RECORD);
     let cmd = &mut cx.state().cmd;
@@ -656,6 +662,7 @@ impl Platform for Flash {
         .0;
         let am = FlashAm {
             costs: self.costs,
+            command: self.command,
             queue_miss,
             programs,
         };
