@@ -243,6 +243,18 @@ impl Coherent for CohNode {
     }
 }
 
+/// A protocol beside one that carries coherence: the first's directory is
+/// the machine's.
+impl<A: Coherent, B: NodeState + 'static> Coherent for (A, B) {
+    fn coh(&self) -> &CohNode {
+        self.0.coh()
+    }
+
+    fn coh_mut(&mut self) -> &mut CohNode {
+        self.0.coh_mut()
+    }
+}
+
 impl NodeState for CohNode {
     fn pending(&self) -> Option<String> {
         let mut parts = Vec::new();

@@ -31,13 +31,17 @@ pub const FORWARD: u32 = 4;
 /// The home's test and update of the lock: three bundles (a model choice).
 pub const DECIDE: u32 = 6;
 
-/// The lock protocol: where the lock lives and how long a processor holds it.
+/// The lock protocol: where the lock lives, how long a processor holds it,
+/// and when processors ask for it.
 #[derive(Clone, Copy, Debug)]
 pub struct Lock {
     /// The lock's home node.
     pub home: NodeId,
     /// Cycles a processor holds the lock.
     pub hold: Cycles,
+    /// When each processor asks (once its processor is started); `None`:
+    /// when a study sets `LockNode::ask_at`.
+    pub ask: Option<Cycles>,
 }
 
 /// A node's part of the lock: the lock itself at the home, and the
@@ -50,8 +54,8 @@ pub struct LockNode {
     pub holder: Option<NodeId>,
     /// At the home: who waits for it, in order.
     pub waiting: VecDeque<NodeId>,
-    /// The processor still wants the lock.
-    pub wants: bool,
+    /// When the processor asks for the lock.
+    pub ask_at: Option<Cycles>,
     /// The processor holds it and gives it back at this cycle.
     pub release_at: Option<Cycles>,
     /// When the processor was told it holds the lock.
@@ -59,13 +63,13 @@ pub struct LockNode {
 }
 
 impl LockNode {
-    /// A node whose processor will ask for the lock once.
+    /// A node whose processor asks for the lock once, when `lock.ask` says.
     pub fn new(lock: Lock) -> LockNode {
         LockNode {
             lock,
             holder: None,
             waiting: VecDeque::new(),
-            wants: true,
+            ask_at: lock.ask,
             release_at: None,
             granted_at: Vec::new(),
         }
@@ -79,14 +83,23 @@ impl NodeState for LockNode {
     }
 
     fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
-        if std::mem::take(&mut self.wants) {
+        // A protocol beside this one may have scheduled the step: act only
+        // on what is due.
+        let now = p.now();
+        if self.ask_at.is_some_and(|t| t <= now) {
+            self.ask_at = None;
             let m = p.msg(LockMsg::Acquire);
             p.request(m, None);
-        } else if self.release_at.take().is_some() {
+        }
+        if self.release_at.is_some_and(|t| t <= now) {
+            self.release_at = None;
             let m = p.msg(LockMsg::Release);
             p.request(m, None);
         }
-        ProcStep::Idle
+        match self.ask_at.into_iter().chain(self.release_at).min() {
+            Some(t) => ProcStep::At(t),
+            None => ProcStep::Idle,
+        }
     }
 
     fn processor_receive(

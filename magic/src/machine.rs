@@ -70,7 +70,8 @@ pub trait NodeState {
 impl NodeState for () {}
 
 /// Two protocols side by side: both programs step, a message to the
-/// processor goes to the first that takes it.
+/// processor goes to the first that takes it. A program may so be stepped
+/// when the other scheduled the step: it acts only on what is due.
 impl<A: NodeState, B: NodeState> NodeState for (A, B) {
     fn pending(&self) -> Option<String> {
         match (self.0.pending(), self.1.pending()) {

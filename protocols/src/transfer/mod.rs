@@ -48,8 +48,8 @@ pub use cpu::{ConnCpu, ConnEvent, ConnOp};
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
 pub use run::{
-    run, run_with, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState,
-    Side, Startup,
+    run, run_beside, run_with, Config, Direction, Failed, Outcome, PageChange, ReceiverState,
+    SenderState, Side, Startup, WithTransfer,
 };
 pub use state::{
     Accepted, Carry, CmdRecord, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy, Version,

@@ -18,10 +18,10 @@ use super::msg::XferOp;
 use super::state::{Strategy, Version, XferNode, XferParams};
 use super::unit::Transfer;
 use coherence::modes::Mode;
-use coherence::protocol::{self, CohParams};
+use coherence::protocol::{self, CohParams, Coherent};
 use magic::{
-    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, PAddr, Protocol, Region,
-    LINE_BYTES,
+    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, PAddr, Protocol,
+    Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -161,6 +161,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Nodes the experiment's machine has: two, and a third that holds the
+    /// send buffer dirty when the sender's lines are dirty elsewhere.
+    pub fn nodes(&self) -> u32 {
+        if self.sender == SenderState::DirtyRemote {
+            3
+        } else {
+            2
+        }
+    }
+
     /// Checks what the experiment itself cannot set up. (A zero-length send
     /// is not refused here: MAGIC refuses it.)
     pub fn validate(&self) -> Result<(), String> {
@@ -257,8 +267,9 @@ pub struct Startup {
     pub total: u64,
 }
 
-/// What an experiment measured.
-pub struct Outcome {
+/// What an experiment measured (`S`: the machine's node state, the
+/// transfer's alone or with another protocol's beside it).
+pub struct Outcome<S = XferNode> {
     /// The experiment.
     pub config: Config,
     /// The send's first command write to the last receive's completion told.
@@ -291,10 +302,10 @@ pub struct Outcome {
     /// `None` if the caches and directories agree afterwards.
     pub incoherent: Option<String>,
     /// The machine after the run (its ledger, its state).
-    pub machine: Magic<XferNode>,
+    pub machine: Magic<S>,
 }
 
-impl Outcome {
+impl<S: NodeState> Outcome<S> {
     /// The total in microseconds.
     pub fn total_us(&self) -> f64 {
         self.total.as_us()
@@ -334,7 +345,7 @@ impl Outcome {
     }
 }
 
-impl std::fmt::Display for Outcome {
+impl<S: NodeState> std::fmt::Display for Outcome<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = &self.config;
         let s = &self.startup;
@@ -525,20 +536,75 @@ pub fn run(c: &Config) -> Result<Outcome, Failed> {
 }
 
 /// Run one experiment with other traffic beside the transfer: `extra`
-/// registers more handlers in the jump table; `alongside` may post
-/// messages when the measured transfer starts (at the cycle it is given).
+/// installs more handlers on the transfer's node state; `alongside` may
+/// post messages when the measured transfer starts (at the cycle it is given).
 pub fn run_with(
     c: &Config,
     extra: impl FnOnce(&mut MagicBuilder<XferNode>),
     alongside: impl FnOnce(&mut Magic<XferNode>, Cycles) -> Result<(), String>,
 ) -> Result<Outcome, Failed> {
+    run_on(c, extra, |x, _| x, alongside)
+}
+
+/// Run one experiment with protocol `other` beside the transfer, each over
+/// its own node state (node `n`'s is `(transfer's, other's)`). `alongside`
+/// may start the other protocol's work when the measured transfer starts
+/// (the first pass only warms the caches; `other` runs in both). The
+/// outcome's machine holds both protocols' state and ledger rows.
+pub fn run_beside<P: Protocol>(
+    c: &Config,
+    other: &P,
+    alongside: impl FnOnce(&mut Magic<(XferNode, P::Node)>, Cycles) -> Result<(), String>,
+) -> Result<Outcome<(XferNode, P::Node)>, Failed>
+where
+    P::Node: 'static,
+{
+    run_on(
+        c,
+        |b| {
+            b.install(other, |s: &mut (XferNode, P::Node)| &mut s.1);
+        },
+        |x, n| (x, other.node(n, c.nodes())),
+        alongside,
+    )
+}
+
+/// A node state that holds the transfer's: the transfer alone, or the
+/// transfer with another protocol beside it.
+pub trait WithTransfer: Coherent + NodeState + 'static {
+    /// The transfer's part.
+    fn xfer(&self) -> &XferNode;
+    /// The transfer's part, to change.
+    fn xfer_mut(&mut self) -> &mut XferNode;
+}
+
+impl WithTransfer for XferNode {
+    fn xfer(&self) -> &XferNode {
+        self
+    }
+    fn xfer_mut(&mut self) -> &mut XferNode {
+        self
+    }
+}
+
+impl<B: NodeState + 'static> WithTransfer for (XferNode, B) {
+    fn xfer(&self) -> &XferNode {
+        &self.0
+    }
+    fn xfer_mut(&mut self) -> &mut XferNode {
+        &mut self.0
+    }
+}
+
+fn run_on<S: WithTransfer>(
+    c: &Config,
+    extra: impl FnOnce(&mut MagicBuilder<S>),
+    state: impl Fn(XferNode, NodeId) -> S,
+    alongside: impl FnOnce(&mut Magic<S>, Cycles) -> Result<(), String>,
+) -> Result<Outcome<S>, Failed> {
     let mut alongside = Some(alongside);
     c.validate()?;
-    let nodes = if c.sender == SenderState::DirtyRemote {
-        3
-    } else {
-        2
-    };
+    let nodes = c.nodes();
     let unit = Transfer {
         params: XferParams {
             version: c.version,
@@ -555,7 +621,7 @@ pub fn run_with(
         ..Transfer::default()
     };
     let mut b = MagicBuilder::new(c.params.clone(), nodes);
-    b.install(&unit, |s| s);
+    b.install(&unit, S::xfer_mut);
     extra(&mut b);
     let pid = Pid(1);
     let recvs = receive_layout(c);
@@ -579,7 +645,7 @@ pub fn run_with(
             let _ = x.os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
         }
         x.cpu.pid = pid;
-        x
+        state(x, n)
     })?;
     let senders: Vec<NodeId> = match c.direction {
         Direction::Uni => vec![NodeId(0)],
@@ -600,7 +666,7 @@ pub fn run_with(
             place_receive(&mut m, c, &dst(NodeId(1 - s.0)))?;
         }
         for n in [NodeId(0), NodeId(1)] {
-            let x = m.state_mut(n);
+            let x = m.state_mut(n).xfer_mut();
             x.cpu.log.clear();
             x.stats = Default::default();
         }
@@ -616,8 +682,8 @@ pub fn run_with(
             if senders.contains(&n) && !c.receive_first {
                 ops.extend(send_ops(c));
             }
-            m.state_mut(n).cpu.push(ops);
-            m.state_mut(n).cpu.start(at);
+            m.state_mut(n).xfer_mut().cpu.push(ops);
+            m.state_mut(n).xfer_mut().cpu.start(at);
             m.start_processor(n, at)?;
         }
         if c.receive_first {
@@ -627,8 +693,8 @@ pub fn run_with(
             m.reset_counters();
             let at = m.now() + Cycles(1);
             for &s in &senders {
-                m.state_mut(s).cpu.push(send_ops(c));
-                m.state_mut(s).cpu.start(at);
+                m.state_mut(s).xfer_mut().cpu.push(send_ops(c));
+                m.state_mut(s).xfer_mut().cpu.start(at);
                 m.start_processor(s, at)?;
             }
             if pass == 1 {
@@ -661,7 +727,11 @@ pub fn run_with(
 
 /// The OS of the buffer's node moves the page `after` cycles after `at`
 /// to a frame of its own (a page nothing else uses).
-fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<(), String> {
+fn schedule_change<S: WithTransfer>(
+    m: &mut Magic<S>,
+    c: &Config,
+    at: Cycles,
+) -> Result<(), String> {
     let Some(ch) = c.change else {
         return Ok(());
     };
@@ -673,7 +743,7 @@ fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<()
     let to = PAddr::new(Region::Normal, node, MOVED_FRAMES + ch.page * PAGE_BYTES);
     // The OS runs on the node's processor: a program of its own, after the
     // user's commands.
-    let x = m.state_mut(node);
+    let x = m.state_mut(node).xfer_mut();
     x.cpu.push([
         ConnOp::Think(ch.after),
         ConnOp::Change(os_shim::Change::Move(v, to)),
@@ -683,8 +753,8 @@ fn schedule_change(m: &mut Magic<XferNode>, c: &Config, at: Cycles) -> Result<()
 }
 
 /// A refused command ends the experiment with MAGIC's reason.
-fn refused(m: &Magic<XferNode>) -> Result<(), String> {
-    for x in m.states() {
+fn refused<S: WithTransfer>(m: &Magic<S>) -> Result<(), String> {
+    for x in m.states().iter().map(WithTransfer::xfer) {
         for e in &x.cpu.log {
             match e {
                 ConnEvent::Nack { op, reason, .. } => {
@@ -706,10 +776,11 @@ fn refused(m: &Magic<XferNode>) -> Result<(), String> {
     Ok(())
 }
 
-fn map(m: &mut Magic<XferNode>, b: &Buffer, pid: Pid) -> Result<(), String> {
+fn map<S: WithTransfer>(m: &mut Magic<S>, b: &Buffer, pid: Pid) -> Result<(), String> {
     let pages = (b.va % PAGE_BYTES + b.len.max(1)).div_ceil(PAGE_BYTES);
     for k in 0..pages {
         m.state_mut(b.node)
+            .xfer_mut()
             .os
             .map(
                 pid,
@@ -722,7 +793,7 @@ fn map(m: &mut Magic<XferNode>, b: &Buffer, pid: Pid) -> Result<(), String> {
     Ok(())
 }
 
-fn place_send(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), String> {
+fn place_send<S: WithTransfer>(m: &mut Magic<S>, c: &Config, b: &Buffer) -> Result<(), String> {
     let n = b.node;
     for lv in b.lines(false) {
         let mut bytes = [0u8; LINE_BYTES];
@@ -743,7 +814,7 @@ fn place_send(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), Str
     Ok(())
 }
 
-fn place_receive(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), String> {
+fn place_receive<S: WithTransfer>(m: &mut Magic<S>, c: &Config, b: &Buffer) -> Result<(), String> {
     let n = b.node;
     let inside: Vec<u64> = b.lines(false).collect();
     for lv in b.lines(true) {
@@ -771,15 +842,16 @@ fn place_receive(m: &mut Magic<XferNode>, c: &Config, b: &Buffer) -> Result<(), 
 }
 
 /// Where a buffer's virtual address is now (the OS may have moved it).
-fn now_at(m: &Magic<XferNode>, node: NodeId, va: u64) -> PAddr {
+fn now_at<S: WithTransfer>(m: &Magic<S>, node: NodeId, va: u64) -> PAddr {
     m.state(node)
+        .xfer()
         .os
         .translate(Pid(1), va)
         .map_or(PAddr(0), |x| x.0)
 }
 
 /// A line's current bytes at its home: the dirty copy if a cache holds one.
-fn current(m: &Magic<XferNode>, line: PAddr) -> [u8; LINE_BYTES] {
+fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> [u8; LINE_BYTES] {
     for n in 0..m.nodes() {
         if m.pcache(NodeId(n)).state(line) == LineState::Dirty {
             if let Some(b) = m.pcache(NodeId(n)).bytes(line) {
@@ -791,11 +863,11 @@ fn current(m: &Magic<XferNode>, line: PAddr) -> [u8; LINE_BYTES] {
 }
 
 /// Directories, caches and memory agree on every line of `lines`.
-fn check_coherent(m: &Magic<XferNode>, lines: &[PAddr]) -> Option<String> {
+fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<String> {
     use coherence::directory::DirState;
     for &line in lines {
         let home = line.node();
-        let e = m.state(home).coh.entry(line);
+        let e = m.state(home).xfer().coh.entry(line);
         if e.pending.is_some() {
             return Some(format!("{line}: entry still pending"));
         }
@@ -829,9 +901,13 @@ fn check_coherent(m: &Magic<XferNode>, lines: &[PAddr]) -> Option<String> {
     None
 }
 
-fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome, String> {
+fn measure<S: WithTransfer>(
+    c: &Config,
+    m: Magic<S>,
+    senders: &[NodeId],
+) -> Result<Outcome<S>, String> {
     let (s0, r0) = (NodeId(0), NodeId(1));
-    let log = &m.state(s0).cpu.log;
+    let log = &m.state(s0).xfer().cpu.log;
     let t0 = log
         .iter()
         .find_map(|e| match e {
@@ -854,6 +930,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         .ok_or("the send was never accepted")?;
     let done = |n: NodeId| {
         m.state(n)
+            .xfer()
             .cpu
             .log
             .iter()
@@ -869,13 +946,14 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         .filter_map(|s| done(NodeId(1 - s.0)))
         .max()
         .unwrap_or(t6);
-    let marks = m.state(s0).stats.marks;
+    let marks = m.state(s0).xfer().stats.marks;
     let (Some(t2), Some(t3), Some(t4)) = (marks.first_line, marks.first_wire, marks.last_wire)
     else {
         return Err("the transfer handler never sent".into());
     };
     let t5 = m
         .state(r0)
+        .xfer()
         .stats
         .marks
         .last_component
@@ -890,7 +968,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         receiver_cleanup: (t6 - t5).0,
         total: (t1 - t0).0 + (t2 - t1).0 + (t3 - t2).0 + (t5 - t4).0 + (t6 - t5).0,
     };
-    let lines = m.state(r0).stats.components_received;
+    let lines = m.state(r0).xfer().stats.components_received;
     let transfer = t4 - t3;
     let ledger = m.ledger();
     let busy = |n: NodeId, names: &[&str], stalls: bool| -> f64 {
@@ -912,7 +990,7 @@ fn measure(c: &Config, m: Magic<XferNode>, senders: &[NodeId]) -> Result<Outcome
         .map_or(0.0, |u| u.busy as f64));
     // The rate the data lands at in the receiver's memory: the pipeline's
     // slowest stage.
-    let rm = m.state(r0).stats.marks;
+    let rm = m.state(r0).xfer().stats.marks;
     let per_line = match (rm.first_written, rm.last_component) {
         (Some(a), Some(b)) if lines > 1 => (b - a).0 as f64 / (lines - 1) as f64,
         _ => transfer.0 as f64,
