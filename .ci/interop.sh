@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interoperability: the kit's exports run in LogGOPSim and SimGrid, and agree with the kit
-# (tests/interop.rs). Installs what is missing with apt (CI runs as root), builds LogGOPSim
+# (tests/flashkit/interop.rs). Installs what is missing with apt (CI runs as root), builds LogGOPSim
 # from ../shared/peers/loggopsim, then runs the test. Never skips: a missing tool fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +31,4 @@ fi
 bin=target/loggopsim
 bash "$peers/build.sh" "$bin"
 FLASHKIT_INTEROP=1 FLASHKIT_LOGGOPSIM="$bin" FLASHKIT_PYTHON="$python" \
-    cargo test --release --test interop -- --nocapture --test-threads=1
+    cargo test --release --test flashkit interop:: -- --nocapture --test-threads=1

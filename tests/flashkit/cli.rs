@@ -1,6 +1,6 @@
 //! The command line: JSON output and bad input (one line, exit status 2).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! `flashkit plot` writes SVG and PNG files that parse and hold a chart.
 
-mod common;
+use crate::common;
 
 use common::have_font;
 use std::process::Command;

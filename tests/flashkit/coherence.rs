@@ -1,6 +1,6 @@
 //! Occupancy of the directory protocol, as people read it.
 
-mod common;
+use crate::common;
 
 use coherence::miss::{self, Case};
 use coherence::protocol;

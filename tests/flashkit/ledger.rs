@@ -1,6 +1,6 @@
 //! The occupancy ledger of a small scenario, as people read it.
 
-mod common;
+use crate::common;
 
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 

@@ -1,7 +1,7 @@
 //! Occupancy of the transfer handlers over the paper's grid of cache states
 //! and handler versions (32 lines), as text tables people review.
 
-mod common;
+use crate::common;
 
 use protocols::transfer::{run, Config, ReceiverState, SenderState, Version};
 use std::fmt::Write as _;

@@ -1,12 +1,42 @@
-//! The guide's example protocol (examples/fetch_inc.rs): its home handler
-//! on the test bench, the protocol alone on a quiet machine, and beside the
-//! transfer, whose occupancy is a reviewed snapshot.
+//! Protocols written outside the kit's crates, from examples/: the lock of
+//! the guide (docs/handlers.md), one handler on the test bench with its
+//! table a reviewed snapshot; and the fetch-and-increment, its home handler
+//! on the bench, alone on a quiet machine, and beside the transfer, whose
+//! occupancy is a reviewed snapshot.
 
-mod common;
+use crate::common;
 
 #[allow(dead_code)]
-#[path = "../examples/fetch_inc.rs"]
+#[path = "../../examples/fetch_inc.rs"]
 mod fetch_inc;
+
+#[allow(dead_code)]
+#[path = "../../examples/lock/protocol.rs"]
+mod lock;
+
+#[test]
+fn the_lock_home_grants_a_free_lock_at_once() {
+    let l = lock::Lock {
+        home: NodeId(0),
+        hold: Cycles(50),
+        ask: None,
+    };
+    let mut bench = Bench::new(2, &l).unwrap();
+    let ask = bench.msg(NodeId(1), lock::LockMsg::Request).to(NodeId(0));
+    let shot = bench.inject(NodeId(0), ask).unwrap();
+    assert_eq!(shot.sent.len(), 1);
+    assert_eq!(
+        bench.decode::<lock::LockMsg>(&shot.sent[0].msg),
+        Ok(lock::LockMsg::Grant)
+    );
+    common::insta_settings()
+        .bind(|| insta::assert_snapshot!("handler_lock_request", shot.to_string()));
+    // Taken: the next asker waits, at the cost of a store and no miss.
+    let again = bench.msg(NodeId(1), lock::LockMsg::Request).to(NodeId(0));
+    let shot = bench.inject(NodeId(0), again).unwrap();
+    assert!(shot.sent.is_empty());
+    assert_eq!((shot.stats.busy, shot.stats.stores), (3, 1));
+}
 
 use fetch_inc::{counter, Finc, FincMsg};
 use magic::testing::{Bench, Dest};

@@ -91,7 +91,7 @@ fn runs_are_identical_byte_for_byte() {
 
 /// The benchmark's binary-heap peer, compiled into the test.
 #[allow(dead_code)]
-#[path = "../bench/peers/heap.rs"]
+#[path = "../../bench/peers/heap.rs"]
 mod heap;
 
 fn heap_check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {

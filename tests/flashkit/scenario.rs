@@ -1,6 +1,6 @@
 //! Scenario files and sweeps through the program, as users run them.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

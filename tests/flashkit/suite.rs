@@ -1,6 +1,6 @@
 //! The benchmark suite's tables, per platform, as people read them.
 
-mod common;
+use crate::common;
 
 use protocols::am::cm5::{Cm5, Layer, Reception};
 use protocols::am::suite;
