@@ -593,6 +593,20 @@ mod tests {
     }
 
     #[test]
+    fn types_beyond_the_jump_table_are_refused() {
+        let mut r = Registry::starting_at(254);
+        assert_eq!(
+            r.add::<T>("t"),
+            Err(BuildError::TooManyTypes {
+                message: "T",
+                protocol: "t"
+            })
+        );
+        // One kind still fits below the number kept for unknown types.
+        assert_eq!(r.add::<U>("u"), Ok(254));
+    }
+
+    #[test]
     fn an_uninstalled_type_is_unknown() {
         let r = Registry::starting_at(0);
         let msg = r.encode(NodeId(0), NodeId(1), &T::A);

@@ -100,3 +100,27 @@ fn the_fetch_and_increment_example_counts_and_costs_what_it_should() {
     };
     common::insta_settings().bind(|| insta::assert_snapshot!("handlers_fetch_inc", table.render()));
 }
+
+/// A checked run fails on a message no handler takes, naming it: the lock's
+/// `Granted` is for the processor, so MAGIC has no route for it.
+#[test]
+fn an_unrouted_message_fails_the_transfer_naming_it() {
+    let l = lock::Lock {
+        home: NodeId(0),
+        hold: Cycles(50),
+        ask: None,
+    };
+    let cfg = protocols::transfer::Config::default();
+    let e = protocols::transfer::run_beside(&cfg, &l, |m, at| {
+        let stray = m.msg(NodeId(1), lock::LockMsg::Granted);
+        m.post(NodeId(1), at, stray)
+    })
+    .err()
+    .expect("the run is not clean");
+    let text = e.to_string();
+    assert!(matches!(e, protocols::transfer::Failed::Stuck(_)), "{text}");
+    assert!(
+        text.contains("node 1: 1 message(s) of lock LockMsg::Granted had no route"),
+        "{text}"
+    );
+}
