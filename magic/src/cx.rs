@@ -41,10 +41,9 @@ pub enum Refused {
 }
 
 pub struct Cx<'a, S> {
-    pub(crate) node: NodeId,
-    pub(crate) nodes: u32,
-    pub(crate) start: Cycles,
-    pub(crate) now: Cycles,
+    /// The handler's own clock and tallies: apart from the references, so
+    /// a protocol's view of the context is a few pointers to hand over.
+    pub(crate) run: &'a mut Run,
     pub(crate) hw: &'a mut NodeHw,
     pub(crate) state: &'a mut S,
     pub(crate) engine: &'a mut Engine<Ev>,
@@ -52,20 +51,21 @@ pub struct Cx<'a, S> {
     pub(crate) table: &'a [[Option<Route>; 4]],
     pub(crate) reg: &'a Registry,
     pub(crate) params: &'a MagicParams,
-    /// The data buffer the message arrived in, until the handler sends or frees it.
-    pub(crate) msg_buf: Option<BufId>,
-    pub(crate) spec: Option<(BufId, Ticket)>,
-    pub(crate) tally: HandlerStats,
-    /// The wire interval of the last packet this handler sent to the network.
-    pub(crate) last_wire: Option<(Cycles, Cycles)>,
 }
 
-/// What the machine needs back from a handler's context when it ends.
-pub(crate) struct CxOut {
+/// A handler invocation's own figures: its clock, what it holds, what it
+/// charged.
+pub(crate) struct Run {
+    pub node: NodeId,
+    pub nodes: u32,
+    pub start: Cycles,
     pub now: Cycles,
-    pub tally: HandlerStats,
+    /// The data buffer the message arrived in, until the handler sends or frees it.
     pub msg_buf: Option<BufId>,
     pub spec: Option<(BufId, Ticket)>,
+    pub tally: HandlerStats,
+    /// The wire interval of the last packet this handler sent to the network.
+    pub last_wire: Option<(Cycles, Cycles)>,
 }
 
 impl<'a, S> Cx<'a, S> {
@@ -73,10 +73,7 @@ impl<'a, S> Cx<'a, S> {
     /// others sees only its own).
     pub(crate) fn project<T>(self, f: fn(&mut S) -> &mut T) -> Cx<'a, T> {
         Cx {
-            node: self.node,
-            nodes: self.nodes,
-            start: self.start,
-            now: self.now,
+            run: self.run,
             hw: self.hw,
             state: f(self.state),
             engine: self.engine,
@@ -84,19 +81,6 @@ impl<'a, S> Cx<'a, S> {
             table: self.table,
             reg: self.reg,
             params: self.params,
-            msg_buf: self.msg_buf,
-            spec: self.spec,
-            tally: self.tally,
-            last_wire: self.last_wire,
-        }
-    }
-
-    pub(crate) fn out(self) -> CxOut {
-        CxOut {
-            now: self.now,
-            tally: self.tally,
-            msg_buf: self.msg_buf,
-            spec: self.spec,
         }
     }
 
@@ -113,8 +97,8 @@ impl<'a, S> Cx<'a, S> {
     fn step(&mut self, what: &'static str, from: Cycles, detail: u64) {
         if let Some(r) = self.hw.watch.as_mut() {
             r.steps.push(crate::watch::Step {
-                start: from - self.start,
-                end: self.now - self.start,
+                start: from - self.run.start,
+                end: self.run.now - self.run.start,
                 what,
                 detail,
             });
@@ -126,7 +110,7 @@ impl<'a, S> Cx<'a, S> {
     fn sent(&mut self, to: crate::watch::Dest, msg: &Msg, data: bool) {
         if let Some(r) = self.hw.watch.as_mut() {
             r.sent.push(crate::watch::Sent {
-                at: self.now - self.start,
+                at: self.run.now - self.run.start,
                 to,
                 msg: *msg,
                 data,
@@ -137,8 +121,9 @@ impl<'a, S> Cx<'a, S> {
 
     /// `m` as a message from this node to itself (a reschedule, a message
     /// to the processor); [`Msg::to`] sends it elsewhere.
+    #[inline]
     pub fn msg<M: Message>(&self, m: M) -> Msg {
-        self.reg.encode(self.node, self.node, &m)
+        self.reg.encode(self.run.node, self.run.node, &m)
     }
 
     /// `msg` decoded as an `M`: for a message a handler kept (a parked
@@ -162,7 +147,7 @@ impl<'a, S> Cx<'a, S> {
     ) {
         if let Some(t) = self.hw.trace.as_mut() {
             t.push(crate::trace::Slice {
-                node: self.node.0,
+                node: self.run.node.0,
                 track,
                 protocol: "",
                 name,
@@ -175,22 +160,22 @@ impl<'a, S> Cx<'a, S> {
 
     /// This node.
     pub fn node(&self) -> NodeId {
-        self.node
+        self.run.node
     }
 
     /// Nodes in the machine.
     pub fn nodes(&self) -> u32 {
-        self.nodes
+        self.run.nodes
     }
 
     /// The handler's current cycle.
     pub fn now(&self) -> Cycles {
-        self.now
+        self.run.now
     }
 
     /// Cycles since the handler started.
     pub fn elapsed(&self) -> Cycles {
-        self.now - self.start
+        self.run.now - self.run.start
     }
 
     pub fn params(&self) -> &MagicParams {
@@ -211,17 +196,17 @@ impl<'a, S> Cx<'a, S> {
 
     /// Issue a hand-scheduled sequence: `cycles` bundles holding `instrs` instructions.
     pub fn bundles(&mut self, cycles: u32, instrs: u32) {
-        let from = self.now;
-        self.now += Cycles(cycles as u64);
-        self.tally.instructions += instrs as u64;
+        let from = self.run.now;
+        self.run.now += Cycles(cycles as u64);
+        self.run.tally.instructions += instrs as u64;
         self.step("instructions", from, instrs as u64);
     }
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
     /// known before its code is written.
     pub fn busy(&mut self, c: Cycles) {
-        let from = self.now;
-        self.now += c;
+        let from = self.run.now;
+        self.run.now += c;
         self.step("busy", from, 0);
     }
 
@@ -229,37 +214,37 @@ impl<'a, S> Cx<'a, S> {
     /// of the reserved space. The instruction itself is part of `instr`; a
     /// data-cache miss stalls for the line from memory.
     pub fn load(&mut self, addr: u64) {
-        let from = self.now;
-        self.tally.loads += 1;
+        let from = self.run.now;
+        self.run.tally.loads += 1;
         self.dcache(addr);
         self.step("load", from, addr);
     }
 
     /// A store to MAGIC memory; like [`Cx::load`].
     pub fn store(&mut self, addr: u64) {
-        let from = self.now;
-        self.tally.stores += 1;
+        let from = self.run.now;
+        self.run.tally.stores += 1;
         self.dcache(addr);
         self.step("store", from, addr);
     }
 
     fn dcache(&mut self, addr: u64) {
         if !self.hw.dcache.access(addr) {
-            let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+            let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
             // A miss stalls the load itself (one step, not a separate wait).
-            if t.last > self.now {
-                self.tally.wait += (t.last - self.now).0;
-                self.now = t.last;
+            if t.last > self.run.now {
+                self.run.tally.wait += (t.last - self.run.now).0;
+                self.run.now = t.last;
             }
         }
     }
 
     /// Wait (stalled) until cycle `t`.
     pub fn wait_until(&mut self, t: Cycles) {
-        if t > self.now {
-            let from = self.now;
-            self.tally.wait += (t - self.now).0;
-            self.now = t;
+        if t > self.run.now {
+            let from = self.run.now;
+            self.run.tally.wait += (t - self.run.now).0;
+            self.run.now = t;
             self.step("wait", from, 0);
         }
     }
@@ -274,11 +259,11 @@ impl<'a, S> Cx<'a, S> {
     /// free: the buffer holding the line and when it fills. Taking it makes the
     /// buffer the handler's; a read not taken is dropped at the handler's end.
     pub fn speculative_read(&mut self) -> Option<(BufId, Ticket)> {
-        self.spec.take()
+        self.run.spec.take()
     }
 
     fn local(&mut self, a: PAddr) -> Result<(), Refused> {
-        if a.node() != self.node || a.offset() >= self.params.mem_bytes {
+        if a.node() != self.run.node || a.offset() >= self.params.mem_bytes {
             self.hw.drops.bad_address += 1;
             return Err(Refused::BadAddress);
         }
@@ -297,14 +282,14 @@ impl<'a, S> Cx<'a, S> {
     pub fn mem_read(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
         self.local(a)?;
         self.check_buf(b)?;
-        let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+        let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
         self.mark(crate::trace::Track::Memory, "read", t.first, t.last);
         let bytes = self.hw.mem.line(a.line());
         let buf = self.hw.bufs.get_mut(b).expect("checked");
         buf.bytes = bytes;
         buf.first_ready = t.first;
         buf.ready = t.last;
-        self.step("memory read", self.now, (t.last - self.start).0);
+        self.step("memory read", self.run.now, (t.last - self.run.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -333,7 +318,7 @@ impl<'a, S> Cx<'a, S> {
             self.hw.drops.bad_buffer += 1;
             return Err(Refused::BadBuffer);
         }
-        let t = self.hw.mem.read(self.now, self.params.mem_first_dword);
+        let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
         let bytes = self.hw.mem.line(a.line());
         let head = LINE_BYTES - shift;
         let f = self.hw.bufs.get_mut(first).expect("checked");
@@ -348,7 +333,7 @@ impl<'a, S> Cx<'a, S> {
             s.first_ready = s.first_ready.max(w);
             s.ready = s.ready.max(t.last);
         }
-        self.step("memory read", self.now, (t.last - self.start).0);
+        self.step("memory read", self.run.now, (t.last - self.run.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -364,10 +349,10 @@ impl<'a, S> Cx<'a, S> {
         let t = self
             .hw
             .mem
-            .write(self.now.max(ready), self.params.mem_write_latency);
+            .write(self.run.now.max(ready), self.params.mem_write_latency);
         self.mark(crate::trace::Track::Memory, "write", t.first, t.last);
         self.hw.mem.store_line(a.line(), &bytes);
-        self.step("memory write", self.now, (t.last - self.start).0);
+        self.step("memory write", self.run.now, (t.last - self.run.start).0);
         Ok(Ticket {
             first: t.first,
             ready: t.last,
@@ -391,8 +376,11 @@ impl<'a, S> Cx<'a, S> {
             self.hw.drops.bad_buffer += 1;
             return Err(Refused::BadBuffer);
         }
-        let (iv, data) = self.hw.pcache.intervene(self.now, self.params, a, next);
-        let from = iv.done.saturating_sub(self.params.pc_line).max(self.now);
+        let (iv, data) = self.hw.pcache.intervene(self.run.now, self.params, a, next);
+        let from = iv
+            .done
+            .saturating_sub(self.params.pc_line)
+            .max(self.run.now);
         self.mark(crate::trace::Track::PcacheIf, "intervention", from, iv.done);
         if let (Some(b), Some(bytes), Some(first)) = (b, data, iv.first_word_at) {
             let buf = self.hw.bufs.get_mut(b).expect("checked");
@@ -400,29 +388,29 @@ impl<'a, S> Cx<'a, S> {
             buf.first_ready = first;
             buf.ready = iv.done;
         }
-        self.step("intervention", self.now, (iv.done - self.start).0);
+        self.step("intervention", self.run.now, (iv.done - self.run.start).0);
         Ok(iv)
     }
 
     /// A data buffer, or `None` when the pool is empty (the handler backs off).
     pub fn alloc_buffer(&mut self) -> Option<BufId> {
-        self.hw.bufs.alloc(self.now)
+        self.hw.bufs.alloc(self.run.now)
     }
 
     /// Return a buffer to the pool now.
     pub fn free_buffer(&mut self, b: BufId) -> Result<(), Refused> {
-        self.free_buffer_at(b, self.now)
+        self.free_buffer_at(b, self.run.now)
     }
 
     /// Return a buffer to the pool when a transfer out of it is over (a
     /// memory write's ticket, say); the handler need not wait for it.
     pub fn free_buffer_after(&mut self, b: BufId, t: Ticket) -> Result<(), Refused> {
-        self.free_buffer_at(b, self.now.max(t.ready))
+        self.free_buffer_at(b, self.run.now.max(t.ready))
     }
 
     fn free_buffer_at(&mut self, b: BufId, at: Cycles) -> Result<(), Refused> {
-        if self.msg_buf == Some(b) {
-            self.msg_buf = None;
+        if self.run.msg_buf == Some(b) {
+            self.run.msg_buf = None;
         }
         if self.hw.bufs.release(b, at) {
             Ok(())
@@ -434,13 +422,13 @@ impl<'a, S> Cx<'a, S> {
 
     /// The buffer the message's data arrived in, if it carried data.
     pub fn msg_buffer(&self) -> Option<BufId> {
-        self.msg_buf
+        self.run.msg_buf
     }
 
     /// Keep the message's buffer beyond this handler (it is otherwise returned
     /// at the handler's end): it is the protocol's until sent or freed.
     pub fn take_msg_buffer(&mut self) -> Option<BufId> {
-        self.msg_buf.take()
+        self.run.msg_buf.take()
     }
 
     /// The bytes of an allocated buffer (functional; the timing of filling it
@@ -468,7 +456,7 @@ impl<'a, S> Cx<'a, S> {
     /// `msg.len` is 0. If the lane's outbox slots are full the PP stalls here
     /// until one frees; the stall is charged to this handler.
     pub fn send(&mut self, mut msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
-        if msg.dest.0 >= self.nodes {
+        if msg.dest.0 >= self.run.nodes {
             self.hw.drops.bad_node += 1;
             return Err(Refused::BadNode);
         }
@@ -485,35 +473,35 @@ impl<'a, S> Cx<'a, S> {
                 }
                 (Some(buf.bytes), buf.first_ready, buf.ready)
             }
-            None => (None, self.now, self.now),
+            None => (None, self.run.now, self.run.now),
         };
-        msg.src = self.node;
+        msg.src = self.run.node;
         let q = match msg.lane {
             Lane::Request => InQueue::NetRequest,
             Lane::Reply => InQueue::NetReply,
         };
-        let from = self.now;
-        let (header, arrival, left) = if msg.dest == self.node {
+        let from = self.run.now;
+        let (header, arrival, left) = if msg.dest == self.run.node {
             // Loopback: MAGIC hands the message to its own inbox; its data
             // arrives as the buffer fills.
             let at = Arrival {
-                first: ready.max(self.now),
-                full: full.max(self.now),
+                first: ready.max(self.run.now),
+                full: full.max(self.run.now),
             };
-            (self.now, at, full.max(self.now))
+            (self.run.now, at, full.max(self.run.now))
         } else {
             let p = self.params;
             let wire = p.wire_cycles(msg.len as u64);
             let d = self.hw.link.issue(
-                self.now,
+                self.run.now,
                 msg.lane,
                 wire,
                 ready,
                 p.outbox_latency,
                 p.outbox_slots,
             );
-            self.tally.outbox_stall += (d.accepted - self.now).0;
-            self.last_wire = Some((d.start, d.end));
+            self.run.tally.outbox_stall += (d.accepted - self.run.now).0;
+            self.run.last_wire = Some((d.start, d.end));
             if d.start > d.accepted {
                 let m = Some(msg.mtype);
                 self.mark_msg(
@@ -531,7 +519,7 @@ impl<'a, S> Cx<'a, S> {
                 d.end,
                 Some(msg.mtype),
             );
-            self.now = d.accepted;
+            self.run.now = d.accepted;
             // Cut through: the header is in once its bytes have crossed; the
             // data follows at the link's rate, the last byte `wire` after the first.
             let header = d.start + p.wire_cycles(0) + p.net_latency;
@@ -546,8 +534,8 @@ impl<'a, S> Cx<'a, S> {
             )
         };
         if let Some(b) = data {
-            if self.msg_buf == Some(b) {
-                self.msg_buf = None;
+            if self.run.msg_buf == Some(b) {
+                self.run.msg_buf = None;
             }
             self.hw.bufs.release(b, left);
         }
@@ -575,7 +563,7 @@ impl<'a, S> Cx<'a, S> {
     /// When the last packet this handler sent to the network goes on the
     /// wire and comes off it (for measurements of the pipeline).
     pub fn last_wire(&self) -> Option<(Cycles, Cycles)> {
-        self.last_wire
+        self.run.last_wire
     }
 
     /// Put `msg` on this node's software queue, to be dispatched after the
@@ -586,11 +574,11 @@ impl<'a, S> Cx<'a, S> {
             self.hw.drops.swq_full += 1;
             return Err(Refused::QueueFull);
         }
-        self.step("reschedule", self.now, 0);
+        self.step("reschedule", self.run.now, 0);
         self.sent(crate::watch::Dest::Software, &msg, false);
         let pkt = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
-        let at = self.now + self.params.inbox_dispatch;
+        let at = self.run.now + self.params.inbox_dispatch;
         self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at });
         Ok(())
     }
@@ -606,15 +594,15 @@ impl<'a, S> Cx<'a, S> {
                 let buf = self.hw.bufs.get(b).expect("checked");
                 (Some(buf.bytes), buf.first_ready)
             }
-            None => (None, self.now),
+            None => (None, self.run.now),
         };
         let (arrive, free) =
             self.hw
                 .pcache
-                .reply(self.now.max(ready), self.params, bytes.is_some());
+                .reply(self.run.now.max(ready), self.params, bytes.is_some());
         if let Some(b) = data {
-            if self.msg_buf == Some(b) {
-                self.msg_buf = None;
+            if self.run.msg_buf == Some(b) {
+                self.run.msg_buf = None;
             }
             self.hw.bufs.release(b, free);
         }
@@ -622,13 +610,13 @@ impl<'a, S> Cx<'a, S> {
             first: arrive,
             full: arrive,
         };
-        self.step("to processor", self.now, (arrive - self.start).0);
+        self.step("to processor", self.run.now, (arrive - self.run.start).0);
         self.sent(crate::watch::Dest::Processor, &msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, at);
         self.engine.schedule(
             Time::from_cycles(arrive),
             Ev::ProcDeliver {
-                node: self.node.0,
+                node: self.run.node.0,
                 pkt,
             },
         );

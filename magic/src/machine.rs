@@ -15,7 +15,7 @@
 //! each handler sees only its own protocol's part).
 
 use crate::buffers::BufferPool;
-use crate::cx::{Cx, CxOut, Ticket};
+use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
@@ -175,7 +175,7 @@ impl Processor<'_> {
 
 /// What a registered handler runs: the protocol's function behind its
 /// projection onto the machine's node state and its message decoding.
-type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) -> CxOut + Send + Sync>;
+type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) + Send + Sync>;
 
 pub(crate) struct HandlerEntry<S> {
     pub(crate) protocol: &'static str,
@@ -280,7 +280,6 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 Some(m) => f(&mut cx, msg, m),
                 None => cx.undecodable(msg.mtype),
             }
-            cx.out()
         });
         let id = self.b.push(self.protocol, name, call);
         Handler {
@@ -918,11 +917,18 @@ impl<S: NodeState> Magic<S> {
             } else {
                 None
             };
-            let cx = Cx {
+            let mut out = Run {
                 node: NodeId(n),
                 nodes: self.nodes,
                 start,
                 now: start,
+                msg_buf: buf,
+                spec,
+                tally: HandlerStats::default(),
+                last_wire: None,
+            };
+            let cx = Cx {
+                run: &mut out,
                 hw,
                 state: &mut self.state[n as usize],
                 engine: &mut self.engine,
@@ -930,13 +936,9 @@ impl<S: NodeState> Magic<S> {
                 table: &self.table,
                 reg: &self.reg,
                 params: &self.params,
-                msg_buf: buf,
-                spec,
-                tally: HandlerStats::default(),
-                last_wire: None,
             };
             let entry = &self.handlers[route.handler.0 as usize];
-            let out = (entry.call)(cx, &msg);
+            (entry.call)(cx, &msg);
             let hw = &mut self.hw[n as usize];
             // A handler occupies the PP at least one cycle.
             let end = out.now.max(start + Cycles(1));

@@ -119,6 +119,7 @@ pub struct Writer<'a> {
 impl Writer<'_> {
     /// The next field. A message has room for [`WORDS`] fields; the
     /// [`messages!`](crate::messages) macro refuses more at compile time.
+    #[inline]
     pub fn put<T: Word>(&mut self, v: T) {
         if let Some(w) = self.words.get_mut(self.at) {
             *w = v.to_word();
@@ -135,6 +136,7 @@ pub struct Reader<'a> {
 
 impl Reader<'_> {
     /// The next field, or `None` when the word is not a `T`.
+    #[inline]
     pub fn take<T: Word>(&mut self) -> Option<T> {
         let w = *self.words.get(self.at)?;
         self.at += 1;
@@ -455,6 +457,7 @@ impl Registry {
     }
 
     /// The type number of kind `k` of `M`, or [`UNKNOWN`] when `M` is not installed.
+    #[inline]
     pub fn type_of<M: Message>(&self, k: M::Kind) -> MsgType {
         self.families
             .iter()
@@ -465,6 +468,7 @@ impl Registry {
     /// `m` as a message from `src` to `dest`, on its kind's lane, with no
     /// address and no payload bytes (set them with [`Msg::addr`] and
     /// [`Msg::len`]).
+    #[inline]
     pub fn encode<M: Message>(&self, src: NodeId, dest: NodeId, m: &M) -> Msg {
         let k = m.kind();
         let mut words = [0; WORDS];
@@ -524,6 +528,7 @@ impl Registry {
 }
 
 /// Decode the payload of a message already known to be of kind `k`.
+#[inline]
 pub(crate) fn decode_words<M: Message>(k: M::Kind, words: &[u64; WORDS]) -> Option<M> {
     M::decode(k, &mut Reader { words, at: 0 })
 }
