@@ -1,5 +1,5 @@
-//! The exports run in the real tools: LogGOPSim (built from
-//! `../shared/peers/loggopsim`) and SimGrid (Debian's python3-simgrid), and
+//! The exports run in the real tools: LogGOPSim (the binaries `.ci/interop.sh`
+//! builds from its upstream sources) and SimGrid (Debian's python3-simgrid), and
 //! their round trips and bandwidth agree with the kit's live figures.
 //!
 //! Plain `cargo test` skips this (the tools are not a requirement for

@@ -496,3 +496,59 @@ fn at_most_six_integration_test_files() {
         files.len()
     );
 }
+
+/// Every file of the repository, but the build's and git's.
+fn repository_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() {
+                if name != "target" && name != ".git" {
+                    stack.push(p);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_reference_points_into_the_repository() {
+    // Spelt in pieces, so this file does not name them itself.
+    let outside = [
+        ["FLASH", ".md"].concat(),
+        ["PEERS", ".md"].concat(),
+        ["METHODS", ".md"].concat(),
+        ["../", "shared"].concat(),
+    ];
+    // CI builds LogGOPSim from its sources beside the clone: the one exception.
+    let allowed = [root().join(".ci/run"), root().join(".ci/interop.sh")];
+    let mut bad = Vec::new();
+    for f in repository_files() {
+        if allowed.contains(&f) {
+            continue;
+        }
+        let Ok(text) = fs::read_to_string(&f) else {
+            continue;
+        };
+        for o in &outside {
+            if text.contains(o.as_str()) {
+                bad.push(format!("{} names {o}", f.display()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "references outside the repository:\n{}",
+        bad.join("\n")
+    );
+}

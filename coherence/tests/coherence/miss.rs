@@ -1,4 +1,4 @@
-//! The three read-miss latencies of FLASH.md section 1, from the protocol's
+//! The three read-miss latencies of the reference (docs/reference.md, "The machine"), from the protocol's
 //! own charged steps plus memory and network timing.
 
 use coherence::miss::{self, Case};

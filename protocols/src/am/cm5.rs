@@ -7,7 +7,7 @@
 //! register reads to poll and to take a packet, and the layer's own
 //! instructions. The instruction counts are the calibration: they are set so
 //! that each operation, measured by the suite the way the papers measured it,
-//! costs what PEERS.md reports (CMAM 2.7 and CMAML in CMMD 3.1). Everything
+//! costs what docs/reference.md reports (CMAM 2.7 and CMAML in CMMD 3.1). Everything
 //! built from them — round trips, rings, bandwidths — is a prediction.
 //!
 //! A send the network refuses (it is holding as many of this node's packets

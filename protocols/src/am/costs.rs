@@ -1,6 +1,6 @@
 //! Where the time goes in a messaging layer: the single-packet,
 //! finite-sequence and indefinite-sequence protocols of the CM-5 cost study
-//! (PEERS.md), run as protocol code over the CM-5 network model.
+//! (docs/reference.md), run as protocol code over the CM-5 network model.
 //!
 //! Each protocol step charges its instructions (every instruction of unit
 //! cost) to the feature it serves — base delivery, buffer management,

@@ -21,7 +21,7 @@
 //! in host memory, flushes it and writes its length into the adapter; a
 //! request also polls once. Receive entries are popped lazily, one
 //! MicroChannel access per eight messages. The instruction counts are set
-//! from PEERS.md's measured operations.
+//! from the measured operations in docs/reference.md.
 //!
 //! The raw ping-pong (bare packets, no sequence numbers) does the same host
 //! work as SP AM except SP AM's own additions: flushing the message's cache

@@ -1,4 +1,4 @@
-//! CMAM and CMAML on the CM-5 model: the per-operation costs PEERS.md
+//! CMAM and CMAML on the CM-5 model: the per-operation costs docs/reference.md
 //! reports are the calibration (each within 5% as the suite measures it);
 //! the network's structure shows in the round trips.
 

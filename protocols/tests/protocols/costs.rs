@@ -1,4 +1,4 @@
-//! The cost study's formulas (PEERS.md) against what the protocol code
+//! The cost study's formulas (docs/reference.md) against what the protocol code
 //! counted while it ran over the CM-5 model.
 
 use protocols::am::costs::{run, Network, Protocol, Side};

@@ -1,4 +1,4 @@
-//! The transfer's calibration (FLASH.md §6) and the mechanisms behind the
+//! The transfer's calibration (docs/reference.md) and the mechanisms behind the
 //! other results: each figure here is read off a run of the model.
 
 use coherence::modes::Mode;
