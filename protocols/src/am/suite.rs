@@ -23,15 +23,23 @@ fn req(to: u32, handler: Handler) -> Step {
     }
 }
 
-fn idle(p: &dyn Platform) -> Vec<Vec<Step>> {
-    vec![Vec::new(); p.nodes() as usize]
+/// An empty program for every node, once the platform has the `need`
+/// nodes a benchmark uses (refused otherwise, naming both counts).
+fn idle(p: &dyn Platform, need: u32, what: &str) -> Result<Vec<Vec<Step>>, String> {
+    let nodes = p.nodes();
+    if nodes < need {
+        return Err(format!(
+            "{what} needs at least {need} nodes, the platform has {nodes}"
+        ));
+    }
+    Ok(vec![Vec::new(); nodes as usize])
 }
 
 /// One-to-two: node 0 sends 1024 messages in a loop, alternating between
 /// nodes 1 and 2, then waits for each to acknowledge its half; total over
 /// 1024. Neither receiver holds it back, so this is the send overhead.
 pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 3, "one-to-two")?;
     progs[0].push(Step::Mark);
     for i in 0..MSGS {
         let to = 1 + (i % 2) as u32;
@@ -63,7 +71,7 @@ fn ack(to: u32) -> Step {
 /// Two-to-one: nodes 1 and 2 send 1024 messages each to node 0, which
 /// times its wait for all 2048: the receive overhead, handler included.
 pub fn two_to_one(p: &dyn Platform) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 3, "two-to-one")?;
     for s in [1, 2] {
         progs[s] = (0..MSGS).map(|_| req(0, Handler::Nop)).collect();
     }
@@ -77,7 +85,7 @@ pub fn two_to_one(p: &dyn Platform) -> Result<f64, String> {
 /// sender and receiver bounds it (re-sends included when the receiver falls
 /// behind and the network backs up).
 pub fn one_to_one(p: &dyn Platform) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "one-to-one")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| req(1, Handler::Nop)));
     progs[0].extend([Step::Wait { received: 1 }, Step::Mark]);
@@ -88,7 +96,7 @@ pub fn one_to_one(p: &dyn Platform) -> Result<f64, String> {
 
 /// An empty poll: node 0 polls a quiet network 1024 times.
 pub fn poll_empty(p: &dyn Platform) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 1, "the empty poll")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| Step::Poll));
     progs[0].push(Step::Mark);
@@ -101,7 +109,7 @@ pub fn poll_empty(p: &dyn Platform) -> Result<f64, String> {
 pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
     let n = ROUND_TRIPS;
     let settle = Time(300 * magic::time::TICKS_PER_US);
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the successful poll")?;
     for _ in 0..n {
         progs[0].extend([
             Step::Request {
@@ -132,7 +140,7 @@ pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
 /// replies; node 0 waits for the reply before the next (2L + 4o).
 pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, String> {
     let n = ROUND_TRIPS;
-    let mut progs = idle(p);
+    let mut progs = idle(p, to.max(1) + 1, "the round trip")?;
     progs[0].push(Step::Mark);
     for i in 0..n {
         progs[0].push(Step::Request {
@@ -153,7 +161,7 @@ pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, String> {
 /// the slowest node. Traffic is local, so about send plus receive overhead.
 pub fn ring(p: &dyn Platform) -> Result<f64, String> {
     let n = p.nodes();
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the ring")?;
     for i in 0..n {
         let to = (i + 1) % n;
         let prog = &mut progs[i as usize];
@@ -202,7 +210,7 @@ pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, String> {
 
 /// A run's op table for a benchmark (for people reading where time went).
 pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the operation costs")?;
     progs[0] = vec![
         Step::Request {
             to: NodeId(1),
@@ -220,7 +228,7 @@ pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
 /// node 0 loses per message, and the share of its time that is.
 pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), String> {
     let n = MSGS / 4;
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the interrupt load")?;
     for _ in 0..n {
         progs[1].push(req(0, Handler::Nop));
         progs[1].push(Step::Compute(interval));
@@ -581,7 +589,7 @@ pub fn array_transfer(
     align: super::Align,
     blocking: bool,
 ) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the array transfer")?;
     let store = Step::Store {
         to: NodeId(1),
         bytes,
@@ -732,7 +740,7 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
 /// received.
 pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, String> {
     let n = p.nodes();
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "traverse")?;
     let pairs: Vec<u32> = (0..n).filter(|&j| (j ^ i) < n).collect();
     for &j in &pairs {
         let prog = &mut progs[j as usize];
@@ -776,7 +784,7 @@ pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, String> {
 /// receiving while it sends; time until its own array is acknowledged and
 /// the other one is in (the slower node), microseconds.
 pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the swap")?;
     for (me, other) in [(0u32, 1u32), (1, 0)] {
         progs[me as usize] = vec![
             Step::Mark,
@@ -798,7 +806,7 @@ pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
 /// once, into two halves of one segment they share or into a segment each;
 /// node 0's time from the start until all is in, microseconds.
 pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result<f64, String> {
-    let mut progs = idle(p);
+    let mut progs = idle(p, 3, "two-to-one into segments")?;
     for s in [1usize, 2] {
         progs[s] = vec![
             if shared {
@@ -836,7 +844,7 @@ pub const BW_SIZES: [u32; 9] = [16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1
 /// per operation.
 pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, String> {
     let k = (STREAM / bytes).clamp(1, 8) as u64;
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the blocking store and get")?;
     progs[0].push(Step::Mark);
     for i in 0..k {
         progs[0].push(if get {
@@ -866,7 +874,7 @@ pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Strin
 /// until every one is acknowledged; MB/s.
 pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
     let k = STREAM.div_ceil(bytes) as u64;
-    let mut progs = idle(p);
+    let mut progs = idle(p, 2, "the pipelined stores")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..k).map(|_| Step::Store {
         to: NodeId(1),

@@ -86,3 +86,29 @@ fn a_get_fetches_a_block_where_the_layer_offers_it() {
     let e = Cm5::new(4, Layer::Cmam).run(&progs(4)).unwrap_err();
     assert!(e.contains("no get"), "{e}");
 }
+
+/// Too few nodes for a benchmark is an error naming what it needs, on every
+/// platform, never a panic; the suite's benchmarks that fit still run.
+#[test]
+fn too_small_a_platform_is_refused_not_a_panic() {
+    for nodes in [1, 2] {
+        let small: Vec<Box<dyn Platform>> = vec![
+            Box::new(Cm5::new(nodes, Layer::Cmam)),
+            Box::new(Cm5::new(nodes, Layer::Cmaml)),
+            Box::new(Sp::new(nodes)),
+            Box::new(Flash::new(nodes)),
+        ];
+        for p in small {
+            let e = suite::logp(p.as_ref())
+                .err()
+                .expect("logp needs three nodes");
+            assert!(e.contains("needs at least 3 nodes"), "{}: {e}", p.name());
+            for b in suite::BENCHMARKS {
+                // Ok where the benchmark fits, Err otherwise; never a panic.
+                let _ = suite::table(p.as_ref(), b);
+            }
+            let two = suite::table(p.as_ref(), "two-to-one");
+            assert!(two.is_err(), "{}: two-to-one on {nodes} nodes", p.name());
+        }
+    }
+}
