@@ -99,9 +99,7 @@ fn too_small_a_platform_is_refused_not_a_panic() {
             Box::new(Flash::new(nodes)),
         ];
         for p in small {
-            let e = suite::logp(p.as_ref())
-                .err()
-                .expect("logp needs three nodes");
+            let e = suite::logp(p.as_ref()).expect_err("logp needs three nodes");
             assert!(e.contains("needs at least 3 nodes"), "{}: {e}", p.name());
             for b in suite::BENCHMARKS {
                 // Ok where the benchmark fits, Err otherwise; never a panic.
