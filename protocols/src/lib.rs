@@ -9,6 +9,8 @@
 //!   paper's start-up and 4 KB figures;
 //! - [`am`]: Active Messages over every controller, and the benchmark suite.
 
+#![warn(missing_docs)]
+
 pub mod am;
 pub mod command;
 pub mod os_side;

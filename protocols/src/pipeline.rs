@@ -63,10 +63,23 @@ magic::messages! {
         SetupNext,
         /// Send packet `k` of a message to `dst`, set up at cycle `start`
         /// (software queue).
-        Next { dst: NodeId, k: u64, start: Cycles },
+        Next {
+            /// The message's destination node.
+            dst: NodeId,
+            /// The packet's number within its message (from 0).
+            k: u64,
+            /// The cycle the message was set up (10 ns system cycles).
+            start: Cycles,
+        },
         /// Packet `k` of a message set up at cycle `start` (32 bytes of
         /// header and a line of payload on the request lane).
-        Packet { k: u64, start: Cycles },
+        Packet {
+            /// The packet's number within its message (from 0).
+            k: u64,
+            /// The cycle its message was set up at the sender (10 ns system
+            /// cycles).
+            start: Cycles,
+        },
     }
 }
 

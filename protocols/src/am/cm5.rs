@@ -44,10 +44,12 @@ pub enum Layer {
 /// How messages are taken in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Reception {
+    /// The processor polls the network for arrivals.
     Polling,
     /// Each arrival interrupts the processor (CMAML): the stock kernel
     /// path, or the fast one with a minimal handler.
     Interrupts {
+        /// Use the fast kernel path (the minimal handler).
         fast: bool,
     },
 }
@@ -56,7 +58,9 @@ pub enum Reception {
 /// instruction a cycle), apart from its NI accesses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LayerCosts {
+    /// A request, besides its NI accesses.
     pub request: u64,
+    /// A reply, besides its NI accesses.
     pub reply: u64,
     /// Entering and leaving a poll.
     pub poll: u64,
@@ -66,8 +70,9 @@ pub struct LayerCosts {
     pub dispatch: u64,
     /// Opening a segment for an incoming block.
     pub segment: u64,
-    /// The kernel's part of taking one message by interrupt (stock, fast).
+    /// The stock kernel's part of taking one message by interrupt.
     pub interrupt: u64,
+    /// The fast kernel path's part of taking one message by interrupt.
     pub interrupt_fast: u64,
     /// Starting a block transfer: checking the arguments and the alignment
     /// and counting the packets.
@@ -154,14 +159,21 @@ impl LayerCosts {
 /// A CM-5 partition running an Active Message layer.
 #[derive(Clone, Debug)]
 pub struct Cm5 {
+    /// Nodes in the partition.
     pub nodes: u32,
+    /// The Active Message layer it runs.
     pub layer: Layer,
+    /// How arrivals are taken in.
     pub reception: Reception,
+    /// The layer's instruction counts.
     pub costs: LayerCosts,
+    /// The network interface's and networks' parameters.
     pub hw: Cm5Params,
 }
 
 impl Cm5 {
+    /// A partition of `nodes` nodes running `layer`, polling, with the layer's
+    /// calibrated costs.
     pub fn new(nodes: u32, layer: Layer) -> Cm5 {
         Cm5 {
             nodes,

@@ -55,17 +55,43 @@ magic::messages! {
     pub enum AmMsg: AmKind {
         /// Processor to MAGIC, the command's first write: the operation,
         /// the destination and the handler the message names.
-        CmdOp { op: AmOp, to: NodeId, handler: Handler },
+        CmdOp {
+            /// What to do.
+            op: AmOp,
+            /// The destination node.
+            to: NodeId,
+            /// The handler the message names.
+            handler: Handler,
+        },
         /// Processor to MAGIC, the command's second write: the argument
         /// words and the bytes of a block.
-        CmdSize { words: u8, bytes: u64 },
+        CmdSize {
+            /// Argument words (0 to 4).
+            words: u8,
+            /// The block's size (bytes; a get's size for a request).
+            bytes: u64,
+        },
         /// Processor to MAGIC: the committing read.
         Commit,
         /// A request between MAGICs, with its argument words (a get's
         /// block size in `bytes`).
-        Request { handler: Handler, words: u8, bytes: u64 },
+        Request {
+            /// The handler the request runs.
+            handler: Handler,
+            /// Argument words (0 to 4).
+            words: u8,
+            /// A get's block size (bytes).
+            bytes: u64,
+        },
         /// A reply between MAGICs.
-        Reply { handler: Handler, words: u8, bytes: u64 } => Reply,
+        Reply {
+            /// The handler the reply runs.
+            handler: Handler,
+            /// Argument words (0 to 4).
+            words: u8,
+            /// A get's block size (bytes), as in a request.
+            bytes: u64,
+        } => Reply,
         /// The receiver's MAGIC acknowledges a store to its sender.
         StoreAck => Reply,
         /// The sender's MAGIC sends the next line of its stores (through
@@ -73,12 +99,24 @@ magic::messages! {
         StoreStep,
         /// A line of a store: where it goes in the block, the block's size,
         /// and the bytes this line carries.
-        Line { offset: u64, total: u64, bytes: u64 },
+        Line {
+            /// Where the line goes in the block (bytes from its start).
+            offset: u64,
+            /// The block's size (bytes).
+            total: u64,
+            /// The bytes this line carries.
+            bytes: u64,
+        },
         /// MAGIC to the processor: the command was taken.
         Ack,
         /// MAGIC to the processor: a message from `from` is in the queue;
         /// `handler` is the user handler it runs.
-        Deliver { from: NodeId, handler: Handler },
+        Deliver {
+            /// The node the message came from.
+            from: NodeId,
+            /// The user handler it runs.
+            handler: Handler,
+        },
     }
 }
 

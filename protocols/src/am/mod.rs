@@ -47,8 +47,11 @@ impl magic::message::Word for Handler {
 /// The alignment of a block's source and destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Align {
+    /// Byte aligned only.
     Byte,
+    /// Word (4-byte) aligned.
     Word,
+    /// Doubleword (8-byte) aligned.
     Double,
 }
 
@@ -57,19 +60,30 @@ pub enum Align {
 pub enum Step {
     /// Send a request of `words` argument words (0 to 4) to a handler.
     Request {
+        /// The destination node.
         to: NodeId,
+        /// Argument words carried (0 to 4, 4 bytes each).
         words: u8,
+        /// The handler the request runs at the destination.
         handler: Handler,
     },
     /// Send a reply (outside a handler: the reply-overhead benchmark).
-    Reply { to: NodeId, words: u8 },
+    Reply {
+        /// The destination node.
+        to: NodeId,
+        /// Argument words carried (0 to 4, 4 bytes each).
+        words: u8,
+    },
     /// Move `bytes` into memory at `to` (CM-5: a segment transfer; SP: a
     /// store in chunks). The receiver counts a message when the whole block
     /// is in and acknowledges it to the sender, which counts the
     /// acknowledgement as a message too (wait for it to block).
     Store {
+        /// The receiving node.
         to: NodeId,
+        /// The block's size (bytes).
         bytes: u32,
+        /// The alignment of the block's source and destination.
         align: Align,
     },
     /// As `Store`, into segment `segment` of the receiver, which several
@@ -77,23 +91,39 @@ pub enum Step {
     /// handler runs once, when all are in (CMAM's segments; other layers
     /// treat it as a store).
     StoreShared {
+        /// The receiving node.
         to: NodeId,
+        /// This sender's part of the segment (bytes).
         bytes: u32,
+        /// The alignment of the block's source and destination.
         align: Align,
+        /// The receiver's segment number.
         segment: u16,
+        /// The segment's size, all senders together (bytes).
         total: u32,
     },
     /// Fetch a block of `bytes` from node `from`'s memory (a get: the
     /// owner's layer stores it back). The requester counts a message when
     /// the block is in; the owner counts the block's acknowledgement.
-    Get { from: NodeId, bytes: u32 },
+    Get {
+        /// The node that owns the block.
+        from: NodeId,
+        /// The block's size (bytes).
+        bytes: u32,
+    },
     /// Poll the network once, running the handlers of what arrived.
     Poll,
     /// Poll only for requests, or only for replies (CMAM's `request_poll`
     /// and `reply_poll`; a layer with one input polls it all).
-    PollOnly { replies: bool },
+    PollOnly {
+        /// Poll the reply input (`true`) or the request input (`false`).
+        replies: bool,
+    },
     /// Poll until this node has handled `received` messages in all.
-    Wait { received: u64 },
+    Wait {
+        /// Messages handled by this node since the start of its program.
+        received: u64,
+    },
     /// Compute (no network access) for a while.
     Compute(Time),
     /// Record the time.
@@ -103,11 +133,15 @@ pub enum Step {
 /// Cost and count of one operation at one node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct OpStats {
+    /// Times the operation ran.
     pub calls: u64,
     /// Processor time spent in the operation (ticks).
     pub busy: u64,
+    /// Reads of the network interface (MicroChannel accesses on the SP).
     pub ni_reads: u64,
+    /// Writes to the network interface (MicroChannel accesses on the SP).
     pub ni_writes: u64,
+    /// Instructions the layer executed (on FLASH: processor cycles charged).
     pub instructions: u64,
 }
 
@@ -161,6 +195,7 @@ impl Run {
 
 /// A platform that runs Active Message programs.
 pub trait Platform {
+    /// The platform's short name, as tables and JSON print it (`cm5`, `sp`, ...).
     fn name(&self) -> &'static str;
     /// Run one program per node (node `i` runs `programs[i]`).
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String>;

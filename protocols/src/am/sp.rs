@@ -48,53 +48,78 @@ use std::collections::VecDeque;
 /// The two channels between a pair of nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Chan {
+    /// The request channel.
     Req = 0,
+    /// The reply channel.
     Rep = 1,
 }
 
 /// What an SP AM packet carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
+    /// A request or reply, with its arguments.
     Data {
+        /// The channel it travels on.
         chan: Chan,
+        /// Its sequence number on that channel.
         seq: u32,
         /// Next expected on the opposite direction's (request, reply) channels.
         acks: [u32; 2],
+        /// The handler it runs at the receiver.
         handler: Handler,
+        /// Argument words carried (4 bytes each).
         words: u8,
-        /// A get's block size.
+        /// A get's block size (bytes).
         arg: u32,
     },
+    /// An explicit ack, from a receiver that has taken a quarter of a window
+    /// without sending anything back.
     Ack {
+        /// Next expected on the opposite direction's (request, reply) channels.
         acks: [u32; 2],
     },
+    /// A NACK: a packet came out of sequence (or a keep-alive came), so the
+    /// sender goes back to `expected`.
     Nack {
+        /// The channel whose packets to send again.
         chan: Chan,
+        /// The sequence number the receiver expects next.
         expected: u32,
+        /// Next expected on the opposite direction's (request, reply) channels.
         acks: [u32; 2],
     },
+    /// A keep-alive: the sender's packets stay unacknowledged; the receiver
+    /// answers with NACKs.
     KeepAlive,
     /// One packet of a bulk chunk: the chunk's sequence number, the
     /// packet's place in it, the chunk's size and the block's.
     Bulk {
+        /// The chunk's sequence number.
         chunk: u32,
+        /// The packet's place in its chunk (from 0).
         index: u8,
+        /// Packets in the chunk.
         packets: u8,
+        /// The chunk's data (bytes).
         bytes: u32,
+        /// The chunk is the block's last.
         last: bool,
     },
     /// A chunk is in.
     ChunkAck {
+        /// The chunk acknowledged, with every earlier one.
         chunk: u32,
     },
     /// The receiver's next expected chunk (answer to a keep-alive).
     ChunkNack {
+        /// The chunk the receiver expects next.
         expected: u32,
     },
 }
 
-/// Data bytes in a packet, and packets in a bulk chunk (8064 bytes).
+/// Data bytes in a packet.
 pub const PACKET_DATA: u32 = 224;
+/// Packets in a bulk chunk (8064 bytes of data).
 pub const CHUNK_PACKETS: u32 = 36;
 
 /// The layer's instructions (66 MHz cycles) per operation.
@@ -103,12 +128,15 @@ pub struct SpCosts {
     /// A request of N words: `request + request_word * N`, plus one
     /// MicroChannel access and an internal poll.
     pub request: u64,
+    /// A request's instructions per argument word.
     pub request_word: u64,
     /// A reply: `reply + reply_word * N`, plus one MicroChannel access.
     pub reply: u64,
+    /// A reply's instructions per argument word.
     pub reply_word: u64,
-    /// An empty poll, and each message it takes.
+    /// An empty poll (each message it takes is `per_message` more).
     pub poll: u64,
+    /// Each message a poll takes.
     pub per_message: u64,
     /// Messages between lazy pops of the receive FIFO.
     pub pop_every: u64,
@@ -118,7 +146,9 @@ pub struct SpCosts {
     pub retransmit: u64,
     /// Unsuccessful polls before a keep-alive.
     pub keepalive_polls: u64,
+    /// The request window (packets sent and not yet acknowledged).
     pub window_req: usize,
+    /// The reply window (packets sent and not yet acknowledged).
     pub window_rep: usize,
     /// Sending one packet of a bulk chunk (copy into the send FIFO, flush);
     /// the chunk's lengths go to the adapter in one access.
@@ -129,6 +159,7 @@ pub struct SpCosts {
     /// keep the packet for retransmission, check the window, piggyback the
     /// acks). Model choices: the paper names the work, not its count.
     pub flush_line: u64,
+    /// The flow-control bookkeeping of one send (see `flush_line`).
     pub flow_send: u64,
     /// The bookkeeping of a packet taken (sequence check, acks it carries),
     /// part of `per_message`; a model choice as above.
@@ -166,13 +197,18 @@ impl Default for SpCosts {
 /// no acks, the layer's instructions left out — the raw ping-pong).
 #[derive(Clone, Debug)]
 pub struct Sp {
+    /// Nodes in the machine.
     pub nodes: u32,
+    /// The layer's instruction counts.
     pub costs: SpCosts,
+    /// The adapters' and switch's parameters.
     pub hw: SpParams,
+    /// Bare packets: no sequence numbers, no acks, SP AM's additions left out.
     pub raw: bool,
 }
 
 impl Sp {
+    /// An SP of `nodes` nodes running SP AM, with the default costs.
     pub fn new(nodes: u32) -> Sp {
         Sp {
             nodes,
@@ -243,11 +279,17 @@ struct Node {
 /// Counters of the reliability protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Reliability {
+    /// Packets sent again (go-back-N, and chunks resent).
     pub retransmitted: u64,
+    /// NACKs sent.
     pub nacks: u64,
+    /// Explicit acks sent (besides those piggybacked on data packets).
     pub acks: u64,
+    /// Keep-alives sent.
     pub keepalives: u64,
+    /// Packets dropped as already taken.
     pub duplicates: u64,
+    /// Packets dropped because they came ahead of the one expected.
     pub out_of_sequence: u64,
 }
 
@@ -835,8 +877,11 @@ impl super::Layer for Sim<'_> {
 
 /// A run with the reliability counters and each node's delivery log.
 pub struct SpRun {
+    /// What the run measured.
     pub run: Run,
+    /// The reliability protocol's counters.
     pub reliability: Reliability,
+    /// The switch's counters (packets sent, dropped, delayed, delivered).
     pub switch: magic::ni::sp::SwitchStats,
     /// Per node: (sender, channel, sequence number) of each message
     /// delivered, in delivery order.

@@ -178,17 +178,28 @@ pub fn ring(p: &dyn Platform) -> Result<f64, String> {
 /// The LogP view of a platform (what `flashkit logp` prints).
 #[derive(Clone, Debug, Serialize)]
 pub struct LogP {
+    /// The platform's name.
     pub platform: &'static str,
+    /// Send overhead: a request's cost to its sender (microseconds, one-to-two).
     pub send_overhead_us: f64,
+    /// A reply's cost to its sender (microseconds, one-to-two).
     pub reply_overhead_us: f64,
+    /// Receive overhead, handler included (microseconds, two-to-one).
     pub recv_overhead_us: f64,
+    /// A poll that finds nothing (microseconds).
     pub poll_empty_us: f64,
+    /// A poll that takes one message (microseconds).
     pub poll_one_us: f64,
+    /// Round trip of a one-word request and its reply, node 0 to node 1
+    /// (microseconds).
     pub round_trip_us: f64,
+    /// Time per message around the ring, at the slowest node (microseconds).
     pub ring_us: f64,
+    /// The bulk transfer's fit.
     pub bulk: Bulk,
 }
 
+/// The LogP view of a platform: every benchmark behind [`LogP`].
 pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
     Ok(LogP {
         platform: p.name(),
@@ -259,8 +270,11 @@ pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, String> {
 /// nothing (the platform lacks the operation).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
+    /// Text.
     Label(String),
+    /// A number and the decimals it is shown with.
     Num(f64, u8),
+    /// Nothing: the platform lacks the operation (`-`, JSON `null`).
     Missing,
 }
 
@@ -325,9 +339,13 @@ fn count(x: u64) -> Cell {
 /// column's unit (none for a label column).
 #[derive(Clone, Debug, Serialize)]
 pub struct Table {
+    /// The benchmark's name.
     pub benchmark: &'static str,
+    /// The column headings.
     pub columns: Vec<&'static str>,
+    /// Each column's unit (`None` for a label column).
     pub units: Vec<Option<&'static str>>,
+    /// The rows, a cell per column.
     pub rows: Vec<Vec<Cell>>,
 }
 
@@ -612,12 +630,16 @@ pub fn array_transfer(
 /// A least-squares fit of T(x) = c + x / B.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bulk {
+    /// Start-up time, the fit's constant c (microseconds).
     pub startup_us: f64,
+    /// Asymptotic bandwidth, the fit's B (MB/s).
     pub bandwidth_mb_s: f64,
     /// The size at which half the asymptotic bandwidth is reached (c * B).
     pub n_half_bytes: f64,
 }
 
+/// The least-squares fit of T(x) = c + x / B over (bytes, microseconds)
+/// points.
 pub fn fit(points: &[(f64, f64)]) -> Bulk {
     let n = points.len() as f64;
     let (sx, sy) = points
@@ -908,11 +930,15 @@ pub fn n_half(curve: &[(f64, f64)]) -> f64 {
 /// n1/2 = cB), the pipelined curve's last point and its n1/2 read off it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Bandwidth {
+    /// The blocking store's fit.
     pub store: Bulk,
     /// None where the layer has no get.
     pub get: Option<Bulk>,
+    /// The pipelined curve's last point (MB/s).
     pub pipelined_mb_s: f64,
+    /// The size at which the pipelined curve reaches half its last point (bytes).
     pub pipelined_n_half_bytes: f64,
+    /// Each size's figures.
     pub points: Vec<BwPoint>,
 }
 

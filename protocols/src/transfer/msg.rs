@@ -105,11 +105,17 @@ magic::messages! {
         /// Processor to MAGIC: the command write naming the operation (by
         /// its address in the message space) and its word (a length, or a
         /// connect's virtual PID).
-        Command { arg: u64 },
+        Command {
+            /// The command's word: a length (bytes) or a connect's virtual PID.
+            arg: u64,
+        },
         /// Processor to MAGIC: a command write through a shadow page: the
         /// authentic page is the address, `vaddr` the user's virtual
         /// address of it.
-        Page { vaddr: u64 },
+        Page {
+            /// The user's virtual address of the page.
+            vaddr: u64,
+        },
         /// Processor to MAGIC: the committing read.
         Commit,
         /// Software queue: set up the accepted command.
@@ -117,36 +123,95 @@ magic::messages! {
         /// Software queue: the sender's next invocation.
         Step,
         /// Software queue: receive `id` is complete.
-        Cleanup { id: u32 },
+        Cleanup {
+            /// The receive's number at this node.
+            id: u32,
+        },
         /// Software queue: components waiting for a data buffer, again.
         Retry,
         /// To the partner: a receive `id` of `len` bytes is posted, starting
         /// at `align` within its first line.
-        Space { id: u32, len: u64, align: u64 },
+        Space {
+            /// The receive's number at the poster.
+            id: u32,
+            /// The receive buffer's length (bytes).
+            len: u64,
+            /// The buffer's offset within its first line (bytes).
+            align: u64,
+        },
         /// To the partner: `len` bytes of the stream (in a data buffer) for
         /// receive `id`, at byte `at` of it.
-        Component { id: u32, at: u64, len: u64 },
+        Component {
+            /// The receive's number at the partner.
+            id: u32,
+            /// Where the data goes in the receive (bytes from its start).
+            at: u64,
+            /// The data carried (bytes).
+            len: u64,
+        },
         /// Global coherence, to a line's dirty owner: give the home the line.
         Fetch,
         /// The owner's answer (with the line when `dirty`).
-        Fetched { dirty: bool } => Reply,
+        Fetched {
+            /// The owner's copy was dirty: the line comes with the answer.
+            dirty: bool,
+        } => Reply,
         /// MAGIC to the processor: the command is accepted.
-        Ack { op: Answering },
+        Ack {
+            /// The operation accepted.
+            op: Answering,
+        },
         /// MAGIC to the processor: the command is refused.
-        Nack { reason: Refusal, op: Answering },
+        Nack {
+            /// Why it is refused.
+            reason: Refusal,
+            /// The operation refused.
+            op: Answering,
+        },
         /// MAGIC to the processor: a send of `bytes` is on the network whole.
-        SendDone { bytes: u64, pid: Pid },
+        SendDone {
+            /// The send's length (bytes).
+            bytes: u64,
+            /// The process that sent it.
+            pid: Pid,
+        },
         /// MAGIC to the processor: receive `id` of `bytes` is in memory.
-        RecvDone { bytes: u64, pid: Pid, id: u32 },
+        RecvDone {
+            /// The receive's length (bytes).
+            bytes: u64,
+            /// The process that posted it.
+            pid: Pid,
+            /// The receive's number at this node.
+            id: u32,
+        },
         /// MAGIC to the processor: translate `pid`'s `page`, please.
-        Interrupt { page: VPage, pid: Pid },
+        Interrupt {
+            /// The virtual page to translate.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+        },
         /// MAGIC to the processor: the changing page's uses are marked
         /// stale, the OS may go on.
         OsAnswer,
         /// Processor to MAGIC: the OS is about to change a translation.
-        OsNotice { page: VPage, pid: Pid, old: Frame },
+        OsNotice {
+            /// The virtual page whose translation changes.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+            /// The frame it maps to until now.
+            old: Frame,
+        },
         /// Processor to MAGIC: the OS answers MAGIC's interrupt.
-        OsTranslation { page: VPage, pid: Pid, frame: Frame },
+        OsTranslation {
+            /// The virtual page MAGIC asked about.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+            /// The frame it maps to (`None`: not mapped).
+            frame: Frame,
+        },
     }
 }
 

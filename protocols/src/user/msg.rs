@@ -39,37 +39,102 @@ magic::messages! {
     /// destination.
     pub enum UserMsg: UserKind {
         /// Processor to MAGIC: the OS says which process runs now.
-        SetPid { pid: Pid },
+        SetPid {
+            /// The process now running.
+            pid: Pid,
+        },
         /// Processor to MAGIC: one uncached write of a command sequence, of
         /// `data` to the register or shadow page at the header's address.
-        Write { data: u64 },
+        Write {
+            /// The word written.
+            data: u64,
+        },
         /// Processor to MAGIC: the committing uncached read.
         Commit,
         /// Processor to MAGIC: the OS is about to change a translation.
-        OsNotice { page: VPage, pid: Pid, old: Frame },
+        OsNotice {
+            /// The virtual page whose translation changes.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+            /// The frame it maps to until now.
+            old: Frame,
+        },
         /// Processor to MAGIC: the OS answers MAGIC's interrupt.
-        OsTranslation { page: VPage, pid: Pid, frame: Frame },
+        OsTranslation {
+            /// The virtual page MAGIC asked about.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+            /// The frame it maps to (`None`: not mapped).
+            frame: Frame,
+        },
         /// Software queue: the next line of the copy or send in record `slot`.
-        Step { slot: usize },
+        Step {
+            /// The operation record at this MAGIC.
+            slot: usize,
+        },
         /// To the word's home: add `amount` to it.
-        FetchAdd { amount: u64, tag: Tag },
+        FetchAdd {
+            /// What to add.
+            amount: u64,
+            /// The operation it belongs to.
+            tag: Tag,
+        },
         /// Back to the requester: the word's old value.
-        FetchAddReply { old: u64, tag: Tag } => Reply,
+        FetchAddReply {
+            /// The word's value before the add.
+            old: u64,
+            /// The operation it belongs to.
+            tag: Tag,
+        } => Reply,
         /// One line of a copy or send (with the line), for process `to` at
         /// the destination (a send's peer).
-        Line { tag: Tag, to: Pid, op: OpCode },
+        Line {
+            /// The operation it belongs to.
+            tag: Tag,
+            /// The destination process (a send's peer; 0 for a copy).
+            to: Pid,
+            /// The operation: a copy or one of the sends.
+            op: OpCode,
+        },
         /// The destination has the operation's last line; `failed` if it
         /// refused some line.
-        LineDone { tag: Tag, failed: bool } => Reply,
+        LineDone {
+            /// The operation it belongs to.
+            tag: Tag,
+            /// The destination refused some line.
+            failed: bool,
+        } => Reply,
         /// MAGIC to the processor: `pid`'s sequence is accepted.
-        Ack { pid: Pid },
+        Ack {
+            /// The process whose sequence it is.
+            pid: Pid,
+        },
         /// MAGIC to the processor: `pid`'s sequence is refused.
-        Nack { reason: Nack, pid: Pid },
+        Nack {
+            /// Why it is refused.
+            reason: Nack,
+            /// The process whose sequence it is.
+            pid: Pid,
+        },
         /// MAGIC to the processor: an operation of `pid` is over, with the
         /// fetch-and-add's old value; `ok` is false if it could not finish.
-        Done { pid: Pid, value: u64, ok: bool },
+        Done {
+            /// The process that started the operation.
+            pid: Pid,
+            /// A fetch-and-add's old value (0 for other operations).
+            value: u64,
+            /// The operation finished.
+            ok: bool,
+        },
         /// MAGIC to the processor: translate `pid`'s `page`, please.
-        Interrupt { page: VPage, pid: Pid },
+        Interrupt {
+            /// The virtual page to translate.
+            page: VPage,
+            /// The process whose page it is.
+            pid: Pid,
+        },
         /// MAGIC to the processor: the changing page is no longer in use,
         /// the OS may go on.
         OsAnswer,
