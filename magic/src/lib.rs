@@ -63,6 +63,8 @@
 //! println!("{}", ledger.render());
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod buffers;
 pub mod controller;
 pub mod costs;

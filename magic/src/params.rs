@@ -20,6 +20,8 @@ pub enum InQueue {
 }
 
 impl InQueue {
+    /// The queues in the default service order: replies, requests, the
+    /// processor interface, then the software queue.
     pub const ALL: [InQueue; 4] = [
         InQueue::NetReply,
         InQueue::NetRequest,
@@ -27,6 +29,7 @@ impl InQueue {
         InQueue::Software,
     ];
 
+    /// The queue's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             InQueue::NetReply => "net-reply",

@@ -35,24 +35,32 @@ pub enum Net {
     Right = 1,
 }
 
+/// A packet on a CM-5 data network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
+    /// The node that sent it.
     pub src: NodeId,
+    /// The node it is for.
     pub dest: NodeId,
+    /// The network it travels on.
     pub net: Net,
+    /// Its five 32-bit words.
     pub words: [u32; PACKET_WORDS],
     /// When it is in the receiver's FIFO.
     pub arrives: Time,
 }
 
-/// Hardware parameters.
+/// Hardware parameters: the processor's costs in 33 MHz processor cycles,
+/// the networks' times in ticks (see [`Time`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Cm5Params {
-    /// NI register read and write, and a cached load and store, in 33 MHz
-    /// processor cycles.
+    /// An NI register read, in 33 MHz processor cycles (7).
     pub ni_read: u64,
+    /// An NI register write, in 33 MHz processor cycles (3).
     pub ni_write: u64,
+    /// A cached load, in 33 MHz processor cycles (2).
     pub load: u64,
+    /// A cached store, in 33 MHz processor cycles (3).
     pub store: u64,
     /// One router chip, one way.
     pub router_delay: Time,
@@ -93,6 +101,7 @@ impl Default for Cm5Params {
 }
 
 impl Cm5Params {
+    /// Check the parameters; the error says which one is out of range.
     pub fn validate(&self) -> Result<(), String> {
         if self.capacity == 0 {
             return Err("the CM-5 network must hold at least one packet per sender".into());
@@ -104,9 +113,11 @@ impl Cm5Params {
 /// Counters of the networks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NetStats {
+    /// Packets the NIs offered the networks (dropped ones included).
     pub sent: u64,
     /// Outgoing packets the NI dropped because the network was full.
     pub dropped: u64,
+    /// Packets taken from a receive FIFO.
     pub delivered: u64,
     /// Packets that arrived before one sent earlier on the same path.
     pub overtaken: u64,
@@ -132,6 +143,7 @@ pub struct Cm5Network {
     link_at: Vec<(usize, usize)>,
     /// Slots one network's links take.
     per_net: usize,
+    /// Counters since the networks were built.
     pub stats: NetStats,
 }
 
@@ -146,6 +158,7 @@ pub fn up_links(level: u32) -> usize {
 }
 
 impl Cm5Network {
+    /// The NIs and networks of a machine of `nodes` nodes (at least 2).
     pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, String> {
         params.validate()?;
         if nodes < 2 {
@@ -174,10 +187,12 @@ impl Cm5Network {
         })
     }
 
+    /// The hardware parameters.
     pub fn params(&self) -> &Cm5Params {
         &self.params
     }
 
+    /// Nodes in the machine.
     pub fn nodes(&self) -> u32 {
         self.nodes
     }
