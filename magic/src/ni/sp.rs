@@ -28,33 +28,33 @@ pub const HEADER_BYTES: u64 = 32;
 pub const PACKET_BYTES: u64 = 256;
 
 /// Hardware parameters of the adapter and the switch (times in ticks, see
-/// [`Time`]).
+/// [`Time`]). Each field's default is in parentheses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SpParams {
-    /// One MicroChannel access from the host.
+    /// One MicroChannel access from the host (1 us).
     pub mc_access: Time,
-    /// MicroChannel DMA rate, bytes per microsecond.
+    /// MicroChannel DMA rate, bytes per microsecond (80).
     pub mc_bytes_per_us: u64,
-    /// Switch hardware latency.
+    /// Switch hardware latency (0.5 us).
     pub switch_latency: Time,
-    /// Switch link rate, bytes per microsecond.
+    /// Switch link rate, bytes per microsecond (40).
     pub switch_bytes_per_us: u64,
-    /// Adapter firmware latency, per side.
+    /// Adapter firmware latency, per side (7.21 us).
     pub adapter_latency: Time,
-    /// Adapter firmware time per packet, per side (occupancy).
+    /// Adapter firmware time per packet, per side: its occupancy (1 us).
     pub adapter_per_packet: Time,
-    /// Send FIFO entries (packets).
+    /// Send FIFO entries, in packets (128).
     pub send_fifo: usize,
-    /// Receive FIFO entries (packets).
+    /// Receive FIFO entries, in packets (64).
     pub recv_fifo: usize,
-    /// Fault injection: parts per million of packets dropped.
+    /// Fault injection: parts per million of packets dropped (0).
     pub drop_ppm: u32,
-    /// Fault injection: parts per million of packets delayed by `delay`
-    /// (so that later ones overtake them).
+    /// Fault injection: parts per million of packets delayed by `delay`, so
+    /// that later ones overtake them (0).
     pub delay_ppm: u32,
-    /// How long a delayed packet is held back.
+    /// How long a delayed packet is held back (50 us).
     pub delay: Time,
-    /// Seed of the fault injector's choices.
+    /// Seed of the fault injector's choices (1).
     pub seed: u64,
 }
 
