@@ -41,9 +41,9 @@ pub struct BufId(pub u16);
 /// full request lane can never keep a reply from being delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Lane {
-    /// The request lane: requests and forwarded requests.
+    /// The request lane, every message kind's unless it says otherwise.
     Request = 0,
-    /// The reply lane: replies, which a request can never block.
+    /// The reply lane, which no request can block.
     Reply = 1,
 }
 
@@ -60,10 +60,10 @@ pub enum Region {
     Normal = 0,
     /// I/O space, reaching handlers of its own.
     Io = 1,
-    /// The message region: the shadow mapping through which the user layer's
-    /// commands and authenticated addresses reach MAGIC.
+    /// The message region: the shadow mapping of memory, through which
+    /// commands and authenticated addresses reach their handlers.
     Message = 2,
-    /// MAGIC's reserved memory (directory, queues, protocol records).
+    /// The reserved region, for MAGIC's own use.
     Reserved = 3,
 }
 

@@ -40,7 +40,7 @@
 //! assert_eq!(shadow.region(), Region::Message);
 //! assert_eq!(shadow.with_region(Region::Normal), p);
 //! assert_eq!(os.shadow_write(Pid(7), vaddr), Err(OsError::NoRight(Pid(7), VPage(3))));
-//! assert_ne!(shadow.0 & WRITE_SHADOW, WRITE_SHADOW);
+//! assert_eq!(shadow.0 & WRITE_SHADOW, 0);
 //!
 //! // Moving the page returns the frame it left; the rights stay.
 //! let to = PAddr::new(Region::Normal, NodeId(0), 11 * PAGE_BYTES);

@@ -116,7 +116,7 @@ impl Cm5Params {
 /// Counters of the networks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NetStats {
-    /// Packets the NIs offered the networks (dropped ones included).
+    /// Packets the networks took (the dropped ones are not counted here).
     pub sent: u64,
     /// Outgoing packets the NI dropped because the network was full.
     pub dropped: u64,
@@ -161,7 +161,8 @@ pub fn up_links(level: u32) -> usize {
 }
 
 impl Cm5Network {
-    /// The NIs and networks of a machine of `nodes` nodes (at least 2).
+    /// The NIs and networks of a machine of `nodes` nodes; an error if the
+    /// parameters are out of range or there are fewer than 2 nodes.
     pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, String> {
         params.validate()?;
         if nodes < 2 {

@@ -22,7 +22,8 @@ pub struct Cm5Machine {
 }
 
 impl Cm5Machine {
-    /// A CM-5 of `nodes` nodes (at least 2) with these hardware parameters.
+    /// A CM-5 of `nodes` nodes with these hardware parameters; an error if
+    /// they are out of range or there are fewer than 2 nodes.
     pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, String> {
         Ok(Cm5Machine {
             net: cm5::Cm5Network::new(params, nodes)?,
@@ -152,7 +153,8 @@ pub struct SpMachine {
 }
 
 impl SpMachine {
-    /// An SP of `nodes` nodes (at least 2) with these hardware parameters.
+    /// An SP of `nodes` nodes with these hardware parameters; an error if
+    /// they are out of range or there are fewer than 2 nodes.
     pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, String> {
         Ok(SpMachine {
             switch: sp::SpSwitch::new(params, nodes)?,

@@ -147,7 +147,8 @@ fn at_rate(bytes: u64, per_us: u64) -> Time {
 }
 
 impl<P: Copy> SpSwitch<P> {
-    /// The adapters and switch of a machine of `nodes` nodes (at least 2).
+    /// The adapters and switch of a machine of `nodes` nodes; an error if
+    /// the parameters are out of range or there are fewer than 2 nodes.
     pub fn new(params: SpParams, nodes: u32) -> Result<SpSwitch<P>, String> {
         params.validate()?;
         if nodes < 2 {
