@@ -17,7 +17,7 @@ pub struct HandlerStats {
     pub invocations: u64,
     /// Cycles the PP spent in this handler, stalls included.
     pub busy: u64,
-    /// Longest single invocation.
+    /// Longest single invocation, in cycles.
     pub max: u64,
     /// Cycles stalled on a full outbox lane.
     pub outbox_stall: u64,
