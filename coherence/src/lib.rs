@@ -13,6 +13,11 @@
 //!   the messaging handlers perform.
 //! - [`miss`]: the single read-miss experiment (`flashkit miss`).
 //!
+//! Where to start reading: [`directory`], whose pure functions say what the
+//! home does with each request; then [`protocol`], whose handlers perform
+//! those decisions and charge them; [`processor`] for the program that
+//! drives a machine.
+//!
 //! A machine running the protocol alone:
 //!
 //! ```

@@ -47,9 +47,9 @@ impl Case {
 pub struct MissRun {
     /// The case.
     pub case: Case,
-    /// From the load's issue to its word.
+    /// From the load's issue to its word, in cycles of 10 ns.
     pub latency: Cycles,
-    /// The word the load returned and the word it should have.
+    /// The word the load returned.
     pub value: u64,
     /// The word the load should have returned.
     pub expected: u64,
@@ -60,12 +60,14 @@ pub struct MissRun {
 /// Where the experiment's lines are and who holds the dirty one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setup {
-    /// Nodes in the machine (3 or more).
+    /// Nodes in the machine (3 or more; 3 by default).
     pub nodes: u32,
     /// Byte offset of the measured line in its home's memory (line aligned
-    /// down); the warm-up line is its pair (offset XOR 128).
+    /// down); the warm-up line is its pair (offset XOR 128). 0x4080 by
+    /// default.
     pub offset: u64,
-    /// The node whose cache holds the line dirty (`remote-dirty`).
+    /// The node whose cache holds the line dirty (`remote-dirty`; 2 by
+    /// default).
     pub owner: u32,
 }
 

@@ -14,7 +14,6 @@ magic::messages! {
     /// a line of data, where one goes, travels in a data buffer beside the
     /// header. Requests travel on the request lane and replies on the reply
     /// lane, so a reply never waits behind a request.
-    #[allow(missing_docs)] // fields are described with their variants
     pub enum CohMsg: CohKind {
         /// Processor interface: a read miss.
         PiGet,
@@ -37,25 +36,43 @@ magic::messages! {
         Writeback,
         /// The home forwards a read to the line's owner; the owner answers
         /// `requester`, the node that missed.
-        FwdGet { requester: NodeId },
+        FwdGet {
+            /// The node that missed, which the owner answers.
+            requester: NodeId,
+        },
         /// The home forwards a write to the line's owner; the owner answers
         /// `requester`, the node that missed.
-        FwdGetX { requester: NodeId },
+        FwdGetX {
+            /// The node that missed, which the owner answers.
+            requester: NodeId,
+        },
         /// Drop a clean copy; acknowledge to `requester`, the node that
         /// collects the acknowledgements.
-        Inval { requester: NodeId },
+        Inval {
+            /// The node that collects the acknowledgements.
+            requester: NodeId,
+        },
         /// The home has the writeback. It travels on the request lane, so it
         /// cannot overtake a forward the home sent the writer earlier.
         WritebackAck,
         /// A shared copy of the line (with the line); the requester waits
         /// for `acks` invalidation acknowledgements too.
-        Put { acks: u32 } => Reply,
+        Put {
+            /// Invalidation acknowledgements still to come.
+            acks: u32,
+        } => Reply,
         /// An exclusive copy of the line (with the line); the requester
         /// waits for `acks` invalidation acknowledgements too.
-        PutX { acks: u32 } => Reply,
+        PutX {
+            /// Invalidation acknowledgements still to come.
+            acks: u32,
+        } => Reply,
         /// Permission to write a clean copy the requester holds; it waits
         /// for `acks` invalidation acknowledgements too.
-        UpgradeAck { acks: u32 } => Reply,
+        UpgradeAck {
+            /// Invalidation acknowledgements still to come.
+            acks: u32,
+        } => Reply,
         /// A sharer has dropped its copy.
         InvAck => Reply,
         /// The home is busy with the line: ask again.
@@ -64,13 +81,22 @@ magic::messages! {
         /// (with it), and the entry is shared. `answer`: the owner had no
         /// second buffer for the reader's copy, so the home answers the
         /// reader from this line.
-        SharingWriteback { answer: bool } => Reply,
+        SharingWriteback {
+            /// The home answers the reader from this line (the owner had no
+            /// second buffer for the reader's copy).
+            answer: bool,
+        } => Reply,
         /// The owner handed the line to the writer: the home records it.
         Transfer => Reply,
         /// MAGIC to the processor: the line (or the permission) it missed
         /// on; `exclusive`: it may write the line; `retries`: the NAKs the
         /// miss met before it was served.
-        Fill { exclusive: bool, retries: u32 },
+        Fill {
+            /// The processor may write the line.
+            exclusive: bool,
+            /// NAKs the miss met before it was served.
+            retries: u32,
+        },
     }
 }
 

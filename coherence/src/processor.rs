@@ -40,9 +40,9 @@ pub struct AccessResult {
     pub access: Access,
     /// The word a load returned.
     pub value: Option<u64>,
-    /// When the processor issued it.
+    /// When the processor issued it (in cycles of 10 ns).
     pub issued: Cycles,
-    /// When the processor had its data (or permission).
+    /// When the processor had its data or permission (in cycles of 10 ns).
     pub done: Cycles,
     /// Served by the processor's cache without MAGIC.
     pub hit: bool,

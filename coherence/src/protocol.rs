@@ -75,11 +75,12 @@ magic::cost_sheet! {
 /// Parameters of the protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CohParams {
-    /// Where lines are homed.
+    /// Where lines are homed (by the address's node bits by default).
     pub placement: Placement,
-    /// How directory entries hold their sharers.
+    /// How directory entries hold their sharers (a bit vector by default).
     pub format: DirFormat,
-    /// What each handler step costs.
+    /// What each handler step costs, in PP instructions ([`CoherenceCosts`]
+    /// gives the defaults).
     pub costs: CoherenceCosts,
 }
 

@@ -25,6 +25,8 @@ enum BufState {
     Returning,
 }
 
+/// A node's pool of data buffers: which are free, in use or on their way
+/// back, and when each one's contents are in.
 pub struct BufferPool {
     bufs: Vec<Buffer>,
     free: Vec<u16>,
@@ -35,6 +37,7 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
+    /// A pool of `n` free buffers (`MagicParams::data_buffers`, 16 by default).
     pub fn new(n: usize) -> BufferPool {
         BufferPool {
             bufs: (0..n)
@@ -134,6 +137,7 @@ impl BufferPool {
         self.returning.front().map(|&(t, _)| t)
     }
 
+    /// Buffers in the pool, whatever their state.
     pub fn capacity(&self) -> usize {
         self.bufs.len()
     }

@@ -11,6 +11,9 @@ use crate::ledger::Ledger;
 use crate::machine::{Magic, NodeState, RunReport};
 use crate::time::{Cycles, Time};
 
+/// A node controller as the compute processor and the network see it: MAGIC
+/// ([`Magic`]), the CM-5's network interface and the SP's adapter
+/// ([`crate::ni`]) all implement it, so one workload program can drive any of them.
 pub trait Controller {
     /// A short name for reports ("magic", "cm5", "sp").
     fn name(&self) -> &'static str;

@@ -20,7 +20,9 @@ use crate::time::{Cycles, Time};
 /// done: `first` doubleword and the whole line (`ready`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
+    /// When the first doubleword is in the buffer (system cycles of 10 ns).
     pub first: Cycles,
+    /// When the whole line is in the buffer (system cycles of 10 ns).
     pub ready: Cycles,
 }
 
@@ -40,6 +42,9 @@ pub enum Refused {
     TooLong,
 }
 
+/// The handler context: what a running handler sees of its node (its
+/// protocol's state `S`, the node's units, the network) and its own clock.
+/// Each method performs one step and charges it to the handler.
 pub struct Cx<'a, S> {
     /// The handler's own clock and tallies: apart from the references, so
     /// a protocol's view of the context is a few pointers to hand over.
@@ -178,6 +183,7 @@ impl<'a, S> Cx<'a, S> {
         self.run.now - self.run.start
     }
 
+    /// The machine's parameters.
     pub fn params(&self) -> &MagicParams {
         self.params
     }
@@ -446,6 +452,9 @@ impl<'a, S> Cx<'a, S> {
         })
     }
 
+    /// The bytes of an allocated buffer, to read or change in place (`None` if
+    /// `b` is not allocated). Touching them costs nothing: charge the work with
+    /// `load`, `store` or `instr`.
     pub fn buffer_mut(&mut self, b: BufId) -> Option<&mut [u8; LINE_BYTES]> {
         self.hw.bufs.get_mut(b).map(|x| &mut x.bytes)
     }

@@ -4,6 +4,7 @@
 
 use crate::ids::LINE_BYTES;
 
+/// MAGIC's data cache: direct mapped, tags only, with hit and miss counts.
 pub struct DCache {
     tags: Vec<u64>,
     pub(crate) hits: u64,
@@ -11,6 +12,8 @@ pub struct DCache {
 }
 
 impl DCache {
+    /// An empty cache of `lines` lines of 128 bytes; `lines` must be a power of
+    /// two (as `MagicParams::validate` requires).
     pub fn new(lines: usize) -> DCache {
         DCache {
             tags: vec![u64::MAX; lines],

@@ -290,6 +290,7 @@ impl<E: Copy> Engine<E> {
         self.in_wheel + self.far.len() + self.odd.len()
     }
 
+    /// True if no event is waiting.
     pub fn is_empty(&self) -> bool {
         self.pending() == 0
     }

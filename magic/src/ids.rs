@@ -9,6 +9,7 @@ use serde::Serialize;
 pub struct NodeId(pub u32);
 
 impl NodeId {
+    /// The node's number as an index (into per-node vectors).
     #[inline]
     pub const fn index(self) -> usize {
         self.0 as usize
@@ -40,7 +41,9 @@ pub struct BufId(pub u16);
 /// full request lane can never keep a reply from being delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Lane {
+    /// The request lane, every message kind's unless it says otherwise.
     Request = 0,
+    /// The reply lane, which no request can block.
     Reply = 1,
 }
 
@@ -53,13 +56,19 @@ pub const LINE_DWORDS: u64 = 16;
 /// column, so references to alternate spaces reach their own handlers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Region {
+    /// Ordinary memory, cached by the compute processor.
     Normal = 0,
+    /// I/O space, reaching handlers of its own.
     Io = 1,
+    /// The message region: the shadow mapping of memory, through which
+    /// commands and authenticated addresses reach their handlers.
     Message = 2,
+    /// The reserved region, for MAGIC's own use.
     Reserved = 3,
 }
 
 impl Region {
+    /// The four regions, in jump-table column order.
     pub const ALL: [Region; 4] = [
         Region::Normal,
         Region::Io,
@@ -83,10 +92,14 @@ pub struct PAddr(pub u64);
 pub struct LineAddr(pub u64);
 
 impl PAddr {
+    /// Bits of the byte offset within a node's memory (40: up to 1 TB a node).
     pub const OFFSET_BITS: u32 = 40;
+    /// Bits of the node number (8: up to 256 nodes).
     pub const NODE_BITS: u32 = 8;
     const REGION_SHIFT: u32 = Self::OFFSET_BITS + Self::NODE_BITS;
 
+    /// The address of byte `offset` of `node`'s memory, seen through `region`.
+    /// Bits of `node` and `offset` beyond their fields are dropped.
     pub const fn new(region: Region, node: NodeId, offset: u64) -> PAddr {
         PAddr(
             ((region as u64) << Self::REGION_SHIFT)
@@ -95,6 +108,7 @@ impl PAddr {
         )
     }
 
+    /// The region this address is in.
     pub const fn region(self) -> Region {
         match (self.0 >> Self::REGION_SHIFT) & 3 {
             0 => Region::Normal,
@@ -114,6 +128,7 @@ impl PAddr {
         self.0 & ((1 << Self::OFFSET_BITS) - 1)
     }
 
+    /// The cache line holding this address (within its node's memory).
     pub const fn line(self) -> LineAddr {
         LineAddr(self.offset() / LINE_BYTES as u64)
     }
@@ -144,10 +159,15 @@ impl fmt::Display for PAddr {
 /// `Cx::msg`, `Processor::msg` or `Magic::msg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Msg {
+    /// The message type (numbered by the machine's registry).
     pub mtype: MsgType,
+    /// The network lane the message travels on.
     pub lane: Lane,
+    /// The node that sent the message.
     pub src: NodeId,
+    /// The node the message is for.
     pub dest: NodeId,
+    /// The address the message is about (a line, a command, a shadow).
     pub addr: PAddr,
     /// Payload bytes the packet carries on the wire (0..=128). A packet may
     /// declare a payload without bytes (see `Cx::send`).
@@ -175,11 +195,13 @@ impl Msg {
         self
     }
 
+    /// The same message on another lane.
     pub fn lane(mut self, lane: Lane) -> Msg {
         self.lane = lane;
         self
     }
 
+    /// The same message about another address.
     pub fn addr(mut self, addr: PAddr) -> Msg {
         self.addr = addr;
         self
@@ -190,6 +212,7 @@ impl Msg {
         self
     }
 
+    /// The same message declaring `len` payload bytes on the wire (0..=128).
     pub fn len(mut self, len: u16) -> Msg {
         self.len = len;
         self

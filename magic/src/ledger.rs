@@ -13,10 +13,11 @@ use serde::Serialize;
 /// Live counters of one handler on one node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HandlerStats {
+    /// Times the handler ran.
     pub invocations: u64,
     /// Cycles the PP spent in this handler, stalls included.
     pub busy: u64,
-    /// Longest single invocation.
+    /// Longest single invocation, in cycles.
     pub max: u64,
     /// Cycles stalled on a full outbox lane.
     pub outbox_stall: u64,
@@ -24,8 +25,9 @@ pub struct HandlerStats {
     pub wait: u64,
     /// Instructions charged (dual-issued, so usually about twice the issue cycles).
     pub instructions: u64,
-    /// MAGIC data-cache loads and stores.
+    /// MAGIC data-cache loads.
     pub loads: u64,
+    /// MAGIC data-cache stores.
     pub stores: u64,
 }
 
@@ -41,6 +43,7 @@ impl HandlerStats {
         self.stores += o.stores;
     }
 
+    /// Mean cycles per invocation (0 if the handler never ran).
     pub fn mean(&self) -> f64 {
         if self.invocations == 0 {
             0.0
@@ -55,9 +58,12 @@ impl HandlerStats {
 pub struct HandlerRow {
     /// `None` for a row summed over all nodes.
     pub node: Option<u32>,
+    /// The handler's name, `protocol.handler`.
     pub handler: String,
+    /// The handler's counters (flattened into the row in JSON).
     #[serde(flatten)]
     pub stats: HandlerStats,
+    /// Mean cycles per invocation.
     pub mean: f64,
     /// Share of the node's (or all nodes') PP time spent in this handler.
     pub pp_share: f64,
@@ -67,15 +73,22 @@ pub struct HandlerRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
+    /// The inbox: dispatching messages from the input queues to the PP.
     Inbox,
+    /// The protocol processor, running handlers.
     Pp,
+    /// The outbox: packets waiting for the wire.
     Outbox,
+    /// Main memory's data bus.
     Memory,
+    /// The interface to the compute processor's cache (interventions).
     PcacheIf,
+    /// The outgoing network link (the wire).
     NetOut,
 }
 
 impl Unit {
+    /// Every unit, in the order the report lists them.
     pub const ALL: [Unit; 6] = [
         Unit::Inbox,
         Unit::Pp,
@@ -85,6 +98,7 @@ impl Unit {
         Unit::NetOut,
     ];
 
+    /// The unit's name in the report (`pcache-if`, `net-out`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Unit::Inbox => "inbox",
@@ -100,7 +114,9 @@ impl Unit {
 /// One unit's row of the report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct UnitRow {
+    /// `None` for a row summed over all nodes.
     pub node: Option<u32>,
+    /// Which unit.
     pub unit: Unit,
     /// Messages dispatched, handler invocations, packets, line transfers...
     pub ops: u64,
@@ -118,9 +134,13 @@ pub struct UnitRow {
 /// The occupancy report of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ledger {
+    /// Cycles the report covers (10 ns each).
     pub elapsed: Cycles,
+    /// Nodes in the machine.
     pub nodes: u32,
+    /// One row per handler and node that ran (per handler, in a [`Ledger::summed`] report).
     pub handlers: Vec<HandlerRow>,
+    /// One row per unit and node (per unit, in a [`Ledger::summed`] report).
     pub units: Vec<UnitRow>,
 }
 
@@ -216,6 +236,7 @@ impl Ledger {
             .find(|r| r.node == node && r.handler == name)
     }
 
+    /// The row of one unit on one node (`None`: the summed row).
     pub fn unit(&self, node: Option<u32>, unit: Unit) -> Option<&UnitRow> {
         self.units.iter().find(|r| r.node == node && r.unit == unit)
     }

@@ -10,6 +10,13 @@
 //! each with its typed [message]s, handlers and routes. The comparison platforms' network interfaces are in [ni],
 //! and [trace] records timelines.
 //!
+//! Where to start reading: [`Magic`], the machine (build it with
+//! [`Magic::with`], [`post`](Magic::post) messages, [`run`](Magic::run) it,
+//! read its [`Ledger`]); then [`Protocol`] and [`Install`], how a protocol
+//! declares its handlers and routes; [`Cx`], everything a handler can do and
+//! what each step costs; [`MagicParams`], every timing figure. [`testing`]
+//! runs one handler on a quiet machine and shows its steps.
+//!
 //! A handler is a plain function over its context; every step it takes is
 //! performed and charged there, so the ledger reports what it did:
 //!
@@ -62,6 +69,8 @@
 //! assert_eq!(row.stats.busy, 2 + 29);
 //! println!("{}", ledger.render());
 //! ```
+
+#![warn(missing_docs)]
 
 pub mod buffers;
 pub mod controller;

@@ -23,6 +23,8 @@ pub struct Departure {
     pub end: Cycles,
 }
 
+/// A node's outbox and outgoing link: a timeline per lane of the packets
+/// waiting for the wire, and when the wire is next free.
 #[derive(Default)]
 pub struct OutLink {
     /// When the wire is next free.

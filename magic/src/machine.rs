@@ -536,6 +536,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// True if the run neither hit its limit nor left anything stuck.
     pub fn is_clean(&self) -> bool {
         !self.limit_reached && self.stuck.is_empty()
     }
@@ -577,10 +578,12 @@ impl<S: NodeState> Magic<S> {
     /// The latest cycle the model's clock can reach with room to spare.
     pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / crate::time::TICKS_PER_SYSTEM_CYCLE / 4);
 
+    /// The machine's parameters.
     pub fn params(&self) -> &MagicParams {
         &self.params
     }
 
+    /// Nodes in the machine.
     pub fn nodes(&self) -> u32 {
         self.nodes
     }
@@ -590,18 +593,22 @@ impl<S: NodeState> Magic<S> {
         self.engine.now().to_cycles_floor()
     }
 
+    /// The protocol state of node `n`.
     pub fn state(&self, n: NodeId) -> &S {
         &self.state[n.index()]
     }
 
+    /// The protocol state of node `n`, to set up or change between runs.
     pub fn state_mut(&mut self, n: NodeId) -> &mut S {
         &mut self.state[n.index()]
     }
 
+    /// Every node's protocol state, by node number.
     pub fn states(&self) -> &[S] {
         &self.state
     }
 
+    /// What node `n` dropped so far (refused operations and unhandled messages), by cause.
     pub fn drops(&self, n: NodeId) -> Drops {
         self.hw[n.index()].drops
     }
@@ -661,14 +668,17 @@ impl<S: NodeState> Magic<S> {
         &self.hw[n.index()].mem
     }
 
+    /// Memory of node `n`, to set up data (functional: no cycles charged).
     pub fn memory_mut(&mut self, n: NodeId) -> &mut Memory {
         &mut self.hw[n.index()].mem
     }
 
+    /// The compute processor's cache of node `n` (states and bytes of its lines).
     pub fn pcache(&self, n: NodeId) -> &ProcCache {
         &self.hw[n.index()].pcache
     }
 
+    /// The compute processor's cache of node `n`, to set up lines before a run.
     pub fn pcache_mut(&mut self, n: NodeId) -> &mut ProcCache {
         &mut self.hw[n.index()].pcache
     }

@@ -12,10 +12,14 @@ use hashbrown::HashMap;
 /// When a line moved over the memory bus: first and last doubleword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineTiming {
+    /// When the first doubleword moved (system cycles of 10 ns).
     pub first: Cycles,
+    /// When the last doubleword moved (system cycles of 10 ns).
     pub last: Cycles,
 }
 
+/// A node's main memory: the bytes of every line written (others read as
+/// zeros) and the timeline of its data bus.
 #[derive(Default)]
 pub struct Memory {
     /// Lines ever written; others read as zeros.

@@ -187,7 +187,10 @@ pub trait Message: Copy + fmt::Debug + 'static {
 ///             amount: u64,
 ///         },
 ///         /// The old value.
-///         Old { value: u64 } => Reply,
+///         Old {
+///             /// The word before the add.
+///             value: u64,
+///         } => Reply,
 ///     }
 /// }
 /// ```

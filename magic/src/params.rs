@@ -20,6 +20,8 @@ pub enum InQueue {
 }
 
 impl InQueue {
+    /// The queues in the default service order: replies, requests, the
+    /// processor interface, then the software queue.
     pub const ALL: [InQueue; 4] = [
         InQueue::NetReply,
         InQueue::NetRequest,
@@ -27,6 +29,7 @@ impl InQueue {
         InQueue::Software,
     ];
 
+    /// The queue's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             InQueue::NetReply => "net-reply",
@@ -37,7 +40,8 @@ impl InQueue {
     }
 }
 
-/// Parameters of one FLASH node and the network.
+/// Parameters of one FLASH node and the network. Times are in system
+/// cycles of 10 ns; each field's default is in parentheses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MagicParams {
     /// Memory: cycles from presenting an address to the first doubleword (14).
@@ -62,39 +66,40 @@ pub struct MagicParams {
     /// small system of about three hops).
     pub net_latency: Cycles,
     /// Outbox slots per lane waiting for the link (the packet on the wire holds
-    /// none). A handler that sends into a full lane stalls the PP.
+    /// none). A handler that sends into a full lane stalls the PP (2).
     pub outbox_slots: usize,
-    /// Cache-line-sized data buffers per node.
+    /// Cache-line-sized data buffers per node (16).
     pub data_buffers: usize,
-    /// Entries the software queue's in-memory part can hold.
+    /// Entries the software queue's in-memory part can hold (1024).
     pub swq_capacity: usize,
     /// Inbox service order, highest priority first. The default drains the
     /// network first (it must never back up), then serves the processor (its
     /// misses and commands must not wait behind a long operation), then the
-    /// software queue, where long operations continue themselves.
+    /// software queue, where long operations continue themselves (network
+    /// reply, network request, processor, software).
     pub inbox_priority: [InQueue; 4],
     /// Cycles from a message entering an input queue until the PP can start
     /// its handler (the inbox stage: decode, jump-table lookup). The stage
-    /// works in parallel with the PP, so it adds latency, not occupancy.
+    /// works in parallel with the PP, so it adds latency, not occupancy (3).
     pub inbox_dispatch: Cycles,
-    /// Cycles from a handler's send until the packet can go on the wire
-    /// (the outbox stage).
+    /// Cycles from a handler's send until the packet can go on the wire, the
+    /// outbox stage (2).
     pub outbox_latency: Cycles,
     /// Cycles from the compute processor issuing a request (a miss) to its
-    /// entering MAGIC's processor-interface queue.
+    /// entering MAGIC's processor-interface queue (4).
     pub pi_in: Cycles,
     /// Cycles from MAGIC handing the processor interface a reply to the first
-    /// word reaching the processor.
+    /// word reaching the processor (6).
     pub pi_out: Cycles,
-    /// Instructions the PP issues per cycle (dual issue).
+    /// Instructions the PP issues per cycle (2: dual issue).
     pub pp_issue_width: u32,
     /// MAGIC data cache: lines (direct mapped, 128 bytes each). A miss stalls
-    /// the handler for a line read from memory.
+    /// the handler for a line read from memory (1024, a power of two).
     pub dcache_lines: usize,
-    /// Bytes of memory per node (addresses beyond are bad addresses).
+    /// Bytes of memory per node (64 MB); addresses beyond are bad addresses.
     pub mem_bytes: u64,
     /// Record timelines from the start (`Magic::trace`): an observation,
-    /// not a property of the machine; nothing in the model reads it.
+    /// not a property of the machine; nothing in the model reads it (off).
     pub trace: bool,
 }
 

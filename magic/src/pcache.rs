@@ -15,6 +15,7 @@ use serde::Serialize;
 /// State of a line in the compute processor's cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub enum LineState {
+    /// Not in the cache.
     #[default]
     Uncached,
     /// Clean (shared): memory holds the same bytes.
@@ -41,6 +42,8 @@ struct CachedLine {
     bytes: [u8; LINE_BYTES],
 }
 
+/// The compute processor's cache of one node, as MAGIC sees it: each line's
+/// state and bytes, and the timeline of its interventions.
 #[derive(Default)]
 pub struct ProcCache {
     lines: HashMap<u64, CachedLine>,
@@ -59,6 +62,7 @@ impl ProcCache {
         (self.busy, self.ops) = (Cycles(0), 0);
     }
 
+    /// The state of the line holding `a` (any region: the normal-space line).
     pub fn state(&self, a: PAddr) -> LineState {
         self.lines
             .get(&key(a))

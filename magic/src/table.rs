@@ -1,11 +1,13 @@
 //! Aligned plain-text tables: left-aligned text, right-aligned numbers.
 
+/// An aligned plain-text table: a header row and rows of cells.
 pub struct TextTable {
     head: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl TextTable {
+    /// An empty table with these column heads.
     pub fn new(head: &[&str]) -> TextTable {
         TextTable {
             head: head.iter().map(|s| s.to_string()).collect(),
@@ -13,11 +15,13 @@ impl TextTable {
         }
     }
 
+    /// Add a row (one cell per column).
     pub fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.head.len());
         self.rows.push(cells);
     }
 
+    /// The table as text, columns padded to their widest cell.
     pub fn render(&self) -> String {
         let w: Vec<usize> = (0..self.head.len())
             .map(|c| {

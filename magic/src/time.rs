@@ -37,6 +37,7 @@ pub struct Time(pub u64);
 pub struct Cycles(pub u64);
 
 impl Time {
+    /// The start of the run.
     pub const ZERO: Time = Time(0);
 
     /// The time `c` system cycles after the start of the run.
@@ -56,6 +57,7 @@ impl Time {
 }
 
 impl Cycles {
+    /// No cycles.
     pub const ZERO: Cycles = Cycles(0);
 
     /// Microseconds for reports (10 ns per cycle).

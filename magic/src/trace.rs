@@ -10,15 +10,22 @@ use serde::Serialize;
 /// The tracks of a node, in display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Track {
+    /// Waits in the inbox before dispatch.
     Inbox = 0,
+    /// Handlers running on the protocol processor.
     Pp = 1,
+    /// Packets waiting in the outbox.
     Outbox = 2,
+    /// Transfers on main memory's data bus.
     Memory = 3,
+    /// Interventions at the compute processor's cache.
     PcacheIf = 4,
+    /// Packets on the outgoing wire.
     NetOut = 5,
 }
 
 impl Track {
+    /// Every track, in display order.
     pub const ALL: [Track; 6] = [
         Track::Inbox,
         Track::Pp,
@@ -28,6 +35,7 @@ impl Track {
         Track::NetOut,
     ];
 
+    /// The track's name as the trace viewer shows it.
     pub fn name(self) -> &'static str {
         match self {
             Track::Inbox => "inbox",
@@ -43,13 +51,17 @@ impl Track {
 /// One busy interval on a track.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
+    /// The node the interval is on.
     pub node: u32,
+    /// The track it belongs to.
     pub track: Track,
     /// The protocol whose handler ran (empty for a unit's busy period).
     pub protocol: &'static str,
     /// The handler, or what the unit did.
     pub name: &'static str,
+    /// The first cycle of the interval (system cycles of 10 ns).
     pub start: Cycles,
+    /// The cycle the interval ends (system cycles of 10 ns).
     pub end: Cycles,
     /// The message that caused it, if one did.
     pub msg: Option<MsgType>,

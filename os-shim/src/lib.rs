@@ -9,6 +9,46 @@
 //! PID at a context switch, a translation-change notice, the answer to
 //! MAGIC's "translate (virtual page, PID)" interrupt) the messaging layer
 //! carries the message; the costs are the latency of that OS work.
+//!
+//! Where to start: [`Os`], one node's operating system: [`Os::spawn`] a
+//! process, [`Os::map`] its pages, then [`Os::translate`] and the shadows
+//! ([`Os::shadow`], [`Os::shadow_write`]) give the physical addresses a
+//! process hands MAGIC; [`Os::set_group`] names its peers by virtual PID;
+//! [`Change`] and [`Os::apply`] move or drop a translation. [`OsCosts`] is
+//! what each OS step costs.
+//!
+//! A process maps a page, gets the read and write shadows of an address in
+//! it, then the OS moves the page:
+//!
+//! ```
+//! use magic::{NodeId, PAddr, Region};
+//! use os_shim::{Change, Os, OsCosts, OsError, Pid, Rights, VPage, PAGE_BYTES, WRITE_SHADOW};
+//!
+//! let mut os = Os::new(NodeId(0), OsCosts::default());
+//! os.spawn(Pid(7));
+//! let frame = PAddr::new(Region::Normal, NodeId(0), 10 * PAGE_BYTES);
+//! os.map(Pid(7), VPage(3), frame, Rights::RO).unwrap();
+//!
+//! // Byte 40 of virtual page 3 is byte 40 of the frame.
+//! let vaddr = 3 * PAGE_BYTES + 40;
+//! let (p, rights) = os.translate(Pid(7), vaddr).unwrap();
+//! assert_eq!((p, rights), (PAddr(frame.0 + 40), Rights::RO));
+//!
+//! // The read shadow is the same location in the message region; a
+//! // read-only page has no write shadow.
+//! let shadow = os.shadow(Pid(7), vaddr).unwrap();
+//! assert_eq!(shadow.region(), Region::Message);
+//! assert_eq!(shadow.with_region(Region::Normal), p);
+//! assert_eq!(os.shadow_write(Pid(7), vaddr), Err(OsError::NoRight(Pid(7), VPage(3))));
+//! assert_eq!(shadow.0 & WRITE_SHADOW, 0);
+//!
+//! // Moving the page returns the frame it left; the rights stay.
+//! let to = PAddr::new(Region::Normal, NodeId(0), 11 * PAGE_BYTES);
+//! assert_eq!(os.apply(Pid(7), Change::Move(VPage(3), to)), Ok(Some(frame)));
+//! assert_eq!(os.lookup(Pid(7), VPage(3)).unwrap().frame, to);
+//! ```
+
+#![warn(missing_docs)]
 
 use magic::{Cycles, NodeId, PAddr, Region};
 use serde::Serialize;
@@ -31,6 +71,7 @@ pub struct Pid(pub u16);
 pub struct VPage(pub u64);
 
 impl VPage {
+    /// The page holding virtual address `vaddr`.
     pub fn of(vaddr: u64) -> VPage {
         VPage(vaddr / PAGE_BYTES)
     }
@@ -59,15 +100,19 @@ impl magic::message::Word for VPage {
 /// What a process may do with a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Rights {
+    /// The process may read the page.
     pub read: bool,
+    /// The process may write the page.
     pub write: bool,
 }
 
 impl Rights {
+    /// Read and write.
     pub const RW: Rights = Rights {
         read: true,
         write: true,
     };
+    /// Read only.
     pub const RO: Rights = Rights {
         read: true,
         write: false,
@@ -78,7 +123,9 @@ impl Rights {
 /// on any node) and the rights the process has on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Mapping {
+    /// The physical page: normal space, page aligned, on any node.
     pub frame: PAddr,
+    /// What the process may do with it.
     pub rights: Rights,
 }
 
@@ -94,6 +141,7 @@ pub enum Change {
 }
 
 impl Change {
+    /// The virtual page the change is about.
     pub fn page(self) -> VPage {
         match self {
             Change::Unmap(v) | Change::Remap(v, _) | Change::Move(v, _) => v,
@@ -102,16 +150,19 @@ impl Change {
 }
 
 /// What OS steps cost on the compute processor (documented guesses: the
-/// paper gives none; they are parameters).
+/// paper gives none; they are parameters). The defaults are in parentheses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct OsCosts {
-    /// A context switch, from the decision to the new process running.
+    /// A context switch, from the decision to the new process running, in
+    /// cycles of 10 ns (500).
     pub context_switch: Cycles,
-    /// Taking MAGIC's interrupt and answering with a translation.
+    /// Taking MAGIC's interrupt and answering with a translation, in cycles
+    /// of 10 ns (300).
     pub interrupt: Cycles,
-    /// Editing the page table for a translation change (data copy apart).
+    /// Editing the page table for a translation change (data copy apart), in
+    /// cycles of 10 ns (200).
     pub change: Cycles,
-    /// Copying one cache line of a moved page.
+    /// Copying one cache line of a moved page, in cycles of 10 ns (20).
     pub copy_line: Cycles,
 }
 
@@ -129,6 +180,7 @@ impl Default for OsCosts {
 /// A process: its page table and its group (virtual PID -> (node, PID)).
 #[derive(Clone, Debug, Default)]
 pub struct Process {
+    /// The process's id on its node.
     pub pid: Pid,
     pages: BTreeMap<VPage, Mapping>,
     group: Vec<(NodeId, Pid)>,
@@ -137,9 +189,13 @@ pub struct Process {
 /// Why the OS refused something.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OsError {
+    /// No process has this PID on the node.
     NoProcess(Pid),
+    /// The process does not map this virtual page.
     NotMapped(Pid, VPage),
+    /// The process lacks the right (read or write) this use of the page needs.
     NoRight(Pid, VPage),
+    /// A frame that is not a page-aligned address in normal space.
     BadFrame(PAddr),
 }
 
@@ -161,7 +217,9 @@ impl std::fmt::Display for OsError {
 /// One node's operating system.
 #[derive(Clone, Debug)]
 pub struct Os {
+    /// The node this OS runs on.
     pub node: NodeId,
+    /// What its steps cost on the compute processor.
     pub costs: OsCosts,
     procs: BTreeMap<Pid, Process>,
     /// The process on the compute processor (MAGIC is told at each switch).
@@ -169,6 +227,7 @@ pub struct Os {
 }
 
 impl Os {
+    /// An OS for `node` with no processes and none running.
     pub fn new(node: NodeId, costs: OsCosts) -> Os {
         Os {
             node,
@@ -186,6 +245,7 @@ impl Os {
         });
     }
 
+    /// Whether process `pid` exists.
     pub fn exists(&self, pid: Pid) -> bool {
         self.procs.contains_key(&pid)
     }

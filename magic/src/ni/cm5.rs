@@ -35,36 +35,47 @@ pub enum Net {
     Right = 1,
 }
 
+/// A packet on a CM-5 data network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
+    /// The node that sent it.
     pub src: NodeId,
+    /// The node it is for.
     pub dest: NodeId,
+    /// The network it travels on.
     pub net: Net,
+    /// Its five 32-bit words.
     pub words: [u32; PACKET_WORDS],
-    /// When it is in the receiver's FIFO.
+    /// When it is in the receiver's FIFO (ticks).
     pub arrives: Time,
 }
 
-/// Hardware parameters.
+/// Hardware parameters: the processor's costs in 33 MHz processor cycles,
+/// the networks' times in ticks (see [`Time`]). Each field's default is in
+/// parentheses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Cm5Params {
-    /// NI register read and write, and a cached load and store, in 33 MHz
-    /// processor cycles.
+    /// An NI register read, in 33 MHz processor cycles (7).
     pub ni_read: u64,
+    /// An NI register write, in 33 MHz processor cycles (3).
     pub ni_write: u64,
+    /// A cached load, in 33 MHz processor cycles (2).
     pub load: u64,
+    /// A cached store, in 33 MHz processor cycles (3).
     pub store: u64,
-    /// One router chip, one way.
+    /// One router chip, one way (0.25 us).
     pub router_delay: Time,
-    /// One-way latency besides the routers.
+    /// One-way latency besides the routers (2.125 us: 3.5 us to the far side
+    /// of 64 nodes, less five routers and the mean random part).
     pub fixed_latency: Time,
-    /// The spread of path delays (random up-links).
+    /// The spread of path delays, random up-links (0.25 us).
     pub path_jitter: Time,
-    /// Packets of one sender the network holds (per network).
+    /// Packets of one sender the network holds, per network (8).
     pub capacity: usize,
-    /// How long a packet holds each link it crosses (zero: no contention).
+    /// How long a packet holds each link it crosses (2.4 us: six words at
+    /// 10 MB/s; zero: no contention).
     pub link_time: Time,
-    /// Seed of the up-link choices.
+    /// Seed of the up-link choices (1).
     pub seed: u64,
 }
 
@@ -93,6 +104,7 @@ impl Default for Cm5Params {
 }
 
 impl Cm5Params {
+    /// Check the parameters; the error says which one is out of range.
     pub fn validate(&self) -> Result<(), String> {
         if self.capacity == 0 {
             return Err("the CM-5 network must hold at least one packet per sender".into());
@@ -104,9 +116,11 @@ impl Cm5Params {
 /// Counters of the networks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NetStats {
+    /// Packets the networks took (the dropped ones are not counted here).
     pub sent: u64,
     /// Outgoing packets the NI dropped because the network was full.
     pub dropped: u64,
+    /// Packets taken from a receive FIFO.
     pub delivered: u64,
     /// Packets that arrived before one sent earlier on the same path.
     pub overtaken: u64,
@@ -132,6 +146,7 @@ pub struct Cm5Network {
     link_at: Vec<(usize, usize)>,
     /// Slots one network's links take.
     per_net: usize,
+    /// Counters since the networks were built.
     pub stats: NetStats,
 }
 
@@ -146,6 +161,8 @@ pub fn up_links(level: u32) -> usize {
 }
 
 impl Cm5Network {
+    /// The NIs and networks of a machine of `nodes` nodes; an error if the
+    /// parameters are out of range or there are fewer than 2 nodes.
     pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, String> {
         params.validate()?;
         if nodes < 2 {
@@ -174,10 +191,12 @@ impl Cm5Network {
         })
     }
 
+    /// The hardware parameters.
     pub fn params(&self) -> &Cm5Params {
         &self.params
     }
 
+    /// Nodes in the machine.
     pub fn nodes(&self) -> u32 {
         self.nodes
     }

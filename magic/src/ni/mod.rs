@@ -16,11 +16,14 @@ use crate::time::Time;
 /// travel as the packet's words); what reaches a node's receive FIFO is
 /// delivered. A packet the full network refuses is counted in `stats`.
 pub struct Cm5Machine {
+    /// The NIs and the networks.
     pub net: cm5::Cm5Network,
     now: Time,
 }
 
 impl Cm5Machine {
+    /// A CM-5 of `nodes` nodes with these hardware parameters; an error if
+    /// they are out of range or there are fewer than 2 nodes.
     pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, String> {
         Ok(Cm5Machine {
             net: cm5::Cm5Network::new(params, nodes)?,
@@ -143,12 +146,15 @@ impl Controller for Cm5Machine {
 /// posted message is a packet the host hands its adapter (its length is the
 /// message's payload); what reaches a node's receive FIFO is delivered.
 pub struct SpMachine {
+    /// The adapters and the switch, carrying the posted messages.
     pub switch: sp::SpSwitch<Msg>,
     nodes: u32,
     now: Time,
 }
 
 impl SpMachine {
+    /// An SP of `nodes` nodes with these hardware parameters; an error if
+    /// they are out of range or there are fewer than 2 nodes.
     pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, String> {
         Ok(SpMachine {
             switch: sp::SpSwitch::new(params, nodes)?,

@@ -22,31 +22,39 @@ use crate::time::{Time, TICKS_PER_US};
 use serde::Serialize;
 use std::collections::VecDeque;
 
-/// Bytes of header in a packet; a packet holds at most 256 bytes.
+/// Bytes of header in a packet.
 pub const HEADER_BYTES: u64 = 32;
+/// The most bytes a packet holds, header included.
 pub const PACKET_BYTES: u64 = 256;
 
+/// Hardware parameters of the adapter and the switch (times in ticks, see
+/// [`Time`]). Each field's default is in parentheses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SpParams {
-    /// One MicroChannel access from the host.
+    /// One MicroChannel access from the host (1 us).
     pub mc_access: Time,
-    /// MicroChannel DMA rate, bytes per microsecond.
+    /// MicroChannel DMA rate, bytes per microsecond (80).
     pub mc_bytes_per_us: u64,
-    /// Switch hardware latency and link rate (bytes per microsecond).
+    /// Switch hardware latency (0.5 us).
     pub switch_latency: Time,
+    /// Switch link rate, bytes per microsecond (40).
     pub switch_bytes_per_us: u64,
-    /// Adapter firmware latency, per side.
+    /// Adapter firmware latency, per side (7.21 us).
     pub adapter_latency: Time,
-    /// Adapter firmware time per packet, per side (occupancy).
+    /// Adapter firmware time per packet, per side: its occupancy (1 us).
     pub adapter_per_packet: Time,
-    /// Send and receive FIFO entries.
+    /// Send FIFO entries, in packets (128).
     pub send_fifo: usize,
+    /// Receive FIFO entries, in packets (64).
     pub recv_fifo: usize,
-    /// Fault injection: parts per million of packets dropped, and delayed
-    /// by `delay` (so that later ones overtake them).
+    /// Fault injection: parts per million of packets dropped (0).
     pub drop_ppm: u32,
+    /// Fault injection: parts per million of packets delayed by `delay`, so
+    /// that later ones overtake them (0).
     pub delay_ppm: u32,
+    /// How long a delayed packet is held back (50 us).
     pub delay: Time,
+    /// Seed of the fault injector's choices (1).
     pub seed: u64,
 }
 
@@ -73,6 +81,7 @@ impl Default for SpParams {
 }
 
 impl SpParams {
+    /// Check the parameters; the error says which one is out of range.
     pub fn validate(&self) -> Result<(), String> {
         if self.mc_bytes_per_us == 0 || self.switch_bytes_per_us == 0 {
             return Err("SP rates must be positive".into());
@@ -90,21 +99,31 @@ impl SpParams {
 /// A packet on the SP: its bytes on the wire, and what the layer put in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpPacket<P> {
+    /// The node that sent it.
     pub src: NodeId,
+    /// The node it is for.
     pub dest: NodeId,
+    /// Bytes on the wire, header included (at most [`PACKET_BYTES`]).
     pub bytes: u64,
+    /// When it is in the receiver's FIFO (ticks).
     pub arrives: Time,
+    /// What the messaging layer put in it.
     pub body: P,
 }
 
+/// Counters of the switch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SwitchStats {
+    /// Packets the adapters handed the switch (dropped ones included).
     pub sent: u64,
+    /// Packets the fault injector dropped.
     pub dropped: u64,
+    /// Packets the fault injector delayed.
     pub delayed: u64,
     /// Packets sent while the receiver's FIFO already held (or was due to
     /// hold) as many as it has entries: the adapter holds them back.
     pub overflowed: u64,
+    /// Packets taken from a receive FIFO.
     pub delivered: u64,
 }
 
@@ -119,6 +138,7 @@ pub struct SpSwitch<P> {
     link_free: Vec<Time>,
     /// Per node: packets on their way or in the receive FIFO, by arrival.
     fifo: Vec<VecDeque<SpPacket<P>>>,
+    /// Counters since the switch was built.
     pub stats: SwitchStats,
 }
 
@@ -127,6 +147,8 @@ fn at_rate(bytes: u64, per_us: u64) -> Time {
 }
 
 impl<P: Copy> SpSwitch<P> {
+    /// The adapters and switch of a machine of `nodes` nodes; an error if
+    /// the parameters are out of range or there are fewer than 2 nodes.
     pub fn new(params: SpParams, nodes: u32) -> Result<SpSwitch<P>, String> {
         params.validate()?;
         if nodes < 2 {
@@ -143,6 +165,7 @@ impl<P: Copy> SpSwitch<P> {
         })
     }
 
+    /// The hardware parameters.
     pub fn params(&self) -> &SpParams {
         &self.params
     }
@@ -213,14 +236,17 @@ impl<P: Copy> SpSwitch<P> {
         }
     }
 
+    /// When the packet at the head of `node`'s receive FIFO arrives, if there is one.
     pub fn next_arrival(&self, node: NodeId) -> Option<Time> {
         self.fifo[node.0 as usize].front().map(|p| p.arrives)
     }
 
+    /// When the last packet now on its way to `node` arrives, if there is one.
     pub fn last_arrival(&self, node: NodeId) -> Option<Time> {
         self.fifo[node.0 as usize].back().map(|p| p.arrives)
     }
 
+    /// Packets on their way or waiting in a receive FIFO, over all nodes.
     pub fn in_flight(&self) -> usize {
         self.fifo.iter().map(VecDeque::len).sum()
     }
