@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! flashkit: a model of the Stanford FLASH multiprocessor's programmable node
 //! controller, MAGIC, and the message-passing protocols that run on it.
 //!
