@@ -8,3 +8,7 @@ pub use coherence;
 pub use magic;
 pub use os_shim;
 pub use protocols;
+
+/// The README, whose library example runs as this crate's test.
+#[doc = include_str!("../README.md")]
+pub mod readme {}
