@@ -277,7 +277,7 @@ pub fn bandwidth() -> Result<Chart, String> {
             for &b in &sizes {
                 let o = run(&Config {
                     bytes: b,
-                    version: v,
+                    handler: v,
                     sender: s,
                     ..Config::default()
                 })?;
@@ -317,7 +317,7 @@ pub fn chunk() -> Result<Chart, String> {
         for k in 1..=16u32 {
             let o = run(&Config {
                 sender: SenderState::Dirty,
-                version: Version::Chunked(k),
+                handler: Version::Chunked(k),
                 src_offset: off,
                 ..Config::default()
             })?;

@@ -178,7 +178,7 @@ impl Transfer {
                 Receiver::Clean => ReceiverState::Clean,
                 Receiver::Dirty => ReceiverState::Dirty,
             },
-            version: match self.handler {
+            handler: match self.handler {
                 HandlerKind::Base => Version::Base,
                 HandlerKind::Optimized => Version::Optimized,
                 HandlerKind::Chunked => Version::Chunked(self.chunk),
@@ -186,8 +186,8 @@ impl Transfer {
             src_offset: self.src_offset,
             dst_offset: self.dst_offset,
             mode: match self.coherence {
-                CoherenceKind::Local => coherence::modes::Mode::Local,
-                CoherenceKind::Global => coherence::modes::Mode::Global,
+                CoherenceKind::Local => protocols::transfer::Mode::Local,
+                CoherenceKind::Global => protocols::transfer::Mode::Global,
             },
             strategy: match self.strategy {
                 StrategyKind::Pipelined => Strategy::Pipelined,

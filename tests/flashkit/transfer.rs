@@ -25,7 +25,7 @@ fn transfer_occupancy_grid() {
                 let c = Config {
                     sender,
                     receiver,
-                    version,
+                    handler: version,
                     ..Config::default()
                 };
                 let r = run(&c).unwrap();

@@ -37,20 +37,23 @@
 pub mod conn;
 pub mod costs;
 pub mod cpu;
+pub mod experiment;
 pub mod msg;
-pub mod run;
 pub mod sender;
 pub mod state;
 pub mod unit;
 
+/// How message data is kept coherent: the transfer's `Config::mode` takes
+/// it (defined with the directory protocol, which carries it out).
+pub use coherence::modes::Mode;
 pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp};
-pub use magic::costs::Breakdown;
-pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
-pub use run::{
+pub use experiment::{
     run, run_beside, run_with, Config, Direction, Failed, Outcome, PageChange, ReceiverState,
     SenderState, Side, Startup, WithTransfer,
 };
+pub use magic::costs::Breakdown;
+pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
 pub use state::{
     Accepted, Carry, CmdRecord, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy, Version,
     XferNode, XferParams, XferStats,

@@ -342,7 +342,7 @@ fn get(cx: &mut C<'_>, line: PAddr, buf: BufId, inv: &mut Inv) -> magic::pcache:
 fn aligned(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
     let k = costs(cx);
     let line = src_line(cx.state(), c.so);
-    let version = cx.state().params.version;
+    let version = cx.state().params.handler;
     let buf = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
     directory(cx, line, inv);
     let how = match held(cx, line) {
@@ -610,7 +610,7 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     charge(cx, k.send_init, row::INIT, &mut inv);
     let now = cx.now();
     cx.state().stats.marks.first_line.get_or_insert(now);
-    let lines = cx.state().params.version.lines_per_invocation();
+    let lines = cx.state().params.handler.lines_per_invocation();
     let mut stop = None;
     if cx.state().out.sends.front().is_some() {
         if let Err(e) = fetch_ahead(cx, &mut inv) {

@@ -61,7 +61,7 @@ pub enum Strategy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct XferParams {
     /// The sender's handler.
-    pub version: Version,
+    pub handler: Version,
     /// How message data is kept coherent.
     pub mode: Mode,
     /// How global coherence fetches a third node's dirty lines.
@@ -77,7 +77,7 @@ pub struct XferParams {
 impl Default for XferParams {
     fn default() -> Self {
         XferParams {
-            version: Version::Chunked(4),
+            handler: Version::Chunked(4),
             mode: Mode::Local,
             strategy: Strategy::Pipelined,
             window: 8,

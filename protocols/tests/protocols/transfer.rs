@@ -17,7 +17,7 @@ fn go(c: Config) -> Outcome {
 fn with(sender: SenderState, version: Version) -> Config {
     Config {
         sender,
-        version,
+        handler: version,
         ..Config::default()
     }
 }

@@ -103,7 +103,7 @@ pub struct Config {
     /// Where the receive buffer's lines are at the start.
     pub receiver: ReceiverState,
     /// The sender's handler.
-    pub version: Version,
+    pub handler: Version,
     /// Byte offsets of the buffers within their first page.
     pub src_offset: u64,
     /// The receive buffer's byte offset within its first page.
@@ -141,7 +141,7 @@ impl Default for Config {
             bytes: 4096,
             sender: SenderState::Uncached,
             receiver: ReceiverState::Uncached,
-            version: Version::Chunked(4),
+            handler: Version::Chunked(4),
             src_offset: 0,
             dst_offset: 0,
             mode: Mode::Local,
@@ -190,7 +190,7 @@ impl Config {
                 ));
             }
         }
-        if let Version::Chunked(k) = self.version {
+        if let Version::Chunked(k) = self.handler {
             let pool = self.params.data_buffers as u32;
             if k == 0 || k > pool {
                 return Err(format!(
@@ -356,7 +356,7 @@ impl<S: NodeState> std::fmt::Display for Outcome<S> {
             self.lines,
             c.sender,
             c.receiver,
-            c.version.short(),
+            c.handler.short(),
             c.mode,
             c.direction
         )?;
@@ -607,7 +607,7 @@ fn run_on<S: WithTransfer>(
     let nodes = c.nodes();
     let unit = Transfer {
         params: XferParams {
-            version: c.version,
+            handler: c.handler,
             mode: c.mode,
             strategy: c.strategy,
             costs: c.costs,
