@@ -24,6 +24,9 @@ use magic::{
 };
 use protocols::transfer::{self, Config, Outcome, XferNode};
 
+/// A fetch-and-increment handler's context.
+type C<'a> = Cx<'a, FincNode>;
+
 messages! {
     /// The fetch-and-increment's messages.
     pub enum FincMsg: FincKind {
@@ -54,7 +57,7 @@ pub fn counter() -> PAddr {
 }
 
 /// At the requester's MAGIC: forward the request to the word's home.
-pub fn request<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
+pub fn request(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
     cx.instr(FORWARD);
     let home = m.addr.node();
     let inc = cx.msg(FincMsg::Inc).to(home).addr(m.addr);
@@ -64,9 +67,9 @@ pub fn request<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
 /// At the home: read the line into a data buffer, add one to the word,
 /// write the line back, and reply with the old value. With no buffer free,
 /// refuse (the requester's processor would ask again).
-pub fn increment<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
+pub fn increment(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
     cx.instr(CHECK);
-    let reply = |cx: &mut Cx<'_, T>, value: u64, ok: bool| {
+    let reply = |cx: &mut C<'_>, value: u64, ok: bool| {
         let old = cx.msg(FincMsg::Old { value, ok }).to(m.src).addr(m.addr);
         let _ = cx.send(old, None);
     };
@@ -100,23 +103,11 @@ pub fn increment<T>(cx: &mut Cx<'_, T>, m: &Msg, _msg: FincMsg) {
 }
 
 /// Back at the requester's MAGIC: hand the old value to the processor.
-pub fn reply<T>(cx: &mut Cx<'_, T>, _m: &Msg, msg: FincMsg) {
+pub fn reply(cx: &mut C<'_>, _m: &Msg, msg: FincMsg) {
     cx.instr(ANSWER);
     if let FincMsg::Old { value, ok } = msg {
         let _ = cx.to_processor(cx.msg(FincMsg::Done { value, ok }), None);
     }
-}
-
-/// Register the handlers and route the messages to them. The handlers keep
-/// nothing in the node state, so they install over any (the protocol's
-/// own, or the transfer's beside it).
-pub fn install_handlers<S: 'static, T: 'static>(b: &mut Install<'_, S, T>) {
-    let h = b.handler("request", request::<T>);
-    b.route_any(FincKind::Ask, h);
-    let h = b.handler("increment", increment::<T>);
-    b.route_any(FincKind::Inc, h);
-    let h = b.handler("reply", reply::<T>);
-    b.route_any(FincKind::Old, h);
 }
 
 /// The protocol: one processor asks for `count` fetch-and-increments of
@@ -137,6 +128,9 @@ pub struct FincNode {
     /// Asks still to make.
     left: u64,
     every: Cycles,
+    /// When the next ask is due (a protocol beside this one may step the
+    /// processor sooner).
+    next: Cycles,
     asked: u64,
     /// The answers, in order: (cycle, old value, whether it was done).
     pub answers: Vec<(Cycles, u64, bool)>,
@@ -144,7 +138,7 @@ pub struct FincNode {
 
 impl NodeState for FincNode {
     fn pending(&self) -> Option<String> {
-        let open = self.asked - self.answers.len() as u64;
+        let open = self.asked.saturating_sub(self.answers.len() as u64);
         (open > 0).then(|| format!("{open} fetch-and-increment(s) unanswered"))
     }
 
@@ -152,12 +146,16 @@ impl NodeState for FincNode {
         if self.left == 0 {
             return ProcStep::Idle;
         }
+        if p.now() < self.next {
+            return ProcStep::At(self.next);
+        }
         let ask = p.msg(FincMsg::Ask).addr(counter());
         p.request(ask, None);
         self.left -= 1;
         self.asked += 1;
+        self.next = p.now() + self.every;
         if self.left > 0 {
-            ProcStep::At(p.now() + self.every)
+            ProcStep::At(self.next)
         } else {
             ProcStep::Idle
         }
@@ -194,7 +192,12 @@ impl Protocol for Finc {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, FincNode>) {
-        install_handlers(b);
+        let h = b.handler("request", request);
+        b.route_any(FincKind::Ask, h);
+        let h = b.handler("increment", increment);
+        b.route_any(FincKind::Inc, h);
+        let h = b.handler("reply", reply);
+        b.route_any(FincKind::Old, h);
     }
 }
 
@@ -220,18 +223,21 @@ pub fn run_alone(n: u64) -> Result<Magic<FincNode>, String> {
 
 /// The default transfer with `n` fetch-and-increments handed to node 0's
 /// MAGIC, one every 100 cycles from the transfer's start.
-pub fn run_beside_transfer(n: u64) -> Result<Outcome, String> {
-    transfer::run_with(
-        &Config::default(),
-        |b| install_handlers(&mut b.part("finc", |x: &mut XferNode| x)),
-        |m: &mut Magic<XferNode>, at: Cycles| {
-            for i in 0..n {
-                let ask = m.msg(NodeId(0), FincMsg::Ask).addr(counter());
-                m.post(NodeId(0), at + Cycles(100 * i), ask)?;
-            }
-            Ok(())
-        },
-    )
+pub fn run_beside_transfer(n: u64) -> Result<Outcome<(XferNode, FincNode)>, String> {
+    // Its processor program asks for nothing: the requests are handed to
+    // MAGIC directly, from the measured transfer's start.
+    let finc = Finc {
+        requester: NodeId(0),
+        count: 0,
+        every: Cycles(100),
+    };
+    transfer::run_beside(&Config::default(), &finc, |m, at| {
+        for i in 0..n {
+            let ask = m.msg(NodeId(0), FincMsg::Ask).addr(counter());
+            m.post(NodeId(0), at + Cycles(100 * i), ask)?;
+        }
+        Ok(())
+    })
     .map_err(|e| e.to_string())
 }
 
