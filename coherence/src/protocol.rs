@@ -24,8 +24,8 @@ use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
 use magic::costs::Source;
 use magic::{
-    BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicBuilder, MagicParams, Msg,
-    NodeId, NodeState, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
+    BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
+    NodeState, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
 };
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -1023,12 +1023,6 @@ pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) 
     b.route(CohKind::SharingWriteback, n, h);
     let h = b.handler("transfer", transfer::<T>);
     b.route(CohKind::Transfer, n, h);
-}
-
-/// Install the protocol's handlers on a machine whose whole node state is
-/// [`Coherent`] (see [`install_on`]).
-pub fn install<S: Coherent>(b: &mut MagicBuilder<S>) {
-    install_on(&mut b.part("coherence", |s| s));
 }
 
 /// The coherence protocol as a unit: its messages ([`CohMsg`]), handlers,

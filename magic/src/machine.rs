@@ -273,9 +273,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         let project = self.project;
         let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
-            let kind = base
-                .and_then(|b| msg.mtype.0.checked_sub(b))
-                .and_then(|i| M::Kind::from_index(i as usize));
+            let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
             match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
                 Some(m) => f(&mut cx, msg, m),
                 None => cx.undecodable(msg.mtype),

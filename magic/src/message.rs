@@ -462,10 +462,17 @@ impl Registry {
     /// The type number of kind `k` of `M`, or [`UNKNOWN`] when `M` is not installed.
     #[inline]
     pub fn type_of<M: Message>(&self, k: M::Kind) -> MsgType {
+        self.base_of::<M>()
+            .map_or(UNKNOWN, |b| MsgType(b + k.index() as u8))
+    }
+
+    /// The first of `M`'s block of type numbers, if `M` is installed.
+    #[inline]
+    fn base_of<M: Message>(&self) -> Option<u8> {
         self.families
             .iter()
             .find(|f| f.id == TypeId::of::<M>())
-            .map_or(UNKNOWN, |f| MsgType(f.base + k.index() as u8))
+            .map(|f| f.base)
     }
 
     /// `m` as a message from `src` to `dest`, on its kind's lane, with no
@@ -492,14 +499,7 @@ impl Registry {
 
     /// `msg` decoded as an `M`.
     pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
-        let base = self
-            .families
-            .iter()
-            .find(|f| f.id == TypeId::of::<M>())
-            .map(|f| f.base);
-        let kind = base
-            .and_then(|b| msg.mtype.0.checked_sub(b))
-            .and_then(|i| M::Kind::from_index(i as usize));
+        let kind = self.base_of::<M>().and_then(|b| kind_at::<M>(b, msg.mtype));
         let Some(kind) = kind else {
             return Err(DecodeError::WrongType {
                 expected: short_name::<M>(),
@@ -528,6 +528,13 @@ impl Registry {
                 }
             })
     }
+}
+
+/// The kind of `M` type number `t` is, when `M`'s block starts at `base`.
+#[inline]
+pub(crate) fn kind_at<M: Message>(base: u8, t: MsgType) -> Option<M::Kind> {
+    t.0.checked_sub(base)
+        .and_then(|i| M::Kind::from_index(i as usize))
 }
 
 /// Decode the payload of a message already known to be of kind `k`.

@@ -172,11 +172,8 @@ impl OsSide {
     /// The processor's next step: the sooner of the OS's next answer and
     /// `program`'s next step.
     pub fn next_step(&self, program: Option<Cycles>) -> ProcStep {
-        match (self.next_due(), program) {
-            (Some(a), Some(b)) => ProcStep::At(a.min(b)),
-            (Some(a), None) | (None, Some(a)) => ProcStep::At(a),
-            (None, None) => ProcStep::Idle,
-        }
+        let step = |t: Option<Cycles>| t.map_or(ProcStep::Idle, ProcStep::At);
+        step(self.next_due()).earliest(step(program))
     }
 }
 

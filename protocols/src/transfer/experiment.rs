@@ -532,18 +532,7 @@ impl From<String> for Failed {
 
 /// Run one experiment.
 pub fn run(c: &Config) -> Result<Outcome, Failed> {
-    run_with(c, |_| {}, |_, _| Ok(()))
-}
-
-/// Run one experiment with other traffic beside the transfer: `extra`
-/// installs more handlers on the transfer's node state; `alongside` may
-/// post messages when the measured transfer starts (at the cycle it is given).
-pub fn run_with(
-    c: &Config,
-    extra: impl FnOnce(&mut MagicBuilder<XferNode>),
-    alongside: impl FnOnce(&mut Magic<XferNode>, Cycles) -> Result<(), String>,
-) -> Result<Outcome, Failed> {
-    run_on(c, extra, |x, _| x, alongside)
+    run_on(c, |_| {}, |x, _| x, |_, _| Ok(()))
 }
 
 /// Run one experiment with protocol `other` beside the transfer, each over
