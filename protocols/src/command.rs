@@ -1,8 +1,11 @@
 //! The command interface's costs, shared by every protocol whose user code
 //! talks to MAGIC through command sequences (the user layer, the transfer
-//! and Active Messages on MAGIC): taking one uncached command write into the operation record,
-//! and taking the operating system's notice of a translation change or its
-//! answer to MAGIC's interrupt.
+//! and Active Messages on MAGIC): taking one uncached command write into the
+//! operation record; checking and answering a sequence's committing read
+//! (the user layer's and Active Messages'; the transfer's commit is its own
+//! task schedule, calibrated on its start-up); and taking the operating
+//! system's notice of a translation change or its answer to MAGIC's
+//! interrupt.
 //!
 //! A scenario overrides them in a `[costs.command]` table; `docs/costs.md`
 //! lists the sheet with each entry's provenance.
@@ -15,6 +18,10 @@ magic::cost_sheet! {
         /// Take one command write into the record.
         write: u32 = 6, Source::Choice(
             "decode the address (register or shadow page), store the data in the PID's record.");
+        /// Check and accept (or refuse) a sequence at its committing read.
+        commit: u32 = 16, Source::Choice(
+            "load the record, check the operation, group and pages, answer; \
+             the start-up of a fetch-and-op (59 cycles) follows from it.");
         /// Take an OS notice (a translation about to change) or the OS's
         /// answer to an interrupt.
         os_notice: u32 = 16, Source::Choice(

@@ -19,9 +19,10 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             "command",
             "The command interface, shared by the user layer, the transfer and \
              Active Messages on MAGIC: \
-             taking one command write into the operation record, and taking \
-             the OS's notice of a translation change or its answer to an \
-             interrupt.",
+             taking one command write into the operation record, checking \
+             a sequence at its committing read (the transfer's commit is its \
+             own sheet's), and taking the OS's notice of a translation change \
+             or its answer to an interrupt.",
             Box::new(crate::command::CommandCosts::default()),
         ),
         (
@@ -34,7 +35,7 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
         ),
         (
             "user",
-            "User-level messaging: commits, fetch-and-add, \
+            "User-level messaging: fetch-and-add, \
              copies and sends a line at a time, the address techniques \
              (hold-off, invalidation, software TLB).",
             Box::new(crate::user::UserCosts::default()),

@@ -134,9 +134,6 @@ magic::cost_sheet! {
         /// model's local clean miss, run on the platform's parameters).
         dispatch: u64 = 5, Source::Choice(
             "load the handler index from the entry, an indirect call.");
-        /// MAGIC: the committing read of a request or reply.
-        commit: u32 = 16, Source::Choice(
-            "as the user layer's commit: load, check, answer.");
         /// MAGIC: delivering an arrival to the process's queue in memory.
         deliver: u32 = 8, Source::Choice(
             "decode, find the queue's tail, issue the write, bump the tail.");
@@ -506,7 +503,7 @@ fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
 
 /// The commit: check, answer, and send the message or start the store.
 fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
-    let c = cx.state().costs;
+    let c = cx.state().command;
     cx.instr(c.commit);
     cx.load(RECORD);
     let Command {

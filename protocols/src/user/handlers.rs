@@ -103,7 +103,7 @@ fn cmd_write(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
 
 /// The committing read: check the sequence, accept or refuse it.
 fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: UserMsg) {
-    let c = costs(cx);
+    let c = command(cx);
     cx.instr(c.commit);
     let Some(pid) = cx.state().magic.current else {
         to_cpu(

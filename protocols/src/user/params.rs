@@ -12,13 +12,9 @@ use serde::Serialize;
 magic::cost_sheet! {
     /// Instructions MAGIC's handlers issue per step of user-level messaging
     /// (dual issue), with the data-cache loads and stores charged beside them.
-    /// The command writes and the OS's notices are the command interface's
+    /// The command writes, commits and the OS's notices are the command interface's
     /// ([`CommandCosts`]).
     pub struct UserCosts {
-        /// Check and accept (or refuse) a sequence.
-        commit: u32 = 16, Source::Choice(
-            "load the record, check the operation, group and pages, answer; \
-             the start-up of a fetch-and-op (59 cycles) follows from it.");
         /// One line of a copy or send: address, header, bookkeeping.
         line: u32 = 14, Source::Choice(
             "as the transfer's clean line without its directory work.");
