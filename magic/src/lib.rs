@@ -78,6 +78,7 @@ pub mod costs;
 pub mod cx;
 pub mod dcache;
 pub mod engine;
+pub mod error;
 pub mod ids;
 pub mod ledger;
 pub mod link;
@@ -96,6 +97,7 @@ mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
+pub use error::OutOfRange;
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{

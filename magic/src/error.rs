@@ -1,0 +1,56 @@
+//! The one shape of a bad value: which field, what it may be, what it was.
+//!
+//! Every crate's error type wraps an [`OutOfRange`] where a configuration
+//! field holds a value the model cannot serve, so a study (or the command
+//! line, which maps field names to its flags) can say exactly what to change.
+
+/// A configuration field holds a value outside its allowed range.
+///
+/// ```
+/// use magic::OutOfRange;
+/// let e = OutOfRange::new("nodes", "at least 3", 2);
+/// assert_eq!(e.to_string(), "nodes must be at least 3, got 2");
+/// assert_eq!(e.field, "nodes");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field} must be {allowed}, got {got}")]
+pub struct OutOfRange {
+    /// The field's name as the configuration spells it (`src_offset`).
+    pub field: &'static str,
+    /// What the field may hold, in words (`from 1 to 256`).
+    pub allowed: String,
+    /// The value it held.
+    pub got: String,
+}
+
+impl OutOfRange {
+    /// `field` must be `allowed`, and held `got`.
+    pub fn new(field: &'static str, allowed: impl Into<String>, got: impl ToString) -> Self {
+        OutOfRange {
+            field,
+            allowed: allowed.into(),
+            got: got.to_string(),
+        }
+    }
+
+    /// `Err` unless `lo <= got <= hi` (inclusive).
+    ///
+    /// ```
+    /// use magic::OutOfRange;
+    /// assert!(OutOfRange::check("chunk", 4u64, 1, 64).is_ok());
+    /// let e = OutOfRange::check("chunk", 0u64, 1, 64).unwrap_err();
+    /// assert_eq!(e.to_string(), "chunk must be from 1 to 64, got 0");
+    /// ```
+    pub fn check<T: PartialOrd + std::fmt::Display>(
+        field: &'static str,
+        got: T,
+        lo: T,
+        hi: T,
+    ) -> Result<(), OutOfRange> {
+        if got < lo || got > hi {
+            Err(OutOfRange::new(field, format!("from {lo} to {hi}"), got))
+        } else {
+            Ok(())
+        }
+    }
+}
