@@ -2,9 +2,9 @@
 
 #[macro_use]
 mod output;
-mod plot;
-mod scenario;
 mod sweep;
+
+use flashkit::{plot, scenario};
 
 use output::Failure;
 
@@ -603,7 +603,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             });
             match format {
                 Format::Json => out!("{v}"),
-                Format::Csv => out_raw!("{}", sweep::csv_row(&v)),
+                Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&v)),
                 Format::Table => {
                     out!(
                         "pipeline: {} nodes x {} messages, {:?}\ncompletion      {} cycles\nsum_completion  {}\nsum_latency     {}\nevents          {} ({:.1} M events/s, {:.3} s event loop)\n",
@@ -727,7 +727,7 @@ fn report(
     }
     match format {
         Format::Json => out!("{}", r.json),
-        Format::Csv => out_raw!("{}", sweep::csv_row(&r.json)),
+        Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&r.json)),
         Format::Table => out_raw!("{}", r.table),
     }
     if let Some(f) = r.failed {

@@ -25,12 +25,13 @@
 //! the rows a killed run wrote and runs only the points they lack.
 
 use crate::output::{self, Failure, Sink};
-use crate::scenario::{self, Source};
+use flashkit::scenario::{self, Source};
+use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point};
 use indicatif::{ProgressBar, ProgressStyle};
+use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Read as _, Seek as _};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A sweep as the command line gives it.
 pub struct Sweep<'a> {
@@ -56,123 +57,6 @@ pub struct Sweep<'a> {
 
 /// The first line of every part: what it marks out.
 const MARK: &str = "# flashkit-sweep ";
-
-/// A value from the command line, as TOML would read it.
-fn value(s: &str) -> toml::Value {
-    if let Ok(i) = s.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(b) = s.parse::<bool>() {
-        toml::Value::Boolean(b)
-    } else if let Ok(f) = s.parse::<f64>() {
-        toml::Value::Float(f)
-    } else {
-        toml::Value::String(s.to_string())
-    }
-}
-
-fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
-    let (table, field) = key
-        .split_once('.')
-        .ok_or_else(|| format!("--vary {key}: name a key as table.key"))?;
-    let sub = t
-        .entry(table.to_string())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let sub = sub
-        .as_table_mut()
-        .ok_or_else(|| format!("--vary {key}: {table} is not a table"))?;
-    sub.insert(field.to_string(), v);
-    Ok(())
-}
-
-/// Every scalar of a table as (dotted key, text), in key order.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, x, out);
-            }
-        }
-        // Arrays (occupancy tables) are left to `flashkit run`.
-        serde_json::Value::Array(_) | serde_json::Value::Null => {}
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        x => out.push((prefix.to_string(), x.to_string())),
-    }
-}
-
-/// The cost-sheet entries some point of the sweep sets away from their
-/// defaults: only those become columns (a sheet has some 200 scalars).
-/// Decided over every point, so every shard has the same columns.
-struct ChangedCosts {
-    defaults: serde_json::Value,
-    flat: HashMap<String, String>,
-    changed: HashSet<String>,
-}
-
-impl ChangedCosts {
-    fn new() -> Self {
-        let defaults = serde_json::to_value(scenario::CostTables::default()).unwrap_or_default();
-        let mut d = Vec::new();
-        flatten("costs", &defaults, &mut d);
-        ChangedCosts {
-            defaults,
-            flat: d.into_iter().collect(),
-            changed: HashSet::new(),
-        }
-    }
-
-    fn note(&mut self, sc: &scenario::Scenario) {
-        let v = serde_json::to_value(&sc.costs).unwrap_or_default();
-        if v == self.defaults {
-            return;
-        }
-        let mut cols = Vec::new();
-        flatten("costs", &v, &mut cols);
-        for (k, x) in cols {
-            if self.flat.get(&k) != Some(&x) {
-                self.changed.insert(k);
-            }
-        }
-    }
-
-    fn keep(&self, key: &str) -> bool {
-        !key.starts_with("costs.") || self.changed.contains(key)
-    }
-}
-
-/// A header and one row: every scalar of `v`, by dotted key.
-pub fn csv_row(v: &serde_json::Value) -> String {
-    let mut cols = Vec::new();
-    flatten("", v, &mut cols);
-    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
-    let row: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
-    format!("{}\n{}\n", head.join(","), row.join(","))
-}
-
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// Worker threads when `--threads` is not given: the CPUs this process may
-/// use (its CPU affinity and cgroup quota), and no more than Slurm gave the
-/// task (`SLURM_CPUS_PER_TASK`) where that is set, since a Slurm without CPU
-/// binding leaves every core of the node in the affinity mask.
-pub fn default_threads() -> usize {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let slurm = std::env::var("SLURM_CPUS_PER_TASK")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0);
-    slurm.map_or(cpus, |n| n.min(cpus))
-}
 
 /// The digest that names a sweep: the kit's version, the scenario's text
 /// and the `--vary` arguments in order (not the file's path).
@@ -352,22 +236,11 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         path: s.path,
         text: s.text,
     };
-    let base = scenario::table(&src).map_err(usage)?;
-    let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
-    for v in s.vary {
-        let (k, vals) = v
-            .split_once('=')
-            .ok_or_else(|| usage(format!("--vary {v}: write key=v1,v2,...")))?;
-        let vals: Vec<toml::Value> = vals
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(value)
-            .collect();
-        if vals.is_empty() {
-            return Err(usage(format!("--vary {v}: no values")));
-        }
-        axes.push((k.to_string(), vals));
-    }
+    let axes = s
+        .vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| usage(format!("--vary {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
     let (shard, of) = match s.shard {
         None => (0, 1),
         Some(x) => x
@@ -384,36 +257,22 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
             "--resume needs --out FILE (the part to resume)".into(),
         ));
     }
-    let total: usize = axes.iter().map(|a| a.1.len()).product();
-    // Build every point of the sweep, checking each before anything runs
-    // (so every shard refuses a bad sweep alike); keep this shard's.
-    let mut costs = ChangedCosts::new();
-    let mut points = Vec::new();
-    for p in 0..total {
-        let mut t = base.clone();
-        let mut rest = p;
-        let mut chosen = Vec::new();
-        for (k, vals) in axes.iter().rev() {
-            let v = vals[rest % vals.len()].clone();
-            rest /= vals.len();
-            set(&mut t, k, v.clone()).map_err(usage)?;
-            chosen.push((k.clone(), v));
-        }
-        let sc = scenario::parse(&src, t)
-            .map_err(|e| usage(format!("point {p} ({}): {e}", describe(&chosen))))?;
-        costs.note(&sc);
-        if p % of == shard {
-            points.push((p, sc));
-        }
-    }
+    // Every point is built and checked before anything runs (so every shard
+    // refuses a bad sweep alike); this shard keeps its own.
+    let plan = Plan::new(&src, &axes).map_err(usage)?;
+    let points: Vec<&Point> = plan
+        .points()
+        .iter()
+        .filter(|p| p.index % of == shard)
+        .collect();
     let mark = Mark {
         digest: digest(s.text, s.vary),
-        points: total,
+        points: plan.points().len(),
         shard,
         of,
         json: s.json,
     };
-    let order: Vec<usize> = points.iter().map(|p| p.0).collect();
+    let order: Vec<usize> = points.iter().map(|p| p.index).collect();
     let resumed = match (s.out, s.resume) {
         (Some(path), true) => reopen(path, &mark, &order)?,
         _ => None,
@@ -438,7 +297,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         }
     };
     let todo = &points[target.kept..];
-    let threads = s.threads.unwrap_or_else(default_threads).min(todo.len());
+    let threads = s.threads.unwrap_or_else(default_threads);
     let bar = if s.quiet || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -448,28 +307,27 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         }
         b
     };
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let written = std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= todo.len() || stop.load(Ordering::Relaxed) {
-                    break;
+    // Each row is written as soon as every point before it is done, so
+    // output cut short holds every row before the first unfinished point.
+    let written = run_in_order(
+        todo,
+        threads,
+        |p| scenario::run(&p.scenario),
+        |n| bar.set_position(n as u64),
+        |n, r| {
+            let p = todo[n];
+            let r = r.map_err(|e| match e {
+                Failed::Input(e) => Failure::Usage(format!("point {}: {e}", p.index)),
+                Failed::Stuck(e) => {
+                    output::say(&format!("error: point {}: {e}", p.index));
+                    Failure::Stuck
                 }
-                if tx.send((i, scenario::run(&todo[i].1))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let r = write_rows(s.json, &mut target, todo, &costs, rx, &bar);
-        stop.store(true, Ordering::Relaxed);
-        r
-    });
+            })?;
+            let mut chunk = String::new();
+            row(s.json, &mut target, &plan.row(p, &r), n == 0, &mut chunk)?;
+            target.sink.write(chunk.as_bytes())
+        },
+    );
     bar.finish_and_clear();
     written?;
     if !target.part {
@@ -477,56 +335,6 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         if s.json {
             let end = if todo.is_empty() { "[]\n" } else { "]\n" };
             target.sink.write(end.as_bytes())?;
-        }
-    }
-    Ok(())
-}
-
-type Outcome = Result<scenario::Report, protocols::transfer::Failed>;
-
-/// Write each point's row once every point before it is written.
-fn write_rows(
-    json: bool,
-    t: &mut Target,
-    todo: &[(usize, scenario::Scenario)],
-    costs: &ChangedCosts,
-    rx: std::sync::mpsc::Receiver<(usize, Outcome)>,
-    bar: &ProgressBar,
-) -> Result<(), Failure> {
-    let mut done: BTreeMap<usize, Outcome> = BTreeMap::new();
-    let mut n = 0;
-    for (i, r) in rx {
-        bar.inc(1);
-        done.insert(i, r);
-        let mut chunk = String::new();
-        while let Some(r) = done.remove(&n) {
-            let (p, sc) = &todo[n];
-            let r = r.map_err(|e| match e {
-                protocols::transfer::Failed::Input(e) => Failure::Usage(format!("point {p}: {e}")),
-                protocols::transfer::Failed::Stuck(e) => {
-                    output::say(&format!("error: point {p}: {e}"));
-                    Failure::Stuck
-                }
-            });
-            let r = match r {
-                Ok(r) => r,
-                Err(f) => {
-                    // The rows before this point still reach the output.
-                    t.sink.write(chunk.as_bytes())?;
-                    return Err(f);
-                }
-            };
-            let mut cols = vec![("point".to_string(), p.to_string())];
-            // Every parameter, defaults included (unset machine keys are FLASH's).
-            let params = serde_json::to_value(sc).map_err(|e| Failure::Usage(e.to_string()))?;
-            flatten("", &params, &mut cols);
-            flatten("result", &r.json, &mut cols);
-            cols.retain(|(k, _)| costs.keep(k));
-            row(json, t, &cols, n == 0, &mut chunk)?;
-            n += 1;
-        }
-        if !chunk.is_empty() {
-            t.sink.write(chunk.as_bytes())?;
         }
     }
     Ok(())
@@ -575,15 +383,6 @@ fn row(
     chunk.push_str(&cells.join(","));
     chunk.push('\n');
     Ok(())
-}
-
-fn describe(chosen: &[(String, toml::Value)]) -> String {
-    chosen
-        .iter()
-        .rev()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Point numbers as a short list: "1, 5, 9" or "1, 5, 9, ... (40 in all)".

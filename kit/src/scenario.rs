@@ -134,7 +134,8 @@ impl Default for Transfer {
 
 macro_rules! kinds {
     ($name:ident { $($v:ident),+ } default $d:ident) => {
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, )]
+        #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
         #[serde(rename_all = "kebab-case")]
         pub enum $name {
             #[default]

@@ -1,0 +1,193 @@
+//! Drawing a chart with plotters (the `plot` feature).
+
+use super::{Chart, Series};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+const FONTS: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// Register a font for bitmap text, once.
+fn font() -> Result<(), String> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let path = std::env::var("FLASHKIT_FONT")
+            .ok()
+            .into_iter()
+            .chain(FONTS.iter().map(|s| s.to_string()))
+            .find(|p| std::path::Path::new(p).exists())
+            .ok_or("plots need a TrueType font to lay out their labels (install fonts-dejavu, or set FLASHKIT_FONT to a .ttf file)")?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{path}: not a usable TrueType font"))
+    })
+    .clone()
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+fn draw<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    // A logarithmic x axis is drawn as a linear one in log2 of x, labelled
+    // with the powers of two: evenly spaced and uncrowded.
+    let logged: Vec<Series>;
+    let c = if c.log_x {
+        logged = c
+            .series
+            .iter()
+            .map(|s| Series {
+                name: s.name.clone(),
+                points: s
+                    .points
+                    .iter()
+                    .map(|&(x, y)| (x.max(1e-9).log2(), y))
+                    .collect(),
+                bound: s.bound,
+            })
+            .collect();
+        &Chart {
+            title: c.title.clone(),
+            x: c.x.clone(),
+            y: c.y.clone(),
+            log_x: true,
+            x_labels: c.x_labels,
+            series: logged,
+        }
+    } else {
+        c
+    };
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return Err("nothing to plot".into());
+    }
+    if x0 == x1 {
+        x1 = x0 + 1.0;
+    }
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.35 };
+    let mut b = ChartBuilder::on(&area);
+    b.caption(&c.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64);
+    macro_rules! body {
+        ($chart:expr, $xl:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(c.x.as_str())
+                .y_desc(c.y.as_str())
+                .x_labels($xl)
+                .y_labels(8)
+                .x_label_formatter(&|v| {
+                    if c.log_x {
+                        format!("{:.0}", 2f64.powf(*v))
+                    } else {
+                        format!("{v:.0}")
+                    }
+                })
+                .y_label_formatter(&|v| format!("{v:.0}"))
+                .label_style(("sans-serif", 14))
+                .axis_desc_style(("sans-serif", 16))
+                .draw()
+                .map_err(e)?;
+            for (i, s) in c.series.iter().enumerate() {
+                let color = if s.bound {
+                    RGBColor(120, 120, 120)
+                } else {
+                    COLORS[i % COLORS.len()]
+                };
+                let style = if s.bound {
+                    color.stroke_width(2)
+                } else {
+                    color.stroke_width(3)
+                };
+                chart
+                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    .map_err(e)?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+                    });
+                if !s.bound {
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                        .map_err(e)?;
+                }
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 14))
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(e)?;
+        }};
+    }
+    let (x0, x1, xl) = if c.log_x {
+        // One label per power of two.
+        let (a, b) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
+        (a, b, (b - a) as usize + 1)
+    } else {
+        (x0, x1, c.x_labels)
+    };
+    body!(b.build_cartesian_2d(x0..x1, 0.0..y1).map_err(e)?, xl);
+    area.present().map_err(e)
+}
+
+/// The chart as the file `path` names (.svg or .png), drawn in memory so
+/// that writing it is one output the caller checks.
+pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
+    let (w, h) = (960u32, 600u32);
+    let e = |e: String| format!("{path}: {e}");
+    if path.ends_with(".svg") {
+        font()?;
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area(),
+            c,
+        )
+        .map_err(e)?;
+        Ok(svg.into_bytes())
+    } else if path.ends_with(".png") {
+        font()?;
+        let mut rgb = vec![0u8; (w * h * 3) as usize];
+        draw(
+            BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area(),
+            c,
+        )
+        .map_err(e)?;
+        let mut bytes = Vec::new();
+        let mut enc = png::Encoder::new(&mut bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.write_header()
+            .and_then(|mut wr| wr.write_image_data(&rgb))
+            .map_err(|x| e(x.to_string()))?;
+        Ok(bytes)
+    } else {
+        Err(format!("{path}: write .svg or .png"))
+    }
+}

@@ -1,0 +1,348 @@
+//! Sweeps: a scenario run over the cross product of values of some of its
+//! keys, one row per point.
+//!
+//! Points are numbered in the cross product's order (the last axis changing
+//! fastest). [`Plan::new`] builds and checks every point before anything
+//! runs; [`run_in_order`] runs points on worker threads and hands back each
+//! result in point order, as soon as every point before it is done, so the
+//! rows are the same on any number of threads; [`Plan::row`] turns a point
+//! and its report into the row's columns (every parameter, defaults
+//! included, then every scalar of the result).
+//!
+//! ```
+//! use flashkit::scenario::Source;
+//! use flashkit::sweep::{Axis, Plan};
+//!
+//! let src = Source { path: "study.toml", text: "[transfer]\nbytes = 1024\n" };
+//! let axes = [Axis::parse("transfer.chunk=2,8").unwrap()];
+//! let plan = Plan::new(&src, &axes).unwrap();
+//! let rows = plan.run(2, |_done, _total| {}).unwrap();
+//! assert_eq!(rows.len(), 2);
+//! let cell = |row: &Vec<(String, String)>, key: &str| {
+//!     row.iter().find(|c| c.0 == key).map(|c| c.1.clone()).unwrap()
+//! };
+//! assert_eq!(cell(&rows[1], "transfer.chunk"), "8");
+//! let cycles: Vec<u64> = rows.iter().map(|r| cell(r, "result.total_cycles").parse().unwrap()).collect();
+//! assert!(cycles[1] < cycles[0], "chunking by 8 is faster than by 2");
+//! ```
+
+use crate::scenario::{self, Report, Scenario, Source};
+use protocols::transfer::Failed;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// One varied key and its values (`transfer.chunk=1,2,4`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// The key, as `table.key`.
+    pub key: String,
+    /// Its values, in order, as TOML reads them.
+    pub values: Vec<toml::Value>,
+}
+
+impl Axis {
+    /// Read `table.key=v1,v2,...`; each value is an integer, a boolean, a
+    /// float or else a string, as TOML would read it.
+    pub fn parse(s: &str) -> Result<Axis, String> {
+        let (k, vals) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s}: write key=v1,v2,..."))?;
+        if !k.contains('.') {
+            return Err(format!("{s}: name a key as table.key"));
+        }
+        let values: Vec<toml::Value> = vals
+            .split(',')
+            .filter(|x| !x.is_empty())
+            .map(value)
+            .collect();
+        if values.is_empty() {
+            return Err(format!("{s}: no values"));
+        }
+        Ok(Axis {
+            key: k.to_string(),
+            values,
+        })
+    }
+}
+
+/// A value from the command line, as TOML would read it.
+fn value(s: &str) -> toml::Value {
+    if let Ok(i) = s.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(b) = s.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else if let Ok(f) = s.parse::<f64>() {
+        toml::Value::Float(f)
+    } else {
+        toml::Value::String(s.to_string())
+    }
+}
+
+fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
+    let (table, field) = key
+        .split_once('.')
+        .ok_or_else(|| format!("{key}: name a key as table.key"))?;
+    let sub = t
+        .entry(table.to_string())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let sub = sub
+        .as_table_mut()
+        .ok_or_else(|| format!("{key}: {table} is not a table"))?;
+    sub.insert(field.to_string(), v);
+    Ok(())
+}
+
+/// Every scalar of `v` as (dotted key, text), in key order, appended to
+/// `out`. Arrays (occupancy tables) are left out: a row holds scalars.
+pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, x, out);
+            }
+        }
+        serde_json::Value::Array(_) | serde_json::Value::Null => {}
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        x => out.push((prefix.to_string(), x.to_string())),
+    }
+}
+
+/// A CSV header and one row: every scalar of `v`, by dotted key.
+pub fn csv_row(v: &serde_json::Value) -> String {
+    let mut cols = Vec::new();
+    flatten("", v, &mut cols);
+    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
+    let row: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
+    format!("{}\n{}\n", head.join(","), row.join(","))
+}
+
+/// One CSV cell, quoted when it holds a comma, a quote or a newline.
+pub fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The cost-sheet entries some point of the sweep sets away from their
+/// defaults: only those become columns (a sheet has some 200 scalars).
+/// Decided over every point, so every shard has the same columns.
+#[derive(Clone, Debug)]
+struct ChangedCosts {
+    defaults: serde_json::Value,
+    flat: HashMap<String, String>,
+    changed: HashSet<String>,
+}
+
+impl ChangedCosts {
+    fn new() -> Self {
+        let defaults = serde_json::to_value(scenario::CostTables::default()).unwrap_or_default();
+        let mut d = Vec::new();
+        flatten("costs", &defaults, &mut d);
+        ChangedCosts {
+            defaults,
+            flat: d.into_iter().collect(),
+            changed: HashSet::new(),
+        }
+    }
+
+    fn note(&mut self, sc: &Scenario) {
+        let v = serde_json::to_value(&sc.costs).unwrap_or_default();
+        if v == self.defaults {
+            return;
+        }
+        let mut cols = Vec::new();
+        flatten("costs", &v, &mut cols);
+        for (k, x) in cols {
+            if self.flat.get(&k) != Some(&x) {
+                self.changed.insert(k);
+            }
+        }
+    }
+
+    fn keep(&self, key: &str) -> bool {
+        !key.starts_with("costs.") || self.changed.contains(key)
+    }
+}
+
+/// One point of a sweep.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// Its number in the cross product.
+    pub index: usize,
+    /// The scenario with the point's values set.
+    pub scenario: Scenario,
+    /// The values this point takes, as `key=value`, first axis first.
+    pub chosen: String,
+}
+
+/// Every point of a sweep, built and checked.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    points: Vec<Point>,
+    costs: ChangedCosts,
+}
+
+/// One row: (column, value) in column order.
+pub type Row = Vec<(String, String)>;
+
+impl Plan {
+    /// Build every point of `src` varied along `axes`, checking each (a bad
+    /// point is an error naming it and its values).
+    pub fn new(src: &Source<'_>, axes: &[Axis]) -> Result<Plan, String> {
+        let base = scenario::table(src)?;
+        let mut seen = HashSet::new();
+        for a in axes {
+            if !seen.insert(a.key.as_str()) {
+                return Err(format!("{} is varied twice: give its values once", a.key));
+            }
+        }
+        let total = axes
+            .iter()
+            .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+            .filter(|&n| n <= MAX_POINTS)
+            .ok_or_else(|| format!("a sweep has at most {MAX_POINTS} points"))?;
+        let mut costs = ChangedCosts::new();
+        let mut points = Vec::with_capacity(total);
+        for p in 0..total {
+            let mut t = base.clone();
+            let mut rest = p;
+            let mut chosen = Vec::new();
+            for a in axes.iter().rev() {
+                let v = a.values[rest % a.values.len()].clone();
+                rest /= a.values.len();
+                set(&mut t, &a.key, v.clone())?;
+                chosen.push(format!("{}={v}", a.key));
+            }
+            chosen.reverse();
+            let chosen = chosen.join(", ");
+            let sc = scenario::parse(src, t).map_err(|e| format!("point {p} ({chosen}): {e}"))?;
+            costs.note(&sc);
+            points.push(Point {
+                index: p,
+                scenario: sc,
+                chosen,
+            });
+        }
+        Ok(Plan { points, costs })
+    }
+
+    /// The points, in order.
+    pub fn points(&self) -> &[Point] {
+        &self.points
+    }
+
+    /// The row of `point` with its run's report: `point`, every parameter
+    /// (defaults included; cost entries only where some point changes
+    /// them), then `result.*`, every scalar of the report's JSON.
+    pub fn row(&self, point: &Point, report: &Report) -> Row {
+        let mut cols = vec![("point".to_string(), point.index.to_string())];
+        if let Ok(params) = serde_json::to_value(&point.scenario) {
+            flatten("", &params, &mut cols);
+        }
+        flatten("result", &report.json, &mut cols);
+        cols.retain(|(k, _)| self.costs.keep(k));
+        cols
+    }
+
+    /// Run every point on `threads` workers and return the rows in order;
+    /// `progress(done, total)` is called as points finish. The first point
+    /// that fails ends the sweep with its error (its number in the message).
+    pub fn run(
+        &self,
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+    ) -> Result<Vec<Row>, Failed> {
+        let total = self.points.len();
+        let mut rows = Vec::with_capacity(total);
+        run_in_order(
+            &self.points,
+            threads,
+            |p| scenario::run(&p.scenario),
+            |done| progress(done, total),
+            |i, r| {
+                let p = &self.points[i];
+                let r = r.map_err(|e| match e {
+                    Failed::Input(s) => Failed::Input(format!("point {}: {s}", p.index)),
+                    Failed::Stuck(s) => Failed::Stuck(format!("point {}: {s}", p.index)),
+                })?;
+                rows.push(self.row(p, &r));
+                Ok::<(), Failed>(())
+            },
+        )?;
+        Ok(rows)
+    }
+}
+
+/// The most points a sweep may have.
+pub const MAX_POINTS: usize = 1 << 20;
+
+/// Run `work` over `items` on up to `threads` workers (at least one), and
+/// give each result to `each` in item order, as soon as every item before it
+/// is done. `done(n)` is called with the number of finished items each time
+/// one finishes. The first `Err` from `each` stops the workers and is
+/// returned; results not yet handed over are dropped.
+pub fn run_in_order<T: Sync, R: Send, E>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+    done: impl Fn(usize),
+    mut each: impl FnMut(usize, R) -> Result<(), E>,
+) -> Result<(), E> {
+    let threads = threads.clamp(1, items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (next, stop, work) = (&next, &stop, &work);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if tx.send((i, work(&items[i]))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<usize, R> = BTreeMap::new();
+        let (mut n, mut finished) = (0, 0);
+        let r = (|| {
+            for (i, r) in &rx {
+                finished += 1;
+                done(finished);
+                pending.insert(i, r);
+                while let Some(r) = pending.remove(&n) {
+                    each(n, r)?;
+                    n += 1;
+                }
+            }
+            Ok(())
+        })();
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+        r
+    })
+}
+
+/// Worker threads when none are asked for: the CPUs this process may use
+/// (its CPU affinity and cgroup quota), and no more than Slurm gave the task
+/// (`SLURM_CPUS_PER_TASK`) where that is set, since a Slurm without CPU
+/// binding leaves every core of the node in the affinity mask.
+pub fn default_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let slurm = std::env::var("SLURM_CPUS_PER_TASK")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0);
+    slurm.map_or(cpus, |n| n.min(cpus))
+}
