@@ -17,7 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// FLASH machine parameters a scenario may set (system cycles, counts).
+/// FLASH machine parameters a scenario may set (system cycles, counts);
+/// each field is [`magic::MagicParams`]'s of the same name.
+#[allow(missing_docs)] // replaced by MagicParams itself
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {
@@ -98,59 +100,144 @@ fn d_true() -> bool {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Transfer {
+    /// Bytes sent (default 4096).
     #[serde(default = "d_bytes")]
     pub bytes: u64,
+    /// Where the send buffer is (default uncached).
     #[serde(default)]
     pub sender: Sender,
+    /// Where the receive buffer is (default uncached).
     #[serde(default)]
     pub receiver: Receiver,
+    /// The transfer handler (default chunked).
     #[serde(default)]
     pub handler: HandlerKind,
+    /// Lines per invocation of the chunked handler (default 4; only with `handler = "chunked"`).
     #[serde(default = "d_chunk")]
     pub chunk: u32,
+    /// The send buffer's offset from a page boundary, in bytes (default 0).
     #[serde(default)]
     pub src_offset: u64,
+    /// The receive buffer's offset from a page boundary, in bytes (default 0).
     #[serde(default)]
     pub dst_offset: u64,
+    /// How message data is kept coherent (default local).
     #[serde(default)]
     pub coherence: CoherenceKind,
+    /// How dirty send lines are fetched (default pipelined).
     #[serde(default)]
     pub strategy: StrategyKind,
+    /// One way or both at once (default uni).
     #[serde(default)]
     pub direction: DirectionKind,
+    /// Receives the stream is split over (default 1).
     #[serde(default = "d_one")]
     pub receives: u32,
+    /// Sends the stream is split over (default 1).
     #[serde(default = "d_one")]
     pub sends: u32,
+    /// The receive is posted before the send (default true; false: late).
     #[serde(default = "d_true")]
     pub receive_first: bool,
 }
 
 impl Default for Transfer {
     fn default() -> Self {
-        toml::from_str("").expect("every field has a default")
+        Transfer {
+            bytes: d_bytes(),
+            sender: Sender::default(),
+            receiver: Receiver::default(),
+            handler: HandlerKind::default(),
+            chunk: d_chunk(),
+            src_offset: 0,
+            dst_offset: 0,
+            coherence: CoherenceKind::default(),
+            strategy: StrategyKind::default(),
+            direction: DirectionKind::default(),
+            receives: d_one(),
+            sends: d_one(),
+            receive_first: d_true(),
+        }
     }
 }
 
 macro_rules! kinds {
-    ($name:ident { $($v:ident),+ } default $d:ident) => {
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, )]
+    ($(#[$m:meta])* $name:ident { $(#[$dm:meta])* $d:ident (default) $(, $(#[$vm:meta])* $v:ident)+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
         #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
         #[serde(rename_all = "kebab-case")]
         pub enum $name {
+            $(#[$dm])*
             #[default]
             $d,
-            $($v),+
+            $($(#[$vm])* $v),+
         }
     };
 }
 
-kinds!(Sender { Clean, Dirty, DirtyRemote } default Uncached);
-kinds!(Receiver { Clean, Dirty } default Uncached);
-kinds!(HandlerKind { Base, Optimized } default Chunked);
-kinds!(CoherenceKind { Global } default Local);
-kinds!(StrategyKind { Collect } default Pipelined);
-kinds!(DirectionKind { Bi } default Uni);
+kinds!(
+    /// Where the send buffer's lines are before the transfer.
+    Sender {
+        /// In memory only.
+        Uncached (default),
+        /// Clean in the sending processor's cache.
+        Clean,
+        /// Dirty in the sending processor's cache.
+        Dirty,
+        /// Dirty in a third node's cache.
+        DirtyRemote,
+    }
+);
+kinds!(
+    /// Where the receive buffer's lines are before the transfer.
+    Receiver {
+        /// In memory only.
+        Uncached (default),
+        /// Clean in the receiving processor's cache.
+        Clean,
+        /// Dirty in the receiving processor's cache.
+        Dirty,
+    }
+);
+kinds!(
+    /// The transfer handler's version.
+    HandlerKind {
+        /// Optimized and sending `chunk` lines per invocation.
+        Chunked (default),
+        /// The straightforward handler.
+        Base,
+        /// The optimized handler, one line per invocation.
+        Optimized,
+    }
+);
+kinds!(
+    /// How message data is kept coherent.
+    CoherenceKind {
+        /// Only the transferring nodes' own caches (buffers homed there).
+        Local (default),
+        /// Through the directory protocol, wherever the lines are homed.
+        Global,
+    }
+);
+kinds!(
+    /// How the sender fetches dirty lines from its processor's cache.
+    StrategyKind {
+        /// Fetch each dirty line a window ahead of the transfer.
+        Pipelined (default),
+        /// Fetch every dirty line first (requests pipelined), then transfer.
+        Collect,
+    }
+);
+kinds!(
+    /// One transfer, or one each way at once.
+    DirectionKind {
+        /// Node 0 to node 1.
+        Uni (default),
+        /// Both nodes send to each other at once.
+        Bi,
+    }
+);
 
 impl Transfer {
     /// What the experiment cannot run: a chunk factor for a handler that
@@ -162,6 +249,7 @@ impl Transfer {
         self.config(params).validate()
     }
 
+    /// The transfer's configuration on a machine with `params`.
     pub fn config(&self, params: magic::MagicParams) -> protocols::transfer::Config {
         use protocols::transfer::{
             Config, Direction, ReceiverState, SenderState, Strategy, Version,
@@ -211,17 +299,78 @@ impl Transfer {
     }
 }
 
-kinds!(MissCase { LocalClean, RemoteDirty } default RemoteClean);
-kinds!(CostProtocol { Finite, Indefinite } default Single);
-kinds!(CostNetwork { Ordered } default Cm5);
-kinds!(PlatformKind { Cm5Cmaml, Sp, Flash } default Cm5);
-kinds!(PatternKind { Shift, Rand } default Ring);
-kinds!(TechniqueKind { Holdoff, Tlb } default Invalidate);
+kinds!(
+    /// Which read miss (`flashkit miss`).
+    MissCase {
+        /// Homed at another node, in no cache.
+        RemoteClean (default),
+        /// Homed at the requester, in no cache.
+        LocalClean,
+        /// Homed at another node, dirty in a third node's cache.
+        RemoteDirty,
+    }
+);
+kinds!(
+    /// A messaging protocol of the cost study (`flashkit costs`).
+    CostProtocol {
+        /// A single-packet message.
+        Single (default),
+        /// A finite sequence of packets, its length known up front.
+        Finite,
+        /// An indefinite sequence (a stream).
+        Indefinite,
+    }
+);
+kinds!(
+    /// The network the cost study assumes.
+    CostNetwork {
+        /// The CM-5's: unordered, may refuse packets, no delivery guarantee.
+        Cm5 (default),
+        /// Ordered, reliable and deadlock-free.
+        Ordered,
+    }
+);
+kinds!(
+    /// A platform of the active-message suite.
+    PlatformKind {
+        /// The CM-5 with CMAM.
+        Cm5 (default),
+        /// The CM-5 with CMAML (interrupts possible).
+        Cm5Cmaml,
+        /// The IBM SP with its active-message layer.
+        Sp,
+        /// FLASH, active messages as MAGIC handlers.
+        Flash,
+    }
+);
+kinds!(
+    /// Who sends to whom in the pipeline workload.
+    PatternKind {
+        /// Node i to node i+1.
+        Ring (default),
+        /// Message j of node i to node i+1+(j mod (nodes-1)): every other node in turn.
+        Shift,
+        /// A seeded pseudo-random other node per message.
+        Rand,
+    }
+);
+kinds!(
+    /// How MAGIC keeps its translations right when a page moves.
+    TechniqueKind {
+        /// Uses of a moved page are marked stale and translated again.
+        Invalidate (default),
+        /// The OS waits until operations that hold it off drain.
+        Holdoff,
+        /// MAGIC translates through its software TLB.
+        Tlb,
+    }
+);
 
 /// A copy or send with a translation change in the middle (`flashkit remap`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Remap {
+    /// How translations are kept right (default invalidate).
     #[serde(default)]
     pub technique: TechniqueKind,
 }
@@ -230,10 +379,12 @@ pub struct Remap {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Suite {
+    /// The platform (default cm5).
     #[serde(default)]
     pub platform: PlatformKind,
     /// One benchmark, or all.
     pub benchmark: Option<String>,
+    /// Its nodes (default 64).
     #[serde(default = "d_sixty_four")]
     pub nodes: u32,
 }
@@ -253,20 +404,25 @@ fn d_c(v: u64) -> u64 {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipeline {
+    /// Nodes (default 16).
     #[serde(default = "d_sixteen")]
     pub nodes: u32,
+    /// Messages each node sends (default 1000).
     #[serde(default = "d_thousand")]
     pub msgs: u32,
+    /// Who sends to whom (default ring).
     #[serde(default)]
     pub pattern: PatternKind,
-    /// Cycles of the setup handler, the send handler (per packet), the
-    /// receive handler (per packet) and the extra for a message's last one.
+    /// Cycles of the setup handler, once a message (default 20).
     #[serde(default = "setup_cost")]
     pub setup_cycles: u64,
+    /// Cycles of the send handler, per packet (default 12).
     #[serde(default = "send_cost")]
     pub send_cycles: u64,
+    /// Cycles of the receive handler, per packet (default 10).
     #[serde(default = "recv_cost")]
     pub recv_cycles: u64,
+    /// Extra cycles of the receive handler for a message's last packet (default 16).
     #[serde(default = "done_cost")]
     pub done_cycles: u64,
 }
@@ -285,6 +441,7 @@ fn done_cost() -> u64 {
 }
 
 impl Pipeline {
+    /// The workload's configuration.
     pub fn config(&self) -> protocols::pipeline::PipelineConfig {
         use magic::Cycles;
         use protocols::pipeline::{Pattern, PipelineConfig, PipelineCosts};
@@ -326,12 +483,16 @@ fn d_sixty_four() -> u32 {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Miss {
+    /// Which miss (default remote-clean).
     #[serde(default)]
     pub case: MissCase,
+    /// Nodes of the machine (default 3).
     #[serde(default = "d_three")]
     pub nodes: u32,
+    /// The line's offset in its home's memory (default 0x4080).
     #[serde(default = "d_offset")]
     pub offset: u64,
+    /// The node whose cache holds a dirty line (default 2).
     #[serde(default = "d_two")]
     pub owner: u32,
 }
@@ -340,6 +501,7 @@ pub struct Miss {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FetchOp {
+    /// The node whose memory holds the counter (default 1).
     #[serde(default = "d_one")]
     pub remote_node: u32,
 }
@@ -348,12 +510,16 @@ pub struct FetchOp {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MessagingCosts {
+    /// The protocol (default single).
     #[serde(default)]
     pub protocol: CostProtocol,
+    /// Words of the message (default 4).
     #[serde(default = "d_four")]
     pub words: u64,
+    /// Words a packet carries (default 4).
     #[serde(default = "d_four")]
     pub packet_words: u64,
+    /// The network (default cm5).
     #[serde(default)]
     pub network: CostNetwork,
 }
@@ -362,8 +528,10 @@ pub struct MessagingCosts {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Logp {
+    /// The platform (default cm5).
     #[serde(default)]
     pub platform: PlatformKind,
+    /// Its nodes (default 64).
     #[serde(default = "d_sixty_four")]
     pub nodes: u32,
 }
@@ -374,10 +542,13 @@ pub struct Logp {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostTables {
+    /// The transfer handlers' sheet.
     #[serde(default)]
     pub transfer: protocols::transfer::TransferCosts,
+    /// The coherence protocol's sheet.
     #[serde(default)]
     pub coherence: coherence::protocol::CoherenceCosts,
+    /// The user layer's sheet.
     #[serde(default)]
     pub user: protocols::user::UserCosts,
     /// The command interface's, shared by the user layer and the transfer.
@@ -391,17 +562,27 @@ pub struct CostTables {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// FLASH's machine parameters (`[machine]`).
     #[serde(default)]
     pub machine: Machine,
+    /// The handlers' cost sheets (`[costs.*]`).
     #[serde(default)]
     pub costs: CostTables,
+    /// A transfer (`[transfer]`).
     pub transfer: Option<Transfer>,
+    /// A read miss (`[miss]`).
     pub miss: Option<Miss>,
+    /// A fetch-and-add (`[fetch_op]`).
     pub fetch_op: Option<FetchOp>,
+    /// A messaging protocol's instruction counts (`[messaging_costs]`).
     pub messaging_costs: Option<MessagingCosts>,
+    /// A platform's LogP figures (`[logp]`).
     pub logp: Option<Logp>,
+    /// The engine benchmark's workload (`[pipeline]`).
     pub pipeline: Option<Pipeline>,
+    /// A translation change mid-operation (`[remap]`).
     pub remap: Option<Remap>,
+    /// The active-message suite (`[suite]`).
     pub suite: Option<Suite>,
 }
 
@@ -425,7 +606,9 @@ impl Scenario {
 
 /// A scenario's file and its text, for errors that name the line.
 pub struct Source<'a> {
+    /// The file's name, as the user gave it.
     pub path: &'a str,
+    /// Its text.
     pub text: &'a str,
 }
 
@@ -450,6 +633,9 @@ impl Source<'_> {
         }
     }
 }
+
+/// What a scenario must hold.
+const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp] or [suite]";
 
 /// Parse a scenario (the file's text after any sweep changes).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
@@ -494,11 +680,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
         }
     })?;
     if s.kinds() != 1 {
-        return Err(format!(
-            "{}: a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp] or [suite] (found {})",
-            src.path,
-            s.kinds()
-        ));
+        return Err(format!("{}: {KINDS_ERROR} (found {})", src.path, s.kinds()));
     }
     // Impossible values, named by their key.
     let p = s.machine.params();
@@ -533,7 +715,9 @@ pub fn table(src: &Source<'_>) -> Result<toml::Table, String> {
 
 /// What one run measured: JSON for scripts and sweeps, text for people.
 pub struct Report {
+    /// The measurements as JSON.
     pub json: serde_json::Value,
+    /// The measurements as text for people.
     pub table: String,
     /// The run succeeded but its check failed (wrong data).
     pub failed: Option<String>,
@@ -545,10 +729,19 @@ pub fn run(s: &Scenario) -> Result<Report, protocols::transfer::Failed> {
     run_traced(s, false).map(|x| x.0)
 }
 
+/// Run a scenario, recording the measured run's timelines when `trace`
+/// (returned as Chrome trace-event JSON; the AM platforms' own machines
+/// keep none, so those scenarios refuse it).
 pub fn run_traced(
     s: &Scenario,
     trace: bool,
 ) -> Result<(Report, Option<serde_json::Value>), protocols::transfer::Failed> {
+    if s.kinds() != 1 {
+        return Err(protocols::transfer::Failed::Input(format!(
+            "{KINDS_ERROR} (found {})",
+            s.kinds()
+        )));
+    }
     use protocols::transfer::Failed;
     let mut p = s.machine.params();
     // Machines built for the run record their timelines from the start.
@@ -602,7 +795,9 @@ pub fn run_traced(
         }
         return logp(l).map(|r| (r, None)).map_err(input);
     }
-    let t = s.transfer.as_ref().expect("checked at parse");
+    let Some(t) = &s.transfer else {
+        return Err(input(KINDS_ERROR.into()));
+    };
     let mut c = t.config(p);
     c.trace = trace;
     c.costs = s.costs.transfer;
@@ -630,6 +825,8 @@ fn ok(json: serde_json::Value, table: String) -> Result<Report, String> {
     })
 }
 
+/// One read miss on a machine with `p` and the coherence protocol's `coh`;
+/// the machine comes back beside the report.
 pub fn miss(
     m: &Miss,
     p: magic::MagicParams,
@@ -680,6 +877,8 @@ fn user_params(costs: &CostTables) -> protocols::user::UserParams {
     }
 }
 
+/// A remote fetch-and-add through a command sequence; the machine comes
+/// back beside the report.
 pub fn fetch_op(
     f: &FetchOp,
     p: magic::MagicParams,
@@ -705,6 +904,7 @@ pub fn fetch_op(
     ))
 }
 
+/// A messaging protocol's instruction counts on the CM-5 model, by feature.
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
     use protocols::am::costs::{self, Network, Protocol};
     if c.words > 1 << 20 {
@@ -747,11 +947,13 @@ pub fn platform(k: PlatformKind, nodes: u32) -> Result<Box<dyn protocols::am::Pl
     })
 }
 
+/// A platform's LogP figures from the benchmark suite.
 pub fn logp_figures(l: &Logp) -> Result<protocols::am::suite::LogP, String> {
     let plat = platform(l.platform, l.nodes)?;
     protocols::am::suite::logp(plat.as_ref())
 }
 
+/// A platform's LogP figures as a report.
 pub fn logp(l: &Logp) -> Result<Report, String> {
     use std::fmt::Write as _;
     let f = logp_figures(l)?;
@@ -823,6 +1025,8 @@ pub fn pipeline(
     Ok((report, m))
 }
 
+/// A copy or send with a translation change in the middle; the machine
+/// comes back beside the report.
 pub fn remap(
     x: &Remap,
     p: magic::MagicParams,
@@ -843,6 +1047,7 @@ pub fn remap(
     Ok((report, m))
 }
 
+/// The benchmark suite's tables for a platform (one benchmark, or all).
 pub fn suite(x: &Suite) -> Result<Report, String> {
     use protocols::am::cm5::{Cm5, Layer, Reception};
     use protocols::am::suite;

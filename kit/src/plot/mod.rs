@@ -12,20 +12,27 @@ use protocols::transfer::{self, Config, SenderState, Version};
 
 /// One named series of (x, y) points.
 pub struct Series {
+    /// Its legend.
     pub name: String,
+    /// Its points, in x order.
     pub points: Vec<(f64, f64)>,
     /// A reference line drawn dashed (a bound, not a measurement).
     pub bound: bool,
 }
 
+/// A chart: axes, and the series drawn on them.
 pub struct Chart {
+    /// The title above the plot.
     pub title: String,
+    /// The x axis's label.
     pub x: String,
+    /// The y axis's label.
     pub y: String,
     /// Draw x on a log2 scale, labelled with powers of two.
     pub log_x: bool,
     /// Labels on the x axis (a categorical axis wants one per category).
     pub x_labels: usize,
+    /// The series, drawn in order.
     pub series: Vec<Series>,
 }
 
