@@ -33,11 +33,12 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The crates' source folders.
-const CRATES: [&str; 5] = [
+const CRATES: [&str; 6] = [
     "magic/src",
     "coherence/src",
     "os-shim/src",
     "protocols/src",
+    "kit/src",
     "src",
 ];
 
@@ -551,4 +552,48 @@ fn every_reference_points_into_the_repository() {
         "references outside the repository:\n{}",
         bad.join("\n")
     );
+}
+
+/// The packages the library `flashkit` pulls in when a study depends on it
+/// with `features` (normal dependencies only), by name.
+fn library_dependencies(features: &[&str]) -> BTreeSet<String> {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.current_dir(root()).args([
+        "tree",
+        "-p",
+        "flashkit",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--offline",
+    ]);
+    if !features.is_empty() {
+        cmd.args(["-F", &features.join(",")]);
+    }
+    let out = cmd.output().expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_library_pulls_no_command_line_crate() {
+    let deps = library_dependencies(&[]);
+    assert!(
+        deps.contains("protocols") && deps.contains("serde"),
+        "{deps:?}"
+    );
+    for cli in ["clap", "plotters", "indicatif", "sha2", "flashkit-cli"] {
+        assert!(!deps.contains(cli), "the library depends on {cli}");
+    }
+    // The check sees a dependency where there is one: drawing pulls plotters.
+    assert!(library_dependencies(&["plot"]).contains("plotters"));
 }
