@@ -56,7 +56,19 @@ enum Command {
     /// Example: flashkit run examples/transfer.toml --format json
     Run {
         /// The scenario file.
-        file: String,
+        #[arg(required_unless_present = "print_defaults")]
+        file: Option<String>,
+        /// Print the complete scenario of an experiment with every default
+        /// (the machine, every cost sheet, the experiment's table) and stop.
+        /// Example: flashkit run --print-defaults miss > miss.toml
+        #[arg(
+            long,
+            value_name = "EXPERIMENT",
+            num_args = 0..=1,
+            default_missing_value = "transfer",
+            conflicts_with_all = ["file", "trace"]
+        )]
+        print_defaults: Option<scenario::Experiment>,
         /// Write the measured run's timelines here (Chrome trace-event JSON,
         /// for Perfetto or chrome://tracing).
         #[arg(long)]
@@ -385,9 +397,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run {
             file,
+            print_defaults,
             trace,
             format,
-        } => run_file(&file, trace.as_deref(), format),
+        } => match (print_defaults, file) {
+            (Some(e), _) => {
+                let text = scenario::Scenario::defaults(e)
+                    .to_toml()
+                    .map_err(|e| Failure::Failed(e.to_string()))?;
+                out_raw!("{text}");
+                Ok(())
+            }
+            (None, Some(file)) => run_file(&file, trace.as_deref(), format),
+            (None, None) => Err(Failure::Usage(
+                "run needs a scenario file (or --print-defaults)".into(),
+            )),
+        },
         Command::Plot {
             kind,
             out,

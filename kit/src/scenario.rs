@@ -367,7 +367,7 @@ kinds!(
 );
 
 /// A copy or send with a translation change in the middle (`flashkit remap`).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Remap {
     /// How translations are kept right (default invalidate).
@@ -477,6 +477,121 @@ fn d_four() -> u64 {
 }
 fn d_sixty_four() -> u32 {
     64
+}
+
+impl Default for Suite {
+    fn default() -> Self {
+        Suite {
+            platform: PlatformKind::default(),
+            benchmark: None,
+            nodes: d_sixty_four(),
+        }
+    }
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline {
+            nodes: d_sixteen(),
+            msgs: d_thousand(),
+            pattern: PatternKind::default(),
+            setup_cycles: setup_cost(),
+            send_cycles: send_cost(),
+            recv_cycles: recv_cost(),
+            done_cycles: done_cost(),
+        }
+    }
+}
+
+impl Default for Miss {
+    fn default() -> Self {
+        Miss {
+            case: MissCase::default(),
+            nodes: d_three(),
+            offset: d_offset(),
+            owner: d_two(),
+        }
+    }
+}
+
+impl Default for FetchOp {
+    fn default() -> Self {
+        FetchOp {
+            remote_node: d_one(),
+        }
+    }
+}
+
+impl Default for MessagingCosts {
+    fn default() -> Self {
+        MessagingCosts {
+            protocol: CostProtocol::default(),
+            words: d_four(),
+            packet_words: d_four(),
+            network: CostNetwork::default(),
+        }
+    }
+}
+
+impl Default for Logp {
+    fn default() -> Self {
+        Logp {
+            platform: PlatformKind::default(),
+            nodes: d_sixty_four(),
+        }
+    }
+}
+
+kinds!(
+    /// The experiment a scenario runs: which of its tables it holds.
+    Experiment {
+        /// `[transfer]`.
+        Transfer (default),
+        /// `[miss]`.
+        Miss,
+        /// `[fetch_op]`.
+        FetchOp,
+        /// `[messaging_costs]`.
+        MessagingCosts,
+        /// `[logp]`.
+        Logp,
+        /// `[pipeline]`.
+        Pipeline,
+        /// `[remap]`.
+        Remap,
+        /// `[suite]`.
+        Suite,
+    }
+);
+
+impl Scenario {
+    /// The complete scenario of `experiment` with every default: the
+    /// machine, every cost sheet and the experiment's table, each entry set.
+    ///
+    /// ```
+    /// use flashkit::scenario::{Experiment, Scenario};
+    /// let text = Scenario::defaults(Experiment::Transfer).to_toml().unwrap();
+    /// assert!(text.contains("[transfer]") && text.contains("bytes = 4096"));
+    /// ```
+    pub fn defaults(experiment: Experiment) -> Scenario {
+        let mut s = Scenario::default();
+        match experiment {
+            Experiment::Transfer => s.transfer = Some(Transfer::default()),
+            Experiment::Miss => s.miss = Some(Miss::default()),
+            Experiment::FetchOp => s.fetch_op = Some(FetchOp::default()),
+            Experiment::MessagingCosts => s.messaging_costs = Some(MessagingCosts::default()),
+            Experiment::Logp => s.logp = Some(Logp::default()),
+            Experiment::Pipeline => s.pipeline = Some(Pipeline::default()),
+            Experiment::Remap => s.remap = Some(Remap::default()),
+            Experiment::Suite => s.suite = Some(Suite::default()),
+        }
+        s
+    }
+
+    /// The scenario as a TOML file.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string(self)
+    }
 }
 
 /// One read miss (`flashkit miss`).

@@ -594,3 +594,42 @@ fn the_docs_show_the_slurm_job_script_and_the_commands_ci_runs() {
     assert!(docs.contains(merge) && ci.contains(merge));
     assert!(read(".ci/run").contains("FLASHKIT_REQUIRE_SLURM=1 bash .ci/slurm"));
 }
+
+#[test]
+fn printed_defaults_are_complete_scenarios_that_run_as_the_commands_defaults() {
+    use flashkit::scenario::{self, Experiment, Scenario, Source};
+    for e in [
+        Experiment::Transfer,
+        Experiment::Miss,
+        Experiment::FetchOp,
+        Experiment::MessagingCosts,
+        Experiment::Pipeline,
+        Experiment::Remap,
+    ] {
+        let text = Scenario::defaults(e).to_toml().unwrap();
+        let src = Source {
+            path: "defaults.toml",
+            text: &text,
+        };
+        let parsed = scenario::parse(&src, scenario::table(&src).unwrap())
+            .unwrap_or_else(|err| panic!("{e:?}: {err}\n{text}"));
+        // Printing what was read gives the same file: every entry is there.
+        assert_eq!(parsed.to_toml().unwrap(), text, "{e:?}");
+    }
+    // The printed transfer is `flashkit transfer`, figure for figure.
+    let dir = std::env::temp_dir().join(format!("flashkit-defaults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, text, err) = flashkit(&["run", "--print-defaults"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("[machine]") && text.contains("[costs.coherence]"));
+    let file = dir.join("transfer.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, from_file, err) = flashkit(&["run", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, from_flags, _) = flashkit(&["transfer", "--format", "json"]);
+    assert_eq!(from_file, from_flags);
+    let (code, _, err) = flashkit(&["run", "--print-defaults", "bogus"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
