@@ -10,6 +10,9 @@ use flashkit::protocols::am::sp::Sp;
 use flashkit::protocols::am::{suite, Platform};
 use std::error::Error;
 
+/// How a row reads its figure.
+type Figure = fn(&suite::LogP) -> f64;
+
 fn main() -> Result<(), Box<dyn Error>> {
     let nodes: u32 = match std::env::args().nth(1) {
         Some(n) => n.parse().map_err(|_| format!("{n}: not a node count"))?,
@@ -30,7 +33,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         print!("{:>10}", f.platform);
     }
     println!();
-    let rows: [(&str, fn(&suite::LogP) -> f64); 9] = [
+    let rows: [(&str, Figure); 9] = [
         ("send overhead o_s", |f| f.send_overhead_us),
         ("reply overhead", |f| f.reply_overhead_us),
         ("receive overhead o_r", |f| f.recv_overhead_us),
