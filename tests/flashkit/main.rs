@@ -14,6 +14,7 @@ mod coherence;
 mod handlers;
 mod interop;
 mod ledger;
+mod library;
 mod pipeline;
 mod plot;
 mod scenario;
