@@ -765,8 +765,8 @@ fn report(
 fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
     let src = scenario::Source { path, text: &text };
-    let t = scenario::table(&src).map_err(Failure::Usage)?;
-    let s = scenario::parse(&src, t).map_err(Failure::Usage)?;
+    let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
+    let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
     report(scenario::run_traced(&s, trace.is_some()), trace, format)
 }
 

@@ -26,7 +26,7 @@
 
 use crate::output::{self, Failure, Sink};
 use flashkit::scenario::{self, Source};
-use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point};
+use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point, SweepError};
 use indicatif::{ProgressBar, ProgressStyle};
 use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
@@ -259,7 +259,10 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     }
     // Every point is built and checked before anything runs (so every shard
     // refuses a bad sweep alike); this shard keeps its own.
-    let plan = Plan::new(&src, &axes).map_err(usage)?;
+    let plan = Plan::new(&src, &axes).map_err(|e| match e {
+        SweepError::NotATable { .. } | SweepError::Twice { .. } => usage(format!("--vary {e}")),
+        e => usage(e.to_string()),
+    })?;
     let points: Vec<&Point> = plan
         .points()
         .iter()

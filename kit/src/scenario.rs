@@ -740,25 +740,53 @@ impl Source<'_> {
             .map(|i| i + 1)
     }
 
-    /// An error about `key`: the file, its line and the key.
-    pub fn error(&self, key: &str, why: &str) -> String {
-        match self.line_of(key) {
-            Some(l) => format!("{}:{l}: {key}: {why}", self.path),
-            None => format!("{}: {key}: {why}", self.path),
+    /// An error about `key`: the file, the line that sets it and the key.
+    pub fn error(&self, key: &str, why: impl ToString) -> ScenarioError {
+        ScenarioError {
+            path: self.path.to_string(),
+            line: self.line_of(key),
+            key: Some(key.to_string()),
+            message: why.to_string(),
         }
     }
+
+    /// An error about the file, at `line` if known.
+    fn at(&self, line: Option<usize>, why: impl ToString) -> ScenarioError {
+        ScenarioError {
+            path: self.path.to_string(),
+            line,
+            key: None,
+            message: why.to_string(),
+        }
+    }
+}
+
+/// A scenario file that is not a scenario: a syntax error, an unknown key, a
+/// value of the wrong type or out of range, or not exactly one experiment.
+/// It prints as `file:line: key: what`, leaving out what is not known.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}{}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default(), key.as_ref().map(|k| format!(": {k}")).unwrap_or_default())]
+pub struct ScenarioError {
+    /// The file, as named.
+    pub path: String,
+    /// The line (1-based), where the error has one.
+    pub line: Option<usize>,
+    /// The key at fault, where one is.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
 }
 
 /// What a scenario must hold.
 const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp] or [suite]";
 
 /// Parse a scenario (the file's text after any sweep changes).
-pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
+pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
     // Deserialize through the text so errors carry positions: the file's
     // own text when nothing was changed, else the changed table's.
     let changed = src.text.parse::<toml::Table>().ok().as_ref() != Some(&value);
     let text = if changed {
-        toml::to_string(&value).map_err(|e| format!("{}: {e}", src.path))?
+        toml::to_string(&value).map_err(|e| src.at(None, e))?
     } else {
         src.text.to_string()
     };
@@ -776,10 +804,9 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
             Some(sp) => {
                 let line = text[..sp.start].lines().count().max(1);
                 let l = text.lines().nth(line - 1).unwrap_or("");
-                match l.split_once('=') {
-                    Some((k, _)) => format!("{}:{line}: {}: {msg}", src.path, k.trim()),
-                    None => format!("{}:{line}: {msg}", src.path),
-                }
+                let mut err = src.at(Some(line), &msg);
+                err.key = l.split_once('=').map(|(k, _)| k.trim().to_string());
+                err
             }
             None => {
                 // A changed table: name the key the message names, if any.
@@ -789,13 +816,13 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
                     .filter(|k| !k.contains(' ') && msg.starts_with("unknown field"));
                 match key {
                     Some(k) => src.error(k, &msg),
-                    None => format!("{}: {msg}", src.path),
+                    None => src.at(None, &msg),
                 }
             }
         }
     })?;
     if s.kinds() != 1 {
-        return Err(format!("{}: {KINDS_ERROR} (found {})", src.path, s.kinds()));
+        return Err(src.at(None, format!("{KINDS_ERROR} (found {})", s.kinds())));
     }
     // Impossible values, named by their key.
     let p = s.machine.params();
@@ -818,13 +845,10 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, String> {
 }
 
 /// Read a scenario file's text into a table (syntax errors name the line).
-pub fn table(src: &Source<'_>) -> Result<toml::Table, String> {
+pub fn table(src: &Source<'_>) -> Result<toml::Table, ScenarioError> {
     src.text.parse::<toml::Table>().map_err(|e| {
         let line = e.span().map(|s| src.text[..s.start].lines().count().max(1));
-        match line {
-            Some(l) => format!("{}:{l}: {}", src.path, e.message().replace('\n', "; ")),
-            None => format!("{}: {}", src.path, e.message().replace('\n', "; ")),
-        }
+        src.at(line, e.message().replace('\n', "; "))
     })
 }
 

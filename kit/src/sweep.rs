@@ -26,7 +26,7 @@
 //! assert!(cycles[1] < cycles[0], "with dirty lines, chunking by 8 beats one line at a time");
 //! ```
 
-use crate::scenario::{self, Report, Scenario, Source};
+use crate::scenario::{self, Report, Scenario, ScenarioError, Source};
 use protocols::transfer::Failed;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -43,12 +43,14 @@ pub struct Axis {
 impl Axis {
     /// Read `table.key=v1,v2,...`; each value is an integer, a boolean, a
     /// float or else a string, as TOML would read it.
-    pub fn parse(s: &str) -> Result<Axis, String> {
-        let (k, vals) = s
-            .split_once('=')
-            .ok_or_else(|| format!("{s}: write key=v1,v2,..."))?;
+    pub fn parse(s: &str) -> Result<Axis, SweepError> {
+        let bad = |why| SweepError::Axis {
+            given: s.to_string(),
+            why,
+        };
+        let (k, vals) = s.split_once('=').ok_or(bad("write key=v1,v2,..."))?;
         if !k.contains('.') {
-            return Err(format!("{s}: name a key as table.key"));
+            return Err(bad("name a key as table.key"));
         }
         let values: Vec<toml::Value> = vals
             .split(',')
@@ -56,7 +58,7 @@ impl Axis {
             .map(value)
             .collect();
         if values.is_empty() {
-            return Err(format!("{s}: no values"));
+            return Err(bad("no values"));
         }
         Ok(Axis {
             key: k.to_string(),
@@ -78,16 +80,15 @@ fn value(s: &str) -> toml::Value {
     }
 }
 
-fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
-    let (table, field) = key
-        .split_once('.')
-        .ok_or_else(|| format!("{key}: name a key as table.key"))?;
+fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError> {
+    let not_a_table = || SweepError::NotATable {
+        key: key.to_string(),
+    };
+    let (table, field) = key.split_once('.').ok_or_else(not_a_table)?;
     let sub = t
         .entry(table.to_string())
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let sub = sub
-        .as_table_mut()
-        .ok_or_else(|| format!("{key}: {table} is not a table"))?;
+    let sub = sub.as_table_mut().ok_or_else(not_a_table)?;
     sub.insert(field.to_string(), v);
     Ok(())
 }
@@ -171,6 +172,47 @@ impl ChangedCosts {
     }
 }
 
+/// A sweep that cannot run: its scenario, an axis or a point is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    /// The scenario file itself.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// An axis as given is malformed.
+    #[error("{given}: {why}")]
+    Axis {
+        /// The axis as given.
+        given: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A key that is not inside a table of the scenario.
+    #[error("{key}: name a key inside a table, as table.key")]
+    NotATable {
+        /// The key.
+        key: String,
+    },
+    /// One key on two axes.
+    #[error("{key} is varied twice: give its values once")]
+    Twice {
+        /// The key.
+        key: String,
+    },
+    /// More points than a sweep may have.
+    #[error("a sweep has at most {MAX_POINTS} points")]
+    TooMany,
+    /// A point whose scenario is not valid.
+    #[error("point {index} ({chosen}): {error}")]
+    Point {
+        /// Its number.
+        index: usize,
+        /// Its values.
+        chosen: String,
+        /// What is wrong with its scenario.
+        error: ScenarioError,
+    },
+}
+
 /// One point of a sweep.
 #[derive(Clone, Debug)]
 pub struct Point {
@@ -195,19 +237,19 @@ pub type Row = Vec<(String, String)>;
 impl Plan {
     /// Build every point of `src` varied along `axes`, checking each (a bad
     /// point is an error naming it and its values).
-    pub fn new(src: &Source<'_>, axes: &[Axis]) -> Result<Plan, String> {
+    pub fn new(src: &Source<'_>, axes: &[Axis]) -> Result<Plan, SweepError> {
         let base = scenario::table(src)?;
         let mut seen = HashSet::new();
         for a in axes {
             if !seen.insert(a.key.as_str()) {
-                return Err(format!("{} is varied twice: give its values once", a.key));
+                return Err(SweepError::Twice { key: a.key.clone() });
             }
         }
         let total = axes
             .iter()
             .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
             .filter(|&n| n <= MAX_POINTS)
-            .ok_or_else(|| format!("a sweep has at most {MAX_POINTS} points"))?;
+            .ok_or(SweepError::TooMany)?;
         let mut costs = ChangedCosts::new();
         let mut points = Vec::with_capacity(total);
         for p in 0..total {
@@ -222,7 +264,11 @@ impl Plan {
             }
             chosen.reverse();
             let chosen = chosen.join(", ");
-            let sc = scenario::parse(src, t).map_err(|e| format!("point {p} ({chosen}): {e}"))?;
+            let sc = scenario::parse(src, t).map_err(|error| SweepError::Point {
+                index: p,
+                chosen: chosen.clone(),
+                error,
+            })?;
             costs.note(&sc);
             points.push(Point {
                 index: p,
