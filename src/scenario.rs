@@ -607,7 +607,7 @@ pub fn run_traced(
     c.costs = s.costs.transfer;
     c.command_costs = s.costs.command;
     c.coherence_costs = s.costs.coherence;
-    let r = protocols::transfer::run(&c)?;
+    let r = protocols::transfer::run_with_machine(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
     let failed = (!r.data_ok || r.incoherent.is_some())
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
