@@ -645,10 +645,10 @@ pub fn miss(
         offset: m.offset,
         owner: m.owner,
     };
-    let r = miss::run_with(case, setup, p, coh)?;
-    let ledger = r.machine.ledger();
+    let (r, machine) = miss::run_with_machine(case, setup, p, coh)?;
+    let ledger = r.ledger;
     with(
-        r.machine,
+        machine,
         ok(
             serde_json::json!({
                 "case": case.name(),
