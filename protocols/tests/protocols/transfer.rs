@@ -367,8 +367,7 @@ fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
         bytes: 0,
         ..Config::default()
     })
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     match e {
         protocols::transfer::Failed::Input(s) => assert!(s.contains("Malformed"), "{s}"),
         other => panic!("{other}"),
