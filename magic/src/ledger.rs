@@ -368,3 +368,62 @@ impl std::fmt::Display for Ledger {
         f.write_str(&out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(busy: u64, name: &str) -> Ledger {
+        let row = |node, handler: &str, busy| HandlerRow {
+            node: Some(node),
+            handler: handler.to_string(),
+            stats: HandlerStats {
+                invocations: 2,
+                busy,
+                max: busy,
+                ..HandlerStats::default()
+            },
+            mean: busy as f64 / 2.0,
+            pp_share: busy as f64 / 1000.0,
+        };
+        Ledger {
+            elapsed: Cycles(1000),
+            nodes: 2,
+            handlers: vec![row(0, "p.small", 7), row(1, name, busy)],
+            units: vec![],
+        }
+    }
+
+    #[test]
+    fn a_wide_value_pushes_only_its_own_row() {
+        let narrow = ledger(9, "p.other").to_string();
+        let wide = ledger(
+            123_456_789_012_345,
+            "p.a_handler_whose_name_is_far_too_long",
+        )
+        .to_string();
+        let lines = |t: &str| t.lines().map(str::to_string).collect::<Vec<_>>();
+        let (a, b) = (lines(&narrow), lines(&wide));
+        // Heading, column heads and the untouched row are the same text.
+        assert_eq!(a[1..3], b[1..3]);
+        assert_ne!(a[3], b[3]);
+        // Columns line up with their heads whatever the values.
+        let head = &a[1];
+        fn end<'a>(head: &str, l: &'a str, col: &str) -> &'a str {
+            &l[..head.find(col).unwrap() + col.len()]
+        }
+        assert!(end(head, &a[2], "calls").ends_with('2'));
+        assert!(end(head, &a[2], "busy").ends_with('7'));
+        assert!(end(head, &a[2], "pp-time").ends_with("0.7%"));
+    }
+
+    #[test]
+    fn display_is_the_handler_table_and_render_adds_the_units() {
+        let l = ledger(9, "p.other");
+        assert!(!l.to_string().contains("unit utilization"));
+        assert_eq!(l.render(), format!("{l}\n{}", l.units_table()));
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(j["handlers"][0]["pp_share"], 0.007);
+        assert_eq!(j["handlers"][0]["mean"], 3.5);
+    }
+}
