@@ -563,6 +563,14 @@ impl std::fmt::Display for Failed {
     }
 }
 
+impl std::error::Error for Failed {}
+
+impl From<coherence::Error> for Failed {
+    fn from(e: coherence::Error) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<magic::BuildError> for Failed {
     fn from(e: magic::BuildError) -> Failed {
         Failed::Input(e.to_string())

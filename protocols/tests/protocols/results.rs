@@ -16,7 +16,13 @@ fn run_results_are_send_clone_debug_serialize() {
     assert_result::<protocols::pipeline::PipelineRun>();
     assert_result::<protocols::pipeline::PipelineResult>();
     assert_result::<coherence::miss::MissRun>();
+    assert_result::<coherence::AccessResult>();
+    assert_result::<coherence::CohStats>();
     assert_result::<magic::Ledger>();
+    // The errors are std errors, for `?` into a study's own.
+    fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
+    assert_error::<protocols::transfer::Failed>();
+    assert_error::<coherence::Error>();
 }
 
 /// The configurations the agreement is checked on: the default, a dirty
