@@ -337,7 +337,7 @@ fn node_name(n: Option<u32>) -> String {
 impl std::fmt::Display for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut out = format!(
-            "handler occupancy (cycles of 10 ns; counters over {} cycles, from their reset to the last event)\n",
+            "handler occupancy (cycles of 10 ns; counters over {} cycles, from their start to the last event)\n",
             self.elapsed
         );
         line(

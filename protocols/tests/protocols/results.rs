@@ -251,7 +251,7 @@ fn printed_spans_say_what_they_are_and_no_two_totals_disagree() {
         let window = line(&t, "handler occupancy");
         assert!(
             window.contains(&format!(
-                "counters over {} cycles, from their reset to the last event",
+                "counters over {} cycles, from their start to the last event",
                 o.ledger.elapsed.0
             )),
             "{window}"
