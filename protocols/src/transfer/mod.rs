@@ -32,7 +32,9 @@
 //! ([`sender`]), and the node's state ([`state`]); the messages between them
 //! ([`msg`]) and the cost sheet ([`costs`]). [`Transfer`] installs them, with
 //! the coherence protocol, as one protocol; [`run()`] sets up a machine, runs
-//! one transfer experiment and measures it.
+//! one transfer experiment and measures it: its [`Outcome`] is plain data
+//! (printable, serializable, sendable); [`run_with_machine`] keeps the
+//! machine beside it.
 
 pub mod conn;
 pub mod costs;
