@@ -22,7 +22,7 @@ use magic::{
     messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr, ProcStep,
     Processor, Protocol, Region, LINE_BYTES,
 };
-use protocols::transfer::{self, Config, Outcome, XferNode};
+use protocols::transfer::{self, Config, Measured, XferNode};
 
 /// A fetch-and-increment handler's context.
 type C<'a> = Cx<'a, FincNode>;
@@ -223,7 +223,7 @@ pub fn run_alone(n: u64) -> Result<Magic<FincNode>, String> {
 
 /// The default transfer with `n` fetch-and-increments handed to node 0's
 /// MAGIC, one every 100 cycles from the transfer's start.
-pub fn run_beside_transfer(n: u64) -> Result<Outcome<(XferNode, FincNode)>, String> {
+pub fn run_beside_transfer(n: u64) -> Result<Measured<(XferNode, FincNode)>, String> {
     // Its processor program asks for nothing: the requests are handed to
     // MAGIC directly, from the measured transfer's start.
     let finc = Finc {

@@ -12,6 +12,8 @@
 //! - [`modes`]: none / local / global coherence for message data, as plans
 //!   the messaging handlers perform.
 //! - [`miss`]: the single read-miss experiment (`flashkit miss`).
+//! - [`error`]: what the crate's calls refuse ([`Error`]; a value out of
+//!   range names its field through [`magic::OutOfRange`]).
 //!
 //! Where to start reading: [`directory`], whose pure functions say what the
 //! home does with each request; then [`protocol`], whose handlers perform
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod directory;
+pub mod error;
 pub mod miss;
 pub mod modes;
 pub mod msg;
@@ -43,6 +46,7 @@ pub mod processor;
 pub mod protocol;
 
 pub use directory::{DirEntry, DirFormat, DirState, Sharers};
+pub use error::Error;
 pub use msg::{CohKind, CohMsg};
 pub use processor::{Access, AccessResult};
 pub use protocol::{machine, CohNode, CohParams, CohStats, Coherence, Coherent, Placement};

@@ -14,7 +14,8 @@
 
 use crate::processor::Access;
 use crate::protocol::{self, CohParams};
-use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
+use crate::Error;
+use magic::{Cycles, Ledger, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
 use serde::Serialize;
 
 /// Where the missed line is (see the module's description).
@@ -43,7 +44,9 @@ impl Case {
     }
 }
 
-/// The outcome of one miss.
+/// The outcome of one miss: plain data (`Send`, `Clone`, `Debug`,
+/// `Serialize`); [`run_with_machine`] keeps the machine beside it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MissRun {
     /// The case.
     pub case: Case,
@@ -53,12 +56,12 @@ pub struct MissRun {
     pub value: u64,
     /// The word the load should have returned.
     pub expected: u64,
-    /// The machine after the miss (its ledger counts the measured miss).
-    pub machine: Magic<protocol::CohNode>,
+    /// The measured miss's occupancy ledger (the counters restart before it).
+    pub ledger: Ledger,
 }
 
 /// Where the experiment's lines are and who holds the dirty one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Setup {
     /// Nodes in the machine (3 or more; 3 by default).
     pub nodes: u32,
@@ -82,47 +85,61 @@ impl Default for Setup {
 }
 
 /// Run one miss on a fresh machine.
-pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, String> {
+pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, Error> {
     run_with(case, Setup::default(), params, coh)
 }
 
 /// Run one miss with an explicit setup. Bad setups (too few nodes, an owner
 /// that does not exist or is the requester or the home, a line beyond the
-/// home's memory) are errors.
+/// home's memory) are [`Error::OutOfRange`] naming the [`Setup`] field.
 pub fn run_with(
     case: Case,
     s: Setup,
     params: MagicParams,
     coh: CohParams,
-) -> Result<MissRun, String> {
+) -> Result<MissRun, Error> {
+    run_with_machine(case, s, params, coh).map(|(r, _)| r)
+}
+
+/// [`run_with`], and the machine after the miss beside its outcome (its
+/// node states, its trace).
+pub fn run_with_machine(
+    case: Case,
+    s: Setup,
+    params: MagicParams,
+    coh: CohParams,
+) -> Result<(MissRun, Magic<protocol::CohNode>), Error> {
     if s.nodes < 3 {
-        return Err(format!(
-            "the miss experiment needs at least 3 nodes (got {})",
-            s.nodes
-        ));
+        return Err(OutOfRange::new("nodes", "at least 3", s.nodes).into());
     }
     if case == Case::RemoteDirty && s.owner >= s.nodes {
-        return Err(format!(
-            "no node {} to hold the line (the machine has {} nodes)",
-            s.owner, s.nodes
-        ));
+        return Err(OutOfRange::new(
+            "owner",
+            format!("a node of the machine, below {}", s.nodes),
+            s.owner,
+        )
+        .into());
     }
     let home = match case {
         Case::LocalClean => NodeId(0),
         _ => NodeId(1),
     };
     if case == Case::RemoteDirty && (s.owner == 0 || s.owner == home.0) {
-        return Err(format!(
-            "the dirty copy must be at a third node, not node {}",
-            s.owner
-        ));
+        return Err(OutOfRange::new(
+            "owner",
+            format!("a third node, neither the requester 0 nor the home {home}"),
+            s.owner,
+        )
+        .into());
     }
     let offset = s.offset & !127;
     if offset >= params.mem_bytes {
-        return Err(format!(
-            "offset {:#x} is outside node memory (0 to {:#x} bytes)",
-            s.offset, params.mem_bytes
-        ));
+        return Err(OutOfRange::new(
+            "offset",
+            format!("inside node memory, below {:#x}", params.mem_bytes),
+            format!("{:#x}", s.offset),
+        )
+        .into());
     }
     let mut m = protocol::machine(params, coh, s.nodes)?;
     // The warm-up line is the measured one's pair: their directory entries
@@ -145,26 +162,28 @@ pub fn run_with(
         [0x77; 8]
     });
     m.state_mut(NodeId(0)).proc.push([Access::Load(warm)]);
-    m.start_processor(NodeId(0), Cycles(0))?;
+    m.start_processor(NodeId(0), Cycles(0))
+        .map_err(Error::Machine)?;
     let warmup = m.run();
     if !warmup.is_clean() {
-        return Err(format!(
-            "the warm-up miss did not complete: {}",
-            warmup.stuck.join("; ")
-        ));
+        return Err(Error::Stuck {
+            what: "warm-up miss",
+            stuck: warmup.stuck.join("; "),
+        });
     }
     m.reset_counters();
     m.state_mut(NodeId(0))
         .proc
         .push([Access::Load(PAddr(line.0 + 8))]);
     let start = m.now() + Cycles(1);
-    m.start_processor(NodeId(0), start)?;
+    m.start_processor(NodeId(0), start)
+        .map_err(Error::Machine)?;
     let report = m.run();
     if !report.is_clean() {
-        return Err(format!(
-            "the miss did not complete: {}",
-            report.stuck.join("; ")
-        ));
+        return Err(Error::Stuck {
+            what: "miss",
+            stuck: report.stuck.join("; "),
+        });
     }
     let r = m
         .state(NodeId(0))
@@ -172,12 +191,16 @@ pub fn run_with(
         .results
         .last()
         .copied()
-        .ok_or("the load did not complete")?;
-    Ok(MissRun {
+        .ok_or(Error::Stuck {
+            what: "load",
+            stuck: "no result reached the processor".into(),
+        })?;
+    let run = MissRun {
         case,
         latency: r.latency(),
         value: r.value.unwrap_or_default(),
         expected,
-        machine: m,
-    })
+        ledger: m.ledger(),
+    };
+    Ok((run, m))
 }

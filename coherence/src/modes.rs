@@ -81,9 +81,10 @@ pub enum Action {
 pub type Plan = SmallVec<[Action; 3]>;
 
 /// A plan that cannot be carried out as asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModeError {
     /// `Local` was asked for a line outside its precondition.
+    #[error("{line} is outside local coherence: {why}")]
     OutsideLocal {
         /// The line.
         line: PAddr,
@@ -91,11 +92,13 @@ pub enum ModeError {
         why: String,
     },
     /// The directory entry is busy with a transaction: try again.
+    #[error("{line}'s directory entry is busy: try again")]
     Busy {
         /// The line.
         line: PAddr,
     },
     /// The plan needs other nodes; the messaging protocol carries it out.
+    #[error("the plan needs other nodes: {0:?}")]
     NeedsRemote(Plan),
 }
 

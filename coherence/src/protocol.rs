@@ -1071,7 +1071,11 @@ impl Protocol for Coherence {
 }
 
 /// A FLASH machine running the coherence protocol alone.
-pub fn machine(params: MagicParams, coh: CohParams, nodes: u32) -> Result<Magic<CohNode>, String> {
+pub fn machine(
+    params: MagicParams,
+    coh: CohParams,
+    nodes: u32,
+) -> Result<Magic<CohNode>, crate::Error> {
     let unit = Coherence::new(coh);
     // The protocol's own refusal comes before any other.
     unit.check(&params, nodes)?;
@@ -1087,27 +1091,43 @@ pub fn place<S: Coherent>(
     copies: &[(NodeId, LineState)],
     memory: [u8; LINE_BYTES],
     cached: [u8; LINE_BYTES],
-) -> Result<(), String> {
+) -> Result<(), crate::Error> {
+    use magic::OutOfRange;
     let nodes = m.nodes();
     let line = PAddr(line.with_region(Region::Normal).0 & !(LINE_BYTES as u64 - 1));
     let home = line.node();
     if home.0 >= nodes {
-        return Err(format!(
-            "address {line} is homed at node {home}, but the machine has {nodes} nodes"
-        ));
+        return Err(OutOfRange::new(
+            "line",
+            format!("homed at a node below {nodes} (the machine's nodes)"),
+            format!("{line} (homed at node {home})"),
+        )
+        .into());
     }
     if line.offset() >= m.params().mem_bytes {
-        return Err(format!("address {line} is beyond node {home}'s memory"));
+        return Err(OutOfRange::new(
+            "line",
+            format!("within node memory, below {:#x}", m.params().mem_bytes),
+            line,
+        )
+        .into());
     }
     let dirty: Vec<_> = copies.iter().filter(|c| c.1 == LineState::Dirty).collect();
     if dirty.len() > 1 || (dirty.len() == 1 && copies.len() > 1) {
-        return Err("a dirty line can have no other copy".into());
+        return Err(crate::Error::Placement(
+            "a dirty line can have no other copy",
+        ));
+    }
+    if let Some(&(n, _)) = copies.iter().find(|c| c.0 .0 >= nodes) {
+        return Err(OutOfRange::new(
+            "copies",
+            format!("nodes below {nodes} (the machine's nodes)"),
+            n,
+        )
+        .into());
     }
     let mut sharers = directory::Sharers::default();
     for &(n, st) in copies {
-        if n.0 >= nodes {
-            return Err(format!("no node {n} (the machine has {nodes})"));
-        }
         m.pcache_mut(n).set(line, st, cached);
         if st == LineState::Clean {
             sharers.add(n);

@@ -942,7 +942,7 @@ pub fn run_traced(
     c.costs = s.costs.transfer;
     c.command_costs = s.costs.command;
     c.coherence_costs = s.costs.coherence;
-    let r = protocols::transfer::run(&c)?;
+    let r = protocols::transfer::run_with_machine(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
     let failed = (!r.data_ok || r.incoherent.is_some())
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
@@ -982,10 +982,10 @@ pub fn miss(
         offset: m.offset,
         owner: m.owner,
     };
-    let r = miss::run_with(case, setup, p, coh)?;
-    let ledger = r.machine.ledger();
+    let (r, machine) = miss::run_with_machine(case, setup, p, coh)?;
+    let ledger = r.ledger;
     with(
-        r.machine,
+        machine,
         ok(
             serde_json::json!({
                 "case": case.name(),

@@ -4,9 +4,12 @@
 //! invocation, the cycles of stalls inside them, and their share of the PP's
 //! time. Per unit (inbox, PP, outbox, memory, processor-cache interface,
 //! network out): operations, busy cycles and utilization over the run.
-//! A [`Ledger`] is a plain report, rendered as an aligned text table or as JSON.
+//! A [`Ledger`] is a plain report: its `Display` is the handler table alone,
+//! [`Ledger::render`] both tables, its `Serialize` the JSON; tables and JSON
+//! round figures the one way [`crate::figures`] says. Columns have fixed
+//! widths, so one row's values never re-pad another.
 
-use crate::table::TextTable;
+use crate::figures::{self, text, Figure};
 use crate::time::Cycles;
 use serde::Serialize;
 
@@ -63,9 +66,12 @@ pub struct HandlerRow {
     /// The handler's counters (flattened into the row in JSON).
     #[serde(flatten)]
     pub stats: HandlerStats,
-    /// Mean cycles per invocation.
+    /// Mean cycles per invocation (JSON: rounded as [`figures`] says).
+    #[serde(serialize_with = "figures::ser_frac_cycles")]
     pub mean: f64,
-    /// Share of the node's (or all nodes') PP time spent in this handler.
+    /// Share of the node's (or all nodes') PP time spent in this handler
+    /// (JSON: rounded as [`figures`] says).
+    #[serde(serialize_with = "figures::ser_share")]
     pub pp_share: f64,
 }
 
@@ -124,7 +130,9 @@ pub struct UnitRow {
     /// outbox holding a packet that waits for the wire, memory data bus,
     /// processor-cache interface, wire.
     pub busy: u64,
-    /// `busy` over the elapsed cycles (times nodes, for a summed row).
+    /// `busy` over the elapsed cycles (times nodes, for a summed row; JSON:
+    /// rounded as [`figures`] says).
+    #[serde(serialize_with = "figures::ser_share")]
     pub utilization: f64,
     /// Cycles messages or packets spent waiting in this unit's queues (inbox:
     /// time in the input queues; outbox: time a handler stalled on a full lane).
@@ -241,46 +249,181 @@ impl Ledger {
         self.units.iter().find(|r| r.node == node && r.unit == unit)
     }
 
-    /// Both tables, aligned, for people (and for snapshots).
+    /// The handler occupancy table (as [`Display`](std::fmt::Display)
+    /// prints it) and the unit utilization table after it: what the
+    /// command line prints.
     pub fn render(&self) -> String {
-        let node = |n: Option<u32>| n.map_or("all".to_string(), |n| n.to_string());
-        let mut t = TextTable::new(&[
-            "node", "handler", "calls", "busy", "mean", "max", "stall", "wait", "instr", "ld/st",
-            "pp-time",
-        ]);
+        format!("{self}\n{}", self.units_table())
+    }
+
+    /// The unit utilization table alone (idle units are left out; the JSON
+    /// keeps them).
+    pub fn units_table(&self) -> String {
+        let mut out = String::from("unit utilization\n");
+        line(
+            &mut out,
+            &UNIT_COLUMNS,
+            &UNIT_COLUMNS.map(|c| c.0.to_string()),
+        );
+        for r in self.units.iter().filter(|r| r.ops + r.busy + r.waiting > 0) {
+            line(
+                &mut out,
+                &UNIT_COLUMNS,
+                &[
+                    node_name(r.node),
+                    r.unit.name().to_string(),
+                    r.ops.to_string(),
+                    r.busy.to_string(),
+                    format!("{}%", text(Figure::Percent, r.utilization)),
+                    r.waiting.to_string(),
+                ],
+            );
+        }
+        out
+    }
+}
+
+/// Column widths of the tables: fixed, so a row's padding never depends on
+/// another row's values. Counts and cycles take 13 digits (a 10^9-cycle run
+/// summed over 4096 nodes), handler names 28 characters; a wider value
+/// pushes only its own row.
+const HANDLER_COLUMNS: [(&str, usize, bool); 11] = [
+    ("node", 4, true),
+    ("handler", 28, false),
+    ("calls", 13, true),
+    ("busy", 13, true),
+    ("mean", 12, true),
+    ("max", 10, true),
+    ("stall", 13, true),
+    ("wait", 13, true),
+    ("instr", 13, true),
+    ("ld/st", 21, true),
+    ("pp-time", 7, true),
+];
+
+/// The unit table's columns (name, width, right-aligned).
+const UNIT_COLUMNS: [(&str, usize, bool); 6] = [
+    ("node", 4, true),
+    ("unit", 9, false),
+    ("ops", 13, true),
+    ("busy", 13, true),
+    ("util", 7, true),
+    ("waiting", 13, true),
+];
+
+/// One row of a table: each cell padded to its column, two spaces apart,
+/// trailing blanks trimmed.
+fn line(out: &mut String, cols: &[(&str, usize, bool)], cells: &[String]) {
+    let mut row = String::new();
+    for (i, ((_, w, right), cell)) in cols.iter().zip(cells).enumerate() {
+        if i > 0 {
+            row.push_str("  ");
+        }
+        if *right {
+            row.push_str(&format!("{cell:>w$}"));
+        } else {
+            row.push_str(&format!("{cell:<w$}"));
+        }
+    }
+    out.push_str(row.trim_end());
+    out.push('\n');
+}
+
+fn node_name(n: Option<u32>) -> String {
+    n.map_or("all".to_string(), |n| n.to_string())
+}
+
+/// The handler occupancy table alone, headed by the window it covers.
+impl std::fmt::Display for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = format!(
+            "handler occupancy (cycles of 10 ns; counters over {} cycles, from their start to the last event)\n",
+            self.elapsed
+        );
+        line(
+            &mut out,
+            &HANDLER_COLUMNS,
+            &HANDLER_COLUMNS.map(|c| c.0.to_string()),
+        );
         for r in &self.handlers {
             let s = &r.stats;
-            t.row(vec![
-                node(r.node),
-                r.handler.clone(),
-                s.invocations.to_string(),
-                s.busy.to_string(),
-                format!("{:.1}", r.mean),
-                s.max.to_string(),
-                s.outbox_stall.to_string(),
-                s.wait.to_string(),
-                s.instructions.to_string(),
-                format!("{}/{}", s.loads, s.stores),
-                format!("{:.1}%", 100.0 * r.pp_share),
-            ]);
+            line(
+                &mut out,
+                &HANDLER_COLUMNS,
+                &[
+                    node_name(r.node),
+                    r.handler.clone(),
+                    s.invocations.to_string(),
+                    s.busy.to_string(),
+                    text(Figure::FracCycles, r.mean),
+                    s.max.to_string(),
+                    s.outbox_stall.to_string(),
+                    s.wait.to_string(),
+                    s.instructions.to_string(),
+                    format!("{}/{}", s.loads, s.stores),
+                    format!("{}%", text(Figure::Percent, r.pp_share)),
+                ],
+            );
         }
-        let mut u = TextTable::new(&["node", "unit", "ops", "busy", "util", "waiting"]);
-        // Idle units say nothing; the JSON keeps them.
-        for r in self.units.iter().filter(|r| r.ops + r.busy + r.waiting > 0) {
-            u.row(vec![
-                node(r.node),
-                r.unit.name().to_string(),
-                r.ops.to_string(),
-                r.busy.to_string(),
-                format!("{:.1}%", 100.0 * r.utilization),
-                r.waiting.to_string(),
-            ]);
+        f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(busy: u64, name: &str) -> Ledger {
+        let row = |node, handler: &str, busy| HandlerRow {
+            node: Some(node),
+            handler: handler.to_string(),
+            stats: HandlerStats {
+                invocations: 2,
+                busy,
+                max: busy,
+                ..HandlerStats::default()
+            },
+            mean: busy as f64 / 2.0,
+            pp_share: busy as f64 / 1000.0,
+        };
+        Ledger {
+            elapsed: Cycles(1000),
+            nodes: 2,
+            handlers: vec![row(0, "p.small", 7), row(1, name, busy)],
+            units: vec![],
         }
-        format!(
-            "handler occupancy (cycles of 10 ns; run of {} cycles)\n{}\nunit utilization\n{}",
-            self.elapsed,
-            t.render(),
-            u.render()
+    }
+
+    #[test]
+    fn a_wide_value_pushes_only_its_own_row() {
+        let narrow = ledger(9, "p.other").to_string();
+        let wide = ledger(
+            123_456_789_012_345,
+            "p.a_handler_whose_name_is_far_too_long",
         )
+        .to_string();
+        let lines = |t: &str| t.lines().map(str::to_string).collect::<Vec<_>>();
+        let (a, b) = (lines(&narrow), lines(&wide));
+        // Heading, column heads and the untouched row are the same text.
+        assert_eq!(a[1..3], b[1..3]);
+        assert_ne!(a[3], b[3]);
+        // Columns line up with their heads whatever the values.
+        let head = &a[1];
+        fn end<'a>(head: &str, l: &'a str, col: &str) -> &'a str {
+            &l[..head.find(col).unwrap() + col.len()]
+        }
+        assert!(end(head, &a[2], "calls").ends_with('2'));
+        assert!(end(head, &a[2], "busy").ends_with('7'));
+        assert!(end(head, &a[2], "pp-time").ends_with("0.7%"));
+    }
+
+    #[test]
+    fn display_is_the_handler_table_and_render_adds_the_units() {
+        let l = ledger(9, "p.other");
+        assert!(!l.to_string().contains("unit utilization"));
+        assert_eq!(l.render(), format!("{l}\n{}", l.units_table()));
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(j["handlers"][0]["pp_share"], 0.007);
+        assert_eq!(j["handlers"][0]["mean"], 3.5);
     }
 }

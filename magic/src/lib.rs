@@ -79,6 +79,7 @@ pub mod cx;
 pub mod dcache;
 pub mod engine;
 pub mod error;
+pub mod figures;
 pub mod ids;
 pub mod ledger;
 pub mod link;

@@ -338,9 +338,38 @@ pub fn completed(m: &Magic<PipeNode>) -> u64 {
     m.states().iter().map(|n| n.completed).sum()
 }
 
+/// A whole run of the scenario, summarized: plain data (`Send`, `Clone`,
+/// `Debug`, `Serialize`), the machine left behind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PipelineRun {
+    /// The figures the peers agree on.
+    pub result: PipelineResult,
+    /// The occupancy ledger of the whole run.
+    pub ledger: Ledger,
+    /// The last cycle at which anything happened.
+    pub end: Cycles,
+    /// True if the run stopped at its cycle limit with events pending.
+    pub limit_reached: bool,
+    /// Work left when the run stopped: one line per stuck item.
+    pub stuck: Vec<String>,
+}
+
+impl PipelineRun {
+    /// True if the run neither hit its limit nor left anything stuck.
+    pub fn is_clean(&self) -> bool {
+        !self.limit_reached && self.stuck.is_empty()
+    }
+}
+
 /// Build, run and summarize in one call.
-pub fn run(cfg: &PipelineConfig) -> Result<(PipelineResult, Ledger, RunReport), String> {
+pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, String> {
     let mut m = build(cfg)?;
-    let report = m.run();
-    Ok((result(&m), m.ledger(), report))
+    let report: RunReport = m.run();
+    Ok(PipelineRun {
+        result: result(&m),
+        ledger: m.ledger(),
+        end: report.end,
+        limit_reached: report.limit_reached,
+        stuck: report.stuck,
+    })
 }

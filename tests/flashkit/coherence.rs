@@ -14,7 +14,7 @@ fn miss_cases_occupancy() {
     for case in Case::ALL {
         let r = miss::run(case, MagicParams::default(), CohParams::default()).unwrap();
         writeln!(out, "== {}: {} cycles", case.name(), r.latency).unwrap();
-        out.push_str(&r.machine.ledger().render());
+        out.push_str(&r.ledger.render());
         out.push('\n');
     }
     common::insta_settings().bind(|| insta::assert_snapshot!("miss_cases", out));

@@ -12,8 +12,9 @@ fn pipeline_occupancy_table() {
         pattern: Pattern::Rand,
         costs: Default::default(),
     };
-    let (r, ledger, report) = pipeline::run(&cfg).unwrap();
-    assert!(report.is_clean());
+    let run = pipeline::run(&cfg).unwrap();
+    assert!(run.is_clean());
+    let (r, ledger) = (run.result, run.ledger);
     assert_eq!(r.events, 3 * 2 * 129);
     common::insta_settings().bind(|| {
         insta::assert_snapshot!("pipeline_3x2_rand_per_node", ledger.render());
@@ -29,7 +30,7 @@ fn ledger_json_has_the_rows_of_the_table() {
         pattern: Pattern::Ring,
         costs: Default::default(),
     };
-    let (_, ledger, _) = pipeline::run(&cfg).unwrap();
+    let ledger = pipeline::run(&cfg).unwrap().ledger;
     let v: serde_json::Value = serde_json::to_value(&ledger).unwrap();
     assert_eq!(v["nodes"], 2);
     let rows = v["handlers"].as_array().unwrap();

@@ -36,8 +36,9 @@ fn check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
             pattern,
             costs: Default::default(),
         };
-        let (r, ledger, report) = pipeline::run(&cfg).unwrap();
-        assert!(report.is_clean(), "{cfg:?}: {:?}", report.stuck);
+        let run = pipeline::run(&cfg).unwrap();
+        assert!(run.is_clean(), "{cfg:?}: {:?}", run.stuck);
+        let (r, ledger) = (run.result, run.ledger);
         assert_eq!(
             (r.completion, r.sum_completion, r.sum_latency),
             (completion, sum_completion, sum_latency),
@@ -81,11 +82,11 @@ fn runs_are_identical_byte_for_byte() {
     };
     let a = pipeline::run(&cfg).unwrap();
     let b = pipeline::run(&cfg).unwrap();
-    assert_eq!(a.0, b.0);
-    assert_eq!(a.1.render(), b.1.render());
+    assert_eq!(a.result, b.result);
+    assert_eq!(a.ledger.render(), b.ledger.render());
     assert_eq!(
-        serde_json::to_string(&a.1).unwrap(),
-        serde_json::to_string(&b.1).unwrap()
+        serde_json::to_string(&a.ledger).unwrap(),
+        serde_json::to_string(&b.ledger).unwrap()
     );
 }
 

@@ -55,7 +55,7 @@ fn transfer_occupancy_grid() {
                     r.limited_by
                 )
                 .unwrap();
-                out.push_str(&r.machine.ledger().render());
+                out.push_str(&r.ledger.render());
                 out.push('\n');
             }
             let name = format!("transfer_{sname}_{}", version.short().to_lowercase());

@@ -81,7 +81,10 @@ fn the_protocol_refuses_a_machine_with_one_data_buffer() {
     let e = coherence::protocol::machine(one.clone(), CohParams::default(), 2)
         .err()
         .unwrap();
-    assert!(e.contains("at least 2 data buffers"), "{e}");
+    assert!(
+        matches!(&e, coherence::Error::Build(magic::BuildError::Protocol(s)) if s.contains("at least 2 data buffers")),
+        "{e}"
+    );
     // The protocol unit refuses it wherever it is installed.
     let e = magic::Magic::with(one, 2, &coherence::Coherence::default())
         .err()
@@ -109,4 +112,57 @@ fn the_warm_up_works_wherever_the_line_is() {
         .unwrap();
         assert_eq!(r.latency.0, 107, "offset {offset:#x}");
     }
+}
+
+#[test]
+fn bad_setups_are_typed_errors_naming_the_field() {
+    use coherence::miss::Setup;
+    use coherence::Error;
+    let field = |case, s: Setup| match miss::run_with(
+        case,
+        s,
+        MagicParams::default(),
+        CohParams::default(),
+    ) {
+        Err(Error::OutOfRange(e)) => e.field,
+        other => panic!("{case:?} {s:?}: {other:?}"),
+    };
+    let d = Setup::default();
+    assert_eq!(field(Case::LocalClean, Setup { nodes: 2, ..d }), "nodes");
+    assert_eq!(field(Case::RemoteDirty, Setup { owner: 3, ..d }), "owner");
+    assert_eq!(field(Case::RemoteDirty, Setup { owner: 1, ..d }), "owner");
+    assert_eq!(
+        field(
+            Case::RemoteClean,
+            Setup {
+                offset: u64::MAX,
+                ..d
+            }
+        ),
+        "offset"
+    );
+    let e = miss::run_with(
+        Case::LocalClean,
+        Setup { nodes: 2, ..d },
+        MagicParams::default(),
+        CohParams::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "nodes must be at least 3, got 2");
+    // A placement outside the machine names its argument too.
+    let mut m =
+        coherence::protocol::machine(MagicParams::default(), CohParams::default(), 2).unwrap();
+    let line = magic::PAddr::new(magic::Region::Normal, magic::NodeId(1), 0x1000);
+    let e = coherence::protocol::place(
+        &mut m,
+        line,
+        &[(magic::NodeId(5), magic::LineState::Clean)],
+        [0; 128],
+        [0; 128],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::OutOfRange(o) if o.field == "copies"),
+        "{e}"
+    );
 }

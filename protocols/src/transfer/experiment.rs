@@ -20,8 +20,8 @@ use super::unit::Transfer;
 use coherence::modes::Mode;
 use coherence::protocol::{self, CohParams, Coherent};
 use magic::{
-    Cycles, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, PAddr, Protocol,
-    Region, LINE_BYTES,
+    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, PAddr,
+    Protocol, Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -267,9 +267,18 @@ pub struct Startup {
     pub total: u64,
 }
 
-/// What an experiment measured (`S`: the machine's node state, the
-/// transfer's alone or with another protocol's beside it).
-pub struct Outcome<S = XferNode> {
+/// What an experiment measured: plain data (`Send`, `Clone`, `Debug`), whose
+/// `Serialize` is the JSON the command line prints ([`Outcome::json`]).
+/// Figures keep full precision here; the table and the JSON round them the
+/// one way [`magic::figures`] says.
+///
+/// Two spans are reported, and they are different things: [`Outcome::total`]
+/// runs from the send's first command write to the last receive's
+/// completion told; the ledger's `elapsed` is the window its counters cover,
+/// from their reset (a cycle before the send is issued) to the machine's
+/// last event. The table names each for what it is.
+#[derive(Clone, Debug)]
+pub struct Outcome {
     /// The experiment.
     pub config: Config,
     /// The send's first command write to the last receive's completion told.
@@ -301,11 +310,34 @@ pub struct Outcome<S = XferNode> {
     pub data_ok: bool,
     /// `None` if the caches and directories agree afterwards.
     pub incoherent: Option<String>,
-    /// The machine after the run (its ledger, its state).
+    /// The measured pass's occupancy ledger (every node, every handler).
+    pub ledger: Ledger,
+}
+
+/// An [`Outcome`] with the machine it was measured on, for code that looks
+/// at the machine after the run (its node states, its trace). It reads as
+/// its outcome (`Deref`), so `m.total` and `m.machine` both work.
+pub struct Measured<S = XferNode> {
+    /// What the experiment measured.
+    pub outcome: Outcome,
+    /// The machine after the run (its state, its trace).
     pub machine: Magic<S>,
 }
 
-impl<S: NodeState> Outcome<S> {
+impl<S> std::ops::Deref for Measured<S> {
+    type Target = Outcome;
+    fn deref(&self) -> &Outcome {
+        &self.outcome
+    }
+}
+
+impl<S> std::fmt::Display for Measured<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.outcome.fmt(f)
+    }
+}
+
+impl Outcome {
     /// The total in microseconds.
     pub fn total_us(&self) -> f64 {
         self.total.as_us()
@@ -321,34 +353,46 @@ impl<S: NodeState> Outcome<S> {
         (self.config.bytes * dirs) as f64 / self.total_us()
     }
 
-    /// The measurements as JSON (the occupancy ledger with them).
+    /// The measurements as JSON (the occupancy ledger's handler rows with
+    /// them), figures rounded as the table prints them.
     pub fn json(&self) -> serde_json::Value {
+        use magic::figures::{value, Figure};
         serde_json::json!({
             "bytes": self.config.bytes,
             "lines": self.lines,
             "total_cycles": self.total.0,
-            "total_us": self.total_us(),
-            "bandwidth_mb_s": self.bandwidth_mb_s(),
+            "total_us": value(Figure::Us, self.total_us()),
+            "bandwidth_mb_s": value(Figure::MbS, self.bandwidth_mb_s()),
             "startup": self.startup,
             "transfer_cycles": self.transfer.0,
-            "per_line_cycles": self.per_line,
-            "sender_occupancy_per_line": self.sender_occupancy_per_line,
-            "receiver_occupancy_per_line": self.receiver_occupancy_per_line,
-            "sender_handler_per_line": self.sender_handler_per_line,
-            "receiver_handler_per_line": self.receiver_handler_per_line,
-            "network_cycles_per_line": self.network_per_line,
+            "per_line_cycles": value(Figure::FracCycles, self.per_line),
+            "sender_occupancy_per_line": value(Figure::FracCycles, self.sender_occupancy_per_line),
+            "receiver_occupancy_per_line": value(Figure::FracCycles, self.receiver_occupancy_per_line),
+            "sender_handler_per_line": value(Figure::FracCycles, self.sender_handler_per_line),
+            "receiver_handler_per_line": value(Figure::FracCycles, self.receiver_handler_per_line),
+            "network_cycles_per_line": value(Figure::FracCycles, self.network_per_line),
             "limited_by": self.limited_by,
             "data_ok": self.data_ok,
             "coherent": self.incoherent.is_none(),
-            "occupancy": self.machine.ledger().handlers,
+            "occupancy_cycles": self.ledger.elapsed.0,
+            "occupancy": self.ledger.handlers,
         })
     }
 }
 
-impl<S: NodeState> std::fmt::Display for Outcome<S> {
+/// The JSON the command line prints: [`Outcome::json`].
+impl Serialize for Outcome {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        self.json().serialize(s)
+    }
+}
+
+impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use magic::figures::{text, Figure};
         let c = &self.config;
         let s = &self.startup;
+        let per = |x: f64| text(Figure::FracCycles, x);
         writeln!(
             f,
             "transfer of {} bytes ({} lines), sender {:?}, receiver {:?}, handler {}, {:?} coherence, {:?}",
@@ -362,10 +406,10 @@ impl<S: NodeState> std::fmt::Display for Outcome<S> {
         )?;
         writeln!(
             f,
-            "total {} cycles = {:.2} us, {:.0} MB/s; data {}, caches {}",
+            "total {} cycles = {} us, {} MB/s (the send's first command write to the last receive told); data {}, caches {}",
             self.total.0,
-            self.total_us(),
-            self.bandwidth_mb_s(),
+            text(Figure::Us, self.total_us()),
+            text(Figure::MbS, self.bandwidth_mb_s()),
             if self.data_ok { "intact" } else { "WRONG" },
             match &self.incoherent {
                 None => "coherent".to_string(),
@@ -380,27 +424,28 @@ impl<S: NodeState> std::fmt::Display for Outcome<S> {
             ("initial line", s.initial_line),
             ("network and queueing", s.network_queueing),
             ("receiver cleanup", s.receiver_cleanup),
-            ("total fixed overhead", s.total),
+            ("fixed overhead (the sum)", s.total),
         ] {
             writeln!(f, "  {k:<26} {v:>6}")?;
         }
         writeln!(f)?;
         writeln!(
             f,
-            "per line: {:.1} cycles (network {:.1}, sender {:.1}, receiver {:.1}): limited by the {}",
-            self.per_line,
-            self.network_per_line,
-            self.sender_occupancy_per_line,
-            self.receiver_occupancy_per_line,
+            "per line: {} cycles (network {}, sender {}, receiver {}): limited by the {}",
+            per(self.per_line),
+            per(self.network_per_line),
+            per(self.sender_occupancy_per_line),
+            per(self.receiver_occupancy_per_line),
             self.limited_by
         )?;
         writeln!(
             f,
-            "handler time per line, outbox stalls apart: sender {:.1}, receiver {:.1}",
-            self.sender_handler_per_line, self.receiver_handler_per_line
+            "handler time per line, outbox stalls apart: sender {}, receiver {}",
+            per(self.sender_handler_per_line),
+            per(self.receiver_handler_per_line)
         )?;
         writeln!(f)?;
-        write!(f, "{}", self.machine.ledger().render())
+        write!(f, "{}", self.ledger.render())
     }
 }
 
@@ -520,6 +565,14 @@ impl std::fmt::Display for Failed {
     }
 }
 
+impl std::error::Error for Failed {}
+
+impl From<coherence::Error> for Failed {
+    fn from(e: coherence::Error) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<magic::BuildError> for Failed {
     fn from(e: magic::BuildError) -> Failed {
         Failed::Input(e.to_string())
@@ -534,6 +587,12 @@ impl From<String> for Failed {
 
 /// Run one experiment.
 pub fn run(c: &Config) -> Result<Outcome, Failed> {
+    run_with_machine(c).map(|m| m.outcome)
+}
+
+/// Run one experiment and keep the machine beside its outcome (its node
+/// states, its trace).
+pub fn run_with_machine(c: &Config) -> Result<Measured, Failed> {
     run_on(c, |_| {}, |x, _| x, |_, _| Ok(()))
 }
 
@@ -546,7 +605,7 @@ pub fn run_beside<P: Protocol>(
     c: &Config,
     other: &P,
     alongside: impl FnOnce(&mut Magic<(XferNode, P::Node)>, Cycles) -> Result<(), String>,
-) -> Result<Outcome<(XferNode, P::Node)>, Failed>
+) -> Result<Measured<(XferNode, P::Node)>, Failed>
 where
     P::Node: 'static,
 {
@@ -592,7 +651,7 @@ fn run_on<S: WithTransfer>(
     extra: impl FnOnce(&mut MagicBuilder<S>),
     state: impl Fn(XferNode, NodeId) -> S,
     alongside: impl FnOnce(&mut Magic<S>, Cycles) -> Result<(), String>,
-) -> Result<Outcome<S>, Failed> {
+) -> Result<Measured<S>, Failed> {
     let mut alongside = Some(alongside);
     c.validate()?;
     let nodes = c.nodes();
@@ -896,7 +955,7 @@ fn measure<S: WithTransfer>(
     c: &Config,
     m: Magic<S>,
     senders: &[NodeId],
-) -> Result<Outcome<S>, String> {
+) -> Result<Measured<S>, String> {
     let (s0, r0) = (NodeId(0), NodeId(1));
     let log = &m.state(s0).xfer().cpu.log;
     let t0 = log
@@ -1038,7 +1097,7 @@ fn measure<S: WithTransfer>(
         }
     }
     let incoherent = check_coherent(&m, &lines_seen);
-    Ok(Outcome {
+    let outcome = Outcome {
         config: c.clone(),
         total: end - t0,
         startup,
@@ -1053,6 +1112,10 @@ fn measure<S: WithTransfer>(
         limited_by,
         data_ok,
         incoherent,
+        ledger,
+    };
+    Ok(Measured {
+        outcome,
         machine: m,
     })
 }

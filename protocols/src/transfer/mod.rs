@@ -32,7 +32,9 @@
 //! ([`sender`]), and the node's state ([`state`]); the messages between them
 //! ([`msg`]) and the cost sheet ([`costs`]). [`Transfer`] installs them, with
 //! the coherence protocol, as one protocol; [`run()`] sets up a machine, runs
-//! one transfer experiment and measures it.
+//! one transfer experiment and measures it: its [`Outcome`] is plain data
+//! (printable, serializable, sendable); [`run_with_machine`] keeps the
+//! machine beside it.
 
 pub mod conn;
 pub mod costs;
@@ -49,8 +51,8 @@ pub use coherence::modes::Mode;
 pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp};
 pub use experiment::{
-    run, run_beside, Config, Direction, Failed, Outcome, PageChange, ReceiverState, SenderState,
-    Side, Startup, WithTransfer,
+    run, run_beside, run_with_machine, Config, Direction, Failed, Measured, Outcome, PageChange,
+    ReceiverState, SenderState, Side, Startup, WithTransfer,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};

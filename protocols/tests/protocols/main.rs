@@ -1,11 +1,13 @@
 //! The protocols crate's integration tests, as one test binary: Active
 //! Messages on the three controllers, the messaging-cost study, user-level
-//! messaging and the bulk transfer (each with its property tests).
+//! messaging and the bulk transfer (each with its property tests), and
+//! the results a study keeps.
 
 mod am_all;
 mod am_cm5;
 mod am_sp;
 mod costs;
+mod results;
 mod transfer;
 mod transfer_props;
 mod user;

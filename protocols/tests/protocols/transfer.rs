@@ -4,11 +4,12 @@
 use coherence::modes::Mode;
 use magic::NodeId;
 use protocols::transfer::{
-    run, Config, Direction, Outcome, ReceiverState, SenderState, Strategy, Version,
+    run, run_with_machine, Config, Direction, Measured, ReceiverState, SenderState, Strategy,
+    Version,
 };
 
-fn go(c: Config) -> Outcome {
-    let r = run(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+fn go(c: Config) -> Measured {
+    let r = run_with_machine(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
     assert!(r.data_ok, "{c:?}: data");
     assert_eq!(r.incoherent, None, "{c:?}");
     r
@@ -209,7 +210,7 @@ fn unaligned_buffers_read_each_source_line_once_per_invocation() {
 }
 
 /// Chunk factor 4, as the paper's figures for these mechanisms.
-fn c4(sender: SenderState, receiver: ReceiverState, direction: Direction) -> Outcome {
+fn c4(sender: SenderState, receiver: ReceiverState, direction: Direction) -> Measured {
     go(Config {
         sender,
         receiver,
@@ -233,7 +234,7 @@ fn bidirectional_transfers_share_each_pp_and_are_slower_in_every_state() {
             );
             // The occupancy table shows why: node 0's PP runs both
             // handlers, and is busier for it.
-            let pp = |r: &Outcome| {
+            let pp = |r: &Measured| {
                 r.machine
                     .ledger()
                     .unit(Some(0), magic::Unit::Pp)
@@ -366,8 +367,7 @@ fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
         bytes: 0,
         ..Config::default()
     })
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     match e {
         protocols::transfer::Failed::Input(s) => assert!(s.contains("Malformed"), "{s}"),
         other => panic!("{other}"),

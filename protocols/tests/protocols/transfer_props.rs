@@ -11,7 +11,8 @@ use coherence::modes::Mode;
 use magic::NodeId;
 use proptest::prelude::*;
 use protocols::transfer::{
-    run, Config, Direction, ReceiverState, SenderState, Strategy as XferStrategy, Version,
+    run, run_with_machine, Config, Direction, ReceiverState, SenderState, Strategy as XferStrategy,
+    Version,
 };
 
 /// Sizes: small ones and unaligned ones are the interesting cases.
@@ -107,7 +108,7 @@ proptest! {
     #[test]
     fn transfers_deliver_the_stream_intact_and_coherent(c in config()) {
         prop_assert!(c.validate().is_ok(), "{c:?}: {:?}", c.validate());
-        let r = match run(&c) {
+        let r = match run_with_machine(&c) {
             Ok(r) => r,
             Err(e) => return Err(TestCaseError::fail(format!("{c:?}: {e}"))),
         };
