@@ -284,20 +284,20 @@ impl Ledger {
 }
 
 /// Column widths of the tables: fixed, so a row's padding never depends on
-/// another row's values. Counts and cycles take 13 digits (a 10^9-cycle run
-/// summed over 4096 nodes), handler names 28 characters; a wider value
-/// pushes only its own row.
+/// another row's values. They hold a handler name of 28 characters and the
+/// counts of runs up to some 10^8 cycles a node; a wider value pushes only
+/// its own row.
 const HANDLER_COLUMNS: [(&str, usize, bool); 11] = [
     ("node", 4, true),
     ("handler", 28, false),
-    ("calls", 13, true),
-    ("busy", 13, true),
-    ("mean", 12, true),
-    ("max", 10, true),
-    ("stall", 13, true),
-    ("wait", 13, true),
-    ("instr", 13, true),
-    ("ld/st", 21, true),
+    ("calls", 8, true),
+    ("busy", 9, true),
+    ("mean", 7, true),
+    ("max", 6, true),
+    ("stall", 9, true),
+    ("wait", 8, true),
+    ("instr", 9, true),
+    ("ld/st", 13, true),
     ("pp-time", 7, true),
 ];
 
@@ -305,10 +305,10 @@ const HANDLER_COLUMNS: [(&str, usize, bool); 11] = [
 const UNIT_COLUMNS: [(&str, usize, bool); 6] = [
     ("node", 4, true),
     ("unit", 9, false),
-    ("ops", 13, true),
-    ("busy", 13, true),
+    ("ops", 9, true),
+    ("busy", 9, true),
     ("util", 7, true),
-    ("waiting", 13, true),
+    ("waiting", 9, true),
 ];
 
 /// One row of a table: each cell padded to its column, two spaces apart,

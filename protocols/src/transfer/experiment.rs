@@ -555,8 +555,6 @@ pub enum Failed {
     Stuck(String),
 }
 
-impl std::error::Error for Failed {}
-
 impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
