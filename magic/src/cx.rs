@@ -28,17 +28,22 @@ pub struct Ticket {
 
 /// Why a context operation did nothing. Each is also counted as a drop on the
 /// node, so a study can see it even if a handler ignores it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// The address is not in this node's memory.
+    #[error("the address is not in this node's memory")]
     BadAddress,
     /// The buffer is not allocated.
+    #[error("the data buffer is not allocated")]
     BadBuffer,
     /// No such destination node.
+    #[error("no such destination node")]
     BadNode,
     /// The software queue is full.
+    #[error("the software queue is full")]
     QueueFull,
     /// A payload longer than a line.
+    #[error("the payload is longer than a line")]
     TooLong,
 }
 

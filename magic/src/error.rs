@@ -54,3 +54,10 @@ impl OutOfRange {
         }
     }
 }
+
+/// For callers that still carry errors as text: the message.
+impl From<OutOfRange> for String {
+    fn from(e: OutOfRange) -> String {
+        e.to_string()
+    }
+}

@@ -426,7 +426,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
     /// The machine, with node `n`'s state `state(n)`; or the first problem
     /// found while installing.
     pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, BuildError> {
-        self.params.validate().map_err(BuildError::Params)?;
+        self.params.validate()?;
         if let Some(e) = self.errors.into_iter().next() {
             return Err(e);
         }

@@ -3,11 +3,14 @@
 //! Every timing figure of the hardware model is here, in 10 ns system cycles,
 //! so a study changes a parameter rather than a constant in the code.
 
+use crate::error::OutOfRange;
 use crate::time::Cycles;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// The inbox's input queues.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// The inbox's input queues, named in scenarios and serialized as in
+/// reports ([`InQueue::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InQueue {
     /// Network input, reply lane.
     NetReply = 0,
@@ -40,39 +43,77 @@ impl InQueue {
     }
 }
 
+/// The largest latency a parameter may hold, in system cycles (1 000 000:
+/// 10 ms, far beyond any study's need, small enough that no run's time
+/// arithmetic comes near overflowing).
+pub const MAX_LATENCY: Cycles = Cycles(1_000_000);
+
+/// Why a set of machine parameters cannot describe a machine: the field
+/// that is out of its documented range, what it may hold and what it held.
+pub type ParamError = OutOfRange;
+
 /// Parameters of one FLASH node and the network. Times are in system
-/// cycles of 10 ns; each field's default is in parentheses.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// cycles of 10 ns; each field's default is in parentheses, its allowed
+/// range after it ([`MagicParams::validate`] checks them all; every machine
+/// build calls it).
+///
+/// It is a scenario's `[machine]` table: every field may be set, an omitted
+/// one keeps FLASH's value, an unknown key is an error naming it.
+///
+/// ```
+/// use magic::{Cycles, MagicParams};
+/// let p: MagicParams = toml::from_str("net_latency = 30\npp_issue_width = 1").unwrap();
+/// assert_eq!(p.net_latency, Cycles(30));
+/// assert_eq!(p.mem_first_dword, Cycles(14));
+/// assert!(p.validate().is_ok());
+/// let e = toml::from_str::<MagicParams>("net_latnecy = 30").unwrap_err();
+/// assert!(e.to_string().contains("unknown field `net_latnecy`"));
+/// // Every default, as a complete table to edit:
+/// let all = toml::to_string(&MagicParams::default()).unwrap();
+/// assert!(all.contains("mem_first_dword = 14"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MagicParams {
-    /// Memory: cycles from presenting an address to the first doubleword (14).
+    /// Memory: cycles from presenting an address to the first doubleword
+    /// (14; from 0 to 1 000 000).
     pub mem_first_dword: Cycles,
     /// Memory: cycles from handing a buffer to the memory controller to its
-    /// first doubleword reaching the memory's data bus (8). Not published:
+    /// first doubleword reaching the memory's data bus (8; from 0 to
+    /// 1 000 000). Not published:
     /// set from the start-up's network-and-queueing part (45 cycles), the
     /// one published figure that ends with a write in memory; with 8, the
     /// receiver's mechanisms give 45 (see docs/costs.md).
     pub mem_write_latency: Cycles,
-    /// Processor-cache intervention: cycles until the line state is known (23).
+    /// Processor-cache intervention: cycles until the line state is known
+    /// (23; from 0 to 1 000 000).
     pub pc_state: Cycles,
-    /// ... until the first data word of a dirty line (28).
+    /// ... until the first data word of a dirty line (28; from `pc_state`
+    /// to 1 000 000).
     pub pc_first_word: Cycles,
-    /// ... until the whole dirty line has arrived (43).
+    /// ... until the whole dirty line has arrived (43; from `pc_first_word`
+    /// to 1 000 000).
     pub pc_line: Cycles,
-    /// Network link bandwidth in bytes per system cycle (4 = 400 MB/s).
+    /// Network link bandwidth in bytes per system cycle (4 = 400 MB/s; from
+    /// 1 to 1024).
     pub link_bytes_per_cycle: u64,
-    /// Header bytes of every packet on the wire (32).
+    /// Header bytes of every packet on the wire (32; from 0 to 4096).
     pub header_bytes: u64,
     /// Network latency after a packet has left the link (22, the average of a
-    /// small system of about three hops).
+    /// small system of about three hops; from 0 to 1 000 000).
     pub net_latency: Cycles,
     /// Outbox slots per lane waiting for the link (the packet on the wire holds
-    /// none). A handler that sends into a full lane stalls the PP (2).
+    /// none). A handler that sends into a full lane stalls the PP (2; from 1
+    /// to 1024).
     pub outbox_slots: usize,
-    /// Cache-line-sized data buffers per node (16).
+    /// Cache-line-sized data buffers per node (16; from 1 to 4096).
     pub data_buffers: usize,
-    /// Entries the software queue's in-memory part can hold (1024).
+    /// Entries the software queue's in-memory part can hold (1024; from 0,
+    /// the head register alone, to 1 048 576).
     pub swq_capacity: usize,
-    /// Inbox service order, highest priority first. The default drains the
+    /// Inbox service order, highest priority first: each of the four queues
+    /// once, by name (`net-reply`, `net-request`, `processor`, `software`).
+    /// The default drains the
     /// network first (it must never back up), then serves the processor (its
     /// misses and commands must not wait behind a long operation), then the
     /// software queue, where long operations continue themselves (network
@@ -80,23 +121,26 @@ pub struct MagicParams {
     pub inbox_priority: [InQueue; 4],
     /// Cycles from a message entering an input queue until the PP can start
     /// its handler (the inbox stage: decode, jump-table lookup). The stage
-    /// works in parallel with the PP, so it adds latency, not occupancy (3).
+    /// works in parallel with the PP, so it adds latency, not occupancy (3;
+    /// from 0 to 1 000 000).
     pub inbox_dispatch: Cycles,
     /// Cycles from a handler's send until the packet can go on the wire, the
-    /// outbox stage (2).
+    /// outbox stage (2; from 0 to 1 000 000).
     pub outbox_latency: Cycles,
     /// Cycles from the compute processor issuing a request (a miss) to its
-    /// entering MAGIC's processor-interface queue (4).
+    /// entering MAGIC's processor-interface queue (4; from 0 to 1 000 000).
     pub pi_in: Cycles,
     /// Cycles from MAGIC handing the processor interface a reply to the first
-    /// word reaching the processor (6).
+    /// word reaching the processor (6; from 0 to 1 000 000).
     pub pi_out: Cycles,
-    /// Instructions the PP issues per cycle (2: dual issue).
+    /// Instructions the PP issues per cycle (2: dual issue; from 1 to 16).
     pub pp_issue_width: u32,
     /// MAGIC data cache: lines (direct mapped, 128 bytes each). A miss stalls
-    /// the handler for a line read from memory (1024, a power of two).
+    /// the handler for a line read from memory (1024; a power of two from 1
+    /// to 65 536).
     pub dcache_lines: usize,
-    /// Bytes of memory per node (64 MB); addresses beyond are bad addresses.
+    /// Bytes of memory per node (64 MB); addresses beyond are bad addresses
+    /// (from 128, one line, to 2^40, what an address can reach).
     pub mem_bytes: u64,
     /// Record timelines from the start (`Magic::trace`): an observation,
     /// not a property of the machine; nothing in the model reads it (off).
@@ -131,37 +175,96 @@ impl Default for MagicParams {
 }
 
 impl MagicParams {
+    /// The most link bytes per cycle.
+    pub const MAX_LINK_BYTES_PER_CYCLE: u64 = 1024;
+    /// The most header bytes.
+    pub const MAX_HEADER_BYTES: u64 = 4096;
+    /// The most outbox slots per lane.
+    pub const MAX_OUTBOX_SLOTS: usize = 1024;
+    /// The most data buffers per node.
+    pub const MAX_DATA_BUFFERS: usize = 4096;
+    /// The most software-queue entries.
+    pub const MAX_SWQ_CAPACITY: usize = 1 << 20;
+    /// The widest PP issue.
+    pub const MAX_PP_ISSUE_WIDTH: u32 = 16;
+    /// The most data-cache lines.
+    pub const MAX_DCACHE_LINES: usize = 1 << 16;
+    /// The least memory per node: one line.
+    pub const MIN_MEM_BYTES: u64 = crate::ids::LINE_BYTES as u64;
+    /// The most memory per node: what an address's offset can reach.
+    pub const MAX_MEM_BYTES: u64 = 1 << crate::ids::PAddr::OFFSET_BITS;
+
     /// Cycles a packet with `payload` data bytes holds the link.
     pub fn wire_cycles(&self, payload: u64) -> Cycles {
-        Cycles((self.header_bytes + payload).div_ceil(self.link_bytes_per_cycle))
+        Cycles(
+            self.header_bytes
+                .saturating_add(payload)
+                .div_ceil(self.link_bytes_per_cycle.max(1)),
+        )
     }
 
-    /// Checks that the parameters describe a machine that can run.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks every field against its documented range: the first one out
+    /// of it is the error, named as the field is.
+    ///
+    /// ```
+    /// use magic::{Cycles, MagicParams};
+    /// let p = MagicParams { pi_out: Cycles(u64::MAX), ..MagicParams::default() };
+    /// let e = p.validate().unwrap_err();
+    /// assert_eq!(e.field, "pi_out");
+    /// assert_eq!(e.to_string(), "pi_out must be from 0 to 1000000, got 18446744073709551615");
+    /// ```
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let max = MAX_LATENCY;
+        let latency = |field, c: Cycles| OutOfRange::check(field, c, Cycles::ZERO, max);
+        latency("mem_first_dword", self.mem_first_dword)?;
+        latency("mem_write_latency", self.mem_write_latency)?;
+        latency("pc_state", self.pc_state)?;
+        OutOfRange::check("pc_first_word", self.pc_first_word, self.pc_state, max)?;
+        OutOfRange::check("pc_line", self.pc_line, self.pc_first_word, max)?;
+        OutOfRange::check(
+            "link_bytes_per_cycle",
+            self.link_bytes_per_cycle,
+            1,
+            Self::MAX_LINK_BYTES_PER_CYCLE,
+        )?;
+        OutOfRange::check("header_bytes", self.header_bytes, 0, Self::MAX_HEADER_BYTES)?;
+        latency("net_latency", self.net_latency)?;
+        OutOfRange::check("outbox_slots", self.outbox_slots, 1, Self::MAX_OUTBOX_SLOTS)?;
+        OutOfRange::check("data_buffers", self.data_buffers, 1, Self::MAX_DATA_BUFFERS)?;
+        OutOfRange::check("swq_capacity", self.swq_capacity, 0, Self::MAX_SWQ_CAPACITY)?;
         let mut seen = [false; 4];
         for q in self.inbox_priority {
             if std::mem::replace(&mut seen[q as usize], true) {
-                return Err(format!("inbox_priority names {} twice", q.name()));
+                return Err(OutOfRange::new(
+                    "inbox_priority",
+                    "each of net-reply, net-request, processor and software once",
+                    format!("{} twice", q.name()),
+                ));
             }
         }
-        if self.link_bytes_per_cycle == 0 {
-            return Err("link_bytes_per_cycle must be at least 1".into());
+        latency("inbox_dispatch", self.inbox_dispatch)?;
+        latency("outbox_latency", self.outbox_latency)?;
+        latency("pi_in", self.pi_in)?;
+        latency("pi_out", self.pi_out)?;
+        OutOfRange::check(
+            "pp_issue_width",
+            self.pp_issue_width,
+            1,
+            Self::MAX_PP_ISSUE_WIDTH,
+        )?;
+        if !self.dcache_lines.is_power_of_two() || self.dcache_lines > Self::MAX_DCACHE_LINES {
+            return Err(OutOfRange::new(
+                "dcache_lines",
+                format!("a power of two from 1 to {}", Self::MAX_DCACHE_LINES),
+                self.dcache_lines,
+            ));
         }
-        if self.pp_issue_width == 0 {
-            return Err("pp_issue_width must be at least 1".into());
-        }
-        if self.outbox_slots == 0 {
-            return Err("outbox_slots must be at least 1".into());
-        }
-        if self.data_buffers == 0 || self.data_buffers > u16::MAX as usize {
-            return Err("data_buffers must be between 1 and 65535".into());
-        }
-        if self.dcache_lines == 0 || !self.dcache_lines.is_power_of_two() {
-            return Err("dcache_lines must be a power of two".into());
-        }
-        if !(self.pc_state <= self.pc_first_word && self.pc_first_word <= self.pc_line) {
-            return Err("processor-cache timing must satisfy state <= first word <= line".into());
-        }
+        OutOfRange::check(
+            "mem_bytes",
+            self.mem_bytes,
+            Self::MIN_MEM_BYTES,
+            Self::MAX_MEM_BYTES,
+        )?;
         Ok(())
     }
 }
@@ -184,6 +287,8 @@ mod tests {
             inbox_priority: [InQueue::NetReply; 4],
             ..MagicParams::default()
         };
-        assert!(p.validate().unwrap_err().contains("twice"));
+        let e = p.validate().unwrap_err();
+        assert_eq!(e.field, "inbox_priority");
+        assert!(e.to_string().contains("net-reply twice"), "{e}");
     }
 }

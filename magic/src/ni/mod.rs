@@ -5,6 +5,7 @@ pub mod cm5;
 pub mod sp;
 
 use crate::controller::Controller;
+use crate::error::OutOfRange;
 use crate::ids::{Lane, Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::RunReport;
@@ -22,9 +23,10 @@ pub struct Cm5Machine {
 }
 
 impl Cm5Machine {
-    /// A CM-5 of `nodes` nodes with these hardware parameters; an error if
-    /// they are out of range or there are fewer than 2 nodes.
-    pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, String> {
+    /// A CM-5 of `nodes` nodes with these hardware parameters; an error
+    /// naming the parameter out of range, or `nodes` if not from 2 to
+    /// [`cm5::MAX_NODES`].
+    pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, OutOfRange> {
         Ok(Cm5Machine {
             net: cm5::Cm5Network::new(params, nodes)?,
             now: Time::ZERO,
@@ -153,9 +155,10 @@ pub struct SpMachine {
 }
 
 impl SpMachine {
-    /// An SP of `nodes` nodes with these hardware parameters; an error if
-    /// they are out of range or there are fewer than 2 nodes.
-    pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, String> {
+    /// An SP of `nodes` nodes with these hardware parameters; an error
+    /// naming the parameter out of range, or `nodes` if not from 2 to
+    /// [`cm5::MAX_NODES`].
+    pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, OutOfRange> {
         Ok(SpMachine {
             switch: sp::SpSwitch::new(params, nodes)?,
             nodes,

@@ -246,7 +246,7 @@ impl Config {
         if self.params.data_buffers < 4 {
             return Err("the transfer needs at least 4 data buffers".into());
         }
-        self.params.validate()
+        self.params.validate().map_err(|e| e.to_string())
     }
 }
 
