@@ -47,6 +47,12 @@ pub enum Refused {
     TooLong,
 }
 
+/// Where a handler's clock moves when asked to go to `to` from `now`: no
+/// further than the end of the model's time (nor back, if already past it).
+fn clock_end(now: Cycles, to: Cycles) -> Cycles {
+    now.max(to.min(crate::Magic::<()>::LAST_CYCLE))
+}
+
 /// The handler context: what a running handler sees of its node (its
 /// protocol's state `S`, the node's units, the network) and its own clock.
 /// Each method performs one step and charges it to the handler.
@@ -214,10 +220,12 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
-    /// known before its code is written.
+    /// known before its code is written. The handler's clock stops at
+    /// [`Magic::LAST_CYCLE`](crate::Magic::LAST_CYCLE), the end of the
+    /// model's time.
     pub fn busy(&mut self, c: Cycles) {
         let from = self.run.now;
-        self.run.now += c;
+        self.run.now = clock_end(from, from + c);
         self.step("busy", from, 0);
     }
 
@@ -250,8 +258,10 @@ impl<'a, S> Cx<'a, S> {
         }
     }
 
-    /// Wait (stalled) until cycle `t`.
+    /// Wait (stalled) until cycle `t` (at most until
+    /// [`Magic::LAST_CYCLE`](crate::Magic::LAST_CYCLE), as [`Cx::busy`]).
     pub fn wait_until(&mut self, t: Cycles) {
+        let t = clock_end(self.run.now, t);
         if t > self.run.now {
             let from = self.run.now;
             self.run.tally.wait += (t - self.run.now).0;

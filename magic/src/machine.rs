@@ -889,7 +889,7 @@ impl<S: NodeState> Magic<S> {
             let into = buf.and_then(|b| hw.bufs.get_mut(b));
             let msg = self.packets.remove(queued.pkt, into);
             hw.dispatched += 1;
-            hw.inbox_wait += (t - queued.at).0;
+            hw.inbox_wait = hw.inbox_wait.saturating_add((t - queued.at).0);
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
                 hw.drops.unhandled += 1;
                 match hw.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
@@ -1105,7 +1105,7 @@ impl<S: NodeState> Magic<S> {
                 units: [
                     (
                         hw.dispatched,
-                        hw.dispatched * self.params.inbox_dispatch.0,
+                        hw.dispatched.saturating_mul(self.params.inbox_dispatch.0),
                         hw.inbox_wait,
                     ),
                     (
