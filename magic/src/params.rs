@@ -291,4 +291,308 @@ mod tests {
         assert_eq!(e.field, "inbox_priority");
         assert!(e.to_string().contains("net-reply twice"), "{e}");
     }
+
+    #[test]
+    fn the_machine_table_sets_any_field_and_keeps_the_others() {
+        let p: MagicParams = toml::from_str(
+            "inbox_priority = [\"processor\", \"software\", \"net-reply\", \"net-request\"]\n\
+             pi_out = 9\nmem_bytes = 1024\ntrace = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.inbox_priority,
+            [
+                InQueue::Processor,
+                InQueue::Software,
+                InQueue::NetReply,
+                InQueue::NetRequest
+            ]
+        );
+        assert_eq!((p.pi_out, p.mem_bytes, p.trace), (Cycles(9), 1024, true));
+        let rest = MagicParams {
+            inbox_priority: InQueue::ALL,
+            pi_out: Cycles(6),
+            mem_bytes: 64 << 20,
+            trace: false,
+            ..p.clone()
+        };
+        assert_eq!(rest, MagicParams::default());
+        assert!(p.validate().is_ok());
+        // An empty table is FLASH.
+        assert_eq!(
+            toml::from_str::<MagicParams>("").unwrap(),
+            MagicParams::default()
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it_and_the_allowed_ones() {
+        let e = toml::from_str::<MagicParams>("pi_out = 6\npp_width = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `pp_width`"), "{e}");
+        assert!(e.contains("`pp_issue_width`"), "{e}");
+        // A queue that does not exist, a value of the wrong kind.
+        let e = toml::from_str::<MagicParams>(
+            "inbox_priority = [\"net-reply\", \"net-request\", \"processor\", \"disk\"]",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown variant `disk`"), "{e}");
+        assert!(toml::from_str::<MagicParams>("net_latency = -1").is_err());
+        assert!(toml::from_str::<MagicParams>("net_latency = \"22\"").is_err());
+    }
+
+    #[test]
+    fn every_default_prints_as_toml_and_reads_back_equal() {
+        for p in [
+            MagicParams::default(),
+            MagicParams {
+                inbox_priority: [
+                    InQueue::Software,
+                    InQueue::Processor,
+                    InQueue::NetRequest,
+                    InQueue::NetReply,
+                ],
+                dcache_lines: 1 << 16,
+                mem_bytes: MagicParams::MAX_MEM_BYTES,
+                trace: true,
+                ..MagicParams::default()
+            },
+        ] {
+            let text = toml::to_string(&p).unwrap();
+            for line in text.lines() {
+                let key = line.split(" =").next().unwrap();
+                assert!(!key.is_empty(), "{text}");
+            }
+            assert_eq!(text.lines().count(), 20, "{text}");
+            assert_eq!(toml::from_str::<MagicParams>(&text).unwrap(), p, "{text}");
+        }
+    }
+
+    #[test]
+    fn each_range_is_checked_at_both_ends() {
+        let d = MagicParams::default;
+        let bad: Vec<(MagicParams, &str)> = vec![
+            (
+                MagicParams {
+                    mem_first_dword: MAX_LATENCY + Cycles(1),
+                    ..d()
+                },
+                "mem_first_dword",
+            ),
+            (
+                MagicParams {
+                    mem_write_latency: Cycles(u64::MAX),
+                    ..d()
+                },
+                "mem_write_latency",
+            ),
+            (
+                MagicParams {
+                    pc_state: Cycles(29),
+                    ..d()
+                },
+                "pc_first_word",
+            ),
+            (
+                MagicParams {
+                    pc_line: Cycles(27),
+                    ..d()
+                },
+                "pc_line",
+            ),
+            (
+                MagicParams {
+                    link_bytes_per_cycle: 0,
+                    ..d()
+                },
+                "link_bytes_per_cycle",
+            ),
+            (
+                MagicParams {
+                    link_bytes_per_cycle: 1025,
+                    ..d()
+                },
+                "link_bytes_per_cycle",
+            ),
+            (
+                MagicParams {
+                    header_bytes: 4097,
+                    ..d()
+                },
+                "header_bytes",
+            ),
+            (
+                MagicParams {
+                    net_latency: Cycles(1_000_001),
+                    ..d()
+                },
+                "net_latency",
+            ),
+            (
+                MagicParams {
+                    outbox_slots: 0,
+                    ..d()
+                },
+                "outbox_slots",
+            ),
+            (
+                MagicParams {
+                    data_buffers: 0,
+                    ..d()
+                },
+                "data_buffers",
+            ),
+            (
+                MagicParams {
+                    data_buffers: 4097,
+                    ..d()
+                },
+                "data_buffers",
+            ),
+            (
+                MagicParams {
+                    swq_capacity: usize::MAX,
+                    ..d()
+                },
+                "swq_capacity",
+            ),
+            (
+                MagicParams {
+                    inbox_dispatch: Cycles(u64::MAX / 2),
+                    ..d()
+                },
+                "inbox_dispatch",
+            ),
+            (
+                MagicParams {
+                    outbox_latency: Cycles(1 << 40),
+                    ..d()
+                },
+                "outbox_latency",
+            ),
+            (
+                MagicParams {
+                    pi_in: Cycles(1 << 20),
+                    ..d()
+                },
+                "pi_in",
+            ),
+            (
+                MagicParams {
+                    pi_out: Cycles(9223372036854775807),
+                    ..d()
+                },
+                "pi_out",
+            ),
+            (
+                MagicParams {
+                    pp_issue_width: 0,
+                    ..d()
+                },
+                "pp_issue_width",
+            ),
+            (
+                MagicParams {
+                    pp_issue_width: 17,
+                    ..d()
+                },
+                "pp_issue_width",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 0,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 1000,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 1 << 17,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    mem_bytes: 127,
+                    ..d()
+                },
+                "mem_bytes",
+            ),
+            (
+                MagicParams {
+                    mem_bytes: (1 << 40) + 1,
+                    ..d()
+                },
+                "mem_bytes",
+            ),
+        ];
+        for (p, field) in bad {
+            let e = p.validate().unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.to_string().starts_with(field), "{e}");
+        }
+        let e = MagicParams {
+            pi_out: Cycles(9223372036854775807),
+            ..d()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pi_out must be from 0 to 1000000, got 9223372036854775807"
+        );
+        let e = MagicParams {
+            dcache_lines: 1000,
+            ..d()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dcache_lines must be a power of two from 1 to 65536, got 1000"
+        );
+        let good = [
+            MagicParams {
+                mem_first_dword: MAX_LATENCY,
+                pc_state: Cycles(0),
+                ..d()
+            },
+            MagicParams {
+                pc_state: MAX_LATENCY,
+                pc_first_word: MAX_LATENCY,
+                pc_line: MAX_LATENCY,
+                ..d()
+            },
+            MagicParams {
+                link_bytes_per_cycle: 1,
+                header_bytes: 0,
+                ..d()
+            },
+            MagicParams {
+                swq_capacity: 0,
+                dcache_lines: 1,
+                mem_bytes: 128,
+                ..d()
+            },
+            MagicParams {
+                outbox_slots: 1024,
+                data_buffers: 4096,
+                pp_issue_width: 16,
+                ..d()
+            },
+        ];
+        for p in good {
+            assert_eq!(p.validate(), Ok(()), "{p:?}");
+        }
+    }
 }
