@@ -11,6 +11,40 @@ use crate::ledger::Ledger;
 use crate::machine::{Magic, NodeState, RunReport};
 use crate::time::{Cycles, Time};
 
+/// Why a controller refused a message (or a processor start) posted to it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    /// The node does not exist.
+    #[error("no node {node} (the machine has {nodes})")]
+    NoNode {
+        /// The node asked for.
+        node: NodeId,
+        /// Nodes in the machine.
+        nodes: u32,
+    },
+    /// The time is before the model's present.
+    #[error("cannot post at {at}: the model is already at {now}")]
+    Past {
+        /// The time asked for.
+        at: Time,
+        /// The model's present.
+        now: Time,
+    },
+    /// The time is beyond the model's clock (past [`Magic::LAST_CYCLE`]).
+    #[error("cannot post at {at}: beyond the model's clock")]
+    BeyondClock {
+        /// The time asked for.
+        at: Time,
+    },
+}
+
+/// For callers that still carry errors as text: the message.
+impl From<PostError> for String {
+    fn from(e: PostError) -> String {
+        e.to_string()
+    }
+}
+
 /// A node controller as the compute processor and the network see it: MAGIC
 /// ([`Magic`]), the CM-5's network interface and the SP's adapter
 /// ([`crate::ni`]) all implement it, so one workload program can drive any of them.
@@ -26,7 +60,7 @@ pub trait Controller {
 
     /// The compute processor of `node` hands the controller `msg` at `at`
     /// (a command, a send, a request). Bad input is an `Err`, not a panic.
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String>;
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError>;
 
     /// Run until nothing is pending, or until `limit`.
     fn run(&mut self, limit: Option<Time>) -> RunReport;
@@ -52,11 +86,11 @@ impl<S: NodeState> Controller for Magic<S> {
         Time::from_cycles(Magic::now(self))
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         // MAGIC accepts processor requests on system-cycle boundaries.
         let c = Cycles(at.0.div_ceil(crate::time::TICKS_PER_SYSTEM_CYCLE));
         if c > Magic::<S>::LAST_CYCLE {
-            return Err(format!("cannot post at {at}: beyond the model's clock"));
+            return Err(PostError::BeyondClock { at });
         }
         Magic::post(self, node, c, msg)
     }

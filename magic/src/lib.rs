@@ -95,7 +95,7 @@ pub mod time;
 pub mod trace;
 mod watch;
 
-pub use controller::Controller;
+pub use controller::{Controller, PostError};
 pub use cx::{Cx, Refused, Ticket};
 pub use error::OutOfRange;
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};

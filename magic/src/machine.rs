@@ -15,6 +15,7 @@
 //! each handler sees only its own protocol's part).
 
 use crate::buffers::BufferPool;
+use crate::controller::PostError;
 use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
@@ -613,7 +614,7 @@ impl<S: NodeState> Magic<S> {
 
     /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
     /// (through the processor interface input queue).
-    pub fn post(&mut self, node: NodeId, at: Cycles, msg: Msg) -> Result<(), String> {
+    pub fn post(&mut self, node: NodeId, at: Cycles, msg: Msg) -> Result<(), PostError> {
         self.post_data(node, at, msg, None)
     }
 
@@ -624,21 +625,8 @@ impl<S: NodeState> Magic<S> {
         at: Cycles,
         mut msg: Msg,
         data: Option<[u8; LINE_BYTES]>,
-    ) -> Result<(), String> {
-        if node.0 >= self.nodes {
-            return Err(format!("no node {node} (the machine has {})", self.nodes));
-        }
-        if at < self.now() {
-            return Err(format!(
-                "cannot post at cycle {at}: the run is at cycle {}",
-                self.now()
-            ));
-        }
-        if at > Self::LAST_CYCLE {
-            return Err(format!(
-                "cannot post at cycle {at}: beyond the model's clock"
-            ));
-        }
+    ) -> Result<(), PostError> {
+        self.check_post(node, at)?;
         msg.src = node;
         let here = Arrival {
             first: at,
@@ -816,14 +804,31 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// `Err` unless `node` exists and `at` is from now to [`Self::LAST_CYCLE`].
+    fn check_post(&self, node: NodeId, at: Cycles) -> Result<(), PostError> {
+        if node.0 >= self.nodes {
+            return Err(PostError::NoNode {
+                node,
+                nodes: self.nodes,
+            });
+        }
+        if at < self.now() {
+            return Err(PostError::Past {
+                at: Time::from_cycles(at),
+                now: Time::from_cycles(self.now()),
+            });
+        }
+        if at > Self::LAST_CYCLE {
+            return Err(PostError::BeyondClock {
+                at: Time::from_cycles(at),
+            });
+        }
+        Ok(())
+    }
+
     /// Let node `n`'s compute processor take its first step at `at`.
-    pub fn start_processor(&mut self, n: NodeId, at: Cycles) -> Result<(), String> {
-        if n.0 >= self.nodes {
-            return Err(format!("no node {n} (the machine has {})", self.nodes));
-        }
-        if at < self.now() || at > Self::LAST_CYCLE {
-            return Err(format!("cannot start a processor at cycle {at}"));
-        }
+    pub fn start_processor(&mut self, n: NodeId, at: Cycles) -> Result<(), PostError> {
+        self.check_post(n, at)?;
         self.engine
             .schedule(Time::from_cycles(at), Ev::ProcStep { node: n.0 });
         Ok(())

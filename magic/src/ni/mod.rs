@@ -4,7 +4,7 @@
 pub mod cm5;
 pub mod sp;
 
-use crate::controller::Controller;
+use crate::controller::{Controller, PostError};
 use crate::error::OutOfRange;
 use crate::ids::{Lane, Msg, NodeId};
 use crate::ledger::Ledger;
@@ -44,15 +44,14 @@ fn packet_words(m: &Msg) -> [u32; cm5::PACKET_WORDS] {
     ]
 }
 
-fn check_post(now: Time, at: Time, nodes: u32, node: NodeId, msg: &Msg) -> Result<(), String> {
+fn check_post(now: Time, at: Time, nodes: u32, node: NodeId, msg: &Msg) -> Result<(), PostError> {
     if at < now {
-        return Err(format!("cannot post at {at}: the model is at {now}"));
+        return Err(PostError::Past { at, now });
     }
-    if node.0 >= nodes || msg.dest.0 >= nodes {
-        return Err(format!(
-            "no such node: {node} to {} (the machine has {nodes})",
-            msg.dest
-        ));
+    for node in [node, msg.dest] {
+        if node.0 >= nodes {
+            return Err(PostError::NoNode { node, nodes });
+        }
     }
     Ok(())
 }
@@ -96,7 +95,7 @@ impl Controller for Cm5Machine {
         self.now
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         check_post(self.now, at, self.net.nodes(), node, &msg)?;
         let net = match msg.lane {
             Lane::Request => cm5::Net::Left,
@@ -180,7 +179,7 @@ impl Controller for SpMachine {
         self.now
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         check_post(self.now, at, self.nodes, node, &msg)?;
         let mut m = msg;
         m.src = node;

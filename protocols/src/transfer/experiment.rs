@@ -673,7 +673,7 @@ fn run_on<S: WithTransfer>(
             }
             m.state_mut(n).xfer_mut().cpu.push(ops);
             m.state_mut(n).xfer_mut().cpu.start(at);
-            m.start_processor(n, at)?;
+            m.start_processor(n, at).map_err(String::from)?;
         }
         if c.receive_first {
             // The posted receives wait for data: that is the point.
@@ -684,7 +684,7 @@ fn run_on<S: WithTransfer>(
             for &s in &senders {
                 m.state_mut(s).xfer_mut().cpu.push(send_ops(c));
                 m.state_mut(s).xfer_mut().cpu.start(at);
-                m.start_processor(s, at)?;
+                m.start_processor(s, at).map_err(String::from)?;
             }
             if pass == 1 {
                 schedule_change(&mut m, c, at)?;
@@ -738,7 +738,7 @@ fn schedule_change<S: WithTransfer>(
         ConnOp::Change(os_shim::Change::Move(v, to)),
     ]);
     x.cpu.start(at);
-    m.start_processor(node, at)
+    m.start_processor(node, at).map_err(String::from)
 }
 
 /// A refused command ends the experiment with MAGIC's reason.
