@@ -6,44 +6,11 @@
 //! controller's clock converts into exactly; reports (`RunReport`, `Ledger`)
 //! count the controller's own cycles.
 
+use crate::error::PostError;
 use crate::ids::{Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::{Magic, NodeState, RunReport};
 use crate::time::{Cycles, Time};
-
-/// Why a controller refused a message (or a processor start) posted to it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PostError {
-    /// The node does not exist.
-    #[error("no node {node} (the machine has {nodes})")]
-    NoNode {
-        /// The node asked for.
-        node: NodeId,
-        /// Nodes in the machine.
-        nodes: u32,
-    },
-    /// The time is before the model's present.
-    #[error("cannot post at {at}: the model is already at {now}")]
-    Past {
-        /// The time asked for.
-        at: Time,
-        /// The model's present.
-        now: Time,
-    },
-    /// The time is beyond the model's clock (past [`Magic::LAST_CYCLE`]).
-    #[error("cannot post at {at}: beyond the model's clock")]
-    BeyondClock {
-        /// The time asked for.
-        at: Time,
-    },
-}
-
-/// For callers that still carry errors as text: the message.
-impl From<PostError> for String {
-    fn from(e: PostError) -> String {
-        e.to_string()
-    }
-}
 
 /// A node controller as the compute processor and the network see it: MAGIC
 /// ([`Magic`]), the CM-5's network interface and the SP's adapter

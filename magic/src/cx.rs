@@ -50,7 +50,7 @@ pub enum Refused {
 /// Where a handler's clock moves when asked to go to `to` from `now`: no
 /// further than the end of the model's time (nor back, if already past it).
 fn clock_end(now: Cycles, to: Cycles) -> Cycles {
-    now.max(to.min(crate::Magic::<()>::LAST_CYCLE))
+    now.max(to.min(crate::time::LAST_CYCLE))
 }
 
 /// The handler context: what a running handler sees of its node (its
@@ -221,7 +221,7 @@ impl<'a, S> Cx<'a, S> {
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
     /// known before its code is written. The handler's clock stops at
-    /// [`Magic::LAST_CYCLE`](crate::Magic::LAST_CYCLE), the end of the
+    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), the end of the
     /// model's time.
     pub fn busy(&mut self, c: Cycles) {
         let from = self.run.now;
@@ -259,7 +259,7 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// Wait (stalled) until cycle `t` (at most until
-    /// [`Magic::LAST_CYCLE`](crate::Magic::LAST_CYCLE), as [`Cx::busy`]).
+    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), as [`Cx::busy`]).
     pub fn wait_until(&mut self, t: Cycles) {
         let t = clock_end(self.run.now, t);
         if t > self.run.now {

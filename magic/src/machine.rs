@@ -15,10 +15,10 @@
 //! each handler sees only its own protocol's part).
 
 use crate::buffers::BufferPool;
-use crate::controller::PostError;
 use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
+use crate::error::PostError;
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
@@ -424,8 +424,9 @@ impl<S: 'static> MagicBuilder<S> {
 }
 
 impl<S: NodeState + 'static> MagicBuilder<S> {
-    /// The machine, with node `n`'s state `state(n)`; or the first problem
-    /// found while installing.
+    /// The machine, with node `n`'s state `state(n)`; or the first problem:
+    /// a parameter out of its range ([`MagicParams::validate`], as
+    /// [`BuildError::Params`] naming the field), then what installing found.
     pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, BuildError> {
         self.params.validate()?;
         if let Some(e) = self.errors.into_iter().next() {
@@ -575,7 +576,7 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// The latest cycle the model's clock can reach with room to spare.
-    pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / crate::time::TICKS_PER_SYSTEM_CYCLE / 4);
+    pub const LAST_CYCLE: Cycles = crate::time::LAST_CYCLE;
 
     /// The machine's parameters.
     pub fn params(&self) -> &MagicParams {

@@ -30,6 +30,11 @@ pub const TICKS_PER_SP_CYCLE: u64 = 400;
 /// Ticks in one microsecond.
 pub const TICKS_PER_US: u64 = 26_400;
 
+/// The latest cycle a FLASH machine's clock reaches, with room to spare
+/// below the end of [`Time`]: a handler's clock stops here, and nothing may
+/// be posted later.
+pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / TICKS_PER_SYSTEM_CYCLE / 4);
+
 /// An absolute point in simulated time, in ticks (1/26.4 GHz).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,

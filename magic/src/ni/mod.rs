@@ -4,8 +4,8 @@
 pub mod cm5;
 pub mod sp;
 
-use crate::controller::{Controller, PostError};
-use crate::error::OutOfRange;
+use crate::controller::Controller;
+use crate::error::{OutOfRange, PostError};
 use crate::ids::{Lane, Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::RunReport;
