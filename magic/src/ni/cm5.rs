@@ -202,11 +202,14 @@ pub struct Cm5Network {
 
 /// Links leaving a subtree whose root is at `level` (0: a node): a node has
 /// two, routers of levels 1 and 2 two parents each, higher ones four.
+/// (Saturating: a level beyond any machine's counts `usize::MAX`.)
 pub fn up_links(level: u32) -> usize {
     match level {
-        0 => 2,
-        1 | 2 => up_links(level - 1) * 2,
-        _ => up_links(level - 1) * 4,
+        0..=2 => 2 << level,
+        _ => 4usize
+            .checked_pow(level - 2)
+            .and_then(|k| k.checked_mul(8))
+            .unwrap_or(usize::MAX),
     }
 }
 
@@ -511,6 +514,8 @@ mod tests {
         assert!((2.4..2.9).contains(&mid), "{mid}");
         assert!((4.8..5.6).contains(&far), "{far}");
         assert_eq!(up_links(3), 32);
+        assert_eq!((0..5).map(up_links).collect::<Vec<_>>(), [2, 4, 8, 32, 128]);
+        assert_eq!(up_links(u32::MAX), usize::MAX);
     }
 
     #[test]
