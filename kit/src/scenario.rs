@@ -826,10 +826,8 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     }
     // Impossible values, named by their key.
     let p = s.machine.params();
-    p.validate().map_err(|e| {
-        let key = e.split_whitespace().next().unwrap_or("machine");
-        src.error(key, &e)
-    })?;
+    p.validate()
+        .map_err(|e| src.error(e.field, &e.to_string()))?;
     if let Some(t) = &s.transfer {
         t.validate(p.clone()).map_err(|e| {
             let key = e

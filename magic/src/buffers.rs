@@ -37,8 +37,11 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
-    /// A pool of `n` free buffers (`MagicParams::data_buffers`, 16 by default).
+    /// A pool of `n` free buffers (`MagicParams::data_buffers`, 16 by
+    /// default; at most `MagicParams::MAX_DATA_BUFFERS`, to which a larger
+    /// `n` is cut).
     pub fn new(n: usize) -> BufferPool {
+        let n = n.min(crate::params::MagicParams::MAX_DATA_BUFFERS);
         BufferPool {
             bufs: (0..n)
                 .map(|_| Buffer {

@@ -6,6 +6,7 @@
 //! controller's clock converts into exactly; reports (`RunReport`, `Ledger`)
 //! count the controller's own cycles.
 
+use crate::error::PostError;
 use crate::ids::{Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::{Magic, NodeState, RunReport};
@@ -26,7 +27,7 @@ pub trait Controller {
 
     /// The compute processor of `node` hands the controller `msg` at `at`
     /// (a command, a send, a request). Bad input is an `Err`, not a panic.
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String>;
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError>;
 
     /// Run until nothing is pending, or until `limit`.
     fn run(&mut self, limit: Option<Time>) -> RunReport;
@@ -52,11 +53,11 @@ impl<S: NodeState> Controller for Magic<S> {
         Time::from_cycles(Magic::now(self))
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         // MAGIC accepts processor requests on system-cycle boundaries.
         let c = Cycles(at.0.div_ceil(crate::time::TICKS_PER_SYSTEM_CYCLE));
         if c > Magic::<S>::LAST_CYCLE {
-            return Err(format!("cannot post at {at}: beyond the model's clock"));
+            return Err(PostError::BeyondClock { at });
         }
         Magic::post(self, node, c, msg)
     }

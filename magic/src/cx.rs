@@ -28,18 +28,29 @@ pub struct Ticket {
 
 /// Why a context operation did nothing. Each is also counted as a drop on the
 /// node, so a study can see it even if a handler ignores it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// The address is not in this node's memory.
+    #[error("the address is not in this node's memory")]
     BadAddress,
     /// The buffer is not allocated.
+    #[error("the data buffer is not allocated")]
     BadBuffer,
     /// No such destination node.
+    #[error("no such destination node")]
     BadNode,
     /// The software queue is full.
+    #[error("the software queue is full")]
     QueueFull,
     /// A payload longer than a line.
+    #[error("the payload is longer than a line")]
     TooLong,
+}
+
+/// Where a handler's clock moves when asked to go to `to` from `now`: no
+/// further than the end of the model's time (nor back, if already past it).
+fn clock_end(now: Cycles, to: Cycles) -> Cycles {
+    now.max(to.min(crate::time::LAST_CYCLE))
 }
 
 /// The handler context: what a running handler sees of its node (its
@@ -209,10 +220,12 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
-    /// known before its code is written.
+    /// known before its code is written. The handler's clock stops at
+    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), the end of the
+    /// model's time.
     pub fn busy(&mut self, c: Cycles) {
         let from = self.run.now;
-        self.run.now += c;
+        self.run.now = clock_end(from, from + c);
         self.step("busy", from, 0);
     }
 
@@ -245,8 +258,10 @@ impl<'a, S> Cx<'a, S> {
         }
     }
 
-    /// Wait (stalled) until cycle `t`.
+    /// Wait (stalled) until cycle `t` (at most until
+    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), as [`Cx::busy`]).
     pub fn wait_until(&mut self, t: Cycles) {
+        let t = clock_end(self.run.now, t);
         if t > self.run.now {
             let from = self.run.now;
             self.run.tally.wait += (t - self.run.now).0;

@@ -12,9 +12,13 @@ pub struct DCache {
 }
 
 impl DCache {
-    /// An empty cache of `lines` lines of 128 bytes; `lines` must be a power of
-    /// two (as `MagicParams::validate` requires).
+    /// An empty cache of `lines` lines of 128 bytes; `lines` is a power of
+    /// two up to `MagicParams::MAX_DCACHE_LINES` (as `MagicParams::validate`
+    /// requires; another count is rounded up to one, 0 to 1, and a larger one
+    /// cut to that maximum).
     pub fn new(lines: usize) -> DCache {
+        let max = crate::params::MagicParams::MAX_DCACHE_LINES;
+        let lines = lines.clamp(1, max).next_power_of_two();
         DCache {
             tags: vec![u64::MAX; lines],
             hits: 0,
@@ -49,5 +53,14 @@ mod tests {
         assert!(!c.access(4 * 128)); // same slot, other line
         assert!(!c.access(0));
         assert_eq!((c.hits, c.misses), (1, 3));
+    }
+
+    #[test]
+    fn any_size_asked_for_makes_a_cache() {
+        for lines in [0, 3, usize::MAX] {
+            let mut c = DCache::new(lines);
+            assert!(!c.access(u64::MAX));
+            assert!(c.access(u64::MAX));
+        }
     }
 }

@@ -98,12 +98,11 @@ impl<E: Copy> Engine<E> {
     }
 
     /// An engine whose wheel slots are `quantum` ticks wide: pick the period of
-    /// the clock most events fall on.
+    /// the clock most events fall on (a quantum of 0 is taken as 1).
     pub fn with_quantum(quantum: u64) -> Self {
-        assert!(quantum > 0, "quantum must be positive");
         Engine {
             now: Time::ZERO,
-            quantum,
+            quantum: quantum.max(1),
             base: 0,
             slots: Box::new(
                 [Slot {
@@ -128,14 +127,11 @@ impl<E: Copy> Engine<E> {
         self.now
     }
 
-    /// Schedule `ev` at `at`. Scheduling into the past is a model bug.
+    /// Schedule `ev` at `at`. An event for the past is applied at the
+    /// present instant, after those already scheduled for it.
     #[inline]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        assert!(
-            at >= self.now,
-            "event scheduled in the past ({at} < {})",
-            self.now
-        );
+        let at = at.max(self.now);
         self.seq += 1;
         if at.0 % self.quantum != 0 {
             self.odd.push(Entry {
@@ -146,7 +142,9 @@ impl<E: Copy> Engine<E> {
             return;
         }
         let q = at.0 / self.quantum;
-        if q < self.base + SLOTS as u64 {
+        // `q >= base` (the event is not in the past): no overflow near the
+        // clock's end.
+        if q.saturating_sub(self.base) < SLOTS as u64 {
             self.put(q, ev);
         } else {
             self.far.push(Entry {
@@ -225,8 +223,12 @@ impl<E: Copy> Engine<E> {
         let q = t.0 / self.quantum;
         if q > self.base {
             self.base = q;
-            let end = self.base + SLOTS as u64;
-            while self.far.peek().is_some_and(|e| e.at.0 / self.quantum < end) {
+            let base = self.base;
+            while self
+                .far
+                .peek()
+                .is_some_and(|e| (e.at.0 / self.quantum).saturating_sub(base) < SLOTS as u64)
+            {
                 let e = self.far.pop().expect("peeked");
                 self.put(e.at.0 / self.quantum, e.ev);
             }
@@ -257,7 +259,7 @@ impl<E: Copy> Engine<E> {
         }
         self.advance(at);
         let q = at.0 / self.quantum;
-        if q >= self.base + SLOTS as u64 {
+        if q.saturating_sub(self.base) >= SLOTS as u64 {
             return None;
         }
         let i = (q as usize) & (SLOTS - 1);
@@ -429,11 +431,34 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "in the past")]
-    fn scheduling_into_the_past_is_a_bug() {
+    fn the_clock_runs_to_its_very_end() {
+        for quantum in [0, 1, 264] {
+            let mut e = Engine::with_quantum(quantum);
+            e.schedule(Time(u64::MAX), 'c');
+            e.schedule(Time(u64::MAX - 1), 'b');
+            e.schedule(Time(5), 'a');
+            let got: Vec<_> = std::iter::from_fn(|| e.pop()).collect();
+            assert_eq!(
+                got,
+                [
+                    (Time(5), 'a'),
+                    (Time(u64::MAX - 1), 'b'),
+                    (Time(u64::MAX), 'c')
+                ]
+            );
+            assert!(e.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_event_for_the_past_is_applied_now_after_the_present_ones() {
         let mut e = Engine::new();
-        e.schedule(Time(4), ());
-        e.pop();
-        e.schedule(Time(3), ());
+        e.schedule(Time(4), 'a');
+        e.schedule(Time(4), 'b');
+        assert_eq!(e.pop(), Some((Time(4), 'a')));
+        e.schedule(Time(3), 'c');
+        assert_eq!(e.pop(), Some((Time(4), 'b')));
+        assert_eq!(e.pop(), Some((Time(4), 'c')));
+        assert!(e.is_empty());
     }
 }

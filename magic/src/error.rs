@@ -3,6 +3,10 @@
 //! Every crate's error type wraps an [`OutOfRange`] where a configuration
 //! field holds a value the model cannot serve, so a study (or the command
 //! line, which maps field names to its flags) can say exactly what to change.
+//! [`PostError`] is a controller's refusal of a message posted to it.
+
+use crate::ids::NodeId;
+use crate::time::Time;
 
 /// A configuration field holds a value outside its allowed range.
 ///
@@ -52,5 +56,46 @@ impl OutOfRange {
         } else {
             Ok(())
         }
+    }
+}
+
+/// For callers that still carry errors as text: the message.
+impl From<OutOfRange> for String {
+    fn from(e: OutOfRange) -> String {
+        e.to_string()
+    }
+}
+
+/// Why a controller refused a message (or a processor start) posted to it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    /// The node does not exist.
+    #[error("no node {node} (the machine has {nodes})")]
+    NoNode {
+        /// The node asked for.
+        node: NodeId,
+        /// Nodes in the machine.
+        nodes: u32,
+    },
+    /// The time is before the model's present.
+    #[error("cannot post at {at}: the model is already at {now}")]
+    Past {
+        /// The time asked for.
+        at: Time,
+        /// The model's present.
+        now: Time,
+    },
+    /// The time is beyond the model's clock (past [`LAST_CYCLE`](crate::time::LAST_CYCLE)).
+    #[error("cannot post at {at}: beyond the model's clock")]
+    BeyondClock {
+        /// The time asked for.
+        at: Time,
+    },
+}
+
+/// For callers that still carry errors as text: the message.
+impl From<PostError> for String {
+    fn from(e: PostError) -> String {
+        e.to_string()
     }
 }

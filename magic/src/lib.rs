@@ -98,7 +98,7 @@ mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
-pub use error::OutOfRange;
+pub use error::{OutOfRange, PostError};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{

@@ -31,7 +31,6 @@ pub struct OutLink {
     free_at: Cycles,
     /// Per lane: start times of accepted packets not yet on the wire, ascending.
     waiting: [SmallVec<[Cycles; 4]>; 2],
-    last_issue: Cycles,
     pub(crate) busy: Cycles,
     pub(crate) packets: u64,
     pub(crate) stall: Cycles,
@@ -47,7 +46,9 @@ impl OutLink {
 
     /// Hand over a packet at `at` that holds the wire `wire` cycles, may go on
     /// it `stage` cycles after the outbox took it (the outbox stage), and not
-    /// before `ready` (its data streaming in).
+    /// before `ready` (its data streaming in). A lane has at least one slot
+    /// (`slots` of 0 counts as 1). Only this node's PP feeds the outbox, so
+    /// packets come in time order.
     pub fn issue(
         &mut self,
         at: Cycles,
@@ -57,8 +58,7 @@ impl OutLink {
         stage: Cycles,
         slots: usize,
     ) -> Departure {
-        debug_assert!(at >= self.last_issue, "outbox fed out of time order");
-        self.last_issue = at;
+        let slots = slots.max(1);
         let q = &mut self.waiting[lane as usize];
         q.retain(|s| *s > at);
         let mut accepted = at;
@@ -81,7 +81,6 @@ impl OutLink {
         let from = accepted.max(self.occupied_until);
         self.occupied += start.saturating_sub(from);
         self.occupied_until = self.occupied_until.max(start);
-        self.last_issue = accepted;
         Departure {
             accepted,
             start,

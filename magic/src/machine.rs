@@ -18,6 +18,7 @@ use crate::buffers::BufferPool;
 use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
+use crate::error::PostError;
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
@@ -423,10 +424,11 @@ impl<S: 'static> MagicBuilder<S> {
 }
 
 impl<S: NodeState + 'static> MagicBuilder<S> {
-    /// The machine, with node `n`'s state `state(n)`; or the first problem
-    /// found while installing.
+    /// The machine, with node `n`'s state `state(n)`; or the first problem:
+    /// a parameter out of its range ([`MagicParams::validate`], as
+    /// [`BuildError::Params`] naming the field), then what installing found.
     pub fn build(self, mut state: impl FnMut(NodeId) -> S) -> Result<Magic<S>, BuildError> {
-        self.params.validate().map_err(BuildError::Params)?;
+        self.params.validate()?;
         if let Some(e) = self.errors.into_iter().next() {
             return Err(e);
         }
@@ -574,7 +576,7 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// The latest cycle the model's clock can reach with room to spare.
-    pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / crate::time::TICKS_PER_SYSTEM_CYCLE / 4);
+    pub const LAST_CYCLE: Cycles = crate::time::LAST_CYCLE;
 
     /// The machine's parameters.
     pub fn params(&self) -> &MagicParams {
@@ -613,7 +615,7 @@ impl<S: NodeState> Magic<S> {
 
     /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
     /// (through the processor interface input queue).
-    pub fn post(&mut self, node: NodeId, at: Cycles, msg: Msg) -> Result<(), String> {
+    pub fn post(&mut self, node: NodeId, at: Cycles, msg: Msg) -> Result<(), PostError> {
         self.post_data(node, at, msg, None)
     }
 
@@ -624,21 +626,8 @@ impl<S: NodeState> Magic<S> {
         at: Cycles,
         mut msg: Msg,
         data: Option<[u8; LINE_BYTES]>,
-    ) -> Result<(), String> {
-        if node.0 >= self.nodes {
-            return Err(format!("no node {node} (the machine has {})", self.nodes));
-        }
-        if at < self.now() {
-            return Err(format!(
-                "cannot post at cycle {at}: the run is at cycle {}",
-                self.now()
-            ));
-        }
-        if at > Self::LAST_CYCLE {
-            return Err(format!(
-                "cannot post at cycle {at}: beyond the model's clock"
-            ));
-        }
+    ) -> Result<(), PostError> {
+        self.check_post(node, at)?;
         msg.src = node;
         let here = Arrival {
             first: at,
@@ -816,14 +805,31 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// `Err` unless `node` exists and `at` is from now to [`Self::LAST_CYCLE`].
+    fn check_post(&self, node: NodeId, at: Cycles) -> Result<(), PostError> {
+        if node.0 >= self.nodes {
+            return Err(PostError::NoNode {
+                node,
+                nodes: self.nodes,
+            });
+        }
+        if at < self.now() {
+            return Err(PostError::Past {
+                at: Time::from_cycles(at),
+                now: Time::from_cycles(self.now()),
+            });
+        }
+        if at > Self::LAST_CYCLE {
+            return Err(PostError::BeyondClock {
+                at: Time::from_cycles(at),
+            });
+        }
+        Ok(())
+    }
+
     /// Let node `n`'s compute processor take its first step at `at`.
-    pub fn start_processor(&mut self, n: NodeId, at: Cycles) -> Result<(), String> {
-        if n.0 >= self.nodes {
-            return Err(format!("no node {n} (the machine has {})", self.nodes));
-        }
-        if at < self.now() || at > Self::LAST_CYCLE {
-            return Err(format!("cannot start a processor at cycle {at}"));
-        }
+    pub fn start_processor(&mut self, n: NodeId, at: Cycles) -> Result<(), PostError> {
+        self.check_post(n, at)?;
         self.engine
             .schedule(Time::from_cycles(at), Ev::ProcStep { node: n.0 });
         Ok(())
@@ -889,7 +895,7 @@ impl<S: NodeState> Magic<S> {
             let into = buf.and_then(|b| hw.bufs.get_mut(b));
             let msg = self.packets.remove(queued.pkt, into);
             hw.dispatched += 1;
-            hw.inbox_wait += (t - queued.at).0;
+            hw.inbox_wait = hw.inbox_wait.saturating_add((t - queued.at).0);
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
                 hw.drops.unhandled += 1;
                 match hw.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
@@ -1105,7 +1111,7 @@ impl<S: NodeState> Magic<S> {
                 units: [
                     (
                         hw.dispatched,
-                        hw.dispatched * self.params.inbox_dispatch.0,
+                        hw.dispatched.saturating_mul(self.params.inbox_dispatch.0),
                         hw.inbox_wait,
                     ),
                     (

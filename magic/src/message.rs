@@ -274,9 +274,10 @@ macro_rules! messages {
 }
 
 /// A message could not be decoded as the type asked for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// The message is of another type (or of no installed type).
+    #[error("a {found} decoded as {expected}")]
     WrongType {
         /// The type asked for.
         expected: &'static str,
@@ -284,33 +285,21 @@ pub enum DecodeError {
         found: String,
     },
     /// A payload word is not a value of its field's type.
+    #[error("a {message} whose fields do not decode")]
     BadField {
         /// The message type and kind.
         message: String,
     },
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::WrongType { expected, found } => {
-                write!(f, "a {found} decoded as {expected}")
-            }
-            DecodeError::BadField { message } => {
-                write!(f, "a {message} whose fields do not decode")
-            }
-        }
-    }
-}
-
-impl std::error::Error for DecodeError {}
-
 /// Why a machine could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
-    /// A machine parameter is out of range (the message names it).
-    Params(String),
+    /// A machine parameter is out of its range (the error names it).
+    #[error(transparent)]
+    Params(#[from] crate::params::ParamError),
     /// The machine's node count is out of range.
+    #[error("a machine has 1 to {max} nodes (got {got})")]
     Nodes {
         /// The count asked for.
         got: u32,
@@ -318,6 +307,7 @@ pub enum BuildError {
         max: u32,
     },
     /// Two protocols claim one message type.
+    #[error("protocols {first} and {second} both install the message type {message}")]
     TypeClaimed {
         /// The message type.
         message: &'static str,
@@ -327,6 +317,7 @@ pub enum BuildError {
         second: &'static str,
     },
     /// The protocols' message kinds do not fit in the jump table.
+    #[error("the jump table has no room for {protocol}'s message type {message}")]
     TooManyTypes {
         /// The message type that did not fit.
         message: &'static str,
@@ -334,6 +325,7 @@ pub enum BuildError {
         protocol: &'static str,
     },
     /// Two handlers for one (type, region).
+    #[error("{message} in the {region:?} region is routed to both {first} and {second}")]
     RouteConflict {
         /// The message kind, as `protocol Type::Kind`.
         message: String,
@@ -345,42 +337,9 @@ pub enum BuildError {
         second: String,
     },
     /// A protocol's own check failed (the protocol names what).
+    #[error("{0}")]
     Protocol(String),
 }
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuildError::Params(s) | BuildError::Protocol(s) => f.write_str(s),
-            BuildError::Nodes { got, max } => {
-                write!(f, "a machine has 1 to {max} nodes (got {got})")
-            }
-            BuildError::TypeClaimed {
-                message,
-                first,
-                second,
-            } => write!(
-                f,
-                "protocols {first} and {second} both install the message type {message}"
-            ),
-            BuildError::TooManyTypes { message, protocol } => write!(
-                f,
-                "the jump table has no room for {protocol}'s message type {message}"
-            ),
-            BuildError::RouteConflict {
-                message,
-                region,
-                first,
-                second,
-            } => write!(
-                f,
-                "{message} in the {region:?} region is routed to both {first} and {second}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {}
 
 impl From<BuildError> for String {
     fn from(e: BuildError) -> String {

@@ -3,11 +3,14 @@
 //! Every timing figure of the hardware model is here, in 10 ns system cycles,
 //! so a study changes a parameter rather than a constant in the code.
 
+use crate::error::OutOfRange;
 use crate::time::Cycles;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// The inbox's input queues.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// The inbox's input queues, named in scenarios and serialized as in
+/// reports ([`InQueue::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InQueue {
     /// Network input, reply lane.
     NetReply = 0,
@@ -40,39 +43,77 @@ impl InQueue {
     }
 }
 
+/// The largest latency a parameter may hold, in system cycles (1 000 000:
+/// 10 ms, far beyond any study's need, small enough that no run's time
+/// arithmetic comes near overflowing).
+pub const MAX_LATENCY: Cycles = Cycles(1_000_000);
+
+/// Why a set of machine parameters cannot describe a machine: the field
+/// that is out of its documented range, what it may hold and what it held.
+pub type ParamError = OutOfRange;
+
 /// Parameters of one FLASH node and the network. Times are in system
-/// cycles of 10 ns; each field's default is in parentheses.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// cycles of 10 ns; each field's default is in parentheses, its allowed
+/// range after it ([`MagicParams::validate`] checks them all; every machine
+/// build calls it).
+///
+/// It is a scenario's `[machine]` table: every field may be set, an omitted
+/// one keeps FLASH's value, an unknown key is an error naming it.
+///
+/// ```
+/// use magic::{Cycles, MagicParams};
+/// let p: MagicParams = toml::from_str("net_latency = 30\npp_issue_width = 1").unwrap();
+/// assert_eq!(p.net_latency, Cycles(30));
+/// assert_eq!(p.mem_first_dword, Cycles(14));
+/// assert!(p.validate().is_ok());
+/// let e = toml::from_str::<MagicParams>("net_latnecy = 30").unwrap_err();
+/// assert!(e.to_string().contains("unknown field `net_latnecy`"));
+/// // Every default, as a complete table to edit:
+/// let all = toml::to_string(&MagicParams::default()).unwrap();
+/// assert!(all.contains("mem_first_dword = 14"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MagicParams {
-    /// Memory: cycles from presenting an address to the first doubleword (14).
+    /// Memory: cycles from presenting an address to the first doubleword
+    /// (14; from 0 to 1 000 000).
     pub mem_first_dword: Cycles,
     /// Memory: cycles from handing a buffer to the memory controller to its
-    /// first doubleword reaching the memory's data bus (8). Not published:
+    /// first doubleword reaching the memory's data bus (8; from 0 to
+    /// 1 000 000). Not published:
     /// set from the start-up's network-and-queueing part (45 cycles), the
     /// one published figure that ends with a write in memory; with 8, the
     /// receiver's mechanisms give 45 (see docs/costs.md).
     pub mem_write_latency: Cycles,
-    /// Processor-cache intervention: cycles until the line state is known (23).
+    /// Processor-cache intervention: cycles until the line state is known
+    /// (23; from 0 to 1 000 000).
     pub pc_state: Cycles,
-    /// ... until the first data word of a dirty line (28).
+    /// ... until the first data word of a dirty line (28; from `pc_state`
+    /// to 1 000 000).
     pub pc_first_word: Cycles,
-    /// ... until the whole dirty line has arrived (43).
+    /// ... until the whole dirty line has arrived (43; from `pc_first_word`
+    /// to 1 000 000).
     pub pc_line: Cycles,
-    /// Network link bandwidth in bytes per system cycle (4 = 400 MB/s).
+    /// Network link bandwidth in bytes per system cycle (4 = 400 MB/s; from
+    /// 1 to 1024).
     pub link_bytes_per_cycle: u64,
-    /// Header bytes of every packet on the wire (32).
+    /// Header bytes of every packet on the wire (32; from 0 to 4096).
     pub header_bytes: u64,
     /// Network latency after a packet has left the link (22, the average of a
-    /// small system of about three hops).
+    /// small system of about three hops; from 0 to 1 000 000).
     pub net_latency: Cycles,
     /// Outbox slots per lane waiting for the link (the packet on the wire holds
-    /// none). A handler that sends into a full lane stalls the PP (2).
+    /// none). A handler that sends into a full lane stalls the PP (2; from 1
+    /// to 1024).
     pub outbox_slots: usize,
-    /// Cache-line-sized data buffers per node (16).
+    /// Cache-line-sized data buffers per node (16; from 1 to 4096).
     pub data_buffers: usize,
-    /// Entries the software queue's in-memory part can hold (1024).
+    /// Entries the software queue's in-memory part can hold (1024; from 0,
+    /// the head register alone, to 1 048 576).
     pub swq_capacity: usize,
-    /// Inbox service order, highest priority first. The default drains the
+    /// Inbox service order, highest priority first: each of the four queues
+    /// once, by name (`net-reply`, `net-request`, `processor`, `software`).
+    /// The default drains the
     /// network first (it must never back up), then serves the processor (its
     /// misses and commands must not wait behind a long operation), then the
     /// software queue, where long operations continue themselves (network
@@ -80,23 +121,26 @@ pub struct MagicParams {
     pub inbox_priority: [InQueue; 4],
     /// Cycles from a message entering an input queue until the PP can start
     /// its handler (the inbox stage: decode, jump-table lookup). The stage
-    /// works in parallel with the PP, so it adds latency, not occupancy (3).
+    /// works in parallel with the PP, so it adds latency, not occupancy (3;
+    /// from 0 to 1 000 000).
     pub inbox_dispatch: Cycles,
     /// Cycles from a handler's send until the packet can go on the wire, the
-    /// outbox stage (2).
+    /// outbox stage (2; from 0 to 1 000 000).
     pub outbox_latency: Cycles,
     /// Cycles from the compute processor issuing a request (a miss) to its
-    /// entering MAGIC's processor-interface queue (4).
+    /// entering MAGIC's processor-interface queue (4; from 0 to 1 000 000).
     pub pi_in: Cycles,
     /// Cycles from MAGIC handing the processor interface a reply to the first
-    /// word reaching the processor (6).
+    /// word reaching the processor (6; from 0 to 1 000 000).
     pub pi_out: Cycles,
-    /// Instructions the PP issues per cycle (2: dual issue).
+    /// Instructions the PP issues per cycle (2: dual issue; from 1 to 16).
     pub pp_issue_width: u32,
     /// MAGIC data cache: lines (direct mapped, 128 bytes each). A miss stalls
-    /// the handler for a line read from memory (1024, a power of two).
+    /// the handler for a line read from memory (1024; a power of two from 1
+    /// to 65 536).
     pub dcache_lines: usize,
-    /// Bytes of memory per node (64 MB); addresses beyond are bad addresses.
+    /// Bytes of memory per node (64 MB); addresses beyond are bad addresses
+    /// (from 128, one line, to 2^40, what an address can reach).
     pub mem_bytes: u64,
     /// Record timelines from the start (`Magic::trace`): an observation,
     /// not a property of the machine; nothing in the model reads it (off).
@@ -131,37 +175,96 @@ impl Default for MagicParams {
 }
 
 impl MagicParams {
+    /// The most link bytes per cycle.
+    pub const MAX_LINK_BYTES_PER_CYCLE: u64 = 1024;
+    /// The most header bytes.
+    pub const MAX_HEADER_BYTES: u64 = 4096;
+    /// The most outbox slots per lane.
+    pub const MAX_OUTBOX_SLOTS: usize = 1024;
+    /// The most data buffers per node.
+    pub const MAX_DATA_BUFFERS: usize = 4096;
+    /// The most software-queue entries.
+    pub const MAX_SWQ_CAPACITY: usize = 1 << 20;
+    /// The widest PP issue.
+    pub const MAX_PP_ISSUE_WIDTH: u32 = 16;
+    /// The most data-cache lines.
+    pub const MAX_DCACHE_LINES: usize = 1 << 16;
+    /// The least memory per node: one line.
+    pub const MIN_MEM_BYTES: u64 = crate::ids::LINE_BYTES as u64;
+    /// The most memory per node: what an address's offset can reach.
+    pub const MAX_MEM_BYTES: u64 = 1 << crate::ids::PAddr::OFFSET_BITS;
+
     /// Cycles a packet with `payload` data bytes holds the link.
     pub fn wire_cycles(&self, payload: u64) -> Cycles {
-        Cycles((self.header_bytes + payload).div_ceil(self.link_bytes_per_cycle))
+        Cycles(
+            self.header_bytes
+                .saturating_add(payload)
+                .div_ceil(self.link_bytes_per_cycle.max(1)),
+        )
     }
 
-    /// Checks that the parameters describe a machine that can run.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks every field against its documented range: the first one out
+    /// of it is the error, named as the field is.
+    ///
+    /// ```
+    /// use magic::{Cycles, MagicParams};
+    /// let p = MagicParams { pi_out: Cycles(u64::MAX), ..MagicParams::default() };
+    /// let e = p.validate().unwrap_err();
+    /// assert_eq!(e.field, "pi_out");
+    /// assert_eq!(e.to_string(), "pi_out must be from 0 to 1000000, got 18446744073709551615");
+    /// ```
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let max = MAX_LATENCY;
+        let latency = |field, c: Cycles| OutOfRange::check(field, c, Cycles::ZERO, max);
+        latency("mem_first_dword", self.mem_first_dword)?;
+        latency("mem_write_latency", self.mem_write_latency)?;
+        latency("pc_state", self.pc_state)?;
+        OutOfRange::check("pc_first_word", self.pc_first_word, self.pc_state, max)?;
+        OutOfRange::check("pc_line", self.pc_line, self.pc_first_word, max)?;
+        OutOfRange::check(
+            "link_bytes_per_cycle",
+            self.link_bytes_per_cycle,
+            1,
+            Self::MAX_LINK_BYTES_PER_CYCLE,
+        )?;
+        OutOfRange::check("header_bytes", self.header_bytes, 0, Self::MAX_HEADER_BYTES)?;
+        latency("net_latency", self.net_latency)?;
+        OutOfRange::check("outbox_slots", self.outbox_slots, 1, Self::MAX_OUTBOX_SLOTS)?;
+        OutOfRange::check("data_buffers", self.data_buffers, 1, Self::MAX_DATA_BUFFERS)?;
+        OutOfRange::check("swq_capacity", self.swq_capacity, 0, Self::MAX_SWQ_CAPACITY)?;
         let mut seen = [false; 4];
         for q in self.inbox_priority {
             if std::mem::replace(&mut seen[q as usize], true) {
-                return Err(format!("inbox_priority names {} twice", q.name()));
+                return Err(OutOfRange::new(
+                    "inbox_priority",
+                    "each of net-reply, net-request, processor and software once",
+                    format!("{} twice", q.name()),
+                ));
             }
         }
-        if self.link_bytes_per_cycle == 0 {
-            return Err("link_bytes_per_cycle must be at least 1".into());
+        latency("inbox_dispatch", self.inbox_dispatch)?;
+        latency("outbox_latency", self.outbox_latency)?;
+        latency("pi_in", self.pi_in)?;
+        latency("pi_out", self.pi_out)?;
+        OutOfRange::check(
+            "pp_issue_width",
+            self.pp_issue_width,
+            1,
+            Self::MAX_PP_ISSUE_WIDTH,
+        )?;
+        if !self.dcache_lines.is_power_of_two() || self.dcache_lines > Self::MAX_DCACHE_LINES {
+            return Err(OutOfRange::new(
+                "dcache_lines",
+                format!("a power of two from 1 to {}", Self::MAX_DCACHE_LINES),
+                self.dcache_lines,
+            ));
         }
-        if self.pp_issue_width == 0 {
-            return Err("pp_issue_width must be at least 1".into());
-        }
-        if self.outbox_slots == 0 {
-            return Err("outbox_slots must be at least 1".into());
-        }
-        if self.data_buffers == 0 || self.data_buffers > u16::MAX as usize {
-            return Err("data_buffers must be between 1 and 65535".into());
-        }
-        if self.dcache_lines == 0 || !self.dcache_lines.is_power_of_two() {
-            return Err("dcache_lines must be a power of two".into());
-        }
-        if !(self.pc_state <= self.pc_first_word && self.pc_first_word <= self.pc_line) {
-            return Err("processor-cache timing must satisfy state <= first word <= line".into());
-        }
+        OutOfRange::check(
+            "mem_bytes",
+            self.mem_bytes,
+            Self::MIN_MEM_BYTES,
+            Self::MAX_MEM_BYTES,
+        )?;
         Ok(())
     }
 }
@@ -184,6 +287,312 @@ mod tests {
             inbox_priority: [InQueue::NetReply; 4],
             ..MagicParams::default()
         };
-        assert!(p.validate().unwrap_err().contains("twice"));
+        let e = p.validate().unwrap_err();
+        assert_eq!(e.field, "inbox_priority");
+        assert!(e.to_string().contains("net-reply twice"), "{e}");
+    }
+
+    #[test]
+    fn the_machine_table_sets_any_field_and_keeps_the_others() {
+        let p: MagicParams = toml::from_str(
+            "inbox_priority = [\"processor\", \"software\", \"net-reply\", \"net-request\"]\n\
+             pi_out = 9\nmem_bytes = 1024\ntrace = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.inbox_priority,
+            [
+                InQueue::Processor,
+                InQueue::Software,
+                InQueue::NetReply,
+                InQueue::NetRequest
+            ]
+        );
+        assert_eq!((p.pi_out, p.mem_bytes, p.trace), (Cycles(9), 1024, true));
+        let rest = MagicParams {
+            inbox_priority: InQueue::ALL,
+            pi_out: Cycles(6),
+            mem_bytes: 64 << 20,
+            trace: false,
+            ..p.clone()
+        };
+        assert_eq!(rest, MagicParams::default());
+        assert!(p.validate().is_ok());
+        // An empty table is FLASH.
+        assert_eq!(
+            toml::from_str::<MagicParams>("").unwrap(),
+            MagicParams::default()
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it_and_the_allowed_ones() {
+        let e = toml::from_str::<MagicParams>("pi_out = 6\npp_width = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `pp_width`"), "{e}");
+        assert!(e.contains("`pp_issue_width`"), "{e}");
+        // A queue that does not exist, a value of the wrong kind.
+        let e = toml::from_str::<MagicParams>(
+            "inbox_priority = [\"net-reply\", \"net-request\", \"processor\", \"disk\"]",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown variant `disk`"), "{e}");
+        assert!(toml::from_str::<MagicParams>("net_latency = -1").is_err());
+        assert!(toml::from_str::<MagicParams>("net_latency = \"22\"").is_err());
+    }
+
+    #[test]
+    fn every_default_prints_as_toml_and_reads_back_equal() {
+        for p in [
+            MagicParams::default(),
+            MagicParams {
+                inbox_priority: [
+                    InQueue::Software,
+                    InQueue::Processor,
+                    InQueue::NetRequest,
+                    InQueue::NetReply,
+                ],
+                dcache_lines: 1 << 16,
+                mem_bytes: MagicParams::MAX_MEM_BYTES,
+                trace: true,
+                ..MagicParams::default()
+            },
+        ] {
+            let text = toml::to_string(&p).unwrap();
+            for line in text.lines() {
+                let key = line.split(" =").next().unwrap();
+                assert!(!key.is_empty(), "{text}");
+            }
+            assert_eq!(text.lines().count(), 20, "{text}");
+            assert_eq!(toml::from_str::<MagicParams>(&text).unwrap(), p, "{text}");
+        }
+    }
+
+    #[test]
+    fn each_range_is_checked_at_both_ends() {
+        let d = MagicParams::default;
+        let bad: Vec<(MagicParams, &str)> = vec![
+            (
+                MagicParams {
+                    mem_first_dword: MAX_LATENCY + Cycles(1),
+                    ..d()
+                },
+                "mem_first_dword",
+            ),
+            (
+                MagicParams {
+                    mem_write_latency: Cycles(u64::MAX),
+                    ..d()
+                },
+                "mem_write_latency",
+            ),
+            (
+                MagicParams {
+                    pc_state: Cycles(29),
+                    ..d()
+                },
+                "pc_first_word",
+            ),
+            (
+                MagicParams {
+                    pc_line: Cycles(27),
+                    ..d()
+                },
+                "pc_line",
+            ),
+            (
+                MagicParams {
+                    link_bytes_per_cycle: 0,
+                    ..d()
+                },
+                "link_bytes_per_cycle",
+            ),
+            (
+                MagicParams {
+                    link_bytes_per_cycle: 1025,
+                    ..d()
+                },
+                "link_bytes_per_cycle",
+            ),
+            (
+                MagicParams {
+                    header_bytes: 4097,
+                    ..d()
+                },
+                "header_bytes",
+            ),
+            (
+                MagicParams {
+                    net_latency: Cycles(1_000_001),
+                    ..d()
+                },
+                "net_latency",
+            ),
+            (
+                MagicParams {
+                    outbox_slots: 0,
+                    ..d()
+                },
+                "outbox_slots",
+            ),
+            (
+                MagicParams {
+                    data_buffers: 0,
+                    ..d()
+                },
+                "data_buffers",
+            ),
+            (
+                MagicParams {
+                    data_buffers: 4097,
+                    ..d()
+                },
+                "data_buffers",
+            ),
+            (
+                MagicParams {
+                    swq_capacity: usize::MAX,
+                    ..d()
+                },
+                "swq_capacity",
+            ),
+            (
+                MagicParams {
+                    inbox_dispatch: Cycles(u64::MAX / 2),
+                    ..d()
+                },
+                "inbox_dispatch",
+            ),
+            (
+                MagicParams {
+                    outbox_latency: Cycles(1 << 40),
+                    ..d()
+                },
+                "outbox_latency",
+            ),
+            (
+                MagicParams {
+                    pi_in: Cycles(1 << 20),
+                    ..d()
+                },
+                "pi_in",
+            ),
+            (
+                MagicParams {
+                    pi_out: Cycles(9223372036854775807),
+                    ..d()
+                },
+                "pi_out",
+            ),
+            (
+                MagicParams {
+                    pp_issue_width: 0,
+                    ..d()
+                },
+                "pp_issue_width",
+            ),
+            (
+                MagicParams {
+                    pp_issue_width: 17,
+                    ..d()
+                },
+                "pp_issue_width",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 0,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 1000,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    dcache_lines: 1 << 17,
+                    ..d()
+                },
+                "dcache_lines",
+            ),
+            (
+                MagicParams {
+                    mem_bytes: 127,
+                    ..d()
+                },
+                "mem_bytes",
+            ),
+            (
+                MagicParams {
+                    mem_bytes: (1 << 40) + 1,
+                    ..d()
+                },
+                "mem_bytes",
+            ),
+        ];
+        for (p, field) in bad {
+            let e = p.validate().unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.to_string().starts_with(field), "{e}");
+        }
+        let e = MagicParams {
+            pi_out: Cycles(9223372036854775807),
+            ..d()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pi_out must be from 0 to 1000000, got 9223372036854775807"
+        );
+        let e = MagicParams {
+            dcache_lines: 1000,
+            ..d()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dcache_lines must be a power of two from 1 to 65536, got 1000"
+        );
+        let good = [
+            MagicParams {
+                mem_first_dword: MAX_LATENCY,
+                pc_state: Cycles(0),
+                ..d()
+            },
+            MagicParams {
+                pc_state: MAX_LATENCY,
+                pc_first_word: MAX_LATENCY,
+                pc_line: MAX_LATENCY,
+                ..d()
+            },
+            MagicParams {
+                link_bytes_per_cycle: 1,
+                header_bytes: 0,
+                ..d()
+            },
+            MagicParams {
+                swq_capacity: 0,
+                dcache_lines: 1,
+                mem_bytes: 128,
+                ..d()
+            },
+            MagicParams {
+                outbox_slots: 1024,
+                data_buffers: 4096,
+                pp_issue_width: 16,
+                ..d()
+            },
+        ];
+        for p in good {
+            assert_eq!(p.validate(), Ok(()), "{p:?}");
+        }
     }
 }

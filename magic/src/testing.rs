@@ -110,9 +110,10 @@ impl fmt::Display for Shot {
 }
 
 /// Why the bench could not do what it was asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BenchError {
     /// No such node.
+    #[error("no node {node} (the machine has {nodes})")]
     NoNode {
         /// The node asked for.
         node: NodeId,
@@ -121,30 +122,21 @@ pub enum BenchError {
     },
     /// The message ran no handler (no route, or the machine ran dry first):
     /// what the run reports.
+    #[error("the message ran no handler{}", stuck_list(stuck))]
     NotDispatched {
         /// The run's account of what is left.
         stuck: Vec<String>,
     },
 }
 
-impl fmt::Display for BenchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BenchError::NoNode { node, nodes } => {
-                write!(f, "no node {node} (the machine has {nodes})")
-            }
-            BenchError::NotDispatched { stuck } => {
-                write!(f, "the message ran no handler")?;
-                if !stuck.is_empty() {
-                    write!(f, ": {}", stuck.join("; "))?;
-                }
-                Ok(())
-            }
-        }
+/// `: what; is; stuck`, or nothing.
+fn stuck_list(stuck: &[String]) -> String {
+    if stuck.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", stuck.join("; "))
     }
 }
-
-impl std::error::Error for BenchError {}
 
 /// A quiet machine for testing handlers.
 pub struct Bench<S> {

@@ -8,10 +8,16 @@
 //!
 //! MAGIC, its memory and the FLASH network count in [`Cycles`] of the 10 ns
 //! system clock; [`Time`] is the engine's absolute clock in ticks.
+//!
+//! Their arithmetic saturates: a sum past the clock's end stays at its end
+//! (`u64::MAX`) and a difference below zero is zero, so no value of either
+//! type can make a run panic or wrap around. Validated machine parameters
+//! keep every run far from the end; saturation only guards a caller that
+//! asks for the end of time (a deadline of `Cycles(u64::MAX)`, say).
 
 use core::fmt;
 use core::ops::{Add, AddAssign, Sub};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Ticks in one 10 ns FLASH system cycle.
 pub const TICKS_PER_SYSTEM_CYCLE: u64 = 264;
@@ -24,15 +30,25 @@ pub const TICKS_PER_SP_CYCLE: u64 = 400;
 /// Ticks in one microsecond.
 pub const TICKS_PER_US: u64 = 26_400;
 
+/// The latest cycle a FLASH machine's clock reaches, with room to spare
+/// below the end of [`Time`]: a handler's clock stops here, and nothing may
+/// be posted later.
+pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / TICKS_PER_SYSTEM_CYCLE / 4);
+
 /// An absolute point in simulated time, in ticks (1/26.4 GHz).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
 pub struct Time(pub u64);
 
 /// A count of 10 ns FLASH system cycles: MAGIC's, memory's and the network's unit.
 ///
 /// Used both for durations and for points in time on a FLASH machine (cycles
 /// since the start of the run).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Cycles(pub u64);
 
@@ -40,9 +56,10 @@ impl Time {
     /// The start of the run.
     pub const ZERO: Time = Time(0);
 
-    /// The time `c` system cycles after the start of the run.
+    /// The time `c` system cycles after the start of the run (the clock's
+    /// end, `u64::MAX` ticks, if that is later).
     pub const fn from_cycles(c: Cycles) -> Time {
-        Time(c.0 * TICKS_PER_SYSTEM_CYCLE)
+        Time(c.0.saturating_mul(TICKS_PER_SYSTEM_CYCLE))
     }
 
     /// This time in whole system cycles, rounded down.
@@ -78,34 +95,38 @@ impl Cycles {
     }
 }
 
+/// Saturating: a sum past `u64::MAX` cycles is `u64::MAX`.
 impl Add for Cycles {
     type Output = Cycles;
     #[inline]
     fn add(self, o: Cycles) -> Cycles {
-        Cycles(self.0 + o.0)
+        Cycles(self.0.saturating_add(o.0))
     }
 }
 
+/// Saturating, as `+`.
 impl AddAssign for Cycles {
     #[inline]
     fn add_assign(&mut self, o: Cycles) {
-        self.0 += o.0;
+        self.0 = self.0.saturating_add(o.0);
     }
 }
 
+/// Saturating: a later point minus an earlier one, or zero.
 impl Sub for Cycles {
     type Output = Cycles;
     #[inline]
     fn sub(self, o: Cycles) -> Cycles {
-        Cycles(self.0 - o.0)
+        Cycles(self.0.saturating_sub(o.0))
     }
 }
 
+/// Saturating: a sum past `u64::MAX` ticks is `u64::MAX`.
 impl Add for Time {
     type Output = Time;
     #[inline]
     fn add(self, o: Time) -> Time {
-        Time(self.0 + o.0)
+        Time(self.0.saturating_add(o.0))
     }
 }
 
@@ -135,5 +156,17 @@ mod tests {
         assert_eq!(26_400 / 66, TICKS_PER_SP_CYCLE);
         assert_eq!(Time::from_cycles(Cycles(100)).0, TICKS_PER_US);
         assert_eq!(Time::from_cycles(Cycles(7)).to_cycles_floor(), Cycles(7));
+    }
+
+    #[test]
+    fn arithmetic_at_the_ends_saturates() {
+        let end = Cycles(u64::MAX);
+        assert_eq!(end + Cycles(1), end);
+        assert_eq!(Cycles(1) - Cycles(2), Cycles::ZERO);
+        let mut c = Cycles(u64::MAX - 1);
+        c += Cycles(5);
+        assert_eq!(c, end);
+        assert_eq!(Time::from_cycles(end), Time(u64::MAX));
+        assert_eq!(Time(u64::MAX) + Time(1), Time(u64::MAX));
     }
 }

@@ -4,7 +4,7 @@
 //! asked for, and costs nothing then.
 
 use crate::ids::MsgType;
-use crate::time::{Cycles, TICKS_PER_SYSTEM_CYCLE, TICKS_PER_US};
+use crate::time::Cycles;
 use serde::Serialize;
 
 /// The tracks of a node, in display order.
@@ -68,7 +68,7 @@ pub struct Slice {
 }
 
 fn us(c: Cycles) -> f64 {
-    (c.0 * TICKS_PER_SYSTEM_CYCLE) as f64 / TICKS_PER_US as f64
+    crate::time::Time::from_cycles(c).as_us()
 }
 
 /// Chrome trace-event JSON for `slices` of a machine of `nodes` nodes:
@@ -93,7 +93,7 @@ pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
         }
     }
     for s in slices {
-        let mut args = serde_json::json!({ "cycles": (s.end.0 - s.start.0) });
+        let mut args = serde_json::json!({ "cycles": s.end.0.saturating_sub(s.start.0) });
         if let Some(m) = s.msg {
             args["message"] = serde_json::json!(m.0);
         }
@@ -104,7 +104,7 @@ pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
             "pid": s.node,
             "tid": s.track as u32,
             "ts": us(s.start),
-            "dur": us(Cycles(s.end.0 - s.start.0)),
+            "dur": us(s.end - s.start),
             "args": args,
         }));
     }

@@ -1,6 +1,10 @@
 //! Exact timing of the node hardware, seen from handlers on a small machine;
 //! and the checked dispatch table: conflicting routes and claims refused at
-//! build, unrouted messages reported by the run.
+//! build, unrouted messages reported by the run; machine parameters at
+//! their extremes (`params`).
+
+#[path = "timing/params.rs"]
+mod params;
 
 use magic::testing::Bench;
 use magic::{

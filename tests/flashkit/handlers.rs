@@ -113,7 +113,7 @@ fn an_unrouted_message_fails_the_transfer_naming_it() {
     let cfg = protocols::transfer::Config::default();
     let e = protocols::transfer::run_beside(&cfg, &l, |m, at| {
         let stray = m.msg(NodeId(1), lock::LockMsg::Granted);
-        m.post(NodeId(1), at, stray)
+        m.post(NodeId(1), at, stray).map_err(String::from)
     })
     .err()
     .expect("the run is not clean");

@@ -18,9 +18,10 @@
 //! receiver is not draining its FIFO), the NI drops the next outgoing packet
 //! and the sender must try again.
 
+use crate::error::OutOfRange;
 use crate::ids::NodeId;
 use crate::time::{Time, TICKS_PER_US};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Words in a packet: a handler address (or segment word) and four more.
@@ -51,32 +52,68 @@ pub struct Packet {
 }
 
 /// Hardware parameters: the processor's costs in 33 MHz processor cycles,
-/// the networks' times in ticks (see [`Time`]). Each field's default is in
-/// parentheses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// the networks' times in ticks (see [`Time`]; 26 400 a microsecond). Each
+/// field's default is in parentheses, its allowed range after it
+/// ([`Cm5Params::validate`]; every network build calls it).
+///
+/// A scenario's table of them: every field may be set, an omitted one keeps
+/// its default, an unknown key is an error naming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Cm5Params {
-    /// An NI register read, in 33 MHz processor cycles (7).
+    /// An NI register read, in 33 MHz processor cycles (7; from 0 to
+    /// 1 000 000).
     pub ni_read: u64,
-    /// An NI register write, in 33 MHz processor cycles (3).
+    /// An NI register write, in 33 MHz processor cycles (3; from 0 to
+    /// 1 000 000).
     pub ni_write: u64,
-    /// A cached load, in 33 MHz processor cycles (2).
+    /// A cached load, in 33 MHz processor cycles (2; from 0 to 1 000 000).
     pub load: u64,
-    /// A cached store, in 33 MHz processor cycles (3).
+    /// A cached store, in 33 MHz processor cycles (3; from 0 to 1 000 000).
     pub store: u64,
-    /// One router chip, one way (0.25 us).
+    /// One router chip, one way (0.25 us; from 0 to 10 ms, [`MAX_TIME`]).
     pub router_delay: Time,
     /// One-way latency besides the routers (2.125 us: 3.5 us to the far side
-    /// of 64 nodes, less five routers and the mean random part).
+    /// of 64 nodes, less five routers and the mean random part; from 0 to
+    /// 10 ms).
     pub fixed_latency: Time,
-    /// The spread of path delays, random up-links (0.25 us).
+    /// The spread of path delays, random up-links (0.25 us; from 0 to 10 ms).
     pub path_jitter: Time,
-    /// Packets of one sender the network holds, per network (8).
+    /// Packets of one sender the network holds, per network (8; from 1 to
+    /// 1 048 576).
     pub capacity: usize,
     /// How long a packet holds each link it crosses (2.4 us: six words at
-    /// 10 MB/s; zero: no contention).
+    /// 10 MB/s; zero: no contention; from 0 to 10 ms).
     pub link_time: Time,
-    /// Seed of the up-link choices (1).
+    /// Seed of the up-link choices (1; any).
     pub seed: u64,
+}
+
+/// The longest time a CM-5 or SP parameter may hold: 10 ms (264 000 000
+/// ticks), far beyond the hardware's microseconds and small enough that no
+/// run's arithmetic comes near overflowing.
+pub const MAX_TIME: Time = Time(TICKS_PER_US * 10_000);
+
+/// The most processor cycles a cost may hold.
+pub const MAX_COST: u64 = 1_000_000;
+
+/// The most packets of one sender the network may hold.
+pub const MAX_CAPACITY: usize = 1 << 20;
+
+/// The most nodes a CM-5 (or SP) model may have.
+pub const MAX_NODES: u32 = 1 << 16;
+
+/// `Err` unless the machine has from 2 to [`MAX_NODES`] nodes.
+pub(crate) fn check_nodes(nodes: u32) -> Result<(), OutOfRange> {
+    OutOfRange::check("nodes", nodes, 2, MAX_NODES)
+}
+
+/// `Err` unless `t` is from 0 to [`MAX_TIME`] (the message in ticks).
+pub(crate) fn check_time(field: &'static str, t: Time) -> Result<(), OutOfRange> {
+    OutOfRange::check(field, t.0, 0, MAX_TIME.0).map_err(|mut e| {
+        e.allowed.push_str(" ticks (10 ms)");
+        e
+    })
 }
 
 impl Default for Cm5Params {
@@ -104,11 +141,24 @@ impl Default for Cm5Params {
 }
 
 impl Cm5Params {
-    /// Check the parameters; the error says which one is out of range.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.capacity == 0 {
-            return Err("the CM-5 network must hold at least one packet per sender".into());
-        }
+    /// Check every field against its documented range; the error names
+    /// the first one out of it.
+    ///
+    /// ```
+    /// use magic::ni::cm5::Cm5Params;
+    /// let e = Cm5Params { capacity: 0, ..Cm5Params::default() }.validate().unwrap_err();
+    /// assert_eq!(e.to_string(), "capacity must be from 1 to 1048576, got 0");
+    /// ```
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        OutOfRange::check("ni_read", self.ni_read, 0, MAX_COST)?;
+        OutOfRange::check("ni_write", self.ni_write, 0, MAX_COST)?;
+        OutOfRange::check("load", self.load, 0, MAX_COST)?;
+        OutOfRange::check("store", self.store, 0, MAX_COST)?;
+        check_time("router_delay", self.router_delay)?;
+        check_time("fixed_latency", self.fixed_latency)?;
+        check_time("path_jitter", self.path_jitter)?;
+        OutOfRange::check("capacity", self.capacity, 1, MAX_CAPACITY)?;
+        check_time("link_time", self.link_time)?;
         Ok(())
     }
 }
@@ -152,22 +202,23 @@ pub struct Cm5Network {
 
 /// Links leaving a subtree whose root is at `level` (0: a node): a node has
 /// two, routers of levels 1 and 2 two parents each, higher ones four.
+/// (Saturating: a level beyond any machine's counts `usize::MAX`.)
 pub fn up_links(level: u32) -> usize {
     match level {
-        0 => 2,
-        1 | 2 => up_links(level - 1) * 2,
-        _ => up_links(level - 1) * 4,
+        0..=2 => 2 << level,
+        _ => 4usize
+            .checked_pow(level - 2)
+            .and_then(|k| k.checked_mul(8))
+            .unwrap_or(usize::MAX),
     }
 }
 
 impl Cm5Network {
-    /// The NIs and networks of a machine of `nodes` nodes; an error if the
-    /// parameters are out of range or there are fewer than 2 nodes.
-    pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, String> {
+    /// The NIs and networks of a machine of `nodes` nodes; an error naming
+    /// the parameter out of range, or `nodes` if not from 2 to [`MAX_NODES`].
+    pub fn new(params: Cm5Params, nodes: u32) -> Result<Cm5Network, OutOfRange> {
         params.validate()?;
-        if nodes < 2 {
-            return Err(format!("a CM-5 needs at least 2 nodes (got {nodes})"));
-        }
+        check_nodes(nodes)?;
         let top = Self::level(NodeId(0), NodeId(nodes - 1));
         let mut link_at = Vec::new();
         let mut slots = 0;
@@ -217,11 +268,12 @@ impl Cm5Network {
     /// ancestor and down again.
     pub fn latency(&self, a: NodeId, b: NodeId) -> Time {
         let routers = (2 * Self::level(a, b)).saturating_sub(1) as u64;
-        Time(self.params.fixed_latency.0 + routers * self.params.router_delay.0)
+        Time(self.params.fixed_latency.0) + Time(routers * self.params.router_delay.0)
     }
 
     /// The NI offers a packet to the network at `now`; `false` if the
-    /// network is full and the packet is dropped.
+    /// network is full and the packet is dropped (so is one from or to a
+    /// node the machine does not have).
     pub fn inject(
         &mut self,
         now: Time,
@@ -245,13 +297,13 @@ impl Cm5Network {
         extra: Time,
     ) -> bool {
         let (s, d, n) = (src.0 as usize, dest.0 as usize, net as usize);
-        if d >= self.fifo.len() || self.held[s][n] >= self.params.capacity {
+        if d >= self.fifo.len() || s >= self.held.len() || self.held[s][n] >= self.params.capacity {
             self.stats.dropped += 1;
             return false;
         }
         let queued = self.book_links(now, src, dest, net);
         let jitter = self.rng.u64(0..=self.params.path_jitter.0);
-        let arrives = Time(now.0 + self.latency(src, dest).0 + jitter + extra.0 + queued.0);
+        let arrives = now + self.latency(src, dest) + Time(jitter) + extra + queued;
         let last = self.last.entry((src.0, dest.0)).or_insert(Time::ZERO);
         if arrives < *last {
             self.stats.overtaken += 1;
@@ -289,9 +341,9 @@ impl Cm5Network {
         // what the packet waited so far.
         let mut waited = 0;
         let cross = |links: &mut [Time], waited: &mut u64, hop: u64| {
-            let due = now.0 + hop * router + *waited;
+            let due = now.0.saturating_add(hop * router).saturating_add(*waited);
             let start = due.max(links[0].0);
-            links[0] = Time(start + hold);
+            links[0] = Time(start.saturating_add(hold));
             *waited += start - due;
         };
         let mut choice = 0;
@@ -300,7 +352,10 @@ impl Cm5Network {
             let first = base + self.link_at[l as usize].0 + ((src.0 as usize) >> (2 * l)) * k;
             // At random among the links free when the packet gets there;
             // if none is, the one that frees first.
-            let due = now.0 + l as u64 * router + waited;
+            let due = now
+                .0
+                .saturating_add(l as u64 * router)
+                .saturating_add(waited);
             let pool = &self.links[first..first + k];
             let free = pool.iter().filter(|t| t.0 <= due).count();
             choice = if free == 0 {
@@ -320,11 +375,12 @@ impl Cm5Network {
         Time(waited)
     }
 
-    /// The receive status register: a packet is at the head of the FIFO.
+    /// The receive status register: a packet is at the head of the FIFO
+    /// (never, at a node the machine does not have).
     pub fn ready(&self, node: NodeId, net: Net, now: Time) -> bool {
-        self.fifo[node.0 as usize][net as usize]
-            .front()
-            .is_some_and(|p| p.arrives <= now)
+        self.fifo
+            .get(node.0 as usize)
+            .is_some_and(|f| f[net as usize].front().is_some_and(|p| p.arrives <= now))
     }
 
     /// Take the packet at the head of the receive FIFO.
@@ -340,7 +396,8 @@ impl Cm5Network {
 
     /// When the last packet on its way to `node` arrives, if any.
     pub fn last_arrival(&self, node: NodeId) -> Option<Time> {
-        self.fifo[node.0 as usize]
+        self.fifo
+            .get(node.0 as usize)?
             .iter()
             .filter_map(|q| q.back().map(|p| p.arrives))
             .max()
@@ -349,7 +406,8 @@ impl Cm5Network {
     /// When the next packet reaches `node` on either network, if any is on
     /// its way.
     pub fn next_arrival(&self, node: NodeId) -> Option<Time> {
-        self.fifo[node.0 as usize]
+        self.fifo
+            .get(node.0 as usize)?
             .iter()
             .filter_map(|q| q.front().map(|p| p.arrives))
             .min()
@@ -427,7 +485,7 @@ mod tests {
     /// packet every microsecond; the per-node rate the tree sustains.
     fn sustained_us_per_packet(step: u32) -> f64 {
         let p = Cm5Params {
-            capacity: usize::MAX,
+            capacity: MAX_CAPACITY,
             ..Cm5Params::default()
         };
         let mut n = Cm5Network::new(p, 64).unwrap();
@@ -456,6 +514,8 @@ mod tests {
         assert!((2.4..2.9).contains(&mid), "{mid}");
         assert!((4.8..5.6).contains(&far), "{far}");
         assert_eq!(up_links(3), 32);
+        assert_eq!((0..5).map(up_links).collect::<Vec<_>>(), [2, 4, 8, 32, 128]);
+        assert_eq!(up_links(u32::MAX), usize::MAX);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cm5;
 pub mod sp;
 
 use crate::controller::Controller;
+use crate::error::{OutOfRange, PostError};
 use crate::ids::{Lane, Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::RunReport;
@@ -22,9 +23,10 @@ pub struct Cm5Machine {
 }
 
 impl Cm5Machine {
-    /// A CM-5 of `nodes` nodes with these hardware parameters; an error if
-    /// they are out of range or there are fewer than 2 nodes.
-    pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, String> {
+    /// A CM-5 of `nodes` nodes with these hardware parameters; an error
+    /// naming the parameter out of range, or `nodes` if not from 2 to
+    /// [`cm5::MAX_NODES`].
+    pub fn new(params: cm5::Cm5Params, nodes: u32) -> Result<Cm5Machine, OutOfRange> {
         Ok(Cm5Machine {
             net: cm5::Cm5Network::new(params, nodes)?,
             now: Time::ZERO,
@@ -42,15 +44,14 @@ fn packet_words(m: &Msg) -> [u32; cm5::PACKET_WORDS] {
     ]
 }
 
-fn check_post(now: Time, at: Time, nodes: u32, node: NodeId, msg: &Msg) -> Result<(), String> {
+fn check_post(now: Time, at: Time, nodes: u32, node: NodeId, msg: &Msg) -> Result<(), PostError> {
     if at < now {
-        return Err(format!("cannot post at {at}: the model is at {now}"));
+        return Err(PostError::Past { at, now });
     }
-    if node.0 >= nodes || msg.dest.0 >= nodes {
-        return Err(format!(
-            "no such node: {node} to {} (the machine has {nodes})",
-            msg.dest
-        ));
+    for node in [node, msg.dest] {
+        if node.0 >= nodes {
+            return Err(PostError::NoNode { node, nodes });
+        }
     }
     Ok(())
 }
@@ -94,7 +95,7 @@ impl Controller for Cm5Machine {
         self.now
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         check_post(self.now, at, self.net.nodes(), node, &msg)?;
         let net = match msg.lane {
             Lane::Request => cm5::Net::Left,
@@ -153,9 +154,10 @@ pub struct SpMachine {
 }
 
 impl SpMachine {
-    /// An SP of `nodes` nodes with these hardware parameters; an error if
-    /// they are out of range or there are fewer than 2 nodes.
-    pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, String> {
+    /// An SP of `nodes` nodes with these hardware parameters; an error
+    /// naming the parameter out of range, or `nodes` if not from 2 to
+    /// [`cm5::MAX_NODES`].
+    pub fn new(params: sp::SpParams, nodes: u32) -> Result<SpMachine, OutOfRange> {
         Ok(SpMachine {
             switch: sp::SpSwitch::new(params, nodes)?,
             nodes,
@@ -177,7 +179,7 @@ impl Controller for SpMachine {
         self.now
     }
 
-    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), String> {
+    fn post(&mut self, node: NodeId, at: Time, msg: Msg) -> Result<(), PostError> {
         check_post(self.now, at, self.nodes, node, &msg)?;
         let mut m = msg;
         m.src = node;
@@ -235,5 +237,79 @@ mod tests {
             assert!(got[0].0 > Time(1000));
             assert!(c.take_delivered(NodeId(7)).is_empty());
         }
+    }
+
+    #[test]
+    fn the_platforms_parameters_read_from_tables_and_are_checked() {
+        let c: cm5::Cm5Params = toml::from_str("capacity = 4\nrouter_delay = 100").unwrap();
+        assert_eq!((c.capacity, c.router_delay), (4, Time(100)));
+        assert_eq!(c.ni_read, cm5::Cm5Params::default().ni_read);
+        let e = toml::from_str::<cm5::Cm5Params>("capacty = 4")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `capacty`") && e.contains("`capacity`"),
+            "{e}"
+        );
+        let s: sp::SpParams = toml::from_str("drop_ppm = 10").unwrap();
+        assert_eq!(s.drop_ppm, 10);
+        assert!(toml::from_str::<sp::SpParams>("drop = 10").is_err());
+        for (c, s) in [(cm5::Cm5Params::default(), sp::SpParams::default()), (c, s)] {
+            let back: cm5::Cm5Params = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+            assert_eq!(back, c);
+            let back: sp::SpParams = toml::from_str(&toml::to_string(&s).unwrap()).unwrap();
+            assert_eq!(back, s);
+        }
+
+        let bad = cm5::Cm5Params {
+            fixed_latency: Time(u64::MAX),
+            ..cm5::Cm5Params::default()
+        };
+        let e = Cm5Machine::new(bad, 4).err().unwrap();
+        assert_eq!(e.field, "fixed_latency");
+        assert_eq!(
+            e.to_string(),
+            "fixed_latency must be from 0 to 264000000 ticks (10 ms), got 18446744073709551615"
+        );
+        let e = Cm5Machine::new(cm5::Cm5Params::default(), 1).err().unwrap();
+        assert_eq!(e.to_string(), "nodes must be from 2 to 65536, got 1");
+        let bad = sp::SpParams {
+            mc_bytes_per_us: 0,
+            ..sp::SpParams::default()
+        };
+        assert_eq!(
+            SpMachine::new(bad, 4).err().unwrap().field,
+            "mc_bytes_per_us"
+        );
+        assert_eq!(
+            SpMachine::new(sp::SpParams::default(), u32::MAX)
+                .err()
+                .unwrap()
+                .field,
+            "nodes"
+        );
+    }
+
+    #[test]
+    fn the_comparison_networks_take_any_time_and_any_node_without_panicking() {
+        let mut c = cm5::Cm5Network::new(cm5::Cm5Params::default(), 4).unwrap();
+        let end = Time(u64::MAX);
+        assert!(c.inject(end, NodeId(0), NodeId(1), cm5::Net::Left, [0; 5]));
+        assert!(!c.inject(end, NodeId(9), NodeId(1), cm5::Net::Left, [0; 5]));
+        assert_eq!(c.last_arrival(NodeId(1)), Some(end));
+        assert_eq!(c.last_arrival(NodeId(9)), None);
+        assert!(!c.ready(NodeId(9), cm5::Net::Left, end));
+        assert!(c.receive(NodeId(1), cm5::Net::Left, end).is_some());
+        let mut s: sp::SpSwitch<u8> = sp::SpSwitch::new(sp::SpParams::default(), 2).unwrap();
+        s.send(end, NodeId(0), NodeId(1), u64::MAX, 1);
+        s.send(end, NodeId(0), NodeId(7), 0, 2);
+        assert_eq!(s.next_arrival(NodeId(1)), Some(end));
+        assert!(s.receive(NodeId(7), end).is_none());
+        assert_eq!(s.receive(NodeId(1), end).map(|p| p.body), Some(1));
+        // Behind the controller interface, a run to the end of time.
+        let mut m = SpMachine::new(sp::SpParams::default(), 2).unwrap();
+        let msg = Msg::new(MsgType(1), NodeId(0), NodeId(1));
+        m.post(NodeId(0), Time(u64::MAX - 5), msg).unwrap();
+        assert!(m.run(Some(end)).is_clean());
     }
 }

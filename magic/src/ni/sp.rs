@@ -17,9 +17,11 @@
 //! A receive FIFO that fills is counted, not modelled: the adapter holds
 //! packets back rather than losing them.
 
+use super::cm5::{check_nodes, check_time};
+use crate::error::OutOfRange;
 use crate::ids::NodeId;
 use crate::time::{Time, TICKS_PER_US};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Bytes of header in a packet.
@@ -28,35 +30,53 @@ pub const HEADER_BYTES: u64 = 32;
 pub const PACKET_BYTES: u64 = 256;
 
 /// Hardware parameters of the adapter and the switch (times in ticks, see
-/// [`Time`]). Each field's default is in parentheses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// [`Time`]; 26 400 a microsecond). Each field's default is in parentheses,
+/// its allowed range after it ([`SpParams::validate`]; every switch build
+/// calls it). Times may be from 0 to 10 ms ([`MAX_TIME`](super::cm5::MAX_TIME)).
+///
+/// A scenario's table of them: every field may be set, an omitted one keeps
+/// its default, an unknown key is an error naming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SpParams {
-    /// One MicroChannel access from the host (1 us).
+    /// One MicroChannel access from the host (1 us; from 0 to 10 ms).
     pub mc_access: Time,
-    /// MicroChannel DMA rate, bytes per microsecond (80).
+    /// MicroChannel DMA rate, bytes per microsecond (80; from 1 to
+    /// 1 000 000).
     pub mc_bytes_per_us: u64,
-    /// Switch hardware latency (0.5 us).
+    /// Switch hardware latency (0.5 us; from 0 to 10 ms).
     pub switch_latency: Time,
-    /// Switch link rate, bytes per microsecond (40).
+    /// Switch link rate, bytes per microsecond (40; from 1 to 1 000 000).
     pub switch_bytes_per_us: u64,
-    /// Adapter firmware latency, per side (7.21 us).
+    /// Adapter firmware latency, per side (7.21 us; from 0 to 10 ms).
     pub adapter_latency: Time,
-    /// Adapter firmware time per packet, per side: its occupancy (1 us).
+    /// Adapter firmware time per packet, per side: its occupancy (1 us;
+    /// from 0 to 10 ms).
     pub adapter_per_packet: Time,
-    /// Send FIFO entries, in packets (128).
+    /// Send FIFO entries, in packets (128; from 1 to 1 048 576).
     pub send_fifo: usize,
-    /// Receive FIFO entries, in packets (64).
+    /// Receive FIFO entries, in packets (64; from 1 to 1 048 576).
     pub recv_fifo: usize,
-    /// Fault injection: parts per million of packets dropped (0).
+    /// Fault injection: parts per million of packets dropped (0; from 0 to
+    /// 1 000 000).
     pub drop_ppm: u32,
     /// Fault injection: parts per million of packets delayed by `delay`, so
-    /// that later ones overtake them (0).
+    /// that later ones overtake them (0; from 0 to 1 000 000).
     pub delay_ppm: u32,
-    /// How long a delayed packet is held back (50 us).
+    /// How long a delayed packet is held back (50 us; from 0 to 10 ms).
     pub delay: Time,
-    /// Seed of the fault injector's choices (1).
+    /// Seed of the fault injector's choices (1; any).
     pub seed: u64,
 }
+
+/// The fastest rate, bytes per microsecond (1 TB/s).
+pub const MAX_RATE: u64 = 1_000_000;
+
+/// The most entries of a FIFO.
+pub const MAX_FIFO: usize = 1 << 20;
+
+/// Parts per million: the most a fault rate may be.
+pub const PPM: u32 = 1_000_000;
 
 impl Default for SpParams {
     fn default() -> Self {
@@ -81,17 +101,26 @@ impl Default for SpParams {
 }
 
 impl SpParams {
-    /// Check the parameters; the error says which one is out of range.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.mc_bytes_per_us == 0 || self.switch_bytes_per_us == 0 {
-            return Err("SP rates must be positive".into());
-        }
-        if self.send_fifo == 0 || self.recv_fifo == 0 {
-            return Err("SP FIFOs need at least one entry".into());
-        }
-        if self.drop_ppm > 1_000_000 || self.delay_ppm > 1_000_000 {
-            return Err("fault rates are parts per million (at most 1000000)".into());
-        }
+    /// Check every field against its documented range; the error names
+    /// the first one out of it.
+    ///
+    /// ```
+    /// use magic::ni::sp::SpParams;
+    /// let e = SpParams { drop_ppm: 2_000_000, ..SpParams::default() }.validate().unwrap_err();
+    /// assert_eq!(e.to_string(), "drop_ppm must be from 0 to 1000000, got 2000000");
+    /// ```
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        check_time("mc_access", self.mc_access)?;
+        OutOfRange::check("mc_bytes_per_us", self.mc_bytes_per_us, 1, MAX_RATE)?;
+        check_time("switch_latency", self.switch_latency)?;
+        OutOfRange::check("switch_bytes_per_us", self.switch_bytes_per_us, 1, MAX_RATE)?;
+        check_time("adapter_latency", self.adapter_latency)?;
+        check_time("adapter_per_packet", self.adapter_per_packet)?;
+        OutOfRange::check("send_fifo", self.send_fifo, 1, MAX_FIFO)?;
+        OutOfRange::check("recv_fifo", self.recv_fifo, 1, MAX_FIFO)?;
+        OutOfRange::check("drop_ppm", self.drop_ppm, 0, PPM)?;
+        OutOfRange::check("delay_ppm", self.delay_ppm, 0, PPM)?;
+        check_time("delay", self.delay)?;
         Ok(())
     }
 }
@@ -143,17 +172,16 @@ pub struct SpSwitch<P> {
 }
 
 fn at_rate(bytes: u64, per_us: u64) -> Time {
-    Time((bytes * TICKS_PER_US).div_ceil(per_us))
+    Time(bytes.saturating_mul(TICKS_PER_US).div_ceil(per_us.max(1)))
 }
 
 impl<P: Copy> SpSwitch<P> {
-    /// The adapters and switch of a machine of `nodes` nodes; an error if
-    /// the parameters are out of range or there are fewer than 2 nodes.
-    pub fn new(params: SpParams, nodes: u32) -> Result<SpSwitch<P>, String> {
+    /// The adapters and switch of a machine of `nodes` nodes; an error
+    /// naming the parameter out of range, or `nodes` if not from 2 to
+    /// [`MAX_NODES`](super::cm5::MAX_NODES).
+    pub fn new(params: SpParams, nodes: u32) -> Result<SpSwitch<P>, OutOfRange> {
         params.validate()?;
-        if nodes < 2 {
-            return Err(format!("an SP needs at least 2 nodes (got {nodes})"));
-        }
+        check_nodes(nodes)?;
         Ok(SpSwitch {
             params,
             rng: fastrand::Rng::with_seed(params.seed),
@@ -172,21 +200,25 @@ impl<P: Copy> SpSwitch<P> {
 
     /// The host wrote the packet's length at `now`: the adapter takes it
     /// from there. The packet is lost if the fault injector drops it or the
-    /// receive FIFO is full when it arrives.
+    /// receive FIFO is full when it arrives. A packet from or to a node
+    /// the switch does not have goes nowhere.
     pub fn send(&mut self, now: Time, src: NodeId, dest: NodeId, data: u64, body: P) {
         let p = self.params;
         let bytes = HEADER_BYTES + data.min(PACKET_BYTES - HEADER_BYTES);
         let (s, d) = (src.0 as usize, dest.0 as usize);
+        if s >= self.fifo.len() || d >= self.fifo.len() {
+            return;
+        }
         // Send side: firmware, then DMA from host memory.
         let start = now.max(self.send_free[s]);
         let dma = at_rate(bytes, p.mc_bytes_per_us);
-        let occupied = Time(p.adapter_per_packet.0 + dma.0);
-        self.send_free[s] = Time(start.0 + occupied.0);
+        let occupied = p.adapter_per_packet + dma;
+        self.send_free[s] = start + occupied;
         // Onto the node's link, one packet at a time at the link's rate.
         let wire = at_rate(bytes, p.switch_bytes_per_us);
-        let on = Time(start.0 + p.adapter_latency.0 + dma.0).max(self.link_free[s]);
-        self.link_free[s] = Time(on.0 + wire.0);
-        let mut at = Time(on.0 + p.switch_latency.0 + wire.0);
+        let on = (start + p.adapter_latency + dma).max(self.link_free[s]);
+        self.link_free[s] = on + wire;
+        let mut at = on + p.switch_latency + wire;
         self.stats.sent += 1;
         if p.drop_ppm > 0 && self.rng.u32(0..1_000_000) < p.drop_ppm {
             self.stats.dropped += 1;
@@ -198,14 +230,14 @@ impl<P: Copy> SpSwitch<P> {
         // between them (the adapter's timeline is kept in send order).
         let rstart = if delayed {
             self.stats.delayed += 1;
-            at = Time(at.0 + p.delay.0);
+            at = at + p.delay;
             at
         } else {
             let r = at.max(self.recv_free[d]);
-            self.recv_free[d] = Time(r.0 + p.adapter_per_packet.0 + dma.0);
+            self.recv_free[d] = r + p.adapter_per_packet + dma;
             r
         };
-        let arrives = Time(rstart.0 + p.adapter_latency.0 + dma.0);
+        let arrives = rstart + p.adapter_latency + dma;
         // A full receive FIFO holds the packet back in the adapter (not
         // modelled as delay: counted, so a study can see it happen).
         let q = &mut self.fifo[d];
@@ -227,7 +259,7 @@ impl<P: Copy> SpSwitch<P> {
 
     /// The packet at the head of `node`'s receive FIFO, if it has arrived.
     pub fn receive(&mut self, node: NodeId, now: Time) -> Option<SpPacket<P>> {
-        let q = &mut self.fifo[node.0 as usize];
+        let q = self.fifo.get_mut(node.0 as usize)?;
         if q.front().is_some_and(|p| p.arrives <= now) {
             self.stats.delivered += 1;
             q.pop_front()
@@ -238,12 +270,12 @@ impl<P: Copy> SpSwitch<P> {
 
     /// When the packet at the head of `node`'s receive FIFO arrives, if there is one.
     pub fn next_arrival(&self, node: NodeId) -> Option<Time> {
-        self.fifo[node.0 as usize].front().map(|p| p.arrives)
+        self.fifo.get(node.0 as usize)?.front().map(|p| p.arrives)
     }
 
     /// When the last packet now on its way to `node` arrives, if there is one.
     pub fn last_arrival(&self, node: NodeId) -> Option<Time> {
-        self.fifo[node.0 as usize].back().map(|p| p.arrives)
+        self.fifo.get(node.0 as usize)?.back().map(|p| p.arrives)
     }
 
     /// Packets on their way or waiting in a receive FIFO, over all nodes.

@@ -246,7 +246,7 @@ impl Config {
         if self.params.data_buffers < 4 {
             return Err("the transfer needs at least 4 data buffers".into());
         }
-        self.params.validate()
+        self.params.validate().map_err(|e| e.to_string())
     }
 }
 
@@ -732,7 +732,7 @@ fn run_on<S: WithTransfer>(
             }
             m.state_mut(n).xfer_mut().cpu.push(ops);
             m.state_mut(n).xfer_mut().cpu.start(at);
-            m.start_processor(n, at)?;
+            m.start_processor(n, at).map_err(String::from)?;
         }
         if c.receive_first {
             // The posted receives wait for data: that is the point.
@@ -743,7 +743,7 @@ fn run_on<S: WithTransfer>(
             for &s in &senders {
                 m.state_mut(s).xfer_mut().cpu.push(send_ops(c));
                 m.state_mut(s).xfer_mut().cpu.start(at);
-                m.start_processor(s, at)?;
+                m.start_processor(s, at).map_err(String::from)?;
             }
             if pass == 1 {
                 schedule_change(&mut m, c, at)?;
@@ -797,7 +797,7 @@ fn schedule_change<S: WithTransfer>(
         ConnOp::Change(os_shim::Change::Move(v, to)),
     ]);
     x.cpu.start(at);
-    m.start_processor(node, at)
+    m.start_processor(node, at).map_err(String::from)
 }
 
 /// A refused command ends the experiment with MAGIC's reason.
