@@ -547,7 +547,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ..Default::default()
             };
             let t = s.transfer.as_ref().expect("set");
-            t.validate(s.machine.params()).map_err(Failure::Usage)?;
+            t.validate(s.machine.clone()).map_err(Failure::Usage)?;
             report(
                 scenario::run_traced(&s, trace.is_some()),
                 trace.as_deref(),

@@ -1,6 +1,6 @@
 //! The coherence crate's error: what its public calls refuse, typed.
 
-use magic::{BuildError, OutOfRange};
+use magic::{BuildError, OutOfRange, PostError};
 
 /// Why a call of this crate refused or failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -17,8 +17,8 @@ pub enum Error {
     #[error("{0}")]
     Placement(&'static str),
     /// The machine refused a step the experiment asked of it.
-    #[error("{0}")]
-    Machine(String),
+    #[error(transparent)]
+    Machine(#[from] PostError),
     /// The model stopped with work pending: what is stuck.
     #[error("the {what} did not complete: {stuck}")]
     Stuck {

@@ -17,72 +17,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// FLASH machine parameters a scenario may set (system cycles, counts);
-/// each field is [`magic::MagicParams`]'s of the same name.
-#[allow(missing_docs)] // replaced by MagicParams itself
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Machine {
-    pub mem_first_dword: Option<u64>,
-    pub mem_write_latency: Option<u64>,
-    pub pc_state: Option<u64>,
-    pub pc_first_word: Option<u64>,
-    pub pc_line: Option<u64>,
-    pub link_bytes_per_cycle: Option<u64>,
-    pub header_bytes: Option<u64>,
-    pub net_latency: Option<u64>,
-    pub outbox_slots: Option<usize>,
-    pub data_buffers: Option<usize>,
-    pub swq_capacity: Option<usize>,
-    pub inbox_dispatch: Option<u64>,
-    pub outbox_latency: Option<u64>,
-    pub pi_in: Option<u64>,
-    pub pi_out: Option<u64>,
-    pub dcache_lines: Option<usize>,
-}
-
-impl Machine {
-    /// FLASH's parameters with this scenario's changes.
-    pub fn params(&self) -> magic::MagicParams {
-        use magic::Cycles;
-        let mut p = magic::MagicParams::default();
-        let c = |v: Option<u64>, d: &mut Cycles| {
-            if let Some(v) = v {
-                *d = Cycles(v);
-            }
-        };
-        c(self.mem_first_dword, &mut p.mem_first_dword);
-        c(self.mem_write_latency, &mut p.mem_write_latency);
-        c(self.pc_state, &mut p.pc_state);
-        c(self.pc_first_word, &mut p.pc_first_word);
-        c(self.pc_line, &mut p.pc_line);
-        c(self.net_latency, &mut p.net_latency);
-        c(self.inbox_dispatch, &mut p.inbox_dispatch);
-        c(self.outbox_latency, &mut p.outbox_latency);
-        c(self.pi_in, &mut p.pi_in);
-        c(self.pi_out, &mut p.pi_out);
-        if let Some(v) = self.link_bytes_per_cycle {
-            p.link_bytes_per_cycle = v;
-        }
-        if let Some(v) = self.header_bytes {
-            p.header_bytes = v;
-        }
-        if let Some(v) = self.outbox_slots {
-            p.outbox_slots = v;
-        }
-        if let Some(v) = self.data_buffers {
-            p.data_buffers = v;
-        }
-        if let Some(v) = self.swq_capacity {
-            p.swq_capacity = v;
-        }
-        if let Some(v) = self.dcache_lines {
-            p.dcache_lines = v;
-        }
-        p
-    }
-}
-
 fn d_bytes() -> u64 {
     4096
 }
@@ -677,9 +611,10 @@ pub struct CostTables {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// FLASH's machine parameters (`[machine]`).
+    /// FLASH's machine parameters (`[machine]`): every field of
+    /// [`magic::MagicParams`], the rest keeping FLASH's values.
     #[serde(default)]
-    pub machine: Machine,
+    pub machine: magic::MagicParams,
     /// The handlers' cost sheets (`[costs.*]`).
     #[serde(default)]
     pub costs: CostTables,
@@ -825,7 +760,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
         return Err(src.at(None, format!("{KINDS_ERROR} (found {})", s.kinds())));
     }
     // Impossible values, named by their key.
-    let p = s.machine.params();
+    let p = s.machine.clone();
     p.validate()
         .map_err(|e| src.error(e.field, &e.to_string()))?;
     if let Some(t) = &s.transfer {
@@ -880,7 +815,7 @@ pub fn run_traced(
         )));
     }
     use protocols::transfer::Failed;
-    let mut p = s.machine.params();
+    let mut p = s.machine.clone();
     // Machines built for the run record their timelines from the start.
     p.trace = trace;
     let input = |e: String| Failed::Input(e);

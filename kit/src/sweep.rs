@@ -131,44 +131,51 @@ pub fn csv_cell(s: &str) -> String {
     }
 }
 
-/// The cost-sheet entries some point of the sweep sets away from their
-/// defaults: only those become columns (a sheet has some 200 scalars).
-/// Decided over every point, so every shard has the same columns.
+/// The machine parameters and cost-sheet entries some point of the sweep
+/// sets away from their defaults: only those become columns (a scenario has
+/// some 200 of them). Decided over every point, so every shard has the same
+/// columns.
 #[derive(Clone, Debug)]
-struct ChangedCosts {
-    defaults: serde_json::Value,
-    flat: HashMap<String, String>,
+struct Changed {
+    defaults: HashMap<String, String>,
     changed: HashSet<String>,
 }
 
-impl ChangedCosts {
+/// The tables whose entries become columns only where a point changes them.
+const QUIET_TABLES: [&str; 2] = ["machine", "costs"];
+
+impl Changed {
     fn new() -> Self {
-        let defaults = serde_json::to_value(scenario::CostTables::default()).unwrap_or_default();
         let mut d = Vec::new();
-        flatten("costs", &defaults, &mut d);
-        ChangedCosts {
-            defaults,
-            flat: d.into_iter().collect(),
+        if let Ok(v) = serde_json::to_value(Scenario::default()) {
+            flatten("", &v, &mut d);
+        }
+        Changed {
+            defaults: d.into_iter().collect(),
             changed: HashSet::new(),
         }
     }
 
     fn note(&mut self, sc: &Scenario) {
-        let v = serde_json::to_value(&sc.costs).unwrap_or_default();
-        if v == self.defaults {
-            return;
-        }
         let mut cols = Vec::new();
-        flatten("costs", &v, &mut cols);
+        if let Ok(v) = serde_json::to_value(sc) {
+            flatten("", &v, &mut cols);
+        }
         for (k, x) in cols {
-            if self.flat.get(&k) != Some(&x) {
+            if self.quiet(&k) && self.defaults.get(&k) != Some(&x) {
                 self.changed.insert(k);
             }
         }
     }
 
+    fn quiet(&self, key: &str) -> bool {
+        QUIET_TABLES
+            .iter()
+            .any(|t| key.strip_prefix(t).is_some_and(|r| r.starts_with('.')))
+    }
+
     fn keep(&self, key: &str) -> bool {
-        !key.starts_with("costs.") || self.changed.contains(key)
+        !self.quiet(key) || self.changed.contains(key)
     }
 }
 
@@ -228,7 +235,7 @@ pub struct Point {
 #[derive(Clone, Debug)]
 pub struct Plan {
     points: Vec<Point>,
-    costs: ChangedCosts,
+    costs: Changed,
 }
 
 /// One row: (column, value) in column order.
@@ -250,7 +257,7 @@ impl Plan {
             .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
             .filter(|&n| n <= MAX_POINTS)
             .ok_or(SweepError::TooMany)?;
-        let mut costs = ChangedCosts::new();
+        let mut costs = Changed::new();
         let mut points = Vec::with_capacity(total);
         for p in 0..total {
             let mut t = base.clone();
@@ -285,7 +292,7 @@ impl Plan {
     }
 
     /// The row of `point` with its run's report: `point`, every parameter
-    /// (defaults included; cost entries only where some point changes
+    /// (defaults included; machine and cost entries only where some point changes
     /// them), then `result.*`, every scalar of the report's JSON.
     pub fn row(&self, point: &Point, report: &Report) -> Row {
         let mut cols = vec![("point".to_string(), point.index.to_string())];

@@ -144,6 +144,8 @@ pub struct MagicParams {
     pub mem_bytes: u64,
     /// Record timelines from the start (`Magic::trace`): an observation,
     /// not a property of the machine; nothing in the model reads it (off).
+    /// Not part of a scenario's `[machine]` table: a run asks for it.
+    #[serde(skip)]
     pub trace: bool,
 }
 
