@@ -547,7 +547,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ..Default::default()
             };
             let t = s.transfer.as_ref().expect("set");
-            t.validate(s.machine.clone()).map_err(Failure::Usage)?;
+            t.validate(s.machine.clone())
+                .map_err(|e| Failure::Usage(flagged(&e)))?;
             report(
                 scenario::run_traced(&s, trace.is_some()),
                 trace.as_deref(),
@@ -607,6 +608,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 },
                 costs: Default::default(),
             };
+            cfg.validate()
+                .map_err(|e| Failure::Usage(out_of_range(&e)))?;
             let mut m = pipeline::build(&cfg).map_err(Failure::Usage)?;
             // wall_s times the event loop alone, outside the model.
             let t0 = Instant::now();
@@ -730,6 +733,36 @@ fn suite(
     Ok(())
 }
 
+/// A field as the command line spells it: its flag.
+fn flag(field: &str) -> String {
+    format!("--{}", field.replace('_', "-"))
+}
+
+/// A value out of range, in the command line's words.
+fn out_of_range(e: &magic::OutOfRange) -> String {
+    format!("{} must be {}, got {}", flag(e.field), e.allowed, e.got)
+}
+
+/// A transfer the experiment cannot set up, in the command line's words.
+fn flagged(e: &protocols::transfer::ConfigError) -> String {
+    use protocols::transfer::ConfigError;
+    match e {
+        ConfigError::Range(r) => out_of_range(r),
+        ConfigError::Needs {
+            field,
+            value,
+            other,
+            other_value,
+            why,
+        } => format!(
+            "{} {value} needs {} {other_value} ({why})",
+            flag(field),
+            flag(other)
+        ),
+        ConfigError::Change { .. } => e.to_string(),
+    }
+}
+
 fn input(e: String) -> protocols::transfer::Failed {
     protocols::transfer::Failed::Input(e)
 }
@@ -741,6 +774,7 @@ fn report(
     format: Format,
 ) -> Result<(), Failure> {
     let (r, tr) = r.map_err(|e| match e {
+        protocols::transfer::Failed::Config(e) => Failure::Usage(flagged(&e)),
         protocols::transfer::Failed::Input(s) => Failure::Usage(s),
         protocols::transfer::Failed::Stuck(s) => {
             output::say(&format!("error: {s}"));

@@ -320,6 +320,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         |n, r| {
             let p = todo[n];
             let r = r.map_err(|e| match e {
+                Failed::Config(e) => Failure::Usage(format!("point {}: {e}", p.index)),
                 Failed::Input(e) => Failure::Usage(format!("point {}: {e}", p.index)),
                 Failed::Stuck(e) => {
                     output::say(&format!("error: point {}: {e}", p.index));

@@ -176,9 +176,13 @@ kinds!(
 impl Transfer {
     /// What the experiment cannot run: a chunk factor for a handler that
     /// does not chunk, and whatever the transfer itself refuses.
-    pub fn validate(&self, params: magic::MagicParams) -> Result<(), String> {
+    pub fn validate(
+        &self,
+        params: magic::MagicParams,
+    ) -> Result<(), protocols::transfer::ConfigError> {
         if self.handler != HandlerKind::Chunked && self.chunk != d_chunk() {
-            return Err("--chunk applies only to --handler chunked".into());
+            let allowed = format!("left at {} unless the handler is chunked", d_chunk());
+            return Err(magic::OutOfRange::new("chunk", allowed, self.chunk).into());
         }
         self.config(params).validate()
     }
@@ -764,15 +768,8 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     p.validate()
         .map_err(|e| src.error(e.field, &e.to_string()))?;
     if let Some(t) = &s.transfer {
-        t.validate(p.clone()).map_err(|e| {
-            let key = e
-                .split_whitespace()
-                .next()
-                .unwrap_or("transfer")
-                .trim_start_matches("--")
-                .replace('-', "_");
-            src.error(&key, &e)
-        })?;
+        t.validate(p.clone())
+            .map_err(|e| src.error(e.field(), &e))?;
     }
     Ok(s)
 }

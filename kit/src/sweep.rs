@@ -322,6 +322,7 @@ impl Plan {
             |i, r| {
                 let p = &self.points[i];
                 let r = r.map_err(|e| match e {
+                    Failed::Config(s) => Failed::Input(format!("point {}: {s}", p.index)),
                     Failed::Input(s) => Failed::Input(format!("point {}: {s}", p.index)),
                     Failed::Stuck(s) => Failed::Stuck(format!("point {}: {s}", p.index)),
                 })?;

@@ -18,8 +18,8 @@
 //! received packets before the software queue.
 
 use magic::{
-    Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, Protocol,
-    Region, RunReport,
+    Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, OutOfRange,
+    Protocol, Region, RunReport,
 };
 use serde::Serialize;
 
@@ -110,22 +110,16 @@ pub struct PipelineConfig {
 
 impl PipelineConfig {
     /// The configuration, or what is out of range in it.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.nodes < 2 {
-            return Err(format!("--nodes must be at least 2 (got {})", self.nodes));
-        }
-        if self.nodes > 256 {
-            return Err(format!("--nodes must be at most 256 (got {})", self.nodes));
-        }
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        OutOfRange::check("nodes", self.nodes, 2, 256)?;
         if self.msgs == 0 {
-            return Err("--msgs must be at least 1".into());
+            return Err(OutOfRange::new("msgs", "at least 1", 0));
         }
         // Every message is posted up front; keep that within memory.
         let total = self.nodes as u64 * self.msgs as u64;
         if total > MAX_MESSAGES {
-            return Err(format!(
-                "--nodes x --msgs must be at most {MAX_MESSAGES} (got {total})"
-            ));
+            let allowed = format!("at most {MAX_MESSAGES} in all (nodes x msgs = {total})");
+            return Err(OutOfRange::new("msgs", allowed, self.msgs));
         }
         Ok(())
     }

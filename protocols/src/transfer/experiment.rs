@@ -20,8 +20,8 @@ use super::unit::Transfer;
 use coherence::modes::Mode;
 use coherence::protocol::{self, CohParams, Coherent};
 use magic::{
-    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, PAddr,
-    Protocol, Region, LINE_BYTES,
+    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, OutOfRange,
+    PAddr, Protocol, Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -171,52 +171,50 @@ impl Config {
         }
     }
 
-    /// Checks what the experiment itself cannot set up. (A zero-length send
-    /// is not refused here: MAGIC refuses it.)
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks what the experiment itself cannot set up, naming the field.
+    /// (A zero-length send is not refused here: MAGIC refuses it.)
+    ///
+    /// ```
+    /// use protocols::transfer::{Config, ConfigError};
+    /// let c = Config { bytes: 1 << 30, ..Config::default() };
+    /// let Err(ConfigError::Range(e)) = c.validate() else { panic!() };
+    /// assert_eq!(e.to_string(), "bytes must be at most 1048576, got 1073741824");
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.bytes > MAX_BYTES {
-            return Err(format!(
-                "--bytes must be at most {MAX_BYTES} (got {})",
-                self.bytes
-            ));
+            let at_most = format!("at most {MAX_BYTES}");
+            return Err(OutOfRange::new("bytes", at_most, self.bytes).into());
         }
-        for (name, v) in [
-            ("--src-offset", self.src_offset),
-            ("--dst-offset", self.dst_offset),
+        let page = format!("below the page size, {PAGE_BYTES}");
+        for (field, v) in [
+            ("src_offset", self.src_offset),
+            ("dst_offset", self.dst_offset),
         ] {
             if v >= PAGE_BYTES {
-                return Err(format!(
-                    "{name} must be below the page size, {PAGE_BYTES} (got {v})"
-                ));
+                return Err(OutOfRange::new(field, page, v).into());
             }
         }
         if let Version::Chunked(k) = self.handler {
             let pool = self.params.data_buffers as u32;
             if k == 0 || k > pool {
-                return Err(format!(
-                    "--chunk must be from 1 to the data-buffer pool, {pool} (got {k})"
-                ));
+                let allowed = format!("from 1 to the data-buffer pool, {pool}");
+                return Err(OutOfRange::new("chunk", allowed, k).into());
             }
         }
         if self.sender == SenderState::DirtyRemote && self.mode != Mode::Global {
-            return Err(
-                "--sender dirty-remote needs --coherence global (local coherence cannot reach a third node's cache)"
-                    .into(),
-            );
+            return Err(ConfigError::Needs {
+                field: "sender",
+                value: "dirty-remote",
+                other: "coherence",
+                other_value: "global",
+                why: "local coherence cannot reach a third node's cache",
+            });
         }
-        if self.receives == 0 || self.receives as u64 > self.bytes.max(1) {
-            return Err(format!(
-                "the data must be split over 1 to {} receives (got {})",
-                self.bytes.max(1),
-                self.receives
-            ));
-        }
-        if self.sends == 0 || self.sends as u64 > self.bytes.max(1) {
-            return Err(format!(
-                "the data must be split over 1 to {} sends (got {})",
-                self.bytes.max(1),
-                self.sends
-            ));
+        let parts = format!("from 1 to {} (one byte a part at least)", self.bytes.max(1));
+        for (field, n) in [("receives", self.receives), ("sends", self.sends)] {
+            if n == 0 || n as u64 > self.bytes.max(1) {
+                return Err(OutOfRange::new(field, parts, n).into());
+            }
         }
         if let Some(ch) = self.change {
             let (state_ok, len, off) = match ch.side {
@@ -231,22 +229,67 @@ impl Config {
                     0,
                 ),
             };
+            let change = |why: String| ConfigError::Change { why };
             if !state_ok {
-                return Err(
+                return Err(change(
                     "a page change needs that buffer uncached (the OS copies memory)".into(),
-                );
+                ));
             }
             if self.direction != Direction::Uni {
-                return Err("a page change is modelled for a one-way transfer".into());
+                return Err(change(
+                    "a page change is modelled for a one-way transfer".into(),
+                ));
             }
             if ch.page >= (off + len).div_ceil(PAGE_BYTES) {
-                return Err(format!("the buffer has no page {}", ch.page));
+                return Err(change(format!("the buffer has no page {}", ch.page)));
             }
         }
         if self.params.data_buffers < 4 {
-            return Err("the transfer needs at least 4 data buffers".into());
+            let n = self.params.data_buffers;
+            return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
         }
-        self.params.validate().map_err(|e| e.to_string())
+        self.params.validate()?;
+        Ok(())
+    }
+}
+
+/// A transfer configuration the experiment cannot set up. Fields are named
+/// as [`Config`] (and a scenario's `[transfer]` table) spells them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A field (of the transfer or its machine) out of its range.
+    #[error(transparent)]
+    Range(#[from] OutOfRange),
+    /// A field's value that needs another field's.
+    #[error("{field} = \"{value}\" needs {other} = \"{other_value}\" ({why})")]
+    Needs {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: &'static str,
+        /// The field it needs set.
+        other: &'static str,
+        /// To this value.
+        other_value: &'static str,
+        /// Why.
+        why: &'static str,
+    },
+    /// The translation change the experiment is asked to make mid-transfer.
+    #[error("change: {why}")]
+    Change {
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+impl ConfigError {
+    /// The field at fault.
+    pub fn field(&self) -> &'static str {
+        match self {
+            ConfigError::Range(e) => e.field,
+            ConfigError::Needs { field, .. } => field,
+            ConfigError::Change { .. } => "change",
+        }
     }
 }
 
@@ -548,8 +591,10 @@ fn send_ops(c: &Config) -> Vec<ConnOp> {
 /// Why an experiment has no outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Failed {
-    /// The configuration is not one the experiment can set up, or MAGIC
-    /// refused a command (as the real machine would).
+    /// The configuration is not one the experiment can set up.
+    Config(ConfigError),
+    /// MAGIC or the machine refused what the experiment asked (as the real
+    /// machine would).
     Input(String),
     /// The model stopped with work pending: what is stuck.
     Stuck(String),
@@ -558,6 +603,7 @@ pub enum Failed {
 impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Failed::Config(e) => write!(f, "{e}"),
             Failed::Input(s) | Failed::Stuck(s) => f.write_str(s),
         }
     }
@@ -574,6 +620,12 @@ impl From<coherence::Error> for Failed {
 impl From<magic::BuildError> for Failed {
     fn from(e: magic::BuildError) -> Failed {
         Failed::Input(e.to_string())
+    }
+}
+
+impl From<ConfigError> for Failed {
+    fn from(e: ConfigError) -> Failed {
+        Failed::Config(e)
     }
 }
 

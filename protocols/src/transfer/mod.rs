@@ -51,8 +51,8 @@ pub use coherence::modes::Mode;
 pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp};
 pub use experiment::{
-    run, run_beside, run_with_machine, Config, Direction, Failed, Measured, Outcome, PageChange,
-    ReceiverState, SenderState, Side, Startup, WithTransfer,
+    run, run_beside, run_with_machine, Config, ConfigError, Direction, Failed, Measured, Outcome,
+    PageChange, ReceiverState, SenderState, Side, Startup, WithTransfer,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
