@@ -766,7 +766,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     // Impossible values, named by their key.
     let p = s.machine.clone();
     p.validate()
-        .map_err(|e| src.error(e.field, &e.to_string()))?;
+        .map_err(|e| src.error(e.field, &e))?;
     if let Some(t) = &s.transfer {
         t.validate(p.clone())
             .map_err(|e| src.error(e.field(), &e))?;
