@@ -689,6 +689,11 @@ impl Source<'_> {
         }
     }
 
+    /// A value out of range, at the line that sets its key.
+    pub fn out_of_range(&self, e: &magic::OutOfRange) -> ScenarioError {
+        self.error(e.field, format!("must be {}, got {}", e.allowed, e.got))
+    }
+
     /// An error about the file, at `line` if known.
     fn at(&self, line: Option<usize>, why: impl ToString) -> ScenarioError {
         ScenarioError {
@@ -765,11 +770,12 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     }
     // Impossible values, named by their key.
     let p = s.machine.clone();
-    p.validate()
-        .map_err(|e| src.error(e.field, &e))?;
+    p.validate().map_err(|e| src.out_of_range(&e))?;
     if let Some(t) = &s.transfer {
-        t.validate(p.clone())
-            .map_err(|e| src.error(e.field(), &e))?;
+        t.validate(p.clone()).map_err(|e| match &e {
+            protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
+            _ => src.error(e.field(), &e),
+        })?;
     }
     Ok(s)
 }

@@ -90,7 +90,7 @@ fn bad_scenarios_name_the_file_line_and_key() {
         ("[transfer]\nchunk = 0\n", ":2: chunk:"),
         (
             "[transfer]\nhandler = \"base\"\nchunk = 8\n",
-            ":3: chunk: --chunk applies only",
+            ":3: chunk: must be left at 4 unless the handler is chunked, got 8",
         ),
         ("[transfer\n", ":1: invalid table header"),
         ("[machine]\n", "exactly one experiment table"),
@@ -150,7 +150,8 @@ fn a_sweep_is_the_same_on_any_number_of_threads_and_in_shards() {
     assert_eq!(one, two);
     let lines: Vec<&str> = one.lines().collect();
     assert_eq!(lines.len(), 1 + 24, "a header and 8 x 3 points");
-    assert!(lines[0].starts_with("point,machine."));
+    // Machine and cost entries are columns only where a point changes them.
+    assert!(lines[0].starts_with("point,transfer."), "{}", lines[0]);
     for col in [
         "transfer.chunk",
         "transfer.sender",
@@ -622,6 +623,7 @@ fn printed_defaults_are_complete_scenarios_that_run_as_the_commands_defaults() {
     let (code, text, err) = flashkit(&["run", "--print-defaults"]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("[machine]") && text.contains("[costs.coherence]"));
+    assert!(text.contains("\nnet_latency = 22\n") && text.contains("\ninbox_priority = ["));
     let file = dir.join("transfer.toml");
     std::fs::write(&file, &text).unwrap();
     let (code, from_file, err) = flashkit(&["run", file.to_str().unwrap(), "--format", "json"]);
@@ -632,4 +634,29 @@ fn printed_defaults_are_complete_scenarios_that_run_as_the_commands_defaults() {
     assert_eq!(code, 2);
     assert_eq!(err.lines().count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_varied_machine_parameter_is_a_column_and_the_others_are_not() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "machine.net_latency=22,40",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let head: Vec<&str> = out.lines().next().unwrap().split(',').collect();
+    assert!(head.contains(&"machine.net_latency"), "{head:?}");
+    assert!(!head.contains(&"machine.pi_in"), "{head:?}");
+    let (code, _, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "machine.net_latency=22",
+        "--vary",
+        "machine.net_latency=40",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("varied twice"), "{err}");
 }
