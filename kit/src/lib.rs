@@ -49,6 +49,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # A handler occupancy table
+//!
+//! Every handler's invocations, busy cycles, stalls, instructions and share
+//! of its protocol processor, as a test suite snapshots it:
+//!
+//! ```
+//! use flashkit::protocols::transfer::{self, Config};
+//!
+//! let t = transfer::run(&Config::default())?;
+//! let table = t.ledger.to_string();
+//! assert!(table.starts_with("handler occupancy"));
+//! // The receiver's component handler runs once a line, 32 cycles each.
+//! let c = t.ledger.handler(Some(1), "transfer.component").expect("a row");
+//! assert_eq!((c.stats.invocations, c.stats.busy), (32, 1024));
+//! print!("{table}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # A round trip on each platform
 //!
 //! The same Active Message benchmark on MAGIC, the CM-5 and the SP:
