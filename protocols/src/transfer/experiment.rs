@@ -93,41 +93,45 @@ pub struct PageChange {
     pub after: Cycles,
 }
 
-/// One experiment.
+/// One experiment. [`Config::default`] is the paper's 4 KB transfer between
+/// two uncached buffers with the chunked handler; each field says its
+/// default.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Bytes sent (each direction).
+    /// Bytes sent (each direction); default 4096, at most [`MAX_BYTES`].
     pub bytes: u64,
-    /// Where the send buffer's lines are at the start.
+    /// Where the send buffer's lines are at the start (default uncached).
     pub sender: SenderState,
-    /// Where the receive buffer's lines are at the start.
+    /// Where the receive buffer's lines are at the start (default uncached).
     pub receiver: ReceiverState,
-    /// The sender's handler.
+    /// The sender's handler (default chunked by 4 lines).
     pub handler: Version,
-    /// Byte offsets of the buffers within their first page.
+    /// The send buffer's byte offset within its first page (default 0).
     pub src_offset: u64,
-    /// The receive buffer's byte offset within its first page.
+    /// The receive buffer's byte offset within its first page (default 0).
     pub dst_offset: u64,
-    /// How message data is kept coherent.
+    /// How message data is kept coherent (default local).
     pub mode: Mode,
-    /// How global coherence fetches a third node's dirty lines.
+    /// How global coherence fetches a third node's dirty lines (default
+    /// pipelined).
     pub strategy: Strategy,
-    /// One way or both.
+    /// One way or both (default one way).
     pub direction: Direction,
-    /// Receives the data is split over (each direction), one buffer apart.
+    /// Receives the data is split over (each direction), one buffer apart
+    /// (default 1).
     pub receives: u32,
     /// Sends the data is split over (each direction), back to back in the
-    /// send buffer: the stream does not care where one ends.
+    /// send buffer: the stream does not care where one ends (default 1).
     pub sends: u32,
-    /// Post the receives before the send starts (the paper's case).
+    /// Post the receives before the send starts (the paper's case; default).
     pub receive_first: bool,
-    /// A page moved during the transfer (one direction only).
+    /// A page moved during the transfer (one direction only; default none).
     pub change: Option<PageChange>,
-    /// Record the measured pass's timelines (`Magic::trace`).
+    /// Record the measured pass's timelines (`Magic::trace`; default off).
     pub trace: bool,
-    /// The machine.
+    /// The machine (default FLASH's, [`MagicParams::default`]).
     pub params: MagicParams,
-    /// What the transfer's handlers charge.
+    /// What the transfer's handlers charge (default: the calibrated sheet).
     pub costs: super::costs::TransferCosts,
     /// What the command interface's handlers charge.
     pub command_costs: crate::command::CommandCosts,
