@@ -648,7 +648,8 @@ fn logp_export(
 ) -> Result<(), Failure> {
     use protocols::am::export;
     let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
-    let f = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Failed)?;
+    let f =
+        protocols::am::suite::logp(plat.as_ref()).map_err(|e| Failure::Failed(e.to_string()))?;
     let files = match e {
         ExportArg::Loggopsim => export::loggopsim(&f, nodes),
         ExportArg::Simgrid => {

@@ -748,7 +748,7 @@ pub fn platform(k: PlatformKind, nodes: u32) -> Result<Box<dyn protocols::am::Pl
 
 pub fn logp_figures(l: &Logp) -> Result<protocols::am::suite::LogP, String> {
     let plat = platform(l.platform, l.nodes)?;
-    protocols::am::suite::logp(plat.as_ref())
+    Ok(protocols::am::suite::logp(plat.as_ref())?)
 }
 
 pub fn logp(l: &Logp) -> Result<Report, String> {

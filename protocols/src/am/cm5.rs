@@ -26,11 +26,13 @@
 //! alternates its data packets between the two networks and takes its eight
 //! arguments on the stack.
 
-use super::{Align, Handler, Platform, Run, Step};
+use super::{Align, Handler, Platform, Run, Step, MAX_COST, MAX_NODES};
+use crate::error::check;
+use crate::Error;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::time::TICKS_PER_CM5_CYCLE;
 use magic::{NodeId, Time};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -56,7 +58,12 @@ pub enum Reception {
 
 /// The layer's own instructions per operation (33 MHz cycles, one
 /// instruction a cycle), apart from its NI accesses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+///
+/// A scenario's `[costs.cm5]` table: every entry may be left out, and takes
+/// CMAM's value then ([`LayerCosts::cmam`], the `Default`); an unknown key is
+/// an error. Each count is at most [`MAX_COST`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LayerCosts {
     /// A request, besides its NI accesses.
     pub request: u64,
@@ -95,7 +102,38 @@ pub struct LayerCosts {
     pub both_networks: bool,
 }
 
+/// CMAM's costs ([`LayerCosts::cmam`]).
+impl Default for LayerCosts {
+    fn default() -> Self {
+        LayerCosts::cmam()
+    }
+}
+
 impl LayerCosts {
+    /// Every count is at most [`MAX_COST`]; the error names the first that
+    /// is not.
+    pub fn validate(&self) -> Result<(), Error> {
+        for (field, v) in [
+            ("request", self.request),
+            ("reply", self.reply),
+            ("poll", self.poll),
+            ("poll_found", self.poll_found),
+            ("dispatch", self.dispatch),
+            ("segment", self.segment),
+            ("interrupt", self.interrupt),
+            ("interrupt_fast", self.interrupt_fast),
+            ("xfer_call", self.xfer_call),
+            ("xfer_stack_args", self.xfer_stack_args),
+            ("xfer_send", self.xfer_send),
+            ("xfer_recv", self.xfer_recv),
+            ("segment_switch", self.segment_switch),
+            ("shift_word", self.shift_word),
+        ] {
+            check(field, v, 0, MAX_COST)?;
+        }
+        Ok(())
+    }
+
     /// CMAM 2.7: request 1.49 us, reply 1.25, empty poll 0.85, receive 1.60,
     /// a poll that takes one message 2.85.
     ///
@@ -185,6 +223,32 @@ impl Cm5 {
             },
             hw: Cm5Params::default(),
         }
+    }
+
+    /// A partition of `nodes` nodes running `layer`, polling, with the
+    /// layer's instruction counts `costs` and the NI's parameters `hw`; an
+    /// error names the first value out of range.
+    pub fn with(nodes: u32, layer: Layer, costs: LayerCosts, hw: Cm5Params) -> Result<Cm5, Error> {
+        let p = Cm5 {
+            nodes,
+            layer,
+            reception: Reception::Polling,
+            costs,
+            hw,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The configuration is one the partition can run: 2 to
+    /// [`MAX_NODES`] nodes, costs in range, NI parameters the network
+    /// model takes.
+    pub fn validate(&self) -> Result<(), Error> {
+        check("nodes", self.nodes, 2, MAX_NODES)?;
+        self.costs.validate()?;
+        self.hw
+            .validate()
+            .map_err(|e| Error::Network(e.to_string()))
     }
 }
 
@@ -630,7 +694,7 @@ impl super::Layer for Sim<'_> {
     }
 
     fn idle(&mut self, n: usize, until: Time) {
-        let each = self.empty_poll();
+        let each = self.empty_poll().max(1);
         let t = self.nodes[n].t;
         let k = (until.0.saturating_sub(t.0)) / each;
         if k > 0 {
@@ -695,21 +759,26 @@ impl Platform for Cm5 {
         false
     }
 
-    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error> {
+        self.validate()?;
         super::check_programs(self.nodes, programs)?;
         if programs
             .iter()
             .flatten()
             .any(|s| matches!(s, Step::Get { .. }))
         {
-            return Err(format!(
+            return Err(Error::Program(format!(
                 "{} offers no get: move blocks with stores",
                 self.name()
-            ));
+            )));
         }
         let mut sim = Sim {
             p: self,
-            net: Cm5Network::new(self.hw, self.nodes)?,
+            net: Cm5Network::new(self.hw, self.nodes).map_err(|e| Error::Network(e.to_string()))?,
             nodes: (0..self.nodes)
                 .map(|_| Node {
                     t: Time::ZERO,
