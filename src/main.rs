@@ -656,7 +656,7 @@ fn logp_export(
             export::Network::of(plat.as_ref()).and_then(|net| export::simgrid(&f, nodes, net))
         }
     }
-    .map_err(Failure::Failed)?;
+    .map_err(|e| Failure::Failed(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     for file in &files {
         let path = std::path::Path::new(dir).join(file.name);

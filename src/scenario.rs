@@ -705,7 +705,7 @@ pub fn fetch_op(
 }
 
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
-    use protocols::am::costs::{self, Network, Protocol};
+    use protocols::am::costs::{self, Delivery as Protocol, Network};
     if c.words > 1 << 20 {
         return Err(format!(
             "--words must be at most {} (got {})",
