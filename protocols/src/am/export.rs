@@ -107,7 +107,7 @@ pub const BULK_BYTES: u32 = suite::SIZES[suite::SIZES.len() - 1];
 
 /// LogGP parameters chosen from the kit's LogP figures (see the module
 /// docs for how), in microseconds.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LogGp {
     /// `L`: latency.
     pub latency_us: f64,
@@ -194,7 +194,7 @@ impl LogGp {
 
 /// LogGOPSim's command-line parameters, integers in units of
 /// `10^unit_exp` seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Flags {
     /// The unit's power of ten in seconds (-12: picoseconds).
     pub unit_exp: i32,
@@ -236,7 +236,7 @@ impl Flags {
 }
 
 /// A file of an export: its name inside the output folder and its text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct File {
     /// File name (no folder).
     pub name: &'static str,
@@ -359,7 +359,7 @@ fn bulk_goal(platform: &str) -> String {
 pub const MAX_NI_LEVELS: u32 = 4;
 
 /// The network a SimGrid platform gives a kit platform.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub enum Network {
     /// The CM-5's 4-ary fat tree; `step_us` is the kit's round-trip step
     /// from node 1 to node 4 (one more level), if the machine has node 4.
@@ -387,7 +387,7 @@ impl Network {
 }
 
 /// The SimGrid platform chosen for a kit platform (see the module docs).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SimGridPlan {
     /// Hosts in the platform (the nodes, and a fat tree's missing leaves).
     pub hosts: u32,
