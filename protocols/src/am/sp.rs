@@ -128,7 +128,7 @@ pub const CHUNK_PACKETS: u32 = 36;
 ///
 /// A scenario's `[costs.sp]` table: every entry may be left out, and takes
 /// its default then (in parentheses); an unknown key is an error. Each count
-/// is at most [`MAX_COST`]; `pop_every` and `keepalive_polls` are at least 1,
+/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at least 1,
 /// and the windows hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -187,7 +187,6 @@ impl SpCosts {
             ("request_word", self.request_word),
             ("reply", self.reply),
             ("reply_word", self.reply_word),
-            ("poll", self.poll),
             ("per_message", self.per_message),
             ("control", self.control),
             ("retransmit", self.retransmit),
@@ -199,6 +198,7 @@ impl SpCosts {
         ] {
             check(field, v, 0, MAX_COST)?;
         }
+        check("poll", self.poll, 1, MAX_COST)?;
         check("pop_every", self.pop_every, 1, MAX_COST)?;
         check("keepalive_polls", self.keepalive_polls, 1, MAX_COST)?;
         let lo = CHUNK_PACKETS as usize;
