@@ -60,45 +60,46 @@ pub enum Reception {
 /// instruction a cycle), apart from its NI accesses.
 ///
 /// A scenario's `[costs.cm5]` table: every entry may be left out, and takes
-/// CMAM's value then ([`LayerCosts::cmam`], the `Default`); an unknown key is
-/// an error. Each count is at most [`MAX_COST`].
+/// CMAM's value then ([`LayerCosts::cmam`], the `Default`; each entry's CMAM
+/// and CMAML values are in parentheses); an unknown key is an error. Each
+/// count is at most [`MAX_COST`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LayerCosts {
-    /// A request, besides its NI accesses.
+    /// A request, besides its NI accesses. (CMAM 27, CMAML 43)
     pub request: u64,
-    /// A reply, besides its NI accesses.
+    /// A reply, besides its NI accesses. (CMAM 19, CMAML 20)
     pub reply: u64,
-    /// Entering and leaving a poll.
+    /// Entering and leaving a poll. (CMAM 14, CMAML 30)
     pub poll: u64,
-    /// Extra work of a poll that found something.
+    /// Extra work of a poll that found something. (CMAM 14, CMAML 0)
     pub poll_found: u64,
-    /// Dispatching one message to its handler and returning.
+    /// Dispatching one message to its handler and returning. (CMAM 10, CMAML 24)
     pub dispatch: u64,
-    /// Opening a segment for an incoming block.
+    /// Opening a segment for an incoming block. (CMAM 20, CMAML 20)
     pub segment: u64,
-    /// The stock kernel's part of taking one message by interrupt.
+    /// The stock kernel's part of taking one message by interrupt. (CMAM 561, CMAML 561)
     pub interrupt: u64,
-    /// The fast kernel path's part of taking one message by interrupt.
+    /// The fast kernel path's part of taking one message by interrupt. (CMAM 251, CMAML 251)
     pub interrupt_fast: u64,
     /// Starting a block transfer: checking the arguments and the alignment
-    /// and counting the packets.
+    /// and counting the packets. (CMAM 20, CMAML 20)
     pub xfer_call: u64,
     /// Arguments of the transfer call passed on the stack (each stored by
-    /// the caller and loaded by the callee).
+    /// the caller and loaded by the callee). (CMAM 0, CMAML 8)
     pub xfer_stack_args: u64,
-    /// The send loop's own instructions per data packet.
+    /// The send loop's own instructions per data packet. (CMAM 29, CMAML 45)
     pub xfer_send: u64,
     /// The data-packet handler's instructions per packet (the segment still
     /// in registers: compare, address, count). The NI's tag marks data
-    /// packets, so no handler address is read or jumped through.
+    /// packets, so no handler address is read or jumped through. (CMAM 4, CMAML 18)
     pub xfer_recv: u64,
     /// Finding another segment's state: index and bounds check (its two
-    /// words are also saved and loaded, charged as memory accesses).
+    /// words are also saved and loaded, charged as memory accesses). (CMAM 4, CMAML 4)
     pub segment_switch: u64,
-    /// Shifting and merging one word into a byte-aligned destination.
+    /// Shifting and merging one word into a byte-aligned destination. (CMAM 3, CMAML 3)
     pub shift_word: u64,
-    /// Data packets alternate between the two networks.
+    /// Data packets alternate between the two networks. (CMAM false, CMAML true)
     pub both_networks: bool,
 }
 

@@ -331,3 +331,61 @@ fn exports_at_their_extremes() {
     }
     assert!(export::loggopsim(&l, MAX_NODES).is_ok());
 }
+
+/// The platforms' cost tables as a scenario holds them: an entry left out
+/// takes its default, an unknown key is an error naming it, and a table
+/// written out reads back the same.
+#[test]
+fn cost_tables_read_as_scenarios_write_them() {
+    let c: LayerCosts = serde_json::from_str(r#"{"request": 30}"#).unwrap();
+    assert_eq!(
+        c,
+        LayerCosts {
+            request: 30,
+            ..LayerCosts::cmam()
+        }
+    );
+    let e = serde_json::from_str::<SpCosts>(r#"{"requests": 1}"#).unwrap_err();
+    assert!(e.to_string().contains("unknown field `requests`"), "{e}");
+    let e = serde_json::from_str::<FlashCosts>(r#"{"pol_empty": 1}"#).unwrap_err();
+    assert!(e.to_string().contains("pol_empty"), "{e}");
+    for c in [LayerCosts::cmam(), LayerCosts::cmaml()] {
+        let back: LayerCosts = serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+    let sp = SpCosts::default();
+    let back: SpCosts = serde_json::from_value(serde_json::to_value(sp).unwrap()).unwrap();
+    assert_eq!(back, sp);
+    // The default constructors are the validated ones with default tables.
+    let p = Cm5::with(16, Layer::Cmaml, LayerCosts::cmaml(), Default::default()).unwrap();
+    assert_eq!(p.costs, Cm5::new(16, Layer::Cmaml).costs);
+    let e = Sp::with(
+        16,
+        SpCosts {
+            window_req: 4,
+            ..SpCosts::default()
+        },
+        Default::default(),
+    );
+    assert_eq!(e.unwrap_err().field(), Some("window_req"));
+    let e = Cm5::with(
+        16,
+        Layer::Cmam,
+        LayerCosts {
+            poll: u64::MAX,
+            ..LayerCosts::cmam()
+        },
+        Default::default(),
+    );
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "poll must be from 0 to 1000000, got 18446744073709551615"
+    );
+    assert!(Flash::with(
+        4,
+        FlashCosts::default(),
+        CommandCosts::default(),
+        MagicParams::default()
+    )
+    .is_ok());
+}
