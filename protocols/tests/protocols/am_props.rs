@@ -4,13 +4,15 @@
 //! an `Err` naming a field; none panics, and a node count above the allowed
 //! maximum is refused before anything is built per node.
 
+use magic::ni::cm5::Cm5Params;
+use magic::ni::sp::SpParams;
 use magic::{MagicParams, Time};
 use proptest::prelude::*;
 use protocols::am::cm5::{Cm5, Layer, LayerCosts};
 use protocols::am::costs::{self, Delivery, Network};
 use protocols::am::flash::{self, Flash, FlashCosts};
 use protocols::am::sp::{Sp, SpCosts};
-use protocols::am::{suite, Align, Platform, MAX_COST, MAX_NODES};
+use protocols::am::{suite, Align, Platform, MAX_COST, MAX_NODES, RUN_LIMIT};
 use protocols::command::CommandCosts;
 use protocols::user::tlb::{Replacement, Tlb, TlbParams};
 use protocols::user::UserParams;
@@ -20,6 +22,12 @@ use serde::de::DeserializeOwned;
 /// Node counts: none, too few for most benchmarks, the least that fit, a
 /// middling machine, one past the most, and the largest a `u32` holds.
 const NODES: [u32; 7] = [0, 1, 2, 3, 16, MAX_NODES + 1, u32::MAX];
+
+/// Network times (ticks): none, one tick, a millisecond, a run's limit and
+/// past it, the largest.
+const TIMES: [u64; 6] = [0, 1, MILLISECOND, RUN_LIMIT.0, RUN_LIMIT.0 + 1, u64::MAX];
+
+const MILLISECOND: u64 = 1000 * magic::time::TICKS_PER_US;
 
 /// A cost entry's extremes, in range and out of it.
 const EXTREME: [u64; 5] = [0, 1, MAX_COST, MAX_COST + 1, u64::MAX];
@@ -227,6 +235,47 @@ proptest! {
         refused_or_ran(suite::interrupt_load(&p, Time(interval)));
         refused_or_ran(suite::traverse_step(&p, step, false));
         let _ = suite::traverse_steps(step);
+    }
+
+    #[test]
+    fn network_parameters_at_their_extremes(
+        access in prop::sample::select(&[0, 1, 7, MAX_COST + 1, u64::MAX][..]),
+        time in prop::sample::select(&TIMES[..]),
+        which in 0..4usize,
+        rate in prop::sample::select(&[0, 1, 80, u64::MAX][..]),
+        fifo in prop::sample::select(&[0, 1, 64, usize::MAX][..]),
+    ) {
+        let t = Time(time);
+        let mut hw = Cm5Params { ni_read: access, capacity: fifo, ..Cm5Params::default() };
+        match which {
+            0 => hw.router_delay = t,
+            1 => hw.fixed_latency = t,
+            2 => hw.path_jitter = t,
+            _ => hw.link_time = t,
+        }
+        match Cm5::with(4, Layer::Cmam, LayerCosts::cmam(), hw) {
+            Ok(p) => {
+                if time <= MILLISECOND {
+                    exercise(&p);
+                }
+            }
+            Err(e) => prop_assert!(e.field().is_some() || matches!(e, Error::Network(_)), "{e}"),
+        }
+        let mut hw = SpParams { mc_bytes_per_us: rate, recv_fifo: fifo, ..SpParams::default() };
+        match which {
+            0 => hw.mc_access = t,
+            1 => hw.adapter_latency = t,
+            2 => hw.switch_latency = t,
+            _ => hw.delay = t,
+        }
+        match Sp::with(4, SpCosts::default(), hw) {
+            Ok(p) => {
+                if time <= MILLISECOND {
+                    exercise(&p);
+                }
+            }
+            Err(e) => prop_assert!(e.field().is_some() || matches!(e, Error::Network(_)), "{e}"),
+        }
     }
 
     #[test]
