@@ -192,6 +192,8 @@ impl Flash {
     /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
     /// nodes (as many as MAGIC's addresses name), every cost at most
     /// [`MAX_COST`], machine parameters MAGIC takes.
+    // (`into`: the machine's check answers in the type `BuildError::Params` holds.)
+    #[allow(clippy::useless_conversion)]
     pub fn validate(&self) -> Result<(), Error> {
         check("nodes", self.nodes, 1, MAX_NODES)?;
         for (field, v) in [
@@ -207,7 +209,7 @@ impl Flash {
         }
         self.params
             .validate()
-            .map_err(|e| Error::Build(magic::BuildError::Params(e.to_string())))
+            .map_err(|e| Error::Build(magic::BuildError::Params(e.into())))
     }
 }
 
