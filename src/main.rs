@@ -676,14 +676,15 @@ fn logp_export(
 ) -> Result<(), Failure> {
     use protocols::am::export;
     let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
-    let f = protocols::am::suite::logp(plat.as_ref()).map_err(Failure::Failed)?;
+    let f =
+        protocols::am::suite::logp(plat.as_ref()).map_err(|e| Failure::Failed(e.to_string()))?;
     let files = match e {
         ExportArg::Loggopsim => export::loggopsim(&f, nodes),
         ExportArg::Simgrid => {
             export::Network::of(plat.as_ref()).and_then(|net| export::simgrid(&f, nodes, net))
         }
     }
-    .map_err(Failure::Failed)?;
+    .map_err(|e| Failure::Failed(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     for file in &files {
         let path = std::path::Path::new(dir).join(file.name);

@@ -981,7 +981,7 @@ pub fn fetch_op(
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
-    use protocols::am::costs::{self, Network, Protocol};
+    use protocols::am::costs::{self, Delivery as Protocol, Network};
     if c.words > 1 << 20 {
         return Err(format!(
             "--words must be at most {} (got {})",
@@ -1025,7 +1025,7 @@ pub fn platform(k: PlatformKind, nodes: u32) -> Result<Box<dyn protocols::am::Pl
 /// A platform's LogP figures from the benchmark suite.
 pub fn logp_figures(l: &Logp) -> Result<protocols::am::suite::LogP, String> {
     let plat = platform(l.platform, l.nodes)?;
-    protocols::am::suite::logp(plat.as_ref())
+    Ok(protocols::am::suite::logp(plat.as_ref())?)
 }
 
 /// A platform's LogP figures as a report.

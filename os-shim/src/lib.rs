@@ -187,31 +187,20 @@ pub struct Process {
 }
 
 /// Why the OS refused something.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OsError {
     /// No process has this PID on the node.
+    #[error("no process {}", .0.0)]
     NoProcess(Pid),
     /// The process does not map this virtual page.
+    #[error("page {:#x} is not mapped for process {}", .1.0, .0.0)]
     NotMapped(Pid, VPage),
     /// The process lacks the right (read or write) this use of the page needs.
+    #[error("process {} lacks the right for page {:#x}", .0.0, .1.0)]
     NoRight(Pid, VPage),
     /// A frame that is not a page-aligned address in normal space.
+    #[error("{0} is not a page-aligned normal-space frame")]
     BadFrame(PAddr),
-}
-
-impl std::fmt::Display for OsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OsError::NoProcess(p) => write!(f, "no process {}", p.0),
-            OsError::NotMapped(p, v) => {
-                write!(f, "page {:#x} is not mapped for process {}", v.0, p.0)
-            }
-            OsError::NoRight(p, v) => {
-                write!(f, "process {} lacks the right for page {:#x}", p.0, v.0)
-            }
-            OsError::BadFrame(a) => write!(f, "{a} is not a page-aligned normal-space frame"),
-        }
-    }
 }
 
 /// One node's operating system.

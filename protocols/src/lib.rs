@@ -13,11 +13,14 @@
 
 pub mod am;
 pub mod command;
+pub mod error;
 pub mod os_side;
 pub mod pipeline;
 pub mod sheets;
 pub mod transfer;
 pub mod user;
+
+pub use error::Error;
 
 /// How to write a protocol: messages, handlers, what each step costs, a
 /// round trip timed cycle by cycle, protocols side by side, and testing one

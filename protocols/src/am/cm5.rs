@@ -26,11 +26,13 @@
 //! alternates its data packets between the two networks and takes its eight
 //! arguments on the stack.
 
-use super::{Align, Handler, Platform, Run, Step};
+use super::{Align, Handler, Platform, Run, Step, MAX_COST, MAX_NODES, RUN_LIMIT};
+use crate::error::check;
+use crate::Error;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::time::TICKS_PER_CM5_CYCLE;
-use magic::{NodeId, Time};
-use serde::Serialize;
+use magic::{NodeId, OutOfRange, Time};
+use serde::{Deserialize, Serialize};
 
 /// Which layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -56,46 +58,83 @@ pub enum Reception {
 
 /// The layer's own instructions per operation (33 MHz cycles, one
 /// instruction a cycle), apart from its NI accesses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+///
+/// A scenario's `[costs.cm5]` table: every entry may be left out, and takes
+/// CMAM's value then ([`LayerCosts::cmam`], the `Default`; each entry's CMAM
+/// and CMAML values are in parentheses); an unknown key is an error. Each
+/// count is at most [`MAX_COST`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LayerCosts {
-    /// A request, besides its NI accesses.
+    /// A request, besides its NI accesses. (CMAM 27, CMAML 43)
     pub request: u64,
-    /// A reply, besides its NI accesses.
+    /// A reply, besides its NI accesses. (CMAM 19, CMAML 20)
     pub reply: u64,
-    /// Entering and leaving a poll.
+    /// Entering and leaving a poll. (CMAM 14, CMAML 30)
     pub poll: u64,
-    /// Extra work of a poll that found something.
+    /// Extra work of a poll that found something. (CMAM 14, CMAML 0)
     pub poll_found: u64,
-    /// Dispatching one message to its handler and returning.
+    /// Dispatching one message to its handler and returning. (CMAM 10, CMAML 24)
     pub dispatch: u64,
-    /// Opening a segment for an incoming block.
+    /// Opening a segment for an incoming block. (CMAM 20, CMAML 20)
     pub segment: u64,
-    /// The stock kernel's part of taking one message by interrupt.
+    /// The stock kernel's part of taking one message by interrupt. (CMAM 561, CMAML 561)
     pub interrupt: u64,
-    /// The fast kernel path's part of taking one message by interrupt.
+    /// The fast kernel path's part of taking one message by interrupt. (CMAM 251, CMAML 251)
     pub interrupt_fast: u64,
     /// Starting a block transfer: checking the arguments and the alignment
-    /// and counting the packets.
+    /// and counting the packets. (CMAM 20, CMAML 20)
     pub xfer_call: u64,
     /// Arguments of the transfer call passed on the stack (each stored by
-    /// the caller and loaded by the callee).
+    /// the caller and loaded by the callee). (CMAM 0, CMAML 8)
     pub xfer_stack_args: u64,
-    /// The send loop's own instructions per data packet.
+    /// The send loop's own instructions per data packet. (CMAM 29, CMAML 45)
     pub xfer_send: u64,
     /// The data-packet handler's instructions per packet (the segment still
     /// in registers: compare, address, count). The NI's tag marks data
-    /// packets, so no handler address is read or jumped through.
+    /// packets, so no handler address is read or jumped through. (CMAM 4, CMAML 18)
     pub xfer_recv: u64,
     /// Finding another segment's state: index and bounds check (its two
-    /// words are also saved and loaded, charged as memory accesses).
+    /// words are also saved and loaded, charged as memory accesses). (CMAM 4, CMAML 4)
     pub segment_switch: u64,
-    /// Shifting and merging one word into a byte-aligned destination.
+    /// Shifting and merging one word into a byte-aligned destination. (CMAM 3, CMAML 3)
     pub shift_word: u64,
-    /// Data packets alternate between the two networks.
+    /// Data packets alternate between the two networks. (CMAM false, CMAML true)
     pub both_networks: bool,
 }
 
+/// CMAM's costs ([`LayerCosts::cmam`]).
+impl Default for LayerCosts {
+    fn default() -> Self {
+        LayerCosts::cmam()
+    }
+}
+
 impl LayerCosts {
+    /// Every count is at most [`MAX_COST`]; the error names the first that
+    /// is not.
+    pub fn validate(&self) -> Result<(), Error> {
+        for (field, v) in [
+            ("request", self.request),
+            ("reply", self.reply),
+            ("poll", self.poll),
+            ("poll_found", self.poll_found),
+            ("dispatch", self.dispatch),
+            ("segment", self.segment),
+            ("interrupt", self.interrupt),
+            ("interrupt_fast", self.interrupt_fast),
+            ("xfer_call", self.xfer_call),
+            ("xfer_stack_args", self.xfer_stack_args),
+            ("xfer_send", self.xfer_send),
+            ("xfer_recv", self.xfer_recv),
+            ("segment_switch", self.segment_switch),
+            ("shift_word", self.shift_word),
+        ] {
+            check(field, v, 0, MAX_COST)?;
+        }
+        Ok(())
+    }
+
     /// CMAM 2.7: request 1.49 us, reply 1.25, empty poll 0.85, receive 1.60,
     /// a poll that takes one message 2.85.
     ///
@@ -185,6 +224,62 @@ impl Cm5 {
             },
             hw: Cm5Params::default(),
         }
+    }
+
+    /// A partition of `nodes` nodes running `layer`, polling, with the
+    /// layer's instruction counts `costs` and the NI's parameters `hw`; an
+    /// error names the first value out of range.
+    pub fn with(nodes: u32, layer: Layer, costs: LayerCosts, hw: Cm5Params) -> Result<Cm5, Error> {
+        let p = Cm5 {
+            nodes,
+            layer,
+            reception: Reception::Polling,
+            costs,
+            hw,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The configuration is one the partition can run: 2 to
+    /// [`MAX_NODES`] nodes, costs in range, NI parameters the network
+    /// model takes (its accesses at most [`MAX_COST`] cycles, its times at
+    /// most [`RUN_LIMIT`]).
+    pub fn validate(&self) -> Result<(), Error> {
+        check("nodes", self.nodes, 2, MAX_NODES)?;
+        self.costs.validate()?;
+        self.hw
+            .validate()
+            .map_err(|e| Error::Network(e.to_string()))?;
+        // What the layer's own arithmetic needs of the NI: accesses of at
+        // most MAX_COST cycles, network times within a run's limit.
+        let h = &self.hw;
+        for (field, v) in [
+            ("ni_read", h.ni_read),
+            ("ni_write", h.ni_write),
+            ("load", h.load),
+            ("store", h.store),
+        ] {
+            check(field, v, 0, MAX_COST)?;
+        }
+        for (field, t) in [
+            ("router_delay", h.router_delay),
+            ("fixed_latency", h.fixed_latency),
+            ("path_jitter", h.path_jitter),
+            ("link_time", h.link_time),
+        ] {
+            check(field, t, Time::ZERO, RUN_LIMIT)?;
+        }
+        // A message takes some time, so a waiting node always moves on.
+        if h.fixed_latency == Time::ZERO && h.router_delay == Time::ZERO {
+            return Err(OutOfRange::new(
+                "fixed_latency",
+                "above 0 when router_delay is 0",
+                h.fixed_latency.0,
+            )
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -630,7 +725,7 @@ impl super::Layer for Sim<'_> {
     }
 
     fn idle(&mut self, n: usize, until: Time) {
-        let each = self.empty_poll();
+        let each = self.empty_poll().max(1);
         let t = self.nodes[n].t;
         let k = (until.0.saturating_sub(t.0)) / each;
         if k > 0 {
@@ -695,21 +790,26 @@ impl Platform for Cm5 {
         false
     }
 
-    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error> {
+        self.validate()?;
         super::check_programs(self.nodes, programs)?;
         if programs
             .iter()
             .flatten()
             .any(|s| matches!(s, Step::Get { .. }))
         {
-            return Err(format!(
+            return Err(Error::Program(format!(
                 "{} offers no get: move blocks with stores",
                 self.name()
-            ));
+            )));
         }
         let mut sim = Sim {
             p: self,
-            net: Cm5Network::new(self.hw, self.nodes)?,
+            net: Cm5Network::new(self.hw, self.nodes).map_err(|e| Error::Network(e.to_string()))?,
             nodes: (0..self.nodes)
                 .map(|_| Node {
                     t: Time::ZERO,

@@ -16,15 +16,18 @@
 //! the NI status check 7 and control flow 3; taking one costs call and
 //! return 10, the data reads, the NI status check 12 and control flow 2.
 
+use crate::error::check;
+use crate::Error;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
-use magic::{NodeId, Time};
+use magic::{NodeId, OutOfRange, Time};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The three protocols.
+/// The three delivery protocols the study runs: how a block of words gets
+/// from one node to the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Protocol {
+pub enum Delivery {
     /// One 4-word datagram: no ordering, no overflow safety, no reliability.
     Single,
     /// Segment allocated by request and reply, packets carrying offsets,
@@ -82,8 +85,8 @@ pub struct Total {
 /// instructions each feature cost at the source and the destination.
 #[derive(Clone, Debug, Serialize)]
 pub struct FeatureCosts {
-    /// The protocol run.
-    pub protocol: Protocol,
+    /// The delivery protocol run.
+    pub protocol: Delivery,
     /// The network under it.
     pub network: Network,
     /// Data words moved.
@@ -263,26 +266,34 @@ impl Wire {
     }
 }
 
-/// Run one protocol moving `words` words in packets of `packet_words`.
+/// The most words one run moves (and the most a packet carries).
+pub const MAX_WORDS: u64 = 1 << 20;
+
+/// Run one protocol moving `words` words (1 to [`MAX_WORDS`]) in packets of
+/// `packet_words` (1 to [`MAX_WORDS`], even for the indefinite protocol; the
+/// single-packet protocol moves one 4-word datagram: both are 4).
 pub fn run(
-    protocol: Protocol,
+    protocol: Delivery,
     words: u64,
     packet_words: u64,
     network: Network,
-) -> Result<FeatureCosts, String> {
-    if words == 0 {
-        return Err("--words must be at least 1".into());
+) -> Result<FeatureCosts, Error> {
+    if protocol == Delivery::Single {
+        for (field, v) in [("words", words), ("packet_words", packet_words)] {
+            if v != 4 {
+                return Err(OutOfRange::new(field, "4 for the single-packet protocol", v).into());
+            }
+        }
     }
-    if packet_words == 0 || packet_words % 2 == 1 && protocol == Protocol::Indefinite {
-        return Err(format!(
-            "--packet-words must be a positive (for the indefinite protocol, even) number (got {packet_words})"
-        ));
-    }
-    if protocol == Protocol::Single && (words != 4 || packet_words != 4) {
-        return Err(
-            "the single-packet protocol moves one 4-word datagram (--words 4 --packet-words 4)"
-                .into(),
-        );
+    check("words", words, 1, MAX_WORDS)?;
+    check("packet_words", packet_words, 1, MAX_WORDS)?;
+    if packet_words % 2 == 1 && protocol == Delivery::Indefinite {
+        return Err(OutOfRange::new(
+            "packet_words",
+            format!("even for the indefinite protocol, from 2 to {MAX_WORDS}"),
+            packet_words,
+        )
+        .into());
     }
     let mut a = Acct::default();
     let mut w = Wire::new(network);
@@ -309,7 +320,7 @@ pub fn run(
         )
     };
     match protocol {
-        Protocol::Single => {
+        Delivery::Single => {
             datagram_send(&mut a, Base);
             w.send(0, Kind::Datagram);
             for k in w.drain(1) {
@@ -318,7 +329,7 @@ pub fn run(
                 }
             }
         }
-        Protocol::Finite => {
+        Delivery::Finite => {
             // Allocate the segment by request and reply (not needed where
             // the network cannot overflow: a pointer is recorded).
             if reliable {
@@ -366,7 +377,7 @@ pub fn run(
                 }
             }
             if got != p {
-                return Err(format!("{got} of {p} packets arrived"));
+                return Err(Error::Incomplete(format!("{got} of {p} packets arrived")));
             }
             if !reliable {
                 a.add(Dst, InOrder, COUNT_CHECK);
@@ -386,7 +397,7 @@ pub fn run(
                 }
             }
         }
-        Protocol::Indefinite => {
+        Delivery::Indefinite => {
             for i in 0..p {
                 a.add(Src, Base, STREAM_SEND + packet_words / 2);
                 if !reliable {
@@ -428,7 +439,9 @@ pub fn run(
                 w.send(1, Kind::Ack);
             }
             if expected != p {
-                return Err(format!("{expected} of {p} packets delivered in order"));
+                return Err(Error::Incomplete(format!(
+                    "{expected} of {p} packets delivered in order"
+                )));
             }
             for k in w.drain(0) {
                 if let Kind::Ack = k {

@@ -84,7 +84,8 @@
 //! correction factors set to 1, as `--cfg=` options for `smpirun`.
 
 use super::suite::{self, LogP};
-use super::Platform;
+use super::{Platform, MAX_NODES};
+use crate::Error;
 use std::fmt::Write as _;
 
 /// Bytes of the reference small message: an Active Message's four argument
@@ -106,7 +107,7 @@ pub const BULK_BYTES: u32 = suite::SIZES[suite::SIZES.len() - 1];
 
 /// LogGP parameters chosen from the kit's LogP figures (see the module
 /// docs for how), in microseconds.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LogGp {
     /// `L`: latency.
     pub latency_us: f64,
@@ -124,7 +125,7 @@ pub struct LogGp {
 
 impl LogGp {
     /// The mapping of the module docs.
-    pub fn from_logp(l: &LogP) -> Result<LogGp, String> {
+    pub fn from_logp(l: &LogP) -> Result<LogGp, Error> {
         check_figures(l)?;
         let g_byte = 1.0 / l.bulk.bandwidth_mb_s;
         let mut o = overheads_per_round_trip(l) / 4.0;
@@ -162,7 +163,7 @@ impl LogGp {
     }
 
     /// LogGOPSim's integer flags, in the finest decimal unit that fits.
-    pub fn flags(&self) -> Result<Flags, String> {
+    pub fn flags(&self) -> Result<Flags, Error> {
         let us = [
             self.latency_us,
             self.overhead_us,
@@ -185,15 +186,15 @@ impl LogGp {
                 });
             }
         }
-        Err(format!(
+        Err(Error::Export(format!(
             "the LogGP parameters ({us:?} us) do not fit LogGOPSim's integers even in microseconds"
-        ))
+        )))
     }
 }
 
 /// LogGOPSim's command-line parameters, integers in units of
 /// `10^unit_exp` seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Flags {
     /// The unit's power of ten in seconds (-12: picoseconds).
     pub unit_exp: i32,
@@ -235,7 +236,7 @@ impl Flags {
 }
 
 /// A file of an export: its name inside the output folder and its text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct File {
     /// File name (no folder).
     pub name: &'static str,
@@ -248,7 +249,8 @@ pub struct File {
 /// [`SMALL_BYTES`]), `ring.goal` (every node sends [`RING_MESSAGES`] to its
 /// right neighbour) and `bulk.goal` ([`BULK_BLOCKS`] blocks of
 /// [`BULK_BYTES`] from node 0 to node 1).
-pub fn loggopsim(l: &LogP, nodes: u32) -> Result<Vec<File>, String> {
+pub fn loggopsim(l: &LogP, nodes: u32) -> Result<Vec<File>, Error> {
+    check_nodes(nodes)?;
     let p = LogGp::from_logp(l)?;
     let f = p.flags()?;
     Ok(vec![
@@ -357,7 +359,7 @@ fn bulk_goal(platform: &str) -> String {
 pub const MAX_NI_LEVELS: u32 = 4;
 
 /// The network a SimGrid platform gives a kit platform.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub enum Network {
     /// The CM-5's 4-ary fat tree; `step_us` is the kit's round-trip step
     /// from node 1 to node 4 (one more level), if the machine has node 4.
@@ -371,7 +373,7 @@ pub enum Network {
 
 impl Network {
     /// The network of a platform, with the fat tree's step measured on it.
-    pub fn of(p: &dyn Platform) -> Result<Network, String> {
+    pub fn of(p: &dyn Platform) -> Result<Network, Error> {
         if !p.name().starts_with("cm5") {
             return Ok(Network::Star);
         }
@@ -385,7 +387,7 @@ impl Network {
 }
 
 /// The SimGrid platform chosen for a kit platform (see the module docs).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SimGridPlan {
     /// Hosts in the platform (the nodes, and a fat tree's missing leaves).
     pub hosts: u32,
@@ -425,18 +427,19 @@ fn cm5_tree(nodes: u32) -> (Vec<u32>, Vec<u32>) {
 
 impl SimGridPlan {
     /// The plan for a platform's figures and network.
-    pub fn new(l: &LogP, nodes: u32, net: Network) -> Result<SimGridPlan, String> {
+    pub fn new(l: &LogP, nodes: u32, net: Network) -> Result<SimGridPlan, Error> {
+        check_nodes(nodes)?;
         check_figures(l)?;
         let s = SMALL_BYTES as f64;
         let b = l.bulk.bandwidth_mb_s * 1e6;
         let one_way = l.round_trip_us / 2.0 - overheads_per_round_trip(l) / 2.0;
         if one_way <= 0.0 {
-            return Err(format!(
+            return Err(Error::Export(format!(
                 "{}: the overheads ({:.3} us) fill the whole round trip ({:.3} us); no network time is left to export",
                 l.platform,
                 overheads_per_round_trip(l),
                 l.round_trip_us
-            ));
+            )));
         }
         let mut notes = Vec::new();
         let (mut x, mut bw) = (one_way - s / b * 1e6, b);
@@ -517,7 +520,7 @@ impl SimGridPlan {
 }
 
 /// The SimGrid export: `platform.xml`, `pingpong.py` and `smpi.cfg`.
-pub fn simgrid(l: &LogP, nodes: u32, net: Network) -> Result<Vec<File>, String> {
+pub fn simgrid(l: &LogP, nodes: u32, net: Network) -> Result<Vec<File>, Error> {
     let plan = SimGridPlan::new(l, nodes, net)?;
     Ok(vec![
         File {
@@ -678,9 +681,14 @@ fn overheads_per_round_trip(l: &LogP) -> f64 {
     l.send_overhead_us + l.reply_overhead_us + 2.0 * l.recv_overhead_us
 }
 
+/// An export is for 2 to [`MAX_NODES`] nodes.
+fn check_nodes(nodes: u32) -> Result<(), Error> {
+    crate::error::check("nodes", nodes, 2, MAX_NODES)
+}
+
 /// Figures an export can use: finite, overheads not negative, a round trip
 /// and a bandwidth above zero.
-fn check_figures(l: &LogP) -> Result<(), String> {
+fn check_figures(l: &LogP) -> Result<(), Error> {
     let all = [
         l.send_overhead_us,
         l.reply_overhead_us,
@@ -692,7 +700,7 @@ fn check_figures(l: &LogP) -> Result<(), String> {
         || l.round_trip_us <= 0.0
         || l.bulk.bandwidth_mb_s <= 0.0
     {
-        return Err(format!(
+        return Err(Error::Export(format!(
             "{}: the measured figures cannot be exported (round trip {} us, bulk {} MB/s, overheads {} / {} / {} us)",
             l.platform,
             l.round_trip_us,
@@ -700,7 +708,7 @@ fn check_figures(l: &LogP) -> Result<(), String> {
             l.send_overhead_us,
             l.reply_overhead_us,
             l.recv_overhead_us
-        ));
+        )));
     }
     Ok(())
 }

@@ -15,9 +15,11 @@
 //! line to memory, and the last one tells the process and acknowledges the
 //! store to the sender's process.
 
-use super::{Handler, Platform, Run, Step};
+use super::{Handler, Platform, Run, Step, MAX_COST};
 use crate::command::CommandCosts;
+use crate::error::check;
 use crate::transfer::TransferCosts;
+use crate::Error;
 use magic::costs::Source;
 use magic::message::Word;
 use magic::{
@@ -167,7 +169,52 @@ impl Flash {
             params: MagicParams::default(),
         }
     }
+
+    /// FLASH's machine of `nodes` nodes with the layer's costs `costs`, the
+    /// command interface's `command` and the machine's parameters `params`;
+    /// an error names the first value out of range.
+    pub fn with(
+        nodes: u32,
+        costs: FlashCosts,
+        command: CommandCosts,
+        params: MagicParams,
+    ) -> Result<Flash, Error> {
+        let f = Flash {
+            nodes,
+            costs,
+            command,
+            params,
+        };
+        f.validate()?;
+        Ok(f)
+    }
+
+    /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
+    /// nodes (as many as MAGIC's addresses name), every cost at most
+    /// [`MAX_COST`], machine parameters MAGIC takes.
+    // (`into`: the machine's check answers in the type `BuildError::Params` holds.)
+    #[allow(clippy::useless_conversion)]
+    pub fn validate(&self) -> Result<(), Error> {
+        check("nodes", self.nodes, 1, MAX_NODES)?;
+        for (field, v) in [
+            ("poll_empty", self.costs.poll_empty),
+            ("dispatch", self.costs.dispatch),
+            ("deliver", u64::from(self.costs.deliver)),
+            ("line_in", u64::from(self.costs.line_in)),
+            ("write", u64::from(self.command.write)),
+            ("commit", u64::from(self.command.commit)),
+            ("os_notice", u64::from(self.command.os_notice)),
+        ] {
+            check(field, v, 0, MAX_COST)?;
+        }
+        self.params
+            .validate()
+            .map_err(|e| Error::Build(magic::BuildError::Params(e.into())))
+    }
 }
+
+/// The most nodes FLASH's machine has: as many as MAGIC's addresses name.
+pub const MAX_NODES: u32 = 1 << PAddr::NODE_BITS;
 
 /// Active Messages on MAGIC as a protocol unit: the layer's handlers, and
 /// on each node the program its processor runs.
@@ -683,7 +730,12 @@ impl Platform for Flash {
         self.nodes
     }
 
-    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error> {
+        self.validate()?;
         super::check_programs(self.nodes, programs)?;
         let nodes = self.nodes;
         // A message MAGIC put in the process's queue is a local clean miss
@@ -692,7 +744,8 @@ impl Platform for Flash {
             coherence::miss::Case::LocalClean,
             self.params.clone(),
             coherence::CohParams::default(),
-        )?
+        )
+        .map_err(|e| Error::Coherence(e.to_string()))?
         .latency
         .0;
         let am = FlashAm {
@@ -703,11 +756,15 @@ impl Platform for Flash {
         };
         let mut m = Magic::with(self.params.clone(), nodes, &am)?;
         for n in 0..nodes {
-            m.start_processor(NodeId(n), Cycles(0))?;
+            m.start_processor(NodeId(n), Cycles(0))
+                .map_err(|e| Error::Incomplete(e.to_string()))?;
         }
         let rep = m.run();
         if !rep.is_clean() {
-            return Err(format!("stuck: {}", rep.stuck.join("; ")));
+            return Err(Error::Incomplete(format!(
+                "stuck: {}",
+                rep.stuck.join("; ")
+            )));
         }
         let mut run = Run {
             end: Time::from_cycles(m.now()),

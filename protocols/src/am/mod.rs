@@ -15,6 +15,17 @@ pub mod flash;
 pub mod sp;
 pub mod suite;
 
+/// The most nodes a platform may have (the CM-5 and the SP; FLASH's
+/// machine has fewer, see [`flash::Flash::validate`]). Checked before
+/// anything is allocated per node.
+pub const MAX_NODES: u32 = 1024;
+
+/// The most one entry of a platform's cost table may hold (instructions or
+/// cycles per operation): far above any layer's, and low enough that no
+/// run's time arithmetic can overflow.
+pub const MAX_COST: u64 = 1_000_000;
+
+use crate::Error;
 use magic::{NodeId, Time};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -146,13 +157,14 @@ pub struct OpStats {
 }
 
 /// What a program run measured.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Run {
     /// Per node, the times of its `Mark` steps.
     pub marks: Vec<Vec<Time>>,
     /// Per node, messages its handlers ran for.
     pub received: Vec<u64>,
-    /// Per (node, operation).
+    /// Per (node, operation) (in JSON, a list of `[[node, operation], stats]`).
+    #[serde(serialize_with = "ops_as_list")]
     pub ops: BTreeMap<(u32, &'static str), OpStats>,
     /// When the last program finished.
     pub end: Time,
@@ -162,11 +174,26 @@ pub struct Run {
     pub overtaken: u64,
 }
 
+/// A map with tuple keys, as JSON can hold it: a list of (key, value).
+fn ops_as_list<S: serde::Serializer>(
+    ops: &BTreeMap<(u32, &'static str), OpStats>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ops.iter())
+}
+
 impl Run {
-    /// Microseconds between two marks of a node.
-    pub fn between(&self, node: u32, a: usize, b: usize) -> f64 {
-        let m = &self.marks[node as usize];
-        Time(m[b].0 - m[a].0).as_us()
+    /// Microseconds between marks `a` and `b` (`a` first) of a node; an
+    /// error if the node did not record both.
+    pub fn between(&self, node: u32, a: usize, b: usize) -> Result<f64, Error> {
+        let m = self.marks.get(node as usize);
+        let t = |i: usize| m.and_then(|m| m.get(i)).copied();
+        match (t(a), t(b)) {
+            (Some(ta), Some(tb)) if ta <= tb => Ok(Time(tb.0 - ta.0).as_us()),
+            _ => Err(Error::Incomplete(format!(
+                "node {node} did not record marks {a} and {b} in order"
+            ))),
+        }
     }
 
     /// The operation table, as people read it: per node and operation.
@@ -197,10 +224,17 @@ impl Run {
 pub trait Platform {
     /// The platform's short name, as tables and JSON print it (`cm5`, `sp`, ...).
     fn name(&self) -> &'static str;
-    /// Run one program per node (node `i` runs `programs[i]`).
-    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String>;
+    /// Run one program per node (node `i` runs `programs[i]`); the
+    /// platform's configuration is checked first ([`Platform::check`]).
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error>;
     /// Nodes the platform has.
     fn nodes(&self) -> u32;
+    /// The platform's configuration is one it can run: its node count (at
+    /// most [`MAX_NODES`]) and its costs in range. The suite checks it
+    /// before it builds a program per node.
+    fn check(&self) -> Result<(), Error> {
+        crate::error::check("nodes", self.nodes(), 1, MAX_NODES)
+    }
     /// The layer offers `Step::Get`.
     fn has_get(&self) -> bool {
         true
@@ -243,13 +277,47 @@ pub(crate) trait Layer {
     fn finish(&mut self) -> Run;
 }
 
-/// Checks a program set against a platform's size.
-pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), String> {
+/// Simulated time after which a run that has not finished is an error
+/// (100 s); also the longest `Step::Compute`.
+pub const RUN_LIMIT: Time = Time(100 * 1_000_000 * magic::time::TICKS_PER_US);
+
+/// The largest block a program's store or get may move (16 MiB).
+pub const MAX_BLOCK: u32 = 16 << 20;
+
+/// Checks a program set against a platform's size: one program per node,
+/// destinations that exist, argument words, blocks and computations in
+/// range.
+pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), Error> {
     if programs.len() != nodes as usize {
-        return Err(format!("{} programs for {nodes} nodes", programs.len()));
+        return Err(Error::Program(format!(
+            "{} programs for {nodes} nodes",
+            programs.len()
+        )));
     }
     for (i, p) in programs.iter().enumerate() {
         for s in p {
+            let bad = match *s {
+                Step::Request { words, .. } | Step::Reply { words, .. } if words > 4 => {
+                    Some(format!("{words} argument words (at most 4)"))
+                }
+                Step::Store { bytes, .. } | Step::Get { bytes, .. } if bytes > MAX_BLOCK => {
+                    Some(format!("a block of {bytes} bytes (at most {MAX_BLOCK})"))
+                }
+                Step::StoreShared { bytes, total, .. }
+                    if bytes > MAX_BLOCK || total > MAX_BLOCK =>
+                {
+                    Some(format!(
+                        "a block of {bytes} bytes of {total} (at most {MAX_BLOCK})"
+                    ))
+                }
+                Step::Compute(t) if t > RUN_LIMIT => {
+                    Some(format!("a computation of {t} (at most {RUN_LIMIT})"))
+                }
+                _ => None,
+            };
+            if let Some(bad) = bad {
+                return Err(Error::Program(format!("node {i}'s program has {bad}")));
+            }
             if let Step::Request { to, .. }
             | Step::Reply { to, .. }
             | Step::Store { to, .. }
@@ -257,7 +325,9 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), S
             | Step::Get { from: to, .. } = s
             {
                 if to.0 >= nodes || to.0 as usize == i {
-                    return Err(format!("node {i} sends to node {to}, which it cannot"));
+                    return Err(Error::Program(format!(
+                        "node {i} sends to node {to}, which it cannot"
+                    )));
                 }
             }
         }
@@ -269,9 +339,8 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), S
 /// so nothing can reach it from the past any more. A waiting node polls (or
 /// sleeps) until the next arrival, or until another node could have sent it
 /// something.
-pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, String> {
-    /// Simulated time after which a run that has not finished is a bug.
-    const LIMIT: Time = Time(100 * 1_000_000 * magic::time::TICKS_PER_US);
+pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, Error> {
+    const LIMIT: Time = RUN_LIMIT;
     let nodes = programs.len();
     let mut pc = vec![0usize; nodes];
     // A node whose program is over keeps serving the network while its
@@ -286,10 +355,10 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
         .min_by_key(|&i| (l.now(i), i))
     {
         if l.now(n) > LIMIT {
-            return Err(format!(
+            return Err(Error::Incomplete(format!(
                 "no end in sight: node {n} is still running at {}",
                 l.now(n)
-            ));
+            )));
         }
         if !l.before_step(n) {
             continue;
@@ -329,17 +398,17 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
                 Time(l.now(n).0 + 1)
             }
             (None, None) => {
-                return Err(format!(
+                return Err(Error::Incomplete(format!(
                 "stuck: node {n} waits for {received} messages and has {}; nothing is on its way",
                 l.received(n)
-            ))
+            )))
             }
         };
         if (0..nodes).all(|i| waiting(&pc, l, i)) && l.in_flight() == 0 && !done {
-            return Err(format!(
+            return Err(Error::Incomplete(format!(
                 "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
                 l.received(n)
-            ));
+            )));
         }
         let t = l.now(n);
         if l.sleeps() {

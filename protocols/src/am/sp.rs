@@ -38,11 +38,13 @@
 //! request window (75 packets) has room: back-to-back asynchronous stores
 //! overlap, each paying only its host-side issue cost.
 
-use super::{Handler, Platform, Run, Step};
+use super::{Handler, Platform, Run, Step, MAX_COST, MAX_NODES, RUN_LIMIT};
+use crate::error::check;
+use crate::Error;
 use magic::ni::sp::{SpParams, SpSwitch};
 use magic::time::TICKS_PER_SP_CYCLE;
-use magic::{NodeId, Time};
-use serde::Serialize;
+use magic::{NodeId, OutOfRange, Time};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// The two channels between a pair of nodes.
@@ -123,49 +125,86 @@ pub const PACKET_DATA: u32 = 224;
 pub const CHUNK_PACKETS: u32 = 36;
 
 /// The layer's instructions (66 MHz cycles) per operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+///
+/// A scenario's `[costs.sp]` table: every entry may be left out, and takes
+/// its default then (in parentheses); an unknown key is an error. Each count
+/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at least 1,
+/// and the windows hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SpCosts {
     /// A request of N words: `request + request_word * N`, plus one
-    /// MicroChannel access and an internal poll.
+    /// MicroChannel access and an internal poll. (345)
     pub request: u64,
-    /// A request's instructions per argument word.
+    /// A request's instructions per argument word. (11)
     pub request_word: u64,
-    /// A reply: `reply + reply_word * N`, plus one MicroChannel access.
+    /// A reply: `reply + reply_word * N`, plus one MicroChannel access. (189)
     pub reply: u64,
-    /// A reply's instructions per argument word.
+    /// A reply's instructions per argument word. (9)
     pub reply_word: u64,
-    /// An empty poll (each message it takes is `per_message` more).
+    /// An empty poll (each message it takes is `per_message` more). (86)
     pub poll: u64,
-    /// Each message a poll takes.
+    /// Each message a poll takes. (110)
     pub per_message: u64,
-    /// Messages between lazy pops of the receive FIFO.
+    /// Messages between lazy pops of the receive FIFO. (8)
     pub pop_every: u64,
-    /// An ack, NACK or keep-alive sent, and one taken.
+    /// An ack, NACK or keep-alive sent, and one taken. (60)
     pub control: u64,
-    /// Each packet retransmitted (their lengths go in one access).
+    /// Each packet retransmitted (their lengths go in one access). (40)
     pub retransmit: u64,
-    /// Unsuccessful polls before a keep-alive.
+    /// Unsuccessful polls before a keep-alive. (2000)
     pub keepalive_polls: u64,
-    /// The request window (packets sent and not yet acknowledged).
+    /// The request window (packets sent and not yet acknowledged). (75)
     pub window_req: usize,
-    /// The reply window (packets sent and not yet acknowledged).
+    /// The reply window (packets sent and not yet acknowledged). (76)
     pub window_rep: usize,
     /// Sending one packet of a bulk chunk (copy into the send FIFO, flush);
-    /// the chunk's lengths go to the adapter in one access.
+    /// the chunk's lengths go to the adapter in one access. (319)
     pub bulk_packet: u64,
     /// SP AM's own additions to a send, part of `request` and `reply`:
     /// flushing a 64-byte line of the message (a `dcbf` and its share of the
     /// `sync`), and the flow-control bookkeeping (take the sequence number,
     /// keep the packet for retransmission, check the window, piggyback the
-    /// acks). Model choices: the paper names the work, not its count.
+    /// acks). Model choices: the paper names the work, not its count. (8)
     pub flush_line: u64,
-    /// The flow-control bookkeeping of one send (see `flush_line`).
+    /// The flow-control bookkeeping of one send (see `flush_line`). (25)
     pub flow_send: u64,
     /// The bookkeeping of a packet taken (sequence check, acks it carries),
-    /// part of `per_message`; a model choice as above.
+    /// part of `per_message`; a model choice as above. (20)
     pub flow_recv: u64,
-    /// Taking one bulk packet (copy out of the receive FIFO).
+    /// Taking one bulk packet (copy out of the receive FIFO). (166)
     pub bulk_take: u64,
+}
+
+/// The most packets a window may hold.
+pub const MAX_WINDOW: usize = 4096;
+
+impl SpCosts {
+    /// Every entry is in its range; the error names the first that is not.
+    pub fn validate(&self) -> Result<(), Error> {
+        for (field, v) in [
+            ("request", self.request),
+            ("request_word", self.request_word),
+            ("reply", self.reply),
+            ("reply_word", self.reply_word),
+            ("per_message", self.per_message),
+            ("control", self.control),
+            ("retransmit", self.retransmit),
+            ("bulk_packet", self.bulk_packet),
+            ("flush_line", self.flush_line),
+            ("flow_send", self.flow_send),
+            ("flow_recv", self.flow_recv),
+            ("bulk_take", self.bulk_take),
+        ] {
+            check(field, v, 0, MAX_COST)?;
+        }
+        check("poll", self.poll, 1, MAX_COST)?;
+        check("pop_every", self.pop_every, 1, MAX_COST)?;
+        check("keepalive_polls", self.keepalive_polls, 1, MAX_COST)?;
+        let lo = CHUNK_PACKETS as usize;
+        check("window_req", self.window_req, lo, MAX_WINDOW)?;
+        check("window_rep", self.window_rep, lo, MAX_WINDOW)
+    }
 }
 
 impl Default for SpCosts {
@@ -216,6 +255,53 @@ impl Sp {
             hw: SpParams::default(),
             raw: false,
         }
+    }
+
+    /// An SP of `nodes` nodes running SP AM with the layer's instruction
+    /// counts `costs` and the adapters' and switch's parameters `hw`; an
+    /// error names the first value out of range.
+    pub fn with(nodes: u32, costs: SpCosts, hw: SpParams) -> Result<Sp, Error> {
+        let p = Sp {
+            nodes,
+            costs,
+            hw,
+            raw: false,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The configuration is one the machine can run: 2 to [`MAX_NODES`]
+    /// nodes, costs in range, switch parameters the network model takes
+    /// (its times at most [`RUN_LIMIT`]).
+    pub fn validate(&self) -> Result<(), Error> {
+        check("nodes", self.nodes, 2, MAX_NODES)?;
+        self.costs.validate()?;
+        self.hw
+            .validate()
+            .map_err(|e| Error::Network(e.to_string()))?;
+        // What the layer's own arithmetic needs of the switch: times within
+        // a run's limit.
+        let h = &self.hw;
+        for (field, t) in [
+            ("mc_access", h.mc_access),
+            ("switch_latency", h.switch_latency),
+            ("adapter_latency", h.adapter_latency),
+            ("adapter_per_packet", h.adapter_per_packet),
+            ("delay", h.delay),
+        ] {
+            check(field, t, Time::ZERO, RUN_LIMIT)?;
+        }
+        // A message takes some time, so a waiting node always moves on.
+        if h.adapter_latency == Time::ZERO && h.switch_latency == Time::ZERO {
+            return Err(OutOfRange::new(
+                "adapter_latency",
+                "above 0 when switch_latency is 0",
+                h.adapter_latency.0,
+            )
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -876,6 +962,7 @@ impl super::Layer for Sim<'_> {
 }
 
 /// A run with the reliability counters and each node's delivery log.
+#[derive(Clone, Debug, Serialize)]
 pub struct SpRun {
     /// What the run measured.
     pub run: Run,
@@ -890,12 +977,13 @@ pub struct SpRun {
 
 impl Sp {
     /// Run and keep the reliability protocol's counters and delivery order.
-    pub fn run_detailed(&self, programs: &[Vec<Step>]) -> Result<SpRun, String> {
+    pub fn run_detailed(&self, programs: &[Vec<Step>]) -> Result<SpRun, Error> {
+        self.validate()?;
         super::check_programs(self.nodes, programs)?;
         let n = self.nodes as usize;
         let mut sim = Sim {
             p: self,
-            sw: SpSwitch::new(self.hw, self.nodes)?,
+            sw: SpSwitch::new(self.hw, self.nodes).map_err(|e| Error::Network(e.to_string()))?,
             nodes: (0..n)
                 .map(|_| Node {
                     t: Time::ZERO,
@@ -938,7 +1026,11 @@ impl Platform for Sp {
         self.nodes
     }
 
-    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, String> {
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+
+    fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error> {
         self.run_detailed(programs).map(|r| r.run)
     }
 }

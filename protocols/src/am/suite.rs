@@ -2,7 +2,8 @@
 //! workload program written against [`Step`], run on any [`Platform`], and
 //! reduced to the figure the papers print.
 
-use super::{Handler, Platform, Run, Step};
+use super::{Handler, Platform, Run, Step, MAX_NODES};
+use crate::Error;
 use magic::{NodeId, Time};
 use serde::Serialize;
 
@@ -25,20 +26,21 @@ fn req(to: u32, handler: Handler) -> Step {
 
 /// An empty program for every node, once the platform has the `need`
 /// nodes a benchmark uses (refused otherwise, naming both counts).
-fn idle(p: &dyn Platform, need: u32, what: &str) -> Result<Vec<Vec<Step>>, String> {
+fn idle(p: &dyn Platform, need: u32, what: &'static str) -> Result<Vec<Vec<Step>>, Error> {
     let nodes = p.nodes();
     if nodes < need {
-        return Err(format!(
-            "{what} needs at least {need} nodes, the platform has {nodes}"
-        ));
+        return Err(Error::too_few_nodes(what, need, nodes));
     }
+    // Before anything is allocated per node.
+    crate::error::check("nodes", nodes, need, MAX_NODES)?;
+    p.check()?;
     Ok(vec![Vec::new(); nodes as usize])
 }
 
 /// One-to-two: node 0 sends 1024 messages in a loop, alternating between
 /// nodes 1 and 2, then waits for each to acknowledge its half; total over
 /// 1024. Neither receiver holds it back, so this is the send overhead.
-pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, String> {
+pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, Error> {
     let mut progs = idle(p, 3, "one-to-two")?;
     progs[0].push(Step::Mark);
     for i in 0..MSGS {
@@ -57,7 +59,7 @@ pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, String> {
         progs[r] = vec![Step::Wait { received: MSGS / 2 }, ack(0)];
     }
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / MSGS as f64)
+    Ok(r.between(0, 0, 1)? / MSGS as f64)
 }
 
 /// A one-word reply acknowledging what arrived.
@@ -70,43 +72,43 @@ fn ack(to: u32) -> Step {
 
 /// Two-to-one: nodes 1 and 2 send 1024 messages each to node 0, which
 /// times its wait for all 2048: the receive overhead, handler included.
-pub fn two_to_one(p: &dyn Platform) -> Result<f64, String> {
+pub fn two_to_one(p: &dyn Platform) -> Result<f64, Error> {
     let mut progs = idle(p, 3, "two-to-one")?;
     for s in [1, 2] {
         progs[s] = (0..MSGS).map(|_| req(0, Handler::Nop)).collect();
     }
     progs[0] = vec![Step::Mark, Step::Wait { received: 2 * MSGS }, Step::Mark];
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / (2 * MSGS) as f64)
+    Ok(r.between(0, 0, 1)? / (2 * MSGS) as f64)
 }
 
 /// One-to-one: node 0 sends 1024 messages to node 1 in a loop, then waits
 /// for one reply acknowledging them all; total over 1024. The slower of
 /// sender and receiver bounds it (re-sends included when the receiver falls
 /// behind and the network backs up).
-pub fn one_to_one(p: &dyn Platform) -> Result<f64, String> {
+pub fn one_to_one(p: &dyn Platform) -> Result<f64, Error> {
     let mut progs = idle(p, 2, "one-to-one")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| req(1, Handler::Nop)));
     progs[0].extend([Step::Wait { received: 1 }, Step::Mark]);
     progs[1] = vec![Step::Wait { received: MSGS }, ack(0)];
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / MSGS as f64)
+    Ok(r.between(0, 0, 1)? / MSGS as f64)
 }
 
 /// An empty poll: node 0 polls a quiet network 1024 times.
-pub fn poll_empty(p: &dyn Platform) -> Result<f64, String> {
+pub fn poll_empty(p: &dyn Platform) -> Result<f64, Error> {
     let mut progs = idle(p, 1, "the empty poll")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| Step::Poll));
     progs[0].push(Step::Mark);
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / MSGS as f64)
+    Ok(r.between(0, 0, 1)? / MSGS as f64)
 }
 
 /// A poll that takes one message: node 0 asks node 1 for a reply, computes
 /// until it is surely in, then polls once and takes it.
-pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
+pub fn poll_one(p: &dyn Platform) -> Result<f64, Error> {
     let n = ROUND_TRIPS;
     let settle = Time(300 * magic::time::TICKS_PER_US);
     let mut progs = idle(p, 2, "the successful poll")?;
@@ -125,22 +127,26 @@ pub fn poll_one(p: &dyn Platform) -> Result<f64, String> {
     }
     progs[1].push(Step::Wait { received: n });
     let r = p.run(&progs)?;
-    let m = &r.marks[0];
-    let total: u64 = m.chunks(2).map(|w| w[1].0 - w[0].0).sum();
-    if r.received[0] != n {
-        return Err(format!(
-            "poll_one: {} of {n} replies taken by single polls",
-            r.received[0]
-        ));
+    let m = r.marks.first().map_or(&[][..], Vec::as_slice);
+    let total: u64 = m
+        .chunks_exact(2)
+        .map(|w| w[1].0.saturating_sub(w[0].0))
+        .sum();
+    let got = r.received.first().copied().unwrap_or(0);
+    if got != n {
+        return Err(Error::Incomplete(format!(
+            "poll_one: {got} of {n} replies taken by single polls"
+        )));
     }
     Ok(Time(total).as_us() / n as f64)
 }
 
 /// Round trip: node 0 sends a one-word request to `to`, whose handler
 /// replies; node 0 waits for the reply before the next (2L + 4o).
-pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, String> {
+pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, Error> {
     let n = ROUND_TRIPS;
-    let mut progs = idle(p, to.max(1) + 1, "the round trip")?;
+    let mut progs = idle(p, 2, "the round trip")?;
+    crate::error::check("to", to, 1, p.nodes() - 1)?;
     progs[0].push(Step::Mark);
     for i in 0..n {
         progs[0].push(Step::Request {
@@ -153,13 +159,13 @@ pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, String> {
     progs[0].push(Step::Mark);
     progs[to as usize].push(Step::Wait { received: n });
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / n as f64)
+    Ok(r.between(0, 0, 1)? / n as f64)
 }
 
 /// Ring: every node sends 1024 messages to its right neighbour in a loop,
 /// *then* polls until 1024 have come from its left; time per message at
 /// the slowest node. Traffic is local, so about send plus receive overhead.
-pub fn ring(p: &dyn Platform) -> Result<f64, String> {
+pub fn ring(p: &dyn Platform) -> Result<f64, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "the ring")?;
     for i in 0..n {
@@ -171,7 +177,11 @@ pub fn ring(p: &dyn Platform) -> Result<f64, String> {
         prog.push(Step::Mark);
     }
     let r = p.run(&progs)?;
-    let worst = (0..n).map(|i| r.between(i, 0, 1)).fold(0.0, f64::max);
+    let worst = (0..n)
+        .map(|i| r.between(i, 0, 1))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .fold(0.0, f64::max);
     Ok(worst / MSGS as f64)
 }
 
@@ -200,7 +210,7 @@ pub struct LogP {
 }
 
 /// The LogP view of a platform: every benchmark behind [`LogP`].
-pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
+pub fn logp(p: &dyn Platform) -> Result<LogP, Error> {
     Ok(LogP {
         platform: p.name(),
         send_overhead_us: one_to_two(p, false)?,
@@ -215,12 +225,12 @@ pub fn logp(p: &dyn Platform) -> Result<LogP, String> {
 }
 
 /// Round trips from node 0 to every other node k = 1 .. P-1.
-pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, String> {
+pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, Error> {
     (1..p.nodes()).map(|d| Ok((d, round_trip(p, d)?))).collect()
 }
 
 /// A run's op table for a benchmark (for people reading where time went).
-pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
+pub fn ops_of(p: &dyn Platform) -> Result<Run, Error> {
     let mut progs = idle(p, 2, "the operation costs")?;
     progs[0] = vec![
         Step::Request {
@@ -237,9 +247,10 @@ pub fn ops_of(p: &dyn Platform) -> Result<Run, String> {
 /// Interrupt-driven reception: node 1 sends a message every `interval`;
 /// node 0 computes and takes each by interrupt. Returns the processor time
 /// node 0 loses per message, and the share of its time that is.
-pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), String> {
+pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), Error> {
     let n = MSGS / 4;
     let mut progs = idle(p, 2, "the interrupt load")?;
+    crate::error::check("interval", interval, Time::ZERO, MAX_INTERVAL)?;
     for _ in 0..n {
         progs[1].push(req(0, Handler::Nop));
         progs[1].push(Step::Compute(interval));
@@ -258,11 +269,14 @@ pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), St
         .map(|s| s.busy)
         .sum();
     let lost = Time(lost).as_us();
-    Ok((lost / n as f64, lost / r.between(0, 0, 1)))
+    Ok((lost / n as f64, lost / r.between(0, 0, 1)?))
 }
 
+/// The longest interval between messages of the interrupt load (1 s).
+pub const MAX_INTERVAL: Time = Time(1_000_000 * magic::time::TICKS_PER_US);
+
 /// The processor time lost per message taken by interrupt.
-pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, String> {
+pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, Error> {
     interrupt_load(p, interval).map(|x| x.0)
 }
 
@@ -420,7 +434,7 @@ pub const BENCHMARKS: [&str; 12] = [
 
 /// Run one benchmark (by name) and tabulate it (some print a second table
 /// of fits).
-pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, String> {
+pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
     Ok(match name {
         "one-to-one" => vec![tab(
             "one-to-one",
@@ -485,7 +499,7 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, String> {
                     let mb = |t: f64| Cell::Num(2.0 * b as f64 / t, 2);
                     Ok(vec![count(b as u64), us(one), mb(one), us(two), mb(two)])
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, Error>>()?;
             vec![tab(
                 "two-to-one-segments",
                 &[
@@ -505,7 +519,7 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, String> {
                     let t = swap(p, b)?;
                     Ok(vec![count(b as u64), us(t), Cell::Num(b as f64 / t, 2)])
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, Error>>()?;
             vec![tab(
                 "swap",
                 &[
@@ -549,17 +563,18 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, String> {
             )]
         }
         other => {
-            return Err(format!(
-                "no benchmark '{other}' (known: {})",
-                BENCHMARKS.join(", ")
-            ))
+            return Err(Error::Unknown {
+                what: "benchmark",
+                name: other.to_string(),
+                known: BENCHMARKS.join(", "),
+            })
         }
     })
 }
 
 /// Interrupt-driven reception against the interval between messages, on
 /// the stock kernel path and the fast one.
-pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Table, String> {
+pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Table, Error> {
     let rows = [5u64, 10, 20, 50, 100, 200]
         .into_iter()
         .map(|i| {
@@ -574,7 +589,7 @@ pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Tabl
                 Cell::Num(100.0 * sb, 0),
             ])
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Error>>()?;
     Ok(tab(
         "interrupt",
         &[
@@ -606,8 +621,9 @@ pub fn array_transfer(
     bytes: u32,
     align: super::Align,
     blocking: bool,
-) -> Result<f64, String> {
+) -> Result<f64, Error> {
     let mut progs = idle(p, 2, "the array transfer")?;
+    check_bytes(bytes)?;
     let store = Step::Store {
         to: NodeId(1),
         bytes,
@@ -623,8 +639,27 @@ pub fn array_transfer(
     }
     progs[1] = vec![Step::Wait { received: REPEAT }];
     let r = p.run(&progs)?;
-    let total: u64 = r.marks[0].chunks(2).map(|w| w[1].0 - w[0].0).sum();
+    let m = r.marks.first().map_or(&[][..], Vec::as_slice);
+    if m.len() != 2 * REPEAT as usize {
+        return Err(Error::Incomplete(format!(
+            "the array transfer recorded {} marks of {}",
+            m.len(),
+            2 * REPEAT
+        )));
+    }
+    let total: u64 = m
+        .chunks_exact(2)
+        .map(|w| w[1].0.saturating_sub(w[0].0))
+        .sum();
     Ok(Time(total).as_us() / REPEAT as f64)
+}
+
+/// The most bytes one block of a benchmark may hold ([`STREAM`], 1 MB).
+pub const MAX_BYTES: u32 = STREAM;
+
+/// A benchmark's block holds 1 to [`MAX_BYTES`] bytes.
+fn check_bytes(bytes: u32) -> Result<(), Error> {
+    crate::error::check("bytes", bytes, 1, MAX_BYTES)
 }
 
 /// A least-squares fit of T(x) = c + x / B.
@@ -663,7 +698,7 @@ pub fn fit(points: &[(f64, f64)]) -> Bulk {
 /// alignment (until the receiver says all is in), fitted over every size.
 /// Blocking, because a non-blocking call may return before the data moves
 /// (MAGIC takes the whole block; an SP store of one chunk goes at once).
-pub fn bulk(p: &dyn Platform) -> Result<Bulk, String> {
+pub fn bulk(p: &dyn Platform) -> Result<Bulk, Error> {
     Ok(fit(&array_curve(p, super::Align::Double, true)?))
 }
 
@@ -672,7 +707,7 @@ pub fn array_curve(
     p: &dyn Platform,
     align: super::Align,
     blocking: bool,
-) -> Result<Vec<(f64, f64)>, String> {
+) -> Result<Vec<(f64, f64)>, Error> {
     SIZES
         .iter()
         .map(|&x| Ok((x as f64, array_transfer(p, x, align, blocking)?)))
@@ -681,7 +716,7 @@ pub fn array_curve(
 
 /// The array-transfer tables: time per transfer by size, blocking and not,
 /// at each destination alignment; then each column's fit.
-pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
+pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
     use super::Align;
     let cols = [
         (true, Align::Byte, "blocking byte us", "blocking, byte"),
@@ -714,7 +749,7 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
     let curves = cols
         .iter()
         .map(|c| array_curve(p, c.1, c.0))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Error>>()?;
     let rows = SIZES
         .iter()
         .enumerate()
@@ -760,7 +795,7 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
 /// for the partner's. Each step starts from a quiet machine, as after a
 /// barrier. Average over the nodes of the time per message sent and
 /// received.
-pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, String> {
+pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "traverse")?;
     let pairs: Vec<u32> = (0..n).filter(|&j| (j ^ i) < n).collect();
@@ -776,7 +811,10 @@ pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, S
         prog.extend([Step::Wait { received: MSGS }, Step::Mark]);
     }
     let r = p.run(&progs)?;
-    let sum: f64 = pairs.iter().map(|&j| r.between(j, 0, 1)).sum();
+    let sum: f64 = pairs
+        .iter()
+        .map(|&j| r.between(j, 0, 1))
+        .sum::<Result<f64, _>>()?;
     Ok(sum / pairs.len() as f64 / MSGS as f64)
 }
 
@@ -784,10 +822,10 @@ pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, S
 /// that share its highest bit, which cross the same levels of a tree) and
 /// the last.
 pub fn traverse_steps(nodes: u32) -> Vec<u32> {
-    (0..)
+    (0..32)
         .map(|k| 1u32 << k)
         .take_while(|&s| s < nodes)
-        .chain([nodes - 1])
+        .chain(nodes.checked_sub(1).filter(|&s| s > 0))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect()
@@ -795,7 +833,7 @@ pub fn traverse_steps(nodes: u32) -> Vec<u32> {
 
 /// Traverse by step: (step, us per message, us per message with a poll
 /// after each send).
-pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, String> {
+pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, Error> {
     traverse_steps(p.nodes())
         .into_iter()
         .map(|i| Ok((i, traverse_step(p, i, false)?, traverse_step(p, i, true)?)))
@@ -805,8 +843,9 @@ pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, String> {
 /// Swap: nodes 0 and 1 send each other an array of `bytes` at once, each
 /// receiving while it sends; time until its own array is acknowledged and
 /// the other one is in (the slower node), microseconds.
-pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
+pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
     let mut progs = idle(p, 2, "the swap")?;
+    check_bytes(bytes)?;
     for (me, other) in [(0u32, 1u32), (1, 0)] {
         progs[me as usize] = vec![
             Step::Mark,
@@ -821,14 +860,15 @@ pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
         ];
     }
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1).max(r.between(1, 0, 1)))
+    Ok(r.between(0, 0, 1)?.max(r.between(1, 0, 1)?))
 }
 
 /// Two-to-one array transfer: nodes 1 and 2 each send node 0 `bytes` at
 /// once, into two halves of one segment they share or into a segment each;
 /// node 0's time from the start until all is in, microseconds.
-pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result<f64, String> {
+pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result<f64, Error> {
     let mut progs = idle(p, 3, "two-to-one into segments")?;
+    check_bytes(bytes)?;
     for s in [1usize, 2] {
         progs[s] = vec![
             if shared {
@@ -852,7 +892,7 @@ pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result
     let ends = if shared { 1 } else { 2 };
     progs[0] = vec![Step::Mark, Step::Wait { received: ends }, Step::Mark];
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1))
+    r.between(0, 0, 1)
 }
 
 /// The bytes the pipelined bandwidth benchmark moves at every size (1 MB).
@@ -864,9 +904,10 @@ pub const BW_SIZES: [u32; 9] = [16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1
 /// Blocking bandwidth, one way between nodes 0 and 1: a store (or a get)
 /// of `bytes`, waiting for its completion before the next; microseconds
 /// per operation.
-pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, String> {
-    let k = (STREAM / bytes).clamp(1, 8) as u64;
+pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Error> {
     let mut progs = idle(p, 2, "the blocking store and get")?;
+    check_bytes(bytes)?;
+    let k = (STREAM / bytes).clamp(1, 8) as u64;
     progs[0].push(Step::Mark);
     for i in 0..k {
         progs[0].push(if get {
@@ -888,15 +929,16 @@ pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Strin
         progs[1] = vec![Step::Wait { received: k }];
     }
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1) / k as f64)
+    Ok(r.between(0, 0, 1)? / k as f64)
 }
 
 /// Pipelined bandwidth: 1 MB moved from node 0 to node 1 as back-to-back
 /// stores of `bytes` (asynchronous: none waits for the one before), timed
 /// until every one is acknowledged; MB/s.
-pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
-    let k = STREAM.div_ceil(bytes) as u64;
+pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
     let mut progs = idle(p, 2, "the pipelined stores")?;
+    check_bytes(bytes)?;
+    let k = STREAM.div_ceil(bytes) as u64;
     progs[0].push(Step::Mark);
     progs[0].extend((0..k).map(|_| Step::Store {
         to: NodeId(1),
@@ -906,7 +948,7 @@ pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, String> {
     progs[0].extend([Step::Wait { received: k }, Step::Mark]);
     progs[1] = vec![Step::Wait { received: k }];
     let r = p.run(&progs)?;
-    Ok(STREAM as f64 / r.between(0, 0, 1))
+    Ok(STREAM as f64 / r.between(0, 0, 1)?)
 }
 
 /// The size at which a bandwidth curve first reaches half its last value,
@@ -947,7 +989,7 @@ pub struct Bandwidth {
 pub type BwPoint = (u32, f64, Option<f64>, Option<f64>);
 
 /// Run the bandwidth benchmark (the SP paper's method) on a platform.
-pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, String> {
+pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, Error> {
     let mut points = Vec::new();
     for &x in &BW_SIZES {
         let st = blocking_op(p, x, false)?;
@@ -984,7 +1026,7 @@ pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, String> {
 
 /// The bandwidth tables: per size, MB/s of blocking stores and gets and of
 /// the pipelined stream; then r-infinity and n1/2 of each.
-pub fn bandwidth_tables(p: &dyn Platform) -> Result<Vec<Table>, String> {
+pub fn bandwidth_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
     let b = bandwidth(p)?;
     let mb = |x: u32, t: f64| Cell::Num(x as f64 / t, 2);
     let rows = b

@@ -5,18 +5,38 @@ use super::cpu::{UserEvent, UserOp};
 use super::params::UserParams;
 use super::state::UserNode;
 use super::unit::machine;
+use crate::Error;
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
 const PID: Pid = Pid(1);
+
+/// An experiment that did not reach the end it must.
+fn incomplete(what: &str) -> Error {
+    Error::Incomplete(what.to_string())
+}
 const PEER: Pid = Pid(2);
 
 fn frame(n: NodeId, k: u64) -> PAddr {
     PAddr::new(Region::Normal, n, k * PAGE_BYTES)
 }
 
-/// What a fetch-and-add run measured.
+/// What a fetch-and-add run measured, without the machine (see
+/// [`FetchOpRun::result`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FetchOpResult {
+    /// The first command write to the old value at the processor.
+    pub latency: Cycles,
+    /// The first command write to the ACK.
+    pub startup: Cycles,
+    /// The word's value before.
+    pub old: u64,
+    /// And after.
+    pub new: u64,
+}
+
+/// What a fetch-and-add run measured, and the machine after it.
 pub struct FetchOpRun {
     /// The first command write to the old value at the processor.
     pub latency: Cycles,
@@ -31,8 +51,9 @@ pub struct FetchOpRun {
 }
 
 /// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
-/// (40 before) and waits for the old value.
-pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, String> {
+/// (40 before) and waits for the old value; `target` is a node of the
+/// machine (0 to 255: the machine has `target + 1` nodes, at least 2).
+pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, Error> {
     fetch_op_with(target, params, UserParams::default())
 }
 
@@ -41,7 +62,8 @@ pub fn fetch_op_with(
     target: u32,
     params: MagicParams,
     up: UserParams,
-) -> Result<FetchOpRun, String> {
+) -> Result<FetchOpRun, Error> {
+    crate::error::check("target", target, 0, crate::am::flash::MAX_NODES - 1)?;
     let nodes = (target + 1).max(2);
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
@@ -53,8 +75,7 @@ pub fn fetch_op_with(
     let vaddr = 0x40_0000;
     let n = m.state_mut(me);
     n.os.spawn(PID);
-    n.os.map(PID, VPage::of(vaddr), frame(t, 16), Rights::RW)
-        .map_err(|e| e.to_string())?;
+    n.os.map(PID, VPage::of(vaddr), frame(t, 16), Rights::RW)?;
     let shadow = shadow_va(vaddr + 0x88);
     n.push([
         UserOp::Switch(PID),
@@ -64,22 +85,26 @@ pub fn fetch_op_with(
         UserOp::Commit,
         UserOp::Wait,
     ]);
-    m.start_processor(me, Cycles(0))?;
+    m.start_processor(me, Cycles(0))
+        .map_err(|e| Error::Incomplete(e.to_string()))?;
     let r = m.run();
     if !r.is_clean() {
-        return Err(format!(
+        return Err(Error::Incomplete(format!(
             "the fetch-and-add did not complete: {}",
             r.stuck.join("; ")
-        ));
+        )));
     }
     let n = m.state(me);
-    let first = n.cpu.first_write.ok_or("no command was written")?;
-    let (done, old) = n.cpu.done().ok_or("no completion")?;
+    let first = n
+        .cpu
+        .first_write
+        .ok_or_else(|| incomplete("no command was written"))?;
+    let (done, old) = n.cpu.done().ok_or_else(|| incomplete("no completion"))?;
     let sent = m.state(me).magic.stats.acks;
     if sent != 1 {
-        return Err("the sequence was not accepted".into());
+        return Err(incomplete("the sequence was not accepted"));
     }
-    let accepted = first_accept(&m, me).ok_or("no accept")?;
+    let accepted = first_accept(&m, me).ok_or_else(|| incomplete("no accept"))?;
     let new = u64::from_le_bytes(m.memory(t).line(word.line())[8..16].try_into().expect("8"));
     Ok(FetchOpRun {
         latency: done - first,
@@ -88,6 +113,18 @@ pub fn fetch_op_with(
         new,
         machine: m,
     })
+}
+
+impl FetchOpRun {
+    /// The figures alone (to keep, print or send elsewhere).
+    pub fn result(&self) -> FetchOpResult {
+        FetchOpResult {
+            latency: self.latency,
+            startup: self.startup,
+            old: self.old,
+            new: self.new,
+        }
+    }
 }
 
 fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
@@ -171,7 +208,7 @@ pub const PAGES: u64 = 4;
 pub fn remap(
     technique: Technique,
     params: MagicParams,
-) -> Result<(RemapResult, Magic<UserNode>), String> {
+) -> Result<(RemapResult, Magic<UserNode>), Error> {
     remap_with(technique, params, UserParams::default())
 }
 
@@ -180,7 +217,7 @@ pub fn remap_with(
     technique: Technique,
     params: MagicParams,
     up: UserParams,
-) -> Result<(RemapResult, Magic<UserNode>), String> {
+) -> Result<(RemapResult, Magic<UserNode>), Error> {
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
@@ -200,34 +237,28 @@ pub fn remap_with(
     {
         let n = m.state_mut(b);
         n.os.spawn(PEER);
-        n.os.set_group(PEER, vec![(a, PID)])
-            .map_err(|e| e.to_string())?;
+        n.os.set_group(PEER, vec![(a, PID)])?;
         // The receiving process owns the destination pages.
         for k in 0..PAGES {
-            n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)
-                .map_err(|e| e.to_string())?;
+            n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)?;
         }
     }
     let n = m.state_mut(a);
     n.os.spawn(PID);
-    n.os.set_group(PID, vec![(b, PEER)])
-        .map_err(|e| e.to_string())?;
+    n.os.set_group(PID, vec![(b, PEER)])?;
     for k in 0..PAGES {
-        let e = |e: os_shim::OsError| e.to_string();
         n.os.map(
             PID,
             VPage(VPage::of(src_v).0 + k),
             frame(a, 32 + k),
             Rights::RW,
-        )
-        .map_err(e)?;
+        )?;
         n.os.map(
             PID,
             VPage(VPage::of(dst_v).0 + k),
             frame(b, 64 + k),
             Rights::RW,
-        )
-        .map_err(e)?;
+        )?;
     }
     let op = match technique {
         Technique::Holdoff => OpCode::MemCopy,
@@ -261,23 +292,22 @@ pub fn remap_with(
         UserOp::Wait,
     ]);
     n.push(ops);
-    m.start_processor(a, Cycles(0))?;
+    m.start_processor(a, Cycles(0))
+        .map_err(|e| Error::Incomplete(e.to_string()))?;
     let r = m.run();
     if !r.is_clean() {
-        return Err(format!(
+        return Err(Error::Incomplete(format!(
             "the {} run did not complete: {}",
             technique.name(),
             r.stuck.join("; ")
-        ));
+        )));
     }
     // The destination must hold the source's bytes, read through the
     // translations as they are after the move.
     let n = m.state(a);
     let mut data_ok = true;
     for k in 0..PAGES {
-        let (src, _) =
-            n.os.translate(PID, src_v + k * PAGE_BYTES)
-                .map_err(|e| e.to_string())?;
+        let (src, _) = n.os.translate(PID, src_v + k * PAGE_BYTES)?;
         for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
             let off = l * LINE_BYTES as u64;
             let s = m.memory(a).line(PAddr(src.0 + off).line());
@@ -285,15 +315,18 @@ pub fn remap_with(
             data_ok &= s == d;
         }
     }
-    let first = n.cpu.first_write.ok_or("no command was written")?;
-    let (done, _) = n.cpu.done().ok_or("no completion")?;
+    let first = n
+        .cpu
+        .first_write
+        .ok_or_else(|| incomplete("no command was written"))?;
+    let (done, _) = n.cpu.done().ok_or_else(|| incomplete("no completion"))?;
     let waited = n
         .cpu
         .find(|e| match e {
             UserEvent::Changed { waited, .. } => Some(waited.0),
             _ => None,
         })
-        .ok_or("the translation change did not happen")?;
+        .ok_or_else(|| incomplete("the translation change did not happen"))?;
     let s = &n.magic.stats;
     let result = RemapResult {
         technique,

@@ -4,6 +4,8 @@
 
 use super::tlb::{Tlb, TlbParams};
 use crate::command::CommandCosts;
+use crate::error::check;
+use crate::Error;
 use magic::costs::{Source, Task};
 use magic::Cycles;
 use os_shim::OsCosts;
@@ -62,17 +64,12 @@ pub struct UserParams {
 
 impl UserParams {
     /// The parameters are ones a node can be built with.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(1..=4096).contains(&self.records) {
-            return Err(format!("records must be 1 to 4096 (got {})", self.records));
-        }
-        if self.retries > 16 {
-            return Err(format!("retries must be at most 16 (got {})", self.retries));
-        }
-        if self.backoff == Cycles(0) || self.backoff > Cycles(1 << 20) {
-            return Err("backoff must be 1 to 2^20 cycles".into());
-        }
-        Tlb::new(self.tlb).map(|_| ())
+    /// The error names the first field out of range.
+    pub fn validate(&self) -> Result<(), Error> {
+        check("records", self.records, 1, 4096)?;
+        check("retries", self.retries, 0, 16)?;
+        check("backoff", self.backoff.0, 1, 1 << 20)?;
+        Tlb::check(self.tlb)
     }
 }
 

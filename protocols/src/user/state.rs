@@ -111,7 +111,7 @@ pub struct UserNode {
 
 impl UserNode {
     /// Node `id` of `nodes`, or why `params` cannot build one.
-    pub fn new(id: NodeId, nodes: u32, params: UserParams) -> Result<UserNode, String> {
+    pub fn new(id: NodeId, nodes: u32, params: UserParams) -> Result<UserNode, crate::Error> {
         params.validate()?;
         let tlb = Tlb::new(params.tlb)?;
         Ok(UserNode::with_tlb(id, nodes, params, tlb))

@@ -3,7 +3,9 @@
 //! replacement. A miss interrupts the processor; translation changes remove
 //! the entry before they take effect.
 
-use magic::PAddr;
+use crate::error::check;
+use crate::Error;
+use magic::{OutOfRange, PAddr};
 use os_shim::{Pid, VPage};
 use serde::Serialize;
 
@@ -59,6 +61,9 @@ pub struct Tlb {
     pub misses: u64,
 }
 
+/// The most entries the software TLB may have.
+pub const MAX_TLB_ENTRIES: usize = 1 << 16;
+
 /// MAGIC-memory address of the TLB (for data-cache costs).
 pub const TLB_BASE: u64 = 0x4000_0000;
 
@@ -78,13 +83,8 @@ impl Default for Tlb {
 
 impl Tlb {
     /// An empty TLB of this shape, or why it cannot have it.
-    pub fn new(p: TlbParams) -> Result<Tlb, String> {
-        if p.ways == 0 || p.entries == 0 || p.entries % p.ways != 0 {
-            return Err(format!(
-                "a TLB of {} entries cannot have {} ways",
-                p.entries, p.ways
-            ));
-        }
+    pub fn new(p: TlbParams) -> Result<Tlb, Error> {
+        Tlb::check(p)?;
         Ok(Tlb {
             p,
             sets: vec![Vec::with_capacity(p.ways); p.entries / p.ways],
@@ -92,6 +92,21 @@ impl Tlb {
             hits: 0,
             misses: 0,
         })
+    }
+
+    /// A TLB can have this shape: 1 to [`MAX_TLB_ENTRIES`] entries, and
+    /// ways that divide them.
+    pub fn check(p: TlbParams) -> Result<(), Error> {
+        check("entries", p.entries, 1, MAX_TLB_ENTRIES)?;
+        if p.ways == 0 || p.entries % p.ways != 0 {
+            return Err(OutOfRange::new(
+                "ways",
+                format!("a divisor of entries ({})", p.entries),
+                p.ways,
+            )
+            .into());
+        }
+        Ok(())
     }
 
     fn set_of(&self, pid: Pid, page: VPage) -> usize {

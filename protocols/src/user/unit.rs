@@ -48,6 +48,6 @@ pub fn machine(
     params: MagicParams,
     user: UserParams,
     nodes: u32,
-) -> Result<Magic<UserNode>, String> {
+) -> Result<Magic<UserNode>, crate::Error> {
     Ok(Magic::with(params, nodes, &User { params: user })?)
 }

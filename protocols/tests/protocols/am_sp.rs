@@ -34,7 +34,7 @@ fn per_send(p: &Sp, words: u8, reply: bool) -> f64 {
     progs[0].push(Step::Mark);
     progs[1].push(Step::Wait { received: 50 });
     progs[2].push(Step::Wait { received: 50 });
-    p.run(&progs).unwrap().between(0, 0, 1) / n as f64
+    p.run(&progs).unwrap().between(0, 0, 1).unwrap() / n as f64
 }
 
 #[test]

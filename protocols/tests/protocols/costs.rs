@@ -1,7 +1,7 @@
 //! The cost study's formulas (docs/reference.md) against what the protocol code
 //! counted while it ran over the CM-5 model.
 
-use protocols::am::costs::{run, Network, Protocol, Side};
+use protocols::am::costs::{run, Delivery, Network, Side};
 
 fn side(s: u64, d: u64) -> Side {
     Side {
@@ -12,7 +12,7 @@ fn side(s: u64, d: u64) -> Side {
 
 #[test]
 fn a_single_datagram_costs_20_and_27_instructions() {
-    let c = run(Protocol::Single, 4, 4, Network::Cm5).unwrap();
+    let c = run(Delivery::Single, 4, 4, Network::Cm5).unwrap();
     assert_eq!(c.features.base, side(20, 27));
     assert_eq!(c.total.total, 47);
     assert_eq!(c.features.in_order, side(0, 0));
@@ -26,7 +26,7 @@ const PACKET_WORDS: [u64; 4] = [4, 8, 16, 128];
 fn the_finite_sequence_protocol_counts_match_the_formulas() {
     for w in WORDS {
         for n in PACKET_WORDS {
-            let c = run(Protocol::Finite, w, n, Network::Cm5).unwrap();
+            let c = run(Delivery::Finite, w, n, Network::Cm5).unwrap();
             let p = w.div_ceil(n);
             assert_eq!(c.packets, p);
             let f = c.features;
@@ -44,7 +44,7 @@ fn the_finite_sequence_protocol_counts_match_the_formulas() {
 fn the_indefinite_sequence_protocol_counts_match_the_formulas() {
     for w in WORDS {
         for n in PACKET_WORDS {
-            let c = run(Protocol::Indefinite, w, n, Network::Cm5).unwrap();
+            let c = run(Delivery::Indefinite, w, n, Network::Cm5).unwrap();
             let p = w.div_ceil(n);
             let f = c.features;
             let what = format!("W={w} n={n}");
@@ -74,7 +74,7 @@ fn the_indefinite_sequence_protocol_counts_match_the_formulas() {
 
 #[test]
 fn an_ordered_reliable_network_leaves_only_the_base() {
-    for proto in [Protocol::Finite, Protocol::Indefinite] {
+    for proto in [Delivery::Finite, Delivery::Indefinite] {
         for w in WORDS {
             for n in PACKET_WORDS {
                 let cm5 = run(proto, w, n, Network::Cm5).unwrap();
@@ -93,8 +93,12 @@ fn an_ordered_reliable_network_leaves_only_the_base() {
 
 #[test]
 fn bad_sizes_are_refused() {
-    assert!(run(Protocol::Single, 8, 4, Network::Cm5).is_err());
-    assert!(run(Protocol::Finite, 0, 4, Network::Cm5).is_err());
-    assert!(run(Protocol::Indefinite, 16, 3, Network::Cm5).is_err());
-    assert!(run(Protocol::Finite, 16, 0, Network::Cm5).is_err());
+    let field = |d, w, p| run(d, w, p, Network::Cm5).unwrap_err().field();
+    assert_eq!(field(Delivery::Single, 8, 4), Some("words"));
+    assert_eq!(field(Delivery::Finite, 0, 4), Some("words"));
+    assert_eq!(field(Delivery::Indefinite, 16, 3), Some("packet_words"));
+    assert_eq!(field(Delivery::Finite, 16, 0), Some("packet_words"));
+    assert_eq!(field(Delivery::Finite, u64::MAX, 4), Some("words"));
+    let e = run(Delivery::Finite, 0, 4, Network::Cm5).unwrap_err();
+    assert_eq!(e.to_string(), "words must be from 1 to 1048576, got 0");
 }

@@ -5,6 +5,8 @@
 
 mod am_all;
 mod am_cm5;
+mod am_props;
+mod am_results;
 mod am_sp;
 mod costs;
 mod results;

@@ -1,0 +1,98 @@
+//! What can go wrong in the protocols crate: a configuration value out of
+//! range (naming the field), a platform too small for a benchmark, a machine
+//! that cannot be built, a program a platform cannot run, a run that did not
+//! end as it must.
+//!
+//! ```
+//! use protocols::am::{cm5::{Cm5, Layer}, suite};
+//! let e = suite::logp(&Cm5::new(2, Layer::Cmam)).unwrap_err();
+//! assert_eq!(e.field(), Some("nodes"));
+//! assert!(e.to_string().starts_with("nodes must be at least 3, got 2"));
+//! ```
+
+use magic::{BuildError, OutOfRange};
+
+/// An error of the protocols crate.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration field holds a value outside its range.
+    #[error(transparent)]
+    OutOfRange(#[from] OutOfRange),
+    /// The platform has fewer nodes than a benchmark uses (field `nodes`).
+    #[error("{range} (the {benchmark} benchmark)")]
+    TooFewNodes {
+        /// The benchmark that needs them.
+        benchmark: &'static str,
+        /// The node count it needs, and the platform's.
+        range: OutOfRange,
+    },
+    /// The machine could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The operating system model refused a step of an experiment's set-up.
+    #[error(transparent)]
+    Os(#[from] os_shim::OsError),
+    /// The network model refused its parameters (the message names them).
+    #[error("network: {0}")]
+    Network(String),
+    /// The coherence model's run behind a platform's figure failed.
+    #[error("coherence: {0}")]
+    Coherence(String),
+    /// A program set the platform cannot run: its count, a destination, a
+    /// step the layer lacks.
+    #[error("{0}")]
+    Program(String),
+    /// A name that is none of the known ones.
+    #[error("no {what} '{name}' (known: {known})")]
+    Unknown {
+        /// What was looked up (`benchmark`).
+        what: &'static str,
+        /// The name asked for.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// A run did not end as it must (stuck, or a figure it measures is
+    /// missing); the message says where.
+    #[error("{0}")]
+    Incomplete(String),
+    /// Measured figures an export cannot use.
+    #[error("{0}")]
+    Export(String),
+}
+
+impl Error {
+    /// The configuration field the error is about, if it is about one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Error::OutOfRange(r) | Error::TooFewNodes { range: r, .. } => Some(r.field),
+            _ => None,
+        }
+    }
+
+    /// The platform has `got` nodes where `benchmark` needs `need`.
+    pub(crate) fn too_few_nodes(benchmark: &'static str, need: u32, got: u32) -> Error {
+        Error::TooFewNodes {
+            benchmark,
+            range: OutOfRange::new("nodes", format!("at least {need}"), got),
+        }
+    }
+}
+
+/// For callers that report errors as text.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
+/// `Err` unless `lo <= got <= hi`, as this crate's error.
+pub(crate) fn check<T: PartialOrd + std::fmt::Display>(
+    field: &'static str,
+    got: T,
+    lo: T,
+    hi: T,
+) -> Result<(), Error> {
+    OutOfRange::check(field, got, lo, hi).map_err(Error::from)
+}
