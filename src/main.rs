@@ -660,7 +660,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
 fn logp(p: scenario::PlatformKind, nodes: u32, format: Format) -> Result<(), Failure> {
     let l = scenario::Logp { platform: p, nodes };
     report(
-        scenario::logp(&l).map(|r| (r, None)).map_err(input),
+        scenario::logp(&l, &Default::default())
+            .map(|r| (r, None))
+            .map_err(input),
         None,
         format,
     )
@@ -675,9 +677,9 @@ fn logp_export(
     dir: &str,
 ) -> Result<(), Failure> {
     use protocols::am::export;
-    let plat = scenario::platform(p, nodes).map_err(Failure::Usage)?;
-    let f =
-        protocols::am::suite::logp(plat.as_ref()).map_err(|e| Failure::Failed(e.to_string()))?;
+    let usage = |e: protocols::Error| Failure::Usage(cli_words(&e.to_string()));
+    let plat = scenario::platform(p, nodes, &Default::default()).map_err(usage)?;
+    let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
     let files = match e {
         ExportArg::Loggopsim => export::loggopsim(&f, nodes),
         ExportArg::Simgrid => {
@@ -706,7 +708,7 @@ fn suite(
         benchmark,
         nodes,
     };
-    let r = scenario::suite(&x).map_err(Failure::Usage)?;
+    let r = scenario::suite(&x, &Default::default()).map_err(|e| Failure::Usage(cli_words(&e)))?;
     if format != Format::Csv {
         return report(Ok((r, None)), None, format);
     }
@@ -737,6 +739,23 @@ fn suite(
 /// A field as the command line spells it: its flag.
 fn flag(field: &str) -> String {
     format!("--{}", field.replace('_', "-"))
+}
+
+/// An error in the command line's words: one that opens with a field out of
+/// range (`nodes must be ...`, the shape of `magic::OutOfRange`) names the
+/// field's flag instead.
+fn cli_words(msg: &str) -> String {
+    match msg.split_once(" must be ") {
+        Some((field, rest))
+            if !field.is_empty()
+                && field
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') =>
+        {
+            format!("{} must be {rest}", flag(field))
+        }
+        _ => msg.to_string(),
+    }
 }
 
 /// A value out of range, in the command line's words.
@@ -776,7 +795,7 @@ fn report(
 ) -> Result<(), Failure> {
     let (r, tr) = r.map_err(|e| match e {
         protocols::transfer::Failed::Config(e) => Failure::Usage(flagged(&e)),
-        protocols::transfer::Failed::Input(s) => Failure::Usage(s),
+        protocols::transfer::Failed::Input(s) => Failure::Usage(cli_words(&s)),
         protocols::transfer::Failed::Stuck(s) => {
             output::say(&format!("error: {s}"));
             Failure::Stuck
@@ -802,7 +821,14 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
-    report(scenario::run_traced(&s, trace.is_some()), trace, format)
+    // What the run refuses is the file's, in its keys' words.
+    use protocols::transfer::Failed;
+    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| match e {
+        Failed::Config(e) => Failed::Input(format!("{path}: {e}")),
+        Failed::Input(e) => Failed::Input(format!("{path}: {e}")),
+        e => e,
+    });
+    report(r, trace, format)
 }
 
 fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {

@@ -590,9 +590,11 @@ pub struct Logp {
 }
 
 /// The handlers' cost sheets (`[costs.transfer]`, `[costs.coherence]`,
-/// `[costs.user]`, `[costs.command]`): any entry set here replaces the
-/// sheet's default; docs/costs.md lists them.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// `[costs.user]`, `[costs.command]`) and the Active Message layers' on each
+/// platform (`[costs.am]` on MAGIC, `[costs.cmam]` and `[costs.cmaml]` on the
+/// CM-5, `[costs.sp]`): any entry set here replaces the sheet's default;
+/// docs/costs.md lists MAGIC's.
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostTables {
     /// The transfer handlers' sheet.
@@ -607,6 +609,71 @@ pub struct CostTables {
     /// The command interface's, shared by the user layer and the transfer.
     #[serde(default)]
     pub command: protocols::command::CommandCosts,
+    /// Active Messages on MAGIC: the layer's handlers.
+    #[serde(default)]
+    pub am: protocols::am::flash::FlashCosts,
+    /// CMAM on the CM-5 (`--platform cm5`), in instructions.
+    #[serde(default = "LayerCosts::cmam", deserialize_with = "cmam")]
+    pub cmam: LayerCosts,
+    /// CMAML on the CM-5 (`--platform cm5-cmaml`), in instructions; an
+    /// entry not set keeps CMAML's value.
+    #[serde(default = "LayerCosts::cmaml", deserialize_with = "cmaml")]
+    pub cmaml: LayerCosts,
+    /// SP AM on the SP, in instructions.
+    #[serde(default)]
+    pub sp: protocols::am::sp::SpCosts,
+}
+
+use protocols::am::cm5::LayerCosts;
+
+impl Default for CostTables {
+    fn default() -> Self {
+        CostTables {
+            transfer: Default::default(),
+            coherence: Default::default(),
+            user: Default::default(),
+            command: Default::default(),
+            am: Default::default(),
+            cmam: LayerCosts::cmam(),
+            cmaml: LayerCosts::cmaml(),
+            sp: Default::default(),
+        }
+    }
+}
+
+/// A table read over `base`: the entries it sets replace `base`'s, the
+/// others keep them (a struct's serde default could only give one layer's).
+fn over<'de, D, T>(d: D, base: T) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    use serde::de::Error as _;
+    let given = toml::Table::deserialize(d)?;
+    let mut t = toml::Table::try_from(base).map_err(D::Error::custom)?;
+    t.extend(given);
+    t.try_into().map_err(D::Error::custom)
+}
+
+fn cmam<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LayerCosts, D::Error> {
+    over(d, LayerCosts::cmam())
+}
+
+fn cmaml<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LayerCosts, D::Error> {
+    over(d, LayerCosts::cmaml())
+}
+
+/// The comparison platforms' network interfaces and networks
+/// (`[network.cm5]`, `[network.sp]`); FLASH's is `[machine]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Networks {
+    /// The CM-5's network interface and data network.
+    #[serde(default)]
+    pub cm5: magic::ni::cm5::Cm5Params,
+    /// The SP's adapters and switch.
+    #[serde(default)]
+    pub sp: magic::ni::sp::SpParams,
 }
 
 /// A scenario: the machine, the handlers' costs and one experiment (the AM
@@ -622,6 +689,9 @@ pub struct Scenario {
     /// The handlers' cost sheets (`[costs.*]`).
     #[serde(default)]
     pub costs: CostTables,
+    /// The comparison platforms' networks (`[network.*]`).
+    #[serde(default)]
+    pub network: Networks,
     /// A transfer (`[transfer]`).
     pub transfer: Option<Transfer>,
     /// A read miss (`[miss]`).
@@ -848,16 +918,16 @@ pub fn run_traced(
     if let Some(x) = &s.suite {
         if trace {
             return Err(input(
-                "--trace records MAGIC's timelines: the suite runs the AM platforms' own machines"
+                "a trace records MAGIC's timelines: the suite runs the AM platforms' own machines"
                     .into(),
             ));
         }
-        return suite(x).map(|r| (r, None)).map_err(input);
+        return suite(x, s).map(|r| (r, None)).map_err(input);
     }
     if let Some(c) = &s.messaging_costs {
         if trace {
             return Err(input(
-                "--trace records MAGIC's timelines: the cost study runs on the CM-5 model".into(),
+                "a trace records MAGIC's timelines: the cost study runs on the CM-5 model".into(),
             ));
         }
         return messaging_costs(c).map(|r| (r, None)).map_err(input);
@@ -865,10 +935,10 @@ pub fn run_traced(
     if let Some(l) = &s.logp {
         if trace {
             return Err(input(
-                "--trace records MAGIC's timelines: logp runs the AM suite's own machines".into(),
+                "a trace records MAGIC's timelines: logp runs the AM suite's own machines".into(),
             ));
         }
-        return logp(l).map(|r| (r, None)).map_err(input);
+        return logp(l, s).map(|r| (r, None)).map_err(input);
     }
     let Some(t) = &s.transfer else {
         return Err(input(KINDS_ERROR.into()));
@@ -961,7 +1031,7 @@ pub fn fetch_op(
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
     let target = f.remote_node;
     if target > 255 {
-        return Err(format!("--remote-node must be at most 255 (got {target})"));
+        return Err(magic::OutOfRange::new("remote_node", "at most 255", target).to_string());
     }
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
@@ -982,13 +1052,6 @@ pub fn fetch_op(
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
     use protocols::am::costs::{self, Delivery as Protocol, Network};
-    if c.words > 1 << 20 {
-        return Err(format!(
-            "--words must be at most {} (got {})",
-            1 << 20,
-            c.words
-        ));
-    }
     let r = costs::run(
         match c.protocol {
             CostProtocol::Single => Protocol::Single,
@@ -1008,30 +1071,35 @@ pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
     )
 }
 
-/// The platform a `logp` or `suite` names.
-pub fn platform(k: PlatformKind, nodes: u32) -> Result<Box<dyn protocols::am::Platform>, String> {
+/// The platform a `logp` or `suite` names, with the scenario's costs and
+/// networks (and `[machine]` for FLASH).
+pub fn platform(
+    k: PlatformKind,
+    nodes: u32,
+    s: &Scenario,
+) -> Result<Box<dyn protocols::am::Platform>, protocols::Error> {
     use protocols::am::cm5::{Cm5, Layer};
-    if !(3..=1024).contains(&nodes) {
-        return Err(format!("--nodes must be from 3 to 1024 (got {nodes})"));
-    }
+    use protocols::am::{flash::Flash, sp::Sp};
+    let c = &s.costs;
+    let (cm5, sp) = (s.network.cm5.clone(), s.network.sp.clone());
     Ok(match k {
-        PlatformKind::Cm5 => Box::new(Cm5::new(nodes, Layer::Cmam)),
-        PlatformKind::Cm5Cmaml => Box::new(Cm5::new(nodes, Layer::Cmaml)),
-        PlatformKind::Sp => Box::new(protocols::am::sp::Sp::new(nodes)),
-        PlatformKind::Flash => Box::new(protocols::am::flash::Flash::new(nodes)),
+        PlatformKind::Cm5 => Box::new(Cm5::with(nodes, Layer::Cmam, c.cmam, cm5)?),
+        PlatformKind::Cm5Cmaml => Box::new(Cm5::with(nodes, Layer::Cmaml, c.cmaml, cm5)?),
+        PlatformKind::Sp => Box::new(Sp::with(nodes, c.sp, sp)?),
+        PlatformKind::Flash => Box::new(Flash::with(nodes, c.am, c.command, s.machine.clone())?),
     })
 }
 
 /// A platform's LogP figures from the benchmark suite.
-pub fn logp_figures(l: &Logp) -> Result<protocols::am::suite::LogP, String> {
-    let plat = platform(l.platform, l.nodes)?;
+pub fn logp_figures(l: &Logp, s: &Scenario) -> Result<protocols::am::suite::LogP, String> {
+    let plat = platform(l.platform, l.nodes, s)?;
     Ok(protocols::am::suite::logp(plat.as_ref())?)
 }
 
 /// A platform's LogP figures as a report.
-pub fn logp(l: &Logp) -> Result<Report, String> {
+pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, String> {
     use std::fmt::Write as _;
-    let f = logp_figures(l)?;
+    let f = logp_figures(l, s)?;
     let mut t = format!("platform {} ({} nodes)\n", f.platform, l.nodes);
     for (k, v) in [
         ("send overhead (one-to-two)", f.send_overhead_us),
@@ -1123,10 +1191,10 @@ pub fn remap(
 }
 
 /// The benchmark suite's tables for a platform (one benchmark, or all).
-pub fn suite(x: &Suite) -> Result<Report, String> {
+pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, String> {
     use protocols::am::cm5::{Cm5, Layer, Reception};
     use protocols::am::suite;
-    let plat = platform(x.platform, x.nodes)?;
+    let plat = platform(x.platform, x.nodes, s)?;
     let cmaml = x.platform == PlatformKind::Cm5Cmaml;
     let names: Vec<String> = match &x.benchmark {
         Some(b) => vec![b.clone()],
@@ -1144,7 +1212,7 @@ pub fn suite(x: &Suite) -> Result<Report, String> {
                     "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
                 );
             }
-            let mut stock = Cm5::new(x.nodes, Layer::Cmaml);
+            let mut stock = Cm5::with(x.nodes, Layer::Cmaml, s.costs.cmaml, s.network.cm5.clone())?;
             stock.reception = Reception::Interrupts { fast: false };
             let mut fast = stock.clone();
             fast.reception = Reception::Interrupts { fast: true };

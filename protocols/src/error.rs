@@ -33,12 +33,12 @@ pub enum Error {
     /// The operating system model refused a step of an experiment's set-up.
     #[error(transparent)]
     Os(#[from] os_shim::OsError),
-    /// The network model refused its parameters (the message names them).
+    /// The network model refused its parameters (the error names the field).
     #[error("network: {0}")]
-    Network(String),
+    Network(magic::OutOfRange),
     /// The coherence model's run behind a platform's figure failed.
     #[error("coherence: {0}")]
-    Coherence(String),
+    Coherence(#[from] coherence::Error),
     /// A program set the platform cannot run: its count, a destination, a
     /// step the layer lacks.
     #[error("{0}")]

@@ -248,9 +248,7 @@ impl Cm5 {
     pub fn validate(&self) -> Result<(), Error> {
         check("nodes", self.nodes, 2, MAX_NODES)?;
         self.costs.validate()?;
-        self.hw
-            .validate()
-            .map_err(|e| Error::Network(e.to_string()))?;
+        self.hw.validate().map_err(Error::Network)?;
         // What the layer's own arithmetic needs of the NI: accesses of at
         // most MAX_COST cycles, network times within a run's limit.
         let h = &self.hw;
@@ -809,7 +807,7 @@ impl Platform for Cm5 {
         }
         let mut sim = Sim {
             p: self,
-            net: Cm5Network::new(self.hw, self.nodes).map_err(|e| Error::Network(e.to_string()))?,
+            net: Cm5Network::new(self.hw, self.nodes).map_err(Error::Network)?,
             nodes: (0..self.nodes)
                 .map(|_| Node {
                     t: Time::ZERO,

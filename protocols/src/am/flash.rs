@@ -192,8 +192,6 @@ impl Flash {
     /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
     /// nodes (as many as MAGIC's addresses name), every cost at most
     /// [`MAX_COST`], machine parameters MAGIC takes.
-    // (`into`: the machine's check answers in the type `BuildError::Params` holds.)
-    #[allow(clippy::useless_conversion)]
     pub fn validate(&self) -> Result<(), Error> {
         check("nodes", self.nodes, 1, MAX_NODES)?;
         for (field, v) in [
@@ -207,9 +205,7 @@ impl Flash {
         ] {
             check(field, v, 0, MAX_COST)?;
         }
-        self.params
-            .validate()
-            .map_err(|e| Error::Build(magic::BuildError::Params(e.into())))
+        Ok(self.params.validate()?)
     }
 }
 
@@ -745,7 +741,7 @@ impl Platform for Flash {
             self.params.clone(),
             coherence::CohParams::default(),
         )
-        .map_err(|e| Error::Coherence(e.to_string()))?
+        .map_err(Error::Coherence)?
         .latency
         .0;
         let am = FlashAm {

@@ -277,9 +277,7 @@ impl Sp {
     pub fn validate(&self) -> Result<(), Error> {
         check("nodes", self.nodes, 2, MAX_NODES)?;
         self.costs.validate()?;
-        self.hw
-            .validate()
-            .map_err(|e| Error::Network(e.to_string()))?;
+        self.hw.validate().map_err(Error::Network)?;
         // What the layer's own arithmetic needs of the switch: times within
         // a run's limit.
         let h = &self.hw;
@@ -983,7 +981,7 @@ impl Sp {
         let n = self.nodes as usize;
         let mut sim = Sim {
             p: self,
-            sw: SpSwitch::new(self.hw, self.nodes).map_err(|e| Error::Network(e.to_string()))?,
+            sw: SpSwitch::new(self.hw, self.nodes).map_err(Error::Network)?,
             nodes: (0..n)
                 .map(|_| Node {
                     t: Time::ZERO,
