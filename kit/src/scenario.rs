@@ -1081,7 +1081,7 @@ pub fn platform(
     use protocols::am::cm5::{Cm5, Layer};
     use protocols::am::{flash::Flash, sp::Sp};
     let c = &s.costs;
-    let (cm5, sp) = (s.network.cm5.clone(), s.network.sp.clone());
+    let (cm5, sp) = (s.network.cm5, s.network.sp);
     Ok(match k {
         PlatformKind::Cm5 => Box::new(Cm5::with(nodes, Layer::Cmam, c.cmam, cm5)?),
         PlatformKind::Cm5Cmaml => Box::new(Cm5::with(nodes, Layer::Cmaml, c.cmaml, cm5)?),
@@ -1212,7 +1212,7 @@ pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, String> {
                     "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
                 );
             }
-            let mut stock = Cm5::with(x.nodes, Layer::Cmaml, s.costs.cmaml, s.network.cm5.clone())?;
+            let mut stock = Cm5::with(x.nodes, Layer::Cmaml, s.costs.cmaml, s.network.cm5)?;
             stock.reception = Reception::Interrupts { fast: false };
             let mut fast = stock.clone();
             fast.reception = Reception::Interrupts { fast: true };
