@@ -660,3 +660,38 @@ fn a_varied_machine_parameter_is_a_column_and_the_others_are_not() {
     assert_eq!(code, 2);
     assert!(err.contains("varied twice"), "{err}");
 }
+
+#[test]
+fn a_scenario_sets_the_platforms_costs_and_networks() {
+    use flashkit::protocols::am::cm5::LayerCosts;
+    use flashkit::scenario::{self, Logp, PlatformKind, Scenario, Source};
+    let read = |text: &str| {
+        let src = Source {
+            path: "platforms.toml",
+            text,
+        };
+        scenario::parse(&src, scenario::table(&src).unwrap())
+    };
+    let rt = |s: &Scenario, platform| {
+        let l = Logp { platform, nodes: 4 };
+        scenario::logp_figures(&l, s).unwrap().round_trip_us
+    };
+    let base = Scenario::default();
+    // An entry set over CMAML's table keeps CMAML's other values.
+    let s = read("[costs.cmaml]\nrequest = 200\n[logp]\n").unwrap();
+    let mut want = LayerCosts::cmaml();
+    want.request = 200;
+    assert_eq!((s.costs.cmaml, s.costs.cmam), (want, LayerCosts::cmam()));
+    assert!(rt(&s, PlatformKind::Cm5Cmaml) > rt(&base, PlatformKind::Cm5Cmaml));
+    assert_eq!(rt(&s, PlatformKind::Cm5), rt(&base, PlatformKind::Cm5));
+    // The SP's switch and MAGIC's layer, each on its own platform.
+    let s = read("[network.sp]\nswitch_latency = 1000000\n[logp]\n").unwrap();
+    assert!(rt(&s, PlatformKind::Sp) > rt(&base, PlatformKind::Sp));
+    let s = read("[costs.am]\ndispatch = 100\n[logp]\n").unwrap();
+    assert!(rt(&s, PlatformKind::Flash) > rt(&base, PlatformKind::Flash));
+    // Unknown keys and values out of range name the key.
+    let e = read("[costs.sp]\nrequestt = 1\n[logp]\n").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("requestt"), "{e}");
+    let e = read("[network.cm5]\nbogus = 1\n[logp]\n").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("bogus"), "{e}");
+}
