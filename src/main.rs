@@ -481,9 +481,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 network,
             };
             report(
-                scenario::messaging_costs(&c)
-                    .map(|r| (r, None))
-                    .map_err(input),
+                scenario::messaging_costs(&c).map(|r| (r, None)),
                 None,
                 format,
             )
@@ -562,9 +560,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let f = scenario::FetchOp { remote_node };
             let p = magic::MagicParams::default();
             report(
-                scenario::fetch_op(&f, p, Default::default())
-                    .map(|r| (r.0, None))
-                    .map_err(input),
+                scenario::fetch_op(&f, p, Default::default()).map(|r| (r.0, None)),
                 None,
                 format,
             )
@@ -585,9 +581,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let p = magic::MagicParams::default();
             report(
-                scenario::miss(&m, p, Default::default())
-                    .map(|r| (r.0, None))
-                    .map_err(input),
+                scenario::miss(&m, p, Default::default()).map(|r| (r.0, None)),
                 None,
                 format,
             )
@@ -610,7 +604,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             cfg.validate()
                 .map_err(|e| Failure::Usage(out_of_range(&e)))?;
-            let mut m = pipeline::build(&cfg).map_err(Failure::Usage)?;
+            let mut m =
+                pipeline::build(&cfg).map_err(|e| Failure::Usage(cli_words(&e.to_string())))?;
             // wall_s times the event loop alone, outside the model.
             let t0 = Instant::now();
             let report = m.run();
@@ -660,9 +655,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
 fn logp(p: scenario::PlatformKind, nodes: u32, format: Format) -> Result<(), Failure> {
     let l = scenario::Logp { platform: p, nodes };
     report(
-        scenario::logp(&l, &Default::default())
-            .map(|r| (r, None))
-            .map_err(input),
+        scenario::logp(&l, &Default::default()).map(|r| (r, None)),
         None,
         format,
     )
@@ -708,7 +701,7 @@ fn suite(
         benchmark,
         nodes,
     };
-    let r = scenario::suite(&x, &Default::default()).map_err(|e| Failure::Usage(cli_words(&e)))?;
+    let r = scenario::suite(&x, &Default::default()).map_err(|e| failure(e, None))?;
     if format != Format::Csv {
         return report(Ok((r, None)), None, format);
     }
@@ -783,24 +776,30 @@ fn flagged(e: &protocols::transfer::ConfigError) -> String {
     }
 }
 
-fn input(e: String) -> protocols::transfer::Failed {
-    protocols::transfer::Failed::Input(e)
+/// What a failed run means at the command line: bad input (its field
+/// named by its flag, or by the scenario file's key) is status 2 with one
+/// line; a model that stopped with work pending, 1.
+fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
+    use protocols::transfer::Failed;
+    use scenario::RunError;
+    match (e, file) {
+        (RunError::Transfer(Failed::Stuck(s)), _) => {
+            output::say(&format!("error: {s}"));
+            Failure::Stuck
+        }
+        (e, Some(path)) => Failure::Usage(format!("{path}: {e}")),
+        (RunError::Transfer(Failed::Config(e)), None) => Failure::Usage(flagged(&e)),
+        (e, None) => Failure::Usage(cli_words(&e.to_string())),
+    }
 }
 
 /// Print a scenario's report; a failed run's check makes the exit status 1.
 fn report(
-    r: Result<(scenario::Report, Option<serde_json::Value>), protocols::transfer::Failed>,
+    r: Result<(scenario::Report, Option<serde_json::Value>), scenario::RunError>,
     trace: Option<&str>,
     format: Format,
 ) -> Result<(), Failure> {
-    let (r, tr) = r.map_err(|e| match e {
-        protocols::transfer::Failed::Config(e) => Failure::Usage(flagged(&e)),
-        protocols::transfer::Failed::Input(s) => Failure::Usage(cli_words(&s)),
-        protocols::transfer::Failed::Stuck(s) => {
-            output::say(&format!("error: {s}"));
-            Failure::Stuck
-        }
-    })?;
+    let (r, tr) = r.map_err(|e| failure(e, None))?;
     if let (Some(path), Some(tr)) = (trace, tr) {
         output::write_file(path, tr.to_string().as_bytes())?;
     }
@@ -822,18 +821,13 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
     // What the run refuses is the file's, in its keys' words.
-    use protocols::transfer::Failed;
-    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| match e {
-        Failed::Config(e) => Failed::Input(format!("{path}: {e}")),
-        Failed::Input(e) => Failed::Input(format!("{path}: {e}")),
-        e => e,
-    });
-    report(r, trace, format)
+    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    report(Ok(r), trace, format)
 }
 
 fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {
     let x = scenario::Remap { technique: t };
     let r =
         scenario::remap(&x, magic::MagicParams::default(), Default::default()).map(|r| (r.0, None));
-    report(r.map_err(input), None, format)
+    report(r, None, format)
 }

@@ -25,7 +25,7 @@
 //! the rows a killed run wrote and runs only the points they lack.
 
 use crate::output::{self, Failure, Sink};
-use flashkit::scenario::{self, Source};
+use flashkit::scenario::{self, RunError, Source};
 use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point, SweepError};
 use indicatif::{ProgressBar, ProgressStyle};
 use protocols::transfer::Failed;
@@ -320,12 +320,11 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         |n, r| {
             let p = todo[n];
             let r = r.map_err(|e| match e {
-                Failed::Config(e) => Failure::Usage(format!("point {}: {e}", p.index)),
-                Failed::Input(e) => Failure::Usage(format!("point {}: {e}", p.index)),
-                Failed::Stuck(e) => {
+                RunError::Transfer(Failed::Stuck(e)) => {
                     output::say(&format!("error: point {}: {e}", p.index));
                     Failure::Stuck
                 }
+                e => Failure::Usage(format!("point {}: {e}", p.index)),
             })?;
             let mut chunk = String::new();
             row(s.json, &mut target, &plan.row(p, &r), n == 0, &mut chunk)?;

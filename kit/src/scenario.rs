@@ -870,7 +870,7 @@ pub struct Report {
 
 /// Run a scenario; with `trace`, the measured run's timelines come back
 /// as Chrome trace-event JSON too.
-pub fn run(s: &Scenario) -> Result<Report, protocols::transfer::Failed> {
+pub fn run(s: &Scenario) -> Result<Report, RunError> {
     run_traced(s, false).map(|x| x.0)
 }
 
@@ -880,18 +880,13 @@ pub fn run(s: &Scenario) -> Result<Report, protocols::transfer::Failed> {
 pub fn run_traced(
     s: &Scenario,
     trace: bool,
-) -> Result<(Report, Option<serde_json::Value>), protocols::transfer::Failed> {
+) -> Result<(Report, Option<serde_json::Value>), RunError> {
     if s.kinds() != 1 {
-        return Err(protocols::transfer::Failed::Input(format!(
-            "{KINDS_ERROR} (found {})",
-            s.kinds()
-        )));
+        return Err(RunError::Kinds(s.kinds()));
     }
-    use protocols::transfer::Failed;
     let mut p = s.machine.clone();
     // Machines built for the run record their timelines from the start.
     p.trace = trace;
-    let input = |e: String| Failed::Input(e);
     let chrome = |nodes: u32, t: Vec<magic::trace::Slice>| {
         trace.then(|| magic::trace::chrome_json(nodes, &t))
     };
@@ -900,48 +895,47 @@ pub fn run_traced(
             costs: s.costs.coherence,
             ..Default::default()
         };
-        let (r, m) = miss(m, p, coh).map_err(input)?;
+        let (r, m) = miss(m, p, coh)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(f) = &s.fetch_op {
-        let (r, m) = fetch_op(f, p, user_params(&s.costs)).map_err(input)?;
+        let (r, m) = fetch_op(f, p, user_params(&s.costs))?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
-        let (r, m) = pipeline(x, trace).map_err(input)?;
+        let (r, m) = pipeline(x, trace)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.remap {
-        let (r, m) = remap(x, p, user_params(&s.costs)).map_err(input)?;
+        let (r, m) = remap(x, p, user_params(&s.costs))?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.suite {
         if trace {
-            return Err(input(
-                "a trace records MAGIC's timelines: the suite runs the AM platforms' own machines"
-                    .into(),
+            return Err(RunError::Refused(
+                "a trace records MAGIC's timelines: the suite runs the AM platforms' own machines",
             ));
         }
-        return suite(x, s).map(|r| (r, None)).map_err(input);
+        return suite(x, s).map(|r| (r, None));
     }
     if let Some(c) = &s.messaging_costs {
         if trace {
-            return Err(input(
-                "a trace records MAGIC's timelines: the cost study runs on the CM-5 model".into(),
+            return Err(RunError::Refused(
+                "a trace records MAGIC's timelines: the cost study runs on the CM-5 model",
             ));
         }
-        return messaging_costs(c).map(|r| (r, None)).map_err(input);
+        return messaging_costs(c).map(|r| (r, None));
     }
     if let Some(l) = &s.logp {
         if trace {
-            return Err(input(
-                "a trace records MAGIC's timelines: logp runs the AM suite's own machines".into(),
+            return Err(RunError::Refused(
+                "a trace records MAGIC's timelines: logp runs the AM suite's own machines",
             ));
         }
-        return logp(l, s).map(|r| (r, None)).map_err(input);
+        return logp(l, s).map(|r| (r, None));
     }
     let Some(t) = &s.transfer else {
-        return Err(input(KINDS_ERROR.into()));
+        return Err(RunError::Kinds(s.kinds()));
     };
     let mut c = t.config(p);
     c.trace = trace;
@@ -962,12 +956,55 @@ pub fn run_traced(
     ))
 }
 
-fn ok(json: serde_json::Value, table: String) -> Result<Report, String> {
+fn ok(json: serde_json::Value, table: String) -> Result<Report, RunError> {
     Ok(Report {
         json,
         table,
         failed: None,
     })
+}
+
+/// Why an experiment of a scenario has no report: the model crates' own
+/// errors, passed on as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A value out of its range (the field named).
+    #[error(transparent)]
+    Range(#[from] magic::OutOfRange),
+    /// The machine could not be built.
+    #[error(transparent)]
+    Build(#[from] magic::BuildError),
+    /// The coherence protocol refused or stuck.
+    #[error(transparent)]
+    Coherence(#[from] coherence::Error),
+    /// A platform or layer refused or stuck.
+    #[error(transparent)]
+    Protocols(#[from] protocols::Error),
+    /// A result that could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The transfer refused its configuration or stopped with work pending.
+    #[error(transparent)]
+    Transfer(#[from] protocols::transfer::Failed),
+    /// A combination the experiment does not serve.
+    #[error("{0}")]
+    Refused(&'static str),
+    /// A scenario that holds no experiment, or more than one.
+    #[error("{KINDS_ERROR} (found {0})")]
+    Kinds(usize),
+}
+
+impl RunError {
+    /// The configuration field the error is about, if it is about one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            RunError::Range(e) => Some(e.field),
+            RunError::Build(magic::BuildError::Params(e)) => Some(e.field),
+            RunError::Protocols(e) => e.field(),
+            RunError::Transfer(protocols::transfer::Failed::Config(e)) => Some(e.field()),
+            _ => None,
+        }
+    }
 }
 
 /// One read miss on a machine with `p` and the coherence protocol's `coh`;
@@ -976,7 +1013,7 @@ pub fn miss(
     m: &Miss,
     p: magic::MagicParams,
     coh: coherence::CohParams,
-) -> Result<(Report, magic::Magic<coherence::CohNode>), String> {
+) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
     use coherence::miss::{self, Case, Setup};
     let case = match m.case {
         MissCase::LocalClean => Case::LocalClean,
@@ -1009,7 +1046,7 @@ pub fn miss(
     )
 }
 
-fn with<M>(m: M, r: Result<Report, String>) -> Result<(Report, M), String> {
+fn with<M>(m: M, r: Result<Report, RunError>) -> Result<(Report, M), RunError> {
     r.map(|r| (r, m))
 }
 
@@ -1028,10 +1065,10 @@ pub fn fetch_op(
     f: &FetchOp,
     p: magic::MagicParams,
     user: protocols::user::UserParams,
-) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let target = f.remote_node;
     if target > 255 {
-        return Err(magic::OutOfRange::new("remote_node", "at most 255", target).to_string());
+        return Err(magic::OutOfRange::new("remote_node", "at most 255", target).into());
     }
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
@@ -1050,7 +1087,7 @@ pub fn fetch_op(
 }
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
-pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
+pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, RunError> {
     use protocols::am::costs::{self, Delivery as Protocol, Network};
     let r = costs::run(
         match c.protocol {
@@ -1065,10 +1102,7 @@ pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, String> {
             CostNetwork::Ordered => Network::Ordered,
         },
     )?;
-    ok(
-        serde_json::to_value(&r).map_err(|e| e.to_string())?,
-        r.to_string(),
-    )
+    ok(serde_json::to_value(&r)?, r.to_string())
 }
 
 /// The platform a `logp` or `suite` names, with the scenario's costs and
@@ -1091,13 +1125,13 @@ pub fn platform(
 }
 
 /// A platform's LogP figures from the benchmark suite.
-pub fn logp_figures(l: &Logp, s: &Scenario) -> Result<protocols::am::suite::LogP, String> {
+pub fn logp_figures(l: &Logp, s: &Scenario) -> Result<protocols::am::suite::LogP, RunError> {
     let plat = platform(l.platform, l.nodes, s)?;
     Ok(protocols::am::suite::logp(plat.as_ref())?)
 }
 
 /// A platform's LogP figures as a report.
-pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, String> {
+pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
     use std::fmt::Write as _;
     let f = logp_figures(l, s)?;
     let mut t = format!("platform {} ({} nodes)\n", f.platform, l.nodes);
@@ -1123,7 +1157,7 @@ pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, String> {
         "  {:<32} {:>8.0} bytes",
         "bulk n1/2", f.bulk.n_half_bytes
     );
-    ok(serde_json::to_value(&f).map_err(|e| e.to_string())?, t)
+    ok(serde_json::to_value(&f)?, t)
 }
 
 /// The pipeline workload: the peers' simulated results and the ledger (the
@@ -1131,7 +1165,7 @@ pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, String> {
 pub fn pipeline(
     x: &Pipeline,
     trace: bool,
-) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), String> {
+) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
     let cfg = x.config();
     let mut m = protocols::pipeline::build(&cfg)?;
     if trace {
@@ -1174,7 +1208,7 @@ pub fn remap(
     x: &Remap,
     p: magic::MagicParams,
     user: protocols::user::UserParams,
-) -> Result<(Report, magic::Magic<protocols::user::UserNode>), String> {
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     use protocols::user::experiments::{self, Technique};
     let t = match x.technique {
         TechniqueKind::Holdoff => Technique::Holdoff,
@@ -1183,7 +1217,7 @@ pub fn remap(
     };
     let (r, m) = experiments::remap_with(t, p, user)?;
     let report = Report {
-        json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
+        json: serde_json::to_value(&r)?,
         table: format!("{r}\n{}", m.ledger().render()),
         failed: (!r.data_ok).then(|| "the destination does not hold the source's bytes".into()),
     };
@@ -1191,7 +1225,7 @@ pub fn remap(
 }
 
 /// The benchmark suite's tables for a platform (one benchmark, or all).
-pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, String> {
+pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, RunError> {
     use protocols::am::cm5::{Cm5, Layer, Reception};
     use protocols::am::suite;
     let plat = platform(x.platform, x.nodes, s)?;
@@ -1208,9 +1242,9 @@ pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, String> {
     for n in names {
         let t = if n == "interrupt" {
             if !cmaml {
-                return Err(
-                    "interrupt-driven reception is CMAML's: use --platform cm5-cmaml".into(),
-                );
+                return Err(RunError::Refused(
+                    "interrupt-driven reception is CMAML's: use platform cm5-cmaml",
+                ));
             }
             let mut stock = Cm5::with(x.nodes, Layer::Cmaml, s.costs.cmaml, s.network.cm5)?;
             stock.reception = Reception::Interrupts { fast: false };
@@ -1223,7 +1257,7 @@ pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, String> {
         tables.extend(t);
     }
     Ok(Report {
-        json: serde_json::to_value(&tables).map_err(|e| e.to_string())?,
+        json: serde_json::to_value(&tables)?,
         table: tables.iter().map(|t| format!("{t}\n")).collect(),
         failed: None,
     })

@@ -26,8 +26,7 @@
 //! assert!(cycles[1] < cycles[0], "with dirty lines, chunking by 8 beats one line at a time");
 //! ```
 
-use crate::scenario::{self, Report, Scenario, ScenarioError, Source};
-use protocols::transfer::Failed;
+use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -131,7 +130,7 @@ pub fn csv_cell(s: &str) -> String {
     }
 }
 
-/// The machine parameters and cost-sheet entries some point of the sweep
+/// The machine parameters, cost-sheet entries and networks some point of the sweep
 /// sets away from their defaults: only those become columns (a scenario has
 /// some 200 of them). Decided over every point, so every shard has the same
 /// columns.
@@ -142,7 +141,7 @@ struct Changed {
 }
 
 /// The tables whose entries become columns only where a point changes them.
-const QUIET_TABLES: [&str; 2] = ["machine", "costs"];
+const QUIET_TABLES: [&str; 3] = ["machine", "costs", "network"];
 
 impl Changed {
     fn new() -> Self {
@@ -180,7 +179,7 @@ impl Changed {
 }
 
 /// A sweep that cannot run: its scenario, an axis or a point is wrong.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SweepError {
     /// The scenario file itself.
     #[error(transparent)]
@@ -208,6 +207,14 @@ pub enum SweepError {
     /// More points than a sweep may have.
     #[error("a sweep has at most {MAX_POINTS} points")]
     TooMany,
+    /// A point whose run failed.
+    #[error("point {index}: {error}")]
+    Run {
+        /// Its number.
+        index: usize,
+        /// Why.
+        error: Box<RunError>,
+    },
     /// A point whose scenario is not valid.
     #[error("point {index} ({chosen}): {error}")]
     Point {
@@ -311,7 +318,7 @@ impl Plan {
         &self,
         threads: usize,
         progress: impl Fn(usize, usize) + Sync,
-    ) -> Result<Vec<Row>, Failed> {
+    ) -> Result<Vec<Row>, SweepError> {
         let total = self.points.len();
         let mut rows = Vec::with_capacity(total);
         run_in_order(
@@ -321,13 +328,12 @@ impl Plan {
             |done| progress(done, total),
             |i, r| {
                 let p = &self.points[i];
-                let r = r.map_err(|e| match e {
-                    Failed::Config(s) => Failed::Input(format!("point {}: {s}", p.index)),
-                    Failed::Input(s) => Failed::Input(format!("point {}: {s}", p.index)),
-                    Failed::Stuck(s) => Failed::Stuck(format!("point {}: {s}", p.index)),
+                let r = r.map_err(|error| SweepError::Run {
+                    index: p.index,
+                    error: Box::new(error),
                 })?;
                 rows.push(self.row(p, &r));
-                Ok::<(), Failed>(())
+                Ok::<(), SweepError>(())
             },
         )?;
         Ok(rows)

@@ -33,6 +33,9 @@ pub enum Error {
     /// The operating system model refused a step of an experiment's set-up.
     #[error(transparent)]
     Os(#[from] os_shim::OsError),
+    /// The machine refused a message or a processor start.
+    #[error(transparent)]
+    Post(#[from] magic::PostError),
     /// The network model refused its parameters (the error names the field).
     #[error("network: {0}")]
     Network(magic::OutOfRange),

@@ -304,7 +304,7 @@ pub fn pipeline_params() -> MagicParams {
 }
 
 /// The machine with the scenario's handlers installed and every message posted.
-pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, String> {
+pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, crate::Error> {
     cfg.validate()?;
     let mut m = Magic::with(pipeline_params(), cfg.nodes, &Pipeline { config: *cfg })?;
     // The processor posts the whole batch at cycle 0; each message's last
@@ -356,7 +356,7 @@ impl PipelineRun {
 }
 
 /// Build, run and summarize in one call.
-pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, String> {
+pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, crate::Error> {
     let mut m = build(cfg)?;
     let report: RunReport = m.run();
     Ok(PipelineRun {
