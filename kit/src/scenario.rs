@@ -609,6 +609,9 @@ pub struct CostTables {
     /// The command interface's, shared by the user layer and the transfer.
     #[serde(default)]
     pub command: protocols::command::CommandCosts,
+    /// The operating system's steps, as the user layer charges them.
+    #[serde(default)]
+    pub os: os_shim::OsCosts,
     /// Active Messages on MAGIC: the layer's handlers.
     #[serde(default)]
     pub am: protocols::am::flash::FlashCosts,
@@ -633,6 +636,7 @@ impl Default for CostTables {
             coherence: Default::default(),
             user: Default::default(),
             command: Default::default(),
+            os: Default::default(),
             am: Default::default(),
             cmam: LayerCosts::cmam(),
             cmaml: LayerCosts::cmaml(),
@@ -859,6 +863,7 @@ pub fn table(src: &Source<'_>) -> Result<toml::Table, ScenarioError> {
 }
 
 /// What one run measured: JSON for scripts and sweeps, text for people.
+#[derive(Clone, Debug, Serialize)]
 pub struct Report {
     /// The measurements as JSON.
     pub json: serde_json::Value,
@@ -1055,6 +1060,7 @@ fn user_params(costs: &CostTables) -> protocols::user::UserParams {
     protocols::user::UserParams {
         costs: costs.user,
         command: costs.command,
+        os: costs.os,
         ..Default::default()
     }
 }
@@ -1070,6 +1076,7 @@ pub fn fetch_op(
     if target > 255 {
         return Err(magic::OutOfRange::new("remote_node", "at most 255", target).into());
     }
+    user.validate()?;
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
@@ -1215,6 +1222,7 @@ pub fn remap(
         TechniqueKind::Invalidate => Technique::Invalidate,
         TechniqueKind::Tlb => Technique::Tlb,
     };
+    user.validate()?;
     let (r, m) = experiments::remap_with(t, p, user)?;
     let report = Report {
         json: serde_json::to_value(&r)?,

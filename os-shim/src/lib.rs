@@ -51,7 +51,7 @@
 #![warn(missing_docs)]
 
 use magic::{Cycles, NodeId, PAddr, Region};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bytes in a page.
@@ -150,8 +150,11 @@ impl Change {
 }
 
 /// What OS steps cost on the compute processor (documented guesses: the
-/// paper gives none; they are parameters). The defaults are in parentheses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// paper gives none; they are parameters). The defaults are in parentheses;
+/// each is at most [`OsCosts::MAX`] cycles. A scenario's `[costs.os]` table
+/// sets any of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct OsCosts {
     /// A context switch, from the decision to the new process running, in
     /// cycles of 10 ns (500).
@@ -164,6 +167,25 @@ pub struct OsCosts {
     pub change: Cycles,
     /// Copying one cache line of a moved page, in cycles of 10 ns (20).
     pub copy_line: Cycles,
+}
+
+impl OsCosts {
+    /// The most any OS step may cost, in cycles (10 ms).
+    pub const MAX: u64 = 1_000_000;
+
+    /// Every step costs at most [`OsCosts::MAX`]; the error names the first
+    /// that does not.
+    pub fn validate(&self) -> Result<(), magic::OutOfRange> {
+        for (field, c) in [
+            ("context_switch", self.context_switch),
+            ("interrupt", self.interrupt),
+            ("change", self.change),
+            ("copy_line", self.copy_line),
+        ] {
+            magic::OutOfRange::check(field, c.0, 0, Self::MAX)?;
+        }
+        Ok(())
+    }
 }
 
 impl Default for OsCosts {

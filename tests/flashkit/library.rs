@@ -133,3 +133,12 @@ proptest! {
         }
     }
 }
+
+/// What a study keeps of a run crosses threads, copies and prints.
+#[test]
+fn the_study_layers_results_are_send_clone_debug_serialize() {
+    fn result<T: Send + Clone + std::fmt::Debug + serde::Serialize>() {}
+    result::<scenario::Report>();
+    result::<scenario::Scenario>();
+    result::<flashkit::sweep::Row>();
+}

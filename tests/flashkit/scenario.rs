@@ -695,3 +695,28 @@ fn a_scenario_sets_the_platforms_costs_and_networks() {
     let e = read("[network.cm5]\nbogus = 1\n[logp]\n").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("bogus"), "{e}");
 }
+
+#[test]
+fn a_scenario_sets_the_operating_systems_costs() {
+    use flashkit::scenario::{self, Source};
+    let run = |text: &str| {
+        let src = Source {
+            path: "os.toml",
+            text,
+        };
+        let s = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap();
+        scenario::run(&s).unwrap().json["total_cycles"]
+            .as_u64()
+            .unwrap()
+    };
+    let base = run("[remap]\ntechnique = \"tlb\"\n");
+    let slow = run("[costs.os]\ninterrupt = 3000\n[remap]\ntechnique = \"tlb\"\n");
+    assert!(slow > base, "{slow} vs {base}");
+    let src = Source {
+        path: "os.toml",
+        text: "[costs.os]\nchange = 2000000\n[remap]\n",
+    };
+    let s = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap();
+    let e = scenario::run(&s).unwrap_err();
+    assert_eq!(e.field(), Some("change"), "{e}");
+}

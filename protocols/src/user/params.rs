@@ -69,6 +69,7 @@ impl UserParams {
         check("records", self.records, 1, 4096)?;
         check("retries", self.retries, 0, 16)?;
         check("backoff", self.backoff.0, 1, 1 << 20)?;
+        self.os.validate()?;
         Tlb::check(self.tlb)
     }
 }
