@@ -159,6 +159,14 @@ impl Cm5Params {
         check_time("path_jitter", self.path_jitter)?;
         OutOfRange::check("capacity", self.capacity, 1, MAX_CAPACITY)?;
         check_time("link_time", self.link_time)?;
+        // A message takes some time, so a node waiting for one moves on.
+        if self.fixed_latency == Time::ZERO && self.router_delay == Time::ZERO {
+            return Err(OutOfRange::new(
+                "fixed_latency",
+                "above 0 when router_delay is 0",
+                self.fixed_latency.0,
+            ));
+        }
         Ok(())
     }
 }

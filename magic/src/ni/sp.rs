@@ -121,6 +121,14 @@ impl SpParams {
         OutOfRange::check("drop_ppm", self.drop_ppm, 0, PPM)?;
         OutOfRange::check("delay_ppm", self.delay_ppm, 0, PPM)?;
         check_time("delay", self.delay)?;
+        // A message takes some time, so a node waiting for one moves on.
+        if self.adapter_latency == Time::ZERO && self.switch_latency == Time::ZERO {
+            return Err(OutOfRange::new(
+                "adapter_latency",
+                "above 0 when switch_latency is 0",
+                self.adapter_latency.0,
+            ));
+        }
         Ok(())
     }
 }

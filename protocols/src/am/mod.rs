@@ -281,6 +281,11 @@ pub(crate) trait Layer {
 /// (100 s); also the longest `Step::Compute`.
 pub const RUN_LIMIT: Time = Time(100 * 1_000_000 * magic::time::TICKS_PER_US);
 
+// The layers take the networks' own ranges as theirs: a time the CM-5's or
+// the SP's parameters allow is within a run, an access within a cost.
+const _: () = assert!(magic::ni::cm5::MAX_TIME.0 <= RUN_LIMIT.0);
+const _: () = assert!(magic::ni::cm5::MAX_COST <= MAX_COST);
+
 /// The largest block a program's store or get may move (16 MiB).
 pub const MAX_BLOCK: u32 = 16 << 20;
 
