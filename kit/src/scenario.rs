@@ -1141,29 +1141,37 @@ pub fn logp_figures(l: &Logp, s: &Scenario) -> Result<protocols::am::suite::LogP
 pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
     use std::fmt::Write as _;
     let f = logp_figures(l, s)?;
+    use magic::figures::{text, Figure};
     let mut t = format!("platform {} ({} nodes)\n", f.platform, l.nodes);
-    for (k, v) in [
-        ("send overhead (one-to-two)", f.send_overhead_us),
-        ("reply overhead (one-to-two)", f.reply_overhead_us),
-        ("receive overhead (two-to-one)", f.recv_overhead_us),
-        ("empty poll", f.poll_empty_us),
-        ("poll taking one message", f.poll_one_us),
-        ("round trip, node 0 to 1", f.round_trip_us),
-        ("ring, per message", f.ring_us),
-        ("bulk start-up", f.bulk.startup_us),
+    for (k, kind, v, unit) in [
+        (
+            "send overhead (one-to-two)",
+            Figure::Us,
+            f.send_overhead_us,
+            "us",
+        ),
+        (
+            "reply overhead (one-to-two)",
+            Figure::Us,
+            f.reply_overhead_us,
+            "us",
+        ),
+        (
+            "receive overhead (two-to-one)",
+            Figure::Us,
+            f.recv_overhead_us,
+            "us",
+        ),
+        ("empty poll", Figure::Us, f.poll_empty_us, "us"),
+        ("poll taking one message", Figure::Us, f.poll_one_us, "us"),
+        ("round trip, node 0 to 1", Figure::Us, f.round_trip_us, "us"),
+        ("ring, per message", Figure::Us, f.ring_us, "us"),
+        ("bulk start-up", Figure::Us, f.bulk.startup_us, "us"),
+        ("bulk bandwidth", Figure::MbS, f.bulk.bandwidth_mb_s, "MB/s"),
+        ("bulk n1/2", Figure::Cycles, f.bulk.n_half_bytes, "bytes"),
     ] {
-        let _ = writeln!(t, "  {k:<32} {v:>8.2} us");
+        let _ = writeln!(t, "  {k:<32} {:>8} {unit}", text(kind, v));
     }
-    let _ = writeln!(
-        t,
-        "  {:<32} {:>8.1} MB/s",
-        "bulk bandwidth", f.bulk.bandwidth_mb_s
-    );
-    let _ = writeln!(
-        t,
-        "  {:<32} {:>8.0} bytes",
-        "bulk n1/2", f.bulk.n_half_bytes
-    );
     ok(serde_json::to_value(&f)?, t)
 }
 

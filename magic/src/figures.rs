@@ -95,6 +95,12 @@ pub fn value(kind: Figure, x: f64) -> f64 {
     s.parse().unwrap_or(x)
 }
 
+/// `#[serde(serialize_with)]` for a whole count held as a float (a fit's
+/// bytes).
+pub fn ser_count<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(value(Figure::Cycles, *x))
+}
+
 /// `#[serde(serialize_with)]` for a fractional-cycles field.
 pub fn ser_frac_cycles<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(value(Figure::FracCycles, *x))

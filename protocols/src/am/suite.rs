@@ -191,19 +191,26 @@ pub struct LogP {
     /// The platform's name.
     pub platform: &'static str,
     /// Send overhead: a request's cost to its sender (microseconds, one-to-two).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub send_overhead_us: f64,
     /// A reply's cost to its sender (microseconds, one-to-two).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub reply_overhead_us: f64,
     /// Receive overhead, handler included (microseconds, two-to-one).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub recv_overhead_us: f64,
     /// A poll that finds nothing (microseconds).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub poll_empty_us: f64,
     /// A poll that takes one message (microseconds).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub poll_one_us: f64,
     /// Round trip of a one-word request and its reply, node 0 to node 1
     /// (microseconds).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub round_trip_us: f64,
     /// Time per message around the ring, at the slowest node (microseconds).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub ring_us: f64,
     /// The bulk transfer's fit.
     pub bulk: Bulk,
@@ -666,10 +673,13 @@ fn check_bytes(bytes: u32) -> Result<(), Error> {
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bulk {
     /// Start-up time, the fit's constant c (microseconds).
+    #[serde(serialize_with = "magic::figures::ser_us")]
     pub startup_us: f64,
     /// Asymptotic bandwidth, the fit's B (MB/s).
+    #[serde(serialize_with = "magic::figures::ser_mb_s")]
     pub bandwidth_mb_s: f64,
     /// The size at which half the asymptotic bandwidth is reached (c * B).
+    #[serde(serialize_with = "magic::figures::ser_count")]
     pub n_half_bytes: f64,
 }
 
