@@ -90,7 +90,6 @@ pub mod ni;
 mod node;
 pub mod params;
 pub mod pcache;
-pub mod table;
 pub mod testing;
 pub mod time;
 pub mod trace;
