@@ -83,6 +83,8 @@ pub struct Engine<E> {
     odd: BinaryHeap<Entry<E>>,
     seq: u64,
     popped: u64,
+    /// Events scheduled for an instant already past (applied at once).
+    late: u64,
 }
 
 impl<E: Copy> Default for Engine<E> {
@@ -118,6 +120,7 @@ impl<E: Copy> Engine<E> {
             odd: BinaryHeap::new(),
             seq: 0,
             popped: 0,
+            late: 0,
         }
     }
 
@@ -127,11 +130,17 @@ impl<E: Copy> Engine<E> {
         self.now
     }
 
-    /// Schedule `ev` at `at`. An event for the past is applied at the
-    /// present instant, after those already scheduled for it.
+    /// Schedule `ev` at `at`. An event for the past is a model bug: it is
+    /// applied at the present instant, after those already scheduled for it,
+    /// and counted ([`Engine::late`]) so the run reports it.
     #[inline]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        let at = at.max(self.now);
+        let at = if at < self.now {
+            self.late += 1;
+            self.now
+        } else {
+            at
+        };
         self.seq += 1;
         if at.0 % self.quantum != 0 {
             self.odd.push(Entry {
@@ -301,6 +310,11 @@ impl<E: Copy> Engine<E> {
     pub fn popped(&self) -> u64 {
         self.popped
     }
+
+    /// Events that were scheduled for an instant already past.
+    pub fn late(&self) -> u64 {
+        self.late
+    }
 }
 
 #[cfg(test)]
@@ -460,5 +474,6 @@ mod tests {
         assert_eq!(e.pop(), Some((Time(4), 'b')));
         assert_eq!(e.pop(), Some((Time(4), 'c')));
         assert!(e.is_empty());
+        assert_eq!(e.late(), 1);
     }
 }

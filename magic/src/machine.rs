@@ -1006,6 +1006,12 @@ impl<S: NodeState> Magic<S> {
     /// One line for every piece of work left behind.
     fn stuck(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if self.engine.late() > 0 {
+            out.push(format!(
+                "{} event(s) were scheduled in the past and applied late: a model bug",
+                self.engine.late()
+            ));
+        }
         for (i, hw) in self.hw.iter().enumerate() {
             for q in InQueue::ALL {
                 let queue = &hw.queues[q as usize];
