@@ -615,8 +615,9 @@ pub struct CostTables {
     /// Active Messages on MAGIC: the layer's handlers.
     #[serde(default)]
     pub am: protocols::am::flash::FlashCosts,
-    /// CMAM on the CM-5 (`--platform cm5`), in instructions.
-    #[serde(default = "LayerCosts::cmam", deserialize_with = "cmam")]
+    /// CMAM on the CM-5 (`--platform cm5`), in instructions (a layer's
+    /// table defaults to CMAM's).
+    #[serde(default)]
     pub cmam: LayerCosts,
     /// CMAML on the CM-5 (`--platform cm5-cmaml`), in instructions; an
     /// entry not set keeps CMAML's value.
@@ -646,7 +647,7 @@ impl Default for CostTables {
 }
 
 /// A table read over `base`: the entries it sets replace `base`'s, the
-/// others keep them (a struct's serde default could only give one layer's).
+/// others keep them (the struct's own serde default is CMAM's).
 fn over<'de, D, T>(d: D, base: T) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -657,10 +658,6 @@ where
     let mut t = toml::Table::try_from(base).map_err(D::Error::custom)?;
     t.extend(given);
     t.try_into().map_err(D::Error::custom)
-}
-
-fn cmam<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LayerCosts, D::Error> {
-    over(d, LayerCosts::cmam())
 }
 
 fn cmaml<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LayerCosts, D::Error> {
