@@ -605,7 +605,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             cfg.validate()
                 .map_err(|e| Failure::Usage(out_of_range(&e)))?;
             let mut m =
-                pipeline::build(&cfg).map_err(|e| Failure::Usage(cli_words(&e.to_string())))?;
+                pipeline::build(&cfg).map_err(|e| Failure::Usage(cli_words(&e, e.field())))?;
             // wall_s times the event loop alone, outside the model.
             let t0 = Instant::now();
             let report = m.run();
@@ -670,7 +670,7 @@ fn logp_export(
     dir: &str,
 ) -> Result<(), Failure> {
     use protocols::am::export;
-    let usage = |e: protocols::Error| Failure::Usage(cli_words(&e.to_string()));
+    let usage = |e: protocols::Error| Failure::Usage(cli_words(&e, e.field()));
     let plat = scenario::platform(p, nodes, &Default::default()).map_err(usage)?;
     let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
     let files = match e {
@@ -734,20 +734,13 @@ fn flag(field: &str) -> String {
     format!("--{}", field.replace('_', "-"))
 }
 
-/// An error in the command line's words: one that opens with a field out of
-/// range (`nodes must be ...`, the shape of `magic::OutOfRange`) names the
-/// field's flag instead.
-fn cli_words(msg: &str) -> String {
-    match msg.split_once(" must be ") {
-        Some((field, rest))
-            if !field.is_empty()
-                && field
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') =>
-        {
-            format!("{} must be {rest}", flag(field))
-        }
-        _ => msg.to_string(),
+/// An error in the command line's words: the field it names (its error
+/// type says which) opens the message as the field's flag.
+fn cli_words(e: &dyn std::fmt::Display, field: Option<&str>) -> String {
+    let msg = e.to_string();
+    match field.and_then(|f| Some((f, msg.strip_prefix(f)?))) {
+        Some((f, rest)) if rest.starts_with(' ') => format!("{}{rest}", flag(f)),
+        _ => msg,
     }
 }
 
@@ -789,7 +782,7 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
         }
         (e, Some(path)) => Failure::Usage(format!("{path}: {e}")),
         (RunError::Transfer(Failed::Config(e)), None) => Failure::Usage(flagged(&e)),
-        (e, None) => Failure::Usage(cli_words(&e.to_string())),
+        (e, None) => Failure::Usage(cli_words(&e, e.field())),
     }
 }
 

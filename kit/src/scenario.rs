@@ -1002,6 +1002,7 @@ impl RunError {
         match self {
             RunError::Range(e) => Some(e.field),
             RunError::Build(magic::BuildError::Params(e)) => Some(e.field),
+            RunError::Coherence(coherence::Error::OutOfRange(e)) => Some(e.field),
             RunError::Protocols(e) => e.field(),
             RunError::Transfer(protocols::transfer::Failed::Config(e)) => Some(e.field()),
             _ => None,
