@@ -887,3 +887,37 @@ fn a_reader_that_closes_the_pipe_early_is_a_quiet_exit() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_value_out_of_range_is_named_by_its_flag() {
+    for (args, want) in [
+        (
+            &["transfer", "--src-offset", "5000"][..],
+            "error: --src-offset must be below the page size",
+        ),
+        (
+            &["transfer", "--sender", "dirty-remote"],
+            "error: --sender dirty-remote needs --coherence global",
+        ),
+        (
+            &["miss", "--case", "remote-dirty", "--owner", "9"],
+            "error: --owner must be",
+        ),
+        (
+            &["suite", "--platform", "sp", "--nodes", "2"],
+            "error: --nodes must be at least 3, got 2",
+        ),
+        (
+            &["pipeline", "--nodes", "300"],
+            "error: --nodes must be from 2 to 256, got 300",
+        ),
+        (
+            &["costs", "--protocol", "finite", "--words", "99999999999"],
+            "error: --words must be",
+        ),
+    ] {
+        let (code, _, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+}
