@@ -110,6 +110,32 @@ enum Command {
         #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
         format: SweepFormat,
     },
+    /// A study that runs many transfers and puts them side by side.
+    /// `coherence`: every coherence mode (none, none with the user's
+    /// flushes, local, global) against every starting state of the send
+    /// and receive buffers and both placements of their homes; one row per
+    /// run, each refused combination listed with its reason.
+    ///
+    /// Example: flashkit study coherence --bytes 8192 --format csv
+    Study {
+        #[arg(value_enum)]
+        study: StudyKind,
+        /// Bytes each transfer sends.
+        #[arg(long, value_parser = parse_offset, default_value = "4096")]
+        bytes: u64,
+        /// Also draw the total time, by mode and sender state, as bars
+        /// (.svg or .png).
+        #[arg(long, value_name = "FILE")]
+        plot: Option<String>,
+        /// Worker threads (default: the CPUs this process may use).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Merge a sharded sweep's parts (sweep --shard ... --out) into the table
     /// the unsharded sweep writes. Parts of another sweep, a missing or
     /// duplicated point: one line saying so, exit status 2, nothing written.
@@ -211,6 +237,12 @@ enum Command {
         /// Message-data coherence.
         #[arg(long, value_enum, default_value_t = scenario::CoherenceKind::Local)]
         coherence: scenario::CoherenceKind,
+        /// The user programs flush message data through their caches: the
+        /// sender writes back its send buffer before the send, the receiver
+        /// its receive buffer before posting, and invalidates it once the
+        /// data is in (what --coherence none needs for correct data).
+        #[arg(long)]
+        flush: bool,
         /// Under global coherence: fetch remote dirty lines overlapped with
         /// the transfer, or all of them first.
         #[arg(long, value_enum, default_value_t = scenario::StrategyKind::Pipelined)]
@@ -319,6 +351,12 @@ enum PlotKind {
 enum SweepFormat {
     Csv,
     Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StudyKind {
+    /// Coherence modes against buffer states and placements.
+    Coherence,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -442,6 +480,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let bytes = plot::render(&chart, &out).map_err(Failure::Usage)?;
             output::write_file(&out, &bytes)
         }
+        Command::Study {
+            study: StudyKind::Coherence,
+            bytes,
+            plot,
+            threads,
+            quiet,
+            format,
+        } => study(bytes, plot, threads, quiet, format),
         Command::Sweep {
             file,
             vary,
@@ -517,6 +563,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             src_offset,
             dst_offset,
             coherence,
+            flush,
             strategy,
             direction,
             receives,
@@ -534,6 +581,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 src_offset,
                 dst_offset,
                 coherence,
+                flush,
                 strategy,
                 direction,
                 receives,
@@ -816,6 +864,74 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     // What the run refuses is the file's, in its keys' words.
     let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
     report(Ok(r), trace, format)
+}
+
+/// The coherence-mode study on FLASH's machine and cost sheets.
+fn study(
+    bytes: u64,
+    plot: Option<String>,
+    threads: Option<usize>,
+    quiet: bool,
+    format: Format,
+) -> Result<(), Failure> {
+    use indicatif::{ProgressBar, ProgressStyle};
+    use std::io::IsTerminal;
+    let threads = match threads {
+        Some(n) if n == 0 || n > sweep::MAX_THREADS => {
+            return Err(Failure::Usage(format!(
+                "--threads must be from 1 to {}, got {n}",
+                sweep::MAX_THREADS
+            )))
+        }
+        Some(n) => n,
+        None => flashkit::sweep::default_threads(),
+    };
+    // A size no mode can take is the user's mistake, named by its flag.
+    let first = scenario::StudyPoint {
+        bytes,
+        ..Default::default()
+    };
+    first
+        .refusal(magic::MagicParams::default())
+        .map_err(|e| Failure::Usage(flagged(&e)))?;
+    if let Some(p) = &plot {
+        if !(p.ends_with(".svg") || p.ends_with(".png")) {
+            return Err(Failure::Usage(format!("--plot {p}: write .svg or .png")));
+        }
+    }
+    let bar = if quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::new(0);
+        if let Ok(st) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left") {
+            b.set_style(st);
+        }
+        b
+    };
+    let s = flashkit::study::run(
+        &scenario::Scenario::default(),
+        bytes,
+        threads,
+        |n, total| {
+            bar.set_length(total as u64);
+            bar.set_position(n as u64);
+        },
+    )
+    .map_err(|e| failure(e, None))?;
+    bar.finish_and_clear();
+    if let Some(p) = &plot {
+        let image = plot::render(&s.chart(), p).map_err(Failure::Usage)?;
+        output::write_file(p, &image)?;
+    }
+    match format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&s).map_err(|e| Failure::Failed(e.to_string()))?
+        ),
+        Format::Csv => out_raw!("{}", s.csv()),
+        Format::Table => out_raw!("{s}"),
+    }
+    Ok(())
 }
 
 fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {

@@ -28,6 +28,10 @@ use crate::output::{self, Failure, Sink};
 use flashkit::scenario::{self, RunError, Source};
 use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point, SweepError};
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// The most worker threads a command takes: more than any machine it runs
+/// on has, and few enough that each gets its stack.
+pub const MAX_THREADS: usize = 1024;
 use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
@@ -249,8 +253,10 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
             .filter(|(i, n)| *n > 0 && i < n)
             .ok_or_else(|| usage(format!("--shard {x}: write i/n with 0 <= i < n")))?,
     };
-    if s.threads == Some(0) {
-        return Err(usage("--threads must be at least 1".into()));
+    if let Some(n) = s.threads.filter(|&n| n == 0 || n > MAX_THREADS) {
+        return Err(usage(format!(
+            "--threads must be from 1 to {MAX_THREADS}, got {n}"
+        )));
     }
     if s.resume && s.out.is_none() {
         return Err(usage(

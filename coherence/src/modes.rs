@@ -258,6 +258,7 @@ pub fn sender_read<S: protocol::Coherent>(
                     cx.state().coh_mut().stats.protocol_errors += 1;
                     return Err(ModeError::Busy { line });
                 }
+                cx.state().coh_mut().stats.message_interventions += 1;
                 // The line is current in the buffer; memory gets it too, and
                 // the directory now has the processor as a sharer.
                 let _ = cx.mem_write(line, b);
@@ -404,6 +405,7 @@ pub fn receiver_write_with<S: protocol::Coherent>(
                 // after that (the dirty bytes are kept where it does not
                 // cover the line).
                 cx.wait_until(iv.done);
+                cx.state().coh_mut().stats.message_interventions += 1;
                 if let (false, Some(x)) = (whole, cx.buffer(tmp)) {
                     current = *x;
                 }
@@ -416,6 +418,7 @@ pub fn receiver_write_with<S: protocol::Coherent>(
                     .pc_get(line, None, LineState::Uncached)
                     .map_err(|_| ModeError::Busy { line })?;
                 invalidated = invalidated.max(iv.done);
+                cx.state().coh_mut().stats.message_invalidations += 1;
             }
             _ => {}
         }

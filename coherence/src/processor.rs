@@ -104,6 +104,23 @@ fn write_word(bytes: &mut [u8; LINE_BYTES], a: PAddr, v: u64) {
     bytes[o..o + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Replace the line holding `a` in the processor's cache: a dirty line is
+/// handed to MAGIC as a writeback with its bytes, a clean one dropped
+/// silently. True if a writeback went out (its node registers it).
+pub(crate) fn evict(p: &mut Processor<'_>, a: PAddr) -> bool {
+    let state = p.cache().state(a);
+    let bytes = p.cache().bytes(a).copied();
+    p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
+    match (state, bytes) {
+        (LineState::Dirty, Some(b)) => {
+            let wb = p.msg(CohMsg::PiWriteback).addr(line_of(a));
+            p.request(wb, Some(b));
+            true
+        }
+        _ => false,
+    }
+}
+
 impl Proc {
     /// Append accesses to the program.
     pub fn push(&mut self, accesses: impl IntoIterator<Item = Access>) {
@@ -164,15 +181,10 @@ impl Proc {
                 p.cache().set(a, LineState::Dirty, b);
                 self.results.push(hit(None));
             }
-            (Access::Evict(_), LineState::Dirty, Some(b)) => {
-                p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
-                self.evicted = Some(line_of(a));
-                let wb = miss(p, CohMsg::PiWriteback);
-                p.request(wb, Some(b));
-                self.results.push(hit(None));
-            }
             (Access::Evict(_) | Access::Think(_), _, _) => {
-                p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
+                if evict(p, a) {
+                    self.evicted = Some(line_of(a));
+                }
                 self.results.push(hit(None));
             }
             (Access::Load(_), _, _) => {

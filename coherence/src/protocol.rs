@@ -117,6 +117,12 @@ pub struct CohStats {
     pub max_retries: u32,
     /// Invalidations this node sent as a home.
     pub invalidations: u64,
+    /// Interventions at this node's processor cache for message data (a
+    /// coherence mode's plan taking a dirty line of a buffer).
+    pub message_interventions: u64,
+    /// Invalidations at this node's processor cache for message data (a
+    /// coherence mode's plan dropping a clean copy of a receive line).
+    pub message_invalidations: u64,
     /// Requests this node forwarded to an owner as a home.
     pub forwards: u64,
     /// Forwards dropped because the writeback crossing them answered instead.
@@ -217,6 +223,19 @@ impl CohNode {
             }
             None => false,
         }
+    }
+
+    /// The processor writes `line` back and drops it from its cache, as a
+    /// cache instruction of the user's program does (a flush before a send
+    /// or after a receive without coherence): a dirty line goes to MAGIC as
+    /// a writeback, a clean one is dropped silently. True if it was dirty.
+    pub fn flush_line(&mut self, p: &mut Processor<'_>, line: PAddr) -> bool {
+        let a = canonical(self.params.placement, self.nodes, line);
+        let written = crate::processor::evict(p, a);
+        if written {
+            *self.writebacks.entry(key(a)).or_default() += 1;
+        }
+        written
     }
 
     /// Lines whose directory entries are not uncached.

@@ -111,6 +111,7 @@ pub use protocols;
 
 pub mod plot;
 pub mod scenario;
+pub mod study;
 pub mod sweep;
 
 /// The README, whose library example runs as this crate's test.

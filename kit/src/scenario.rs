@@ -58,6 +58,10 @@ pub struct Transfer {
     /// How message data is kept coherent (default local).
     #[serde(default)]
     pub coherence: CoherenceKind,
+    /// The user programs flush message data through their caches around
+    /// the transfer (default false; what `coherence = "none"` needs).
+    #[serde(default)]
+    pub flush: bool,
     /// How dirty send lines are fetched (default pipelined).
     #[serde(default)]
     pub strategy: StrategyKind,
@@ -86,6 +90,7 @@ impl Default for Transfer {
             src_offset: 0,
             dst_offset: 0,
             coherence: CoherenceKind::default(),
+            flush: false,
             strategy: StrategyKind::default(),
             direction: DirectionKind::default(),
             receives: d_one(),
@@ -106,6 +111,19 @@ macro_rules! kinds {
             #[default]
             $d,
             $($(#[$vm])* $v),+
+        }
+
+        impl $name {
+            /// Every value, the default first.
+            pub const ALL: &'static [$name] = &[$name::$d, $($name::$v),+];
+
+            /// The value as a scenario file and the command line spell it.
+            pub fn name(self) -> String {
+                serde_json::to_value(self)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            }
         }
     };
 }
@@ -150,6 +168,8 @@ kinds!(
     CoherenceKind {
         /// Only the transferring nodes' own caches (buffers homed there).
         Local (default),
+        /// None: memory moves as it is (flush the caches, or read stale bytes).
+        None,
         /// Through the directory protocol, wherever the lines are homed.
         Global,
     }
@@ -214,6 +234,7 @@ impl Transfer {
             dst_offset: self.dst_offset,
             mode: match self.coherence {
                 CoherenceKind::Local => protocols::transfer::Mode::Local,
+                CoherenceKind::None => protocols::transfer::Mode::None,
                 CoherenceKind::Global => protocols::transfer::Mode::Global,
             },
             strategy: match self.strategy {
@@ -226,6 +247,7 @@ impl Transfer {
             },
             receives: self.receives,
             sends: self.sends,
+            flush: self.flush,
             receive_first: self.receive_first,
             change: None,
             trace: false,
@@ -233,6 +255,7 @@ impl Transfer {
             costs: Default::default(),
             command_costs: Default::default(),
             coherence_costs: Default::default(),
+            flush_costs: Default::default(),
         }
     }
 }
@@ -303,6 +326,266 @@ kinds!(
         Tlb,
     }
 );
+
+kinds!(
+    /// A coherence mode as the study compares them: `none` with or without
+    /// the user programs' flushes.
+    StudyMode {
+        /// Local coherence.
+        Local (default),
+        /// No coherence; the caches are not flushed.
+        None,
+        /// No coherence; the user programs flush the buffers around the transfer.
+        NoneFlush,
+        /// Global coherence.
+        Global,
+    }
+);
+kinds!(
+    /// Where the buffers' memory is homed.
+    Placement {
+        /// At the transferring nodes: the send buffer at the sender, the
+        /// receive buffer at the receiver.
+        Home (default),
+        /// At a third node.
+        Third,
+    }
+);
+
+impl StudyMode {
+    /// The transfer's coherence for this mode.
+    pub fn coherence(self) -> CoherenceKind {
+        match self {
+            StudyMode::Local => CoherenceKind::Local,
+            StudyMode::None | StudyMode::NoneFlush => CoherenceKind::None,
+            StudyMode::Global => CoherenceKind::Global,
+        }
+    }
+
+    /// The user programs flush around the transfer.
+    pub fn flush(self) -> bool {
+        self == StudyMode::NoneFlush
+    }
+}
+
+/// One point of the coherence-mode study (`[study]`; `flashkit study
+/// coherence` runs them all): a transfer with the chunked handler and the
+/// buffers aligned, under one mode, buffer states and placement.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyPoint {
+    /// The coherence mode (default local).
+    #[serde(default)]
+    pub mode: StudyMode,
+    /// Where the send buffer's lines are (default uncached).
+    #[serde(default)]
+    pub sender: Sender,
+    /// Where the receive buffer's lines are (default uncached).
+    #[serde(default)]
+    pub receiver: Receiver,
+    /// Where the buffers are homed (default at the transferring nodes).
+    #[serde(default)]
+    pub placement: Placement,
+    /// Bytes sent (default 4096).
+    #[serde(default = "d_bytes")]
+    pub bytes: u64,
+}
+
+impl Default for StudyPoint {
+    fn default() -> Self {
+        StudyPoint {
+            mode: StudyMode::default(),
+            sender: Sender::default(),
+            receiver: Receiver::default(),
+            placement: Placement::default(),
+            bytes: d_bytes(),
+        }
+    }
+}
+
+impl StudyPoint {
+    /// The transfer this point runs.
+    pub fn transfer(&self) -> Transfer {
+        Transfer {
+            bytes: self.bytes,
+            sender: self.sender,
+            receiver: self.receiver,
+            coherence: self.mode.coherence(),
+            flush: self.mode.flush(),
+            ..Transfer::default()
+        }
+    }
+
+    /// Why the mode cannot serve this point, if it cannot; `Err` for a
+    /// value no mode takes (the field named).
+    pub fn refusal(
+        &self,
+        params: magic::MagicParams,
+    ) -> Result<Option<String>, protocols::transfer::ConfigError> {
+        if self.placement == Placement::Third {
+            return Ok(Some(match self.mode {
+                StudyMode::Local => "local coherence keeps only the transferring nodes' \
+                    directories: a buffer homed at a third node is outside it"
+                    .into(),
+                _ => "buffers homed at a third node are not modelled yet: the transfer \
+                    moves lines between the transferring nodes' own memories"
+                    .into(),
+            }));
+        }
+        match self.transfer().validate(params) {
+            Ok(()) => Ok(None),
+            Err(e @ protocols::transfer::ConfigError::Needs { .. }) => Ok(Some(e.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One run of the study.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The coherence mode.
+    pub mode: StudyMode,
+    /// Where the send buffer's lines started.
+    pub sender: Sender,
+    /// Where the receive buffer's lines started.
+    pub receiver: Receiver,
+    /// Where the buffers are homed.
+    pub placement: Placement,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// The transfer's total (with the flushes, when the mode has them).
+    #[serde(serialize_with = "magic::figures::ser_us")]
+    pub total_us: f64,
+    /// Bytes over the total.
+    #[serde(serialize_with = "magic::figures::ser_mb_s")]
+    pub bandwidth_mb_s: f64,
+    /// Lines the receiving process would read wrong.
+    pub stale_lines: u64,
+    /// No stale line.
+    pub data_ok: bool,
+    /// Interventions, invalidations and fetches together.
+    pub coherence_messages: u64,
+    /// Dirty lines MAGIC took from a transferring node's processor cache.
+    pub interventions: u64,
+    /// Clean copies MAGIC dropped from the receiving processor's cache.
+    pub invalidations: u64,
+    /// Dirty lines MAGIC fetched from a third node's cache.
+    pub fetches: u64,
+    /// What the user processes' processors spent: their commands and
+    /// their flushes, both nodes.
+    #[serde(serialize_with = "magic::figures::ser_us")]
+    pub processor_us: f64,
+}
+
+/// A traced run's timelines: its machine's nodes and slices.
+pub type Timelines = (u32, Vec<magic::trace::Slice>);
+
+/// Run one point on `base`'s machine and cost sheets; a point its mode
+/// cannot serve is [`RunError::Mode`]. With `trace`, the measured pass's
+/// timelines come back too.
+pub fn study_point(
+    p: &StudyPoint,
+    base: &Scenario,
+    trace: bool,
+) -> Result<(Row, Option<Timelines>), RunError> {
+    if let Some(why) = p
+        .refusal(base.machine.clone())
+        .map_err(|e| RunError::Transfer(protocols::transfer::Failed::Config(e)))?
+    {
+        return Err(RunError::Mode(why));
+    }
+    let mut c = p.transfer().config(base.machine.clone());
+    c.trace = trace;
+    c.costs = base.costs.transfer;
+    c.command_costs = base.costs.command;
+    c.coherence_costs = base.costs.coherence;
+    c.flush_costs = base.costs.flush;
+    let r = protocols::transfer::run_with_machine(&c)?;
+    let a = r.coherence;
+    let row = Row {
+        mode: p.mode,
+        sender: p.sender,
+        receiver: p.receiver,
+        placement: p.placement,
+        bytes: p.bytes,
+        total_us: r.total_us(),
+        bandwidth_mb_s: r.bandwidth_mb_s(),
+        stale_lines: r.stale.len() as u64,
+        data_ok: r.data_ok,
+        coherence_messages: a.total(),
+        interventions: a.interventions,
+        invalidations: a.invalidations,
+        fetches: a.fetches,
+        processor_us: r.processor.as_us(),
+    };
+    let timelines = trace.then(|| (r.machine.nodes(), r.machine.trace()));
+    Ok((row, timelines))
+}
+
+const HEAD: [(&str, usize); 10] = [
+    ("mode", 10),
+    ("sender", 12),
+    ("receiver", 9),
+    ("placement", 9),
+    ("total us", 9),
+    ("MB/s", 7),
+    ("stale", 5),
+    ("coherence", 9),
+    ("(iv/inv/fetch)", 14),
+    ("processor us", 12),
+];
+
+impl Row {
+    /// The row as the table prints it.
+    pub fn line(&self) -> String {
+        let cells = [
+            self.mode.name(),
+            self.sender.name(),
+            self.receiver.name(),
+            self.placement.name(),
+            magic::figures::text(magic::figures::Figure::Us, self.total_us),
+            magic::figures::text(magic::figures::Figure::MbS, self.bandwidth_mb_s),
+            self.stale_lines.to_string(),
+            self.coherence_messages.to_string(),
+            format!(
+                "{}/{}/{}",
+                self.interventions, self.invalidations, self.fetches
+            ),
+            magic::figures::text(magic::figures::Figure::Us, self.processor_us),
+        ];
+        let mut s = String::new();
+        for (i, (c, (_, w))) in cells.iter().zip(HEAD).enumerate() {
+            if i < 4 {
+                s += &format!("{c:<w$}  ");
+            } else {
+                s += &format!("{c:>w$}  ");
+            }
+        }
+        s.trim_end().to_string()
+    }
+
+    /// The row as one scenario run's report.
+    pub fn report(&self) -> Report {
+        Report {
+            json: serde_json::to_value(self).unwrap_or_default(),
+            table: format!("{}\n{}\n", header(), self.line()),
+            failed: None,
+        }
+    }
+}
+
+/// The study table's header.
+pub fn header() -> String {
+    let mut s = String::new();
+    for (i, (h, w)) in HEAD.iter().enumerate() {
+        if i < 4 {
+            s += &format!("{h:<w$}  ");
+        } else {
+            s += &format!("{h:>w$}  ");
+        }
+    }
+    s.trim_end().to_string()
+}
 
 /// A copy or send with a translation change in the middle (`flashkit remap`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -499,6 +782,8 @@ kinds!(
         Remap,
         /// `[suite]`.
         Suite,
+        /// `[study]`.
+        Study,
     }
 );
 
@@ -522,6 +807,7 @@ impl Scenario {
             Experiment::Pipeline => s.pipeline = Some(Pipeline::default()),
             Experiment::Remap => s.remap = Some(Remap::default()),
             Experiment::Suite => s.suite = Some(Suite::default()),
+            Experiment::Study => s.study = Some(StudyPoint::default()),
         }
         s
     }
@@ -612,6 +898,9 @@ pub struct CostTables {
     /// The operating system's steps, as the user layer charges them.
     #[serde(default)]
     pub os: os_shim::OsCosts,
+    /// The user programs' flushes of message data (`transfer.flush`).
+    #[serde(default)]
+    pub flush: protocols::transfer::FlushCosts,
     /// Active Messages on MAGIC: the layer's handlers.
     #[serde(default)]
     pub am: protocols::am::flash::FlashCosts,
@@ -638,6 +927,7 @@ impl Default for CostTables {
             user: Default::default(),
             command: Default::default(),
             os: Default::default(),
+            flush: Default::default(),
             am: Default::default(),
             cmam: LayerCosts::cmam(),
             cmaml: LayerCosts::cmaml(),
@@ -709,6 +999,8 @@ pub struct Scenario {
     pub remap: Option<Remap>,
     /// The active-message suite (`[suite]`).
     pub suite: Option<Suite>,
+    /// A point of the coherence-mode study (`[study]`).
+    pub study: Option<StudyPoint>,
 }
 
 impl Scenario {
@@ -722,6 +1014,7 @@ impl Scenario {
             self.pipeline.is_some(),
             self.remap.is_some(),
             self.suite.is_some(),
+            self.study.is_some(),
         ]
         .iter()
         .filter(|x| **x)
@@ -793,7 +1086,7 @@ pub struct ScenarioError {
 }
 
 /// What a scenario must hold.
-const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp] or [suite]";
+const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp], [suite] or [study]";
 
 /// Parse a scenario (the file's text after any sweep changes).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
@@ -842,6 +1135,13 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     // Impossible values, named by their key.
     let p = s.machine.clone();
     p.validate().map_err(|e| src.out_of_range(&e))?;
+    s.costs.flush.validate().map_err(|e| src.out_of_range(&e))?;
+    if let Some(x) = &s.study {
+        x.refusal(p.clone()).map_err(|e| match &e {
+            protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
+            _ => src.error(e.field(), &e),
+        })?;
+    }
     if let Some(t) = &s.transfer {
         t.validate(p.clone()).map_err(|e| match &e {
             protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
@@ -936,6 +1236,13 @@ pub fn run_traced(
         }
         return logp(l, s).map(|r| (r, None));
     }
+    if let Some(x) = &s.study {
+        let (row, m) = study_point(x, s, trace)?;
+        return Ok((
+            row.report(),
+            m.map(|m| magic::trace::chrome_json(m.0, &m.1)),
+        ));
+    }
     let Some(t) = &s.transfer else {
         return Err(RunError::Kinds(s.kinds()));
     };
@@ -944,9 +1251,13 @@ pub fn run_traced(
     c.costs = s.costs.transfer;
     c.command_costs = s.costs.command;
     c.coherence_costs = s.costs.coherence;
+    c.flush_costs = s.costs.flush;
     let r = protocols::transfer::run_with_machine(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
-    let failed = (!r.data_ok || r.incoherent.is_some())
+    // Without coherence, stale data is the result being measured, not a
+    // failure of the model.
+    let checked = c.mode != protocols::transfer::Mode::None;
+    let failed = (checked && (!r.data_ok || r.incoherent.is_some()))
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
     Ok((
         Report {
@@ -994,6 +1305,9 @@ pub enum RunError {
     /// A scenario that holds no experiment, or more than one.
     #[error("{KINDS_ERROR} (found {0})")]
     Kinds(usize),
+    /// The study's coherence mode cannot serve its point.
+    #[error("mode: {0}")]
+    Mode(String),
 }
 
 impl RunError {
@@ -1005,6 +1319,7 @@ impl RunError {
             RunError::Coherence(coherence::Error::OutOfRange(e)) => Some(e.field),
             RunError::Protocols(e) => e.field(),
             RunError::Transfer(protocols::transfer::Failed::Config(e)) => Some(e.field()),
+            RunError::Mode(_) => Some("mode"),
             _ => None,
         }
     }

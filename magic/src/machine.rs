@@ -132,6 +132,7 @@ pub struct Processor<'a> {
     memory: &'a mut Memory,
     requests: &'a mut Requests,
     reg: &'a Registry,
+    trace: &'a mut Option<Vec<crate::trace::Slice>>,
 }
 
 impl Processor<'_> {
@@ -165,6 +166,23 @@ impl Processor<'_> {
     /// A message MAGIC handed the processor, decoded as an `M`.
     pub fn decode<M: Message>(&self, msg: &Msg) -> Result<M, DecodeError> {
         self.reg.decode(msg)
+    }
+
+    /// The program kept the processor busy from `start` to `end` with `what`
+    /// (a flush, say): a slice on the node's compute-processor track when
+    /// the machine records its timelines, nothing otherwise.
+    pub fn busy(&mut self, what: &'static str, start: Cycles, end: Cycles) {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(crate::trace::Slice {
+                node: self.node.0,
+                track: crate::trace::Track::Processor,
+                protocol: "",
+                name: what,
+                start,
+                end,
+                msg: None,
+            });
+        }
     }
 
     /// Hand MAGIC a request (a miss, a writeback with its line, a command):
@@ -766,6 +784,7 @@ impl<S: NodeState> Magic<S> {
                     memory: &mut hw.mem,
                     requests: &mut requests,
                     reg: &self.reg,
+                    trace: &mut hw.trace,
                 });
                 self.processor_after(node, t, step, requests);
             }
@@ -781,6 +800,7 @@ impl<S: NodeState> Magic<S> {
                         memory: &mut hw.mem,
                         requests: &mut requests,
                         reg: &self.reg,
+                        trace: &mut hw.trace,
                     },
                     &msg,
                     data.as_ref(),

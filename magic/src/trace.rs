@@ -22,17 +22,21 @@ pub enum Track {
     PcacheIf = 4,
     /// Packets on the outgoing wire.
     NetOut = 5,
+    /// The compute processor's own work for a messaging program (cache
+    /// instructions that flush message data).
+    Processor = 6,
 }
 
 impl Track {
     /// Every track, in display order.
-    pub const ALL: [Track; 6] = [
+    pub const ALL: [Track; 7] = [
         Track::Inbox,
         Track::Pp,
         Track::Outbox,
         Track::Memory,
         Track::PcacheIf,
         Track::NetOut,
+        Track::Processor,
     ];
 
     /// The track's name as the trace viewer shows it.
@@ -44,6 +48,7 @@ impl Track {
             Track::Memory => "memory",
             Track::PcacheIf => "processor-cache interface",
             Track::NetOut => "network out",
+            Track::Processor => "compute processor",
         }
     }
 }

@@ -46,10 +46,10 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
             edge_u64(&[0, 8, 64, 4095, 4096]),
             any::<bool>(),
             any::<bool>(),
-            any::<bool>(),
             edge_u32(&[1, 2, 3, 32]),
             edge_u32(&[1, 2, 3, 32]),
             any::<bool>(),
+            (0..3u8, any::<bool>()),
         ),
     )
         .prop_map(
@@ -59,7 +59,7 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
                 receiver,
                 handler,
                 chunk,
-                (src, dst, global, collect, bi, receives, sends, first),
+                (src, dst, collect, bi, receives, sends, first, (mode, flush)),
             )| {
                 Transfer {
                     bytes,
@@ -69,11 +69,12 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
                     chunk,
                     src_offset: src,
                     dst_offset: dst,
-                    coherence: if global {
-                        CoherenceKind::Global
-                    } else {
-                        CoherenceKind::Local
-                    },
+                    coherence: [
+                        CoherenceKind::None,
+                        CoherenceKind::Local,
+                        CoherenceKind::Global,
+                    ][mode as usize],
+                    flush,
                     strategy: if collect {
                         StrategyKind::Collect
                     } else {

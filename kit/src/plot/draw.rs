@@ -67,6 +67,7 @@ where
             y: c.y.clone(),
             log_x: true,
             x_labels: c.x_labels,
+            groups: Vec::new(),
             series: logged,
         }
     } else {
@@ -101,7 +102,14 @@ where
                 .x_labels($xl)
                 .y_labels(8)
                 .x_label_formatter(&|v| {
-                    if c.log_x {
+                    if !c.groups.is_empty() {
+                        // A group's name under its bars, nothing between.
+                        let i = v.round();
+                        match c.groups.get(i.max(0.0) as usize) {
+                            Some(g) if (v - i).abs() < 1e-6 => g.clone(),
+                            _ => String::new(),
+                        }
+                    } else if c.log_x {
                         format!("{:.0}", 2f64.powf(*v))
                     } else {
                         format!("{v:.0}")
@@ -123,6 +131,25 @@ where
                 } else {
                     color.stroke_width(3)
                 };
+                if !c.groups.is_empty() {
+                    // Bar i of n in each group, side by side.
+                    let n = c.series.len().max(1) as f64;
+                    let w = 0.8 / n;
+                    let left = -0.4 + i as f64 * w;
+                    chart
+                        .draw_series(s.points.iter().map(|&(x, y)| {
+                            Rectangle::new(
+                                [(x + left, 0.0), (x + left + w * 0.9, y)],
+                                color.filled(),
+                            )
+                        }))
+                        .map_err(e)?
+                        .label(s.name.as_str())
+                        .legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 5), (x + 16, y + 5)], color.filled())
+                        });
+                    continue;
+                }
                 chart
                     .draw_series(LineSeries::new(s.points.iter().copied(), style))
                     .map_err(e)?
@@ -146,7 +173,9 @@ where
                 .map_err(e)?;
         }};
     }
-    let (x0, x1, xl) = if c.log_x {
+    let (x0, x1, xl) = if !c.groups.is_empty() {
+        (-0.5, c.groups.len() as f64 - 0.5, c.groups.len())
+    } else if c.log_x {
         // One label per power of two.
         let (a, b) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
         (a, b, (b - a) as usize + 1)

@@ -32,6 +32,9 @@ pub struct Chart {
     pub log_x: bool,
     /// Labels on the x axis (a categorical axis wants one per category).
     pub x_labels: usize,
+    /// Bars instead of lines when not empty: the names of the groups, each
+    /// series a bar in each group (its points' x is the group's index).
+    pub groups: Vec<String>,
     /// The series, drawn in order.
     pub series: Vec<Series>,
 }
@@ -62,6 +65,7 @@ pub fn per_line() -> Result<Chart, String> {
         y: "cycles per line (10 ns)".into(),
         log_x: true,
         x_labels: 10,
+        groups: Vec::new(),
         series: vec![
             Series {
                 name: "total per line".into(),
@@ -127,6 +131,7 @@ pub fn bandwidth() -> Result<Chart, String> {
         y: "MB/s".into(),
         log_x: true,
         x_labels: 10,
+        groups: Vec::new(),
         series,
     })
 }
@@ -163,6 +168,7 @@ pub fn chunk() -> Result<Chart, String> {
         y: "sender cycles per line".into(),
         log_x: false,
         x_labels: 16,
+        groups: Vec::new(),
         series,
     })
 }
@@ -202,6 +208,7 @@ pub fn logp() -> Result<Chart, String> {
         y: "microseconds".into(),
         log_x: false,
         x_labels: 4,
+        groups: Vec::new(),
         series,
     })
 }
@@ -236,6 +243,7 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
         y: y.into(),
         log_x: false,
         x_labels: 10,
+        groups: Vec::new(),
         series: by
             .into_iter()
             .map(|(k, mut p)| {

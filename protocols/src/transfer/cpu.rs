@@ -6,10 +6,81 @@
 
 use super::msg::{Refusal, XferMsg, XferOp};
 use crate::os_side::{pages_spanned, OsSide};
-use magic::{Cycles, Msg, PAddr, ProcStep, Processor, Region};
+use coherence::protocol::CohNode;
+use magic::costs::Source;
+use magic::{Cycles, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES};
 use os_shim::{Change, Os, Pid, PAGE_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// What the user program's flush of message data costs the compute
+/// processor, per line of the buffer, in cycles of 10 ns. The program does
+/// not know which lines its cache holds: it issues one cache instruction
+/// (write back if dirty, then invalidate) per line of the buffer. A
+/// scenario's `[costs.flush]` table sets either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlushCosts {
+    /// A line the instruction finds clean or absent (2; model choice: the
+    /// cache instruction, the address increment and the loop branch on a
+    /// 200 MHz dual-issue processor, with one secondary-cache tag lookup,
+    /// about 4 processor cycles).
+    pub clean_line: Cycles,
+    /// A line it finds dirty and writes back (16; derived: the line's 16
+    /// doublewords cross the processor interface one a cycle, as an
+    /// intervention's data does, pc_line − pc_first_word + 1; the processor
+    /// goes on once the line has left its cache, MAGIC's writeback handler
+    /// runs after).
+    pub dirty_line: Cycles,
+}
+
+impl FlushCosts {
+    /// The most a flush step may cost, in cycles.
+    pub const MAX: u64 = 1_000_000;
+
+    /// Where each cost comes from, for the cost sheets.
+    pub const SOURCES: [(&'static str, Source); 2] = [
+        (
+            "clean_line",
+            Source::Choice("a cache instruction, the address increment and the loop branch"),
+        ),
+        (
+            "dirty_line",
+            Source::Derived("16 doublewords across the processor interface, one a cycle"),
+        ),
+    ];
+
+    /// Each cost is at most [`FlushCosts::MAX`]; the error names the first
+    /// that is not.
+    pub fn validate(&self) -> Result<(), magic::OutOfRange> {
+        for (field, c) in [
+            ("clean_line", self.clean_line),
+            ("dirty_line", self.dirty_line),
+        ] {
+            magic::OutOfRange::check(field, c.0, 0, Self::MAX)?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for FlushCosts {
+    fn default() -> Self {
+        FlushCosts {
+            clean_line: Cycles(2),
+            dirty_line: Cycles(16),
+        }
+    }
+}
+
+/// A flush under way: the lines left and what it has done so far.
+#[derive(Clone, Debug)]
+struct Flushing {
+    va: u64,
+    from: Cycles,
+    lines: VecDeque<PAddr>,
+    count: u64,
+    written: u64,
+}
 
 /// One operation of the user program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +109,18 @@ pub enum ConnOp {
     Change(Change),
     /// Compute for this many cycles.
     Think(Cycles),
+    /// Write back and invalidate every line of the buffer at `va` from the
+    /// processor's cache, one cache instruction a line (what a program must
+    /// do around a transfer whose message data MAGIC keeps no coherence for).
+    Flush {
+        /// The buffer's virtual address.
+        va: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// Wait until this many receives are complete (told since the program
+    /// last started).
+    AwaitReceives(u32),
 }
 
 impl ConnOp {
@@ -46,7 +129,10 @@ impl ConnOp {
             ConnOp::Connect { .. } => Some(XferOp::Connect),
             ConnOp::Post { .. } => Some(XferOp::Post),
             ConnOp::Send { .. } => Some(XferOp::Send),
-            ConnOp::Think(_) | ConnOp::Change(_) => None,
+            ConnOp::Think(_)
+            | ConnOp::Change(_)
+            | ConnOp::Flush { .. }
+            | ConnOp::AwaitReceives(_) => None,
         }
     }
 }
@@ -112,6 +198,19 @@ pub enum ConnEvent {
         /// The receive's length.
         bytes: u64,
     },
+    /// A flush of the buffer at `va` is over.
+    Flushed {
+        /// The buffer's virtual address.
+        va: u64,
+        /// When its first cache instruction issued.
+        from: Cycles,
+        /// When its last one was done.
+        at: Cycles,
+        /// Lines it went over.
+        lines: u64,
+        /// Lines it found dirty and wrote back.
+        written: u64,
+    },
 }
 
 /// The compute processor's user program (and its OS).
@@ -127,6 +226,12 @@ pub struct ConnCpu {
     resume_at: Option<Cycles>,
     /// The OS's interrupts to answer and its change waiting for MAGIC.
     os_side: OsSide,
+    /// The flush under way.
+    flushing: Option<Flushing>,
+    /// Receives the program waits for (`AwaitReceives`).
+    awaiting: Option<u32>,
+    /// What a flush costs.
+    pub flush_costs: FlushCosts,
     /// What the program saw, in order.
     pub log: Vec<ConnEvent>,
 }
@@ -145,17 +250,103 @@ impl ConnCpu {
 
     /// The program's unfinished business, in one line.
     pub(super) fn pending(&self) -> Option<String> {
-        (self.waiting || !self.program.is_empty() || !self.issuing.is_empty()).then(|| {
-            format!(
-                "user program: {} op(s) left{}",
-                self.program.len(),
-                if self.waiting {
-                    ", waiting for an answer"
-                } else {
-                    ""
-                }
-            )
+        let busy = self.waiting
+            || !self.program.is_empty()
+            || !self.issuing.is_empty()
+            || self.flushing.is_some()
+            || self.awaiting.is_some();
+        busy.then(|| {
+            let why = if self.waiting {
+                ", waiting for an answer".to_string()
+            } else if let Some(n) = self.awaiting {
+                format!(", waiting for {n} receive(s) to complete")
+            } else {
+                String::new()
+            };
+            format!("user program: {} op(s) left{why}", self.program.len())
         })
+    }
+
+    /// Receives told complete since the log was last cleared.
+    fn receives_done(&self) -> u32 {
+        let n = self
+            .log
+            .iter()
+            .filter(|e| matches!(e, ConnEvent::RecvDone { .. }))
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The processor's time spent on the program's operations as the log
+    /// records them: each command from its first write to its answer, each
+    /// flush from its first cache instruction to its last.
+    pub fn busy(&self) -> Cycles {
+        let mut total = 0;
+        let mut issued = None;
+        for e in &self.log {
+            match *e {
+                ConnEvent::Issued { at, .. } => issued = Some(at),
+                ConnEvent::Ack { at, .. } | ConnEvent::Nack { at, .. } => {
+                    if let Some(t) = issued.take() {
+                        total += (at - t).0;
+                    }
+                }
+                ConnEvent::Flushed { from, at, .. } => total += (at - from).0,
+                _ => {}
+            }
+        }
+        Cycles(total)
+    }
+
+    /// One cache instruction of the flush under way (false when there is
+    /// none); the flush is logged when its last line is done.
+    fn flush_step(&mut self, p: &mut Processor<'_>, coh: &mut CohNode) -> bool {
+        let now = p.now();
+        let Some(f) = self.flushing.as_mut() else {
+            return false;
+        };
+        if let Some(line) = f.lines.pop_front() {
+            let dirty = coh.flush_line(p, line);
+            f.count += 1;
+            f.written += u64::from(dirty);
+            let c = self.flush_costs;
+            self.resume_at = Some(now + if dirty { c.dirty_line } else { c.clean_line });
+            return true;
+        }
+        if now > f.from {
+            p.busy("flush", f.from, now);
+        }
+        self.log.push(ConnEvent::Flushed {
+            va: f.va,
+            from: f.from,
+            at: now,
+            lines: f.count,
+            written: f.written,
+        });
+        self.flushing = None;
+        false
+    }
+
+    /// Start flushing the buffer at `va`: the physical line of each of its
+    /// virtual lines (one the process has not mapped faults and is skipped).
+    fn start_flush(&mut self, os: &Os, now: Cycles, va: u64, len: u64) {
+        let line = LINE_BYTES as u64;
+        let mut lines = VecDeque::new();
+        let mut v = va / line * line;
+        while v < va + len.max(1) {
+            match os.translate(self.pid, v) {
+                Ok((a, _)) => lines.push_back(a),
+                Err(_) => self.log.push(ConnEvent::Fault { at: now, va: v }),
+            }
+            v += line;
+        }
+        self.flushing = Some(Flushing {
+            va,
+            from: now,
+            lines,
+            count: 0,
+            written: 0,
+        });
     }
 
     fn next(&self) -> ProcStep {
@@ -166,13 +357,21 @@ impl ConnCpu {
     /// The processor's step: the OS's answers to MAGIC's interrupts, then
     /// the command being issued (a write a cycle) or the program's next
     /// operation.
-    pub(super) fn step(&mut self, p: &mut Processor<'_>, os: &mut Os) -> ProcStep {
+    pub(super) fn step(
+        &mut self,
+        p: &mut Processor<'_>,
+        os: &mut Os,
+        coh: &mut CohNode,
+    ) -> ProcStep {
         let now = p.now();
         self.os_side.answer::<XferMsg>(p, os);
         if self.waiting || self.resume_at.is_none_or(|t| t > now) {
             return self.next();
         }
         self.resume_at = None;
+        if self.flush_step(p, coh) {
+            return self.next();
+        }
         if let Some(m) = self.issuing.pop_front() {
             if p.decode::<XferMsg>(&m) == Ok(XferMsg::Commit) {
                 self.waiting = true;
@@ -193,6 +392,19 @@ impl ConnCpu {
             ConnOp::Change(c) => {
                 self.os_side.notify::<XferMsg>(p, os, self.pid, c);
                 self.waiting = true;
+                return self.next();
+            }
+            ConnOp::Flush { va, len } => {
+                self.start_flush(os, now, va, len);
+                self.resume_at = Some(now);
+                return self.step(p, os, coh);
+            }
+            ConnOp::AwaitReceives(n) => {
+                if self.receives_done() < n {
+                    self.awaiting = Some(n);
+                } else {
+                    self.resume_at = Some(now);
+                }
                 return self.next();
             }
             ConnOp::Connect { .. } | ConnOp::Post { .. } | ConnOp::Send { .. } => match op.op() {
@@ -231,14 +443,14 @@ impl ConnCpu {
                     }
                 }
             }
-            ConnOp::Think(_) | ConnOp::Change(_) => {}
+            _ => {}
         }
         q.push_back(cmd(p, XferMsg::Commit, PAddr::new(Region::Message, me, 0)));
         self.log.push(ConnEvent::Issued { op: code, at: now });
         self.current = Some(code);
         self.issuing = q;
         self.resume_at = Some(now);
-        self.step(p, os)
+        self.step(p, os, coh)
     }
 
     /// MAGIC handed the processor `msg`; `None` if it is not the transfer's.
@@ -289,7 +501,11 @@ impl ConnCpu {
                 self.log.push(ConnEvent::SendDone { at: now, bytes })
             }
             XferMsg::RecvDone { bytes, .. } => {
-                self.log.push(ConnEvent::RecvDone { at: now, bytes })
+                self.log.push(ConnEvent::RecvDone { at: now, bytes });
+                if self.awaiting.is_some_and(|n| self.receives_done() >= n) {
+                    self.awaiting = None;
+                    self.resume_at = Some(now + Cycles(1));
+                }
             }
             _ => return None,
         }

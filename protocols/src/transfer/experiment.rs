@@ -112,6 +112,13 @@ pub struct Config {
     pub dst_offset: u64,
     /// How message data is kept coherent (default local).
     pub mode: Mode,
+    /// The user programs flush message data through their processors'
+    /// caches (default off): the sender writes back and invalidates its send
+    /// buffer before the send; the receiver does the same to its receive
+    /// buffer before posting (so no dirty line of its can later overwrite
+    /// the data) and invalidates it again once the receive is complete. What
+    /// `none` needs to deliver the latest bytes; harmless under the others.
+    pub flush: bool,
     /// How global coherence fetches a third node's dirty lines (default
     /// pipelined).
     pub strategy: Strategy,
@@ -137,6 +144,8 @@ pub struct Config {
     pub command_costs: crate::command::CommandCosts,
     /// What the coherence protocol's handlers charge.
     pub coherence_costs: coherence::protocol::CoherenceCosts,
+    /// What the user programs' flushes charge their processors.
+    pub flush_costs: super::cpu::FlushCosts,
 }
 
 impl Default for Config {
@@ -149,6 +158,7 @@ impl Default for Config {
             src_offset: 0,
             dst_offset: 0,
             mode: Mode::Local,
+            flush: false,
             strategy: Strategy::Pipelined,
             direction: Direction::Uni,
             receives: 1,
@@ -160,6 +170,7 @@ impl Default for Config {
             costs: Default::default(),
             command_costs: Default::default(),
             coherence_costs: Default::default(),
+            flush_costs: Default::default(),
         }
     }
 }
@@ -205,7 +216,7 @@ impl Config {
                 return Err(OutOfRange::new("chunk", allowed, k).into());
             }
         }
-        if self.sender == SenderState::DirtyRemote && self.mode != Mode::Global {
+        if self.sender == SenderState::DirtyRemote && self.mode == Mode::Local {
             return Err(ConfigError::Needs {
                 field: "sender",
                 value: "dirty-remote",
@@ -252,6 +263,7 @@ impl Config {
             let n = self.params.data_buffers;
             return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
         }
+        self.flush_costs.validate()?;
         self.params.validate()?;
         Ok(())
     }
@@ -353,12 +365,76 @@ pub struct Outcome {
     pub network_per_line: f64,
     /// The slowest of `network`, `sender` and `receiver` per line.
     pub limited_by: &'static str,
-    /// Every receive holds its part of the stream, and nothing around them changed.
+    /// Every receive holds its part of the stream, and nothing around them
+    /// changed, as the receiving process sees it: no stale line.
     pub data_ok: bool,
+    /// Receive-side lines whose bytes, as the receiving process sees them
+    /// (its cache's copy if it holds one, else the latest copy), differ from
+    /// the latest write: the stream's bytes where the message covers the
+    /// line, the line's own bytes elsewhere. Empty unless coherence is off
+    /// and nothing flushed.
+    pub stale: Vec<StaleLine>,
+    /// What the coherence mode made MAGIC do to message data.
+    pub coherence: CoherenceActions,
+    /// Cycles the user processes' processors spent on the measured pass's
+    /// operations, both nodes: each command from its first write to its
+    /// answer, and each flush.
+    pub processor: Cycles,
+    /// The flushes' share (zero without `flush`).
+    pub flush: FlushTimes,
     /// `None` if the caches and directories agree afterwards.
     pub incoherent: Option<String>,
     /// The measured pass's occupancy ledger (every node, every handler).
     pub ledger: Ledger,
+}
+
+/// A receive-side line that holds the wrong bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaleLine {
+    /// The receiving node.
+    pub node: NodeId,
+    /// The line's virtual address in the receiving process.
+    pub va: u64,
+}
+
+impl Serialize for StaleLine {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeStruct;
+        let mut x = s.serialize_struct("StaleLine", 2)?;
+        x.serialize_field("node", &self.node.0)?;
+        x.serialize_field("va", &format!("{:#x}", self.va))?;
+        x.end()
+    }
+}
+
+/// The coherence actions MAGIC took for message data in the measured pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CoherenceActions {
+    /// Dirty lines taken from a transferring node's processor cache.
+    pub interventions: u64,
+    /// Clean copies dropped from the receiving processor's cache.
+    pub invalidations: u64,
+    /// Dirty lines fetched from a third node's cache (global).
+    pub fetches: u64,
+}
+
+impl CoherenceActions {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.interventions + self.invalidations + self.fetches
+    }
+}
+
+/// What the user programs' flushes took in the measured pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlushTimes {
+    /// The sender's flush of its send buffer, in cycles.
+    pub send_cycles: u64,
+    /// The receiver's flushes of its receive buffer (before posting and
+    /// after the receives), in cycles.
+    pub receive_cycles: u64,
+    /// Lines the flushes found dirty and wrote back.
+    pub written_back: u64,
 }
 
 /// An [`Outcome`] with the machine it was measured on, for code that looks
@@ -420,7 +496,15 @@ impl Outcome {
             "network_cycles_per_line": value(Figure::FracCycles, self.network_per_line),
             "limited_by": self.limited_by,
             "data_ok": self.data_ok,
+            "stale_lines": self.stale.len(),
+            "stale": self.stale,
             "coherent": self.incoherent.is_none(),
+            "coherence_actions": self.coherence,
+            "processor_cycles": self.processor.0,
+            "processor_us": value(Figure::Us, self.processor.as_us()),
+            "coherence": self.config.mode,
+            "flush": self.config.flush,
+            "flushes": self.flush,
             "occupancy_cycles": self.ledger.elapsed.0,
             "occupancy": self.ledger.handlers,
         })
@@ -442,13 +526,14 @@ impl std::fmt::Display for Outcome {
         let per = |x: f64| text(Figure::FracCycles, x);
         writeln!(
             f,
-            "transfer of {} bytes ({} lines), sender {:?}, receiver {:?}, handler {}, {:?} coherence, {:?}",
+            "transfer of {} bytes ({} lines), sender {:?}, receiver {:?}, handler {}, {:?} coherence{}, {:?}",
             c.bytes,
             self.lines,
             c.sender,
             c.receiver,
             c.handler.short(),
             c.mode,
+            if c.flush { " with flushes" } else { "" },
             c.direction
         )?;
         writeln!(
@@ -461,6 +546,43 @@ impl std::fmt::Display for Outcome {
             match &self.incoherent {
                 None => "coherent".to_string(),
                 Some(e) => format!("INCOHERENT ({e})"),
+            }
+        )?;
+        if !self.stale.is_empty() {
+            let shown: Vec<String> = self
+                .stale
+                .iter()
+                .take(6)
+                .map(|l| format!("node {} {:#x}", l.node, l.va))
+                .collect();
+            let more = self.stale.len().saturating_sub(shown.len());
+            writeln!(
+                f,
+                "stale lines: {} ({}{})",
+                self.stale.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        let a = &self.coherence;
+        writeln!(
+            f,
+            "coherence actions: {} interventions, {} invalidations, {} fetches; processors {} us{}",
+            a.interventions,
+            a.invalidations,
+            a.fetches,
+            text(Figure::Us, self.processor.as_us()),
+            if c.flush {
+                format!(
+                    " (flushes: send {} cycles, receive {} cycles, {} lines written back)",
+                    self.flush.send_cycles, self.flush.receive_cycles, self.flush.written_back
+                )
+            } else {
+                String::new()
             }
         )?;
         writeln!(f)?;
@@ -590,6 +712,36 @@ fn send_ops(c: &Config) -> Vec<ConnOp> {
             op
         })
         .collect()
+}
+
+/// A sending program: its flush of the send buffer (with `flush`), then
+/// its sends.
+fn sending(c: &Config) -> Vec<ConnOp> {
+    let mut ops = Vec::new();
+    if c.flush {
+        ops.push(ConnOp::Flush {
+            va: SRC_VA + c.src_offset,
+            len: c.bytes,
+        });
+    }
+    ops.extend(send_ops(c));
+    ops
+}
+
+/// What a receiving program does once its receives are posted: with
+/// `flush`, wait for them all and invalidate the receive buffer (`span`
+/// bytes) so that the process reads the data from memory.
+fn after_receives(c: &Config, span: u64) -> Vec<ConnOp> {
+    if !c.flush {
+        return Vec::new();
+    }
+    vec![
+        ConnOp::AwaitReceives(c.receives),
+        ConnOp::Flush {
+            va: DST_VA + c.dst_offset,
+            len: span,
+        },
+    ]
 }
 
 /// Why an experiment has no outcome.
@@ -749,6 +901,7 @@ fn run_on<S: WithTransfer>(
             let _ = x.os.set_group(pid, vec![(NodeId(1 - n.0), pid)]);
         }
         x.cpu.pid = pid;
+        x.cpu.flush_costs = c.flush_costs;
         state(x, n)
     })?;
     let senders: Vec<NodeId> = match c.direction {
@@ -773,6 +926,7 @@ fn run_on<S: WithTransfer>(
             let x = m.state_mut(n).xfer_mut();
             x.cpu.log.clear();
             x.stats = Default::default();
+            x.coh.stats = Default::default();
         }
         let at = m.now() + Cycles(1);
         for n in [NodeId(0), NodeId(1)] {
@@ -780,11 +934,23 @@ fn run_on<S: WithTransfer>(
             if pass == 0 {
                 ops.push(ConnOp::Connect { vpid: 0 });
             }
-            if senders.contains(&NodeId(1 - n.0)) {
+            let receives = senders.contains(&NodeId(1 - n.0));
+            if receives {
+                if c.flush {
+                    ops.push(ConnOp::Flush {
+                        va: DST_VA + c.dst_offset,
+                        len: dst_span,
+                    });
+                }
                 ops.extend(recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
             }
-            if senders.contains(&n) && !c.receive_first {
-                ops.extend(send_ops(c));
+            if !c.receive_first {
+                if senders.contains(&n) {
+                    ops.extend(sending(c));
+                }
+                if receives {
+                    ops.extend(after_receives(c, dst_span));
+                }
             }
             m.state_mut(n).xfer_mut().cpu.push(ops);
             m.state_mut(n).xfer_mut().cpu.start(at);
@@ -796,10 +962,20 @@ fn run_on<S: WithTransfer>(
             refused(&m)?;
             m.reset_counters();
             let at = m.now() + Cycles(1);
-            for &s in &senders {
-                m.state_mut(s).xfer_mut().cpu.push(send_ops(c));
-                m.state_mut(s).xfer_mut().cpu.start(at);
-                m.start_processor(s, at).map_err(String::from)?;
+            for n in [NodeId(0), NodeId(1)] {
+                let mut ops = Vec::new();
+                if senders.contains(&n) {
+                    ops.extend(sending(c));
+                }
+                if senders.contains(&NodeId(1 - n.0)) {
+                    ops.extend(after_receives(c, dst_span));
+                }
+                if ops.is_empty() {
+                    continue;
+                }
+                m.state_mut(n).xfer_mut().cpu.push(ops);
+                m.state_mut(n).xfer_mut().cpu.start(at);
+                m.start_processor(n, at).map_err(String::from)?;
             }
             if pass == 1 {
                 schedule_change(&mut m, c, at)?;
@@ -966,6 +1142,16 @@ fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> [u8; LINE_BYTES] {
     m.memory(line.node()).line(line.line())
 }
 
+/// A line's bytes as a process on `node` reads them: its own cache's copy
+/// if it holds one (clean or dirty), else the latest copy anywhere.
+fn visible<S: WithTransfer>(m: &Magic<S>, node: NodeId, line: PAddr) -> [u8; LINE_BYTES] {
+    let cache = m.pcache(node);
+    match (cache.state(line), cache.bytes(line)) {
+        (LineState::Clean | LineState::Dirty, Some(b)) => *b,
+        _ => current(m, line),
+    }
+}
+
 /// Directories, caches and memory agree on every line of `lines`.
 fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<String> {
     use coherence::directory::DirState;
@@ -1045,11 +1231,53 @@ fn measure<S: WithTransfer>(
             .max()
     };
     let t6 = done(r0).ok_or("the receiver was never told")?;
+    let flushes = |n: NodeId| {
+        m.state(n).xfer().cpu.log.iter().filter_map(|e| match *e {
+            ConnEvent::Flushed {
+                va,
+                from,
+                at,
+                written,
+                ..
+            } => Some((va, from, at, written)),
+            _ => None,
+        })
+    };
+    let (src_va, dst_va) = (SRC_VA + c.src_offset, DST_VA + c.dst_offset);
+    // With flushes, the sender's comes first and the receiver's last.
+    let start = flushes(s0)
+        .filter(|f| f.0 == src_va)
+        .map(|f| f.1)
+        .fold(t0, Cycles::min);
     let end = senders
         .iter()
-        .filter_map(|s| done(NodeId(1 - s.0)))
+        .map(|s| NodeId(1 - s.0))
+        .flat_map(|r| {
+            let flushed = flushes(r).filter(|f| f.0 == dst_va).map(|f| f.2);
+            done(r).into_iter().chain(flushed)
+        })
         .max()
         .unwrap_or(t6);
+    let mut flush = FlushTimes::default();
+    let mut processor = Cycles(0);
+    let mut coherence = CoherenceActions::default();
+    for n in [s0, r0] {
+        let x = m.state(n).xfer();
+        processor += x.cpu.busy();
+        for (va, from, at, written) in flushes(n) {
+            if va == src_va {
+                flush.send_cycles += (at - from).0;
+            } else {
+                flush.receive_cycles += (at - from).0;
+            }
+            flush.written_back += written;
+        }
+    }
+    for x in m.states().iter().map(WithTransfer::xfer) {
+        coherence.interventions += x.coh.stats.message_interventions;
+        coherence.invalidations += x.coh.stats.message_invalidations;
+        coherence.fetches += x.stats.fetches;
+    }
     let marks = m.state(s0).xfer().stats.marks;
     let (Some(t2), Some(t3), Some(t4)) = (marks.first_line, marks.first_wire, marks.last_wire)
     else {
@@ -1107,8 +1335,8 @@ fn measure<S: WithTransfer>(
         "receiver"
     };
     // Data: every receive holds its part of the stream; the bytes around
-    // them are as they were.
-    let mut data_ok = true;
+    // them are as they were; both as the receiving process sees them.
+    let mut stale = Vec::new();
     let mut lines_seen = Vec::new();
     for &s in senders {
         let r = NodeId(1 - s.0);
@@ -1122,10 +1350,11 @@ fn measure<S: WithTransfer>(
         for lv in d.lines(true) {
             let line = now_at(&m, r, lv);
             lines_seen.push(line);
-            let now = current(&m, line);
+            let now = visible(&m, r, line);
             let before = junk(r.0, lv);
             let dirty_before =
                 c.receiver == ReceiverState::Dirty && d.lines(false).any(|x| x == lv);
+            let mut right = true;
             for (j, &got) in now.iter().enumerate() {
                 let v = lv + j as u64;
                 let mut stream = 0;
@@ -1137,7 +1366,10 @@ fn measure<S: WithTransfer>(
                     stream += len;
                 }
                 let want = want.unwrap_or(if dirty_before { !before[j] } else { before[j] });
-                data_ok &= got == want;
+                right &= got == want;
+            }
+            if !right {
+                stale.push(StaleLine { node: r, va: lv });
             }
         }
         let sb = Buffer {
@@ -1153,7 +1385,7 @@ fn measure<S: WithTransfer>(
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
         config: c.clone(),
-        total: end - t0,
+        total: end - start,
         startup,
         lines,
         transfer,
@@ -1164,7 +1396,11 @@ fn measure<S: WithTransfer>(
         receiver_handler_per_line: receiver_handler,
         network_per_line: network,
         limited_by,
-        data_ok,
+        data_ok: stale.is_empty(),
+        stale,
+        coherence,
+        processor,
+        flush,
         incoherent,
         ledger,
     };

@@ -49,10 +49,11 @@ pub mod unit;
 /// it (defined with the directory protocol, which carries it out).
 pub use coherence::modes::Mode;
 pub use costs::TransferCosts;
-pub use cpu::{ConnCpu, ConnEvent, ConnOp};
+pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
-    run, run_beside, run_with_machine, Config, ConfigError, Direction, Failed, Measured, Outcome,
-    PageChange, ReceiverState, SenderState, Side, Startup, WithTransfer,
+    run, run_beside, run_with_machine, CoherenceActions, Config, ConfigError, Direction, Failed,
+    FlushTimes, Measured, Outcome, PageChange, ReceiverState, SenderState, Side, StaleLine,
+    Startup, WithTransfer,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};

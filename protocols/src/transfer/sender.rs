@@ -187,6 +187,16 @@ fn held(cx: &mut C<'_>, line: PAddr) -> Held {
     }
 }
 
+/// Load and check a source line's directory entry: where the line's latest
+/// bytes are. Without coherence no entry is looked at: memory as it is.
+fn look(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) -> Held {
+    if cx.state().params.mode == Mode::None {
+        return Held::Memory;
+    }
+    directory(cx, line, inv);
+    held(cx, line)
+}
+
 /// Why an invocation stops before its chunk is done.
 enum Stop {
     /// No data buffer: back off through the software queue.
@@ -282,8 +292,7 @@ fn read_line(
     second: Option<BufId>,
     inv: &mut Inv,
 ) -> Result<Ticket, Stop> {
-    directory(cx, line, inv);
-    match held(cx, line) {
+    match look(cx, line, inv) {
         Held::InFlux => return Err(Stop::InFlux),
         Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, inv)?,
         Held::Here => {
@@ -334,6 +343,7 @@ fn get(cx: &mut C<'_>, line: PAddr, buf: BufId, inv: &mut Inv) -> magic::pcache:
             .expect("allocated")
     });
     inv.pc_free = iv.done;
+    cx.state().coh.stats.message_interventions += 1;
     iv
 }
 
@@ -344,8 +354,7 @@ fn aligned(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId,
     let line = src_line(cx.state(), c.so);
     let version = cx.state().params.handler;
     let buf = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
-    directory(cx, line, inv);
-    let how = match held(cx, line) {
+    let how = match look(cx, line, inv) {
         Held::InFlux => Err(Stop::InFlux),
         Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, inv).map(|_| false),
         Held::Here => Ok(true),

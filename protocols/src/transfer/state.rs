@@ -354,7 +354,7 @@ impl NodeState for XferNode {
     }
 
     fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
-        let a = self.cpu.step(p, &mut self.os);
+        let a = self.cpu.step(p, &mut self.os, &mut self.coh);
         let b = self.coh.processor_step(p);
         a.earliest(b)
     }
