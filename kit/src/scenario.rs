@@ -207,6 +207,21 @@ impl Transfer {
         self.config(params).validate()
     }
 
+    /// The transfer's configuration on scenario `s`'s machine, with its
+    /// cost sheets; `trace` records the run's timelines.
+    pub fn config_in(&self, s: &Scenario, trace: bool) -> protocols::transfer::Config {
+        let mut params = s.machine.clone();
+        params.trace = trace;
+        protocols::transfer::Config {
+            trace,
+            costs: s.costs.transfer,
+            command_costs: s.costs.command,
+            coherence_costs: s.costs.coherence,
+            flush_costs: s.costs.flush,
+            ..self.config(params)
+        }
+    }
+
     /// The transfer's configuration on a machine with `params`.
     pub fn config(&self, params: magic::MagicParams) -> protocols::transfer::Config {
         use protocols::transfer::{
@@ -494,12 +509,7 @@ pub fn study_point(
     {
         return Err(RunError::Mode(why));
     }
-    let mut c = p.transfer().config(base.machine.clone());
-    c.trace = trace;
-    c.costs = base.costs.transfer;
-    c.command_costs = base.costs.command;
-    c.coherence_costs = base.costs.coherence;
-    c.flush_costs = base.costs.flush;
+    let c = p.transfer().config_in(base, trace);
     let r = protocols::transfer::run_with_machine(&c)?;
     let a = r.coherence;
     let row = Row {
@@ -1246,12 +1256,7 @@ pub fn run_traced(
     let Some(t) = &s.transfer else {
         return Err(RunError::Kinds(s.kinds()));
     };
-    let mut c = t.config(p);
-    c.trace = trace;
-    c.costs = s.costs.transfer;
-    c.command_costs = s.costs.command;
-    c.coherence_costs = s.costs.coherence;
-    c.flush_costs = s.costs.flush;
+    let c = t.config_in(s, trace);
     let r = protocols::transfer::run_with_machine(&c)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
     // Without coherence, stale data is the result being measured, not a

@@ -83,11 +83,16 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError>
     let not_a_table = || SweepError::NotATable {
         key: key.to_string(),
     };
-    let (table, field) = key.split_once('.').ok_or_else(not_a_table)?;
-    let sub = t
-        .entry(table.to_string())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let sub = sub.as_table_mut().ok_or_else(not_a_table)?;
+    // `table.key`, or deeper: `costs.transfer.recv_write`.
+    let (tables, field) = key.rsplit_once('.').ok_or_else(not_a_table)?;
+    let mut sub = t;
+    for table in tables.split('.') {
+        sub = sub
+            .entry(table.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(not_a_table)?;
+    }
     sub.insert(field.to_string(), v);
     Ok(())
 }

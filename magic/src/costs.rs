@@ -209,6 +209,12 @@ impl From<u64> for Value {
     }
 }
 
+impl From<crate::Cycles> for Value {
+    fn from(c: crate::Cycles) -> Value {
+        Value::Count(c.0)
+    }
+}
+
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -41,6 +41,13 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             Box::new(crate::user::UserCosts::default()),
         ),
         (
+            "flush",
+            "The user programs' flush of message data around a transfer \
+             without coherence (`--flush`): the compute processor's cache \
+             instructions, one per line of the buffer.",
+            Box::new(crate::transfer::FlushCosts::default()),
+        ),
+        (
             "am_flash",
             "Active Messages on MAGIC (the suite's `flash` platform): the \
              processor's polls and dispatch, MAGIC's command, delivery and \
@@ -64,8 +71,8 @@ pub fn markdown_doc() -> String {
          protocol-processor bundles: its cycles (bundles issued, no cache \
          miss), its instructions, and the loads and stores of MAGIC memory \
          among them, which go through MAGIC's data cache.\n\n\
-         A scenario overrides any entry of the transfer, command, coherence \
-         and user sheets in a table named after the sheet (the Active Message \
+         A scenario overrides any entry of the transfer, command, coherence, \
+         user and flush sheets in a table named after the sheet (the Active Message \
          layer's is listed here for its provenance; its platform keeps its \
          defaults); the other entries keep their defaults and an unknown \
          key is an error:\n\n\

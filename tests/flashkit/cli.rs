@@ -780,6 +780,7 @@ fn output_that_cannot_be_written_exits_1_naming_it() {
         vec!["fetch-op"],
         vec!["remap", "--technique", "tlb"],
         vec!["pipeline", "--nodes", "2", "--msgs", "1"],
+        vec!["study", "coherence", "--bytes", "128", "--quiet"],
         vec!["transfer", "--help"],
         vec!["--version"],
     ];

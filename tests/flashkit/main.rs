@@ -15,6 +15,7 @@ mod handlers;
 mod interop;
 mod ledger;
 mod library;
+mod modes;
 mod pipeline;
 mod plot;
 mod scenario;

@@ -10,45 +10,32 @@ use coherence::protocol::CohNode;
 use magic::costs::Source;
 use magic::{Cycles, Msg, PAddr, ProcStep, Processor, Region, LINE_BYTES};
 use os_shim::{Change, Os, Pid, PAGE_BYTES};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::VecDeque;
 
-/// What the user program's flush of message data costs the compute
-/// processor, per line of the buffer, in cycles of 10 ns. The program does
-/// not know which lines its cache holds: it issues one cache instruction
-/// (write back if dirty, then invalidate) per line of the buffer. A
-/// scenario's `[costs.flush]` table sets either.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FlushCosts {
-    /// A line the instruction finds clean or absent (2; model choice: the
-    /// cache instruction, the address increment and the loop branch on a
-    /// 200 MHz dual-issue processor, with one secondary-cache tag lookup,
-    /// about 4 processor cycles).
-    pub clean_line: Cycles,
-    /// A line it finds dirty and writes back (16; derived: the line's 16
-    /// doublewords cross the processor interface one a cycle, as an
-    /// intervention's data does, pc_line − pc_first_word + 1; the processor
-    /// goes on once the line has left its cache, MAGIC's writeback handler
-    /// runs after).
-    pub dirty_line: Cycles,
+magic::cost_sheet! {
+    /// What the user program's flush of message data costs the compute
+    /// processor, per line of the buffer, in cycles of 10 ns. The program
+    /// does not know which lines its cache holds: it issues one cache
+    /// instruction (write back if dirty, then invalidate) per line of the
+    /// buffer. A scenario's `[costs.flush]` table sets either.
+    pub struct FlushCosts {
+        /// A line the instruction finds clean or absent.
+        clean_line: Cycles = Cycles(2), Source::Choice(
+            "the cache instruction, the address increment and the loop branch on \
+             a 200 MHz dual-issue processor with one secondary-cache tag lookup: \
+             about 4 processor cycles.");
+        /// A line it finds dirty and writes back; the processor goes on once
+        /// the line has left its cache, MAGIC's writeback handler runs after.
+        dirty_line: Cycles = Cycles(16), Source::Derived(
+            "the line's 16 doublewords cross the processor interface one a cycle, \
+             as an intervention's data does (pc_line - pc_first_word + 1).");
+    }
 }
 
 impl FlushCosts {
     /// The most a flush step may cost, in cycles.
     pub const MAX: u64 = 1_000_000;
-
-    /// Where each cost comes from, for the cost sheets.
-    pub const SOURCES: [(&'static str, Source); 2] = [
-        (
-            "clean_line",
-            Source::Choice("a cache instruction, the address increment and the loop branch"),
-        ),
-        (
-            "dirty_line",
-            Source::Derived("16 doublewords across the processor interface, one a cycle"),
-        ),
-    ];
 
     /// Each cost is at most [`FlushCosts::MAX`]; the error names the first
     /// that is not.
@@ -60,15 +47,6 @@ impl FlushCosts {
             magic::OutOfRange::check(field, c.0, 0, Self::MAX)?;
         }
         Ok(())
-    }
-}
-
-impl Default for FlushCosts {
-    fn default() -> Self {
-        FlushCosts {
-            clean_line: Cycles(2),
-            dirty_line: Cycles(16),
-        }
     }
 }
 

@@ -340,7 +340,9 @@ pub struct Startup {
 pub struct Outcome {
     /// The experiment.
     pub config: Config,
-    /// The send's first command write to the last receive's completion told.
+    /// The send's first command write to the last receive's completion told
+    /// (with `flush`: the sender's flush to the receiver's flush after the
+    /// data).
     pub total: Cycles,
     /// The fixed overhead, in its parts.
     pub startup: Startup,
@@ -447,6 +449,26 @@ pub struct Measured<S = XferNode> {
     pub machine: Magic<S>,
 }
 
+impl<S: WithTransfer> Measured<S> {
+    /// The line holding virtual address `va` as the experiment's process on
+    /// `node` reads it now: its cache's copy if it holds one, else the
+    /// latest copy; `None` where the process has no mapping.
+    pub fn seen(&self, node: NodeId, va: u64) -> Option<[u8; LINE_BYTES]> {
+        if node.0 >= self.machine.nodes() {
+            return None;
+        }
+        let line = va / LINE * LINE;
+        let (a, _) = self
+            .machine
+            .state(node)
+            .xfer()
+            .os
+            .translate(Pid(1), line)
+            .ok()?;
+        Some(visible(&self.machine, node, a))
+    }
+}
+
 impl<S> std::ops::Deref for Measured<S> {
     type Target = Outcome;
     fn deref(&self) -> &Outcome {
@@ -538,10 +560,15 @@ impl std::fmt::Display for Outcome {
         )?;
         writeln!(
             f,
-            "total {} cycles = {} us, {} MB/s (the send's first command write to the last receive told); data {}, caches {}",
+            "total {} cycles = {} us, {} MB/s ({}); data {}, caches {}",
             self.total.0,
             text(Figure::Us, self.total_us()),
             text(Figure::MbS, self.bandwidth_mb_s()),
+            if c.flush {
+                "the sender's flush to the receiver's flush after the data"
+            } else {
+                "the send's first command write to the last receive told"
+            },
             if self.data_ok { "intact" } else { "WRONG" },
             match &self.incoherent {
                 None => "coherent".to_string(),

@@ -9,6 +9,7 @@ mod am_props;
 mod am_results;
 mod am_sp;
 mod costs;
+mod modes_props;
 mod results;
 mod transfer;
 mod transfer_props;
