@@ -874,18 +874,7 @@ fn study(
     quiet: bool,
     format: Format,
 ) -> Result<(), Failure> {
-    use indicatif::{ProgressBar, ProgressStyle};
-    use std::io::IsTerminal;
-    let threads = match threads {
-        Some(n) if n == 0 || n > sweep::MAX_THREADS => {
-            return Err(Failure::Usage(format!(
-                "--threads must be from 1 to {}, got {n}",
-                sweep::MAX_THREADS
-            )))
-        }
-        Some(n) => n,
-        None => flashkit::sweep::default_threads(),
-    };
+    let threads = sweep::threads(threads)?;
     // A size no mode can take is the user's mistake, named by its flag.
     let first = scenario::StudyPoint {
         bytes,
@@ -899,24 +888,11 @@ fn study(
             return Err(Failure::Usage(format!("--plot {p}: write .svg or .png")));
         }
     }
-    let bar = if quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::new(0);
-        if let Ok(st) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left") {
-            b.set_style(st);
-        }
-        b
-    };
-    let s = flashkit::study::run(
-        &scenario::Scenario::default(),
-        bytes,
-        threads,
-        |n, total| {
-            bar.set_length(total as u64);
-            bar.set_position(n as u64);
-        },
-    )
+    let total = flashkit::study::points(bytes).len();
+    let bar = sweep::progress(total, "runs", quiet);
+    let s = flashkit::study::run(&scenario::Scenario::default(), bytes, threads, |n, _| {
+        bar.set_position(n as u64)
+    })
     .map_err(|e| failure(e, None))?;
     bar.finish_and_clear();
     if let Some(p) = &plot {

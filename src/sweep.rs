@@ -32,6 +32,32 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// The most worker threads a command takes: more than any machine it runs
 /// on has, and few enough that each gets its stack.
 pub const MAX_THREADS: usize = 1024;
+
+/// The worker threads `--threads` asks for, or by default the CPUs this
+/// process may use ([`default_threads`]).
+pub fn threads(asked: Option<usize>) -> Result<usize, Failure> {
+    match asked {
+        Some(n) if n == 0 || n > MAX_THREADS => Err(Failure::Usage(format!(
+            "--threads must be from 1 to {MAX_THREADS}, got {n}"
+        ))),
+        Some(n) => Ok(n),
+        None => Ok(default_threads()),
+    }
+}
+
+/// A progress bar of `len` `what` on standard error; hidden when `quiet`
+/// or when standard error is not a terminal.
+pub fn progress(len: usize, what: &str, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(len as u64);
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {what}, {{eta}} left");
+    if let Ok(st) = ProgressStyle::with_template(&template) {
+        b.set_style(st);
+    }
+    b
+}
 use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
@@ -253,11 +279,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
             .filter(|(i, n)| *n > 0 && i < n)
             .ok_or_else(|| usage(format!("--shard {x}: write i/n with 0 <= i < n")))?,
     };
-    if let Some(n) = s.threads.filter(|&n| n == 0 || n > MAX_THREADS) {
-        return Err(usage(format!(
-            "--threads must be from 1 to {MAX_THREADS}, got {n}"
-        )));
-    }
+    let threads = threads(s.threads)?;
     if s.resume && s.out.is_none() {
         return Err(usage(
             "--resume needs --out FILE (the part to resume)".into(),
@@ -306,16 +328,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         }
     };
     let todo = &points[target.kept..];
-    let threads = s.threads.unwrap_or_else(default_threads);
-    let bar = if s.quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::new(todo.len() as u64);
-        if let Ok(st) = ProgressStyle::with_template("{bar:40} {pos}/{len} points, {eta} left") {
-            b.set_style(st);
-        }
-        b
-    };
+    let bar = progress(todo.len(), "points", s.quiet);
     // Each row is written as soon as every point before it is done, so
     // output cut short holds every row before the first unfinished point.
     let written = run_in_order(

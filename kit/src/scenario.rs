@@ -532,21 +532,22 @@ pub fn study_point(
     Ok((row, timelines))
 }
 
-const HEAD: [(&str, usize); 10] = [
-    ("mode", 10),
-    ("sender", 12),
-    ("receiver", 9),
-    ("placement", 9),
-    ("total us", 9),
-    ("MB/s", 7),
-    ("stale", 5),
-    ("coherence", 9),
-    ("(iv/inv/fetch)", 14),
-    ("processor us", 12),
+/// The study table's columns (name, width, right-aligned).
+const STUDY_COLUMNS: [(&str, usize, bool); 10] = [
+    ("mode", 10, false),
+    ("sender", 12, false),
+    ("receiver", 9, false),
+    ("placement", 9, false),
+    ("total us", 9, true),
+    ("MB/s", 7, true),
+    ("stale", 5, true),
+    ("coherence", 9, true),
+    ("(iv/inv/fetch)", 14, true),
+    ("processor us", 12, true),
 ];
 
 impl Row {
-    /// The row as the table prints it.
+    /// The row as the table prints it, with its newline.
     pub fn line(&self) -> String {
         let cells = [
             self.mode.name(),
@@ -564,37 +565,29 @@ impl Row {
             magic::figures::text(magic::figures::Figure::Us, self.processor_us),
         ];
         let mut s = String::new();
-        for (i, (c, (_, w))) in cells.iter().zip(HEAD).enumerate() {
-            if i < 4 {
-                s += &format!("{c:<w$}  ");
-            } else {
-                s += &format!("{c:>w$}  ");
-            }
-        }
-        s.trim_end().to_string()
+        magic::figures::line(&mut s, &STUDY_COLUMNS, &cells);
+        s
     }
 
     /// The row as one scenario run's report.
     pub fn report(&self) -> Report {
         Report {
             json: serde_json::to_value(self).unwrap_or_default(),
-            table: format!("{}\n{}\n", header(), self.line()),
+            table: header() + &self.line(),
             failed: None,
         }
     }
 }
 
-/// The study table's header.
+/// The study table's header, with its newline.
 pub fn header() -> String {
     let mut s = String::new();
-    for (i, (h, w)) in HEAD.iter().enumerate() {
-        if i < 4 {
-            s += &format!("{h:<w$}  ");
-        } else {
-            s += &format!("{h:>w$}  ");
-        }
-    }
-    s.trim_end().to_string()
+    magic::figures::line(
+        &mut s,
+        &STUDY_COLUMNS,
+        &STUDY_COLUMNS.map(|c| c.0.to_string()),
+    );
+    s
 }
 
 /// A copy or send with a translation change in the middle (`flashkit remap`).

@@ -137,9 +137,9 @@ impl std::fmt::Display for Study {
              processor: both user processors, flushes included"
         )?;
         writeln!(f)?;
-        writeln!(f, "{}", header())?;
+        f.write_str(&header())?;
         for r in &self.rows {
-            writeln!(f, "{}", r.line())?;
+            f.write_str(&r.line())?;
         }
         if !self.refused.is_empty() {
             writeln!(f)?;
@@ -221,21 +221,12 @@ fn which(these: &[&Refusal]) -> String {
 impl Study {
     /// The rows as CSV, a header first (the refusals are in the JSON).
     pub fn csv(&self) -> String {
-        let mut out = String::new();
-        for (i, r) in self.rows.iter().enumerate() {
-            let v = serde_json::to_value(r).unwrap_or_default();
-            let mut cols = Vec::new();
-            crate::sweep::flatten("", &v, &mut cols);
-            if i == 0 {
-                let head: Vec<String> = cols.iter().map(|c| crate::sweep::csv_cell(&c.0)).collect();
-                out += &head.join(",");
-                out.push('\n');
-            }
-            let row: Vec<String> = cols.iter().map(|c| crate::sweep::csv_cell(&c.1)).collect();
-            out += &row.join(",");
-            out.push('\n');
-        }
-        out
+        let rows: Vec<serde_json::Value> = self
+            .rows
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap_or_default())
+            .collect();
+        crate::sweep::csv_table(&rows)
     }
 
     /// Total time by mode, grouped by sender state, for the receive buffer

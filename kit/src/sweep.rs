@@ -119,11 +119,26 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Strin
 
 /// A CSV header and one row: every scalar of `v`, by dotted key.
 pub fn csv_row(v: &serde_json::Value) -> String {
-    let mut cols = Vec::new();
-    flatten("", v, &mut cols);
-    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
-    let row: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
-    format!("{}\n{}\n", head.join(","), row.join(","))
+    csv_table(std::slice::from_ref(v))
+}
+
+/// A CSV header (the first value's keys) and a row per value: every scalar,
+/// by dotted key. Values of one shape (rows of one struct) line up.
+pub fn csv_table(values: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        let mut cols = Vec::new();
+        flatten("", v, &mut cols);
+        let mut put = |cells: Vec<String>| {
+            out += &cells.join(",");
+            out.push('\n');
+        };
+        if i == 0 {
+            put(cols.iter().map(|c| csv_cell(&c.0)).collect());
+        }
+        put(cols.iter().map(|c| csv_cell(&c.1)).collect());
+    }
+    out
 }
 
 /// One CSV cell, quoted when it holds a comma, a quote or a newline.

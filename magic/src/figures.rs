@@ -121,6 +121,34 @@ pub fn ser_mb_s<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(value(Figure::MbS, *x))
 }
 
+/// One row of a text table, appended to `out` with its newline: each cell
+/// padded to its column (`(name, width, right-aligned)`), two spaces apart,
+/// trailing blanks trimmed. Widths are fixed, so a row's padding never
+/// depends on another row's values; a wider value pushes only its own row.
+///
+/// ```
+/// let cols = [("name", 6, false), ("us", 6, true)];
+/// let mut out = String::new();
+/// magic::figures::line(&mut out, &cols, &cols.map(|c| c.0.to_string()));
+/// magic::figures::line(&mut out, &cols, &["send".into(), "1.66".into()]);
+/// assert_eq!(out, "name        us\nsend      1.66\n");
+/// ```
+pub fn line(out: &mut String, cols: &[(&str, usize, bool)], cells: &[String]) {
+    let mut row = String::new();
+    for (i, ((_, w, right), cell)) in cols.iter().zip(cells).enumerate() {
+        if i > 0 {
+            row.push_str("  ");
+        }
+        if *right {
+            row.push_str(&format!("{cell:>w$}"));
+        } else {
+            row.push_str(&format!("{cell:<w$}"));
+        }
+    }
+    out.push_str(row.trim_end());
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,3 +180,4 @@ mod tests {
         assert_eq!(v.to_string(), r#"{"x":0.838}"#);
     }
 }
+

@@ -9,7 +9,7 @@
 //! round figures the one way [`crate::figures`] says. Columns have fixed
 //! widths, so one row's values never re-pad another.
 
-use crate::figures::{self, text, Figure};
+use crate::figures::{self, line, text, Figure};
 use crate::time::Cycles;
 use serde::Serialize;
 
@@ -310,24 +310,6 @@ const UNIT_COLUMNS: [(&str, usize, bool); 6] = [
     ("util", 7, true),
     ("waiting", 9, true),
 ];
-
-/// One row of a table: each cell padded to its column, two spaces apart,
-/// trailing blanks trimmed.
-fn line(out: &mut String, cols: &[(&str, usize, bool)], cells: &[String]) {
-    let mut row = String::new();
-    for (i, ((_, w, right), cell)) in cols.iter().zip(cells).enumerate() {
-        if i > 0 {
-            row.push_str("  ");
-        }
-        if *right {
-            row.push_str(&format!("{cell:>w$}"));
-        } else {
-            row.push_str(&format!("{cell:<w$}"));
-        }
-    }
-    out.push_str(row.trim_end());
-    out.push('\n');
-}
 
 fn node_name(n: Option<u32>) -> String {
     n.map_or("all".to_string(), |n| n.to_string())
