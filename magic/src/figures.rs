@@ -180,4 +180,3 @@ mod tests {
         assert_eq!(v.to_string(), r#"{"x":0.838}"#);
     }
 }
-
