@@ -247,6 +247,10 @@ enum Command {
         /// the transfer, or all of them first.
         #[arg(long, value_enum, default_value_t = scenario::StrategyKind::Pipelined)]
         strategy: scenario::StrategyKind,
+        /// Where the buffers are homed: at the transferring nodes, or both
+        /// at a third node (node 2; needs --coherence none or global).
+        #[arg(long, value_enum, default_value_t = scenario::Placement::Home)]
+        placement: scenario::Placement,
         /// One sender, or both partners sending to each other at once.
         #[arg(long, value_enum, default_value_t = scenario::DirectionKind::Uni)]
         direction: scenario::DirectionKind,
@@ -565,6 +569,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             coherence,
             flush,
             strategy,
+            placement,
             direction,
             receives,
             sends,
@@ -583,6 +588,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 coherence,
                 flush,
                 strategy,
+                placement,
                 direction,
                 receives,
                 sends,
@@ -808,11 +814,24 @@ fn flagged(e: &protocols::transfer::ConfigError) -> String {
             other,
             other_value,
             why,
-        } => format!(
-            "{} {value} needs {} {other_value} ({why})",
-            flag(field),
-            flag(other)
-        ),
+        }
+        | ConfigError::Refuses {
+            field,
+            value,
+            other,
+            other_value,
+            why,
+        } => {
+            let verb = match e {
+                ConfigError::Needs { .. } => "needs",
+                _ => "cannot go with",
+            };
+            format!(
+                "{} {value} {verb} {} {other_value} ({why})",
+                flag(field),
+                flag(other)
+            )
+        }
         ConfigError::Change { .. } => e.to_string(),
     }
 }

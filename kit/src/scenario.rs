@@ -65,6 +65,10 @@ pub struct Transfer {
     /// How dirty send lines are fetched (default pipelined).
     #[serde(default)]
     pub strategy: StrategyKind,
+    /// Where the buffers are homed (default at the transferring nodes;
+    /// `third`: both at node 2, under `none` or `global` coherence).
+    #[serde(default)]
+    pub placement: Placement,
     /// One way or both at once (default uni).
     #[serde(default)]
     pub direction: DirectionKind,
@@ -92,6 +96,7 @@ impl Default for Transfer {
             coherence: CoherenceKind::default(),
             flush: false,
             strategy: StrategyKind::default(),
+            placement: Placement::default(),
             direction: DirectionKind::default(),
             receives: d_one(),
             sends: d_one(),
@@ -256,6 +261,10 @@ impl Transfer {
                 StrategyKind::Pipelined => Strategy::Pipelined,
                 StrategyKind::Collect => Strategy::Collect,
             },
+            placement: match self.placement {
+                Placement::Home => protocols::transfer::Placement::Home,
+                Placement::Third => protocols::transfer::Placement::Third,
+            },
             direction: match self.direction {
                 DirectionKind::Uni => Direction::Uni,
                 DirectionKind::Bi => Direction::Bi,
@@ -362,7 +371,8 @@ kinds!(
         /// At the transferring nodes: the send buffer at the sender, the
         /// receive buffer at the receiver.
         Home (default),
-        /// At a third node.
+        /// Both at a third node, node 2 (a send buffer "dirty-remote" is
+        /// then dirty in that node's own cache).
         Third,
     }
 );
@@ -427,6 +437,7 @@ impl StudyPoint {
             receiver: self.receiver,
             coherence: self.mode.coherence(),
             flush: self.mode.flush(),
+            placement: self.placement,
             ..Transfer::default()
         }
     }
@@ -437,19 +448,12 @@ impl StudyPoint {
         &self,
         params: magic::MagicParams,
     ) -> Result<Option<String>, protocols::transfer::ConfigError> {
-        if self.placement == Placement::Third {
-            return Ok(Some(match self.mode {
-                StudyMode::Local => "local coherence keeps only the transferring nodes' \
-                    directories: a buffer homed at a third node is outside it"
-                    .into(),
-                _ => "buffers homed at a third node are not modelled yet: the transfer \
-                    moves lines between the transferring nodes' own memories"
-                    .into(),
-            }));
-        }
+        use protocols::transfer::ConfigError;
         match self.transfer().validate(params) {
             Ok(()) => Ok(None),
-            Err(e @ protocols::transfer::ConfigError::Needs { .. }) => Ok(Some(e.to_string())),
+            Err(e @ (ConfigError::Needs { .. } | ConfigError::Refuses { .. })) => {
+                Ok(Some(e.to_string()))
+            }
             Err(e) => Err(e),
         }
     }
@@ -480,11 +484,12 @@ pub struct Row {
     pub data_ok: bool,
     /// Interventions, invalidations and fetches together.
     pub coherence_messages: u64,
-    /// Dirty lines MAGIC took from a transferring node's processor cache.
+    /// Dirty lines a MAGIC took from its own node's processor cache (a
+    /// transferring node's, or a third-node home's).
     pub interventions: u64,
-    /// Clean copies MAGIC dropped from the receiving processor's cache.
+    /// Clean copies of receive lines MAGIC dropped from processor caches.
     pub invalidations: u64,
-    /// Dirty lines MAGIC fetched from a third node's cache.
+    /// Dirty lines MAGIC fetched from another node's cache by messages.
     pub fetches: u64,
     /// What the user processes' processors spent: their commands and
     /// their flushes, both nodes.

@@ -49,7 +49,7 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
             edge_u32(&[1, 2, 3, 32]),
             edge_u32(&[1, 2, 3, 32]),
             any::<bool>(),
-            (0..3u8, any::<bool>()),
+            (0..3u8, any::<bool>(), any::<bool>()),
         ),
     )
         .prop_map(
@@ -59,7 +59,7 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
                 receiver,
                 handler,
                 chunk,
-                (src, dst, collect, bi, receives, sends, first, (mode, flush)),
+                (src, dst, collect, bi, receives, sends, first, (mode, flush, third)),
             )| {
                 Transfer {
                     bytes,
@@ -75,6 +75,11 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
                         CoherenceKind::Global,
                     ][mode as usize],
                     flush,
+                    placement: if third {
+                        Placement::Third
+                    } else {
+                        Placement::Home
+                    },
                     strategy: if collect {
                         StrategyKind::Collect
                     } else {

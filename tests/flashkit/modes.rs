@@ -93,6 +93,64 @@ fn local_coherence_refuses_a_third_nodes_dirty_lines_in_one_line() {
 }
 
 #[test]
+fn buffers_homed_at_a_third_node_go_through_it() {
+    let run = |mode: &str, sender: &str| {
+        json(&[
+            "transfer",
+            "--placement",
+            "third",
+            "--coherence",
+            mode,
+            "--sender",
+            sender,
+            "--format",
+            "json",
+        ])
+    };
+    // Under global the home fetches each dirty send line from the sender's
+    // own cache; under none it sends memory as it is.
+    let global = run("global", "dirty");
+    assert_eq!(global["data_ok"], true, "{global}");
+    assert_eq!(global["coherence_actions"]["fetches"], 32);
+    let none = run("none", "dirty");
+    assert_eq!(none["data_ok"], false);
+    assert_eq!(none["stale_lines"], 32);
+    // Every line crosses the network more than at home: slower, uncached.
+    let third = run("global", "uncached");
+    let home = json(&["transfer", "--coherence", "global", "--format", "json"]);
+    assert!(
+        third["total_cycles"].as_u64() > home["total_cycles"].as_u64(),
+        "{third} vs {home}"
+    );
+    // What the model does not carry through a home is one line, exit 2.
+    for (args, says) in [
+        (
+            &["--coherence", "local"][..],
+            "--placement third cannot go with --coherence local",
+        ),
+        (
+            &["--coherence", "global", "--receives", "2"][..],
+            "--placement third needs --receives 1",
+        ),
+        (
+            &["--coherence", "none", "--direction", "bi"][..],
+            "--placement third needs --direction uni",
+        ),
+        (
+            &["--coherence", "global", "--src-offset", "8"][..],
+            "--dst-offset must be at the send buffer's offset within a line",
+        ),
+    ] {
+        let mut a = vec!["transfer", "--placement", "third"];
+        a.extend_from_slice(args);
+        let (code, _, err) = flashkit(&a);
+        assert_eq!(code, 2, "{a:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{a:?}: {err}");
+    }
+}
+
+#[test]
 fn the_study_returns_a_row_per_run_with_every_key() {
     let v = json(&[
         "study",
@@ -140,6 +198,12 @@ fn the_study_returns_a_row_per_run_with_every_key() {
     assert!(refused.iter().any(|r| r["mode"] == "local"
         && r["sender"] == "dirty-remote"
         && r["placement"] == "home"));
+    // Only local coherence refuses (a third node's home or cache is outside
+    // it): the other three modes run every state at both placements.
+    assert!(refused.iter().all(|r| r["mode"] == "local"), "{refused:?}");
+    assert_eq!(distinct("placement"), 2);
+    let third = rows.iter().filter(|r| r["placement"] == "third").count();
+    assert_eq!(third, 3 * 4 * 3);
     // What each mode promises.
     for r in rows {
         let cached =

@@ -9,9 +9,11 @@
 //! virtual address of it), then the committing read. A receive names its
 //! pages through the write shadow, which exists only for writable pages.
 
+use super::home;
 use super::msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
 use super::state::{
-    addr, command, costs, Accepted, CmdRecord, RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
+    addr, command, complete_if_done, costs, step_again, to_self, Accepted, CmdRecord, RecvOp,
+    SendOp, Space, Span, Strategy, XferNode, C,
 };
 use crate::os_side::{self, Frame};
 use crate::user::pages::PageTable;
@@ -36,18 +38,6 @@ const MAX_ACCEPTED: usize = 8;
 fn to_cpu(cx: &mut C<'_>, m: XferMsg) {
     let m = cx.msg(m);
     let _ = cx.to_processor(m, None);
-}
-
-/// A message to this node's own message space (through the software queue).
-fn to_self(cx: &mut C<'_>, m: XferMsg) -> Msg {
-    let me = cx.node();
-    cx.msg(m).addr(PAddr::new(Region::Message, me, 0))
-}
-
-/// Reschedule the sender's transfer handler.
-pub(super) fn step_again(cx: &mut C<'_>) {
-    let m = to_self(cx, XferMsg::Step);
-    let _ = cx.reschedule(m);
 }
 
 /// The command write naming the operation (its address) and its word: a
@@ -147,10 +137,14 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
         .iter()
         .enumerate()
         .all(|(k, p)| p.1 / PAGE_BYTES == va / PAGE_BYTES + k as u64);
-    let ours = r
-        .pages
-        .iter()
-        .all(|p| p.0.node() == me && p.0.offset() < mem);
+    // A page may be homed at any node's memory, except under local
+    // coherence, which keeps only this node's directory.
+    let nodes = cx.nodes();
+    let local = cx.state().params.mode == coherence::modes::Mode::Local;
+    let ours = r.pages.iter().all(|p| {
+        let n = p.0.node();
+        n.0 < nodes && (n == me || !local) && p.0.offset() < mem
+    });
     if len == 0
         || r.pages.len() as u64 != pages
         || !contiguous
@@ -221,6 +215,7 @@ fn setup(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
                 span,
                 got: 0,
                 written: Cycles(0),
+                deposits: 0,
             });
             let to = s.partner.map_or(me, |p| p.0);
             let space = XferMsg::Space {
@@ -329,15 +324,15 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
             a.0 as usize % LINE_BYTES,
         )
     };
-    // The bytes sit in the buffer where they go in the line.
+    // The bytes sit in the buffer where they go in the line. A line homed
+    // at a third node is its home's to write.
+    if line.node() != cx.node() {
+        home::deposit(cx, i, line, b, at, n);
+        finish_component(cx, i, n);
+        return;
+    }
     let mode = cx.state().params.mode;
-    let steps = modes::Steps {
-        directory: c.recv_directory,
-        issue: c.recv_issue,
-        memory: c.recv_write,
-        update: c.recv_update_directory,
-        merge: c.recv_merge,
-    };
+    let steps = c.recv_steps();
     match modes::receiver_write_with(cx, mode, line, b, at..at + n as usize, &steps) {
         Ok(t) => {
             let _ = cx.free_buffer_after(b, t);
@@ -364,19 +359,17 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
             return;
         }
     }
-    c.recv_update.charge(cx, addr::RECV, addr::RECV);
-    let now = cx.now();
+    finish_component(cx, i, n);
+}
+
+/// Count a stored component's `n` bytes into receive `i`.
+fn finish_component(cx: &mut C<'_>, i: usize, n: u64) {
+    costs(cx).recv_update.charge(cx, addr::RECV, addr::RECV);
     let s = cx.state();
     s.stats.components_received += 1;
     s.stats.bytes_received += n;
-    let r = &mut s.recvs[i];
-    r.got += n;
-    if r.got == r.span.len {
-        // The receive is complete once its last bytes are in memory.
-        s.stats.marks.last_component = Some(r.written.max(now));
-        let m = to_self(cx, XferMsg::Cleanup { id });
-        let _ = cx.reschedule(m);
-    }
+    s.recvs[i].got += n;
+    complete_if_done(cx, i);
 }
 
 /// Components that could not be stored for lack of a buffer, again.
@@ -496,20 +489,52 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
     );
 }
 
+/// The home (a third node) has a deposited line in memory.
+fn deposited(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+    let XferMsg::Deposited { id } = msg else {
+        return;
+    };
+    costs(cx).deposit_in.charge(cx, addr::RECV, addr::RECV);
+    let now = cx.now();
+    let s = cx.state();
+    let Some(i) = s.recvs.iter().position(|r| r.id == id && r.deposits > 0) else {
+        s.stats.dropped += 1;
+        return;
+    };
+    s.stats.marks.first_written.get_or_insert(now);
+    let r = &mut s.recvs[i];
+    r.deposits -= 1;
+    r.written = r.written.max(now);
+    complete_if_done(cx, i);
+}
+
 // ---------------------------------------------------------------- global
 
-/// At a line's dirty owner: hand the line to its home, keeping a clean copy.
-fn fetch(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+/// At a line's dirty owner: hand the line to its home, keeping a clean copy
+/// for a read, none for a write.
+fn fetch(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+    let XferMsg::Fetch { keep } = msg else {
+        return;
+    };
     let t = costs(cx).fetch_owner;
     t.charge(cx, addr::SEND, addr::SEND);
     let home = m.src;
+    let next = if keep {
+        LineState::Clean
+    } else {
+        LineState::Uncached
+    };
     let b = cx.alloc_buffer();
     let iv = match b {
-        Some(b) => cx.pc_get(m.addr, Some(b), LineState::Clean).ok(),
+        Some(b) => cx.pc_get(m.addr, Some(b), next).ok(),
         None => None,
     };
     let dirty = iv.is_some_and(|iv| iv.state == LineState::Dirty);
-    let r = cx.msg(XferMsg::Fetched { dirty }).to(home).addr(m.addr);
+    let kept = keep && dirty;
+    let r = cx
+        .msg(XferMsg::Fetched { dirty, kept })
+        .to(home)
+        .addr(m.addr);
     match (b, dirty) {
         (Some(b), true) => {
             let _ = cx.send(r, Some(b));
@@ -524,9 +549,10 @@ fn fetch(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
 }
 
 /// At the home: the owner's line is in; memory takes it and the transfer
-/// handler, if it waits, goes on.
+/// handler, if it waits, goes on (or the requests the home holds for the
+/// line are served).
 fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Fetched { dirty } = msg else {
+    let XferMsg::Fetched { dirty, kept } = msg else {
         return;
     };
     let t = costs(cx).fetch_home;
@@ -544,11 +570,16 @@ fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
                 }
             }
         }
+        let state = if kept {
+            DirState::Shared(Sharers::one(owner))
+        } else {
+            DirState::Uncached
+        };
         coherence::protocol::dir_store(
             cx,
             line,
             DirEntry {
-                state: DirState::Shared(Sharers::one(owner)),
+                state,
                 pending: None,
             },
         );
@@ -559,6 +590,7 @@ fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
         e.pending = None;
         cx.state().coh.set_entry(line, e);
     }
+    home::answered(cx, line);
     let o = &mut cx.state().out;
     o.fetching.retain(|l| *l != line);
     let collect = cx.state().params.strategy == Strategy::Collect;
@@ -598,4 +630,7 @@ pub(super) fn install<S: 'static>(b: &mut Install<'_, S, XferNode>) {
     b.route_any(XferKind::Fetch, h);
     let h = b.handler("fetched", fetched);
     b.route_any(XferKind::Fetched, h);
+    let h = b.handler("deposited", deposited);
+    b.route_any(XferKind::Deposited, h);
+    home::install(b);
 }

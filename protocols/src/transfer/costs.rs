@@ -42,6 +42,8 @@ pub mod row {
     pub const SHIFT: &str = "realign in the PP";
     /// Global coherence: fetch a line from its dirty owner.
     pub const FETCH: &str = "fetch remote line";
+    /// A send line homed at a third node: ask its home for it.
+    pub const PULL: &str = "pull from the home";
     /// The last component of a send.
     pub const COMPLETE: &str = "complete send";
 }
@@ -234,6 +236,56 @@ magic::cost_sheet! {
         /// Home: the owner's line is in; write it and update the entry.
         fetch_home: Task = Task::new(3, 6, 0, 0), Source::Choice(
             "decode, issue the write, wake the transfer handler.");
+        // --------------------------------------- buffers homed at a third node
+        /// Sender: ask a send line's home for it.
+        pull_issue: Task = Task::new(3, 5, 0, 1), Source::Choice(
+            "as fetch_issue: form the request, note the line as asked for \
+             (1 store).");
+        /// Sender: a pulled line is in: keep its buffer for the handler.
+        pull_in: Task = Task::new(2, 4, 0, 1), Source::Choice(
+            "note the line's buffer in the stream state (1 store) and wake \
+             the transfer handler if it waits for this line.");
+        /// Home: decode a pull or a deposit and find the line.
+        home_decode: Task = Task::new(3, 6, 1, 0), Source::Choice(
+            "as the receiver's verify for a line address instead of a \
+             stream position: decode, one load of the request's record. \
+             The line's coherence work is then the coherence protocol's own \
+             (its directory check and issues), and the memory access and \
+             the reply are the receiver's recv_write and send_component.");
+        /// Home: a waiting deposit's line to its record in MAGIC's memory, or back.
+        home_record: Task = Task::new(2, 3, 0, 0), Source::Derived(
+            "the receiver's recv_write: one memory access issued on a data \
+             buffer. A home keeps no data buffer while a request waits for \
+             other nodes' answers, which need buffers themselves.");
+        /// Receiver: send a component on to its line's home.
+        deposit_issue: Task = Task::new(2, 4, 0, 0), Source::Choice(
+            "re-address the component's header to the line's home and hand \
+             its buffer to the outbox.");
+        /// Receiver: the home has the bytes: count them in.
+        deposit_in: Task = Task::new(3, 5, 1, 1), Source::Choice(
+            "load and store the receive's count of lines out, test for \
+             completion.");
+        /// Sharer: drop a clean copy for the home, acknowledge.
+        drop_sharer: Task = Task::new(3, 6, 0, 0), Source::Choice(
+            "as fetch_owner: decode, issue the invalidation, send the \
+             acknowledgement.");
+        /// Home: a sharer's or owner's answer: count it in the line's record.
+        drop_ack: Task = Task::new(2, 4, 1, 1), Source::Choice(
+            "load, decrement and store the line's count of answers due.");
+    }
+}
+
+impl TransferCosts {
+    /// What the receiver's per-line coherence steps charge (the home of a
+    /// third-node buffer does the same work on the receiver's behalf).
+    pub fn recv_steps(&self) -> coherence::modes::Steps {
+        coherence::modes::Steps {
+            directory: self.recv_directory,
+            issue: self.recv_issue,
+            memory: self.recv_write,
+            update: self.recv_update_directory,
+            merge: self.recv_merge,
+        }
     }
 }
 

@@ -60,6 +60,18 @@ pub enum ReceiverState {
     Dirty,
 }
 
+/// Where the buffers' memory is homed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// At the transferring nodes: the send buffer at the sender, the receive
+    /// buffer at the receiver.
+    Home,
+    /// Both at a third node, node 2: the transferring nodes go through it
+    /// for every line (`none` or `global` coherence).
+    Third,
+}
+
 /// Which way the data goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -122,6 +134,10 @@ pub struct Config {
     /// How global coherence fetches a third node's dirty lines (default
     /// pipelined).
     pub strategy: Strategy,
+    /// Where the buffers are homed (default at the transferring nodes). At
+    /// a third node, a send buffer `dirty-remote` is dirty in the home's own
+    /// cache.
+    pub placement: Placement,
     /// One way or both (default one way).
     pub direction: Direction,
     /// Receives the data is split over (each direction), one buffer apart
@@ -160,6 +176,7 @@ impl Default for Config {
             mode: Mode::Local,
             flush: false,
             strategy: Strategy::Pipelined,
+            placement: Placement::Home,
             direction: Direction::Uni,
             receives: 1,
             sends: 1,
@@ -176,10 +193,11 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Nodes the experiment's machine has: two, and a third that holds the
-    /// send buffer dirty when the sender's lines are dirty elsewhere.
+    /// Nodes the experiment's machine has: two, and a third that homes the
+    /// buffers or holds the send buffer dirty when the sender's lines are
+    /// dirty elsewhere.
     pub fn nodes(&self) -> u32 {
-        if self.sender == SenderState::DirtyRemote {
+        if self.sender == SenderState::DirtyRemote || self.placement == Placement::Third {
             3
         } else {
             2
@@ -225,6 +243,9 @@ impl Config {
                 why: "local coherence cannot reach a third node's cache",
             });
         }
+        if self.placement == Placement::Third {
+            self.third_node()?;
+        }
         let parts = format!("from 1 to {} (one byte a part at least)", self.bytes.max(1));
         for (field, n) in [("receives", self.receives), ("sends", self.sends)] {
             if n == 0 || n as u64 > self.bytes.max(1) {
@@ -269,6 +290,57 @@ impl Config {
     }
 }
 
+impl Config {
+    /// What buffers homed at a third node need: a mode that reaches it, and
+    /// the transfer shape the model carries through the home (one send into
+    /// one receive, one way, the buffers at the same offset within a line,
+    /// no page moved).
+    fn third_node(&self) -> Result<(), ConfigError> {
+        let needs = |other, other_value, why| ConfigError::Needs {
+            field: "placement",
+            value: "third",
+            other,
+            other_value,
+            why,
+        };
+        if self.mode == Mode::Local {
+            return Err(ConfigError::Refuses {
+                field: "placement",
+                value: "third",
+                other: "coherence",
+                other_value: "local",
+                why: "local coherence keeps only the transferring nodes' directories: \
+                      a buffer homed at a third node is outside it",
+            });
+        }
+        let why = "a buffer homed at a third node is modelled for one send into one \
+                   receive, one way, with the buffers at the same offset within a line";
+        if self.direction != Direction::Uni {
+            return Err(needs("direction", "uni", why));
+        }
+        if self.sends != 1 {
+            return Err(needs("sends", "1", why));
+        }
+        if self.receives != 1 {
+            return Err(needs("receives", "1", why));
+        }
+        if self.src_offset % LINE != self.dst_offset % LINE {
+            let allowed = format!(
+                "at the send buffer's offset within a line ({} of {LINE}) when the \
+                 buffers are homed at a third node",
+                self.src_offset % LINE
+            );
+            return Err(OutOfRange::new("dst_offset", allowed, self.dst_offset).into());
+        }
+        if self.change.is_some() {
+            return Err(ConfigError::Change {
+                why: "a page change is modelled for buffers homed at the transferring nodes".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A transfer configuration the experiment cannot set up. Fields are named
 /// as [`Config`] (and a scenario's `[transfer]` table) spells them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -290,6 +362,20 @@ pub enum ConfigError {
         /// Why.
         why: &'static str,
     },
+    /// A field's value that cannot go with another field's.
+    #[error("{field} = \"{value}\" cannot go with {other} = \"{other_value}\" ({why})")]
+    Refuses {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: &'static str,
+        /// The field it conflicts with.
+        other: &'static str,
+        /// That field's value.
+        other_value: &'static str,
+        /// Why.
+        why: &'static str,
+    },
     /// The translation change the experiment is asked to make mid-transfer.
     #[error("change: {why}")]
     Change {
@@ -303,7 +389,7 @@ impl ConfigError {
     pub fn field(&self) -> &'static str {
         match self {
             ConfigError::Range(e) => e.field,
-            ConfigError::Needs { field, .. } => field,
+            ConfigError::Needs { field, .. } | ConfigError::Refuses { field, .. } => field,
             ConfigError::Change { .. } => "change",
         }
     }
@@ -412,11 +498,12 @@ impl Serialize for StaleLine {
 /// The coherence actions MAGIC took for message data in the measured pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CoherenceActions {
-    /// Dirty lines taken from a transferring node's processor cache.
+    /// Dirty lines a MAGIC took from its own node's processor cache (a
+    /// transferring node's, or a third-node home's).
     pub interventions: u64,
-    /// Clean copies dropped from the receiving processor's cache.
+    /// Clean copies of receive lines dropped from processor caches.
     pub invalidations: u64,
-    /// Dirty lines fetched from a third node's cache (global).
+    /// Dirty lines fetched from another node's cache by messages (global).
     pub fetches: u64,
 }
 
@@ -672,7 +759,10 @@ const DST_FRAMES: u64 = 0x80_0000;
 const MOVED_FRAMES: u64 = 0x100_0000;
 
 struct Buffer {
+    /// The node whose process owns the buffer.
     node: NodeId,
+    /// The node whose memory holds it.
+    home: NodeId,
     va: u64,
     len: u64,
     base: u64,
@@ -681,7 +771,7 @@ struct Buffer {
 impl Buffer {
     fn paddr(&self, va: u64) -> PAddr {
         let page = va / PAGE_BYTES - self.va / PAGE_BYTES;
-        PAddr(frame(self.node, self.base, page).0 + va % PAGE_BYTES)
+        PAddr(frame(self.home, self.base, page).0 + va % PAGE_BYTES)
     }
 
     /// Virtual addresses of the lines it touches, with one more line on
@@ -701,6 +791,36 @@ impl Buffer {
             end
         };
         (lo..hi).step_by(LINE_BYTES)
+    }
+}
+
+/// Where a buffer of node `n`'s process is homed.
+fn home_of(c: &Config, n: NodeId) -> NodeId {
+    match c.placement {
+        Placement::Home => n,
+        Placement::Third => NodeId(2),
+    }
+}
+
+/// Node `n`'s send buffer.
+fn send_buffer(c: &Config, n: NodeId) -> Buffer {
+    Buffer {
+        node: n,
+        home: home_of(c, n),
+        va: SRC_VA + c.src_offset,
+        len: c.bytes,
+        base: SRC_FRAMES,
+    }
+}
+
+/// Node `n`'s receive buffer, `span` bytes from the first receive's start.
+fn receive_buffer(c: &Config, n: NodeId, span: u64) -> Buffer {
+    Buffer {
+        node: n,
+        home: home_of(c, n),
+        va: DST_VA + c.dst_offset,
+        len: span,
+        base: DST_FRAMES,
     }
 }
 
@@ -909,18 +1029,8 @@ fn run_on<S: WithTransfer>(
     let pid = Pid(1);
     let recvs = receive_layout(c);
     let dst_span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + c.dst_offset);
-    let src = |n: NodeId| Buffer {
-        node: n,
-        va: SRC_VA + c.src_offset,
-        len: c.bytes,
-        base: SRC_FRAMES,
-    };
-    let dst = |n: NodeId| Buffer {
-        node: n,
-        va: DST_VA + c.dst_offset,
-        len: dst_span,
-        base: DST_FRAMES,
-    };
+    let src = |n: NodeId| send_buffer(c, n);
+    let dst = |n: NodeId| receive_buffer(c, n, dst_span);
     let mut m = b.build(|n| {
         let mut x = unit.node(n, nodes);
         if n.0 < 2 {
@@ -1094,7 +1204,7 @@ fn map<S: WithTransfer>(m: &mut Magic<S>, b: &Buffer, pid: Pid) -> Result<(), St
             .map(
                 pid,
                 VPage(b.va / PAGE_BYTES + k),
-                frame(b.node, b.base, k),
+                frame(b.home, b.base, k),
                 Rights::RW,
             )
             .map_err(|e| format!("mapping the buffers: {e:?}"))?;
@@ -1370,12 +1480,11 @@ fn measure<S: WithTransfer>(
     for &s in senders {
         let r = NodeId(1 - s.0);
         let layout = receive_layout(c);
-        let d = Buffer {
-            node: r,
-            va: DST_VA + c.dst_offset,
-            len: layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
-            base: DST_FRAMES,
-        };
+        let d = receive_buffer(
+            c,
+            r,
+            layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
+        );
         for lv in d.lines(true) {
             let line = now_at(&m, r, lv);
             lines_seen.push(line);
@@ -1401,12 +1510,7 @@ fn measure<S: WithTransfer>(
                 stale.push(StaleLine { node: r, va: lv });
             }
         }
-        let sb = Buffer {
-            node: s,
-            va: SRC_VA + c.src_offset,
-            len: c.bytes,
-            base: SRC_FRAMES,
-        };
+        let sb = send_buffer(c, s);
         for lv in sb.lines(false) {
             lines_seen.push(now_at(&m, s, lv));
         }

@@ -25,7 +25,8 @@
 //! Message data is kept coherent `local`ly (the directory at each end) or
 //! `global`ly: a send line dirty in a third node's cache is fetched back to
 //! its home first, either overlapped with the transfer (`pipelined`) or all
-//! at once before it (`collect`).
+//! at once before it (`collect`). Buffers may also be homed at a third
+//! node, which the transferring MAGICs go through for every line ([`home`]).
 //!
 //! By actor: the compute processor's program and OS ([`cpu`]), MAGIC's
 //! connection and receiver handlers ([`conn`]) and the sender's
@@ -40,6 +41,7 @@ pub mod conn;
 pub mod costs;
 pub mod cpu;
 pub mod experiment;
+pub mod home;
 pub mod msg;
 pub mod sender;
 pub mod state;
@@ -52,8 +54,8 @@ pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
     run, run_beside, run_with_machine, CoherenceActions, Config, ConfigError, Direction, Failed,
-    FlushTimes, Measured, Outcome, PageChange, ReceiverState, SenderState, Side, StaleLine,
-    Startup, WithTransfer,
+    FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
+    StaleLine, Startup, WithTransfer,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};

@@ -1,6 +1,7 @@
 //! The transfer's messages: the command sequence the processor writes, the
 //! handler steps MAGIC reschedules for itself, the stream between the two
-//! MAGICs (space notices, components, global coherence's fetches), what
+//! MAGICs (space notices, components, global coherence's fetches), the
+//! requests to a third node that homes the buffers, what
 //! MAGIC tells the processor, and the OS's notices and answers.
 
 use crate::os_side::{Frame, OsMessages};
@@ -63,8 +64,10 @@ impl Word for Answering {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Refusal {
     /// Unknown operation, zero length, or the shadow pages named do not
-    /// cover the buffer (a page the process has not mapped never reaches
-    /// MAGIC: its shadow reference faults in the processor).
+    /// cover the buffer, or a page is outside every node's memory (under
+    /// local coherence, outside this node's). A page the process has not
+    /// mapped never reaches MAGIC: its shadow reference faults in the
+    /// processor.
     Malformed = 1,
     /// No connection, or the partner is not in the process's group.
     NotConnected = 2,
@@ -150,11 +153,16 @@ magic::messages! {
             len: u64,
         },
         /// Global coherence, to a line's dirty owner: give the home the line.
-        Fetch,
+        Fetch {
+            /// Keep a clean copy (a read); otherwise drop it (a write).
+            keep: bool,
+        },
         /// The owner's answer (with the line when `dirty`).
         Fetched {
             /// The owner's copy was dirty: the line comes with the answer.
             dirty: bool,
+            /// The owner kept a clean copy.
+            kept: bool,
         } => Reply,
         /// MAGIC to the processor: the command is accepted.
         Ack {
@@ -212,6 +220,34 @@ magic::messages! {
             /// The frame it maps to (`None`: not mapped).
             frame: Frame,
         },
+        /// To a send line's home (a buffer homed at a third node): send me
+        /// the line, as the coherence mode has it.
+        Pull,
+        /// The home's answer to a pull, with the line.
+        Pulled => Reply,
+        /// To a receive line's home: write the bytes `at..at + len` of the
+        /// line (in the data buffer, where they go in the line) for receive
+        /// `id`, as the coherence mode has it.
+        Deposit {
+            /// The receive's number at the depositor.
+            id: u32,
+            /// Where the bytes start within the line.
+            at: u64,
+            /// The bytes carried.
+            len: u64,
+        },
+        /// The home's answer to a deposit: the bytes are in its memory.
+        Deposited {
+            /// The receive's number at the depositor.
+            id: u32,
+        } => Reply,
+        /// Global coherence, from a receive line's home to a node caching
+        /// it clean: drop the copy.
+        Drop,
+        /// The copy is gone.
+        Dropped => Reply,
+        /// Software queue: the home's requests that waited for a buffer, again.
+        HomeRetry,
     }
 }
 

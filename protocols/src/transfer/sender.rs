@@ -42,7 +42,7 @@
 use super::conn;
 use super::costs::row;
 use super::msg::XferMsg;
-use super::state::{addr, costs, Carry, Strategy, Version, XferNode, C};
+use super::state::{addr, costs, step_again, Carry, Strategy, Version, XferNode, C};
 use coherence::directory::{DirEntry, DirState, Pending, Sharers};
 use coherence::modes::Mode;
 use coherence::protocol;
@@ -207,6 +207,11 @@ enum Stop {
     Fetch,
     /// A page of the buffer is changing: wait for its new translation.
     Stale,
+    /// Waiting for a line from its home (a third node); its answer
+    /// reschedules.
+    Pull,
+    /// A line this handler cannot get: the send stays pending, reported.
+    Unservable,
 }
 
 /// Ask a dirty line's owner for it (global coherence); the entry stays
@@ -220,7 +225,7 @@ fn fetch(cx: &mut C<'_>, line: PAddr, owner: NodeId, inv: &mut Inv) {
     cx.state().coh.set_entry(line, e);
     cx.state().out.fetching.push(line);
     cx.state().stats.fetches += 1;
-    let m = cx.msg(XferMsg::Fetch).to(owner).addr(line);
+    let m = cx.msg(XferMsg::Fetch { keep: true }).to(owner).addr(line);
     let _ = cx.send(m, None);
 }
 
@@ -292,6 +297,11 @@ fn read_line(
     second: Option<BufId>,
     inv: &mut Inv,
 ) -> Result<Ticket, Stop> {
+    if line.node() != cx.node() {
+        // Realigned components are modelled for lines homed here only (the
+        // experiment refuses the rest up front).
+        return Err(Stop::Unservable);
+    }
     match look(cx, line, inv) {
         Held::InFlux => return Err(Stop::InFlux),
         Held::Remote { owner, fetching } => remote(cx, line, owner, fetching, inv)?,
@@ -347,11 +357,70 @@ fn get(cx: &mut C<'_>, line: PAddr, buf: BufId, inv: &mut Inv) -> magic::pcache:
     iv
 }
 
+/// Ask `line`'s home (a third node) for it.
+fn pull(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) {
+    let t = costs(cx).pull_issue;
+    charge(cx, t, row::PULL, inv);
+    cx.state().out.pulling.push(line);
+    cx.state().stats.pulls += 1;
+    let m = cx.msg(XferMsg::Pull).to(line.node()).addr(line);
+    let _ = cx.send(m, None);
+}
+
+/// An aligned component whose source line is homed at a third node: its
+/// home's answer holds the line in a data buffer, which goes out as the
+/// component; until it is in, the handler waits for it.
+fn from_home(cx: &mut C<'_>, line: PAddr, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
+    let o = &mut cx.state().out;
+    let Some(i) = o.pulled.iter().position(|p| p.0 == line) else {
+        if !o.pulling.contains(&line) {
+            pull(cx, line, inv);
+        }
+        cx.state().out.awaiting = Some(line);
+        return Err(Stop::Pull);
+    };
+    let (_, buf) = o.pulled.remove(i);
+    cx.state().stats.lines_read += 1;
+    form_and_send_clean(cx, last, inv);
+    Ok(buf)
+}
+
+/// Buffers homed at a third node: ask their home for the lines ahead of
+/// the stream, as many at a time as the pipelined fetch's window, but at
+/// most half the data buffers (each answer holds one until it is sent).
+fn pull_ahead(cx: &mut C<'_>, inv: &mut Inv) {
+    let me = cx.node();
+    let limit = (cx.state().params.window as usize)
+        .min(cx.params().data_buffers / 2)
+        .max(1);
+    let (va, len, sent) = {
+        let s = cx.state().out.sends.front().expect("a send");
+        (s.span.va as i64, s.span.len as i64, s.sent as i64)
+    };
+    let mut off = (va + sent).div_euclid(LINE as i64) * LINE as i64 - va;
+    while off < len {
+        let o = &cx.state().out;
+        if o.pulling.len() + o.pulled.len() >= limit {
+            break;
+        }
+        let line = src_line(cx.state(), off.max(0));
+        let o = &cx.state().out;
+        let asked = o.pulling.contains(&line) || o.pulled.iter().any(|p| p.0 == line);
+        if line.node() != me && !asked {
+            pull(cx, line, inv);
+        }
+        off += LINE as i64;
+    }
+}
+
 /// An aligned component (the paper's case): the source line is the
 /// component; `last` says it is the invocation's last.
 fn aligned(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId, Stop> {
     let k = costs(cx);
     let line = src_line(cx.state(), c.so);
+    if line.node() != cx.node() {
+        return from_home(cx, line, last, inv);
+    }
     let version = cx.state().params.handler;
     let buf = cx.alloc_buffer().ok_or(Stop::NoBuffer)?;
     let how = match look(cx, line, inv) {
@@ -550,6 +619,7 @@ fn shifted(cx: &mut C<'_>, c: &Comp, last: bool, inv: &mut Inv) -> Result<BufId,
 /// the next `window` lines; `Collect`: every line of the send, once, before
 /// the first component).
 fn fetch_ahead(cx: &mut C<'_>, inv: &mut Inv) -> Result<(), Stop> {
+    pull_ahead(cx, inv);
     let p = cx.state().params;
     if p.mode != Mode::Global {
         return Ok(());
@@ -577,6 +647,11 @@ fn fetch_ahead(cx: &mut C<'_>, inv: &mut Inv) -> Result<(), Stop> {
     let mut off = start;
     while off < end {
         let line = src_line(cx.state(), off.max(0));
+        if line.node() != cx.node() {
+            // Its home's directory, not this one's: the pull asks there.
+            off += LINE as i64;
+            continue;
+        }
         check.charge(cx, protocol::dir_addr(line), addr::SEND);
         inv.b.add(row::FETCH, &check);
         if let Held::Remote {
@@ -682,8 +757,12 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
         }
         // The fetch's answer, or the OS's answer relinking the page,
         // reschedules the handler.
-        Some(Stop::Fetch) | Some(Stop::Stale) => {
+        Some(Stop::Fetch) | Some(Stop::Stale) | Some(Stop::Pull) => {
             cx.state().out.blocked = true;
+            false
+        }
+        Some(Stop::Unservable) => {
+            cx.state().stats.dropped += 1;
             false
         }
         Some(Stop::InFlux) | None => true,
@@ -695,7 +774,7 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
     }
     if more {
         charge(cx, k.send_reschedule, row::SEND, &mut inv);
-        conn::step_again(cx);
+        step_again(cx);
     }
     let s = cx.state();
     if s.stats.invocations == 0 {
@@ -742,5 +821,30 @@ fn advance(cx: &mut C<'_>, c: &Comp, inv: &mut Inv) {
             pid: op.pid,
         });
         let _ = cx.to_processor(m, None);
+    }
+}
+
+/// A pulled line is in from its home (a third node). Keep its buffer for the transfer
+/// handler, and wake the handler if it waits for this line.
+pub(super) fn pulled(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+    costs(cx).pull_in.charge(cx, addr::SEND, addr::SEND);
+    let line = m.addr;
+    let Some(b) = cx.take_msg_buffer() else {
+        cx.state().stats.dropped += 1;
+        return;
+    };
+    let o = &mut cx.state().out;
+    let Some(i) = o.pulling.iter().position(|l| *l == line) else {
+        // Nothing asked for it: count and drop it.
+        cx.state().stats.dropped += 1;
+        let _ = cx.free_buffer(b);
+        return;
+    };
+    o.pulling.swap_remove(i);
+    o.pulled.push((line, b));
+    if o.blocked && o.awaiting == Some(line) {
+        o.blocked = false;
+        o.awaiting = None;
+        step_again(cx);
     }
 }

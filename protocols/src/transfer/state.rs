@@ -6,13 +6,15 @@
 
 use super::costs::TransferCosts;
 use super::cpu::ConnCpu;
-use super::msg::XferOp;
+use super::msg::{XferMsg, XferOp};
 use crate::command::CommandCosts;
 use crate::user::pages::{PageTable, UseRef};
 use coherence::modes::Mode;
 use coherence::protocol::{CohNode, Coherent};
 use magic::costs::Breakdown;
-use magic::{BufId, Cycles, Msg, NodeId, NodeState, PAddr, ProcStep, Processor, LINE_BYTES};
+use magic::{
+    BufId, Cycles, Msg, NodeId, NodeState, PAddr, ProcStep, Processor, Region, LINE_BYTES,
+};
 use os_shim::{Os, Pid, PAGE_BYTES};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -163,6 +165,8 @@ pub struct RecvOp {
     pub got: u64,
     /// When the last write into memory is done.
     pub written: Cycles,
+    /// Lines sent on to their home (a third node) and not yet acknowledged.
+    pub deposits: u32,
 }
 
 /// The buffer carried from one component to the next: the head of the next
@@ -193,6 +197,52 @@ pub struct Outgoing {
     pub fetching: Vec<PAddr>,
     /// The handler waits for a fetch or a translation before it can go on.
     pub blocked: bool,
+    /// Send lines homed at a third node asked of their home, not yet in.
+    pub pulling: Vec<PAddr>,
+    /// Send lines in from their home, each in its data buffer.
+    pub pulled: Vec<(PAddr, BufId)>,
+    /// The pulled line the blocked handler waits for.
+    pub awaiting: Option<PAddr>,
+}
+
+/// A request at a line's home from a transferring node (the buffers are
+/// homed at a third node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HomeReq {
+    /// Send the line to `to`.
+    Pull {
+        /// The sender asking.
+        to: NodeId,
+    },
+    /// Write bytes `at..at + len` of `bytes` into the line; tell `from`
+    /// (receive `id`).
+    Deposit {
+        /// The receiver depositing.
+        from: NodeId,
+        /// The receive's number there.
+        id: u32,
+        /// The line's bytes as deposited (those outside the range unused).
+        /// While the request waits it is kept in the home's record in
+        /// MAGIC's memory, not in a data buffer: a home holding buffers
+        /// while it waits for answers that need buffers could deadlock.
+        bytes: [u8; LINE_BYTES],
+        /// Where the bytes start within the line.
+        at: u8,
+        /// How many bytes (1 to a line).
+        len: u8,
+    },
+}
+
+/// A line whose home waits for other nodes' answers (fetches from an
+/// owner, drops from sharers) before it can serve the requests queued on it.
+#[derive(Clone, Debug)]
+pub struct HomeLine {
+    /// The line.
+    pub line: PAddr,
+    /// Answers still due.
+    pub due: u32,
+    /// Requests to serve once they are in, in arrival order.
+    pub waiting: Vec<HomeReq>,
 }
 
 /// Times the handlers stamp, for the start-up breakdown.
@@ -232,6 +282,10 @@ pub struct XferStats {
     pub lines_read: u64,
     /// Global coherence: lines fetched from a third node's cache.
     pub fetches: u64,
+    /// Send lines asked of their home (buffers homed at a third node).
+    pub pulls: u64,
+    /// Receive lines sent on to their home.
+    pub deposits: u64,
     /// Transfer-handler invocations that found no data buffer.
     pub alloc_fails: u64,
     /// Components that named no posted receive, or a line outside the
@@ -281,6 +335,10 @@ pub struct XferNode {
     pub retry: Vec<(Msg, BufId)>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
     pub asked: Vec<os_shim::VPage>,
+    /// As a third node homing buffers: lines waiting for other nodes.
+    pub home: Vec<HomeLine>,
+    /// As a third node: requests waiting for a data buffer.
+    pub home_retry: Vec<(PAddr, HomeReq)>,
     /// Counters.
     pub stats: XferStats,
 }
@@ -305,6 +363,8 @@ impl XferNode {
             parked: Vec::new(),
             retry: Vec::new(),
             asked: Vec::new(),
+            home: Vec::new(),
+            home_retry: Vec::new(),
             stats: XferStats::default(),
         }
     }
@@ -346,8 +406,28 @@ impl NodeState for XferNode {
         }
         for r in &self.recvs {
             p.push(format!(
-                "receive {} of {} bytes: {} in",
-                r.id, r.span.len, r.got
+                "receive {} of {} bytes: {} in, {} line(s) at the home unanswered",
+                r.id, r.span.len, r.got, r.deposits
+            ));
+        }
+        if !self.out.pulling.is_empty() {
+            p.push(format!(
+                "{} send line(s) asked of their home",
+                self.out.pulling.len()
+            ));
+        }
+        for h in &self.home {
+            p.push(format!(
+                "home of {}: {} answer(s) due, {} request(s) waiting",
+                h.line,
+                h.due,
+                h.waiting.len()
+            ));
+        }
+        if !self.home_retry.is_empty() {
+            p.push(format!(
+                "{} home request(s) waiting for a data buffer",
+                self.home_retry.len()
             ));
         }
         (!p.is_empty()).then(|| p.join("; "))
@@ -391,6 +471,33 @@ pub(crate) type C<'a> = magic::Cx<'a, XferNode>;
 /// The node's transfer cost sheet.
 pub(crate) fn costs(cx: &mut C<'_>) -> TransferCosts {
     cx.state().params.costs
+}
+
+/// A message to this node's own message space (through the software queue).
+pub(crate) fn to_self(cx: &mut C<'_>, m: XferMsg) -> Msg {
+    let me = cx.node();
+    cx.msg(m).addr(PAddr::new(Region::Message, me, 0))
+}
+
+/// Reschedule the sender's transfer handler.
+pub(crate) fn step_again(cx: &mut C<'_>) {
+    let m = to_self(cx, XferMsg::Step);
+    let _ = cx.reschedule(m);
+}
+
+/// Receive `i` is complete once its bytes are all in and its lines at a
+/// third-node home all acknowledged: schedule its cleanup.
+pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
+    let now = cx.now();
+    let s = cx.state();
+    let r = &s.recvs[i];
+    if r.got == r.span.len && r.deposits == 0 {
+        // The receive is complete once its last bytes are in memory.
+        let id = r.id;
+        s.stats.marks.last_component = Some(r.written.max(now));
+        let m = to_self(cx, XferMsg::Cleanup { id });
+        let _ = cx.reschedule(m);
+    }
 }
 
 /// The node's command-interface cost sheet.

@@ -50,6 +50,8 @@ impl Protocol for Transfer {
         conn::install(b);
         let h = b.handler("send_step", sender::send_step);
         b.route_any(XferKind::Step, h);
+        let h = b.handler("pulled", sender::pulled);
+        b.route_any(XferKind::Pulled, h);
     }
 
     /// The sender holds up to two buffers while it realigns a line, and the

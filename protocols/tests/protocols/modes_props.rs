@@ -3,14 +3,16 @@
 //! with the user programs' flushes, `local` and `global` deliver the same
 //! bytes, the latest writes' (the receiving process sees them, line for
 //! line, identically under the three), and `none` without flushes reads
-//! wrong exactly on the lines it reports stale.
+//! wrong exactly on the lines it reports stale. With the buffers homed at a
+//! third node, `none` with flushes and `global` deliver the bytes the
+//! buffers homed at the transferring nodes get.
 
 use magic::NodeId;
 use proptest::prelude::*;
 use protocols::transfer::experiment::DST_VA;
 use protocols::transfer::{
-    run_with_machine, Config, Direction, Measured, Mode, ReceiverState, SenderState, StaleLine,
-    Version,
+    run_with_machine, Config, Direction, Measured, Mode, Placement, ReceiverState, SenderState,
+    StaleLine, Version,
 };
 
 const LINE: u64 = 128;
@@ -50,6 +52,52 @@ prop_compose! {
             ..Config::default()
         }
     }
+}
+
+prop_compose! {
+    /// One send into one receive, one way, the buffers at the same offset
+    /// within a line: what a third-node placement is modelled for.
+    fn third()(
+        c in config(),
+        sender in prop_oneof![
+            Just(SenderState::Uncached),
+            Just(SenderState::Clean),
+            Just(SenderState::Dirty),
+        ],
+    ) -> Config {
+        Config {
+            sender,
+            dst_offset: c.src_offset % LINE + c.dst_offset / LINE * LINE,
+            receives: 1,
+            direction: Direction::Uni,
+            placement: Placement::Third,
+            ..c
+        }
+    }
+}
+
+/// `none` reads wrong exactly on the lines it reports stale, taking
+/// `want` (a correct run) for the latest bytes.
+fn none_wrong_where_it_says(
+    c: &Config,
+    want: &Measured,
+    none: &Measured,
+    receivers: &[NodeId],
+) -> Result<Vec<StaleLine>, TestCaseError> {
+    let mut wrong = Vec::new();
+    for &node in receivers {
+        for va in receive_lines(c) {
+            let Some(w) = want.seen(node, va) else {
+                continue;
+            };
+            if none.seen(node, va) != Some(w) {
+                wrong.push(StaleLine { node, va });
+            }
+        }
+    }
+    prop_assert_eq!(&wrong, &none.stale, "{:?}: the lines none reads wrong", c);
+    prop_assert_eq!(none.data_ok, wrong.is_empty());
+    Ok(wrong)
 }
 
 fn under(c: &Config, mode: Mode, flush: bool) -> Result<Measured, TestCaseError> {
@@ -95,19 +143,14 @@ proptest! {
             Direction::Uni => &[NodeId(1)],
             Direction::Bi => &[NodeId(1), NodeId(0)],
         };
-        let mut wrong = Vec::new();
         for &node in receivers {
             for va in receive_lines(&c) {
                 let Some(want) = flushed.seen(node, va) else { continue };
                 prop_assert_eq!(local.seen(node, va), Some(want), "{:?}: local, {:#x}", c, va);
                 prop_assert_eq!(global.seen(node, va), Some(want), "{:?}: global, {:#x}", c, va);
-                if none.seen(node, va) != Some(want) {
-                    wrong.push(StaleLine { node, va });
-                }
             }
         }
-        prop_assert_eq!(&wrong, &none.stale, "{:?}: the lines none reads wrong", c);
-        prop_assert_eq!(none.data_ok, wrong.is_empty());
+        let wrong = none_wrong_where_it_says(&c, &flushed, &none, receivers)?;
         // Nothing cached, nothing stale; a cached buffer of any size beyond
         // a few bytes is stale somewhere.
         let cached = c.sender == SenderState::Dirty || c.receiver != ReceiverState::Uncached;
@@ -120,6 +163,28 @@ proptest! {
         // coherence in MAGIC leave the processors to their commands.
         prop_assert!(flushed.processor > local.processor, "{c:?}");
         prop_assert_eq!(local.flush.send_cycles + local.flush.receive_cycles, 0);
+    }
+
+    #[test]
+    fn buffers_homed_at_a_third_node_get_the_same_bytes(c in third()) {
+        let home = Config { placement: Placement::Home, ..c.clone() };
+        let at_home = under(&home, Mode::Global, false)?;
+        let flushed = under(&c, Mode::None, true)?;
+        let global = under(&c, Mode::Global, false)?;
+        let none = under(&c, Mode::None, false)?;
+        for (name, r) in [("none+flush", &flushed), ("global", &global)] {
+            prop_assert!(r.data_ok && r.stale.is_empty(), "{c:?}: {name}: stale {:?}", r.stale);
+            prop_assert!(r.incoherent.is_none(), "{c:?}: {name}: {:?}", r.incoherent);
+            for va in receive_lines(&c) {
+                let want = at_home.seen(NodeId(1), va);
+                prop_assert_eq!(r.seen(NodeId(1), va), want, "{:?}: {}, {:#x}", c, name, va);
+            }
+        }
+        none_wrong_where_it_says(&c, &global, &none, &[NodeId(1)])?;
+        // Every send line came from the home, every receive line went to it.
+        let lines = |off: u64, len: u64| (off % LINE + len).div_ceil(LINE);
+        prop_assert_eq!(global.machine.state(NodeId(0)).stats.pulls, lines(c.src_offset, c.bytes), "{:?}", c);
+        prop_assert_eq!(global.machine.state(NodeId(1)).stats.deposits, lines(c.dst_offset, c.bytes), "{:?}", c);
     }
 }
 
