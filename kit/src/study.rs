@@ -259,7 +259,8 @@ impl Study {
         let bytes = self.rows.first().map_or(0, |r| r.bytes);
         crate::plot::Chart {
             title: format!(
-                "Transfer time by coherence mode ({bytes} bytes, receive buffer uncached)"
+                "Transfer time by coherence mode ({bytes} bytes, receive buffer uncached, \
+                 buffers homed at the transferring nodes)"
             ),
             x: "send buffer's lines".into(),
             y: "total (us)".into(),
