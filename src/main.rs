@@ -255,10 +255,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = scenario::DirectionKind::Uni)]
         direction: scenario::DirectionKind,
         /// Receives the data is split over (a byte stream: one send may fill
-        /// several receives).
+        /// several receives); 1 to 4096.
         #[arg(long, default_value_t = 1)]
         receives: u32,
-        /// Sends the data is split over (back to back in the send buffer).
+        /// Sends the data is split over (back to back in the send buffer); 1
+        /// to 4096.
         #[arg(long, default_value_t = 1)]
         sends: u32,
         /// Post the receives after the send instead of before it.

@@ -72,10 +72,10 @@ pub struct Transfer {
     /// One way or both at once (default uni).
     #[serde(default)]
     pub direction: DirectionKind,
-    /// Receives the stream is split over (default 1).
+    /// Receives the stream is split over (default 1; 1 to 4096).
     #[serde(default = "d_one")]
     pub receives: u32,
-    /// Sends the stream is split over (default 1).
+    /// Sends the stream is split over (default 1; 1 to 4096).
     #[serde(default = "d_one")]
     pub sends: u32,
     /// The receive is posted before the send (default true; false: late).

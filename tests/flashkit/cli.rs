@@ -196,6 +196,16 @@ fn transfer_json(args: &[&str]) -> serde_json::Value {
     v
 }
 
+/// Many receives or sends are served, not lost: a receive whose cleanup
+/// finds the software queue full waits for the next cleanup, and a send
+/// MAGIC has no record for yet is issued again ("try again later").
+#[test]
+fn many_receives_and_sends_are_served() {
+    let many = transfer_json(&["--receives", "4096", "--sends", "4096"]);
+    assert_eq!(many["bytes"], 4096);
+    transfer_json(&["--sends", "1000"]);
+}
+
 #[test]
 fn transfer_prints_the_breakdown_as_json() {
     let v = transfer_json(&[]);
@@ -349,6 +359,9 @@ fn transfer_bad_input_gets_one_line_and_status_2() {
         &["transfer", "--handler", "nonsense"],
         &["transfer", "--bytes", "2000000"],
         &["transfer", "--receives", "0"],
+        &["transfer", "--receives", "4097"],
+        &["transfer", "--sends", "4097", "--bytes", "8192"],
+        &["transfer", "--receives", "5", "--bytes", "3"],
     ] {
         let (code, out, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");

@@ -467,6 +467,14 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
     };
     let c = costs(cx);
     run_tasks(cx, &[c.cleanup_load], addr::RECV);
+    // This message left the software queue: a cleanup that found it full
+    // takes its place.
+    if let Some(next) = cx.state().cleanups.pop_front() {
+        let m = to_self(cx, XferMsg::Cleanup { id: next });
+        if cx.reschedule(m).is_err() {
+            cx.state().cleanups.push_front(next);
+        }
+    }
     let Some(i) = cx.state().recvs.iter().position(|r| r.id == id) else {
         return;
     };

@@ -191,6 +191,12 @@ pub enum ConnEvent {
     },
 }
 
+/// How long a program waits before it issues again a command MAGIC refused
+/// for want of a record (`NoRecord`, "try again later"). A model choice:
+/// about one setup handler's time (Table 1's setup and verification, 116
+/// cycles), which is what frees a record.
+pub const NO_RECORD_BACKOFF: Cycles = Cycles(116);
+
 /// The compute processor's user program (and its OS).
 #[derive(Clone, Debug, Default)]
 pub struct ConnCpu {
@@ -200,6 +206,8 @@ pub struct ConnCpu {
     /// The writes and commit of the command being issued, one per cycle.
     issuing: VecDeque<Msg>,
     current: Option<XferOp>,
+    /// The command being issued, to issue again if MAGIC has no record.
+    issued: Option<ConnOp>,
     waiting: bool,
     resume_at: Option<Cycles>,
     /// The OS's interrupts to answer and its change waiting for MAGIC.
@@ -426,6 +434,7 @@ impl ConnCpu {
         q.push_back(cmd(p, XferMsg::Commit, PAddr::new(Region::Message, me, 0)));
         self.log.push(ConnEvent::Issued { op: code, at: now });
         self.current = Some(code);
+        self.issued = Some(op);
         self.issuing = q;
         self.resume_at = Some(now);
         self.step(p, os, coh)
@@ -455,7 +464,13 @@ impl ConnCpu {
                     at: now,
                     reason,
                 });
+                let again = self.issued.filter(|_| reason == Refusal::NoRecord);
                 self.answered(now);
+                if let Some(op) = again {
+                    // "Try again later": the same command, after a while.
+                    self.program.push_front(op);
+                    self.resume_at = Some(now + NO_RECORD_BACKOFF);
+                }
             }
             XferMsg::Interrupt { page, pid } => {
                 self.log.push(ConnEvent::Interrupt {
@@ -494,6 +509,7 @@ impl ConnCpu {
     fn answered(&mut self, now: Cycles) {
         self.waiting = false;
         self.current = None;
+        self.issued = None;
         self.resume_at = Some(now + Cycles(1));
     }
 }

@@ -33,6 +33,11 @@ pub const SRC_VA: u64 = 0x1000_0000;
 pub const DST_VA: u64 = 0x2000_0000;
 /// The largest transfer the experiment sets up.
 pub const MAX_BYTES: u64 = 1 << 20;
+/// The most receives or sends a transfer is split over (each direction).
+/// The programs post and send them back to back, MAGIC keeps a record of
+/// each, and the run's time grows faster than their number: 4096 keep a
+/// run under a second.
+pub const MAX_PARTS: u32 = 4096;
 
 /// Where the send buffer's lines are at the start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -141,10 +146,12 @@ pub struct Config {
     /// One way or both (default one way).
     pub direction: Direction,
     /// Receives the data is split over (each direction), one buffer apart
-    /// (default 1).
+    /// (default 1; at most [`MAX_PARTS`] and one byte each).
     pub receives: u32,
     /// Sends the data is split over (each direction), back to back in the
-    /// send buffer: the stream does not care where one ends (default 1).
+    /// send buffer: the stream does not care where one ends (default 1; at
+    /// most [`MAX_PARTS`] and one byte each). A send MAGIC has no record for
+    /// yet is refused "try again later", and the program issues it again.
     pub sends: u32,
     /// Post the receives before the send starts (the paper's case; default).
     pub receive_first: bool,
@@ -246,9 +253,14 @@ impl Config {
         if self.placement == Placement::Third {
             self.third_node()?;
         }
-        let parts = format!("from 1 to {} (one byte a part at least)", self.bytes.max(1));
+        let most = self.bytes.clamp(1, MAX_PARTS as u64);
+        let parts = if most == MAX_PARTS as u64 {
+            format!("from 1 to {MAX_PARTS}")
+        } else {
+            format!("from 1 to {most} (one byte a part at least)")
+        };
         for (field, n) in [("receives", self.receives), ("sends", self.sends)] {
-            if n == 0 || n as u64 > self.bytes.max(1) {
+            if n == 0 || n as u64 > most {
                 return Err(OutOfRange::new(field, parts, n).into());
             }
         }
@@ -1176,6 +1188,11 @@ fn refused<S: WithTransfer>(m: &Magic<S>) -> Result<(), String> {
     for x in m.states().iter().map(WithTransfer::xfer) {
         for e in &x.cpu.log {
             match e {
+                // "Try again later": the program did.
+                ConnEvent::Nack {
+                    reason: super::msg::Refusal::NoRecord,
+                    ..
+                } => {}
                 ConnEvent::Nack { op, reason, .. } => {
                     return Err(format!(
                         "MAGIC refused node {}'s {op:?} command: {reason:?}",
@@ -1485,24 +1502,33 @@ fn measure<S: WithTransfer>(
             r,
             layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
         );
+        // Where each receive starts in the stream; the lines the buffers
+        // cover (guards aside).
+        let starts: Vec<u64> = layout
+            .iter()
+            .scan(0, |at, &(_, len)| {
+                let s = *at;
+                *at += len;
+                Some(s)
+            })
+            .collect();
+        let covered: Vec<u64> = d.lines(false).collect();
+        let inner = covered.first().copied().unwrap_or(0)..covered.last().map_or(0, |x| x + 1);
         for lv in d.lines(true) {
             let line = now_at(&m, r, lv);
             lines_seen.push(line);
             let now = visible(&m, r, line);
             let before = junk(r.0, lv);
-            let dirty_before =
-                c.receiver == ReceiverState::Dirty && d.lines(false).any(|x| x == lv);
+            let dirty_before = c.receiver == ReceiverState::Dirty && inner.contains(&lv);
             let mut right = true;
             for (j, &got) in now.iter().enumerate() {
                 let v = lv + j as u64;
-                let mut stream = 0;
-                let mut want = None;
-                for &(va, len) in &layout {
-                    if (va..va + len).contains(&v) {
-                        want = Some(src_byte(s.0, stream + (v - va)));
-                    }
-                    stream += len;
-                }
+                // The receive holding `v`, if any (they are in address order).
+                let k = layout.partition_point(|&(va, _)| va <= v);
+                let want = k.checked_sub(1).and_then(|k| {
+                    let (va, len) = layout[k];
+                    (v < va + len).then(|| src_byte(s.0, starts[k] + (v - va)))
+                });
                 let want = want.unwrap_or(if dirty_before { !before[j] } else { before[j] });
                 right &= got == want;
             }

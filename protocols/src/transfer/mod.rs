@@ -55,7 +55,7 @@ pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
     run, run_beside, run_with_machine, CoherenceActions, Config, ConfigError, Direction, Failed,
     FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
-    StaleLine, Startup, WithTransfer,
+    StaleLine, Startup, WithTransfer, MAX_PARTS,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};

@@ -333,6 +333,8 @@ pub struct XferNode {
     pub parked: Vec<(Msg, BufId)>,
     /// Components waiting for a data buffer to be stored.
     pub retry: Vec<(Msg, BufId)>,
+    /// Complete receives whose cleanup found the software queue full.
+    pub cleanups: VecDeque<u32>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
     pub asked: Vec<os_shim::VPage>,
     /// As a third node homing buffers: lines waiting for other nodes.
@@ -362,6 +364,7 @@ impl XferNode {
             pages: PageTable::default(),
             parked: Vec::new(),
             retry: Vec::new(),
+            cleanups: VecDeque::new(),
             asked: Vec::new(),
             home: Vec::new(),
             home_retry: Vec::new(),
@@ -496,7 +499,11 @@ pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
         let id = r.id;
         s.stats.marks.last_component = Some(r.written.max(now));
         let m = to_self(cx, XferMsg::Cleanup { id });
-        let _ = cx.reschedule(m);
+        if cx.reschedule(m).is_err() {
+            // The software queue is full: the cleanup waits in the node's
+            // record, and the next cleanup handler queues it.
+            cx.state().cleanups.push_back(id);
+        }
     }
 }
 

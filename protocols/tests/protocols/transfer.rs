@@ -563,3 +563,60 @@ fn the_command_sheet_charges_the_command_writes() {
     let row = row.handler(Some(0), "transfer.cmd_op").unwrap();
     assert_eq!(row.stats.instructions, 20);
 }
+
+/// A send MAGIC has no record for yet is refused "try again later", and the
+/// program issues it again: every send gets through, once.
+#[test]
+fn a_send_without_a_record_is_issued_again() {
+    use protocols::transfer::{ConnEvent, Refusal, XferOp};
+    let r = go(Config {
+        sends: 1000,
+        bytes: 8192,
+        ..Config::default()
+    });
+    let log = &r.machine.state(NodeId(0)).cpu.log;
+    let count = |f: &dyn Fn(&ConnEvent) -> bool| log.iter().filter(|e| f(e)).count();
+    let refused = count(&|e| {
+        matches!(
+            e,
+            ConnEvent::Nack {
+                reason: Refusal::NoRecord,
+                ..
+            }
+        )
+    });
+    let accepted = count(&|e| {
+        matches!(
+            e,
+            ConnEvent::Ack {
+                op: XferOp::Send,
+                ..
+            }
+        )
+    });
+    assert!(refused > 0, "MAGIC's records ran out");
+    assert_eq!(accepted, 1000);
+}
+
+/// More receives complete at once than the software queue holds cleanups:
+/// those that find it full wait in the node's record, none is lost.
+#[test]
+fn cleanups_that_find_the_software_queue_full_wait() {
+    let r = go(Config {
+        receives: 4096,
+        ..Config::default()
+    });
+    assert!(
+        r.machine.drops(NodeId(1)).swq_full > 0,
+        "the queue was full"
+    );
+    let told = r
+        .machine
+        .state(NodeId(1))
+        .cpu
+        .log
+        .iter()
+        .filter(|e| matches!(e, protocols::transfer::ConnEvent::RecvDone { .. }))
+        .count();
+    assert_eq!(told, 4096);
+}
