@@ -12,8 +12,8 @@
 use super::home;
 use super::msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
 use super::state::{
-    addr, command, complete_if_done, costs, step_again, to_self, Accepted, CmdRecord, RecvOp,
-    SendOp, Space, Span, Strategy, XferNode, C,
+    addr, command, complete_if_done, costs, queue, requeue, step_again, Accepted, CmdRecord,
+    RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
 };
 use crate::os_side::{self, Frame};
 use crate::user::pages::PageTable;
@@ -95,8 +95,7 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
         Ok(Some(a)) => {
             to_cpu(cx, XferMsg::Ack { op });
             cx.state().accepted.push_back(a);
-            let m = to_self(cx, XferMsg::Setup);
-            let _ = cx.reschedule(m);
+            queue(cx, XferMsg::Setup);
         }
     }
 }
@@ -172,6 +171,7 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
 /// Set up an accepted send or receive: verify it, link its pages, and
 /// start the transfer or offer the space to the partner.
 fn setup(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+    requeue(cx);
     let Some(a) = cx.state().accepted.pop_front() else {
         return;
     };
@@ -347,8 +347,7 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
             cx.state().stats.retries += 1;
             cx.state().retry.push((*m, b));
             if cx.state().retry.len() == 1 {
-                let m = to_self(cx, XferMsg::Retry);
-                let _ = cx.reschedule(m);
+                queue(cx, XferMsg::Retry);
             }
             return;
         }
@@ -374,6 +373,7 @@ fn finish_component(cx: &mut C<'_>, i: usize, n: u64) {
 
 /// Components that could not be stored for lack of a buffer, again.
 fn retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+    requeue(cx);
     let t = costs(cx).recv_retry;
     t.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().retry);
@@ -465,16 +465,9 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
     let XferMsg::Cleanup { id } = msg else {
         return;
     };
+    requeue(cx);
     let c = costs(cx);
     run_tasks(cx, &[c.cleanup_load], addr::RECV);
-    // This message left the software queue: a cleanup that found it full
-    // takes its place.
-    if let Some(next) = cx.state().cleanups.pop_front() {
-        let m = to_self(cx, XferMsg::Cleanup { id: next });
-        if cx.reschedule(m).is_err() {
-            cx.state().cleanups.push_front(next);
-        }
-    }
     let Some(i) = cx.state().recvs.iter().position(|r| r.id == id) else {
         return;
     };

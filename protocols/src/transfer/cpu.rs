@@ -205,8 +205,8 @@ pub struct ConnCpu {
     program: VecDeque<ConnOp>,
     /// The writes and commit of the command being issued, one per cycle.
     issuing: VecDeque<Msg>,
-    current: Option<XferOp>,
-    /// The command being issued, to issue again if MAGIC has no record.
+    /// The command being issued (answers name its operation), to issue
+    /// again if MAGIC has no record.
     issued: Option<ConnOp>,
     waiting: bool,
     resume_at: Option<Cycles>,
@@ -433,7 +433,6 @@ impl ConnCpu {
         }
         q.push_back(cmd(p, XferMsg::Commit, PAddr::new(Region::Message, me, 0)));
         self.log.push(ConnEvent::Issued { op: code, at: now });
-        self.current = Some(code);
         self.issued = Some(op);
         self.issuing = q;
         self.resume_at = Some(now);
@@ -449,7 +448,8 @@ impl ConnCpu {
     ) -> Option<ProcStep> {
         let now = p.now();
         // The answer names the operation it answers.
-        let answer = |a: super::msg::Answering| a.0.or(self.current).unwrap_or(XferOp::Send);
+        let current = self.issued.and_then(|o| o.op());
+        let answer = |a: super::msg::Answering| a.0.or(current).unwrap_or(XferOp::Send);
         match p.decode::<XferMsg>(msg).ok()? {
             XferMsg::Ack { op } => {
                 self.log.push(ConnEvent::Ack {
@@ -508,7 +508,6 @@ impl ConnCpu {
     /// The command is answered: the program goes on.
     fn answered(&mut self, now: Cycles) {
         self.waiting = false;
-        self.current = None;
         self.issued = None;
         self.resume_at = Some(now + Cycles(1));
     }

@@ -300,9 +300,7 @@ impl Config {
         self.params.validate()?;
         Ok(())
     }
-}
 
-impl Config {
     /// What buffers homed at a third node need: a mode that reaches it, and
     /// the transfer shape the model carries through the home (one send into
     /// one receive, one way, the buffers at the same offset within a line,
@@ -1512,8 +1510,9 @@ fn measure<S: WithTransfer>(
                 Some(s)
             })
             .collect();
-        let covered: Vec<u64> = d.lines(false).collect();
-        let inner = covered.first().copied().unwrap_or(0)..covered.last().map_or(0, |x| x + 1);
+        let mut covered = d.lines(false);
+        let first = covered.next().unwrap_or(0);
+        let inner = first..covered.last().unwrap_or(first) + 1;
         for lv in d.lines(true) {
             let line = now_at(&m, r, lv);
             lines_seen.push(line);

@@ -21,7 +21,7 @@
 //! serve this placement; the experiment refuses the combination up front.
 
 use super::msg::{XferKind, XferMsg};
-use super::state::{addr, costs, to_self, HomeLine, HomeReq, XferNode, C};
+use super::state::{addr, costs, queue, requeue, HomeLine, HomeReq, XferNode, C};
 use coherence::directory::{DirState, Pending};
 use coherence::modes::{self, Action, ModeError};
 use magic::{BufId, Install, LineState, Msg, PAddr, LINE_BYTES};
@@ -30,7 +30,7 @@ use magic::{BufId, Install, LineState, Msg, PAddr, LINE_BYTES};
 
 /// At the receiver: send component bytes `at..at + n` of `line` (in buffer
 /// `b`) on to the line's home for receive `i`.
-pub(super) fn deposit(cx: &mut C<'_>, i: usize, line: PAddr, b: magic::BufId, at: usize, n: u64) {
+pub(super) fn deposit(cx: &mut C<'_>, i: usize, line: PAddr, b: BufId, at: usize, n: u64) {
     costs(cx).deposit_issue.charge(cx, addr::RECV, addr::RECV);
     let id = cx.state().recvs[i].id;
     let m = cx
@@ -80,7 +80,7 @@ fn deposit_here(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
     let req = HomeReq::Deposit {
         from: m.src,
         id,
-        bytes: cx.buffer(buf).copied().unwrap_or([0; LINE_BYTES]),
+        bytes: [0; LINE_BYTES],
         at: at as u8,
         len: len as u8,
     };
@@ -96,9 +96,14 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
         return;
     }
     let c = costs(cx);
-    if let Some(h) = cx.state().home.iter_mut().find(|h| h.line == line) {
-        h.waiting.push(req);
-        shelve(cx, buf);
+    if cx.state().home.iter().any(|h| h.line == line) {
+        let req = match buf {
+            Some(b) => shelve(cx, req, b),
+            None => req,
+        };
+        if let Some(h) = cx.state().home.iter_mut().find(|h| h.line == line) {
+            h.waiting.push(req);
+        }
         return;
     }
     let Some(b) = buf.or_else(|| cx.alloc_buffer()) else {
@@ -147,31 +152,28 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
             }
         }
     };
-    // The request waits: its buffer goes back to the pool (a deposit's
-    // bytes to the line's record first).
     if matches!(failed, ModeError::OutsideLocal { .. }) {
         refuse(cx, Some(b));
         return;
     }
-    match req {
-        HomeReq::Deposit { .. } => shelve(cx, Some(b)),
-        HomeReq::Pull { .. } => {
-            let _ = cx.free_buffer(b);
-        }
-    }
+    let req = shelve(cx, req, b);
     match failed {
         ModeError::NeedsRemote(plan) => ask_others(cx, line, req, &plan),
         _ => park(cx, line, req),
     }
 }
 
-/// A waiting request gives its buffer back: a deposit's bytes go to the
-/// line's record in MAGIC's memory first.
-fn shelve(cx: &mut C<'_>, buf: Option<BufId>) {
-    if let Some(b) = buf {
+/// A request about to wait gives its buffer `b` back to the pool: a
+/// deposit's bytes go to the line's record in MAGIC's memory first.
+fn shelve(cx: &mut C<'_>, mut req: HomeReq, b: BufId) -> HomeReq {
+    if let HomeReq::Deposit { bytes, .. } = &mut req {
         costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
-        let _ = cx.free_buffer(b);
+        if let Some(x) = cx.buffer(b) {
+            *bytes = *x;
+        }
     }
+    let _ = cx.free_buffer(b);
+    req
 }
 
 /// A request the home cannot serve: counted, its buffer freed.
@@ -224,7 +226,7 @@ fn ask_others(cx: &mut C<'_>, line: PAddr, req: HomeReq, plan: &modes::Plan) {
     cx.state().home.push(HomeLine {
         line,
         due,
-        waiting: vec![req],
+        waiting: smallvec::smallvec![req],
     });
 }
 
@@ -281,13 +283,13 @@ fn park(cx: &mut C<'_>, line: PAddr, req: HomeReq) {
     s.stats.retries += 1;
     s.home_retry.push((line, req));
     if s.home_retry.len() == 1 {
-        let m = to_self(cx, XferMsg::HomeRetry);
-        let _ = cx.reschedule(m);
+        queue(cx, XferMsg::HomeRetry);
     }
 }
 
 /// Requests that waited for a buffer, again.
 fn home_retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+    requeue(cx);
     costs(cx).recv_retry.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().home_retry);
     for (line, req) in waiting {

@@ -42,7 +42,7 @@
 use super::conn;
 use super::costs::row;
 use super::msg::XferMsg;
-use super::state::{addr, costs, step_again, Carry, Strategy, Version, XferNode, C};
+use super::state::{addr, costs, requeue, step_again, Carry, Strategy, Version, XferNode, C};
 use coherence::directory::{DirEntry, DirState, Pending, Sharers};
 use coherence::modes::Mode;
 use coherence::protocol;
@@ -682,6 +682,7 @@ fn ends_stream(s: &XferNode, c: &Comp) -> bool {
 
 /// One invocation of the sender's transfer handler.
 pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+    requeue(cx);
     let k = costs(cx);
     let mut inv = Inv {
         b: Breakdown::default(),

@@ -221,10 +221,12 @@ pub enum HomeReq {
         from: NodeId,
         /// The receive's number there.
         id: u32,
-        /// The line's bytes as deposited (those outside the range unused).
-        /// While the request waits it is kept in the home's record in
-        /// MAGIC's memory, not in a data buffer: a home holding buffers
-        /// while it waits for answers that need buffers could deadlock.
+        /// The line's bytes as deposited (those outside the range unused),
+        /// copied here when the request first waits: a waiting request is
+        /// kept in the home's record in MAGIC's memory, not in a data
+        /// buffer, since a home holding buffers while it waits for answers
+        /// that need buffers could deadlock. Until then they are in the
+        /// arriving message's buffer.
         bytes: [u8; LINE_BYTES],
         /// Where the bytes start within the line.
         at: u8,
@@ -241,8 +243,9 @@ pub struct HomeLine {
     pub line: PAddr,
     /// Answers still due.
     pub due: u32,
-    /// Requests to serve once they are in, in arrival order.
-    pub waiting: Vec<HomeReq>,
+    /// Requests to serve once they are in, in arrival order (rarely more
+    /// than the one that asked: kept inline).
+    pub waiting: smallvec::SmallVec<[HomeReq; 2]>,
 }
 
 /// Times the handlers stamp, for the start-up breakdown.
@@ -333,8 +336,8 @@ pub struct XferNode {
     pub parked: Vec<(Msg, BufId)>,
     /// Components waiting for a data buffer to be stored.
     pub retry: Vec<(Msg, BufId)>,
-    /// Complete receives whose cleanup found the software queue full.
-    pub cleanups: VecDeque<u32>,
+    /// Software-queue messages that found the queue full, in order.
+    pub deferred: VecDeque<Msg>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
     pub asked: Vec<os_shim::VPage>,
     /// As a third node homing buffers: lines waiting for other nodes.
@@ -364,7 +367,7 @@ impl XferNode {
             pages: PageTable::default(),
             parked: Vec::new(),
             retry: Vec::new(),
-            cleanups: VecDeque::new(),
+            deferred: VecDeque::new(),
             asked: Vec::new(),
             home: Vec::new(),
             home_retry: Vec::new(),
@@ -393,6 +396,12 @@ impl NodeState for XferNode {
                 s.span.len,
                 s.sent,
                 self.out.space.iter().map(|x| x.len - x.used).sum::<u64>()
+            ));
+        }
+        if !self.deferred.is_empty() {
+            p.push(format!(
+                "{} message(s) waiting for room in the software queue",
+                self.deferred.len()
             ));
         }
         if !self.retry.is_empty() {
@@ -476,16 +485,31 @@ pub(crate) fn costs(cx: &mut C<'_>) -> TransferCosts {
     cx.state().params.costs
 }
 
-/// A message to this node's own message space (through the software queue).
-pub(crate) fn to_self(cx: &mut C<'_>, m: XferMsg) -> Msg {
+/// Put `m` on this node's software queue, addressed to its own message
+/// space. MAGIC's queue holds `swq_capacity` entries: a message that finds
+/// it full waits in the node's record and goes in when a software-queue
+/// handler has taken its own message off ([`requeue`]), so no work is lost.
+pub(crate) fn queue(cx: &mut C<'_>, m: XferMsg) {
     let me = cx.node();
-    cx.msg(m).addr(PAddr::new(Region::Message, me, 0))
+    let m = cx.msg(m).addr(PAddr::new(Region::Message, me, 0));
+    if cx.reschedule(m).is_err() {
+        cx.state().deferred.push_back(m);
+    }
+}
+
+/// First thing in a handler the software queue dispatched: its message
+/// left the queue, so a message that found it full takes its place.
+pub(crate) fn requeue(cx: &mut C<'_>) {
+    if let Some(m) = cx.state().deferred.pop_front() {
+        if cx.reschedule(m).is_err() {
+            cx.state().deferred.push_front(m);
+        }
+    }
 }
 
 /// Reschedule the sender's transfer handler.
 pub(crate) fn step_again(cx: &mut C<'_>) {
-    let m = to_self(cx, XferMsg::Step);
-    let _ = cx.reschedule(m);
+    queue(cx, XferMsg::Step);
 }
 
 /// Receive `i` is complete once its bytes are all in and its lines at a
@@ -498,12 +522,7 @@ pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
         // The receive is complete once its last bytes are in memory.
         let id = r.id;
         s.stats.marks.last_component = Some(r.written.max(now));
-        let m = to_self(cx, XferMsg::Cleanup { id });
-        if cx.reschedule(m).is_err() {
-            // The software queue is full: the cleanup waits in the node's
-            // record, and the next cleanup handler queues it.
-            cx.state().cleanups.push_back(id);
-        }
+        queue(cx, XferMsg::Cleanup { id });
     }
 }
 
