@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod directory;
 pub mod error;
 pub mod miss;

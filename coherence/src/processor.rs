@@ -137,6 +137,37 @@ impl Proc {
         self.program.len()
     }
 
+    /// The program's state, canonically (no times): accesses left, the one
+    /// waiting, and what each finished one did.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let access = |out: &mut Vec<u8>, a: &Access| {
+            let (k, addr, v) = match *a {
+                Access::Load(x) => (0u8, x.0, 0),
+                Access::Store(x, v) => (1, x.0, v),
+                Access::Evict(x) => (2, x.0, 0),
+                Access::Think(c) => (3, 0, c.0),
+            };
+            out.push(k);
+            out.extend_from_slice(&addr.to_le_bytes());
+            out.extend_from_slice(&v.to_le_bytes());
+        };
+        out.extend_from_slice(&(self.program.len() as u32).to_le_bytes());
+        self.program.iter().for_each(|a| access(out, a));
+        match &self.current {
+            Some((a, _, _)) => {
+                out.push(1);
+                access(out, a);
+            }
+            None => out.push(0),
+        }
+        out.extend_from_slice(&(self.results.len() as u32).to_le_bytes());
+        for r in &self.results {
+            access(out, &r.access);
+            out.extend_from_slice(&r.value.unwrap_or(u64::MAX).to_le_bytes());
+        }
+        out.extend_from_slice(&self.stray_fills.to_le_bytes());
+    }
+
     pub(crate) fn step(
         &mut self,
         p: &mut Processor<'_>,

@@ -18,7 +18,8 @@
 //! protocols), or carried by a protocol over its own node state: a state
 //! that is [`Coherent`] gets the handlers with [`install_on`].
 
-use crate::directory::{self, Decision, DirEntry, DirFormat, Req, WbDecision};
+use crate::check::Bug;
+use crate::directory::{self, Decision, DirEntry, DirFormat, DirState, Pending, Req, WbDecision};
 use crate::msg::{CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
@@ -82,6 +83,9 @@ pub struct CohParams {
     /// What each handler step costs, in PP instructions ([`CoherenceCosts`]
     /// gives the defaults).
     pub costs: CoherenceCosts,
+    /// A known bug planted in the handlers, for testing a checker (none by
+    /// default; see [`crate::check::Bug`]).
+    pub inject: Option<crate::check::Bug>,
 }
 
 /// MAGIC-memory addresses of the protocol's data (for data-cache costs).
@@ -186,6 +190,81 @@ impl CohNode {
     /// The directory entry of a line homed here.
     pub fn entry(&self, line: PAddr) -> DirEntry {
         self.dir.get(&key(line)).cloned().unwrap_or_default()
+    }
+
+    /// The protocol's state at this node, canonically, into `out` (for the
+    /// exhaustive checker): directory entries, outstanding misses,
+    /// unacknowledged writebacks, deferred forwards and the processor's
+    /// program, each in line order with sharers as a set; no times, no
+    /// counters of work done, no NAK retry counts (a retry loop returns to
+    /// the state it left).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        fn sorted<V>(m: &HashMap<u64, V>) -> Vec<(&u64, &V)> {
+            let mut v: Vec<_> = m.iter().collect();
+            v.sort_unstable_by_key(|x| *x.0);
+            v
+        }
+        let node = |out: &mut Vec<u8>, n: NodeId| out.extend_from_slice(&n.0.to_le_bytes());
+        out.extend_from_slice(&(self.dir.len() as u32).to_le_bytes());
+        for (k, e) in sorted(&self.dir) {
+            out.extend_from_slice(&k.to_le_bytes());
+            match &e.state {
+                DirState::Uncached => out.push(0),
+                DirState::Shared(s) => {
+                    out.push(1);
+                    let mut v: Vec<NodeId> = s.iter().collect();
+                    v.sort_unstable();
+                    out.push(v.len() as u8);
+                    v.into_iter().for_each(|n| node(out, n));
+                }
+                DirState::Exclusive(o) => {
+                    out.push(2);
+                    node(out, *o);
+                }
+            }
+            match e.pending {
+                None => out.push(0),
+                Some(Pending::Read { requester }) => {
+                    out.push(1);
+                    node(out, requester);
+                }
+                Some(Pending::Write { requester }) => {
+                    out.push(2);
+                    node(out, requester);
+                }
+                Some(Pending::Transfer) => out.push(3),
+            }
+        }
+        out.extend_from_slice(&(self.misses.len() as u32).to_le_bytes());
+        for (k, m) in sorted(&self.misses) {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.push(m.req as u8);
+            out.extend_from_slice(&m.acks_needed.map_or(u32::MAX, |x| x).to_le_bytes());
+            out.extend_from_slice(&m.acks_got.to_le_bytes());
+            out.extend_from_slice(&[
+                m.exclusive as u8,
+                m.buf.is_some() as u8,
+                m.invalidated as u8,
+                m.filling as u8,
+            ]);
+        }
+        out.extend_from_slice(&(self.writebacks.len() as u32).to_le_bytes());
+        for (k, n) in sorted(&self.writebacks) {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.deferred.len() as u32).to_le_bytes());
+        for (k, ds) in sorted(&self.deferred) {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.push(ds.len() as u8);
+            for d in ds {
+                out.extend_from_slice(&d.msg.mtype.0.to_le_bytes());
+                node(out, d.requester);
+                out.push(d.exclusive as u8);
+            }
+        }
+        self.proc.encode(out);
+        out.extend_from_slice(&self.stats.protocol_errors.to_le_bytes());
     }
 
     /// Set a directory entry (for experiments preparing a starting point).
@@ -507,7 +586,10 @@ fn home_request<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
 fn serve_request<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId, req: Req) {
     let me = cx.node();
     let e = dir_load(cx, line);
-    let (next, decision) = directory::on_request(&e, me, r, req);
+    let (mut next, decision) = directory::on_request(&e, me, r, req);
+    if cx.state().coh().params.inject == Some(Bug::ForgetPending) {
+        next.pending = None;
+    }
     // Claim the data buffer before committing the entry: without one, the
     // request is refused like a busy entry.
     let needs_buf = matches!(
@@ -556,6 +638,10 @@ fn serve_request<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId, req: R
         } => {
             dir_store(cx, line, next);
             let mut remote = 0u32;
+            let mut invalidate = invalidate;
+            if cx.state().coh().params.inject == Some(Bug::SkipInvalidation) {
+                invalidate.pop();
+            }
             for t in invalidate {
                 let c = costs(cx);
                 cx.instr(c.per_target);
@@ -733,10 +819,15 @@ fn inval_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 /// Hand the processor its line once the reply and every acknowledgement are in.
 fn try_complete<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     let k = key(line);
+    let early = cx.state().coh().params.inject == Some(Bug::EarlyFill);
     let Some(miss) = cx.state().coh_mut().misses.get_mut(&k) else {
         return;
     };
-    if miss.filling || miss.acks_needed != Some(miss.acks_got) {
+    if miss.filling
+        || miss
+            .acks_needed
+            .is_none_or(|n| n != miss.acks_got && !early)
+    {
         return;
     }
     // The record stays until the processor has the line (see

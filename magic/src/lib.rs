@@ -73,6 +73,7 @@
 #![warn(missing_docs)]
 
 pub mod buffers;
+pub mod check;
 pub mod controller;
 pub mod costs;
 pub mod cx;

@@ -505,6 +505,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             packets: Packets::default(),
             dirty: Vec::with_capacity(self.nodes as usize),
             ledger_from: Cycles(0),
+            held: None,
             params: self.params,
             nodes: self.nodes,
         })
@@ -574,6 +575,9 @@ pub struct Magic<S> {
     pub(crate) dirty: Vec<u32>,
     /// Where the ledger's counting starts (see `reset_counters`).
     pub(crate) ledger_from: Cycles,
+    /// Deliveries held for an explorer to order (see `check`); `None` in a
+    /// timed run.
+    pub(crate) held: Option<Vec<crate::check::Held>>,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -741,7 +745,13 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    fn apply(&mut self, t: Cycles, ev: Ev) {
+    pub(crate) fn apply(&mut self, t: Cycles, ev: Ev) {
+        if let Some(held) = self.held.as_mut() {
+            if let Some(h) = crate::check::Held::of(ev, &self.packets) {
+                held.push(h);
+                return;
+            }
+        }
         match ev {
             Ev::Deliver { node, q, pkt } => {
                 let src = self.packets.msg(pkt).src;
@@ -855,7 +865,7 @@ impl<S: NodeState> Magic<S> {
         Ok(())
     }
 
-    fn arbitrate(&mut self, t: Cycles) {
+    pub(crate) fn arbitrate(&mut self, t: Cycles) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for &n in &dirty {
             self.hw[n as usize].dirty = false;

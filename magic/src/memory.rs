@@ -62,6 +62,23 @@ impl Memory {
         self.lines.get(&l.0).map_or([0; LINE_BYTES], |b| **b)
     }
 
+    /// Every line that is not all zeros, in address order, into `out`
+    /// (the explorer's canonical encoding: no timing, no counters).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let mut keys: Vec<u64> = self
+            .lines
+            .iter()
+            .filter(|(_, b)| b.iter().any(|&x| x != 0))
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        for k in keys {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.extend_from_slice(&self.lines[&k][..]);
+        }
+    }
+
     /// Store a whole line (functional: no time).
     pub fn store_line(&mut self, l: LineAddr, bytes: &[u8; LINE_BYTES]) {
         match self.lines.get_mut(&l.0) {

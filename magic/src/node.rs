@@ -107,6 +107,12 @@ impl Packets {
         &self.slots[i as usize].msg
     }
 
+    /// The bytes a message carries, if any.
+    pub(crate) fn data(&self, i: u32) -> Option<&[u8; LINE_BYTES]> {
+        let d = self.slots[i as usize].data;
+        (d != NO_DATA).then(|| &self.lines[d as usize])
+    }
+
     pub(crate) fn has_data(&self, i: u32) -> bool {
         self.slots[i as usize].data != NO_DATA
     }

@@ -74,6 +74,20 @@ impl ProcCache {
         self.lines.get(&key(a)).map(|l| &l.bytes)
     }
 
+    /// Every cached line with its state and bytes, in address order, into
+    /// `out` (the explorer's canonical encoding: no timing, no counters).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
+        keys.sort_unstable();
+        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        for k in keys {
+            let l = &self.lines[&k];
+            out.extend_from_slice(&k.to_le_bytes());
+            out.push(l.state as u8);
+            out.extend_from_slice(&l.bytes);
+        }
+    }
+
     /// Put a line in a state with the given bytes (used by the processor model
     /// and by experiments preparing a starting point). `Uncached` drops it.
     pub fn set(&mut self, a: PAddr, state: LineState, bytes: [u8; LINE_BYTES]) {

@@ -1,0 +1,300 @@
+//! The directory protocol's own handlers under exhaustive search
+//! (`flashkit check coherence`).
+//!
+//! A small machine runs the real [`crate::protocol`] handlers with every
+//! delivery held (see [`magic::check`]). Each processor issues up to `ops`
+//! accesses, and which access it issues next (a load, a store or an
+//! eviction of any of `lines` lines) is one of the search's moves, so the
+//! search covers every program as well as every order of messages. With
+//! few data buffers the refusal paths (NAK for want of a buffer) are in the
+//! space too.
+//!
+//! What must hold:
+//! - at every instant, at most one dirty copy of a line and no clean copy
+//!   beside it (single writer, multiple readers);
+//! - every load returns the value that was the latest write at some moment
+//!   while it ran (or the initial zero);
+//! - no message finds the protocol in a state it does not expect;
+//! - when no move is left, every access has completed, nothing is stuck or
+//!   dropped, and each directory entry is idle and agrees with the caches.
+
+use crate::directory::{DirFormat, DirState};
+use crate::processor::Access;
+use crate::protocol::{self, canonical, CohNode, CohParams, Placement};
+use magic::check::{explore, Bounds, Model, Report};
+use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A known bug that can be planted in the protocol's handlers, so that a
+/// checker can be shown to find it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// The home forgets to mark an entry pending when it forwards a request
+    /// to the owner, so a second request is forwarded too.
+    ForgetPending,
+    /// The home sends no invalidation to the last sharer of a line it
+    /// grants exclusive (and does not count its acknowledgement).
+    SkipInvalidation,
+    /// The requester hands its processor an exclusive line before every
+    /// invalidation has been acknowledged.
+    EarlyFill,
+}
+
+impl Bug {
+    /// Every bug, in the order `--inject list` prints them.
+    pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyFill];
+
+    /// The bug's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::ForgetPending => "forget-pending",
+            Bug::SkipInvalidation => "skip-invalidation",
+            Bug::EarlyFill => "early-fill",
+        }
+    }
+}
+
+/// The configuration a coherence check explores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CoherenceCheck {
+    /// Nodes, each with a processor (2 to 4).
+    pub nodes: u32,
+    /// Lines the processors touch, homed round the nodes (1 to 4).
+    pub lines: u32,
+    /// Accesses each processor issues (0 to 8).
+    pub ops: u32,
+    /// MAGIC data buffers per node (1 to 16).
+    pub buffers: u32,
+    /// How directory entries hold their sharers.
+    pub format: DirFormat,
+    /// A planted bug, if any.
+    pub inject: Option<Bug>,
+}
+
+impl Default for CoherenceCheck {
+    /// The default bounds of `flashkit check coherence`.
+    fn default() -> Self {
+        CoherenceCheck {
+            nodes: 3,
+            lines: 1,
+            ops: 2,
+            buffers: 2,
+            format: DirFormat::BitVector,
+            inject: None,
+        }
+    }
+}
+
+const BASE: u64 = 0x8000;
+const KINDS: u32 = 3;
+
+impl CoherenceCheck {
+    /// Refuse bounds outside the documented ranges, naming the field.
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        OutOfRange::check("nodes", self.nodes, 2, 4)?;
+        OutOfRange::check("lines", self.lines, 1, 4)?;
+        OutOfRange::check("ops", self.ops, 0, 8)?;
+        OutOfRange::check("buffers", self.buffers, 1, 16)
+    }
+
+    /// Search the configuration's whole space (up to `bounds`).
+    pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
+        self.validate()?;
+        Ok(explore(self, bounds))
+    }
+
+    fn line(&self, l: u32) -> PAddr {
+        let raw = PAddr::new(
+            Region::Normal,
+            NodeId(l % self.nodes),
+            BASE + l as u64 * 128,
+        );
+        canonical(Placement::NodeBits, self.nodes, raw)
+    }
+
+    fn issued(node: &CohNode) -> u32 {
+        (node.proc.results.len() + node.proc.waiting() as usize + node.proc.remaining()) as u32
+    }
+}
+
+impl Model for CoherenceCheck {
+    type Node = CohNode;
+
+    fn build(&self) -> Result<Magic<CohNode>, String> {
+        let coh = CohParams {
+            format: self.format,
+            inject: self.inject,
+            ..CohParams::default()
+        };
+        let params = MagicParams {
+            data_buffers: self.buffers as usize,
+            ..MagicParams::default()
+        };
+        protocol::machine(params, coh, self.nodes).map_err(|e| e.to_string())
+    }
+
+    fn actions(&self, m: &Magic<CohNode>, out: &mut Vec<u32>) {
+        for n in 0..self.nodes {
+            let node = m.state(NodeId(n));
+            if node.proc.waiting() || node.proc.remaining() > 0 || Self::issued(node) >= self.ops {
+                continue;
+            }
+            for l in 0..self.lines {
+                let cached = m.pcache(NodeId(n)).state(self.line(l)) != LineState::Uncached;
+                for k in 0..KINDS {
+                    // Evicting a line that is not cached does nothing.
+                    if k == 2 && !cached {
+                        continue;
+                    }
+                    out.push((n * 8 + l) * KINDS + k);
+                }
+            }
+        }
+    }
+
+    fn act(&self, m: &mut Magic<CohNode>, a: u32) {
+        let (n, l, k) = (a / KINDS / 8, a / KINDS % 8, a % KINDS);
+        let line = self.line(l);
+        let op = Self::issued(m.state(NodeId(n)));
+        let access = match k {
+            0 => Access::Load(line),
+            1 => Access::Store(line, (n as u64 + 1) * 1000 + op as u64 + 1),
+            _ => Access::Evict(line),
+        };
+        m.state_mut(NodeId(n)).proc.push([access]);
+        let now = m.now();
+        // The node exists and `now` is the machine's own clock.
+        let _ = m.start_processor(NodeId(n), now);
+    }
+
+    fn describe(&self, m: &Magic<CohNode>, a: u32) -> String {
+        let (n, l, k) = (a / KINDS / 8, a / KINDS % 8, a % KINDS);
+        let op = Self::issued(m.state(NodeId(n)));
+        match k {
+            0 => format!("n{n} processor: load L{l}"),
+            1 => format!(
+                "n{n} processor: store {} to L{l}",
+                (n as u64 + 1) * 1000 + op as u64 + 1
+            ),
+            _ => format!("n{n} processor: evict L{l}"),
+        }
+    }
+
+    fn encode(&self, m: &Magic<CohNode>, out: &mut Vec<u8>) {
+        for s in m.states() {
+            s.encode(out);
+        }
+    }
+
+    fn invariant(&self, m: &Magic<CohNode>) -> Result<(), String> {
+        for l in 0..self.lines {
+            let line = self.line(l);
+            let states: Vec<LineState> = (0..self.nodes)
+                .map(|n| m.pcache(NodeId(n)).state(line))
+                .collect();
+            let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
+            let clean = states.iter().filter(|s| **s == LineState::Clean).count();
+            if dirty > 1 || (dirty == 1 && clean > 0) {
+                return Err(format!(
+                    "single writer broken at cycle {}: L{l}'s copies are {states:?}",
+                    m.now()
+                ));
+            }
+        }
+        for n in 0..self.nodes {
+            let s = m.state(NodeId(n));
+            if s.stats.protocol_errors > 0 {
+                return Err(format!(
+                    "n{n} met a message in a state the protocol does not expect"
+                ));
+            }
+            if s.proc.stray_fills > 0 {
+                return Err(format!("n{n}'s processor got a fill it did not wait for"));
+            }
+        }
+        data_value(m)
+    }
+
+    fn finished(&self, m: &Magic<CohNode>) -> Result<(), String> {
+        let r = m.report(false);
+        if !r.stuck.is_empty() {
+            return Err(format!("deadlock: {}", r.stuck.join("; ")));
+        }
+        for n in 0..self.nodes {
+            let s = m.state(NodeId(n));
+            if s.proc.results.len() as u32 != self.ops {
+                return Err(format!(
+                    "n{n} finished {} of {} accesses",
+                    s.proc.results.len(),
+                    self.ops
+                ));
+            }
+            if m.drops(NodeId(n)) != magic::Drops::default() {
+                return Err(format!("n{n} dropped {:?}", m.drops(NodeId(n))));
+            }
+        }
+        for l in 0..self.lines {
+            let line = self.line(l);
+            let e = m.state(line.node()).entry(line);
+            let holders: Vec<(u32, LineState)> = (0..self.nodes)
+                .map(|n| (n, m.pcache(NodeId(n)).state(line)))
+                .filter(|x| x.1 != LineState::Uncached)
+                .collect();
+            let agrees = e.pending.is_none()
+                && match &e.state {
+                    DirState::Uncached => holders.is_empty(),
+                    // Clean evictions are silent: a sharer may have dropped its copy.
+                    DirState::Shared(s) => holders
+                        .iter()
+                        .all(|&(n, st)| st == LineState::Clean && s.contains(NodeId(n))),
+                    DirState::Exclusive(o) => holders == [(o.0, LineState::Dirty)],
+                };
+            if !agrees {
+                return Err(format!(
+                    "at rest, L{l}'s directory entry {e:?} disagrees with the caches {holders:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every finished load returned the value that was the latest write at some
+/// moment between its issue and its completion.
+fn data_value(m: &Magic<CohNode>) -> Result<(), String> {
+    let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
+    let mut loads = Vec::new();
+    for (n, s) in m.states().iter().enumerate() {
+        for r in &s.proc.results {
+            match r.access {
+                Access::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
+                Access::Load(a) => loads.push((n, a.0, r.issued, r.done, r.value.unwrap_or(0))),
+                _ => {}
+            }
+        }
+    }
+    for w in writes.values_mut() {
+        w.sort();
+    }
+    for &(n, a, issued, done, v) in &loads {
+        let ws = writes.get(&a).map(Vec::as_slice).unwrap_or(&[]);
+        let mut ok = false;
+        let (mut from, mut current) = (Cycles(0), 0u64);
+        for &(t, val) in ws.iter().chain([(Cycles(u64::MAX), 0)].iter()) {
+            if current == v && from <= done && t >= issued {
+                ok = true;
+                break;
+            }
+            (from, current) = (t, val);
+        }
+        if !ok {
+            return Err(format!(
+                "n{n} loaded {v} from {a:#x} during cycles {issued}..{done}, \
+                 but the writes were {ws:?}"
+            ));
+        }
+    }
+    Ok(())
+}

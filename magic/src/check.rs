@@ -1,0 +1,505 @@
+//! Exhaustive checking of real handlers: a breadth-first search over every
+//! order in which a machine's messages may be delivered.
+//!
+//! A timed run takes one order of events, the one its latencies give. The
+//! explorer takes them all, up to a bound. It turns the machine's deliveries
+//! into choices: with [`Magic::hold_deliveries`] on, a message that reaches a
+//! node's input queue (from the network or from the compute processor), or
+//! MAGIC's answer on its way to the processor, is held instead of queued.
+//! A *move* releases one held message, and the machine then runs, handlers
+//! and all, until nothing is scheduled: it has *settled*. Messages are held
+//! per channel (source, destination, queue) and released in order within a
+//! channel, which is the network's one ordering promise (a lane between two
+//! nodes is first in, first out); across channels any order is taken. A
+//! model may add moves of its own (a processor issuing its next access).
+//!
+//! Two settled machines are the same state when their canonical encodings
+//! are equal: the hardware's functional contents (caches, memory, messages
+//! held and queued, buffers held), which the explorer encodes, and the
+//! protocol's state, which the model encodes, both without time or
+//! counters. The search keeps a 128-bit hash of each encoding, so a
+//! collision could in principle hide a state (at 10^6 states the chance is
+//! below 10^-26). It is breadth first, so the first violation found has a
+//! shortest trace; it stops there.
+//!
+//! States are not copied: a state is rebuilt from the initial machine by
+//! replaying its moves, which the engine's determinism makes exact.
+
+use crate::machine::{Magic, NodeState};
+use crate::node::{Ev, Packets};
+use crate::params::InQueue;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::hash::Hasher;
+
+/// A message held for the explorer to release.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    ev: Ev,
+    chan: Channel,
+}
+
+/// Where a held message goes: its source, its destination and the queue
+/// (`4`: the compute processor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Channel {
+    src: u32,
+    dst: u32,
+    path: u8,
+}
+
+const TO_PROCESSOR: u8 = 4;
+
+impl Held {
+    /// The event held, if it is a delivery the explorer orders.
+    pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
+        let chan = match ev {
+            Ev::Deliver { node, q, pkt } if q != InQueue::Software => Channel {
+                src: packets.msg(pkt).src.0,
+                dst: node,
+                path: q as u8,
+            },
+            Ev::ProcDeliver { node, .. } => Channel {
+                src: node,
+                dst: node,
+                path: TO_PROCESSOR,
+            },
+            _ => return None,
+        };
+        Some(Held { ev, chan })
+    }
+
+    fn pkt(&self) -> u32 {
+        match self.ev {
+            Ev::Deliver { pkt, .. } | Ev::ProcDeliver { pkt, .. } => pkt,
+            _ => u32::MAX,
+        }
+    }
+}
+
+/// A move the explorer can make: release a held message, or a model's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// Release the held message at this index (see [`Magic::deliveries`]).
+    Deliver(u32),
+    /// The model's move with this number (see [`Model::actions`]).
+    Act(u32),
+}
+
+impl<S: NodeState> Magic<S> {
+    /// Hold every later delivery for an explorer to release (see the module
+    /// documentation). Messages already queued stay queued.
+    pub fn hold_deliveries(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// The held messages that may be released now: the oldest of each
+    /// channel, as indices for [`Magic::deliver`].
+    pub fn deliveries(&self) -> Vec<u32> {
+        let Some(held) = &self.held else {
+            return Vec::new();
+        };
+        let mut out: Vec<u32> = Vec::new();
+        for (i, h) in held.iter().enumerate() {
+            if !out.iter().any(|&j| held[j as usize].chan == h.chan) {
+                out.push(i as u32);
+            }
+        }
+        out
+    }
+
+    /// The held message at index `i`, as people read it.
+    pub fn describe_delivery(&self, i: u32) -> String {
+        let Some(h) = self.held.as_ref().and_then(|h| h.get(i as usize)) else {
+            return format!("no held message {i}");
+        };
+        let m = self.packets.msg(h.pkt());
+        let what = self.reg.describe(m.mtype);
+        match h.chan.path {
+            TO_PROCESSOR => format!("n{} MAGIC -> processor: {what} {}", h.chan.dst, m.addr),
+            3 => format!("n{} processor -> MAGIC: {what} {}", h.chan.dst, m.addr),
+            p => format!(
+                "n{} -> n{} ({}): {what} {}",
+                h.chan.src,
+                h.chan.dst,
+                if p == InQueue::NetReply as u8 {
+                    "reply"
+                } else {
+                    "request"
+                },
+                m.addr
+            ),
+        }
+    }
+
+    /// Release held message `i` into its queue (or to the processor) now.
+    /// False, and nothing done, if `i` is not the oldest of its channel.
+    pub fn deliver(&mut self, i: u32) -> bool {
+        if !self.deliveries().contains(&i) {
+            return false;
+        }
+        let Some(held) = self.held.as_mut() else {
+            return false;
+        };
+        let h = held.remove(i as usize);
+        let now = self.now();
+        let keep = self.held.take();
+        self.apply(now, h.ev);
+        self.held = keep;
+        self.arbitrate(now);
+        true
+    }
+
+    /// The hardware's functional contents, canonically, into `out`: each
+    /// node's processor cache, memory, queued messages and held buffers, its
+    /// counted drops, and the held messages by channel. No time, no counters
+    /// of work done.
+    pub fn encode_hardware(&self, out: &mut Vec<u8>) {
+        for hw in &self.hw {
+            hw.pcache.encode(out);
+            hw.mem.encode(out);
+            for q in &hw.queues {
+                out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+                for e in q {
+                    self.encode_packet(e.pkt, out);
+                }
+            }
+            out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
+            out.push(hw.pp_running as u8);
+            let d = hw.drops;
+            for x in [
+                d.unhandled,
+                d.bad_address,
+                d.bad_buffer,
+                d.bad_node,
+                d.swq_full,
+                d.too_long,
+                d.undecodable,
+            ] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        if let Some(held) = &self.held {
+            // By channel, in order within each: the order across channels
+            // is not part of the state.
+            let mut order: Vec<usize> = (0..held.len()).collect();
+            order.sort_by_key(|&i| (held[i].chan, i));
+            out.extend_from_slice(&(held.len() as u32).to_le_bytes());
+            for i in order {
+                let c = held[i].chan;
+                out.extend_from_slice(&c.src.to_le_bytes());
+                out.extend_from_slice(&c.dst.to_le_bytes());
+                out.push(c.path);
+                self.encode_packet(held[i].pkt(), out);
+            }
+        }
+    }
+
+    fn encode_packet(&self, pkt: u32, out: &mut Vec<u8>) {
+        let m = self.packets.msg(pkt);
+        out.push(m.mtype.0);
+        out.push(m.lane as u8);
+        out.extend_from_slice(&m.src.0.to_le_bytes());
+        out.extend_from_slice(&m.dest.0.to_le_bytes());
+        out.extend_from_slice(&m.addr.0.to_le_bytes());
+        out.extend_from_slice(&m.len.to_le_bytes());
+        for w in m.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        match self.packets.data(pkt) {
+            Some(d) => {
+                out.push(1);
+                out.extend_from_slice(d);
+            }
+            None => out.push(0),
+        }
+    }
+}
+
+/// What the explorer needs to know of a machine under check: how to build
+/// it, the moves of its own, its protocol's state, and what must hold.
+///
+/// The machine's handlers are the real ones; the model only sets them up
+/// and watches. Every method must be deterministic: a state is rebuilt by
+/// replaying its moves.
+pub trait Model {
+    /// The per-node state of the machine.
+    type Node: NodeState;
+
+    /// A fresh machine at its start (processors started, data set up). The
+    /// explorer turns holding on and lets it settle.
+    fn build(&self) -> Result<Magic<Self::Node>, String>;
+
+    /// The model's own moves in this state (say, a processor issuing its
+    /// next access), as numbers [`Model::act`] understands.
+    fn actions(&self, _m: &Magic<Self::Node>, _out: &mut Vec<u32>) {}
+
+    /// Make move `a` (one [`Model::actions`] offered in this state).
+    fn act(&self, _m: &mut Magic<Self::Node>, _a: u32) {}
+
+    /// Move `a` as people read it.
+    fn describe(&self, _m: &Magic<Self::Node>, a: u32) -> String {
+        format!("action {a}")
+    }
+
+    /// The protocol's state, canonically, into `out`: everything that
+    /// decides what the machine can do next and what the invariants look
+    /// at, and nothing that only grows (times, counters of work done).
+    fn encode(&self, m: &Magic<Self::Node>, out: &mut Vec<u8>);
+
+    /// What must hold at every instant: checked after each one.
+    fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
+
+    /// What must hold when no move is left: every operation done, nothing
+    /// stuck. The default asks the machine's own report.
+    fn finished(&self, m: &Magic<Self::Node>) -> Result<(), String> {
+        let r = m.report(false);
+        if r.stuck.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("deadlock: {}", r.stuck.join("; ")))
+        }
+    }
+}
+
+/// How far a search goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Bounds {
+    /// Distinct states at most; the search stops there, not complete.
+    pub max_states: usize,
+    /// Instants a machine may take to settle after one move before the
+    /// run counts as livelocked.
+    pub settle_instants: u64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_states: 2_000_000,
+            settle_instants: 1_000_000,
+        }
+    }
+}
+
+/// What a search found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Distinct states reached (the initial one included).
+    pub states: u64,
+    /// Moves made (each leads to a new state or to one already seen).
+    pub transitions: u64,
+    /// The most moves on a shortest path to any state reached.
+    pub depth: u32,
+    /// The bounded space was exhausted: every state reachable was reached.
+    pub complete: bool,
+    /// Violations found (the search stops at the first).
+    pub violations: u32,
+    /// What the violation was.
+    pub violation: Option<String>,
+    /// A shortest sequence of moves to the violation, one readable line each.
+    pub trace: Vec<String>,
+}
+
+struct Visit {
+    parent: u32,
+    mv: Move,
+    depth: u32,
+}
+
+fn fingerprint(bytes: &[u8]) -> u128 {
+    let mut a = std::hash::DefaultHasher::new();
+    a.write(bytes);
+    let mut b = std::hash::DefaultHasher::new();
+    b.write_u8(0x5a);
+    b.write(bytes);
+    ((a.finish() as u128) << 64) | b.finish() as u128
+}
+
+/// Search every order of `model`'s moves, breadth first, within `bounds`.
+pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
+    let mut report = Report {
+        states: 0,
+        transitions: 0,
+        depth: 0,
+        complete: false,
+        violations: 0,
+        violation: None,
+        trace: Vec::new(),
+    };
+    let mut seen = hashbrown::HashSet::new();
+    let mut visits: Vec<Visit> = Vec::new();
+    let mut queue = VecDeque::new();
+    let mut buf = Vec::new();
+    let fail = |report: &mut Report, msg: String, trace: Vec<String>| {
+        report.violations += 1;
+        report.violation = Some(msg);
+        report.trace = trace;
+    };
+    let root = match start(model, bounds) {
+        Ok(m) => m,
+        Err(e) => {
+            fail(&mut report, e, Vec::new());
+            return report;
+        }
+    };
+    buf.clear();
+    encode(model, &root, &mut buf);
+    seen.insert(fingerprint(&buf));
+    visits.push(Visit {
+        parent: u32::MAX,
+        mv: Move::Act(0),
+        depth: 0,
+    });
+    queue.push_back(0u32);
+    report.states = 1;
+    let mut moves = Vec::new();
+    while let Some(v) = queue.pop_front() {
+        let path = path_to(&visits, v);
+        let m = match replay(model, bounds, &path) {
+            Ok(m) => m,
+            Err(e) => {
+                fail(&mut report, format!("replay diverged: {e}"), Vec::new());
+                return report;
+            }
+        };
+        moves.clear();
+        moves.extend(m.deliveries().into_iter().map(Move::Deliver));
+        let mut acts = Vec::new();
+        model.actions(&m, &mut acts);
+        moves.extend(acts.into_iter().map(Move::Act));
+        if moves.is_empty() {
+            if let Err(e) = model.finished(&m) {
+                let trace = describe_path(model, bounds, &path);
+                fail(&mut report, e, trace);
+                return report;
+            }
+            continue;
+        }
+        let depth = visits[v as usize].depth + 1;
+        let last = moves.len() - 1;
+        let mut base = Some(m);
+        for (k, &mv) in moves.iter().enumerate() {
+            report.transitions += 1;
+            // The machine at `v` serves its last move as is; the others replay.
+            let kept = if k == last { base.take() } else { None };
+            let mut machine = match kept {
+                Some(m) => m,
+                None => match replay(model, bounds, &path) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        fail(&mut report, format!("replay diverged: {e}"), Vec::new());
+                        return report;
+                    }
+                },
+            };
+            let machine = &mut machine;
+            if let Err(e) = make(model, bounds, machine, mv) {
+                let mut p = path.clone();
+                p.push(mv);
+                let trace = describe_path(model, bounds, &p);
+                fail(&mut report, e, trace);
+                return report;
+            }
+            buf.clear();
+            encode(model, machine, &mut buf);
+            if seen.insert(fingerprint(&buf)) {
+                if visits.len() >= bounds.max_states {
+                    return report;
+                }
+                visits.push(Visit {
+                    parent: v,
+                    mv,
+                    depth,
+                });
+                report.states += 1;
+                report.depth = report.depth.max(depth);
+                queue.push_back((visits.len() - 1) as u32);
+            }
+        }
+    }
+    report.complete = true;
+    report
+}
+
+fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
+    m.encode_hardware(out);
+    model.encode(m, out);
+}
+
+fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {
+    let mut path = Vec::new();
+    while visits[v as usize].parent != u32::MAX {
+        path.push(visits[v as usize].mv);
+        v = visits[v as usize].parent;
+    }
+    path.reverse();
+    path
+}
+
+/// The initial machine, holding, settled.
+fn start<M: Model>(model: &M, bounds: Bounds) -> Result<Magic<M::Node>, String> {
+    let mut m = model.build()?;
+    m.hold_deliveries();
+    settle(model, bounds, &mut m)?;
+    Ok(m)
+}
+
+fn replay<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Result<Magic<M::Node>, String> {
+    let mut m = start(model, bounds)?;
+    for &mv in path {
+        make(model, bounds, &mut m, mv)?;
+    }
+    Ok(m)
+}
+
+fn make<M: Model>(
+    model: &M,
+    bounds: Bounds,
+    m: &mut Magic<M::Node>,
+    mv: Move,
+) -> Result<(), String> {
+    match mv {
+        Move::Deliver(i) => {
+            if !m.deliver(i) {
+                return Err(format!("held message {i} cannot be released"));
+            }
+        }
+        Move::Act(a) => model.act(m, a),
+    }
+    model.invariant(m)?;
+    settle(model, bounds, m)
+}
+
+/// Run until nothing is scheduled, checking the invariant after each instant.
+fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result<(), String> {
+    let mut n = 0u64;
+    while m.step().is_some() {
+        model.invariant(m)?;
+        n += 1;
+        if n > bounds.settle_instants {
+            return Err(format!(
+                "livelock: still busy after {} instants without a delivery",
+                bounds.settle_instants
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn describe_path<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(mut m) = start(model, bounds) else {
+        return out;
+    };
+    for (i, &mv) in path.iter().enumerate() {
+        let what = match mv {
+            Move::Deliver(d) => m.describe_delivery(d),
+            Move::Act(a) => model.describe(&m, a),
+        };
+        out.push(format!("{}. {what}", i + 1));
+        if make(model, bounds, &mut m, mv).is_err() {
+            break;
+        }
+    }
+    out
+}
