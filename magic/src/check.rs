@@ -4,8 +4,9 @@
 //! A timed run takes one order of events, the one its latencies give. The
 //! explorer takes them all, up to a bound. It turns the machine's deliveries
 //! into choices: with [`Magic::hold_deliveries`] on, a message that reaches a
-//! node's input queue (from the network or from the compute processor), or
-//! MAGIC's answer on its way to the processor, is held instead of queued.
+//! node's input queue (from the network, from the compute processor, or a
+//! handler's continuation on the software queue), or MAGIC's answer on its
+//! way to the processor, is held instead of queued.
 //! A *move* releases one held message, and the machine then runs, handlers
 //! and all, until nothing is scheduled: it has *settled*. Messages are held
 //! per channel (source, destination, queue) and released in order within a
@@ -54,8 +55,13 @@ impl Held {
     /// The event held, if it is a delivery the explorer orders.
     pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
         let chan = match ev {
-            Ev::Deliver { node, q, pkt } if q != InQueue::Software => Channel {
-                src: packets.msg(pkt).src.0,
+            Ev::Deliver { node, q, pkt } => Channel {
+                // A node's continuations keep their own order.
+                src: if q == InQueue::Software {
+                    node
+                } else {
+                    packets.msg(pkt).src.0
+                },
                 dst: node,
                 path: q as u8,
             },
@@ -91,6 +97,9 @@ impl<S: NodeState> Magic<S> {
     /// documentation). Messages already queued stay queued.
     pub fn hold_deliveries(&mut self) {
         self.held.get_or_insert_with(Vec::new);
+        for hw in &mut self.hw {
+            hw.software_held.get_or_insert(0);
+        }
     }
 
     /// The held messages that may be released now: the oldest of each
@@ -118,6 +127,7 @@ impl<S: NodeState> Magic<S> {
         match h.chan.path {
             TO_PROCESSOR => format!("n{} MAGIC -> processor: {what} {}", h.chan.dst, m.addr),
             3 => format!("n{} processor -> MAGIC: {what} {}", h.chan.dst, m.addr),
+            2 => format!("n{} software queue: {what} {}", h.chan.dst, m.addr),
             p => format!(
                 "n{} -> n{} ({}): {what} {}",
                 h.chan.src,
@@ -142,6 +152,15 @@ impl<S: NodeState> Magic<S> {
             return false;
         };
         let h = held.remove(i as usize);
+        if let Ev::Deliver {
+            node,
+            q: InQueue::Software,
+            ..
+        } = h.ev
+        {
+            let n = &mut self.hw[node as usize].software_held;
+            *n = n.map(|x| x.saturating_sub(1));
+        }
         let now = self.now();
         let keep = self.held.take();
         self.apply(now, h.ev);

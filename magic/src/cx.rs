@@ -594,7 +594,8 @@ impl<'a, S> Cx<'a, S> {
     /// handler ends (the way a long operation continues itself).
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
         // The head register holds one entry beyond the in-memory part.
-        if self.hw.queues[InQueue::Software as usize].len() > self.params.swq_capacity {
+        let held = self.hw.software_held.unwrap_or(0) as usize;
+        if self.hw.queues[InQueue::Software as usize].len() + held > self.params.swq_capacity {
             self.hw.drops.swq_full += 1;
             return Err(Refused::QueueFull);
         }
@@ -603,6 +604,16 @@ impl<'a, S> Cx<'a, S> {
         let pkt = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
         let at = self.run.now + self.params.inbox_dispatch;
+        if let Some(n) = self.hw.software_held.as_mut() {
+            // An explorer orders this continuation against the node's other
+            // input (see `check`): it is held like a delivery.
+            *n += 1;
+            let node = self.run.node.0;
+            let q = InQueue::Software;
+            self.engine
+                .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
+            return Ok(());
+        }
         self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at });
         Ok(())
     }

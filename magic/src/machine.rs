@@ -493,6 +493,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 inbox_wait: 0,
                 dirty: false,
                 wake_at: None,
+                software_held: None,
             })
             .collect();
         Ok(Magic {

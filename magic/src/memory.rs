@@ -62,6 +62,14 @@ impl Memory {
         self.lines.get(&l.0).map_or([0; LINE_BYTES], |b| **b)
     }
 
+    /// Every line ever written, with its bytes, in line order (functional:
+    /// for checking what a run touched).
+    pub fn written(&self) -> impl Iterator<Item = (LineAddr, &[u8; LINE_BYTES])> + '_ {
+        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|k| (LineAddr(k), &*self.lines[&k]))
+    }
+
     /// Every line that is not all zeros, in address order, into `out`
     /// (the explorer's canonical encoding: no timing, no counters).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {

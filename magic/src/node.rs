@@ -181,6 +181,9 @@ pub(crate) struct NodeHw {
     pub(crate) inbox_wait: u64,
     pub(crate) dirty: bool,
     pub(crate) wake_at: Option<Cycles>,
+    /// While an explorer holds deliveries: software-queue entries held
+    /// (they count against the queue's capacity).
+    pub(crate) software_held: Option<u32>,
     /// What handlers did, step by step, while the test bench watches.
     pub watch: Option<Box<crate::watch::Watch>>,
     /// Busy intervals, when the run is traced.

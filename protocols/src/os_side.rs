@@ -89,6 +89,21 @@ fn to_magic(p: &Processor<'_>) -> PAddr {
 }
 
 impl OsSide {
+    /// What the OS owes MAGIC, canonically (for the exhaustive checker):
+    /// interrupts to answer with their due times relative to `now`, and
+    /// the change waiting for MAGIC's answer.
+    pub fn encode(&self, now: Cycles, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let mut due: Vec<_> = self
+            .due
+            .iter()
+            .map(|&(t, pid, page)| (t.0.saturating_sub(now.0), pid, page))
+            .collect();
+        due.sort_unstable();
+        let change = self.change.map(|(pid, c, _)| (pid, c));
+        let _ = write!(out, "{due:?}{change:?}");
+    }
+
     /// A change is notified and not yet answered.
     pub fn changing(&self) -> bool {
         self.change.is_some()
@@ -96,7 +111,7 @@ impl OsSide {
 
     /// A change of `pid`'s `page` is notified and not yet applied: an
     /// answer about it waits until it is.
-    fn held(&self, pid: Pid, page: VPage) -> bool {
+    pub fn held(&self, pid: Pid, page: VPage) -> bool {
         self.change
             .is_some_and(|(p, c, _)| p == pid && c.page() == page)
     }

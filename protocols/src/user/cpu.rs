@@ -9,7 +9,7 @@ use super::msg::UserMsg;
 use super::params::UserParams;
 use crate::os_side::OsSide;
 use magic::{Cycles, Msg, NodeId, PAddr, ProcStep, Processor, Region};
-use os_shim::{Change, Os, Pid, PAGE_BYTES};
+use os_shim::{Change, Os, Pid, VPage, PAGE_BYTES};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -110,6 +110,8 @@ pub struct UserCpu {
     done: BTreeMap<Pid, u32>,
     /// The OS's interrupts to answer and its change waiting for MAGIC.
     os_side: OsSide,
+    /// Changes the OS makes on its own, apart from the program, in order.
+    os_changes: VecDeque<(Pid, Change)>,
     /// When the program may go on.
     resume_at: Option<Cycles>,
     /// What the program saw, in order.
@@ -131,6 +133,7 @@ impl Default for UserCpu {
             tries: 0,
             done: BTreeMap::new(),
             os_side: OsSide::default(),
+            os_changes: VecDeque::new(),
             resume_at: Some(Cycles(0)),
             log: Vec::new(),
             first_write: None,
@@ -146,6 +149,39 @@ fn magic_space(me: NodeId) -> PAddr {
 }
 
 impl UserCpu {
+    /// The processor's state, canonically (for the exhaustive checker): the
+    /// program, what it waits for, the open sequences, completions not yet
+    /// waited for, the OS's debts, when it goes on relative to `now`, and
+    /// what it saw (without times).
+    pub fn encode(&self, now: Cycles, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let waiting = match self.waiting {
+            Waiting::Os { .. } => "os",
+            Waiting::No => "no",
+            Waiting::Commit => "commit",
+            Waiting::Done => "done",
+        };
+        let resume = self.resume_at.map(|t| t.0.saturating_sub(now.0));
+        let _ = write!(
+            out,
+            "{:?}{waiting}{:?}{}{:?}{resume:?}{:?}",
+            self.program, self.open, self.tries, self.done, self.os_changes
+        );
+        self.os_side.encode(now, out);
+        for e in &self.log {
+            let _ = match e {
+                UserEvent::Ack { pid, .. } => write!(out, "A{pid:?}"),
+                UserEvent::Nack {
+                    pid, reason, retry, ..
+                } => write!(out, "N{pid:?}{reason:?}{retry}"),
+                UserEvent::Done { pid, value, ok, .. } => write!(out, "D{pid:?}{value}{ok}"),
+                UserEvent::Changed { pid, .. } => write!(out, "C{pid:?}"),
+                UserEvent::Interrupt { pid, page, .. } => write!(out, "I{pid:?}{page}"),
+            };
+        }
+        let _ = write!(out, "{}/{}", self.commits, self.faults);
+    }
+
     /// The first event of the log `f` picks out.
     pub fn find<T>(&self, f: impl Fn(&UserEvent) -> Option<T>) -> Option<T> {
         self.log.iter().find_map(f)
@@ -169,17 +205,31 @@ impl UserCpu {
         self.program.len()
     }
 
+    /// The OS changes `pid`'s translation at the processor's next step,
+    /// whatever the program is doing (after any change still waiting for
+    /// MAGIC). Start the processor for it to happen.
+    pub fn os_change(&mut self, pid: Pid, c: Change) {
+        self.os_changes.push_back((pid, c));
+    }
+
+    /// Changes notified to MAGIC and not yet applied, or not yet notified.
+    pub fn changes_pending(&self) -> usize {
+        self.os_changes.len() + self.os_side.changing() as usize
+    }
+
     /// The program's unfinished business, in one line.
     pub(super) fn pending(&self) -> Option<String> {
-        (!self.program.is_empty() || self.waiting != Waiting::No || self.os_side.changing()).then(
-            || {
-                format!(
-                    "user program: {} op(s) left, waiting {:?}",
-                    self.program.len(),
-                    self.waiting
-                )
-            },
-        )
+        let busy = !self.program.is_empty()
+            || self.waiting != Waiting::No
+            || self.os_side.changing()
+            || !self.os_changes.is_empty();
+        busy.then(|| {
+            format!(
+                "user program: {} op(s) left, waiting {:?}",
+                self.program.len(),
+                self.waiting
+            )
+        })
     }
 
     /// The processor's step: the OS's answers to MAGIC's interrupts first,
@@ -187,11 +237,16 @@ impl UserCpu {
     pub(super) fn step(&mut self, p: &mut Processor<'_>, os: &mut Os) -> ProcStep {
         let now = p.now();
         self.os_side.answer::<UserMsg>(p, os);
+        if !self.os_side.changing() {
+            if let Some((pid, c)) = self.os_changes.pop_front() {
+                self.os_side.notify::<UserMsg>(p, os, pid, c);
+            }
+        }
         if self.resume_at.is_some_and(|t| t <= now) && self.waiting == Waiting::No {
             self.resume_at = None;
             self.run_program(p, os);
         }
-        self.next_step()
+        self.next_step(now)
     }
 
     /// MAGIC handed the processor `msg`; `None` if it is not the user layer's.
@@ -278,7 +333,7 @@ impl UserCpu {
             }
             _ => return None,
         }
-        Some(self.next_step())
+        Some(self.next_step(now))
     }
 
     fn resume(&mut self, now: Cycles, from: Waiting) {
@@ -288,9 +343,14 @@ impl UserCpu {
         }
     }
 
-    fn next_step(&self) -> ProcStep {
+    fn next_step(&self, now: Cycles) -> ProcStep {
         let prog = self.resume_at.filter(|_| self.waiting == Waiting::No);
-        self.os_side.next_step(prog)
+        let step = self.os_side.next_step(prog);
+        // A change of the OS's own waits only for the one before it.
+        if !self.os_changes.is_empty() && !self.os_side.changing() {
+            return step.earliest(ProcStep::At(now + Cycles(1)));
+        }
+        step
     }
 
     /// Run the program's next operation.
@@ -308,6 +368,18 @@ impl UserCpu {
                 self.resume_at = Some(now + os.costs.context_switch);
             }
             UserOp::Write(va, d) => {
+                // A shadow of a page whose translation is changing faults,
+                // and the fault waits for the change: until the OS has
+                // applied it, the old frame may not be handed to MAGIC.
+                let shadowed = va & (SHADOW_VA | SHADOW_WRITE_VA) != 0;
+                let page = VPage::of(va & !(SHADOW_VA | SHADOW_WRITE_VA));
+                if let (true, Some(pid)) = (shadowed, os.running) {
+                    if self.os_side.held(pid, page) {
+                        self.program.push_front(UserOp::Write(va, d));
+                        self.waiting = Waiting::Os { since: now };
+                        return;
+                    }
+                }
                 self.first_write.get_or_insert(now);
                 let target = os
                     .running

@@ -6,6 +6,7 @@
 //! and answers that keep physical addresses valid (hold-off, invalidation,
 //! the software TLB).
 
+use super::check::Bug;
 use super::cmd::{Field, Nack, OpCode, OpRecord, PageRef, RecState, FLAG_HOLDOFF, MAX_PAGES};
 use super::msg::{Tag, UserKind, UserMsg};
 use super::pages::PageTable;
@@ -543,10 +544,15 @@ fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
     cx.instr(k.os_notice);
     let at = cx.state().magic.tlb.set_addr(pid, page);
     cx.store(at);
-    cx.state().magic.tlb.invalidate(pid, page);
-    os_side::mark_stale(cx, pages, old, c.walk, rec_addr(0) + 192);
+    let bug = cx.state().params.inject;
+    if bug != Some(Bug::KeepTlbEntry) {
+        cx.state().magic.tlb.invalidate(pid, page);
+    }
+    if bug != Some(Bug::KeepStale) {
+        os_side::mark_stale(cx, pages, old, c.walk, rec_addr(0) + 192);
+    }
     let magic = &mut cx.state().magic;
-    if magic.holdoff == 0 {
+    if magic.holdoff == 0 || bug == Some(Bug::EarlyAnswer) {
         to_cpu(cx, UserMsg::OsAnswer);
     } else {
         // Answer when the hold-off operations have drained; refuse new ones.

@@ -9,6 +9,7 @@
 //! ([`cmd`]), the in-use page table ([`pages`]) and the software TLB
 //! ([`tlb`]). [`User`] installs it all as one protocol.
 
+pub mod check;
 pub mod cmd;
 pub mod cpu;
 pub mod experiments;

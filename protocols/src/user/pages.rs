@@ -116,6 +116,20 @@ impl PageTable {
         n
     }
 
+    /// The linked uses, canonically (for the exhaustive checker): by page,
+    /// in list order, with their stale marks.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let mut keys: Vec<&u64> = self.buckets.keys().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let _ = write!(out, "{k}:");
+            for u in self.buckets[k].iter() {
+                let _ = write!(out, "{}/{}/{}/{};", u.page.0, u.record, u.slot, u.valid());
+            }
+        }
+    }
+
     /// Uses currently linked (all pages).
     pub fn in_use(&self) -> usize {
         self.buckets.values().map(|l| l.iter().count()).sum()

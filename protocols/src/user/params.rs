@@ -60,6 +60,9 @@ pub struct UserParams {
     pub retries: u32,
     /// The first back-off.
     pub backoff: Cycles,
+    /// A known bug planted in the handlers, for testing a checker (none by
+    /// default; see [`super::check::Bug`]).
+    pub inject: Option<super::check::Bug>,
 }
 
 impl UserParams {
@@ -84,6 +87,7 @@ impl Default for UserParams {
             os: OsCosts::default(),
             retries: 6,
             backoff: Cycles(50),
+            inject: None,
         }
     }
 }

@@ -93,6 +93,53 @@ impl MagicSide {
     }
 }
 
+impl MagicSide {
+    /// MAGIC's state, canonically (for the exhaustive checker): records,
+    /// hold-off, the in-use page table, the TLB, and what is lost or failed.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let _ = write!(out, "{:?}", self.current);
+        for r in &self.records {
+            match r {
+                None => out.push(b'-'),
+                Some(r) => {
+                    let src: Vec<_> = r
+                        .src
+                        .iter()
+                        .map(|p| (p.page.0, p.vaddr, p.link.as_ref().map(|u| u.valid())))
+                        .collect();
+                    let _ = write!(
+                        out,
+                        "{:?}{:?}{:?}{:?}{src:?}{:?}{}{}{:?};",
+                        r.pid, r.state, r.fields, r.target, r.dst, r.malformed, r.sent, r.peer
+                    );
+                }
+            }
+        }
+        let _ = write!(
+            out,
+            "{}{}{:?}{:?}",
+            self.holdoff, self.draining, self.lost, self.failed
+        );
+        self.pages.encode(out);
+        self.tlb.encode(out);
+        let s = &self.stats;
+        let _ = write!(
+            out,
+            "{}{:?}{}{}{}{}{}{}{}",
+            s.acks,
+            s.nacks,
+            s.lost_writes,
+            s.dropped_forged,
+            s.refused_out_of_group,
+            s.dropped_bad,
+            s.interrupts,
+            s.stale_uses,
+            s.completed
+        );
+    }
+}
+
 /// A node running user-level messaging.
 pub struct UserNode {
     /// This node.
@@ -133,6 +180,16 @@ impl UserNode {
             magic: MagicSide::new(&params, tlb),
             cpu: UserCpu::default(),
         }
+    }
+
+    /// The node's state, canonically, into `out` (for the exhaustive
+    /// checker): the OS's processes and page tables, MAGIC's side and the
+    /// processor, with times relative to `now` and no counters of work done.
+    pub fn encode(&self, now: magic::Cycles, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let _ = write!(out, "{:?}", self.os);
+        self.magic.encode(out);
+        self.cpu.encode(now, out);
     }
 
     /// Append to the user program.

@@ -118,6 +118,27 @@ impl Tlb {
         TLB_BASE + (self.set_of(pid, page) * self.p.ways * 16) as u64
     }
 
+    /// The entries, canonically (for the exhaustive checker): each set's
+    /// entries in order, with their ages as ranks, not clock values.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        for set in &self.sets {
+            let rank = |x: u64, f: fn(&Entry) -> u64| set.iter().filter(|e| f(e) < x).count();
+            for e in set {
+                let _ = write!(
+                    out,
+                    "{:?}/{:?}/{}/{}/{};",
+                    e.pid,
+                    e.page,
+                    e.frame.0,
+                    rank(e.used, |e| e.used),
+                    rank(e.born, |e| e.born)
+                );
+            }
+            out.push(b'|');
+        }
+    }
+
     /// `pid`'s translation of `page`, if the TLB holds it.
     pub fn lookup(&mut self, pid: Pid, page: VPage) -> Option<PAddr> {
         self.clock += 1;

@@ -1,0 +1,352 @@
+//! User-level messaging's own handlers against translation changes, under
+//! exhaustive search (`flashkit check holdoff`).
+//!
+//! Process 1 on node 0 moves `lines` lines from the start of its source
+//! page to node 1: a memory copy under hold-off, a send to process 2 under
+//! invalidation or the software TLB. Once its sequence is accepted, its OS
+//! moves the source page to a new frame `changes` times, each change begun
+//! at a moment the search chooses; with `ops` 2 the process then moves the
+//! page again (to a second destination page), through the translations as
+//! the changes left them. The search takes
+//! every order of the machine's deliveries, including each handler's
+//! continuations on the software queue, so the OS's notice and its answer
+//! meet the operation at every line. Once a change is applied, a move of
+//! the search may hand the old frame to someone else, who fills it with a
+//! pattern no source line holds: a handler that still reads the old frame
+//! then delivers it.
+//!
+//! What must hold:
+//! - the operation completes, accepted, and every change is applied;
+//! - the destination holds the source's bytes, line for line;
+//! - nothing is written to node 1 outside the receiving process's page (no
+//!   delivery outside the sender's group);
+//! - nothing is stuck or dropped when no move is left.
+
+use super::cmd::{shadow_dst_va, shadow_va, Field, OpCode};
+use super::cpu::{UserEvent, UserOp};
+use super::experiments::Technique;
+use super::params::UserParams;
+use super::state::UserNode;
+use super::unit::machine;
+use magic::check::{explore, Bounds, Model, Report};
+use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, Region, LINE_BYTES};
+use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
+use serde::Serialize;
+
+/// A known bug that can be planted in user-level messaging's handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// Hold-off answers the OS's notice at once, before the operations
+    /// that hold it off have drained.
+    EarlyAnswer,
+    /// The notice does not mark the page's uses stale (invalidation).
+    KeepStale,
+    /// The notice leaves the page's entry in the software TLB.
+    KeepTlbEntry,
+}
+
+impl Bug {
+    /// Every bug, in the order `--inject list` prints them.
+    pub const ALL: [Bug; 3] = [Bug::EarlyAnswer, Bug::KeepStale, Bug::KeepTlbEntry];
+
+    /// The bug's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::EarlyAnswer => "early-answer",
+            Bug::KeepStale => "keep-stale",
+            Bug::KeepTlbEntry => "keep-tlb-entry",
+        }
+    }
+
+    /// The technique whose handlers the bug is in.
+    pub fn technique(self) -> Technique {
+        match self {
+            Bug::EarlyAnswer => Technique::Holdoff,
+            Bug::KeepStale => Technique::Invalidate,
+            Bug::KeepTlbEntry => Technique::Tlb,
+        }
+    }
+}
+
+/// The configuration a hold-off check explores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct HoldoffCheck {
+    /// How MAGIC keeps its physical addresses valid.
+    pub technique: Technique,
+    /// Lines the operation moves (1 to 32: one page).
+    pub lines: u32,
+    /// Translation changes of the source page (1 to 2).
+    pub changes: u32,
+    /// Operations, one after another (1 to 2): the changes race the first;
+    /// a second one must see the page where the changes left it.
+    pub ops: u32,
+    /// MAGIC data buffers per node (1 to 16).
+    pub buffers: u32,
+    /// A planted bug, if any.
+    pub inject: Option<Bug>,
+}
+
+impl Default for HoldoffCheck {
+    /// The default bounds of `flashkit check holdoff` (for each technique).
+    fn default() -> Self {
+        HoldoffCheck {
+            technique: Technique::Holdoff,
+            lines: 4,
+            changes: 1,
+            ops: 2,
+            buffers: 2,
+            inject: None,
+        }
+    }
+}
+
+const PID: Pid = Pid(1);
+const PEER: Pid = Pid(2);
+const SRC_V: u64 = 0x10_0000;
+const DST_V: u64 = 0x20_0000;
+/// The first action number of "begin change k".
+const BEGIN: u32 = 100;
+/// A frame handed to someone else holds this in every byte.
+const REUSED: u8 = 0xee;
+
+fn frame(n: NodeId, k: u64) -> PAddr {
+    PAddr::new(Region::Normal, n, k * PAGE_BYTES)
+}
+
+/// The source page's frame before change `k` (and after change `k - 1`).
+fn source_frame(k: u32) -> PAddr {
+    frame(NodeId(0), if k == 0 { 32 } else { 47 + k as u64 })
+}
+
+fn pattern(l: u64) -> [u8; LINE_BYTES] {
+    let mut bytes = [0u8; LINE_BYTES];
+    for (i, x) in bytes.iter_mut().enumerate() {
+        *x = (l * 7 + i as u64 + 1) as u8;
+    }
+    bytes
+}
+
+fn at(f: PAddr, l: u64) -> magic::LineAddr {
+    PAddr(f.0 + l * LINE_BYTES as u64).line()
+}
+
+impl HoldoffCheck {
+    /// Refuse bounds outside the documented ranges, naming the field.
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        OutOfRange::check("lines", self.lines, 1, 32)?;
+        OutOfRange::check("changes", self.changes, 1, 2)?;
+        OutOfRange::check("ops", self.ops, 1, 2)?;
+        OutOfRange::check("buffers", self.buffers, 1, 16)
+    }
+
+    /// Search the configuration's whole space (up to `bounds`).
+    pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
+        self.validate()?;
+        Ok(explore(self, bounds))
+    }
+
+    fn changed(m: &Magic<UserNode>) -> u32 {
+        m.state(NodeId(0))
+            .cpu
+            .log
+            .iter()
+            .filter(|e| matches!(e, UserEvent::Changed { .. }))
+            .count() as u32
+    }
+
+    fn setup(&self, m: &mut Magic<UserNode>) -> Result<(), String> {
+        let (a, b) = (NodeId(0), NodeId(1));
+        for l in 0..self.lines as u64 {
+            m.memory_mut(a)
+                .store_line(at(source_frame(0), l), &pattern(l));
+        }
+        let e = |e: os_shim::OsError| e.to_string();
+        let n = m.state_mut(b);
+        n.os.spawn(PEER);
+        n.os.set_group(PEER, vec![(a, PID)]).map_err(e)?;
+        for k in 0..self.ops as u64 {
+            n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)
+                .map_err(e)?;
+        }
+        let n = m.state_mut(a);
+        n.os.spawn(PID);
+        n.os.set_group(PID, vec![(b, PEER)]).map_err(e)?;
+        n.os.map(PID, VPage::of(SRC_V), source_frame(0), Rights::RW)
+            .map_err(e)?;
+        for k in 0..self.ops as u64 {
+            let v = VPage(VPage::of(DST_V).0 + k);
+            n.os.map(PID, v, frame(b, 64 + k), Rights::RW).map_err(e)?;
+        }
+        let op = match self.technique {
+            Technique::Holdoff => OpCode::MemCopy,
+            Technique::Invalidate => OpCode::SendPhys,
+            Technique::Tlb => OpCode::SendVirt,
+        };
+        // Operation `k` moves the source to destination page `k`, so each
+        // one's bytes are checked at the end.
+        let sequence = |k: u64| {
+            let mut ops = vec![
+                UserOp::Write(Field::Op.va(), op as u64),
+                UserOp::Write(Field::Arg.va(), self.lines as u64 * LINE_BYTES as u64),
+                UserOp::Write(Field::Vpid.va(), 0),
+            ];
+            if self.technique == Technique::Tlb {
+                ops.push(UserOp::Write(Field::Vaddr.va(), SRC_V));
+            } else {
+                ops.push(UserOp::Write(shadow_va(SRC_V), SRC_V));
+            }
+            let dst = DST_V + k * PAGE_BYTES;
+            ops.push(UserOp::Write(shadow_dst_va(dst), dst));
+            ops.push(UserOp::Commit);
+            ops
+        };
+        let mut ops = vec![UserOp::Switch(PID)];
+        ops.extend(sequence(0));
+        ops.push(UserOp::Wait);
+        if self.ops == 2 {
+            ops.extend(sequence(1));
+            ops.push(UserOp::Wait);
+        }
+        n.push(ops);
+        m.start_processor(a, magic::Cycles(0))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Model for HoldoffCheck {
+    type Node = UserNode;
+
+    fn build(&self) -> Result<Magic<UserNode>, String> {
+        let params = MagicParams {
+            data_buffers: self.buffers as usize,
+            ..MagicParams::default()
+        };
+        let up = UserParams {
+            inject: self.inject,
+            ..UserParams::default()
+        };
+        let mut m = machine(params, up, 2).map_err(|e| e.to_string())?;
+        self.setup(&mut m)?;
+        Ok(m)
+    }
+
+    /// Once the first sequence is accepted, the OS begins its next change;
+    /// once a change is applied, its old frame may go to someone else.
+    fn actions(&self, m: &Magic<UserNode>, out: &mut Vec<u32>) {
+        let cpu = &m.state(NodeId(0)).cpu;
+        let accepted = cpu.log.iter().any(|e| matches!(e, UserEvent::Ack { .. }));
+        let begun = Self::changed(m) + cpu.changes_pending() as u32;
+        if accepted && begun < self.changes {
+            out.push(BEGIN + begun);
+        }
+        for k in 0..Self::changed(m) {
+            let f = source_frame(k);
+            if m.memory(NodeId(0)).line(at(f, 0)) != [REUSED; LINE_BYTES] {
+                out.push(k);
+            }
+        }
+    }
+
+    fn act(&self, m: &mut Magic<UserNode>, a: u32) {
+        if a >= BEGIN {
+            let to = source_frame(a - BEGIN + 1);
+            m.state_mut(NodeId(0))
+                .cpu
+                .os_change(PID, Change::Move(VPage::of(SRC_V), to));
+            let now = m.now();
+            // Node 0 exists and `now` is the machine's own clock.
+            let _ = m.start_processor(NodeId(0), now);
+            return;
+        }
+        for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
+            m.memory_mut(NodeId(0))
+                .store_line(at(source_frame(a), l), &[REUSED; LINE_BYTES]);
+        }
+    }
+
+    fn describe(&self, _m: &Magic<UserNode>, a: u32) -> String {
+        if a >= BEGIN {
+            return format!(
+                "n0 OS: begin change {}, moving the source page to {}",
+                a - BEGIN + 1,
+                source_frame(a - BEGIN + 1)
+            );
+        }
+        format!(
+            "n0 OS: the frame at {} (freed by change {}) goes to another process",
+            source_frame(a),
+            a + 1
+        )
+    }
+
+    fn encode(&self, m: &Magic<UserNode>, out: &mut Vec<u8>) {
+        for s in m.states() {
+            s.encode(m.now(), out);
+        }
+    }
+
+    fn invariant(&self, m: &Magic<UserNode>) -> Result<(), String> {
+        // Frames are below 1 MB; MAGIC's own records lie far above.
+        let lines_per_page = PAGE_BYTES / LINE_BYTES as u64;
+        let pages = 64 * lines_per_page..(64 + self.ops as u64) * lines_per_page;
+        let frames = 256 * lines_per_page;
+        for (l, _) in m.memory(NodeId(1)).written() {
+            if l.0 < frames && !pages.contains(&l.0) {
+                return Err(format!(
+                    "n1's memory line {:#x} was written: outside the receiving process's pages",
+                    l.0 * LINE_BYTES as u64
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&self, m: &Magic<UserNode>) -> Result<(), String> {
+        let r = m.report(false);
+        if !r.stuck.is_empty() {
+            return Err(format!("deadlock: {}", r.stuck.join("; ")));
+        }
+        for n in 0..2 {
+            if m.drops(NodeId(n)) != magic::Drops::default() {
+                return Err(format!("n{n} dropped {:?}", m.drops(NodeId(n))));
+            }
+        }
+        let cpu = &m.state(NodeId(0)).cpu;
+        let done = cpu
+            .log
+            .iter()
+            .filter(|e| matches!(e, UserEvent::Done { ok: true, .. }))
+            .count() as u32;
+        if done != self.ops {
+            return Err(format!(
+                "{done} of {} operations completed: {:?}",
+                self.ops, cpu.log
+            ));
+        }
+        if Self::changed(m) != self.changes {
+            return Err(format!(
+                "{} of {} translation changes were applied",
+                Self::changed(m),
+                self.changes
+            ));
+        }
+        for k in 0..self.ops as u64 {
+            for l in 0..self.lines as u64 {
+                let got = m.memory(NodeId(1)).line(at(frame(NodeId(1), 64 + k), l));
+                if got != pattern(l) {
+                    let what = if got == [REUSED; LINE_BYTES] {
+                        "a freed frame's new contents"
+                    } else {
+                        "something else"
+                    };
+                    return Err(format!(
+                        "operation {}'s destination line {l} holds {what}, not the source's bytes",
+                        k + 1
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
