@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod output;
+mod check;
 mod sweep;
 
 use flashkit::{plot, scenario};
@@ -321,6 +322,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Search every order of a small machine's deliveries, running the real
+    /// handlers: its states, whether the bounded space was exhausted, and
+    /// any violation of the protocol's invariants with a shortest trace.
+    /// Exit status 1 if a violation was found.
+    ///
+    /// Example: flashkit check coherence --nodes 2 --format json
+    Check {
+        #[arg(value_enum)]
+        kind: check::CheckKind,
+        #[command(flatten)]
+        args: check::CheckArgs,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// A four-page copy or send with a translation change of one of its source
     /// pages in the middle, under one of the three techniques that keep
     /// MAGIC's physical addresses valid.
@@ -382,7 +397,7 @@ enum PatternArg {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Table,
     Json,
     /// A header and one row: every scalar of the JSON, by dotted key.
@@ -438,6 +453,7 @@ fn exit(f: Failure) -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Check { kind, args, format } => check::check(kind, args, format),
         Command::Run {
             file,
             print_defaults,
@@ -800,7 +816,7 @@ fn cli_words(e: &dyn std::fmt::Display, field: Option<&str>) -> String {
 }
 
 /// A value out of range, in the command line's words.
-fn out_of_range(e: &magic::OutOfRange) -> String {
+pub(crate) fn out_of_range(e: &magic::OutOfRange) -> String {
     format!("{} must be {}, got {}", flag(e.field), e.allowed, e.got)
 }
 

@@ -280,6 +280,7 @@ impl Transfer {
             command_costs: Default::default(),
             coherence_costs: Default::default(),
             flush_costs: Default::default(),
+            inject: None,
         }
     }
 }

@@ -250,12 +250,20 @@ fn space(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
     };
     let c = costs(cx);
     run_tasks(cx, &[c.space_load, c.space_queue], addr::SEND);
-    cx.state().out.space.push_back(Space {
+    let space = Space {
         id,
         len,
         align,
         used: 0,
-    });
+    };
+    // The planted bug: a receive announced while another is still unused
+    // is filled first.
+    let jump = cx.state().out.space.front().is_some_and(|f| f.used == 0);
+    if cx.state().params.inject == Some(super::check::Bug::LatestSpace) && jump {
+        cx.state().out.space.push_front(space);
+    } else {
+        cx.state().out.space.push_back(space);
+    }
     maybe_start(cx);
 }
 

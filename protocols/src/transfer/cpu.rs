@@ -191,6 +191,32 @@ pub enum ConnEvent {
     },
 }
 
+impl ConnEvent {
+    /// The event with its times zeroed: what it says, not when.
+    pub fn without_times(self) -> ConnEvent {
+        let z = Cycles(0);
+        match self {
+            ConnEvent::Issued { op, .. } => ConnEvent::Issued { op, at: z },
+            ConnEvent::Ack { op, .. } => ConnEvent::Ack { op, at: z },
+            ConnEvent::Nack { op, reason, .. } => ConnEvent::Nack { op, at: z, reason },
+            ConnEvent::Fault { va, .. } => ConnEvent::Fault { at: z, va },
+            ConnEvent::Interrupt { page, .. } => ConnEvent::Interrupt { at: z, page },
+            ConnEvent::Changed { .. } => ConnEvent::Changed { at: z, waited: z },
+            ConnEvent::SendDone { bytes, .. } => ConnEvent::SendDone { at: z, bytes },
+            ConnEvent::RecvDone { bytes, .. } => ConnEvent::RecvDone { at: z, bytes },
+            ConnEvent::Flushed {
+                va, lines, written, ..
+            } => ConnEvent::Flushed {
+                va,
+                from: z,
+                at: z,
+                lines,
+                written,
+            },
+        }
+    }
+}
+
 /// How long a program waits before it issues again a command MAGIC refused
 /// for want of a record (`NoRecord`, "try again later"). A model choice:
 /// about one setup handler's time (Table 1's setup and verification, 116
@@ -223,6 +249,25 @@ pub struct ConnCpu {
 }
 
 impl ConnCpu {
+    /// The program's state, canonically (for the exhaustive checker):
+    /// operations left and under way, what it waits for, when it goes on
+    /// relative to `now`, the OS's debts, and what it saw (without times).
+    pub fn encode(&self, now: Cycles, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let resume = self.resume_at.map(|t| t.0.saturating_sub(now.0));
+        let flushing = self
+            .flushing
+            .as_ref()
+            .map(|f| (f.va, f.lines.clone(), f.count, f.written));
+        let log: Vec<ConnEvent> = self.log.iter().map(|e| e.without_times()).collect();
+        let _ = write!(
+            out,
+            "{:?}{:?}{:?}{:?}{}{resume:?}{flushing:?}{:?}{log:?}",
+            self.pid, self.program, self.issuing, self.issued, self.waiting, self.awaiting
+        );
+        self.os_side.encode(now, out);
+    }
+
     /// Append to the program.
     pub fn push(&mut self, ops: impl IntoIterator<Item = ConnOp>) {
         self.program.extend(ops);

@@ -169,6 +169,9 @@ pub struct Config {
     pub coherence_costs: coherence::protocol::CoherenceCosts,
     /// What the user programs' flushes charge their processors.
     pub flush_costs: super::cpu::FlushCosts,
+    /// A known bug planted in the handlers, for testing a checker (default
+    /// none; see [`super::check::Bug`]).
+    pub inject: Option<super::check::Bug>,
 }
 
 impl Default for Config {
@@ -195,6 +198,7 @@ impl Default for Config {
             command_costs: Default::default(),
             coherence_costs: Default::default(),
             flush_costs: Default::default(),
+            inject: None,
         }
     }
 }
@@ -1009,13 +1013,20 @@ impl<B: NodeState + 'static> WithTransfer for (XferNode, B) {
     }
 }
 
-fn run_on<S: WithTransfer>(
+/// A transfer machine built and mapped, before its first pass.
+pub(crate) struct Prepared<S> {
+    pub(crate) m: Magic<S>,
+    pub(crate) senders: Vec<NodeId>,
+    recvs: Vec<(u64, u64)>,
+    dst_span: u64,
+}
+
+/// Build the machine of `c`, its processes and their mappings.
+pub(crate) fn prepare<S: WithTransfer>(
     c: &Config,
     extra: impl FnOnce(&mut MagicBuilder<S>),
     state: impl Fn(XferNode, NodeId) -> S,
-    alongside: impl FnOnce(&mut Magic<S>, Cycles) -> Result<(), String>,
-) -> Result<Measured<S>, Failed> {
-    let mut alongside = Some(alongside);
+) -> Result<Prepared<S>, Failed> {
     c.validate()?;
     let nodes = c.nodes();
     let unit = Transfer {
@@ -1025,6 +1036,7 @@ fn run_on<S: WithTransfer>(
             strategy: c.strategy,
             costs: c.costs,
             command: c.command_costs,
+            inject: c.inject,
             ..XferParams::default()
         },
         coherence: CohParams {
@@ -1039,8 +1051,6 @@ fn run_on<S: WithTransfer>(
     let pid = Pid(1);
     let recvs = receive_layout(c);
     let dst_span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + c.dst_offset);
-    let src = |n: NodeId| send_buffer(c, n);
-    let dst = |n: NodeId| receive_buffer(c, n, dst_span);
     let mut m = b.build(|n| {
         let mut x = unit.node(n, nodes);
         if n.0 < 2 {
@@ -1056,59 +1066,89 @@ fn run_on<S: WithTransfer>(
         Direction::Bi => vec![NodeId(0), NodeId(1)],
     };
     for &s in &senders {
-        map(&mut m, &src(s), pid)?;
-        map(&mut m, &dst(NodeId(1 - s.0)), pid)?;
+        map(&mut m, &send_buffer(c, s), pid)?;
+        map(&mut m, &receive_buffer(c, NodeId(1 - s.0), dst_span), pid)?;
     }
+    Ok(Prepared {
+        m,
+        senders,
+        recvs,
+        dst_span,
+    })
+}
+
+/// Start pass `pass` (0 connects): the buffers placed, the counters
+/// zeroed, each program given its operations and started. With
+/// `receive_first`, the programs only post their receives.
+pub(crate) fn begin_pass<S: WithTransfer>(
+    p: &mut Prepared<S>,
+    c: &Config,
+    pass: u32,
+) -> Result<(), Failed> {
+    let (m, senders) = (&mut p.m, &p.senders);
+    for &s in senders {
+        place_send(m, c, &send_buffer(c, s))?;
+        place_receive(m, c, &receive_buffer(c, NodeId(1 - s.0), p.dst_span))?;
+    }
+    // Every node's counters start with the pass (the third node of a
+    // dirty-remote send is counted too).
+    for n in 0..m.nodes() {
+        let x = m.state_mut(NodeId(n)).xfer_mut();
+        x.cpu.log.clear();
+        x.stats = Default::default();
+        x.coh.stats = Default::default();
+    }
+    let at = m.now() + Cycles(1);
+    for n in [NodeId(0), NodeId(1)] {
+        let mut ops = Vec::new();
+        if pass == 0 {
+            ops.push(ConnOp::Connect { vpid: 0 });
+        }
+        let receives = senders.contains(&NodeId(1 - n.0));
+        if receives {
+            if c.flush {
+                ops.push(ConnOp::Flush {
+                    va: DST_VA + c.dst_offset,
+                    len: p.dst_span,
+                });
+            }
+            ops.extend(p.recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
+        }
+        if !c.receive_first {
+            if senders.contains(&n) {
+                ops.extend(sending(c));
+            }
+            if receives {
+                ops.extend(after_receives(c, p.dst_span));
+            }
+        }
+        m.state_mut(n).xfer_mut().cpu.push(ops);
+        m.state_mut(n).xfer_mut().cpu.start(at);
+        m.start_processor(n, at).map_err(String::from)?;
+    }
+    Ok(())
+}
+
+fn run_on<S: WithTransfer>(
+    c: &Config,
+    extra: impl FnOnce(&mut MagicBuilder<S>),
+    state: impl Fn(XferNode, NodeId) -> S,
+    alongside: impl FnOnce(&mut Magic<S>, Cycles) -> Result<(), String>,
+) -> Result<Measured<S>, Failed> {
+    let mut alongside = Some(alongside);
+    let mut p = prepare(c, extra, state)?;
     // Two passes: the first warms MAGIC's caches (as a benchmark loop
     // would), the second is measured.
     for pass in 0..2 {
         if pass == 1 && c.trace {
-            m.trace_on();
+            p.m.trace_on();
         }
-        for &s in &senders {
-            place_send(&mut m, c, &src(s))?;
-            place_receive(&mut m, c, &dst(NodeId(1 - s.0)))?;
-        }
-        // Every node's counters start with the pass (the third node of a
-        // dirty-remote send is counted too).
-        for n in 0..nodes {
-            let x = m.state_mut(NodeId(n)).xfer_mut();
-            x.cpu.log.clear();
-            x.stats = Default::default();
-            x.coh.stats = Default::default();
-        }
-        let at = m.now() + Cycles(1);
-        for n in [NodeId(0), NodeId(1)] {
-            let mut ops = Vec::new();
-            if pass == 0 {
-                ops.push(ConnOp::Connect { vpid: 0 });
-            }
-            let receives = senders.contains(&NodeId(1 - n.0));
-            if receives {
-                if c.flush {
-                    ops.push(ConnOp::Flush {
-                        va: DST_VA + c.dst_offset,
-                        len: dst_span,
-                    });
-                }
-                ops.extend(recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
-            }
-            if !c.receive_first {
-                if senders.contains(&n) {
-                    ops.extend(sending(c));
-                }
-                if receives {
-                    ops.extend(after_receives(c, dst_span));
-                }
-            }
-            m.state_mut(n).xfer_mut().cpu.push(ops);
-            m.state_mut(n).xfer_mut().cpu.start(at);
-            m.start_processor(n, at).map_err(String::from)?;
-        }
+        begin_pass(&mut p, c, pass)?;
+        let (m, senders) = (&mut p.m, &p.senders);
         if c.receive_first {
             // The posted receives wait for data: that is the point.
             m.run();
-            refused(&m)?;
+            refused(m)?;
             m.reset_counters();
             let at = m.now() + Cycles(1);
             for n in [NodeId(0), NodeId(1)] {
@@ -1117,7 +1157,7 @@ fn run_on<S: WithTransfer>(
                     ops.extend(sending(c));
                 }
                 if senders.contains(&NodeId(1 - n.0)) {
-                    ops.extend(after_receives(c, dst_span));
+                    ops.extend(after_receives(c, p.dst_span));
                 }
                 if ops.is_empty() {
                     continue;
@@ -1127,23 +1167,23 @@ fn run_on<S: WithTransfer>(
                 m.start_processor(n, at).map_err(String::from)?;
             }
             if pass == 1 {
-                schedule_change(&mut m, c, at)?;
+                schedule_change(m, c, at)?;
                 if let Some(f) = alongside.take() {
-                    f(&mut m, at)?;
+                    f(m, at)?;
                 }
             }
         } else {
             m.reset_counters();
             if pass == 1 {
                 let at = m.now() + Cycles(1);
-                schedule_change(&mut m, c, at)?;
+                schedule_change(m, c, at)?;
                 if let Some(f) = alongside.take() {
-                    f(&mut m, at)?;
+                    f(m, at)?;
                 }
             }
         }
         let rep = m.run();
-        refused(&m)?;
+        refused(m)?;
         if !rep.is_clean() {
             return Err(Failed::Stuck(format!(
                 "the transfer did not complete: {}",
@@ -1151,7 +1191,68 @@ fn run_on<S: WithTransfer>(
             )));
         }
     }
-    measure(c, m, &senders).map_err(Failed::Stuck)
+    measure(c, p.m, &p.senders).map_err(Failed::Stuck)
+}
+
+/// Data: every receive holds its part of the stream; the bytes around them
+/// are as they were; both as the receiving process sees them. The lines
+/// found wrong, and every buffer line looked at.
+pub(crate) fn data_check<S: WithTransfer>(
+    c: &Config,
+    m: &Magic<S>,
+    senders: &[NodeId],
+) -> (Vec<StaleLine>, Vec<PAddr>) {
+    let mut stale = Vec::new();
+    let mut lines_seen = Vec::new();
+    for &s in senders {
+        let r = NodeId(1 - s.0);
+        let layout = receive_layout(c);
+        let d = receive_buffer(
+            c,
+            r,
+            layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
+        );
+        // Where each receive starts in the stream; the lines the buffers
+        // cover (guards aside).
+        let starts: Vec<u64> = layout
+            .iter()
+            .scan(0, |at, &(_, len)| {
+                let s = *at;
+                *at += len;
+                Some(s)
+            })
+            .collect();
+        let mut covered = d.lines(false);
+        let first = covered.next().unwrap_or(0);
+        let inner = first..covered.last().unwrap_or(first) + 1;
+        for lv in d.lines(true) {
+            let line = now_at(m, r, lv);
+            lines_seen.push(line);
+            let now = visible(m, r, line);
+            let before = junk(r.0, lv);
+            let dirty_before = c.receiver == ReceiverState::Dirty && inner.contains(&lv);
+            let mut right = true;
+            for (j, &got) in now.iter().enumerate() {
+                let v = lv + j as u64;
+                // The receive holding `v`, if any (they are in address order).
+                let k = layout.partition_point(|&(va, _)| va <= v);
+                let want = k.checked_sub(1).and_then(|k| {
+                    let (va, len) = layout[k];
+                    (v < va + len).then(|| src_byte(s.0, starts[k] + (v - va)))
+                });
+                let want = want.unwrap_or(if dirty_before { !before[j] } else { before[j] });
+                right &= got == want;
+            }
+            if !right {
+                stale.push(StaleLine { node: r, va: lv });
+            }
+        }
+        let sb = send_buffer(c, s);
+        for lv in sb.lines(false) {
+            lines_seen.push(now_at(m, s, lv));
+        }
+    }
+    (stale, lines_seen)
 }
 
 /// The OS of the buffer's node moves the page `after` cycles after `at`
@@ -1488,58 +1589,7 @@ fn measure<S: WithTransfer>(
     } else {
         "receiver"
     };
-    // Data: every receive holds its part of the stream; the bytes around
-    // them are as they were; both as the receiving process sees them.
-    let mut stale = Vec::new();
-    let mut lines_seen = Vec::new();
-    for &s in senders {
-        let r = NodeId(1 - s.0);
-        let layout = receive_layout(c);
-        let d = receive_buffer(
-            c,
-            r,
-            layout.last().map_or(0, |x| x.0 + x.1) - (DST_VA + c.dst_offset),
-        );
-        // Where each receive starts in the stream; the lines the buffers
-        // cover (guards aside).
-        let starts: Vec<u64> = layout
-            .iter()
-            .scan(0, |at, &(_, len)| {
-                let s = *at;
-                *at += len;
-                Some(s)
-            })
-            .collect();
-        let mut covered = d.lines(false);
-        let first = covered.next().unwrap_or(0);
-        let inner = first..covered.last().unwrap_or(first) + 1;
-        for lv in d.lines(true) {
-            let line = now_at(&m, r, lv);
-            lines_seen.push(line);
-            let now = visible(&m, r, line);
-            let before = junk(r.0, lv);
-            let dirty_before = c.receiver == ReceiverState::Dirty && inner.contains(&lv);
-            let mut right = true;
-            for (j, &got) in now.iter().enumerate() {
-                let v = lv + j as u64;
-                // The receive holding `v`, if any (they are in address order).
-                let k = layout.partition_point(|&(va, _)| va <= v);
-                let want = k.checked_sub(1).and_then(|k| {
-                    let (va, len) = layout[k];
-                    (v < va + len).then(|| src_byte(s.0, starts[k] + (v - va)))
-                });
-                let want = want.unwrap_or(if dirty_before { !before[j] } else { before[j] });
-                right &= got == want;
-            }
-            if !right {
-                stale.push(StaleLine { node: r, va: lv });
-            }
-        }
-        let sb = send_buffer(c, s);
-        for lv in sb.lines(false) {
-            lines_seen.push(now_at(&m, s, lv));
-        }
-    }
+    let (stale, lines_seen) = data_check(c, &m, senders);
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
         config: c.clone(),

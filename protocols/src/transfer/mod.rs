@@ -37,6 +37,7 @@
 //! (printable, serializable, sendable); [`run_with_machine`] keeps the
 //! machine beside it.
 
+pub mod check;
 pub mod conn;
 pub mod costs;
 pub mod cpu;

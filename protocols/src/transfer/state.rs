@@ -74,6 +74,9 @@ pub struct XferParams {
     pub costs: TransferCosts,
     /// What the command interface's handlers charge.
     pub command: CommandCosts,
+    /// A known bug planted in the handlers, for testing a checker (none by
+    /// default; see [`super::check::Bug`]).
+    pub inject: Option<super::check::Bug>,
 }
 
 impl Default for XferParams {
@@ -85,6 +88,7 @@ impl Default for XferParams {
             window: 8,
             costs: TransferCosts::default(),
             command: CommandCosts::default(),
+            inject: None,
         }
     }
 }
@@ -376,6 +380,45 @@ impl XferNode {
     }
 }
 
+impl XferNode {
+    /// The node's state, canonically, into `out` (for the exhaustive
+    /// checker): the coherence protocol's part, the OS, the program, the
+    /// connection, the command record, the streams, the receives, the page
+    /// table and what waits; times relative to `now`, and of the counters
+    /// only the drops.
+    pub fn encode(&self, now: Cycles, out: &mut Vec<u8>) {
+        use std::io::Write;
+        self.coh.encode(out);
+        self.cpu.encode(now, out);
+        let recvs: Vec<_> = self
+            .recvs
+            .iter()
+            .map(|r| {
+                let written = r.written.0.saturating_sub(now.0);
+                (r.id, r.pid, &r.span, r.got, written, r.deposits)
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "{:?}{:?}{:?}{:?}{:?}{recvs:?}{}{:?}{:?}{:?}{:?}{:?}{:?}{}",
+            self.os,
+            self.partner,
+            self.cmd,
+            self.accepted,
+            self.out,
+            self.next_recv,
+            self.parked,
+            self.retry,
+            self.deferred,
+            self.asked,
+            self.home,
+            self.home_retry,
+            self.stats.dropped
+        );
+        self.pages.encode(out);
+    }
+}
+
 impl Coherent for XferNode {
     fn coh(&self) -> &CohNode {
         &self.coh
@@ -518,7 +561,10 @@ pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
     let now = cx.now();
     let s = cx.state();
     let r = &s.recvs[i];
-    if r.got == r.span.len && r.deposits == 0 {
+    let early = s.params.inject == Some(super::check::Bug::EarlyDone)
+        && r.span.len - r.got.min(r.span.len) <= LINE_BYTES as u64
+        && r.got > 0;
+    if (r.got == r.span.len || early) && r.deposits == 0 {
         // The receive is complete once its last bytes are in memory.
         let id = r.id;
         s.stats.marks.last_component = Some(r.written.max(now));

@@ -92,8 +92,8 @@ impl Default for HoldoffCheck {
     fn default() -> Self {
         HoldoffCheck {
             technique: Technique::Holdoff,
-            lines: 4,
-            changes: 1,
+            lines: 8,
+            changes: 2,
             ops: 2,
             buffers: 2,
             inject: None,

@@ -1,0 +1,313 @@
+//! `flashkit check`: the exhaustive search over the real handlers, its
+//! bounds from the command line, and its report.
+
+use crate::output::{self, Failure};
+use crate::{out_of_range, Format};
+use clap::{Args, ValueEnum};
+use coherence::check::CoherenceCheck;
+use magic::check::{Bounds, Report};
+use protocols::transfer::check::TransferCheck;
+use protocols::user::check::HoldoffCheck;
+use protocols::user::experiments::Technique;
+use serde::Serialize;
+
+/// Which protocol's handlers to check.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckKind {
+    /// The directory protocol: loads, stores and evictions of a few lines.
+    Coherence,
+    /// User-level messaging against translation changes, under hold-off,
+    /// invalidation and the software TLB.
+    Holdoff,
+    /// The bulk transfer: connection, commands, a stream split over receives.
+    Transfer,
+}
+
+impl CheckKind {
+    fn name(self) -> &'static str {
+        match self {
+            CheckKind::Coherence => "coherence",
+            CheckKind::Holdoff => "holdoff",
+            CheckKind::Transfer => "transfer",
+        }
+    }
+
+    fn bugs(self) -> Vec<&'static str> {
+        match self {
+            CheckKind::Coherence => coherence::check::Bug::ALL.map(|b| b.name()).to_vec(),
+            CheckKind::Holdoff => protocols::user::check::Bug::ALL.map(|b| b.name()).to_vec(),
+            CheckKind::Transfer => protocols::transfer::check::Bug::ALL
+                .map(|b| b.name())
+                .to_vec(),
+        }
+    }
+}
+
+/// The technique flag of `check holdoff`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TechniqueArg {
+    Holdoff,
+    Invalidate,
+    Tlb,
+}
+
+/// The bounds of a check; each flag applies to the kinds its help names.
+#[derive(Args)]
+pub struct CheckArgs {
+    /// coherence: nodes, each with a processor (2 to 4; default 3).
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// coherence: lines the processors touch (1 to 4; default 1).
+    /// holdoff: lines each operation moves (1 to 32; default 8).
+    /// transfer: lines sent (1 to 8; default 6).
+    #[arg(long)]
+    lines: Option<u32>,
+    /// coherence: accesses each processor issues (0 to 8; default 2).
+    /// holdoff: operations, one after the other (1 to 2; default 2).
+    #[arg(long)]
+    ops: Option<u32>,
+    /// MAGIC data buffers per node (coherence and holdoff 1 to 16, default
+    /// 2; transfer 4 to 16, default 4).
+    #[arg(long)]
+    buffers: Option<u32>,
+    /// holdoff: translation changes of the source page (1 to 2; default 2).
+    #[arg(long)]
+    changes: Option<u32>,
+    /// holdoff: one technique (default: each of the three in turn).
+    #[arg(long, value_enum)]
+    technique: Option<TechniqueArg>,
+    /// transfer: receives the stream is split over (1 to 4; default 3).
+    #[arg(long)]
+    receives: Option<u32>,
+    /// transfer: lines per invocation of the sender's handler (1 to the
+    /// buffers; default 2).
+    #[arg(long)]
+    chunk: Option<u32>,
+    /// transfer: the receive buffer's offset within its line (0 to 127;
+    /// default 64).
+    #[arg(long)]
+    offset: Option<u32>,
+    /// Plant a known bug in the handlers (`list`: the check's bugs, one a
+    /// line).
+    #[arg(long, value_name = "BUG")]
+    inject: Option<String>,
+    /// Stop after this many distinct states (the report then says
+    /// complete: false).
+    #[arg(long, default_value_t = 2_000_000)]
+    max_states: usize,
+}
+
+/// What one search of a check explored.
+#[derive(Serialize)]
+struct Run {
+    config: serde_json::Value,
+    #[serde(flatten)]
+    report: Report,
+}
+
+/// A check's report: the totals over its searches, and each search.
+#[derive(Serialize)]
+struct Outcome {
+    check: &'static str,
+    states: u64,
+    transitions: u64,
+    depth: u32,
+    complete: bool,
+    violations: u32,
+    violation: Option<String>,
+    trace: Vec<String>,
+    runs: Vec<Run>,
+}
+
+/// A flag the check does not take, as the one line the user sees.
+fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
+    let given = |x: bool, flag: &str| x.then(|| flag.to_string());
+    let o = |x: &Option<u32>| x.is_some();
+    let bad = match kind {
+        CheckKind::Coherence => given(o(&a.changes), "--changes")
+            .or(given(a.technique.is_some(), "--technique"))
+            .or(given(o(&a.receives), "--receives"))
+            .or(given(o(&a.chunk), "--chunk"))
+            .or(given(o(&a.offset), "--offset")),
+        CheckKind::Holdoff => given(o(&a.nodes), "--nodes")
+            .or(given(o(&a.receives), "--receives"))
+            .or(given(o(&a.chunk), "--chunk"))
+            .or(given(o(&a.offset), "--offset")),
+        CheckKind::Transfer => given(o(&a.nodes), "--nodes")
+            .or(given(o(&a.ops), "--ops"))
+            .or(given(o(&a.changes), "--changes"))
+            .or(given(a.technique.is_some(), "--technique")),
+    };
+    bad.map(|f| format!("{f} does not apply to check {}", kind.name()))
+}
+
+fn json<T: Serialize>(x: &T) -> serde_json::Value {
+    serde_json::to_value(x).unwrap_or(serde_json::Value::Null)
+}
+
+/// Run `flashkit check KIND` with `a`'s bounds.
+pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failure> {
+    if a.inject.as_deref() == Some("list") {
+        for b in kind.bugs() {
+            out!("{b}");
+        }
+        return Ok(());
+    }
+    if let Some(e) = unused(kind, &a) {
+        return Err(Failure::Usage(e));
+    }
+    let bug = match &a.inject {
+        None => None,
+        Some(x) => Some(
+            kind.bugs()
+                .into_iter()
+                .position(|b| b == x)
+                .ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "--inject {x} is not a bug of check {} (--inject list names them)",
+                        kind.name()
+                    ))
+                })?,
+        ),
+    };
+    if a.max_states == 0 {
+        return Err(Failure::Usage("--max-states must be at least 1".into()));
+    }
+    let bounds = Bounds {
+        max_states: a.max_states,
+        ..Bounds::default()
+    };
+    let usage = |e: magic::OutOfRange| Failure::Usage(out_of_range(&e));
+    let mut runs = Vec::new();
+    match kind {
+        CheckKind::Coherence => {
+            let d = CoherenceCheck::default();
+            let c = CoherenceCheck {
+                nodes: a.nodes.unwrap_or(d.nodes),
+                lines: a.lines.unwrap_or(d.lines),
+                ops: a.ops.unwrap_or(d.ops),
+                buffers: a.buffers.unwrap_or(d.buffers),
+                inject: bug.map(|i| coherence::check::Bug::ALL[i]),
+                ..d
+            };
+            c.validate().map_err(usage)?;
+            runs.push(Run {
+                config: json(&c),
+                report: c.run(bounds).map_err(usage)?,
+            });
+        }
+        CheckKind::Holdoff => {
+            let d = HoldoffCheck::default();
+            let techniques = match a.technique {
+                Some(TechniqueArg::Holdoff) => vec![Technique::Holdoff],
+                Some(TechniqueArg::Invalidate) => vec![Technique::Invalidate],
+                Some(TechniqueArg::Tlb) => vec![Technique::Tlb],
+                None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
+            };
+            for technique in techniques {
+                let c = HoldoffCheck {
+                    technique,
+                    lines: a.lines.unwrap_or(d.lines),
+                    changes: a.changes.unwrap_or(d.changes),
+                    ops: a.ops.unwrap_or(d.ops),
+                    buffers: a.buffers.unwrap_or(d.buffers),
+                    inject: bug.map(|i| protocols::user::check::Bug::ALL[i]),
+                };
+                c.validate().map_err(usage)?;
+                runs.push(Run {
+                    config: json(&c),
+                    report: c.run(bounds).map_err(usage)?,
+                });
+            }
+        }
+        CheckKind::Transfer => {
+            let d = TransferCheck::default();
+            let c = TransferCheck {
+                lines: a.lines.unwrap_or(d.lines),
+                receives: a.receives.unwrap_or(d.receives),
+                chunk: a.chunk.unwrap_or(d.chunk),
+                buffers: a.buffers.unwrap_or(d.buffers),
+                offset: a.offset.unwrap_or(d.offset),
+                inject: bug.map(|i| protocols::transfer::check::Bug::ALL[i]),
+            };
+            c.validate().map_err(usage)?;
+            runs.push(Run {
+                config: json(&c),
+                report: c.run(bounds).map_err(usage)?,
+            });
+        }
+    }
+    let first = runs.iter().find(|r| r.report.violations > 0);
+    let o = Outcome {
+        check: kind.name(),
+        states: runs.iter().map(|r| r.report.states).sum(),
+        transitions: runs.iter().map(|r| r.report.transitions).sum(),
+        depth: runs.iter().map(|r| r.report.depth).max().unwrap_or(0),
+        complete: runs.iter().all(|r| r.report.complete),
+        violations: runs.iter().map(|r| r.report.violations).sum(),
+        violation: first.and_then(|r| r.report.violation.clone()),
+        trace: first.map(|r| r.report.trace.clone()).unwrap_or_default(),
+        runs,
+    };
+    match format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&o).map_err(|e| Failure::Failed(e.to_string()))?
+        ),
+        Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&json(&o))),
+        Format::Table => out_raw!("{}", table(&o)),
+    }
+    if o.violations > 0 {
+        output::say(&format!(
+            "error: check {}: {}",
+            o.check,
+            o.violation.as_deref().unwrap_or("a violation")
+        ));
+        return Err(Failure::Stuck);
+    }
+    Ok(())
+}
+
+fn table(o: &Outcome) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "check {}", o.check);
+    for r in &o.runs {
+        let cfg = r
+            .config
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  {cfg}: {} states, {} transitions, depth {}, {}, {} violation(s)",
+            r.report.states,
+            r.report.transitions,
+            r.report.depth,
+            if r.report.complete {
+                "complete"
+            } else {
+                "not complete"
+            },
+            r.report.violations
+        );
+    }
+    let _ = writeln!(s, "states       {}", o.states);
+    let _ = writeln!(s, "transitions  {}", o.transitions);
+    let _ = writeln!(s, "depth        {}", o.depth);
+    let _ = writeln!(s, "complete     {}", o.complete);
+    let _ = writeln!(s, "violations   {}", o.violations);
+    if let Some(v) = &o.violation {
+        let _ = writeln!(s, "violation    {v}");
+        let _ = writeln!(s, "trace (a shortest):");
+        for t in &o.trace {
+            let _ = writeln!(s, "  {t}");
+        }
+    }
+    s
+}
