@@ -26,35 +26,7 @@ use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Re
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// A known bug that can be planted in the protocol's handlers, so that a
-/// checker can be shown to find it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bug {
-    /// The home forgets to mark an entry pending when it forwards a request
-    /// to the owner, so a second request is forwarded too.
-    ForgetPending,
-    /// The home sends no invalidation to the last sharer of a line it
-    /// grants exclusive (and does not count its acknowledgement).
-    SkipInvalidation,
-    /// The requester hands its processor an exclusive line before every
-    /// invalidation has been acknowledged.
-    EarlyFill,
-}
-
-impl Bug {
-    /// Every bug, in the order `--inject list` prints them.
-    pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyFill];
-
-    /// The bug's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bug::ForgetPending => "forget-pending",
-            Bug::SkipInvalidation => "skip-invalidation",
-            Bug::EarlyFill => "early-fill",
-        }
-    }
-}
+pub use crate::protocol::Bug;
 
 /// The configuration a coherence check explores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -18,7 +18,6 @@
 //! protocols), or carried by a protocol over its own node state: a state
 //! that is [`Coherent`] gets the handlers with [`install_on`].
 
-use crate::check::Bug;
 use crate::directory::{self, Decision, DirEntry, DirFormat, DirState, Pending, Req, WbDecision};
 use crate::msg::{CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
@@ -73,6 +72,36 @@ magic::cost_sheet! {
     }
 }
 
+/// A known bug that can be planted in the protocol's handlers, so that a
+/// checker can be shown to find it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// The home forgets to mark an entry pending when it forwards a request
+    /// to the owner, so a second request is forwarded too.
+    ForgetPending,
+    /// The home sends no invalidation to the last sharer of a line it
+    /// grants exclusive (and does not count its acknowledgement).
+    SkipInvalidation,
+    /// The requester hands its processor an exclusive line before every
+    /// invalidation has been acknowledged.
+    EarlyFill,
+}
+
+impl Bug {
+    /// Every bug, in the order `--inject list` prints them.
+    pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyFill];
+
+    /// The bug's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::ForgetPending => "forget-pending",
+            Bug::SkipInvalidation => "skip-invalidation",
+            Bug::EarlyFill => "early-fill",
+        }
+    }
+}
+
 /// Parameters of the protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CohParams {
@@ -84,7 +113,7 @@ pub struct CohParams {
     /// gives the defaults).
     pub costs: CoherenceCosts,
     /// A known bug planted in the handlers, for testing a checker (none by
-    /// default; see [`crate::check::Bug`]).
+    /// default; see [`Bug`]).
     pub inject: Option<crate::check::Bug>,
 }
 

@@ -27,61 +27,11 @@
 //! replaying its moves, which the engine's determinism makes exact.
 
 use crate::machine::{Magic, NodeState};
-use crate::node::{Ev, Packets};
+use crate::node::{Ev, TO_PROCESSOR};
 use crate::params::InQueue;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::hash::Hasher;
-
-/// A message held for the explorer to release.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Held {
-    ev: Ev,
-    chan: Channel,
-}
-
-/// Where a held message goes: its source, its destination and the queue
-/// (`4`: the compute processor).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Channel {
-    src: u32,
-    dst: u32,
-    path: u8,
-}
-
-const TO_PROCESSOR: u8 = 4;
-
-impl Held {
-    /// The event held, if it is a delivery the explorer orders.
-    pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
-        let chan = match ev {
-            Ev::Deliver { node, q, pkt } => Channel {
-                // A node's continuations keep their own order.
-                src: if q == InQueue::Software {
-                    node
-                } else {
-                    packets.msg(pkt).src.0
-                },
-                dst: node,
-                path: q as u8,
-            },
-            Ev::ProcDeliver { node, .. } => Channel {
-                src: node,
-                dst: node,
-                path: TO_PROCESSOR,
-            },
-            _ => return None,
-        };
-        Some(Held { ev, chan })
-    }
-
-    fn pkt(&self) -> u32 {
-        match self.ev {
-            Ev::Deliver { pkt, .. } | Ev::ProcDeliver { pkt, .. } => pkt,
-            _ => u32::MAX,
-        }
-    }
-}
 
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -521,4 +471,115 @@ fn describe_path<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Vec<Stri
         }
     }
     out
+}
+
+type Invariant<S> = Box<dyn Fn(&[S]) -> Result<(), String>>;
+type AtRest<S> = Box<dyn Fn(&Magic<S>) -> Result<(), String>>;
+type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>)>;
+
+/// A protocol author's check: a machine of the author's handlers (built
+/// through [`crate::MagicBuilder`] or [`Magic::with`]), the author's
+/// invariants over the node states, searched by [`explore`] like the kit's
+/// own protocols.
+///
+/// A node state is encoded by its `Debug` text unless [`Checker::encode`]
+/// gives a canonical encoding. `Debug` text that holds times keeps states
+/// reached at different times apart: the search is as sound, only larger.
+///
+/// ```
+/// use magic::check::{Bounds, Checker};
+/// use magic::{Magic, MagicParams, NodeState};
+///
+/// #[derive(Debug, Default)]
+/// struct Idle;
+/// impl NodeState for Idle {}
+/// struct Nothing;
+/// impl magic::Protocol for Nothing {
+///     type Node = Idle;
+///     fn name(&self) -> &'static str { "nothing" }
+///     fn node(&self, _: magic::NodeId, _: u32) -> Idle { Idle }
+///     fn install<S: 'static>(&self, _: &mut magic::Install<'_, S, Idle>) {}
+/// }
+/// let check = Checker::new(|| {
+///     Magic::with(MagicParams::default(), 2, &Nothing).map_err(|e| e.to_string())
+/// })
+/// .invariant(|nodes: &[Idle]| if nodes.len() == 2 { Ok(()) } else { Err("lost a node".into()) });
+/// let r = check.run(Bounds::default());
+/// assert!(r.complete && r.violations == 0 && r.states == 1);
+/// ```
+pub struct Checker<S> {
+    build: Box<dyn Fn() -> Result<Magic<S>, String>>,
+    invariants: Vec<Invariant<S>>,
+    at_rest: Vec<AtRest<S>>,
+    encode: Option<Encode<S>>,
+}
+
+impl<S: NodeState + std::fmt::Debug> Checker<S> {
+    /// A check of the machines `build` makes (each one the same, ready to
+    /// run: processors started, data in place).
+    pub fn new(build: impl Fn() -> Result<Magic<S>, String> + 'static) -> Self {
+        Checker {
+            build: Box::new(build),
+            invariants: Vec::new(),
+            at_rest: Vec::new(),
+            encode: None,
+        }
+    }
+
+    /// What must hold of the node states at every instant.
+    pub fn invariant(mut self, f: impl Fn(&[S]) -> Result<(), String> + 'static) -> Self {
+        self.invariants.push(Box::new(f));
+        self
+    }
+
+    /// What must hold of the machine when no move is left (beside nothing
+    /// being stuck, which is always checked).
+    pub fn at_rest(mut self, f: impl Fn(&Magic<S>) -> Result<(), String> + 'static) -> Self {
+        self.at_rest.push(Box::new(f));
+        self
+    }
+
+    /// A node state's canonical encoding (given the current cycle, so
+    /// times can be made relative), in place of its `Debug` text.
+    pub fn encode(mut self, f: impl Fn(&S, crate::time::Cycles, &mut Vec<u8>) + 'static) -> Self {
+        self.encode = Some(Box::new(f));
+        self
+    }
+
+    /// Search every order of the machine's deliveries within `bounds`.
+    pub fn run(&self, bounds: Bounds) -> Report {
+        explore(self, bounds)
+    }
+}
+
+impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
+    type Node = S;
+
+    fn build(&self) -> Result<Magic<S>, String> {
+        (self.build)()
+    }
+
+    fn encode(&self, m: &Magic<S>, out: &mut Vec<u8>) {
+        use std::io::Write;
+        for s in m.states() {
+            match &self.encode {
+                Some(f) => f(s, m.now(), out),
+                None => {
+                    let _ = write!(out, "{s:?}");
+                }
+            }
+        }
+    }
+
+    fn invariant(&self, m: &Magic<S>) -> Result<(), String> {
+        self.invariants.iter().try_for_each(|f| f(m.states()))
+    }
+
+    fn finished(&self, m: &Magic<S>) -> Result<(), String> {
+        let r = m.report(false);
+        if !r.stuck.is_empty() {
+            return Err(format!("deadlock: {}", r.stuck.join("; ")));
+        }
+        self.at_rest.iter().try_for_each(|f| f(m))
+    }
 }

@@ -578,7 +578,7 @@ pub struct Magic<S> {
     pub(crate) ledger_from: Cycles,
     /// Deliveries held for an explorer to order (see `check`); `None` in a
     /// timed run.
-    pub(crate) held: Option<Vec<crate::check::Held>>,
+    pub(crate) held: Option<Vec<crate::node::Held>>,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -748,7 +748,7 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn apply(&mut self, t: Cycles, ev: Ev) {
         if let Some(held) = self.held.as_mut() {
-            if let Some(h) = crate::check::Held::of(ev, &self.packets) {
+            if let Some(h) = crate::node::Held::of(ev, &self.packets) {
                 held.push(h);
                 return;
             }

@@ -206,3 +206,53 @@ pub(crate) struct Route {
     pub(crate) handler: HandlerId,
     pub(crate) opts: Dispatch,
 }
+
+/// A message held for an explorer to release (see `check`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    pub(crate) ev: Ev,
+    pub(crate) chan: Channel,
+}
+
+/// Where a held message goes: its source, its destination and the queue
+/// (`4`: the compute processor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Channel {
+    pub(crate) src: u32,
+    pub(crate) dst: u32,
+    pub(crate) path: u8,
+}
+
+pub(crate) const TO_PROCESSOR: u8 = 4;
+
+impl Held {
+    /// The event held, if it is a delivery the explorer orders.
+    pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
+        let chan = match ev {
+            Ev::Deliver { node, q, pkt } => Channel {
+                // A node's continuations keep their own order.
+                src: if q == InQueue::Software {
+                    node
+                } else {
+                    packets.msg(pkt).src.0
+                },
+                dst: node,
+                path: q as u8,
+            },
+            Ev::ProcDeliver { node, .. } => Channel {
+                src: node,
+                dst: node,
+                path: TO_PROCESSOR,
+            },
+            _ => return None,
+        };
+        Some(Held { ev, chan })
+    }
+
+    pub(crate) fn pkt(&self) -> u32 {
+        match self.ev {
+            Ev::Deliver { pkt, .. } | Ev::ProcDeliver { pkt, .. } => pkt,
+            _ => u32::MAX,
+        }
+    }
+}

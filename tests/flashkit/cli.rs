@@ -4,7 +4,8 @@ use crate::common;
 
 use std::process::Command;
 
-fn flashkit(args: &[&str]) -> (i32, String, String) {
+/// Run the command line: its exit status, standard output and error.
+pub(crate) fn flashkit(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
         .args(args)
         .output()
@@ -794,6 +795,7 @@ fn output_that_cannot_be_written_exits_1_naming_it() {
         vec!["remap", "--technique", "tlb"],
         vec!["pipeline", "--nodes", "2", "--msgs", "1"],
         vec!["study", "coherence", "--bytes", "128", "--quiet"],
+        vec!["check", "transfer", "--lines", "1", "--receives", "1"],
         vec!["transfer", "--help"],
         vec!["--version"],
     ];

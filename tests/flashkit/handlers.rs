@@ -7,8 +7,8 @@
 use crate::common;
 
 #[allow(dead_code)]
-#[path = "../../examples/fetch_inc.rs"]
-mod fetch_inc;
+#[path = "../../examples/fetch_inc/protocol.rs"]
+pub(crate) mod fetch_inc;
 
 #[allow(dead_code)]
 #[path = "../../examples/lock/protocol.rs"]

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod check;
 mod cli;
 mod coherence;
 mod handlers;

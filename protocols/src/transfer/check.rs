@@ -24,30 +24,7 @@ use magic::check::{explore, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, LINE_BYTES};
 use serde::Serialize;
 
-/// A known bug that can be planted in the transfer's handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bug {
-    /// The receiver completes a receive when its last line's worth of
-    /// bytes is still to come.
-    EarlyDone,
-    /// The sender fills a receive announced while an earlier one is still
-    /// unused first, out of the stream's order.
-    LatestSpace,
-}
-
-impl Bug {
-    /// Every bug, in the order `--inject list` prints them.
-    pub const ALL: [Bug; 2] = [Bug::EarlyDone, Bug::LatestSpace];
-
-    /// The bug's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bug::EarlyDone => "early-done",
-            Bug::LatestSpace => "latest-space",
-        }
-    }
-}
+pub use super::state::Bug;
 
 /// The configuration a transfer check explores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

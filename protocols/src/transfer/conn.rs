@@ -259,7 +259,7 @@ fn space(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
     // The planted bug: a receive announced while another is still unused
     // is filled first.
     let jump = cx.state().out.space.front().is_some_and(|f| f.used == 0);
-    if cx.state().params.inject == Some(super::check::Bug::LatestSpace) && jump {
+    if cx.state().params.inject == Some(super::state::Bug::LatestSpace) && jump {
         cx.state().out.space.push_front(space);
     } else {
         cx.state().out.space.push_back(space);

@@ -170,8 +170,8 @@ pub struct Config {
     /// What the user programs' flushes charge their processors.
     pub flush_costs: super::cpu::FlushCosts,
     /// A known bug planted in the handlers, for testing a checker (default
-    /// none; see [`super::check::Bug`]).
-    pub inject: Option<super::check::Bug>,
+    /// none; see [`super::state::Bug`]).
+    pub inject: Option<super::state::Bug>,
 }
 
 impl Default for Config {

@@ -59,6 +59,31 @@ pub enum Strategy {
     Collect,
 }
 
+/// A known bug that can be planted in the transfer's handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// The receiver completes a receive when its last line's worth of
+    /// bytes is still to come.
+    EarlyDone,
+    /// The sender fills a receive announced while an earlier one is still
+    /// unused first, out of the stream's order.
+    LatestSpace,
+}
+
+impl Bug {
+    /// Every bug, in the order `--inject list` prints them.
+    pub const ALL: [Bug; 2] = [Bug::EarlyDone, Bug::LatestSpace];
+
+    /// The bug's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::EarlyDone => "early-done",
+            Bug::LatestSpace => "latest-space",
+        }
+    }
+}
+
 /// The handler choices of one node (not calibration: what a study varies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct XferParams {
@@ -75,8 +100,8 @@ pub struct XferParams {
     /// What the command interface's handlers charge.
     pub command: CommandCosts,
     /// A known bug planted in the handlers, for testing a checker (none by
-    /// default; see [`super::check::Bug`]).
-    pub inject: Option<super::check::Bug>,
+    /// default; see [`Bug`]).
+    pub inject: Option<Bug>,
 }
 
 impl Default for XferParams {
@@ -561,7 +586,7 @@ pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
     let now = cx.now();
     let s = cx.state();
     let r = &s.recvs[i];
-    let early = s.params.inject == Some(super::check::Bug::EarlyDone)
+    let early = s.params.inject == Some(Bug::EarlyDone)
         && r.span.len - r.got.min(r.span.len) <= LINE_BYTES as u64
         && r.got > 0;
     if (r.got == r.span.len || early) && r.deposits == 0 {

@@ -33,32 +33,9 @@ use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
-/// A known bug that can be planted in user-level messaging's handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bug {
-    /// Hold-off answers the OS's notice at once, before the operations
-    /// that hold it off have drained.
-    EarlyAnswer,
-    /// The notice does not mark the page's uses stale (invalidation).
-    KeepStale,
-    /// The notice leaves the page's entry in the software TLB.
-    KeepTlbEntry,
-}
+pub use super::params::Bug;
 
 impl Bug {
-    /// Every bug, in the order `--inject list` prints them.
-    pub const ALL: [Bug; 3] = [Bug::EarlyAnswer, Bug::KeepStale, Bug::KeepTlbEntry];
-
-    /// The bug's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bug::EarlyAnswer => "early-answer",
-            Bug::KeepStale => "keep-stale",
-            Bug::KeepTlbEntry => "keep-tlb-entry",
-        }
-    }
-
     /// The technique whose handlers the bug is in.
     pub fn technique(self) -> Technique {
         match self {

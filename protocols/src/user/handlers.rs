@@ -6,10 +6,10 @@
 //! and answers that keep physical addresses valid (hold-off, invalidation,
 //! the software TLB).
 
-use super::check::Bug;
 use super::cmd::{Field, Nack, OpCode, OpRecord, PageRef, RecState, FLAG_HOLDOFF, MAX_PAGES};
 use super::msg::{Tag, UserKind, UserMsg};
 use super::pages::PageTable;
+use super::params::Bug;
 use super::params::UserCosts;
 use super::state::UserNode;
 use crate::command::CommandCosts;

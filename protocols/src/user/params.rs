@@ -42,6 +42,33 @@ magic::cost_sheet! {
     }
 }
 
+/// A known bug that can be planted in user-level messaging's handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// Hold-off answers the OS's notice at once, before the operations
+    /// that hold it off have drained.
+    EarlyAnswer,
+    /// The notice does not mark the page's uses stale (invalidation).
+    KeepStale,
+    /// The notice leaves the page's entry in the software TLB.
+    KeepTlbEntry,
+}
+
+impl Bug {
+    /// Every bug, in the order `--inject list` prints them.
+    pub const ALL: [Bug; 3] = [Bug::EarlyAnswer, Bug::KeepStale, Bug::KeepTlbEntry];
+
+    /// The bug's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::EarlyAnswer => "early-answer",
+            Bug::KeepStale => "keep-stale",
+            Bug::KeepTlbEntry => "keep-tlb-entry",
+        }
+    }
+}
+
 /// The parameters of user-level messaging on every node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct UserParams {
@@ -61,7 +88,7 @@ pub struct UserParams {
     /// The first back-off.
     pub backoff: Cycles,
     /// A known bug planted in the handlers, for testing a checker (none by
-    /// default; see [`super::check::Bug`]).
+    /// default; see [`Bug`]).
     pub inject: Option<super::check::Bug>,
 }
 

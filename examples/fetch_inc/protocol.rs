@@ -1,22 +1,7 @@
-//! A protocol author's first handler: a remote fetch-and-increment on MAGIC,
-//! written as a protocol of its own (its messages, its handlers, its node
-//! state), run alone on a quiet machine and then beside the built-in 4 KB
-//! transfer, with its occupancy read back.
-//!
-//! ```text
-//!  node 0 (requester)                               node 1 (home of the counter)
-//!  processor --Ask--> [MAGIC: request]
-//!                          | request lane
-//!                          +---------Inc--------> [MAGIC: increment]
-//!                                                   read the line, +1,
-//!                                                   write it back
-//!  processor <--Done-- [MAGIC: reply] <--Old-- reply lane
-//!
-//!  beside the transfer, node 0 meanwhile sends node 1 a 4 KB buffer
-//! ```
-//!
-//! Run it with `cargo run --release --example fetch_inc`; docs/handlers.md
-//! explains handlers, their costs and the test bench.
+// A remote fetch-and-increment on MAGIC, written as a protocol of its own
+// (its messages, its handlers, its node state) against the public API only:
+// the example's main runs it, the guide (docs/handlers.md) checks it in
+// every order, and the kit's tests snapshot its occupancy.
 
 use magic::{
     messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr, ProcStep,
@@ -247,42 +232,4 @@ pub fn count<S: NodeState>(m: &Magic<S>) -> u64 {
     let mut v = [0; 8];
     v.copy_from_slice(&line[..8]);
     u64::from_le_bytes(v)
-}
-
-#[allow(dead_code)]
-fn main() {
-    let alone = match run_alone(8) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
-    println!(
-        "alone: counter = {} after 8 fetch-and-increments; the answers (cycle, old value, done):",
-        count(&alone)
-    );
-    for a in &alone.state(NodeId(0)).answers {
-        println!("  {a:?}");
-    }
-    println!("\n{}", alone.ledger().render());
-    match run_beside_transfer(8) {
-        Ok(o) => {
-            println!(
-                "beside the transfer: counter = {}; the transfer took {} cycles ({})\n",
-                count(&o.machine),
-                o.total.0,
-                if o.data_ok {
-                    "data intact"
-                } else {
-                    "DATA WRONG"
-                }
-            );
-            print!("{}", o.machine.ledger().render());
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
 }
