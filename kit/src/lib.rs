@@ -109,6 +109,7 @@ pub use magic;
 pub use os_shim;
 pub use protocols;
 
+pub mod fuzzing;
 pub mod plot;
 pub mod scenario;
 pub mod study;

@@ -187,3 +187,24 @@ fn held_deliveries_keep_each_channels_order() {
     assert_eq!(a, b);
     assert!(!a.is_empty());
 }
+
+/// The default bounds, on the release build (`.ci/run` runs it with
+/// `--ignored`): each check exhausts its space without a violation, past
+/// 1000 states. Measured: coherence 328 625 states in 15 s, holdoff 34 381
+/// in 4.4 s, transfer 6 464 in 0.7 s.
+#[test]
+#[ignore = "the default bounds: run on the release build"]
+fn default_bounds_are_exhausted_without_a_violation() {
+    for (kind, least) in [
+        ("coherence", 300_000),
+        ("holdoff", 30_000),
+        ("transfer", 6_000),
+    ] {
+        let (code, v, err) = check(kind, &[], &[]);
+        assert_eq!(code, 0, "check {kind}: {err}");
+        assert_eq!(v["complete"], true, "check {kind}: {v}");
+        assert_eq!(v["violations"], 0, "check {kind}: {v}");
+        let states = v["states"].as_u64().unwrap();
+        assert!(states >= least, "check {kind}: {states} states");
+    }
+}
