@@ -185,7 +185,7 @@ enum Command {
         /// The folder --export writes (created if missing).
         #[arg(long)]
         out: Option<String>,
-        /// Nodes in the machine.
+        /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
         nodes: u32,
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -201,7 +201,7 @@ enum Command {
         /// poll, operations, interrupt (CMAML).
         #[arg(long)]
         benchmark: Option<String>,
-        /// Nodes in the machine.
+        /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
         nodes: u32,
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -278,7 +278,7 @@ enum Command {
     ///
     /// Example: flashkit pipeline --nodes 64 --msgs 1000 --pattern rand --format json
     Pipeline {
-        /// Nodes in the machine (2 to 256).
+        /// Nodes in the machine (2 to 4096).
         #[arg(long, default_value_t = 16)]
         nodes: u32,
         /// Messages each node sends.

@@ -1390,8 +1390,10 @@ pub fn fetch_op(
     user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let target = f.remote_node;
-    if target > 255 {
-        return Err(magic::OutOfRange::new("remote_node", "at most 255", target).into());
+    let most = protocols::am::Machines::Flash.max_nodes() - 1;
+    if target > most {
+        let allowed = format!("at most {most}");
+        return Err(magic::OutOfRange::new("remote_node", allowed, target).into());
     }
     user.validate()?;
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;

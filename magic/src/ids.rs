@@ -94,8 +94,8 @@ pub struct LineAddr(pub u64);
 impl PAddr {
     /// Bits of the byte offset within a node's memory (40: up to 1 TB a node).
     pub const OFFSET_BITS: u32 = 40;
-    /// Bits of the node number (8: up to 256 nodes).
-    pub const NODE_BITS: u32 = 8;
+    /// Bits of the node number (12: up to 4096 nodes, FLASH's design point).
+    pub const NODE_BITS: u32 = 12;
     const REGION_SHIFT: u32 = Self::OFFSET_BITS + Self::NODE_BITS;
 
     /// The address of byte `offset` of `node`'s memory, seen through `region`.

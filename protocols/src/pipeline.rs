@@ -111,7 +111,8 @@ pub struct PipelineConfig {
 impl PipelineConfig {
     /// The configuration, or what is out of range in it.
     pub fn validate(&self) -> Result<(), OutOfRange> {
-        OutOfRange::check("nodes", self.nodes, 2, 256)?;
+        let most = crate::am::Machines::Flash.max_nodes();
+        OutOfRange::check("nodes", self.nodes, 2, most)?;
         if self.msgs == 0 {
             return Err(OutOfRange::new("msgs", "at least 1", 0));
         }

@@ -67,7 +67,7 @@ fn bad_input_gets_one_line_and_status_2() {
         &["pipeline", "--pattern", "star"],
         &["pipeline", "--bogus"],
         &["pipeline", "--nodes", "-3"],
-        &["pipeline", "--nodes", "300"],
+        &["pipeline", "--nodes", "4097"],
         &["pipeline", "--nodes", "256", "--msgs", "4000000000"],
         &["frobnicate"],
         &[],
@@ -159,7 +159,7 @@ fn fetch_op_and_remap_print_json() {
         &["remap", "--technique", "magic"][..],
         &["remap"],
         &["fetch-op", "--remote-node", "x"],
-        &["fetch-op", "--remote-node", "999"],
+        &["fetch-op", "--remote-node", "4096"],
     ] {
         let (code, _, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -924,8 +924,21 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             "error: --nodes must be at least 3, got 2",
         ),
         (
-            &["pipeline", "--nodes", "300"],
-            "error: --nodes must be from 2 to 256, got 300",
+            &["pipeline", "--nodes", "4097"],
+            "error: --nodes must be from 2 to 4096, got 4097",
+        ),
+        // Each machine's own size, checked in one place.
+        (
+            &["logp", "--platform", "sp", "--nodes", "513"],
+            "error: --nodes must be from 2 to 512, got 513",
+        ),
+        (
+            &["suite", "--platform", "cm5", "--nodes", "1025"],
+            "error: --nodes must be from 2 to 1024, got 1025",
+        ),
+        (
+            &["logp", "--platform", "flash", "--nodes", "4097"],
+            "error: --nodes must be from",
         ),
         (
             &["costs", "--protocol", "finite", "--words", "99999999999"],
@@ -936,4 +949,39 @@ fn a_value_out_of_range_is_named_by_its_flag() {
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
     }
+}
+
+/// FLASH's design point: 4096 nodes on the MAGIC commands.
+#[test]
+fn magic_commands_run_at_4096_nodes() {
+    let (code, out, err) = flashkit(&[
+        "miss",
+        "--case",
+        "remote-dirty",
+        "--nodes",
+        "4096",
+        "--owner",
+        "4095",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["latency_cycles"].as_u64().unwrap() > 0, "{v}");
+    let (code, out, err) = flashkit(&[
+        "pipeline",
+        "--nodes",
+        "4096",
+        "--msgs",
+        "16",
+        "--pattern",
+        "rand",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["events"].as_u64().unwrap() % (4096 * 16), 0, "{v}");
+    let (code, _, err) = flashkit(&["fetch-op", "--remote-node", "4095", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
 }

@@ -26,7 +26,7 @@
 //! alternates its data packets between the two networks and takes its eight
 //! arguments on the stack.
 
-use super::{Align, Handler, Platform, Run, Step, MAX_COST, MAX_NODES};
+use super::{Align, Handler, Platform, Run, Step, MAX_COST};
 use crate::error::check;
 use crate::Error;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
@@ -241,11 +241,11 @@ impl Cm5 {
         Ok(p)
     }
 
-    /// The configuration is one the partition can run: 2 to
-    /// [`MAX_NODES`] nodes, costs in range, NI parameters the network
+    /// The configuration is one the partition can run: 2 to 1024 nodes
+    /// ([`super::Machines::Cm5`]), costs in range, NI parameters the network
     /// model takes.
     pub fn validate(&self) -> Result<(), Error> {
-        check("nodes", self.nodes, 2, MAX_NODES)?;
+        super::Machines::Cm5.check(self.nodes, 2)?;
         self.costs.validate()?;
         // The NI's own ranges (accesses at most MAX_COST cycles, times at
         // most 10 ms, within a run's limit) are what the layer needs.
@@ -746,6 +746,10 @@ impl super::Layer for Sim<'_> {
 }
 
 impl Platform for Cm5 {
+    fn machine(&self) -> super::Machines {
+        super::Machines::Cm5
+    }
+
     fn name(&self) -> &'static str {
         match self.layer {
             Layer::Cmam => "cm5",

@@ -193,7 +193,7 @@ impl Flash {
     /// nodes (as many as MAGIC's addresses name), every cost at most
     /// [`MAX_COST`], machine parameters MAGIC takes.
     pub fn validate(&self) -> Result<(), Error> {
-        check("nodes", self.nodes, 1, MAX_NODES)?;
+        super::Machines::Flash.check(self.nodes, 1)?;
         for (field, v) in [
             ("poll_empty", self.costs.poll_empty),
             ("dispatch", self.costs.dispatch),
@@ -210,7 +210,7 @@ impl Flash {
 }
 
 /// The most nodes FLASH's machine has: as many as MAGIC's addresses name.
-pub const MAX_NODES: u32 = 1 << PAddr::NODE_BITS;
+pub const MAX_NODES: u32 = super::Machines::Flash.max_nodes();
 
 /// Active Messages on MAGIC as a protocol unit: the layer's handlers, and
 /// on each node the program its processor runs.
@@ -718,6 +718,10 @@ fn line_in(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
 }
 
 impl Platform for Flash {
+    fn machine(&self) -> super::Machines {
+        super::Machines::Flash
+    }
+
     fn name(&self) -> &'static str {
         "flash"
     }

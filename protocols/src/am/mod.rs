@@ -15,10 +15,40 @@ pub mod flash;
 pub mod sp;
 pub mod suite;
 
-/// The most nodes a platform may have (the CM-5 and the SP; FLASH's
-/// machine has fewer, see [`flash::Flash::validate`]). Checked before
-/// anything is allocated per node.
-pub const MAX_NODES: u32 = 1024;
+/// The most nodes each machine may have, in one place: every command and
+/// platform that builds one checks its count here ([`Machines::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Machines {
+    /// FLASH: 4096 nodes, its design point, as many as MAGIC's addresses
+    /// name ([`magic::PAddr::NODE_BITS`]).
+    Flash,
+    /// The CM-5: 1024 nodes, the largest machine built; its data network is
+    /// a 4-ary fat tree of five levels at that size.
+    Cm5,
+    /// The IBM SP: 512 nodes, the largest standard configuration of its
+    /// switch (32 frames of 16 nodes).
+    Sp,
+}
+
+impl Machines {
+    /// The most nodes the machine may have.
+    pub const fn max_nodes(self) -> u32 {
+        match self {
+            Machines::Flash => 1 << magic::PAddr::NODE_BITS,
+            Machines::Cm5 => 1024,
+            Machines::Sp => 512,
+        }
+    }
+
+    /// `Err` naming `nodes` unless `least <= nodes <=` the machine's most.
+    pub fn check(self, nodes: u32, least: u32) -> Result<(), Error> {
+        crate::error::check("nodes", nodes, least, self.max_nodes())
+    }
+}
+
+/// The most nodes any platform may have (FLASH's); checked before anything
+/// is allocated per node, before the platform's own limit.
+pub const MAX_NODES: u32 = Machines::Flash.max_nodes();
 
 /// The most one entry of a platform's cost table may hold (instructions or
 /// cycles per operation): far above any layer's, and low enough that no
@@ -229,11 +259,13 @@ pub trait Platform {
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error>;
     /// Nodes the platform has.
     fn nodes(&self) -> u32;
+    /// The machine the platform models (and so its most nodes).
+    fn machine(&self) -> Machines;
     /// The platform's configuration is one it can run: its node count (at
-    /// most [`MAX_NODES`]) and its costs in range. The suite checks it
+    /// most its machine's) and its costs in range. The suite checks it
     /// before it builds a program per node.
     fn check(&self) -> Result<(), Error> {
-        crate::error::check("nodes", self.nodes(), 1, MAX_NODES)
+        self.machine().check(self.nodes(), 1)
     }
     /// The layer offers `Step::Get`.
     fn has_get(&self) -> bool {

@@ -38,7 +38,7 @@
 //! request window (75 packets) has room: back-to-back asynchronous stores
 //! overlap, each paying only its host-side issue cost.
 
-use super::{Handler, Platform, Run, Step, MAX_COST, MAX_NODES};
+use super::{Handler, Platform, Run, Step, MAX_COST};
 use crate::error::check;
 use crate::Error;
 use magic::ni::sp::{SpParams, SpSwitch};
@@ -271,10 +271,10 @@ impl Sp {
         Ok(p)
     }
 
-    /// The configuration is one the machine can run: 2 to [`MAX_NODES`]
-    /// nodes, costs in range, switch parameters the network model takes.
+    /// The configuration is one the machine can run: 2 to 512 nodes
+    /// ([`super::Machines::Sp`]), costs in range, switch parameters the network model takes.
     pub fn validate(&self) -> Result<(), Error> {
-        check("nodes", self.nodes, 2, MAX_NODES)?;
+        super::Machines::Sp.check(self.nodes, 2)?;
         self.costs.validate()?;
         // The switch's own ranges (times at most 10 ms, within a run's
         // limit) are what the layer needs.
@@ -992,6 +992,10 @@ impl Sp {
 }
 
 impl Platform for Sp {
+    fn machine(&self) -> super::Machines {
+        super::Machines::Sp
+    }
+
     fn name(&self) -> &'static str {
         if self.raw {
             "sp-raw"

@@ -52,7 +52,7 @@ pub struct FetchOpRun {
 
 /// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
 /// (40 before) and waits for the old value; `target` is a node of the
-/// machine (0 to 255: the machine has `target + 1` nodes, at least 2).
+/// machine (0 to 4095: the machine has `target + 1` nodes, at least 2).
 pub fn fetch_op(target: u32, params: MagicParams) -> Result<FetchOpRun, Error> {
     fetch_op_with(target, params, UserParams::default())
 }
