@@ -21,7 +21,7 @@
 use crate::directory::{DirFormat, DirState};
 use crate::processor::Access;
 use crate::protocol::{self, canonical, CohNode, CohParams, Placement};
-use magic::check::{explore, Bounds, Model, Report};
+use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -161,20 +161,8 @@ impl Model for CoherenceCheck {
     }
 
     fn invariant(&self, m: &Magic<CohNode>) -> Result<(), String> {
-        for l in 0..self.lines {
-            let line = self.line(l);
-            let states: Vec<LineState> = (0..self.nodes)
-                .map(|n| m.pcache(NodeId(n)).state(line))
-                .collect();
-            let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
-            let clean = states.iter().filter(|s| **s == LineState::Clean).count();
-            if dirty > 1 || (dirty == 1 && clean > 0) {
-                return Err(format!(
-                    "single writer broken at cycle {}: L{l}'s copies are {states:?}",
-                    m.now()
-                ));
-            }
-        }
+        let lines: Vec<PAddr> = (0..self.lines).map(|l| self.line(l)).collect();
+        single_writer(m, &lines)?;
         for n in 0..self.nodes {
             let s = m.state(NodeId(n));
             if s.stats.protocol_errors > 0 {
@@ -190,52 +178,69 @@ impl Model for CoherenceCheck {
     }
 
     fn finished(&self, m: &Magic<CohNode>) -> Result<(), String> {
-        let r = m.report(false);
-        if !r.stuck.is_empty() {
-            return Err(format!("deadlock: {}", r.stuck.join("; ")));
-        }
+        nothing_stuck(m)?;
+        nothing_dropped(m)?;
         for n in 0..self.nodes {
-            let s = m.state(NodeId(n));
-            if s.proc.results.len() as u32 != self.ops {
-                return Err(format!(
-                    "n{n} finished {} of {} accesses",
-                    s.proc.results.len(),
-                    self.ops
-                ));
-            }
-            if m.drops(NodeId(n)) != magic::Drops::default() {
-                return Err(format!("n{n} dropped {:?}", m.drops(NodeId(n))));
+            let done = m.state(NodeId(n)).proc.results.len();
+            if done as u32 != self.ops {
+                return Err(format!("n{n} finished {done} of {} accesses", self.ops));
             }
         }
-        for l in 0..self.lines {
-            let line = self.line(l);
-            let e = m.state(line.node()).entry(line);
-            let holders: Vec<(u32, LineState)> = (0..self.nodes)
-                .map(|n| (n, m.pcache(NodeId(n)).state(line)))
-                .filter(|x| x.1 != LineState::Uncached)
-                .collect();
-            let agrees = e.pending.is_none()
-                && match &e.state {
-                    DirState::Uncached => holders.is_empty(),
-                    // Clean evictions are silent: a sharer may have dropped its copy.
-                    DirState::Shared(s) => holders
-                        .iter()
-                        .all(|&(n, st)| st == LineState::Clean && s.contains(NodeId(n))),
-                    DirState::Exclusive(o) => holders == [(o.0, LineState::Dirty)],
-                };
-            if !agrees {
-                return Err(format!(
-                    "at rest, L{l}'s directory entry {e:?} disagrees with the caches {holders:?}"
-                ));
-            }
-        }
-        Ok(())
+        let lines: Vec<PAddr> = (0..self.lines).map(|l| self.line(l)).collect();
+        directory_at_rest(m, &lines)
     }
 }
 
+/// At most one dirty copy of each of `lines`, and no clean copy beside a
+/// dirty one (single writer, multiple readers).
+pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> {
+    for &line in lines {
+        let states: Vec<LineState> = (0..m.nodes())
+            .map(|n| m.pcache(NodeId(n)).state(line))
+            .collect();
+        let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
+        let clean = states.iter().filter(|s| **s == LineState::Clean).count();
+        if dirty > 1 || (dirty == 1 && clean > 0) {
+            return Err(format!(
+                "single writer broken at cycle {}: {line}'s copies are {states:?}",
+                m.now()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// On a quiet machine, each of `lines` has an idle directory entry that
+/// agrees with the caches: no copy when uncached, clean copies of sharers
+/// only (clean evictions are silent, so a sharer may have none), the
+/// owner's dirty copy alone when exclusive.
+pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> {
+    for &line in lines {
+        let e = m.state(line.node()).entry(line);
+        let holders: Vec<(u32, LineState)> = (0..m.nodes())
+            .map(|n| (n, m.pcache(NodeId(n)).state(line)))
+            .filter(|x| x.1 != LineState::Uncached)
+            .collect();
+        let agrees = e.pending.is_none()
+            && match &e.state {
+                DirState::Uncached => holders.is_empty(),
+                DirState::Shared(s) => holders
+                    .iter()
+                    .all(|&(n, st)| st == LineState::Clean && s.contains(NodeId(n))),
+                DirState::Exclusive(o) => holders == [(o.0, LineState::Dirty)],
+            };
+        if !agrees {
+            return Err(format!(
+                "at rest, {line}'s directory entry {e:?} disagrees with the caches {holders:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Every finished load returned the value that was the latest write at some
-/// moment between its issue and its completion.
-fn data_value(m: &Magic<CohNode>) -> Result<(), String> {
+/// moment between its issue and its completion (or the initial zero).
+pub fn data_value(m: &Magic<CohNode>) -> Result<(), String> {
     let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
     let mut loads = Vec::new();
     for (n, s) in m.states().iter().enumerate() {

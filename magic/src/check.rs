@@ -72,23 +72,27 @@ impl<S: NodeState> Magic<S> {
         let Some(h) = self.held.as_ref().and_then(|h| h.get(i as usize)) else {
             return format!("no held message {i}");
         };
-        let m = self.packets.msg(h.pkt());
+        let m = self.packets.msg(h.pkt);
         let what = self.reg.describe(m.mtype);
         match h.chan.path {
             TO_PROCESSOR => format!("n{} MAGIC -> processor: {what} {}", h.chan.dst, m.addr),
-            3 => format!("n{} processor -> MAGIC: {what} {}", h.chan.dst, m.addr),
-            2 => format!("n{} software queue: {what} {}", h.chan.dst, m.addr),
-            p => format!(
-                "n{} -> n{} ({}): {what} {}",
-                h.chan.src,
-                h.chan.dst,
-                if p == InQueue::NetReply as u8 {
+            p if p == InQueue::Processor as u8 => {
+                format!("n{} processor -> MAGIC: {what} {}", h.chan.dst, m.addr)
+            }
+            p if p == InQueue::Software as u8 => {
+                format!("n{} software queue: {what} {}", h.chan.dst, m.addr)
+            }
+            p => {
+                let lane = if p == InQueue::NetReply as u8 {
                     "reply"
                 } else {
                     "request"
-                },
-                m.addr
-            ),
+                };
+                format!(
+                    "n{} -> n{} ({lane}): {what} {}",
+                    h.chan.src, h.chan.dst, m.addr
+                )
+            }
         }
     }
 
@@ -159,7 +163,7 @@ impl<S: NodeState> Magic<S> {
                 out.extend_from_slice(&c.src.to_le_bytes());
                 out.extend_from_slice(&c.dst.to_le_bytes());
                 out.push(c.path);
-                self.encode_packet(held[i].pkt(), out);
+                self.encode_packet(held[i].pkt, out);
             }
         }
     }
@@ -220,15 +224,31 @@ pub trait Model {
     fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
 
     /// What must hold when no move is left: every operation done, nothing
-    /// stuck. The default asks the machine's own report.
+    /// stuck. The default asks the machine's own report ([`nothing_stuck`]).
     fn finished(&self, m: &Magic<Self::Node>) -> Result<(), String> {
-        let r = m.report(false);
-        if r.stuck.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("deadlock: {}", r.stuck.join("; ")))
-        }
+        nothing_stuck(m)
     }
+}
+
+/// A machine with no move left holds no work: what its report calls stuck
+/// (queued messages, held buffers, each protocol's `pending`) is a deadlock.
+pub fn nothing_stuck<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
+    let r = m.report(false);
+    if r.stuck.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("deadlock: {}", r.stuck.join("; ")))
+    }
+}
+
+/// No node's MAGIC refused or dropped anything (see [`crate::Drops`]).
+pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
+    (0..m.nodes())
+        .map(crate::NodeId)
+        .find(|&n| m.drops(n) != crate::Drops::default())
+        .map_or(Ok(()), |n| {
+            Err(format!("n{} dropped {:?}", n.0, m.drops(n)))
+        })
 }
 
 /// How far a search goes.
@@ -251,7 +271,7 @@ impl Default for Bounds {
 }
 
 /// What a search found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
     /// Distinct states reached (the initial one included).
     pub states: u64,
@@ -286,15 +306,7 @@ fn fingerprint(bytes: &[u8]) -> u128 {
 
 /// Search every order of `model`'s moves, breadth first, within `bounds`.
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
-    let mut report = Report {
-        states: 0,
-        transitions: 0,
-        depth: 0,
-        complete: false,
-        violations: 0,
-        violation: None,
-        trace: Vec::new(),
-    };
+    let mut report = Report::default();
     let mut seen = hashbrown::HashSet::new();
     let mut visits: Vec<Visit> = Vec::new();
     let mut queue = VecDeque::new();
@@ -351,15 +363,12 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
             report.transitions += 1;
             // The machine at `v` serves its last move as is; the others replay.
             let kept = if k == last { base.take() } else { None };
-            let mut machine = match kept {
-                Some(m) => m,
-                None => match replay(model, bounds, &path) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        fail(&mut report, format!("replay diverged: {e}"), Vec::new());
-                        return report;
-                    }
-                },
+            let mut machine = match kept.map_or_else(|| replay(model, bounds, &path), Ok) {
+                Ok(m) => m,
+                Err(e) => {
+                    fail(&mut report, format!("replay diverged: {e}"), Vec::new());
+                    return report;
+                }
             };
             let machine = &mut machine;
             if let Err(e) = make(model, bounds, machine, mv) {
@@ -576,10 +585,7 @@ impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
     }
 
     fn finished(&self, m: &Magic<S>) -> Result<(), String> {
-        let r = m.report(false);
-        if !r.stuck.is_empty() {
-            return Err(format!("deadlock: {}", r.stuck.join("; ")));
-        }
+        nothing_stuck(m)?;
         self.at_rest.iter().try_for_each(|f| f(m))
     }
 }

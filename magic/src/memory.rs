@@ -73,17 +73,14 @@ impl Memory {
     /// Every line that is not all zeros, in address order, into `out`
     /// (the explorer's canonical encoding: no timing, no counters).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        let mut keys: Vec<u64> = self
-            .lines
-            .iter()
+        let lines: Vec<_> = self
+            .written()
             .filter(|(_, b)| b.iter().any(|&x| x != 0))
-            .map(|(k, _)| *k)
             .collect();
-        keys.sort_unstable();
-        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-        for k in keys {
-            out.extend_from_slice(&k.to_le_bytes());
-            out.extend_from_slice(&self.lines[&k][..]);
+        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
+        for (l, b) in lines {
+            out.extend_from_slice(&l.0.to_le_bytes());
+            out.extend_from_slice(b);
         }
     }
 

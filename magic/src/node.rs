@@ -212,6 +212,8 @@ pub(crate) struct Route {
 pub(crate) struct Held {
     pub(crate) ev: Ev,
     pub(crate) chan: Channel,
+    /// The message's slot in `Packets`.
+    pub(crate) pkt: u32,
 }
 
 /// Where a held message goes: its source, its destination and the queue
@@ -228,31 +230,37 @@ pub(crate) const TO_PROCESSOR: u8 = 4;
 impl Held {
     /// The event held, if it is a delivery the explorer orders.
     pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
-        let chan = match ev {
-            Ev::Deliver { node, q, pkt } => Channel {
+        let (chan, pkt) = match ev {
+            Ev::Deliver { node, q, pkt } => {
                 // A node's continuations keep their own order.
-                src: if q == InQueue::Software {
+                let src = if q == InQueue::Software {
                     node
                 } else {
                     packets.msg(pkt).src.0
-                },
-                dst: node,
-                path: q as u8,
-            },
-            Ev::ProcDeliver { node, .. } => Channel {
-                src: node,
-                dst: node,
-                path: TO_PROCESSOR,
-            },
+                };
+                let path = q as u8;
+                (
+                    Channel {
+                        src,
+                        dst: node,
+                        path,
+                    },
+                    pkt,
+                )
+            }
+            Ev::ProcDeliver { node, pkt } => {
+                let path = TO_PROCESSOR;
+                (
+                    Channel {
+                        src: node,
+                        dst: node,
+                        path,
+                    },
+                    pkt,
+                )
+            }
             _ => return None,
         };
-        Some(Held { ev, chan })
-    }
-
-    pub(crate) fn pkt(&self) -> u32 {
-        match self.ev {
-            Ev::Deliver { pkt, .. } | Ev::ProcDeliver { pkt, .. } => pkt,
-            _ => u32::MAX,
-        }
+        Some(Held { ev, chan, pkt })
     }
 }

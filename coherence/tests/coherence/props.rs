@@ -4,6 +4,7 @@
 //! write at some point while it ran, every operation completes, and the
 //! directory agrees with the caches when the machine is quiet.
 
+use coherence::check;
 use coherence::directory::DirState;
 use coherence::protocol::{self, canonical};
 use coherence::{Access, CohParams, DirFormat, Placement};
@@ -119,17 +120,8 @@ fn lines(c: &Case) -> Vec<PAddr> {
 
 /// At most one dirty copy of a line, and no clean copy beside a dirty one.
 fn check_copies(m: &Magic<protocol::CohNode>, c: &Case, t: Cycles) -> Result<(), TestCaseError> {
-    for line in lines(c) {
-        let states: Vec<_> = (0..c.nodes as u32)
-            .map(|n| m.pcache(NodeId(n)).state(line))
-            .collect();
-        let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
-        let clean = states.iter().filter(|s| **s == LineState::Clean).count();
-        prop_assert!(
-            dirty <= 1 && (dirty == 0 || clean == 0),
-            "cycle {t}: line {line} has copies {states:?}"
-        );
-    }
+    let r = check::single_writer(m, &lines(c));
+    prop_assert!(r.is_ok(), "cycle {t}: {}", r.unwrap_err());
     Ok(())
 }
 
@@ -184,7 +176,6 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
 
     // Every operation completed; retries bounded; no protocol surprises.
     let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
-    let mut loads = Vec::new();
     for n in 0..c.nodes as u32 {
         let node = m.state(NodeId(n));
         let want = c.steps.iter().filter(|s| s.node as u32 == n).count();
@@ -211,68 +202,29 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
         );
         prop_assert_eq!(node.proc.stray_fills, 0);
         for r in &node.proc.results {
-            match r.access {
-                Access::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
-                Access::Load(a) => loads.push((a.0, r.issued, r.done, r.value.unwrap_or_default())),
-                _ => {}
+            if let Access::Store(a, v) = r.access {
+                writes.entry(a.0).or_default().push((r.done, v));
             }
         }
     }
     // A load returns the initial zero or a write's value, and that value was
     // the latest at some moment between the load's issue and its completion.
+    let r = check::data_value(&m);
+    prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     for w in writes.values_mut() {
         w.sort();
     }
-    for &(a, issued, done, v) in &loads {
-        let ws = writes.get(&a).map(Vec::as_slice).unwrap_or(&[]);
-        // Intervals during which each value was the latest.
-        let mut ok = false;
-        let mut from = Cycles(0);
-        let mut current = 0u64;
-        for &(t, val) in ws.iter().chain([(Cycles(u64::MAX), 0)].iter()) {
-            if current == v && from <= done && t >= issued {
-                ok = true;
-                break;
-            }
-            from = t;
-            current = val;
-        }
-        prop_assert!(
-            ok,
-            "load of {:#x} during [{}, {}] returned {}, writes were {:?}",
-            a,
-            issued,
-            done,
-            v,
-            ws
-        );
-    }
     // Quiet machine: the directory matches the caches, and the up-to-date
     // copy (dirty cache or memory) holds the last write of every word.
+    let r = check::directory_at_rest(&m, &lines(c));
+    prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     for line in lines(c) {
         let home = line.node();
         let e = m.state(home).entry(line);
-        prop_assert!(e.pending.is_none(), "line {line} still busy");
         let holders: Vec<_> = (0..c.nodes as u32)
             .map(|n| (n, m.pcache(NodeId(n)).state(line)))
             .filter(|x| x.1 != LineState::Uncached)
             .collect();
-        match &e.state {
-            DirState::Exclusive(o) => {
-                prop_assert_eq!(&holders, &vec![(o.0, LineState::Dirty)], "line {}", line)
-            }
-            DirState::Shared(s) => {
-                for (n, st) in &holders {
-                    prop_assert!(
-                        *st == LineState::Clean && s.contains(NodeId(*n)),
-                        "line {line}: {holders:?} vs {e:?}"
-                    );
-                }
-            }
-            DirState::Uncached => {
-                prop_assert!(holders.is_empty(), "line {line}: {holders:?} vs uncached")
-            }
-        }
         let bytes = match &e.state {
             DirState::Exclusive(o) => *m.pcache(*o).bytes(line).unwrap(),
             _ => m.memory(home).line(line.line()),
