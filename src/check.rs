@@ -43,14 +43,6 @@ impl CheckKind {
     }
 }
 
-/// The technique flag of `check holdoff`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TechniqueArg {
-    Holdoff,
-    Invalidate,
-    Tlb,
-}
-
 /// The bounds of a check; each flag applies to the kinds its help names.
 #[derive(Args)]
 pub struct CheckArgs {
@@ -75,7 +67,7 @@ pub struct CheckArgs {
     changes: Option<u32>,
     /// holdoff: one technique (default: each of the three in turn).
     #[arg(long, value_enum)]
-    technique: Option<TechniqueArg>,
+    technique: Option<flashkit::scenario::TechniqueKind>,
     /// transfer: receives the stream is split over (1 to 4; default 3).
     #[arg(long)]
     receives: Option<u32>,
@@ -177,7 +169,18 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         max_states: a.max_states,
         ..Bounds::default()
     };
-    let usage = |e: magic::OutOfRange| Failure::Usage(out_of_range(&e));
+    // Each search, with the configuration it ran (its `run` refuses bounds
+    // out of range, naming the field).
+    fn search<C: Serialize>(
+        c: &C,
+        report: Result<Report, magic::OutOfRange>,
+    ) -> Result<Run, Failure> {
+        let report = report.map_err(|e| Failure::Usage(out_of_range(&e)))?;
+        Ok(Run {
+            config: json(c),
+            report,
+        })
+    }
     let mut runs = Vec::new();
     match kind {
         CheckKind::Coherence => {
@@ -190,18 +193,12 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
                 ..d
             };
-            c.validate().map_err(usage)?;
-            runs.push(Run {
-                config: json(&c),
-                report: c.run(bounds).map_err(usage)?,
-            });
+            runs.push(search(&c, c.run(bounds))?);
         }
         CheckKind::Holdoff => {
             let d = HoldoffCheck::default();
             let techniques = match a.technique {
-                Some(TechniqueArg::Holdoff) => vec![Technique::Holdoff],
-                Some(TechniqueArg::Invalidate) => vec![Technique::Invalidate],
-                Some(TechniqueArg::Tlb) => vec![Technique::Tlb],
+                Some(t) => vec![t.technique()],
                 None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
             };
             for technique in techniques {
@@ -213,11 +210,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                     buffers: a.buffers.unwrap_or(d.buffers),
                     inject: bug.map(|i| protocols::user::check::Bug::ALL[i]),
                 };
-                c.validate().map_err(usage)?;
-                runs.push(Run {
-                    config: json(&c),
-                    report: c.run(bounds).map_err(usage)?,
-                });
+                runs.push(search(&c, c.run(bounds))?);
             }
         }
         CheckKind::Transfer => {
@@ -230,11 +223,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 offset: a.offset.unwrap_or(d.offset),
                 inject: bug.map(|i| protocols::transfer::check::Bug::ALL[i]),
             };
-            c.validate().map_err(usage)?;
-            runs.push(Run {
-                config: json(&c),
-                report: c.run(bounds).map_err(usage)?,
-            });
+            runs.push(search(&c, c.run(bounds))?);
         }
     }
     let first = runs.iter().find(|r| r.report.violations > 0);

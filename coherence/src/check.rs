@@ -144,13 +144,14 @@ impl Model for CoherenceCheck {
     fn describe(&self, m: &Magic<CohNode>, a: u32) -> String {
         let (n, l, k) = (a / KINDS / 8, a / KINDS % 8, a % KINDS);
         let op = Self::issued(m.state(NodeId(n)));
+        let line = self.line(l);
         match k {
-            0 => format!("n{n} processor: load L{l}"),
+            0 => format!("n{n} processor: load L{l} ({line})"),
             1 => format!(
-                "n{n} processor: store {} to L{l}",
+                "n{n} processor: store {} to L{l} ({line})",
                 (n as u64 + 1) * 1000 + op as u64 + 1
             ),
-            _ => format!("n{n} processor: evict L{l}"),
+            _ => format!("n{n} processor: evict L{l} ({line})"),
         }
     }
 

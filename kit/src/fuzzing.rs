@@ -13,13 +13,14 @@
 //! ```
 
 use crate::scenario::{self, Source};
-use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
-use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
+use magic::Cycles;
+use os_shim::{Change, Pid, VPage, PAGE_BYTES};
 use protocols::transfer::{
     self, Config, Direction, Failed, Mode, Placement, ReceiverState, SenderState, Strategy, Version,
 };
+use protocols::user::check::{command_frames, run_commands};
 use protocols::user::cmd::{shadow_dst_va, shadow_va, COMMAND_VA};
-use protocols::user::{machine, UserEvent, UserOp, UserParams};
+use protocols::user::UserOp;
 
 /// Bytes read as small choices; past the end every choice is 0.
 struct Input<'a> {
@@ -192,47 +193,8 @@ pub fn transfer(data: &[u8]) -> Result<(), String> {
 /// completes, no record ever holds a page its process did not name, and
 /// nothing is left stuck.
 pub fn commands(data: &[u8]) -> Result<(), String> {
-    const A: NodeId = NodeId(0);
-    const B: NodeId = NodeId(1);
-    let frame = |n: NodeId, k: u64| PAddr::new(Region::Normal, n, k * PAGE_BYTES);
-    // Process p's frames: source, destination, word, and its source's other frame.
-    let frames = |p: u16| {
-        let k = p as u64;
-        [
-            frame(A, 32 + 4 * k),
-            frame(B, 64 + 4 * k),
-            frame(B, 16 + k),
-            frame(A, 33 + 4 * k),
-        ]
-    };
     let mut i = Input { data, at: 0 };
     let records = 1 + i.below(4) as usize;
-    let params = UserParams {
-        records,
-        ..UserParams::default()
-    };
-    let mut m = machine(MagicParams::default(), params, 2).map_err(|e| e.to_string())?;
-    let e = |e: os_shim::OsError| e.to_string();
-    let b = m.state_mut(B);
-    b.os.spawn(Pid(2));
-    b.os.set_group(Pid(2), (1..=3).map(|p| (A, Pid(p))).collect())
-        .map_err(e)?;
-    for p in 1..=3u16 {
-        b.os.map(Pid(2), VPage(0x300 + p as u64), frames(p)[1], Rights::RW)
-            .map_err(e)?;
-    }
-    let a = m.state_mut(A);
-    for p in 1..=3u16 {
-        let [s, d, w, _] = frames(p);
-        a.os.spawn(Pid(p));
-        a.os.map(Pid(p), VPage::of(0x10_0000), s, Rights::RW)
-            .map_err(e)?;
-        a.os.map(Pid(p), VPage::of(0x20_0000), d, Rights::RW)
-            .map_err(e)?;
-        a.os.map(Pid(p), VPage::of(0x40_0000), w, Rights::RW)
-            .map_err(e)?;
-        a.os.set_group(Pid(p), vec![(B, Pid(2))]).map_err(e)?;
-    }
     let mut ops = vec![UserOp::Switch(Pid(1))];
     let mut running = 1u16;
     while i.more() && ops.len() < 80 {
@@ -256,41 +218,10 @@ pub fn commands(data: &[u8]) -> Result<(), String> {
             7 | 8 => UserOp::Commit,
             _ if i.bool() => UserOp::Think(Cycles(1 + i.below(200))),
             _ => {
-                let to = frames(running)[if i.bool() { 3 } else { 0 }];
+                let to = command_frames(running)[if i.bool() { 3 } else { 0 }];
                 UserOp::Change(Pid(running), Change::Remap(VPage::of(0x10_0000), to))
             }
         });
     }
-    m.state_mut(A).push(ops);
-    m.start_processor(A, Cycles(0)).map_err(|e| e.to_string())?;
-    while let Some(t) = m.step() {
-        if t > Cycles(5_000_000) {
-            return Err(format!("still running at cycle {t}"));
-        }
-        for p in 1..=3u16 {
-            if let Some(r) = m.state(A).magic.record_of(Pid(p)) {
-                let mine = frames(p);
-                let theirs = r.src.iter().map(|s| s.page).chain(r.dst.iter().copied());
-                if let Some(x) = theirs.into_iter().find(|x| !mine.contains(x)) {
-                    return Err(format!("p{p}'s record holds {x}, a page it did not name"));
-                }
-            }
-        }
-    }
-    let report = m.report(false);
-    let n = m.state(A);
-    let count = |f: fn(&UserEvent) -> bool| n.cpu.log.iter().filter(|e| f(e)).count();
-    let answers = count(|e| matches!(e, UserEvent::Ack { .. } | UserEvent::Nack { .. }));
-    let acks = count(|e| matches!(e, UserEvent::Ack { .. }));
-    let dones = count(|e| matches!(e, UserEvent::Done { .. }));
-    if answers as u64 != n.cpu.commits {
-        return Err(format!("{} commits, {answers} answers", n.cpu.commits));
-    }
-    if acks != dones {
-        return Err(format!("{acks} accepted operations, {dones} completed"));
-    }
-    if !report.is_clean() {
-        return Err(format!("stuck: {}", report.stuck.join("; ")));
-    }
-    Ok(())
+    run_commands(records, ops)
 }

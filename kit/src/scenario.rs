@@ -352,6 +352,18 @@ kinds!(
     }
 );
 
+impl TechniqueKind {
+    /// The technique the user layer runs.
+    pub fn technique(self) -> protocols::user::experiments::Technique {
+        use protocols::user::experiments::Technique;
+        match self {
+            TechniqueKind::Holdoff => Technique::Holdoff,
+            TechniqueKind::Invalidate => Technique::Invalidate,
+            TechniqueKind::Tlb => Technique::Tlb,
+        }
+    }
+}
+
 kinds!(
     /// A coherence mode as the study compares them: `none` with or without
     /// the user programs' flushes.
@@ -1543,12 +1555,8 @@ pub fn remap(
     p: magic::MagicParams,
     user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
-    use protocols::user::experiments::{self, Technique};
-    let t = match x.technique {
-        TechniqueKind::Holdoff => Technique::Holdoff,
-        TechniqueKind::Invalidate => Technique::Invalidate,
-        TechniqueKind::Tlb => Technique::Tlb,
-    };
+    use protocols::user::experiments;
+    let t = x.technique.technique();
     user.validate()?;
     let (r, m) = experiments::remap_with(t, p, user)?;
     let report = Report {

@@ -20,7 +20,7 @@
 use super::cpu::ConnEvent;
 use super::experiment::{begin_pass, data_check, prepare, Config};
 use super::state::{Version, XferNode};
-use magic::check::{explore, Bounds, Model, Report};
+use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, LINE_BYTES};
 use serde::Serialize;
 
@@ -117,18 +117,12 @@ impl Model for TransferCheck {
             if dropped > 0 {
                 return Err(format!("n{n} dropped {dropped} component(s)"));
             }
-            if m.drops(NodeId(n)) != magic::Drops::default() {
-                return Err(format!("n{n}'s MAGIC dropped {:?}", m.drops(NodeId(n))));
-            }
         }
-        Ok(())
+        nothing_dropped(m)
     }
 
     fn finished(&self, m: &Magic<XferNode>) -> Result<(), String> {
-        let r = m.report(false);
-        if !r.stuck.is_empty() {
-            return Err(format!("deadlock: {}", r.stuck.join("; ")));
-        }
+        nothing_stuck(m)?;
         let sent = Self::events(m, 0, |e| matches!(e, ConnEvent::SendDone { .. }));
         let got = Self::events(m, 1, |e| matches!(e, ConnEvent::RecvDone { .. }));
         if sent != 1 || got != self.receives as usize {

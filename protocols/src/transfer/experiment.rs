@@ -1104,8 +1104,7 @@ pub(crate) fn begin_pass<S: WithTransfer>(
         if pass == 0 {
             ops.push(ConnOp::Connect { vpid: 0 });
         }
-        let receives = senders.contains(&NodeId(1 - n.0));
-        if receives {
+        if senders.contains(&NodeId(1 - n.0)) {
             if c.flush {
                 ops.push(ConnOp::Flush {
                     va: DST_VA + c.dst_offset,
@@ -1115,17 +1114,38 @@ pub(crate) fn begin_pass<S: WithTransfer>(
             ops.extend(p.recvs.iter().map(|&(va, len)| ConnOp::Post { va, len }));
         }
         if !c.receive_first {
-            if senders.contains(&n) {
-                ops.extend(sending(c));
-            }
-            if receives {
-                ops.extend(after_receives(c, p.dst_span));
-            }
+            ops.extend(after_posting(c, senders, n, p.dst_span));
         }
-        m.state_mut(n).xfer_mut().cpu.push(ops);
-        m.state_mut(n).xfer_mut().cpu.start(at);
-        m.start_processor(n, at).map_err(String::from)?;
+        start_program(m, n, ops, at)?;
     }
+    Ok(())
+}
+
+/// What node `n`'s program does once its receives are posted: its sends
+/// (with its flush first), then, with `flush`, the wait for its receives
+/// and their flush.
+fn after_posting(c: &Config, senders: &[NodeId], n: NodeId, dst_span: u64) -> Vec<ConnOp> {
+    let mut ops = Vec::new();
+    if senders.contains(&n) {
+        ops.extend(sending(c));
+    }
+    if senders.contains(&NodeId(1 - n.0)) {
+        ops.extend(after_receives(c, dst_span));
+    }
+    ops
+}
+
+/// Give node `n`'s program `ops` and start its processor at `at`.
+fn start_program<S: WithTransfer>(
+    m: &mut Magic<S>,
+    n: NodeId,
+    ops: Vec<ConnOp>,
+    at: Cycles,
+) -> Result<(), Failed> {
+    let cpu = &mut m.state_mut(n).xfer_mut().cpu;
+    cpu.push(ops);
+    cpu.start(at);
+    m.start_processor(n, at).map_err(String::from)?;
     Ok(())
 }
 
@@ -1145,41 +1165,27 @@ fn run_on<S: WithTransfer>(
         }
         begin_pass(&mut p, c, pass)?;
         let (m, senders) = (&mut p.m, &p.senders);
-        if c.receive_first {
+        let at = if c.receive_first {
             // The posted receives wait for data: that is the point.
             m.run();
             refused(m)?;
             m.reset_counters();
             let at = m.now() + Cycles(1);
             for n in [NodeId(0), NodeId(1)] {
-                let mut ops = Vec::new();
-                if senders.contains(&n) {
-                    ops.extend(sending(c));
-                }
-                if senders.contains(&NodeId(1 - n.0)) {
-                    ops.extend(after_receives(c, p.dst_span));
-                }
-                if ops.is_empty() {
-                    continue;
-                }
-                m.state_mut(n).xfer_mut().cpu.push(ops);
-                m.state_mut(n).xfer_mut().cpu.start(at);
-                m.start_processor(n, at).map_err(String::from)?;
-            }
-            if pass == 1 {
-                schedule_change(m, c, at)?;
-                if let Some(f) = alongside.take() {
-                    f(m, at)?;
+                let ops = after_posting(c, senders, n, p.dst_span);
+                if !ops.is_empty() {
+                    start_program(m, n, ops, at)?;
                 }
             }
+            at
         } else {
             m.reset_counters();
-            if pass == 1 {
-                let at = m.now() + Cycles(1);
-                schedule_change(m, c, at)?;
-                if let Some(f) = alongside.take() {
-                    f(m, at)?;
-                }
+            m.now() + Cycles(1)
+        };
+        if pass == 1 {
+            schedule_change(m, c, at)?;
+            if let Some(f) = alongside.take() {
+                f(m, at)?;
             }
         }
         let rep = m.run();

@@ -22,14 +22,14 @@
 //!   delivery outside the sender's group);
 //! - nothing is stuck or dropped when no move is left.
 
-use super::cmd::{shadow_dst_va, shadow_va, Field, OpCode};
+use super::cmd::{shadow_dst_va, shadow_va, Field};
 use super::cpu::{UserEvent, UserOp};
-use super::experiments::Technique;
+use super::experiments::{frame, Technique};
 use super::params::UserParams;
 use super::state::UserNode;
 use super::unit::machine;
-use magic::check::{explore, Bounds, Model, Report};
-use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, Region, LINE_BYTES};
+use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
+use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
 
@@ -86,10 +86,6 @@ const DST_V: u64 = 0x20_0000;
 const BEGIN: u32 = 100;
 /// A frame handed to someone else holds this in every byte.
 const REUSED: u8 = 0xee;
-
-fn frame(n: NodeId, k: u64) -> PAddr {
-    PAddr::new(Region::Normal, n, k * PAGE_BYTES)
-}
 
 /// The source page's frame before change `k` (and after change `k - 1`).
 fn source_frame(k: u32) -> PAddr {
@@ -155,11 +151,7 @@ impl HoldoffCheck {
             let v = VPage(VPage::of(DST_V).0 + k);
             n.os.map(PID, v, frame(b, 64 + k), Rights::RW).map_err(e)?;
         }
-        let op = match self.technique {
-            Technique::Holdoff => OpCode::MemCopy,
-            Technique::Invalidate => OpCode::SendPhys,
-            Technique::Tlb => OpCode::SendVirt,
-        };
+        let op = self.technique.op_code();
         // Operation `k` moves the source to destination page `k`, so each
         // one's bytes are checked at the end.
         let sequence = |k: u64| {
@@ -280,15 +272,8 @@ impl Model for HoldoffCheck {
     }
 
     fn finished(&self, m: &Magic<UserNode>) -> Result<(), String> {
-        let r = m.report(false);
-        if !r.stuck.is_empty() {
-            return Err(format!("deadlock: {}", r.stuck.join("; ")));
-        }
-        for n in 0..2 {
-            if m.drops(NodeId(n)) != magic::Drops::default() {
-                return Err(format!("n{n} dropped {:?}", m.drops(NodeId(n))));
-            }
-        }
+        nothing_stuck(m)?;
+        nothing_dropped(m)?;
         let cpu = &m.state(NodeId(0)).cpu;
         let done = cpu
             .log
@@ -326,4 +311,94 @@ impl Model for HoldoffCheck {
         }
         Ok(())
     }
+}
+
+/// Process `p`'s frames (1 to 3) in the command-sequence workload of
+/// [`run_commands`]: its source on node 0, its destination and its word on
+/// node 1, and a second source frame its source page may be remapped to.
+pub fn command_frames(p: u16) -> [PAddr; 4] {
+    let k = p as u64;
+    let (a, b) = (NodeId(0), NodeId(1));
+    [
+        frame(a, 32 + 4 * k),
+        frame(b, 64 + 4 * k),
+        frame(b, 16 + k),
+        frame(a, 33 + 4 * k),
+    ]
+}
+
+/// The command-sequence workload the random tests and the fuzzer share.
+/// Processes 1 to 3 on node 0 map a source page (`0x10_0000`), a
+/// destination page (`0x20_0000`) and a word's page (`0x40_0000`) to their
+/// [`command_frames`], each in a group with process 2 on node 1, which owns
+/// their destinations. Node 0's processor runs `ops` (start it with a
+/// `Switch`) with `records` operation records. What must hold: no record
+/// ever holds a page its process did not name, every commit is answered,
+/// every accepted operation completes, and nothing is left stuck.
+pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
+    let (a, b) = (NodeId(0), NodeId(1));
+    let params = UserParams {
+        records,
+        ..UserParams::default()
+    };
+    let mut m = machine(MagicParams::default(), params, 2).map_err(|e| e.to_string())?;
+    let e = |e: os_shim::OsError| e.to_string();
+    let n = m.state_mut(b);
+    n.os.spawn(PEER);
+    n.os.set_group(PEER, (1..=3).map(|p| (a, Pid(p))).collect())
+        .map_err(e)?;
+    for p in 1..=3u16 {
+        n.os.map(
+            PEER,
+            VPage(0x300 + p as u64),
+            command_frames(p)[1],
+            Rights::RW,
+        )
+        .map_err(e)?;
+    }
+    let n = m.state_mut(a);
+    for p in 1..=3u16 {
+        let [s, d, w, _] = command_frames(p);
+        n.os.spawn(Pid(p));
+        n.os.map(Pid(p), VPage::of(0x10_0000), s, Rights::RW)
+            .map_err(e)?;
+        n.os.map(Pid(p), VPage::of(0x20_0000), d, Rights::RW)
+            .map_err(e)?;
+        n.os.map(Pid(p), VPage::of(0x40_0000), w, Rights::RW)
+            .map_err(e)?;
+        n.os.set_group(Pid(p), vec![(b, PEER)]).map_err(e)?;
+    }
+    n.push(ops);
+    m.start_processor(a, magic::Cycles(0))
+        .map_err(|e| e.to_string())?;
+    while let Some(t) = m.step() {
+        if t > magic::Cycles(5_000_000) {
+            return Err(format!("still running at cycle {t}"));
+        }
+        for p in 1..=3u16 {
+            if let Some(r) = m.state(a).magic.record_of(Pid(p)) {
+                let mine = command_frames(p);
+                let named = r.src.iter().map(|s| s.page).chain(r.dst.iter().copied());
+                if let Some(x) = named.into_iter().find(|x| !mine.contains(x)) {
+                    return Err(format!("p{p}'s record holds {x}, a page it did not name"));
+                }
+            }
+        }
+    }
+    let report = m.report(false);
+    let cpu = &m.state(a).cpu;
+    let count = |f: fn(&UserEvent) -> bool| cpu.log.iter().filter(|e| f(e)).count();
+    let answers = count(|e| matches!(e, UserEvent::Ack { .. } | UserEvent::Nack { .. }));
+    let acks = count(|e| matches!(e, UserEvent::Ack { .. }));
+    let dones = count(|e| matches!(e, UserEvent::Done { .. }));
+    if answers as u64 != cpu.commits {
+        return Err(format!("{} commits, {answers} answers", cpu.commits));
+    }
+    if acks != dones {
+        return Err(format!("{acks} accepted operations, {dones} completed"));
+    }
+    if !report.is_clean() {
+        return Err(format!("stuck: {}", report.stuck.join("; ")));
+    }
+    Ok(())
 }

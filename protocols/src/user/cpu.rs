@@ -179,7 +179,6 @@ impl UserCpu {
                 UserEvent::Interrupt { pid, page, .. } => write!(out, "I{pid:?}{page}"),
             };
         }
-        let _ = write!(out, "{}/{}", self.commits, self.faults);
     }
 
     /// The first event of the log `f` picks out.

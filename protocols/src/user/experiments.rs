@@ -18,7 +18,7 @@ fn incomplete(what: &str) -> Error {
 }
 const PEER: Pid = Pid(2);
 
-fn frame(n: NodeId, k: u64) -> PAddr {
+pub(crate) fn frame(n: NodeId, k: u64) -> PAddr {
     PAddr::new(Region::Normal, n, k * PAGE_BYTES)
 }
 
@@ -147,6 +147,17 @@ pub enum Technique {
 }
 
 impl Technique {
+    /// The operation a technique's run moves pages with: a memory copy
+    /// under hold-off (a send may not ask for it), a send by physical
+    /// pages under invalidation, a send by virtual address through the TLB.
+    pub fn op_code(self) -> OpCode {
+        match self {
+            Technique::Holdoff => OpCode::MemCopy,
+            Technique::Invalidate => OpCode::SendPhys,
+            Technique::Tlb => OpCode::SendVirt,
+        }
+    }
+
     /// The name the command line uses.
     pub fn name(self) -> &'static str {
         match self {
@@ -260,11 +271,7 @@ pub fn remap_with(
             Rights::RW,
         )?;
     }
-    let op = match technique {
-        Technique::Holdoff => OpCode::MemCopy,
-        Technique::Invalidate => OpCode::SendPhys,
-        Technique::Tlb => OpCode::SendVirt,
-    };
+    let op = technique.op_code();
     let mut ops = vec![
         UserOp::Switch(PID),
         UserOp::Write(Field::Op.va(), op as u64),

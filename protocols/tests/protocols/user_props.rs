@@ -3,31 +3,13 @@
 //! processes. Nothing panics, every commit is answered, every accepted
 //! operation completes, and no record ever holds a page another process named.
 
-use magic::{Cycles, MagicParams, NodeId, PAddr, Region};
-use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
+use magic::Cycles;
+use os_shim::{Change, Pid, VPage};
 use proptest::prelude::*;
+use protocols::user::check::{command_frames, run_commands};
 use protocols::user::cmd::{shadow_dst_va, shadow_va, COMMAND_VA};
-use protocols::user::{machine, UserEvent, UserOp, UserParams};
+use protocols::user::UserOp;
 use std::fmt;
-
-const A: NodeId = NodeId(0);
-const B: NodeId = NodeId(1);
-
-fn frame(n: NodeId, k: u64) -> PAddr {
-    PAddr::new(Region::Normal, n, k * PAGE_BYTES)
-}
-
-/// Process `p`'s frames: source on node 0, destination and word on node 1,
-/// and a second source frame its source page may be remapped to.
-fn frames(p: u16) -> [PAddr; 4] {
-    let k = p as u64;
-    [
-        frame(A, 32 + 4 * k),
-        frame(B, 64 + 4 * k),
-        frame(B, 16 + k),
-        frame(A, 33 + 4 * k),
-    ]
-}
 
 #[derive(Clone, Copy)]
 enum Act {
@@ -86,23 +68,6 @@ proptest! {
         records in 1usize..=4,
         acts in proptest::collection::vec(act(), 1..60),
     ) {
-        let params = UserParams { records, ..UserParams::default() };
-        let mut m = machine(MagicParams::default(), params, 2).unwrap();
-        let b = m.state_mut(B);
-        b.os.spawn(Pid(2));
-        b.os.set_group(Pid(2), (1..=3).map(|p| (A, Pid(p))).collect()).unwrap();
-        for p in 1..=3u16 {
-            b.os.map(Pid(2), VPage(0x300 + p as u64), frames(p)[1], Rights::RW).unwrap();
-        }
-        let a = m.state_mut(A);
-        for p in 1..=3u16 {
-            let [s, d, w, _] = frames(p);
-            a.os.spawn(Pid(p));
-            a.os.map(Pid(p), VPage::of(0x10_0000), s, Rights::RW).unwrap();
-            a.os.map(Pid(p), VPage::of(0x20_0000), d, Rights::RW).unwrap();
-            a.os.map(Pid(p), VPage::of(0x40_0000), w, Rights::RW).unwrap();
-            a.os.set_group(Pid(p), vec![(B, Pid(2))]).unwrap();
-        }
         // The program: virtual addresses, translated by the processor with
         // the running process's mappings (garbage ones fault).
         let mut ops = vec![UserOp::Switch(Pid(1))];
@@ -121,35 +86,14 @@ proptest! {
                 Act::Commit => UserOp::Commit,
                 Act::Think(c) => UserOp::Think(Cycles(c as u64)),
                 Act::Remap(alt) => {
-                    let to = frames(running)[if alt { 3 } else { 0 }];
+                    let to = command_frames(running)[if alt { 3 } else { 0 }];
                     UserOp::Change(Pid(running), Change::Remap(VPage::of(0x10_0000), to))
                 }
             });
         }
-        m.state_mut(A).push(ops);
-        m.start_processor(A, Cycles(0)).unwrap();
-        while let Some(t) = m.step() {
-            prop_assert!(t < Cycles(5_000_000), "still running at {t}");
-            // No record holds a page that its process did not name.
-            for p in 1..=3u16 {
-                if let Some(r) = m.state(A).magic.record_of(Pid(p)) {
-                    let mine = frames(p);
-                    for s in &r.src {
-                        prop_assert!(mine.contains(&s.page), "p{p}'s record holds {}", s.page);
-                    }
-                    for d in &r.dst {
-                        prop_assert!(mine.contains(d), "p{p}'s record holds {d}");
-                    }
-                }
-            }
-        }
-        let report = m.report(false);
-        let n = m.state(A);
-        let answers = n.cpu.log.iter().filter(|e| matches!(e, UserEvent::Ack { .. } | UserEvent::Nack { .. })).count();
-        let acks = n.cpu.log.iter().filter(|e| matches!(e, UserEvent::Ack { .. })).count();
-        let dones = n.cpu.log.iter().filter(|e| matches!(e, UserEvent::Done { .. })).count();
-        prop_assert_eq!(answers as u64, n.cpu.commits, "every commit answered");
-        prop_assert_eq!(acks, dones, "every accepted operation completes");
-        prop_assert!(report.is_clean(), "{:?}", report.stuck);
+        // No record holds a page its process did not name, every commit is
+        // answered, every accepted operation completes, nothing is stuck.
+        let r = run_commands(records, ops);
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
