@@ -79,6 +79,26 @@ pub struct CheckArgs {
     /// default 64).
     #[arg(long)]
     offset: Option<u32>,
+    /// coherence: the directory format (bitvector or dynamic-pointer;
+    /// default bitvector).
+    #[arg(long)]
+    directory: Option<coherence::DirFormat>,
+    /// coherence: links in each node's pointer store, dynamic pointers (1
+    /// to 1048576; default 8192).
+    #[arg(long)]
+    pointer_store: Option<u32>,
+    /// coherence: who collects invalidation acknowledgements (home or
+    /// requester; default home).
+    #[arg(long)]
+    acks: Option<coherence::Acks>,
+    /// coherence: clean evictions send replacement hints (true or false;
+    /// default true).
+    #[arg(long)]
+    hints: Option<bool>,
+    /// coherence: what an owner does with a forward that arrives before it
+    /// has used its reply (nak or defer; default nak).
+    #[arg(long)]
+    forwards: Option<coherence::Forwards>,
     /// Plant a known bug in the handlers (`list`: the check's bugs, one a
     /// line).
     #[arg(long, value_name = "BUG")]
@@ -115,17 +135,24 @@ struct Outcome {
 fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
     let given = |x: bool, flag: &str| x.then(|| flag.to_string());
     let o = |x: &Option<u32>| x.is_some();
+    let protocol = given(a.directory.is_some(), "--directory")
+        .or(given(o(&a.pointer_store), "--pointer-store"))
+        .or(given(a.acks.is_some(), "--acks"))
+        .or(given(a.hints.is_some(), "--hints"))
+        .or(given(a.forwards.is_some(), "--forwards"));
     let bad = match kind {
         CheckKind::Coherence => given(o(&a.changes), "--changes")
             .or(given(a.technique.is_some(), "--technique"))
             .or(given(o(&a.receives), "--receives"))
             .or(given(o(&a.chunk), "--chunk"))
             .or(given(o(&a.offset), "--offset")),
-        CheckKind::Holdoff => given(o(&a.nodes), "--nodes")
+        CheckKind::Holdoff => protocol
+            .or(given(o(&a.nodes), "--nodes"))
             .or(given(o(&a.receives), "--receives"))
             .or(given(o(&a.chunk), "--chunk"))
             .or(given(o(&a.offset), "--offset")),
-        CheckKind::Transfer => given(o(&a.nodes), "--nodes")
+        CheckKind::Transfer => protocol
+            .or(given(o(&a.nodes), "--nodes"))
             .or(given(o(&a.ops), "--ops"))
             .or(given(o(&a.changes), "--changes"))
             .or(given(a.technique.is_some(), "--technique")),
@@ -190,8 +217,12 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 lines: a.lines.unwrap_or(d.lines),
                 ops: a.ops.unwrap_or(d.ops),
                 buffers: a.buffers.unwrap_or(d.buffers),
+                format: a.directory.unwrap_or(d.format),
+                pointer_store: a.pointer_store.unwrap_or(d.pointer_store),
+                acks: a.acks.unwrap_or(d.acks),
+                hints: a.hints.unwrap_or(d.hints),
+                forwards: a.forwards.unwrap_or(d.forwards),
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
-                ..d
             };
             runs.push(search(&c, c.run(bounds))?);
         }

@@ -18,9 +18,9 @@
 //! - when no move is left, every access has completed, nothing is stuck or
 //!   dropped, and each directory entry is idle and agrees with the caches.
 
-use crate::directory::{DirFormat, DirState};
+use crate::directory::{Acks, DirFormat, DirState};
 use crate::processor::Access;
-use crate::protocol::{self, canonical, CohNode, CohParams, Placement};
+use crate::protocol::{self, canonical, CohNode, CohParams, Forwards, Placement};
 use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
 use serde::Serialize;
@@ -41,6 +41,15 @@ pub struct CoherenceCheck {
     pub buffers: u32,
     /// How directory entries hold their sharers.
     pub format: DirFormat,
+    /// Links in each node's pointer store (dynamic pointers).
+    pub pointer_store: u32,
+    /// Who collects invalidation acknowledgements.
+    pub acks: Acks,
+    /// Clean evictions send replacement hints.
+    pub hints: bool,
+    /// What an owner does with a forward that arrives before it has used
+    /// its reply.
+    pub forwards: Forwards,
     /// A planted bug, if any.
     pub inject: Option<Bug>,
 }
@@ -54,6 +63,10 @@ impl Default for CoherenceCheck {
             ops: 2,
             buffers: 2,
             format: DirFormat::BitVector,
+            pointer_store: protocol::POINTER_STORE,
+            acks: Acks::Home,
+            hints: true,
+            forwards: Forwards::Nak,
             inject: None,
         }
     }
@@ -68,7 +81,8 @@ impl CoherenceCheck {
         OutOfRange::check("nodes", self.nodes, 2, 4)?;
         OutOfRange::check("lines", self.lines, 1, 4)?;
         OutOfRange::check("ops", self.ops, 0, 8)?;
-        OutOfRange::check("buffers", self.buffers, 1, 16)
+        OutOfRange::check("buffers", self.buffers, 1, 16)?;
+        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
     }
 
     /// Search the configuration's whole space (up to `bounds`).
@@ -97,6 +111,10 @@ impl Model for CoherenceCheck {
     fn build(&self) -> Result<Magic<CohNode>, String> {
         let coh = CohParams {
             format: self.format,
+            pointer_store: self.pointer_store,
+            acks: self.acks,
+            hints: self.hints,
+            forwards: self.forwards,
             inject: self.inject,
             ..CohParams::default()
         };
@@ -192,20 +210,49 @@ impl Model for CoherenceCheck {
     }
 }
 
-/// At most one dirty copy of each of `lines`, and no clean copy beside a
-/// dirty one (single writer, multiple readers).
+/// Single writer, multiple readers, for each of `lines`, as the protocol's
+/// acknowledgement collection allows it:
+/// - at most one dirty copy;
+/// - a clean copy beside a dirty one only when its invalidation is under
+///   way with the home collecting the acknowledgements (the writer is
+///   answered at once, as in the reference model); with the requester
+///   collecting them, never;
+/// - clean copies whose invalidation is under way hold the same bytes, and
+///   so do the others; when the entry is idle and clean, memory holds them
+///   too.
 pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> {
     for &line in lines {
+        let home = line.node();
+        let e = m.state(home).entry(line);
+        let eager = m.state(home).params.acks == Acks::Home;
         let states: Vec<LineState> = (0..m.nodes())
             .map(|n| m.pcache(NodeId(n)).state(line))
             .collect();
+        let doomed = |n: u32| eager && e.collecting() && e.inv.contains(NodeId(n));
         let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
-        let clean = states.iter().filter(|s| **s == LineState::Clean).count();
-        if dirty > 1 || (dirty == 1 && clean > 0) {
+        let live_clean = (0..m.nodes())
+            .filter(|&n| states[n as usize] == LineState::Clean && !doomed(n))
+            .count();
+        if dirty > 1 || (dirty == 1 && live_clean > 0) {
             return Err(format!(
-                "single writer broken at cycle {}: {line}'s copies are {states:?}",
+                "single writer broken at cycle {}: {line}'s copies are {states:?}, entry {e:?}",
                 m.now()
             ));
+        }
+        for group in [true, false] {
+            let mut bytes = (0..m.nodes())
+                .filter(|&n| states[n as usize] == LineState::Clean && doomed(n) == group)
+                .filter_map(|n| m.pcache(NodeId(n)).bytes(line).copied());
+            if let Some(first) = bytes.next() {
+                let memory =
+                    (!group && !e.pending && !e.dirty).then(|| m.memory(home).line(line.line()));
+                if bytes.any(|b| b != first) || memory.is_some_and(|mem| mem != first) {
+                    return Err(format!(
+                        "clean copies of {line} disagree at cycle {}: copies {states:?}, entry {e:?}",
+                        m.now()
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -222,8 +269,8 @@ pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), Stri
             .map(|n| (n, m.pcache(NodeId(n)).state(line)))
             .filter(|x| x.1 != LineState::Uncached)
             .collect();
-        let agrees = e.pending.is_none()
-            && match &e.state {
+        let agrees = !e.pending
+            && match e.state(line.node()) {
                 DirState::Uncached => holders.is_empty(),
                 DirState::Shared(s) => holders
                     .iter()
@@ -240,14 +287,22 @@ pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), Stri
 }
 
 /// Every finished load returned the value that was the latest write at some
-/// moment between its issue and its completion (or the initial zero).
+/// moment between its issue and its completion (or the initial zero). With
+/// acknowledgements collected at the home, a load served by a clean copy is
+/// held to [`single_writer`] instead: its copy may be one whose invalidation
+/// is on its way, holding the value from before the write.
 pub fn data_value(m: &Magic<CohNode>) -> Result<(), String> {
+    let eager = m
+        .states()
+        .first()
+        .is_some_and(|s| s.params.acks == Acks::Home);
     let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
     let mut loads = Vec::new();
     for (n, s) in m.states().iter().enumerate() {
         for r in &s.proc.results {
             match r.access {
                 Access::Store(a, v) => writes.entry(a.0).or_default().push((r.done, v)),
+                Access::Load(_) if eager && r.shared => {}
                 Access::Load(a) => loads.push((n, a.0, r.issued, r.done, r.value.unwrap_or(0))),
                 _ => {}
             }

@@ -1,28 +1,83 @@
-//! Directory entries and the home's state transitions, as pure functions.
+//! Directory entries and the home's rules, as pure functions.
 //!
-//! Each 128-byte line of a node's memory has an entry at its home: uncached,
-//! shared by a set of nodes, or exclusive (dirty) at one owner; and a pending
-//! mark while a request forwarded to the owner is in flight. Nothing here
-//! knows time or queues: the handlers in `protocol` load an entry (charged),
-//! ask these functions what to do, and perform it.
+//! An entry has the fields of the reference model of FLASH's protocol (the
+//! Murphi model of "A Simple Method for Parameterized Verification of Cache
+//! Coherence Protocols", FMCAD 2004; docs/coherence.md restates its rules):
+//!
+//! - `pending`: a transaction is under way (a forward to the owner, or
+//!   invalidation acknowledgements being collected); new requests are NAKed;
+//! - `local`: the home's own processor holds a copy;
+//! - `dirty`: the copy is dirty in a cache (the home's processor when
+//!   `local`, else the node in `head`);
+//! - `head` (HeadVld/HeadPtr): the first remote sharer, or the owner;
+//! - `shr_vld`/`shr` (ShrVld/ShrSet): the other remote sharers;
+//! - `inv` (InvSet): while acknowledgements are collected, the nodes still to
+//!   acknowledge; otherwise the model keeps it equal to the sharer list.
+//!
+//! The home's processor is never in `head`, `shr` or `inv`: `local` stands
+//! for it. Nothing here knows time, queues or costs: the handlers in
+//! `protocol` load an entry (charged), ask these functions what to do, and
+//! perform it.
 
 use magic::NodeId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-/// How the sharer set is kept in MAGIC memory: it decides what walking and
-/// updating it costs, not what it means.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// How the sharer list is kept in MAGIC memory. It decides what walking and
+/// updating the list costs, what a replacement hint does, and whether the
+/// list can run out of room.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum DirFormat {
-    /// A bit per node in the entry: one load reads every sharer.
+    /// The reference model's entry: a head pointer and a set of the other
+    /// sharers (a bit per node), read in one load. A hint clears the
+    /// sharer's bit but leaves the head pointer.
     #[default]
+    #[serde(rename = "bitvector")]
     BitVector,
-    /// FLASH's dynamic pointer allocation: a linked list of pointers from a
-    /// pool, one load per sharer walked.
-    PointerList,
+    /// FLASH's dynamic pointer allocation: a head pointer in the entry and
+    /// the other sharers in a list of links taken from a store shared by
+    /// every line of the node, with a free list. A hint unlinks the sharer
+    /// (the head too); a full store is made room in by invalidating the
+    /// sharers of the line that has held its list longest.
+    DynamicPointer,
 }
 
-/// The nodes holding a clean copy, in the order they were added.
+/// Names of a setting's values, as a scenario file and the command line
+/// spell them.
+macro_rules! named {
+    ($t:ty, $what:literal, $($v:path => $n:literal),+) => {
+        impl $t {
+            /// The value's name in a scenario file and on the command line.
+            pub fn name(self) -> &'static str {
+                match self { $($v => $n),+ }
+            }
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($n => Ok($v),)+
+                    _ => Err(format!(
+                        concat!("unknown ", $what, " '{}' (one of: {})"),
+                        s,
+                        [$($n),+].join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+pub(crate) use named;
+
+named!(DirFormat, "directory format",
+    DirFormat::BitVector => "bitvector",
+    DirFormat::DynamicPointer => "dynamic-pointer");
+
+/// A set of nodes in the order they were added (the dynamic pointer list's
+/// order, newest first, where the format keeps one).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Sharers(SmallVec<[NodeId; 4]>);
 
@@ -34,21 +89,35 @@ impl Sharers {
         s
     }
 
-    /// `n` holds a copy.
+    /// `n` is in the set.
     pub fn contains(&self, n: NodeId) -> bool {
         self.0.contains(&n)
     }
 
-    /// Add `n` (once).
+    /// Add `n` at the end (once).
     pub fn add(&mut self, n: NodeId) {
         if !self.contains(n) {
             self.0.push(n);
         }
     }
 
-    /// Take `n` out.
-    pub fn remove(&mut self, n: NodeId) {
-        self.0.retain(|x| *x != n);
+    /// Add `n` at the front (once): a link prepended to a list.
+    pub fn push_front(&mut self, n: NodeId) {
+        if !self.contains(n) {
+            self.0.insert(0, n);
+        }
+    }
+
+    /// Take `n` out; its position (0 is the first) if it was there.
+    pub fn remove(&mut self, n: NodeId) -> Option<usize> {
+        let at = self.0.iter().position(|x| *x == n)?;
+        self.0.remove(at);
+        Some(at)
+    }
+
+    /// Take the first node out.
+    pub fn pop_front(&mut self) -> Option<NodeId> {
+        (!self.0.is_empty()).then(|| self.0.remove(0))
     }
 
     /// How many nodes.
@@ -61,7 +130,12 @@ impl Sharers {
         self.0.is_empty()
     }
 
-    /// The nodes, in the order they were added.
+    /// Empty the set.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The nodes, in order.
     pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.0.iter().copied()
     }
@@ -72,46 +146,152 @@ impl Sharers {
     }
 }
 
+impl FromIterator<NodeId> for Sharers {
+    fn from_iter<I: IntoIterator<Item = NodeId>>(it: I) -> Sharers {
+        let mut s = Sharers::default();
+        it.into_iter().for_each(|n| s.add(n));
+        s
+    }
+}
+
 /// Nodes to invalidate.
 pub type Targets = SmallVec<[NodeId; 4]>;
 
-/// Where the up-to-date copy of a line is.
+/// Where the up-to-date copy of a line is: a summary of an entry's fields
+/// for code that does not care how the entry keeps them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum DirState {
-    /// Only memory has it.
+    /// No cache is listed.
     #[default]
     Uncached,
-    /// Memory and these nodes' caches (clean).
+    /// Memory is current; these nodes (the home among them when its
+    /// processor holds a copy) may hold clean copies.
     Shared(Sharers),
     /// Dirty in this node's cache; memory is stale.
     Exclusive(NodeId),
 }
 
-/// A request forwarded to the owner, not yet answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Pending {
-    /// A read, for `requester`.
-    Read {
-        /// The node that missed.
-        requester: NodeId,
-    },
-    /// A write, for `requester`.
-    Write {
-        /// The node that missed.
-        requester: NodeId,
-    },
-    /// The new owner wrote the line back before the old owner's notice of
-    /// the transfer arrived: memory is current, the notice is still due.
-    Transfer,
-}
-
-/// A line's directory entry at its home.
+/// A line's directory entry at its home: the reference model's fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DirEntry {
-    /// Where the up-to-date copy is.
-    pub state: DirState,
-    /// A forwarded request not yet answered.
-    pub pending: Option<Pending>,
+    /// A transaction is under way: requests are NAKed.
+    pub pending: bool,
+    /// The home's processor holds a copy.
+    pub local: bool,
+    /// A cache holds the line dirty (the home's when `local`, else `head`).
+    pub dirty: bool,
+    /// The head pointer (HeadVld/HeadPtr): the first remote sharer, or the
+    /// remote owner.
+    pub head: Option<NodeId>,
+    /// The sharer list beyond the head is valid (ShrVld).
+    pub shr_vld: bool,
+    /// The other remote sharers (ShrSet).
+    pub shr: Sharers,
+    /// Nodes whose invalidation acknowledgement is awaited (InvSet); when
+    /// nothing is collected, the model keeps it equal to the sharers.
+    pub inv: Sharers,
+}
+
+impl DirEntry {
+    /// The entry of a line no cache holds.
+    pub fn uncached() -> DirEntry {
+        DirEntry::default()
+    }
+
+    /// Dirty in the home's own processor's cache.
+    pub fn local_owner() -> DirEntry {
+        DirEntry {
+            local: true,
+            dirty: true,
+            ..DirEntry::default()
+        }
+    }
+
+    /// Dirty in remote node `n`'s cache.
+    pub fn remote_owner(n: NodeId) -> DirEntry {
+        DirEntry {
+            dirty: true,
+            head: Some(n),
+            ..DirEntry::default()
+        }
+    }
+
+    /// Clean copies at `remote` (the first is the head) and at the home's
+    /// processor when `local`.
+    pub fn shared(local: bool, remote: &[NodeId]) -> DirEntry {
+        let mut e = DirEntry {
+            local,
+            head: remote.first().copied(),
+            ..DirEntry::default()
+        };
+        if remote.len() > 1 {
+            e.shr_vld = true;
+            e.shr = remote[1..].iter().copied().collect();
+            e.inv = remote[1..].iter().copied().collect();
+        }
+        e
+    }
+
+    /// Acknowledgements are being collected.
+    pub fn collecting(&self) -> bool {
+        self.pending && !self.inv.is_empty()
+    }
+
+    /// The remote nodes listed as sharers: the head and, when valid, the
+    /// rest of the list.
+    pub fn remote_sharers(&self) -> Targets {
+        let mut t: Targets = self.head.into_iter().collect();
+        if self.shr_vld {
+            t.extend(self.shr.iter().filter(|n| Some(*n) != self.head));
+        }
+        t
+    }
+
+    /// Where the up-to-date copy is, with `home` standing for the home's
+    /// processor.
+    pub fn state(&self, home: NodeId) -> DirState {
+        if self.dirty {
+            return match (self.local, self.head) {
+                (false, Some(o)) => DirState::Exclusive(o),
+                _ => DirState::Exclusive(home),
+            };
+        }
+        let mut s = Sharers::default();
+        if self.local {
+            s.add(home);
+        }
+        self.remote_sharers().into_iter().for_each(|n| s.add(n));
+        if s.is_empty() {
+            DirState::Uncached
+        } else {
+            DirState::Shared(s)
+        }
+    }
+
+    /// Take remote node `n` out of the sharers wherever it is listed (the
+    /// next sharer becomes the head when it was the head): a copy dropped
+    /// outside the protocol's own messages (a messaging handler's plan).
+    pub fn drop_sharer(&mut self, n: NodeId) {
+        if self.head == Some(n) {
+            self.head = self.shr.pop_front();
+        }
+        self.shr.remove(n);
+        self.inv.remove(n);
+        if let Some(h) = self.head {
+            self.shr.remove(h);
+            self.inv.remove(h);
+        }
+        if self.shr.is_empty() {
+            self.shr_vld = false;
+        }
+    }
+
+    /// Forget every remote sharer (ShrVld off, ShrSet and InvSet empty).
+    fn clear_sharers(&mut self) {
+        self.shr_vld = false;
+        self.shr.clear();
+        self.inv.clear();
+    }
 }
 
 /// What a requester asks its home for.
@@ -126,213 +306,316 @@ pub enum Req {
 }
 
 impl Req {
-    fn exclusive(self) -> bool {
+    /// The request asks for an exclusive copy.
+    pub fn exclusive(self) -> bool {
         !matches!(self, Req::Read)
     }
 }
 
+/// Who collects invalidation acknowledgements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acks {
+    /// The home, with the entry pending and new requests NAKed meanwhile;
+    /// the writer gets its exclusive reply at once (the reference model).
+    #[default]
+    Home,
+    /// The writer: the home is done at once, the reply carries the count of
+    /// invalidations and the writer waits for every acknowledgement before
+    /// it uses the line.
+    Requester,
+}
+
+named!(Acks, "acknowledgement collector",
+    Acks::Home => "home",
+    Acks::Requester => "requester");
+
+/// What the home's processor is doing with the line, as the home's rules
+/// need it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HomeProc {
+    /// Its cache holds the line dirty and is not in the middle of a fill or
+    /// a writeback (the model's `CacheState = E` at the home).
+    pub exclusive: bool,
+}
+
+/// Where an answer's data comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The home's memory.
+    Memory,
+    /// The home's processor's dirty copy (an intervention; a read leaves it
+    /// clean and memory takes the line).
+    Local,
+    /// No data: an upgrade whose clean copy is intact.
+    None,
+}
+
 /// What the home does for a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Busy: refuse, the requester retries.
+pub enum Outcome {
+    /// Refuse: the requester asks again.
     Nak,
-    /// Answer from memory (`data`: send the line; false for an upgrade whose
-    /// copy is intact), after invalidating `invalidate`, whose acknowledgements
-    /// go to the requester.
-    Memory {
-        /// The requester gets the line exclusive.
-        exclusive: bool,
-        /// The line goes with the answer.
-        data: bool,
-        /// Sharers to invalidate.
-        invalidate: Targets,
-    },
-    /// The home's own processor holds the line dirty: intervene, then answer.
-    LocalOwner {
-        /// The requester gets the line exclusive.
-        exclusive: bool,
-    },
     /// Forward to the owner; the entry is pending until it answers.
     Forward {
         /// The node whose cache holds the line dirty.
         owner: NodeId,
+    },
+    /// Answer the requester now.
+    Answer {
         /// The requester gets the line exclusive.
         exclusive: bool,
+        /// Where the data comes from.
+        data: Source,
+        /// Remote sharers to invalidate.
+        invalidate: Targets,
+        /// The home's processor's copy goes too.
+        invalidate_local: bool,
     },
 }
 
-/// The home's answer to request `req` from `r`.
-pub fn on_request(e: &DirEntry, home: NodeId, r: NodeId, req: Req) -> (DirEntry, Decision) {
-    if e.pending.is_some() {
-        return (e.clone(), Decision::Nak);
+/// The home's rule for request `req` from `src` (the home itself for its
+/// own processor's miss): the model's `PI_Local_*` and `NI_Local_*` rules,
+/// with upgrades as a write whose data may stay behind.
+pub fn on_request(
+    e: &DirEntry,
+    home: NodeId,
+    src: NodeId,
+    req: Req,
+    hp: HomeProc,
+    acks: Acks,
+) -> (DirEntry, Outcome) {
+    let mut n = e.clone();
+    // Busy; the home's own dirty copy in flux; or the owner asking again
+    // before its writeback has arrived.
+    let nak = e.pending
+        || (e.dirty && e.local && (!hp.exclusive || src == home))
+        || (e.dirty && !e.local && e.head == Some(src));
+    if nak {
+        return (n, Outcome::Nak);
     }
-    let excl = req.exclusive();
-    let owned = |n| DirEntry {
-        state: DirState::Exclusive(n),
-        pending: None,
-    };
-    match &e.state {
-        DirState::Uncached => {
-            let next = if excl {
-                owned(r)
+    if e.dirty && !e.local {
+        // PI_Local_Get_Get, PI_Local_GetX_GetX, NI_Local_Get_Get,
+        // NI_Local_GetX_GetX.
+        n.pending = true;
+        let owner = e.head.unwrap_or(home);
+        return (n, Outcome::Forward { owner });
+    }
+    let local_req = src == home;
+    if !req.exclusive() {
+        let data = if e.dirty {
+            // NI_Local_Get_Put, the home's processor owning the line.
+            n.dirty = false;
+            n.head = Some(src);
+            Source::Local
+        } else {
+            if local_req {
+                // PI_Local_Get_Put.
+                n.local = true;
+            } else if e.head.is_some() {
+                // NI_Local_Get_Put, a further sharer.
+                n.inv = e.shr.clone();
+                n.inv.add(src);
+                n.shr_vld = true;
+                n.shr.push_front(src);
             } else {
-                DirEntry {
-                    state: DirState::Shared(Sharers::one(r)),
-                    pending: None,
-                }
-            };
-            let d = Decision::Memory {
-                exclusive: excl,
-                data: true,
-                invalidate: Targets::new(),
-            };
-            (next, d)
-        }
-        DirState::Shared(s) => {
-            if excl {
-                let data = !(req == Req::Upgrade && s.contains(r));
-                let d = Decision::Memory {
-                    exclusive: true,
-                    data,
-                    invalidate: s.without(r),
-                };
-                (owned(r), d)
-            } else {
-                let mut s = s.clone();
-                s.add(r);
-                let next = DirEntry {
-                    state: DirState::Shared(s),
-                    pending: None,
-                };
-                let d = Decision::Memory {
-                    exclusive: false,
-                    data: true,
-                    invalidate: Targets::new(),
-                };
-                (next, d)
+                // NI_Local_Get_Put, the first sharer.
+                n.head = Some(src);
             }
-        }
-        // The requester cannot own a line it asks for unless its writeback is
-        // still on its way here; refuse until it has arrived.
-        DirState::Exclusive(o) if *o == r => (e.clone(), Decision::Nak),
-        DirState::Exclusive(o) if *o == home => {
-            let next = if excl {
-                owned(r)
-            } else {
-                let mut s = Sharers::one(home);
-                s.add(r);
-                DirEntry {
-                    state: DirState::Shared(s),
-                    pending: None,
-                }
-            };
-            (next, Decision::LocalOwner { exclusive: excl })
-        }
-        DirState::Exclusive(o) => {
-            let pending = if excl {
-                Pending::Write { requester: r }
-            } else {
-                Pending::Read { requester: r }
-            };
-            let next = DirEntry {
-                state: e.state.clone(),
-                pending: Some(pending),
-            };
-            (
-                next,
-                Decision::Forward {
-                    owner: *o,
-                    exclusive: excl,
-                },
-            )
-        }
-    }
-}
-
-/// The owner kept a clean copy and sent the line to the reader: both share.
-pub fn on_sharing_writeback(e: &DirEntry, owner: NodeId) -> DirEntry {
-    match e.pending {
-        Some(Pending::Read { requester }) => {
-            let mut s = Sharers::one(owner);
-            s.add(requester);
-            DirEntry {
-                state: DirState::Shared(s),
-                pending: None,
-            }
-        }
-        _ => e.clone(),
-    }
-}
-
-/// The owner handed the line to the writer.
-pub fn on_ownership_transfer(e: &DirEntry) -> DirEntry {
-    match e.pending {
-        Some(Pending::Transfer) => DirEntry::default(),
-        Some(Pending::Write { requester }) => DirEntry {
-            state: DirState::Exclusive(requester),
-            pending: None,
-        },
-        _ => e.clone(),
-    }
-}
-
-/// What the home does with a writeback.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WbDecision {
-    /// Memory now holds the line; nothing else to do.
-    Done,
-    /// A request forwarded to the writer crossed the writeback: answer it
-    /// from the written-back line (the owner will drop the forward).
-    Answer {
-        /// The node whose request was forwarded.
-        requester: NodeId,
-        /// It asked for the line exclusive.
-        exclusive: bool,
-    },
-    /// The writer was not the owner: a protocol error, the data is ignored.
-    Stale,
-}
-
-/// A writeback of a dirty line from `from`.
-pub fn on_writeback(e: &DirEntry, from: NodeId) -> (DirEntry, WbDecision) {
-    if e.pending == Some(Pending::Write { requester: from }) && e.state != DirState::Exclusive(from)
-    {
-        // The new owner got the line, wrote it and wrote it back, all before
-        // the old owner's transfer notice arrived here.
-        let next = DirEntry {
-            state: DirState::Uncached,
-            pending: Some(Pending::Transfer),
+            Source::Memory
         };
-        return (next, WbDecision::Done);
+        let out = Outcome::Answer {
+            exclusive: false,
+            data,
+            invalidate: Targets::new(),
+            invalidate_local: false,
+        };
+        return (n, out);
     }
-    if e.state != DirState::Exclusive(from) {
-        return (e.clone(), WbDecision::Stale);
+    if local_req {
+        // PI_Local_GetX_PutX: the home's processor writes; remote sharers go.
+        let invalidate: Targets = e.remote_sharers();
+        n.local = true;
+        n.dirty = true;
+        n.head = None;
+        n.clear_sharers();
+        if !invalidate.is_empty() && acks == Acks::Home {
+            n.pending = true;
+            n.inv = invalidate.iter().copied().collect();
+        }
+        let data = if e.local && req == Req::Upgrade {
+            Source::None
+        } else {
+            Source::Memory
+        };
+        let out = Outcome::Answer {
+            exclusive: true,
+            data,
+            invalidate,
+            invalidate_local: false,
+        };
+        return (n, out);
     }
-    match e.pending {
-        Some(Pending::Read { requester }) => (
-            DirEntry {
-                state: DirState::Shared(Sharers::one(requester)),
-                pending: None,
-            },
-            WbDecision::Answer {
-                requester,
-                exclusive: false,
-            },
-        ),
-        Some(Pending::Write { requester }) => (
-            DirEntry {
-                state: DirState::Exclusive(requester),
-                pending: None,
-            },
-            WbDecision::Answer {
-                requester,
-                exclusive: true,
-            },
-        ),
-        None => (DirEntry::default(), WbDecision::Done),
-        // Cannot happen: a transfer-due entry is uncached, not owned.
-        Some(Pending::Transfer) => (e.clone(), WbDecision::Stale),
+    // NI_Local_GetX_PutX.
+    let (data, invalidate, invalidate_local) = if e.dirty {
+        (Source::Local, Targets::new(), false)
+    } else {
+        let holds = e.head == Some(src) || (e.shr_vld && e.shr.contains(src));
+        let data = if req == Req::Upgrade && holds {
+            Source::None
+        } else {
+            Source::Memory
+        };
+        let others: Targets = e
+            .remote_sharers()
+            .into_iter()
+            .filter(|&x| x != src)
+            .collect();
+        (data, others, e.local)
+    };
+    n.local = false;
+    n.dirty = true;
+    n.head = Some(src);
+    n.clear_sharers();
+    if !invalidate.is_empty() && acks == Acks::Home {
+        n.pending = true;
+        n.inv = invalidate.iter().copied().collect();
     }
+    let out = Outcome::Answer {
+        exclusive: true,
+        data,
+        invalidate,
+        invalidate_local,
+    };
+    (n, out)
+}
+
+/// NI_InvAck: `src` has dropped its copy. True when it was awaited.
+pub fn on_inv_ack(e: &mut DirEntry, src: NodeId) -> bool {
+    if !e.pending || e.inv.remove(src).is_none() {
+        return false;
+    }
+    if e.inv.is_empty() {
+        e.pending = false;
+        if e.local && !e.dirty {
+            e.local = false;
+        }
+    }
+    true
+}
+
+/// NI_Wb: a remote owner's writeback; memory takes the line.
+pub fn on_writeback(e: &mut DirEntry) {
+    e.dirty = false;
+    e.head = None;
+}
+
+/// NI_ShWb: the owner kept a clean copy and answered reader `src`; memory
+/// takes the line and `src` joins the sharers.
+pub fn on_sharing_writeback(e: &mut DirEntry, src: NodeId) {
+    e.pending = false;
+    e.dirty = false;
+    e.shr_vld = true;
+    let mut inv = e.shr.clone();
+    inv.add(src);
+    e.inv = inv;
+    e.shr.push_front(src);
+}
+
+/// NI_FAck: the owner handed the line to writer `src`.
+pub fn on_forward_ack(e: &mut DirEntry, src: NodeId) {
+    e.pending = false;
+    if e.dirty {
+        e.head = Some(src);
+    }
+}
+
+/// NI_Nak_Clear: the owner refused a forward; the entry is free again.
+pub fn on_nak_clear(e: &mut DirEntry) {
+    e.pending = false;
+}
+
+/// NI_Local_Put: the home's own read, answered by the remote owner.
+pub fn on_local_put(e: &mut DirEntry) {
+    e.pending = false;
+    e.dirty = false;
+    e.local = true;
+}
+
+/// NI_Local_PutXAcksDone: the home's own write, answered by the remote owner.
+pub fn on_local_putx(e: &mut DirEntry) {
+    e.pending = false;
+    e.local = true;
+    e.head = None;
+}
+
+/// PI_Local_PutX: the home's processor writes its dirty line back.
+pub fn on_local_writeback(e: &mut DirEntry) {
+    if !e.pending {
+        e.local = false;
+    }
+    e.dirty = false;
+}
+
+/// PI_Local_Replace: the home's processor dropped its clean copy.
+pub fn on_local_replace(e: &mut DirEntry) {
+    e.local = false;
+}
+
+/// A replacement hint from `src` (NI_Replace). With the bit vector the
+/// sharer leaves the list beyond the head, and nothing changes while that
+/// list is not valid; with dynamic pointers the sharer is unlinked wherever
+/// it is, the next sharer becoming the head when it was the head. Returns
+/// the unlinked node's position in the list walked (0 for the head), if any.
+pub fn on_replace(e: &mut DirEntry, src: NodeId, format: DirFormat) -> Option<usize> {
+    match format {
+        DirFormat::BitVector => {
+            if !e.shr_vld {
+                return None;
+            }
+            e.inv.remove(src);
+            e.shr.remove(src).map(|at| at + 1)
+        }
+        DirFormat::DynamicPointer => {
+            if e.dirty || e.collecting() {
+                return None;
+            }
+            if e.head == Some(src) {
+                e.head = e.shr.pop_front();
+                if let Some(h) = e.head {
+                    e.inv.remove(h);
+                }
+                e.inv.remove(src);
+                if e.shr.is_empty() {
+                    e.shr_vld = false;
+                }
+                return Some(0);
+            }
+            let at = e.shr.remove(src)?;
+            e.inv.remove(src);
+            if e.shr.is_empty() {
+                e.shr_vld = false;
+            }
+            Some(at + 1)
+        }
+    }
+}
+
+/// Reclamation (dynamic pointers): every copy of the line is invalidated,
+/// with the acknowledgements collected here, so that its links go back to
+/// the free list. Returns the remote nodes to invalidate and whether the
+/// home's processor's copy goes too.
+pub fn reclaim(e: &mut DirEntry) -> (Targets, bool) {
+    let targets = e.remote_sharers();
+    let local = e.local;
+    e.local = false;
+    e.head = None;
+    e.clear_sharers();
+    if !targets.is_empty() {
+        e.pending = true;
+        e.inv = targets.iter().copied().collect();
+    }
+    (targets, local)
 }
 
 #[cfg(test)]
@@ -343,117 +626,118 @@ mod tests {
     const A: NodeId = NodeId(1);
     const B: NodeId = NodeId(2);
     const C: NodeId = NodeId(3);
+    const HP: HomeProc = HomeProc { exclusive: false };
 
-    fn shared(ns: &[NodeId]) -> DirEntry {
-        let mut s = Sharers::default();
-        for &n in ns {
-            s.add(n);
-        }
-        DirEntry {
-            state: DirState::Shared(s),
-            pending: None,
-        }
-    }
-
-    fn excl(n: NodeId) -> DirEntry {
-        DirEntry {
-            state: DirState::Exclusive(n),
-            pending: None,
-        }
+    fn req(e: &DirEntry, src: NodeId, r: Req) -> (DirEntry, Outcome) {
+        on_request(e, H, src, r, HP, Acks::Home)
     }
 
     #[test]
-    fn reads_of_an_uncached_line_come_from_memory_and_add_sharers() {
-        let (e, d) = on_request(&DirEntry::default(), H, A, Req::Read);
-        assert_eq!(e, shared(&[A]));
-        assert!(
-            matches!(d, Decision::Memory { exclusive: false, data: true, ref invalidate } if invalidate.is_empty())
-        );
-        let (e, _) = on_request(&e, H, B, Req::Read);
-        assert_eq!(e, shared(&[A, B]));
-    }
-
-    #[test]
-    fn a_write_to_a_shared_line_invalidates_the_other_sharers() {
-        let (e, d) = on_request(&shared(&[A, B, C]), H, B, Req::Write);
-        assert_eq!(e, excl(B));
+    fn readers_fill_the_head_then_the_list() {
+        let (e, o) = req(&DirEntry::uncached(), A, Req::Read);
+        assert_eq!(e, DirEntry::shared(false, &[A]));
+        assert!(matches!(
+            o,
+            Outcome::Answer {
+                data: Source::Memory,
+                ..
+            }
+        ));
+        let (e, _) = req(&e, B, Req::Read);
+        let (e, _) = req(&e, C, Req::Read);
+        assert_eq!(e.head, Some(A));
+        assert!(e.shr_vld);
+        assert_eq!(e.shr.iter().collect::<Vec<_>>(), [C, B]);
         assert_eq!(
-            d,
-            Decision::Memory {
+            e.state(H),
+            DirState::Shared([A, C, B].into_iter().collect())
+        );
+    }
+
+    #[test]
+    fn a_write_to_a_shared_line_collects_acknowledgements_at_the_home() {
+        let e = DirEntry::shared(true, &[A, B, C]);
+        let (e, o) = req(&e, B, Req::Write);
+        assert_eq!(
+            o,
+            Outcome::Answer {
                 exclusive: true,
-                data: true,
-                invalidate: [A, C].into_iter().collect()
+                data: Source::Memory,
+                invalidate: [A, C].into_iter().collect(),
+                invalidate_local: true,
             }
         );
+        assert!(e.pending && e.dirty && !e.local && e.head == Some(B));
+        assert_eq!(req(&e, C, Req::Read).1, Outcome::Nak);
+        let mut e = e;
+        assert!(on_inv_ack(&mut e, A));
+        assert!(e.pending);
+        assert!(!on_inv_ack(&mut e, A));
+        assert!(on_inv_ack(&mut e, C));
+        assert_eq!(e, DirEntry::remote_owner(B));
     }
 
     #[test]
-    fn an_upgrade_sends_data_only_if_the_copy_was_lost() {
-        let (_, d) = on_request(&shared(&[A, B]), H, A, Req::Upgrade);
-        assert!(matches!(d, Decision::Memory { data: false, .. }));
-        let (e, d) = on_request(&shared(&[B]), H, A, Req::Upgrade);
-        assert!(matches!(d, Decision::Memory { data: true, .. }));
-        assert_eq!(e, excl(A));
+    fn with_the_requester_collecting_the_home_is_free_at_once() {
+        let e = DirEntry::shared(false, &[A, B]);
+        let (e, o) = on_request(&e, H, C, Req::Write, HP, Acks::Requester);
+        assert_eq!(e, DirEntry::remote_owner(C));
+        assert!(matches!(o, Outcome::Answer { ref invalidate, .. } if invalidate.len() == 2));
     }
 
     #[test]
-    fn a_dirty_line_is_forwarded_and_the_entry_is_busy_until_the_owner_answers() {
-        let (e, d) = on_request(&excl(B), H, A, Req::Read);
-        assert_eq!(
-            d,
-            Decision::Forward {
-                owner: B,
-                exclusive: false
-            }
-        );
-        assert_eq!(e.pending, Some(Pending::Read { requester: A }));
-        // Busy: a third request is refused.
-        assert_eq!(on_request(&e, H, C, Req::Write).1, Decision::Nak);
-        assert_eq!(on_sharing_writeback(&e, B), shared(&[B, A]));
-        let (e, d) = on_request(&excl(B), H, A, Req::Write);
-        assert_eq!(
-            d,
-            Decision::Forward {
-                owner: B,
-                exclusive: true
-            }
-        );
-        assert_eq!(on_ownership_transfer(&e), excl(A));
+    fn a_dirty_line_is_forwarded_and_the_owner_asking_again_is_refused() {
+        let e = DirEntry::remote_owner(B);
+        let (p, o) = req(&e, A, Req::Read);
+        assert_eq!(o, Outcome::Forward { owner: B });
+        assert!(p.pending);
+        assert_eq!(req(&e, B, Req::Read).1, Outcome::Nak);
+        let mut s = p.clone();
+        on_sharing_writeback(&mut s, A);
+        assert!(!s.pending && !s.dirty && s.head == Some(B) && s.shr.contains(A));
+        let mut f = p;
+        on_forward_ack(&mut f, A);
+        assert_eq!(f, DirEntry::remote_owner(A));
     }
 
     #[test]
-    fn the_homes_own_dirty_copy_is_fetched_locally() {
-        let (e, d) = on_request(&excl(H), H, A, Req::Read);
-        assert_eq!(d, Decision::LocalOwner { exclusive: false });
-        assert_eq!(e, shared(&[H, A]));
-        let (e, d) = on_request(&excl(H), H, A, Req::Write);
-        assert_eq!(d, Decision::LocalOwner { exclusive: true });
-        assert_eq!(e, excl(A));
+    fn the_homes_own_copy_is_taken_or_shared() {
+        let busy = req(&DirEntry::local_owner(), A, Req::Read).1;
+        assert_eq!(busy, Outcome::Nak);
+        let hp = HomeProc { exclusive: true };
+        let (e, o) = on_request(&DirEntry::local_owner(), H, A, Req::Read, hp, Acks::Home);
+        assert!(matches!(
+            o,
+            Outcome::Answer {
+                data: Source::Local,
+                ..
+            }
+        ));
+        assert_eq!(e, DirEntry::shared(true, &[A]));
+        let (e, _) = on_request(&DirEntry::local_owner(), H, A, Req::Write, hp, Acks::Home);
+        assert_eq!(e, DirEntry::remote_owner(A));
     }
 
     #[test]
-    fn a_writeback_crossing_a_forward_answers_the_requester() {
-        let (e, _) = on_request(&excl(B), H, A, Req::Write);
-        let (e2, d) = on_writeback(&e, B);
-        assert_eq!(
-            d,
-            WbDecision::Answer {
-                requester: A,
-                exclusive: true
-            }
-        );
-        assert_eq!(e2, excl(A));
-        let (e3, d) = on_writeback(&excl(B), B);
-        assert_eq!((e3, d), (DirEntry::default(), WbDecision::Done));
-        assert_eq!(on_writeback(&shared(&[B]), B).1, WbDecision::Stale);
-        // The new owner's writeback overtakes the old owner's transfer notice.
-        let (e, _) = on_request(&excl(B), H, A, Req::Write);
-        let (e, d) = on_writeback(&e, A);
-        assert_eq!(d, WbDecision::Done);
-        assert_eq!(e.pending, Some(Pending::Transfer));
-        assert_eq!(on_request(&e, H, C, Req::Read).1, Decision::Nak);
-        assert_eq!(on_ownership_transfer(&e), DirEntry::default());
-        // An owner asking again before its writeback arrived is refused.
-        assert_eq!(on_request(&excl(A), H, A, Req::Read).1, Decision::Nak);
+    fn hints_differ_by_format() {
+        let e = DirEntry::shared(false, &[A, B, C]);
+        let mut bv = e.clone();
+        assert_eq!(on_replace(&mut bv, A, DirFormat::BitVector), None);
+        assert_eq!(on_replace(&mut bv, B, DirFormat::BitVector), Some(1));
+        assert_eq!(bv.head, Some(A));
+        let mut dp = e;
+        assert_eq!(on_replace(&mut dp, A, DirFormat::DynamicPointer), Some(0));
+        assert_eq!(dp.head, Some(B));
+        assert_eq!(on_replace(&mut dp, B, DirFormat::DynamicPointer), Some(0));
+        assert_eq!(on_replace(&mut dp, C, DirFormat::DynamicPointer), Some(0));
+        assert_eq!(dp, DirEntry::uncached());
+    }
+
+    #[test]
+    fn reclamation_invalidates_every_copy_with_the_home_collecting() {
+        let mut e = DirEntry::shared(true, &[A, B]);
+        let (t, local) = reclaim(&mut e);
+        assert_eq!((t.as_slice(), local), (&[A, B][..], true));
+        assert!(e.collecting() && !e.local && e.head.is_none());
     }
 }

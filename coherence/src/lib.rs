@@ -46,8 +46,10 @@ pub mod msg;
 pub mod processor;
 pub mod protocol;
 
-pub use directory::{DirEntry, DirFormat, DirState, Sharers};
+pub use directory::{Acks, DirEntry, DirFormat, DirState, Sharers};
 pub use error::Error;
 pub use msg::{CohKind, CohMsg};
 pub use processor::{Access, AccessResult};
-pub use protocol::{machine, CohNode, CohParams, CohStats, Coherence, Coherent, Placement};
+pub use protocol::{
+    machine, CohNode, CohParams, CohStats, Coherence, Coherent, Forwards, Placement,
+};

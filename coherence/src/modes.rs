@@ -131,7 +131,7 @@ fn entry_for<'e>(
         }
         return Ok(Err([Action::RemoteHome { home }].into_iter().collect()));
     };
-    if e.pending.is_some() {
+    if e.pending {
         return Err(ModeError::Busy { line });
     }
     Ok(Ok(e))
@@ -150,17 +150,17 @@ pub fn plan_send(
         Err(plan) => return Ok(plan),
     };
     let mut p = Plan::new();
-    match &e.state {
+    match e.state(me) {
         // Clean copies anywhere equal memory: reading needs nothing more.
         DirState::Uncached | DirState::Shared(_) => p.push(Action::Memory),
-        DirState::Exclusive(o) if *o == me => p.push(Action::InterveneLocal {
+        DirState::Exclusive(o) if o == me => p.push(Action::InterveneLocal {
             keep: LineState::Clean,
         }),
         DirState::Exclusive(o) => {
             if mode == Mode::Local {
                 return Err(outside(line, format!("it is dirty in node {o}'s cache")));
             }
-            p.push(Action::FetchRemote { owner: *o });
+            p.push(Action::FetchRemote { owner: o });
         }
     }
     Ok(p)
@@ -178,7 +178,7 @@ pub fn plan_receive(
         Err(plan) => return Ok(plan),
     };
     let mut p = Plan::new();
-    match &e.state {
+    match e.state(me) {
         DirState::Uncached => {}
         DirState::Shared(s) => {
             let others = s.without(me);
@@ -194,14 +194,14 @@ pub fn plan_receive(
         }
         // The processor's dirty bytes are needed only where the message
         // does not cover the whole line; the copy goes either way.
-        DirState::Exclusive(o) if *o == me => p.push(Action::InterveneLocal {
+        DirState::Exclusive(o) if o == me => p.push(Action::InterveneLocal {
             keep: LineState::Uncached,
         }),
         DirState::Exclusive(o) => {
             if mode == Mode::Local {
                 return Err(outside(line, format!("it is dirty in node {o}'s cache")));
             }
-            p.push(Action::FetchRemote { owner: *o });
+            p.push(Action::FetchRemote { owner: o });
         }
     }
     p.push(Action::Memory);
@@ -262,12 +262,8 @@ pub fn sender_read<S: protocol::Coherent>(
                 // The line is current in the buffer; memory gets it too, and
                 // the directory now has the processor as a sharer.
                 let _ = cx.mem_write(line, b);
-                let me = cx.node();
-                let shared = DirEntry {
-                    state: DirState::Shared(crate::directory::Sharers::one(me)),
-                    pending: None,
-                };
-                protocol::dir_store(cx, line, shared);
+                // The home's processor keeps a clean copy: Local, not dirty.
+                protocol::dir_store(cx, line, DirEntry::shared(true, &[]));
                 ticket = Some(Ticket {
                     first: iv.first_word_at.unwrap_or(iv.done),
                     ready: iv.done,

@@ -23,6 +23,8 @@ magic::messages! {
         PiUpgrade,
         /// Processor interface: a dirty line written back (with the line).
         PiWriteback,
+        /// Processor interface: a clean line dropped (a replacement hint).
+        PiReplace,
         /// Processor interface: the processor has used a fill, so forwards
         /// deferred behind it may be served.
         PiResume,
@@ -34,6 +36,10 @@ magic::messages! {
         Upgrade,
         /// A dirty line written back to its home (with the line).
         Writeback,
+        /// A replacement hint: the sender dropped its clean copy. It travels
+        /// on the request lane, so the sender's next request for the line
+        /// cannot overtake it.
+        Replace,
         /// The home forwards a read to the line's owner; the owner answers
         /// `requester`, the node that missed.
         FwdGet {
@@ -46,15 +52,12 @@ magic::messages! {
             /// The node that missed, which the owner answers.
             requester: NodeId,
         },
-        /// Drop a clean copy; acknowledge to `requester`, the node that
-        /// collects the acknowledgements.
+        /// Drop a clean copy; acknowledge to `collector`: the home, or the
+        /// writer when acknowledgements go to the requester.
         Inval {
             /// The node that collects the acknowledgements.
-            requester: NodeId,
+            collector: NodeId,
         },
-        /// The home has the writeback. It travels on the request lane, so it
-        /// cannot overtake a forward the home sent the writer earlier.
-        WritebackAck,
         /// A shared copy of the line (with the line); the requester waits
         /// for `acks` invalidation acknowledgements too.
         Put {
@@ -75,19 +78,26 @@ magic::messages! {
         } => Reply,
         /// A sharer has dropped its copy.
         InvAck => Reply,
-        /// The home is busy with the line: ask again.
+        /// The home is busy with the line, or the owner a request was
+        /// forwarded to cannot serve it: ask again.
         Nak => Reply,
-        /// The owner of a dirty line kept a clean copy: memory gets the line
-        /// (with it), and the entry is shared. `answer`: the owner had no
-        /// second buffer for the reader's copy, so the home answers the
-        /// reader from this line.
+        /// The owner refused a forward: the home's entry is free again.
+        NakClear => Reply,
+        /// The owner of a dirty line kept a clean copy and sent `requester`
+        /// the line: memory gets it too (with it), and the entry is shared.
         SharingWriteback {
+            /// The reader, who joins the sharers.
+            requester: NodeId,
             /// The home answers the reader from this line (the owner had no
             /// second buffer for the reader's copy).
             answer: bool,
         } => Reply,
-        /// The owner handed the line to the writer: the home records it.
-        Transfer => Reply,
+        /// The owner handed the line to `requester`, the writer: the home
+        /// records it.
+        ForwardAck {
+            /// The new owner.
+            requester: NodeId,
+        } => Reply,
         /// MAGIC to the processor: the line (or the permission) it missed
         /// on; `exclusive`: it may write the line; `retries`: the NAKs the
         /// miss met before it was served.
@@ -144,6 +154,6 @@ mod tests {
         }
         assert_eq!(CohMsg::Nak.req(), None);
         assert_eq!(CohKind::Put.lane(), magic::Lane::Reply);
-        assert_eq!(CohKind::WritebackAck.lane(), magic::Lane::Request);
+        assert_eq!(CohKind::Replace.lane(), magic::Lane::Request);
     }
 }

@@ -46,6 +46,11 @@ pub struct AccessResult {
     pub done: Cycles,
     /// Served by the processor's cache without MAGIC.
     pub hit: bool,
+    /// A load served by a clean copy in the cache. With acknowledgements
+    /// collected at the home, that copy may be one whose invalidation is on
+    /// its way, and the load returns the value from before the write (the
+    /// reference model allows it; the checks hold such copies to it).
+    pub shared: bool,
     /// NAKs the miss met before it was served.
     pub retries: u32,
 }
@@ -79,8 +84,9 @@ pub struct Proc {
     pub results: Vec<AccessResult>,
     /// Fills that matched no waiting access.
     pub stray_fills: u64,
-    /// A dirty line the last step evicted (its node registers the writeback).
-    pub(crate) evicted: Option<PAddr>,
+    /// The line the last step evicted, and how (its node registers a
+    /// writeback or counts a hint).
+    pub(crate) evicted: Option<(PAddr, Evicted)>,
 }
 
 /// Byte offset of a word within its line.
@@ -104,10 +110,21 @@ fn write_word(bytes: &mut [u8; LINE_BYTES], a: PAddr, v: u64) {
     bytes[o..o + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// What an eviction sent MAGIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Evicted {
+    /// A writeback, with the line.
+    Dirty,
+    /// A replacement hint.
+    Clean,
+    /// Nothing (the line was not cached, or clean with hints off).
+    Nothing,
+}
+
 /// Replace the line holding `a` in the processor's cache: a dirty line is
-/// handed to MAGIC as a writeback with its bytes, a clean one dropped
-/// silently. True if a writeback went out (its node registers it).
-pub(crate) fn evict(p: &mut Processor<'_>, a: PAddr) -> bool {
+/// handed to MAGIC as a writeback with its bytes; a clean one is dropped,
+/// with a replacement hint when `hints`.
+pub(crate) fn evict(p: &mut Processor<'_>, a: PAddr, hints: bool) -> Evicted {
     let state = p.cache().state(a);
     let bytes = p.cache().bytes(a).copied();
     p.cache().set(a, LineState::Uncached, [0; LINE_BYTES]);
@@ -115,9 +132,14 @@ pub(crate) fn evict(p: &mut Processor<'_>, a: PAddr) -> bool {
         (LineState::Dirty, Some(b)) => {
             let wb = p.msg(CohMsg::PiWriteback).addr(line_of(a));
             p.request(wb, Some(b));
-            true
+            Evicted::Dirty
         }
-        _ => false,
+        (LineState::Clean, _) if hints => {
+            let h = p.msg(CohMsg::PiReplace).addr(line_of(a));
+            p.request(h, None);
+            Evicted::Clean
+        }
+        _ => Evicted::Nothing,
     }
 }
 
@@ -171,6 +193,7 @@ impl Proc {
     pub(crate) fn step(
         &mut self,
         p: &mut Processor<'_>,
+        hints: bool,
         canon: impl Fn(PAddr) -> PAddr,
     ) -> ProcStep {
         if self.current.is_some() {
@@ -187,6 +210,7 @@ impl Proc {
                 issued: now,
                 done: now + c,
                 hit: true,
+                shared: false,
                 retries: 0,
             });
             return ProcStep::At(now + c);
@@ -200,6 +224,7 @@ impl Proc {
             issued: now,
             done: now + Cycles(1),
             hit: true,
+            shared: state == LineState::Clean && matches!(access, Access::Load(_)),
             retries: 0,
         };
         let miss = |p: &Processor<'_>, m: CohMsg| p.msg(m).addr(line_of(a));
@@ -213,9 +238,7 @@ impl Proc {
                 self.results.push(hit(None));
             }
             (Access::Evict(_) | Access::Think(_), _, _) => {
-                if evict(p, a) {
-                    self.evicted = Some(line_of(a));
-                }
+                self.evicted = Some((line_of(a), evict(p, a, hints)));
                 self.results.push(hit(None));
             }
             (Access::Load(_), _, _) => {
@@ -282,6 +305,7 @@ impl Proc {
             issued,
             done: now,
             hit: false,
+            shared: false,
             retries: fill.retries,
         });
         ProcStep::At(now + Cycles(1))

@@ -1,34 +1,46 @@
-//! The base cache-coherence protocol as MAGIC handlers, and [`Coherence`],
-//! the protocol unit that installs them.
+//! The directory protocol as MAGIC handlers, and [`Coherence`], the protocol
+//! unit that installs them.
 //!
-//! A processor miss enters its node's processor interface; the handler there
-//! either acts as the home (a local line) or sends the request to the home.
-//! The home reads the directory entry, asks [`crate::directory`]
-//! what to do, and does it: answer from memory (speculatively read at
-//! dispatch), intervene in its own processor's cache, send invalidations
-//! (acknowledged to the requester), forward to a remote owner (three hops), or
-//! NAK a busy entry. Requests and replies travel on separate lanes; the
-//! messages are [`CohMsg`]'s.
+//! The handlers follow the rules of the reference model of FLASH's protocol
+//! (docs/coherence.md maps each rule to its handler and test). A processor
+//! miss enters its node's processor interface; the handler there either acts
+//! as the home (a local line) or sends the request to the home. The home
+//! reads the directory entry, asks [`crate::directory`] what to do, and does
+//! it: answer from memory (speculatively read at dispatch), intervene in its
+//! own processor's cache, invalidate sharers (the home collects their
+//! acknowledgements with the entry pending, and NAKs meanwhile; the writer is
+//! answered at once), forward to a remote owner (three hops; an owner that no
+//! longer holds the line NAKs the requester and clears the home's pending
+//! mark), or NAK a busy entry. Clean evictions send replacement hints. No node
+//! sends a network message to itself. Requests and replies travel on separate
+//! lanes; the messages are [`CohMsg`]'s.
+//!
+//! Three of the kit's earlier choices stay as options ([`CohParams`]):
+//! acknowledgements collected by the writer ([`Acks::Requester`]), forwards
+//! deferred at an owner whose own reply has not arrived ([`Forwards::Defer`]),
+//! and silent clean evictions (`hints: false`).
 //!
 //! Every step a handler takes is charged through the context with the
-//! instruction counts of [`CoherenceCosts`]; directory entries and outstanding-miss
-//! records live in MAGIC memory and are reached through its data cache.
+//! instruction counts of [`CoherenceCosts`]; directory entries, pointer links
+//! and outstanding-miss records live in MAGIC memory and are reached through
+//! its data cache.
 //!
 //! The protocol runs alone ([`machine`], or [`Coherence`] beside other
 //! protocols), or carried by a protocol over its own node state: a state
 //! that is [`Coherent`] gets the handlers with [`install_on`].
 
-use crate::directory::{self, Decision, DirEntry, DirFormat, DirState, Pending, Req, WbDecision};
+use crate::directory::{self, Acks, DirEntry, DirFormat, HomeProc, Outcome, Req, Source};
 use crate::msg::{CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
-use magic::costs::Source;
+use magic::costs::Source as Provenance;
 use magic::{
     BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
-    NodeState, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
+    NodeState, OutOfRange, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
+use std::collections::VecDeque;
 
 /// Where a line's home is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -40,6 +52,27 @@ pub enum Placement {
     Interleaved,
 }
 
+/// What an owner does with a forward that arrives before it has used its
+/// own reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Forwards {
+    /// NAK the requester and clear the home's pending mark, as for a line
+    /// the owner no longer holds (the reference model).
+    #[default]
+    Nak,
+    /// When the reply is in (the owner waits for its acknowledgements, or
+    /// the fill is crossing to the processor), keep the forward until the
+    /// processor has used the fill, then serve it. A forward that arrives
+    /// before the reply is NAKed as in the model: it cannot be told from a
+    /// forward for a line written back since.
+    Defer,
+}
+
+directory::named!(Forwards, "forward handling",
+    Forwards::Nak => "nak",
+    Forwards::Defer => "defer");
+
 magic::cost_sheet! {
     /// Instructions each protocol step issues on the PP (dual issue: a cycle
     /// per two), with the data-cache loads and stores the handlers charge
@@ -49,26 +82,38 @@ magic::cost_sheet! {
     /// these, 95 and 161 with none) check their size.
     pub struct CoherenceCosts {
         /// Read the header, branch on the case.
-        decode: u32 = 4, Source::Choice(
+        decode: u32 = 4, Provenance::Choice(
             "a jump-table handler knows its case; the header's fields are two bit-field extracts.");
         /// Extract and test the directory entry's state (plus its load).
-        dir_check: u32 = 4, Source::Choice(
+        dir_check: u32 = 4, Provenance::Choice(
             "extract the state and sharer fields, compare, branch.");
         /// Compose and write back the new entry (plus its store).
-        dir_update: u32 = 3, Source::Choice(
+        dir_update: u32 = 3, Provenance::Choice(
             "insert two fields, store; the paper's transfer handler updates an entry in 2 (Table 2).");
         /// Form a header and hand it to the outbox or the processor interface.
-        send: u32 = 4, Source::Choice(
+        send: u32 = 4, Provenance::Choice(
             "type, destination, address and count into the header registers.");
-        /// Per invalidation sent (plus a pointer load in the pointer-list format).
-        per_target: u32 = 3, Source::Choice(
-            "next sharer (a find-first-set), form and send an invalidation.");
+        /// Per invalidation sent (plus a link load in the dynamic pointer format).
+        per_target: u32 = 3, Provenance::Choice(
+            "next sharer (a find-first-set or the next link), form and send an invalidation.");
         /// Issue an intervention, memory read or memory write.
-        issue: u32 = 2, Source::Choice(
+        issue: u32 = 2, Provenance::Choice(
             "one command to the unit, one for its buffer.");
         /// Update the outstanding-miss record (plus its load and store).
-        record: u32 = 3, Source::Choice(
+        record: u32 = 3, Provenance::Choice(
             "load, modify a count or state, store.");
+        /// Follow one link of the pointer store looking for a sharer (plus its load).
+        link_walk: u32 = 2, Provenance::Choice(
+            "compare the link's node, branch, take its next field.");
+        /// Take a link from the free list and prepend it to a line's list (plus its store).
+        link_alloc: u32 = 3, Provenance::Choice(
+            "pop the free-list head, write node and next into the link, point the entry at it.");
+        /// Return a link to the free list (plus its store).
+        link_free: u32 = 2, Provenance::Choice(
+            "write the free-list head into the link's next field, make the link the head.");
+        /// Choose a list to reclaim when the store is full.
+        reclaim: u32 = 4, Provenance::Choice(
+            "take the oldest list from the reclamation queue, load its entry, test it.");
     }
 }
 
@@ -81,34 +126,53 @@ pub enum Bug {
     /// to the owner, so a second request is forwarded too.
     ForgetPending,
     /// The home sends no invalidation to the last sharer of a line it
-    /// grants exclusive (and does not count its acknowledgement).
+    /// grants exclusive (and does not wait for its acknowledgement).
     SkipInvalidation,
-    /// The requester hands its processor an exclusive line before every
-    /// invalidation has been acknowledged.
-    EarlyFill,
+    /// The home does not keep an entry pending while it collects
+    /// invalidation acknowledgements: new requests are served with
+    /// invalidations still on their way.
+    EarlyRelease,
 }
 
 impl Bug {
     /// Every bug, in the order `--inject list` prints them.
-    pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyFill];
+    pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyRelease];
 
     /// The bug's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Bug::ForgetPending => "forget-pending",
             Bug::SkipInvalidation => "skip-invalidation",
-            Bug::EarlyFill => "early-fill",
+            Bug::EarlyRelease => "early-release",
         }
     }
 }
 
-/// Parameters of the protocol.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// Links in each node's pointer store by default: one per line of a 1 MB
+/// processor cache (8192 lines of 128 bytes), so one node's cache can be
+/// listed whole. The size FLASH used is not in the reference: a model choice.
+pub const POINTER_STORE: u32 = 8192;
+
+/// Parameters of the protocol (`[coherence]` in a scenario file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct CohParams {
     /// Where lines are homed (by the address's node bits by default).
     pub placement: Placement,
-    /// How directory entries hold their sharers (a bit vector by default).
+    /// How directory entries keep their sharers (the reference model's bit
+    /// vector by default, or FLASH's dynamic pointer allocation).
     pub format: DirFormat,
+    /// Links in each node's pointer store (dynamic pointers only; 1 to
+    /// 2^20, [`POINTER_STORE`] by default).
+    pub pointer_store: u32,
+    /// Who collects invalidation acknowledgements (the home by default).
+    pub acks: Acks,
+    /// Clean evictions send replacement hints to the home (true by
+    /// default); false: they are silent and sharer lists only grow until a
+    /// write.
+    pub hints: bool,
+    /// What an owner does with a forward that arrives before its own reply
+    /// (NAK by default).
+    pub forwards: Forwards,
     /// What each handler step costs, in PP instructions ([`CoherenceCosts`]
     /// gives the defaults).
     pub costs: CoherenceCosts,
@@ -117,9 +181,31 @@ pub struct CohParams {
     pub inject: Option<crate::check::Bug>,
 }
 
+impl Default for CohParams {
+    fn default() -> Self {
+        CohParams {
+            placement: Placement::default(),
+            format: DirFormat::default(),
+            pointer_store: POINTER_STORE,
+            acks: Acks::default(),
+            hints: true,
+            forwards: Forwards::default(),
+            costs: CoherenceCosts::default(),
+            inject: None,
+        }
+    }
+}
+
+impl CohParams {
+    /// Refuse a value outside its documented range, naming the field.
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
+    }
+}
+
 /// MAGIC-memory addresses of the protocol's data (for data-cache costs).
 const DIR_BASE: u64 = 0x1000_0000;
-const PTR_POOL: u64 = 0x2000_0000;
+const LINK_BASE: u64 = 0x2000_0000;
 const MISS_BASE: u64 = 0x3000_0000;
 
 /// A miss this node's processor is waiting for.
@@ -134,7 +220,7 @@ struct Miss {
     buf: Option<BufId>,
     /// An invalidation overtook the reply: use the data once, do not cache it.
     invalidated: bool,
-    /// The fill is crossing to the processor: forwards still wait for it.
+    /// The fill is crossing to the processor.
     filling: bool,
     retries: u32,
 }
@@ -158,12 +244,27 @@ pub struct CohStats {
     pub message_invalidations: u64,
     /// Requests this node forwarded to an owner as a home.
     pub forwards: u64,
-    /// Forwards dropped because the writeback crossing them answered instead.
-    pub forwards_dropped: u64,
-    /// Forwards that waited for this node's own fill.
+    /// Forwards this node refused as the presumed owner (the line gone, or
+    /// its own reply not yet in).
+    pub owner_naks: u64,
+    /// Forwards that waited for this node's own fill ([`Forwards::Defer`]).
     pub deferred: u64,
+    /// Replacement hints this node's processor sent.
+    pub hints_sent: u64,
+    /// Replacement hints this node took as a home.
+    pub hints: u64,
+    /// Lists this node reclaimed because its pointer store was full.
+    pub reclaims: u64,
     /// Messages that found the protocol in a state it does not expect.
     pub protocol_errors: u64,
+}
+
+/// A node's pointer store (dynamic pointers): how many links are taken, and
+/// the lines holding lists, oldest first, for reclamation.
+#[derive(Clone, Debug, Default)]
+struct PointerStore {
+    used: u32,
+    lists: VecDeque<u64>,
 }
 
 /// One node: its directory (as home), its outstanding misses (as requester),
@@ -176,9 +277,10 @@ pub struct CohNode {
     /// The protocol's parameters.
     pub params: CohParams,
     dir: HashMap<u64, DirEntry>,
+    store: PointerStore,
     misses: HashMap<u64, Miss>,
-    /// Dirty evictions of each line whose writeback the home has not yet
-    /// acknowledged (a line can be evicted again before the first is).
+    /// Dirty evictions of each line not yet sent on by MAGIC (a line can be
+    /// evicted again before the first is).
     writebacks: HashMap<u64, u32>,
     deferred: HashMap<u64, SmallVec<[Deferred; 2]>>,
     /// The compute processor's program.
@@ -200,6 +302,15 @@ fn key(a: PAddr) -> u64 {
     a.0 / LINE_BYTES as u64
 }
 
+/// Links an entry takes in the pointer store.
+fn links(e: &DirEntry) -> u32 {
+    if e.shr_vld {
+        e.shr.len() as u32
+    } else {
+        0
+    }
+}
+
 impl CohNode {
     /// Node `id` of `nodes`, with an empty directory and an idle processor.
     pub fn new(id: NodeId, nodes: u32, params: CohParams) -> CohNode {
@@ -208,6 +319,7 @@ impl CohNode {
             nodes,
             params,
             dir: HashMap::new(),
+            store: PointerStore::default(),
             misses: HashMap::new(),
             writebacks: HashMap::new(),
             deferred: HashMap::new(),
@@ -221,12 +333,16 @@ impl CohNode {
         self.dir.get(&key(line)).cloned().unwrap_or_default()
     }
 
+    /// Links of the pointer store in use (dynamic pointers).
+    pub fn links_used(&self) -> u32 {
+        self.store.used
+    }
+
     /// The protocol's state at this node, canonically, into `out` (for the
-    /// exhaustive checker): directory entries, outstanding misses,
-    /// unacknowledged writebacks, deferred forwards and the processor's
-    /// program, each in line order with sharers as a set; no times, no
-    /// counters of work done, no NAK retry counts (a retry loop returns to
-    /// the state it left).
+    /// exhaustive checker): directory entries, outstanding misses, writebacks
+    /// not yet sent on, deferred forwards and the processor's program, each
+    /// in line order with sets sorted; no times, no counters of work done,
+    /// no NAK retry counts (a retry loop returns to the state it left).
     pub fn encode(&self, out: &mut Vec<u8>) {
         fn sorted<V>(m: &HashMap<u64, V>) -> Vec<(&u64, &V)> {
             let mut v: Vec<_> = m.iter().collect();
@@ -234,35 +350,25 @@ impl CohNode {
             v
         }
         let node = |out: &mut Vec<u8>, n: NodeId| out.extend_from_slice(&n.0.to_le_bytes());
+        let set = |out: &mut Vec<u8>, s: &directory::Sharers, ordered: bool| {
+            let mut v: Vec<NodeId> = s.iter().collect();
+            if !ordered {
+                v.sort_unstable();
+            }
+            out.push(v.len() as u8);
+            v.into_iter().for_each(|n| node(out, n));
+        };
+        // The list's order decides what a walk costs, not what it means;
+        // only dynamic pointers unlink by position.
+        let ordered = self.params.format == DirFormat::DynamicPointer;
         out.extend_from_slice(&(self.dir.len() as u32).to_le_bytes());
         for (k, e) in sorted(&self.dir) {
             out.extend_from_slice(&k.to_le_bytes());
-            match &e.state {
-                DirState::Uncached => out.push(0),
-                DirState::Shared(s) => {
-                    out.push(1);
-                    let mut v: Vec<NodeId> = s.iter().collect();
-                    v.sort_unstable();
-                    out.push(v.len() as u8);
-                    v.into_iter().for_each(|n| node(out, n));
-                }
-                DirState::Exclusive(o) => {
-                    out.push(2);
-                    node(out, *o);
-                }
-            }
-            match e.pending {
-                None => out.push(0),
-                Some(Pending::Read { requester }) => {
-                    out.push(1);
-                    node(out, requester);
-                }
-                Some(Pending::Write { requester }) => {
-                    out.push(2);
-                    node(out, requester);
-                }
-                Some(Pending::Transfer) => out.push(3),
-            }
+            out.push(e.pending as u8 | (e.local as u8) << 1 | (e.dirty as u8) << 2);
+            out.push(e.shr_vld as u8);
+            node(out, e.head.unwrap_or(NodeId(u32::MAX)));
+            set(out, &e.shr, ordered);
+            set(out, &e.inv, false);
         }
         out.extend_from_slice(&(self.misses.len() as u32).to_le_bytes());
         for (k, m) in sorted(&self.misses) {
@@ -296,18 +402,29 @@ impl CohNode {
         out.extend_from_slice(&self.stats.protocol_errors.to_le_bytes());
     }
 
-    /// Set a directory entry (for experiments preparing a starting point).
+    /// Set a directory entry (for experiments preparing a starting point;
+    /// the handlers' own updates go through [`dir_store`], which charges
+    /// them). The pointer store follows the entry's list.
     pub fn set_entry(&mut self, line: PAddr, e: DirEntry) {
+        let k = key(line);
+        let before = self.dir.get(&k).map_or(0, links);
+        let after = links(&e);
+        if self.params.format == DirFormat::DynamicPointer {
+            self.store.used = (self.store.used + after).saturating_sub(before);
+            if before == 0 && after > 0 {
+                self.store.lists.push_back(k);
+            }
+        }
         if e == DirEntry::default() {
-            self.dir.remove(&key(line));
+            self.dir.remove(&k);
         } else {
-            self.dir.insert(key(line), e);
+            self.dir.insert(k, e);
         }
     }
 
-    /// This node's processor has a miss outstanding or a writeback unfinished
-    /// for the line: its cache cannot be trusted to hold it as the directory
-    /// says until that is over.
+    /// This node's processor has a miss outstanding or a writeback not yet
+    /// sent on for the line: its cache cannot be trusted to hold it as the
+    /// directory says until that is over.
     pub(crate) fn local_busy(&self, k: u64) -> bool {
         self.misses.contains_key(&k) || self.writebacks.contains_key(&k)
     }
@@ -318,7 +435,7 @@ impl CohNode {
         self.local_busy(key(line))
     }
 
-    /// One writeback of the line is over; false if none was under way.
+    /// One writeback of the line has been sent on; false if none was due.
     fn writeback_done(&mut self, k: u64) -> bool {
         match self.writebacks.get_mut(&k) {
             Some(n) if *n > 1 => {
@@ -336,14 +453,21 @@ impl CohNode {
     /// The processor writes `line` back and drops it from its cache, as a
     /// cache instruction of the user's program does (a flush before a send
     /// or after a receive without coherence): a dirty line goes to MAGIC as
-    /// a writeback, a clean one is dropped silently. True if it was dirty.
+    /// a writeback, a clean one is dropped (with a replacement hint when
+    /// hints are on). True if it was dirty.
     pub fn flush_line(&mut self, p: &mut Processor<'_>, line: PAddr) -> bool {
         let a = canonical(self.params.placement, self.nodes, line);
-        let written = crate::processor::evict(p, a);
-        if written {
-            *self.writebacks.entry(key(a)).or_default() += 1;
+        match crate::processor::evict(p, a, self.params.hints) {
+            crate::processor::Evicted::Dirty => {
+                *self.writebacks.entry(key(a)).or_default() += 1;
+                true
+            }
+            crate::processor::Evicted::Clean => {
+                self.stats.hints_sent += 1;
+                false
+            }
+            crate::processor::Evicted::Nothing => false,
         }
-        written
     }
 
     /// Lines whose directory entries are not uncached.
@@ -397,11 +521,11 @@ impl NodeState for CohNode {
         }
         if !self.writebacks.is_empty() {
             parts.push(format!(
-                "{} unacknowledged writeback(s)",
+                "{} writeback(s) not sent on",
                 self.writebacks.len()
             ));
         }
-        let busy = self.dir.values().filter(|e| e.pending.is_some()).count();
+        let busy = self.dir.values().filter(|e| e.pending).count();
         if busy > 0 {
             parts.push(format!("{busy} directory entr(ies) still busy"));
         }
@@ -414,11 +538,17 @@ impl NodeState for CohNode {
     fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
         let placement = self.params.placement;
         let nodes = self.nodes;
-        let step = self.proc.step(p, |a| canonical(placement, nodes, a));
+        let step = self
+            .proc
+            .step(p, self.params.hints, |a| canonical(placement, nodes, a));
         // A dirty line leaves the cache now; until MAGIC has sent it home,
-        // forwards for it are answered by the home from the writeback.
-        if let Some(line) = self.proc.evicted.take() {
-            *self.writebacks.entry(key(line)).or_default() += 1;
+        // the home's own refusals and this node's forwards see it in flux.
+        match self.proc.evicted.take() {
+            Some((line, crate::processor::Evicted::Dirty)) => {
+                *self.writebacks.entry(key(line)).or_default() += 1;
+            }
+            Some((_, crate::processor::Evicted::Clean)) => self.stats.hints_sent += 1,
+            _ => {}
         }
         step
     }
@@ -488,9 +618,13 @@ fn costs<S: Coherent>(cx: &mut Cx<'_, S>) -> CoherenceCosts {
     cx.state().coh_mut().params.costs
 }
 
-/// The pointer-pool element holding sharer `n` of `line` (pointer-list format).
-fn ptr_addr(line: PAddr, n: NodeId) -> u64 {
-    PTR_POOL + ((line.line().0 * 8 + n.0 as u64) % (1 << 16)) * 8
+fn params<S: Coherent>(cx: &mut Cx<'_, S>) -> CohParams {
+    cx.state().coh_mut().params
+}
+
+/// The pointer-store link at position `at` of `line`'s list.
+fn link_addr(line: PAddr, at: usize) -> u64 {
+    LINK_BASE + ((line.line().0 * 8 + at as u64) % (1 << 16)) * 8
 }
 
 /// The MAGIC-memory address of `line`'s directory entry (what a handler
@@ -511,23 +645,50 @@ pub fn dir_load<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) -> DirEntry {
     cx.state().coh_mut().entry(line)
 }
 
-/// The pointer-list format's extra store when an entry's sharers change.
-pub(crate) fn charge_pointers<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
-    if cx.state().coh_mut().params.format == DirFormat::PointerList {
-        cx.store(ptr_addr(line, NodeId(0)));
+/// Walk `n` links of `line`'s list (dynamic pointers), charged.
+fn walk<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, n: usize) {
+    if params(cx).format != DirFormat::DynamicPointer {
+        return;
+    }
+    let c = costs(cx);
+    for at in 0..n {
+        cx.instr(c.link_walk);
+        cx.load(link_addr(line, at));
     }
 }
 
-/// Write the new entry back.
+/// Write the new entry back; with dynamic pointers, links the list took are
+/// taken from the free list and links it gave up go back to it, charged.
 pub fn dir_store<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr, e: DirEntry) {
     let c = costs(cx);
     cx.instr(c.dir_update);
     cx.store(dir_addr(line));
-    if cx.state().coh_mut().params.format == DirFormat::PointerList {
-        // Adding or freeing pointers touches the pool.
-        cx.store(ptr_addr(line, NodeId(0)));
+    if params(cx).format == DirFormat::DynamicPointer {
+        let before = links(&cx.state().coh_mut().entry(line));
+        let after = links(&e);
+        for at in before..after {
+            cx.instr(c.link_alloc);
+            cx.store(link_addr(line, at as usize));
+        }
+        for at in after..before {
+            cx.instr(c.link_free);
+            cx.store(link_addr(line, at as usize));
+        }
     }
     cx.state().coh_mut().set_entry(line, e);
+}
+
+/// The entry's store is being written outside the handlers' own steps
+/// (a coherence mode's plan dropping every copy): the list's links go back.
+pub(crate) fn charge_pointers<S: Coherent>(cx: &mut Cx<'_, S>, line: PAddr) {
+    let n = links(&cx.state().coh_mut().entry(line));
+    if params(cx).format == DirFormat::DynamicPointer {
+        let c = costs(cx);
+        for at in 0..n {
+            cx.instr(c.link_free);
+            cx.store(link_addr(line, at as usize));
+        }
+    }
 }
 
 fn send<S: Coherent>(cx: &mut Cx<'_, S>, m: Msg, data: Option<BufId>) {
@@ -538,7 +699,7 @@ fn send<S: Coherent>(cx: &mut Cx<'_, S>, m: Msg, data: Option<BufId>) {
     }
 }
 
-/// What the home grants a requester.
+/// What a reply grants a requester.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Grant {
     /// A shared copy, with the line.
@@ -568,7 +729,8 @@ fn unexpected<T: Coherent>(cx: &mut Cx<'_, T>) {
     cx.state().coh_mut().stats.protocol_errors += 1;
 }
 
-/// A miss from this node's processor.
+/// PI_Remote_Get, PI_Remote_GetX, PI_Local_*: a miss from this node's
+/// processor.
 fn pi_miss<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
@@ -601,7 +763,7 @@ fn pi_miss<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     }
 }
 
-/// A request at the home.
+/// NI_Local_Get_*, NI_Local_GetX_*: a request at the home.
 fn home_request<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
@@ -614,24 +776,44 @@ fn home_request<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
 /// The home's part of a request from `r` (this node or another).
 fn serve_request<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId, req: Req) {
     let me = cx.node();
+    let p = params(cx);
     let e = dir_load(cx, line);
-    let (mut next, decision) = directory::on_request(&e, me, r, req);
-    if cx.state().coh().params.inject == Some(Bug::ForgetPending) {
-        next.pending = None;
-    }
+    let hp = HomeProc {
+        exclusive: e.dirty && e.local && !cx.state().coh_mut().local_busy(key(line)),
+    };
+    let (mut next, outcome) = directory::on_request(&e, me, r, req, hp, p.acks);
+    let (exclusive, data, mut invalidate, invalidate_local) = match outcome {
+        Outcome::Nak => return refuse(cx, r, line),
+        Outcome::Forward { owner } => {
+            if p.inject == Some(Bug::ForgetPending) {
+                next.pending = false;
+            }
+            dir_store(cx, line, next);
+            cx.state().coh_mut().stats.forwards += 1;
+            let fwd = if req.exclusive() {
+                CohMsg::FwdGetX { requester: r }
+            } else {
+                CohMsg::FwdGet { requester: r }
+            };
+            let f = cx.msg(fwd).to(owner).addr(line);
+            return send(cx, f, None);
+        }
+        Outcome::Answer {
+            exclusive,
+            data,
+            invalidate,
+            invalidate_local,
+        } => (exclusive, data, invalidate, invalidate_local),
+    };
     // Claim the data buffer before committing the entry: without one, the
     // request is refused like a busy entry.
-    let needs_buf = matches!(
-        decision,
-        Decision::Memory { data: true, .. } | Decision::LocalOwner { .. }
-    );
     let spec = cx.speculative_read();
-    let buf = match (needs_buf, spec) {
-        (false, _) => None,
-        (true, Some((b, _))) => Some(b),
-        (true, None) => match cx.alloc_buffer() {
+    let buf = match (data, spec) {
+        (Source::None, _) => None,
+        (Source::Memory, Some((b, _))) => Some(b),
+        (_, _) => match cx.alloc_buffer() {
             Some(b) => {
-                if !matches!(decision, Decision::LocalOwner { .. }) {
+                if data == Source::Memory {
                     let c = costs(cx);
                     cx.instr(c.issue);
                     let _ = cx.mem_read(line, b);
@@ -641,107 +823,126 @@ fn serve_request<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId, req: R
             None => None,
         },
     };
-    if let (Some((b, _)), false) = (spec, needs_buf) {
-        let _ = cx.free_buffer(b);
+    if let Some((b, _)) = spec {
+        if buf != Some(b) {
+            let _ = cx.free_buffer(b);
+        }
     }
-    // Our own processor owns the line but does not hold it yet (its fill is
-    // crossing the processor interface) or no longer (its writeback is still
-    // in the processor-interface queue): refuse until that is over.
-    let k = key(line);
-    let evicting =
-        matches!(decision, Decision::LocalOwner { .. }) && cx.state().coh_mut().local_busy(k);
-    if decision == Decision::Nak || (needs_buf && buf.is_none()) || evicting {
+    if data != Source::None && buf.is_none() {
+        return refuse(cx, r, line);
+    }
+    // A further sharer needs a link: a full store is made room in first,
+    // and when the room is made by reclaiming this very line, the request
+    // waits like one at a busy entry.
+    if links(&next) > links(&e) && !make_room(cx, line) {
         if let Some(b) = buf {
             let _ = cx.free_buffer(b);
         }
-        refuse(cx, r, line);
-        return;
+        return refuse(cx, r, line);
     }
-    match decision {
-        // Refused above.
-        Decision::Nak => {}
-        Decision::Memory {
-            exclusive,
-            data,
-            invalidate,
-        } => {
-            dir_store(cx, line, next);
-            let mut remote = 0u32;
-            let mut invalidate = invalidate;
-            if cx.state().coh().params.inject == Some(Bug::SkipInvalidation) {
-                invalidate.pop();
-            }
-            for t in invalidate {
-                let c = costs(cx);
-                cx.instr(c.per_target);
-                if cx.state().coh_mut().params.format == DirFormat::PointerList {
-                    cx.load(ptr_addr(line, t));
-                }
-                cx.state().coh_mut().stats.invalidations += 1;
-                if t == me {
-                    invalidate_local(cx, line);
-                } else {
-                    remote += 1;
-                    let inv = cx.msg(CohMsg::Inval { requester: r }).to(t).addr(line);
-                    send(cx, inv, None);
-                }
-            }
-            let grant = match (exclusive, data) {
-                (false, _) => Grant::Shared,
-                (true, true) => Grant::Exclusive,
-                (true, false) => Grant::Upgrade,
-            };
-            answer(cx, line, r, grant, remote, buf);
+    if p.inject == Some(Bug::EarlyRelease) {
+        next.pending = false;
+    }
+    if p.inject == Some(Bug::SkipInvalidation) {
+        if let Some(t) = invalidate.pop() {
+            next.inv.remove(t);
+            next.pending = next.pending && !next.inv.is_empty();
         }
-        Decision::LocalOwner { exclusive } => {
-            // Claimed above: a refusal without one returned.
-            let Some(b) = buf else {
-                return unexpected(cx);
-            };
-            dir_store(cx, line, next);
-            let c = costs(cx);
+    }
+    dir_store(cx, line, next);
+    let collector = if p.acks == Acks::Home { me } else { r };
+    walk(cx, line, invalidate.len().saturating_sub(1));
+    for &t in &invalidate {
+        let c = costs(cx);
+        cx.instr(c.per_target);
+        cx.state().coh_mut().stats.invalidations += 1;
+        let inv = cx.msg(CohMsg::Inval { collector }).to(t).addr(line);
+        send(cx, inv, None);
+    }
+    if invalidate_local {
+        cx.state().coh_mut().stats.invalidations += 1;
+        invalidate_local_copy(cx, line);
+    }
+    if data == Source::Local {
+        let Some(b) = buf else {
+            return unexpected(cx);
+        };
+        let c = costs(cx);
+        cx.instr(c.issue);
+        let keep = if exclusive {
+            LineState::Uncached
+        } else {
+            LineState::Clean
+        };
+        match cx.pc_get(line, Some(b), keep) {
+            Ok(iv) => {
+                // The line comes back whole before the handler goes on.
+                cx.wait_until(iv.done);
+                if iv.state != LineState::Dirty {
+                    cx.state().coh_mut().stats.protocol_errors += 1;
+                }
+            }
+            Err(_) => cx.state().coh_mut().stats.protocol_errors += 1,
+        }
+        if !exclusive {
             cx.instr(c.issue);
-            let keep = if exclusive {
-                LineState::Uncached
-            } else {
-                LineState::Clean
-            };
-            match cx.pc_get(line, Some(b), keep) {
-                Ok(iv) => {
-                    // The line comes back whole before the handler goes on.
-                    cx.wait_until(iv.done);
-                    if iv.state != LineState::Dirty {
-                        cx.state().coh_mut().stats.protocol_errors += 1;
-                    }
-                }
-                Err(_) => cx.state().coh_mut().stats.protocol_errors += 1,
-            }
-            if !exclusive {
-                cx.instr(c.issue);
-                let _ = cx.mem_write(line, b);
-            }
-            let grant = if exclusive {
-                Grant::Exclusive
-            } else {
-                Grant::Shared
-            };
-            answer(cx, line, r, grant, 0, Some(b));
+            let _ = cx.mem_write(line, b);
         }
-        Decision::Forward { owner, exclusive } => {
-            dir_store(cx, line, next);
-            cx.state().coh_mut().stats.forwards += 1;
-            let fwd = if exclusive {
-                CohMsg::FwdGetX { requester: r }
-            } else {
-                CohMsg::FwdGet { requester: r }
-            };
-            let f = cx.msg(fwd).to(owner).addr(line);
-            send(cx, f, None);
+    }
+    let grant = match (exclusive, data) {
+        (false, _) => Grant::Shared,
+        (true, Source::None) => Grant::Upgrade,
+        (true, _) => Grant::Exclusive,
+    };
+    let acks = if p.acks == Acks::Requester {
+        invalidate.len() as u32
+    } else {
+        0
+    };
+    answer(cx, line, r, grant, acks, buf);
+}
+
+/// Make room for one more link in the pointer store (dynamic pointers): a
+/// full store reclaims the list held longest, invalidating its copies.
+/// False when the list reclaimed is `line`'s own.
+fn make_room<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) -> bool {
+    let p = params(cx);
+    if p.format != DirFormat::DynamicPointer || cx.state().coh_mut().store.used < p.pointer_store {
+        return true;
+    }
+    let c = costs(cx);
+    loop {
+        cx.instr(c.reclaim);
+        let Some(k) = cx.state().coh_mut().store.lists.pop_front() else {
+            // The store is full but no list holds a link: cannot happen.
+            unexpected(cx);
+            return true;
+        };
+        let victim = PAddr(k * LINE_BYTES as u64);
+        let mut e = dir_load(cx, victim);
+        if links(&e) == 0 || e.pending {
+            continue;
         }
+        cx.state().coh_mut().stats.reclaims += 1;
+        let (targets, local) = directory::reclaim(&mut e);
+        dir_store(cx, victim, e);
+        let me = cx.node();
+        walk(cx, victim, targets.len().saturating_sub(1));
+        for t in targets {
+            cx.instr(c.per_target);
+            cx.state().coh_mut().stats.invalidations += 1;
+            let inv = cx.msg(CohMsg::Inval { collector: me }).to(t).addr(victim);
+            send(cx, inv, None);
+        }
+        if local {
+            invalidate_local_copy(cx, victim);
+        }
+        return victim != line;
     }
 }
 
-/// Refuse a request for `line`: the requester tries again.
+/// NI_Local_Get_Nak, NI_Local_GetX_Nak: refuse a request for `line`; the
+/// requester tries again.
 fn refuse<T: Coherent>(cx: &mut Cx<'_, T>, r: NodeId, line: PAddr) {
     cx.state().coh_mut().stats.naks += 1;
     let me = cx.node();
@@ -778,7 +979,8 @@ fn answer<T: Coherent>(
 }
 
 /// Invalidate this node's processor's copy (clean: the directory said shared).
-fn invalidate_local<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
+/// A read waiting for the line uses its data once without keeping it.
+fn invalidate_local_copy<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     let c = costs(cx);
     cx.instr(c.issue);
     if let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(line)) {
@@ -792,7 +994,9 @@ fn invalidate_local<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     }
 }
 
-/// PUT, PUTX or UPGRADE_ACK at the requester.
+/// NI_Remote_Put, NI_Remote_PutX, NI_Local_Put, NI_Local_PutXAcksDone: PUT,
+/// PUTX or UPGRADE_ACK at the requester (the home, for its own processor's
+/// request answered by a remote owner).
 fn reply<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
@@ -802,7 +1006,21 @@ fn reply<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
         _ => return unexpected(cx),
     };
     let buf = cx.take_msg_buffer();
-    got_reply(cx, m.addr, exclusive, acks, buf);
+    let line = m.addr;
+    if line.node() == cx.node() {
+        let mut e = dir_load(cx, line);
+        if exclusive {
+            directory::on_local_putx(&mut e);
+        } else {
+            directory::on_local_put(&mut e);
+            if let Some(b) = buf {
+                cx.instr(c.issue);
+                let _ = cx.mem_write(line, b);
+            }
+        }
+        dir_store(cx, line, e);
+    }
+    got_reply(cx, line, exclusive, acks, buf);
 }
 
 fn got_reply<T: Coherent>(
@@ -829,34 +1047,37 @@ fn got_reply<T: Coherent>(
     try_complete(cx, line);
 }
 
-/// An invalidation acknowledgement at the requester.
+/// NI_InvAck: an invalidation acknowledgement, at the home collecting them
+/// or (acknowledgements to the requester) at the writer.
 fn inval_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
-    cx.instr(c.decode + c.record);
-    cx.load(miss_addr(m.addr));
-    cx.store(miss_addr(m.addr));
-    match cx.state().coh_mut().misses.get_mut(&key(m.addr)) {
-        Some(miss) => miss.acks_got += 1,
-        None => {
-            cx.state().coh_mut().stats.protocol_errors += 1;
-            return;
+    cx.instr(c.decode);
+    let line = m.addr;
+    if line.node() == cx.node() {
+        let mut e = dir_load(cx, line);
+        if e.collecting() && e.inv.contains(m.src) {
+            directory::on_inv_ack(&mut e, m.src);
+            return dir_store(cx, line, e);
         }
     }
-    try_complete(cx, m.addr);
+    cx.instr(c.record);
+    cx.load(miss_addr(line));
+    cx.store(miss_addr(line));
+    match cx.state().coh_mut().misses.get_mut(&key(line)) {
+        Some(miss) => miss.acks_got += 1,
+        None => return unexpected(cx),
+    }
+    try_complete(cx, line);
 }
 
-/// Hand the processor its line once the reply and every acknowledgement are in.
+/// Hand the processor its line once the reply and every acknowledgement
+/// it waits for are in.
 fn try_complete<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     let k = key(line);
-    let early = cx.state().coh().params.inject == Some(Bug::EarlyFill);
     let Some(miss) = cx.state().coh_mut().misses.get_mut(&k) else {
         return;
     };
-    if miss.filling
-        || miss
-            .acks_needed
-            .is_none_or(|n| n != miss.acks_got && !early)
-    {
+    if miss.filling || miss.acks_needed != Some(miss.acks_got) {
         return;
     }
     // The record stays until the processor has the line (see
@@ -871,7 +1092,7 @@ fn try_complete<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
     }
 }
 
-/// A NAK at the requester: ask again.
+/// NI_Nak: a NAK at the requester: ask again.
 fn nak<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
@@ -884,11 +1105,18 @@ fn nak<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     let s = &mut cx.state().coh_mut().stats;
     s.retries += 1;
     s.max_retries = s.max_retries.max(retries);
-    let r = cx.msg(CohMsg::request(req)).to(m.addr.node()).addr(m.addr);
+    let line = m.addr;
+    if line.node() == cx.node() {
+        // The home's own processor's request, refused by a remote owner:
+        // the home asks again for it.
+        return serve_request(cx, line, cx.node(), req);
+    }
+    let r = cx.msg(CohMsg::request(req)).to(line.node()).addr(line);
     send(cx, r, None);
 }
 
-/// A forwarded request at the (presumed) owner.
+/// NI_Remote_Get_*, NI_Remote_GetX_*: a forwarded request at the (presumed)
+/// owner.
 fn owner_forward<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
@@ -907,22 +1135,39 @@ fn owner_forward<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     );
 }
 
+/// NI_Remote_Get_Nak, NI_Remote_GetX_Nak: the owner cannot serve a forward:
+/// the requester asks again and the home's entry is free.
+fn owner_refuse<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, r: NodeId) {
+    cx.state().coh_mut().stats.owner_naks += 1;
+    let n = cx.msg(CohMsg::Nak).to(r).addr(line);
+    send(cx, n, None);
+    let clear = cx.msg(CohMsg::NakClear).to(line.node()).addr(line);
+    send(cx, clear, None);
+}
+
 /// Serve forward `f` at the owner: the line goes from its processor's cache
-/// to the requester (and, for a read, to the home).
+/// to the requester (and, for a read by another node, to the home).
 fn serve_forward<T: Coherent>(cx: &mut Cx<'_, T>, f: Deferred) {
     let line = f.msg.addr;
     let k = key(line);
     let r = f.requester;
-    if cx.state().coh_mut().writebacks.contains_key(&k) {
-        // Our writeback crossed it; the home answers from the written-back line.
-        cx.state().coh_mut().stats.forwards_dropped += 1;
-        return;
+    if let Some(miss) = cx.state().coh_mut().misses.get(&k) {
+        // Our own reply has not been used yet. Deferral waits only for a
+        // reply that is in (its acknowledgements or the fill still to
+        // come): before it, the forward cannot be told from one for a line
+        // this node has written back since, which the home no longer
+        // counts on.
+        let reply_in = miss.acks_needed.is_some();
+        if reply_in && params(cx).forwards == Forwards::Defer {
+            cx.state().coh_mut().stats.deferred += 1;
+            cx.state().coh_mut().deferred.entry(k).or_default().push(f);
+            return;
+        }
+        return owner_refuse(cx, line, r);
     }
-    if cx.state().coh_mut().misses.contains_key(&k) {
-        // Our own fill is still on its way: serve it once the processor has it.
-        cx.state().coh_mut().stats.deferred += 1;
-        cx.state().coh_mut().deferred.entry(k).or_default().push(f);
-        return;
+    if cx.state().coh_mut().writebacks.contains_key(&k) {
+        // The line left the cache; its writeback is on its way.
+        return owner_refuse(cx, line, r);
     }
     let Some(b) = cx.alloc_buffer() else {
         if cx.reschedule(f.msg).is_err() {
@@ -940,45 +1185,59 @@ fn serve_forward<T: Coherent>(cx: &mut Cx<'_, T>, f: Deferred) {
     match cx.pc_get(line, Some(b), keep) {
         Ok(iv) if iv.state == LineState::Dirty => cx.wait_until(iv.done),
         _ => {
-            cx.state().coh_mut().stats.protocol_errors += 1;
             let _ = cx.free_buffer(b);
-            return;
+            return owner_refuse(cx, line, r);
         }
     }
     let home = line.node();
     if f.exclusive {
         let d = cx.msg(CohMsg::PutX { acks: 0 }).to(r).addr(line);
         send(cx, d, Some(b));
-        let t = cx.msg(CohMsg::Transfer).to(home).addr(line);
-        send(cx, t, None);
-    } else {
-        // The reader and the home each get the line.
-        let copy = cx.alloc_buffer();
+        if r != home {
+            let t = cx
+                .msg(CohMsg::ForwardAck { requester: r })
+                .to(home)
+                .addr(line);
+            send(cx, t, None);
+        }
+        return;
+    }
+    if r == home {
+        // The home is the reader: its reply is the only message.
         let d = cx.msg(CohMsg::Put { acks: 0 }).to(r).addr(line);
-        match copy {
-            Some(b2) => {
-                let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
-                if let Some(x) = cx.buffer_mut(b2) {
-                    *x = bytes;
-                }
-                let issue = costs(cx).issue;
-                cx.instr(issue);
-                send(cx, d, Some(b));
-                let w = cx
-                    .msg(CohMsg::SharingWriteback { answer: false })
-                    .to(home)
-                    .addr(line);
-                send(cx, w, Some(b2));
+        return send(cx, d, Some(b));
+    }
+    // The reader and the home each get the line.
+    let d = cx.msg(CohMsg::Put { acks: 0 }).to(r).addr(line);
+    match cx.alloc_buffer() {
+        Some(b2) => {
+            let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
+            if let Some(x) = cx.buffer_mut(b2) {
+                *x = bytes;
             }
-            None => {
-                // No second buffer: the home gets the line first and answers
-                // the reader from memory.
-                let w = cx
-                    .msg(CohMsg::SharingWriteback { answer: true })
-                    .to(home)
-                    .addr(line);
-                send(cx, w, Some(b));
-            }
+            let issue = costs(cx).issue;
+            cx.instr(issue);
+            send(cx, d, Some(b));
+            let w = cx
+                .msg(CohMsg::SharingWriteback {
+                    requester: r,
+                    answer: false,
+                })
+                .to(home)
+                .addr(line);
+            send(cx, w, Some(b2));
+        }
+        None => {
+            // No second buffer: the home gets the line first and answers
+            // the reader from memory.
+            let w = cx
+                .msg(CohMsg::SharingWriteback {
+                    requester: r,
+                    answer: true,
+                })
+                .to(home)
+                .addr(line);
+            send(cx, w, Some(b));
         }
     }
 }
@@ -998,125 +1257,137 @@ fn pi_resume<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
     }
 }
 
-/// An invalidation at a sharer.
+/// NI_Inv: an invalidation at a sharer.
 fn invalidate<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let CohMsg::Inval { requester } = msg else {
+    let CohMsg::Inval { collector } = msg else {
         return unexpected(cx);
     };
-    invalidate_local(cx, m.addr);
-    let a = cx.msg(CohMsg::InvAck).to(requester).addr(m.addr);
+    invalidate_local_copy(cx, m.addr);
+    let a = cx.msg(CohMsg::InvAck).to(collector).addr(m.addr);
     send(cx, a, None);
 }
 
-/// The owner kept a clean copy: memory gets the line, the entry is shared.
+/// NI_ShWb: the owner kept a clean copy and answered the reader: memory gets
+/// the line, the reader joins the sharers.
 fn sharing_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let answer_reader = matches!(msg, CohMsg::SharingWriteback { answer: true });
-    let line = m.addr;
-    let e = dir_load(cx, line);
-    let next = directory::on_sharing_writeback(&e, m.src);
-    let requester = match e.pending {
-        Some(directory::Pending::Read { requester }) => Some(requester),
-        _ => None,
+    let CohMsg::SharingWriteback { requester, answer } = msg else {
+        return unexpected(cx);
     };
-    if next == e {
+    let line = m.addr;
+    let mut e = dir_load(cx, line);
+    if !e.pending {
         cx.state().coh_mut().stats.protocol_errors += 1;
     }
-    dir_store(cx, line, next);
+    directory::on_sharing_writeback(&mut e, requester);
+    make_room(cx, line);
+    dir_store(cx, line, e);
     if let Some(b) = cx.take_msg_buffer() {
         cx.instr(c.issue);
         let _ = cx.mem_write(line, b);
-        match (answer_reader, requester) {
+        if answer {
             // The owner had no second buffer: answer the reader from here.
-            (true, Some(r)) => answer(cx, line, r, Grant::Shared, 0, Some(b)),
-            _ => {
-                let _ = cx.free_buffer(b);
-            }
-        }
-    }
-}
-
-/// The owner handed the line to the writer.
-fn transfer<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
-    let c = costs(cx);
-    cx.instr(c.decode);
-    let e = dir_load(cx, m.addr);
-    let next = directory::on_ownership_transfer(&e);
-    if next == e {
-        cx.state().coh_mut().stats.protocol_errors += 1;
-    }
-    dir_store(cx, m.addr, next);
-}
-
-/// This node's processor writes a dirty line back.
-fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
-    let c = costs(cx);
-    cx.instr(c.decode);
-    let line = m.addr;
-    let me = cx.node();
-    if line.node() == me {
-        cx.state().coh_mut().writeback_done(key(line));
-        write_back(cx, line, me);
-    } else {
-        let b = cx.take_msg_buffer();
-        let w = cx.msg(CohMsg::Writeback).to(line.node()).addr(line);
-        send(cx, w, b);
-    }
-}
-
-/// A writeback at the home.
-fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
-    let c = costs(cx);
-    cx.instr(c.decode);
-    write_back(cx, m.addr, m.src);
-    let a = cx.msg(CohMsg::WritebackAck).to(m.src).addr(m.addr);
-    send(cx, a, None);
-}
-
-/// The home takes `from`'s writeback of `line` (in the message's buffer).
-fn write_back<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr, from: NodeId) {
-    let e = dir_load(cx, line);
-    let (next, d) = directory::on_writeback(&e, from);
-    let Some(b) = cx.take_msg_buffer() else {
-        cx.state().coh_mut().stats.protocol_errors += 1;
-        return;
-    };
-    if d == WbDecision::Stale {
-        cx.state().coh_mut().stats.protocol_errors += 1;
-        let _ = cx.free_buffer(b);
-        return;
-    }
-    dir_store(cx, line, next);
-    let c = costs(cx);
-    cx.instr(c.issue);
-    let _ = cx.mem_write(line, b);
-    match d {
-        WbDecision::Answer {
-            requester,
-            exclusive,
-        } => {
-            let grant = if exclusive {
-                Grant::Exclusive
-            } else {
-                Grant::Shared
-            };
-            answer(cx, line, requester, grant, 0, Some(b));
-        }
-        _ => {
+            self::answer(cx, line, requester, Grant::Shared, 0, Some(b));
+        } else {
             let _ = cx.free_buffer(b);
         }
     }
 }
 
-/// The home has this node's writeback.
-fn writeback_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+/// NI_FAck: the owner handed the line to the writer.
+fn forward_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
     let c = costs(cx);
     cx.instr(c.decode);
-    if !cx.state().coh_mut().writeback_done(key(m.addr)) {
+    let CohMsg::ForwardAck { requester } = msg else {
+        return unexpected(cx);
+    };
+    let mut e = dir_load(cx, m.addr);
+    if !e.pending {
         cx.state().coh_mut().stats.protocol_errors += 1;
+    }
+    directory::on_forward_ack(&mut e, requester);
+    dir_store(cx, m.addr, e);
+}
+
+/// NI_Nak_Clear: the owner refused a forward; the entry is free again.
+fn nak_clear<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let mut e = dir_load(cx, m.addr);
+    directory::on_nak_clear(&mut e);
+    dir_store(cx, m.addr, e);
+}
+
+/// PI_Remote_PutX, PI_Local_PutX: this node's processor writes a dirty
+/// line back.
+fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    let me = cx.node();
+    cx.state().coh_mut().writeback_done(key(line));
+    let Some(b) = cx.take_msg_buffer() else {
+        return unexpected(cx);
+    };
+    if line.node() == me {
+        let mut e = dir_load(cx, line);
+        directory::on_local_writeback(&mut e);
+        dir_store(cx, line, e);
+        cx.instr(c.issue);
+        let _ = cx.mem_write(line, b);
+        let _ = cx.free_buffer(b);
+    } else {
+        let w = cx.msg(CohMsg::Writeback).to(line.node()).addr(line);
+        send(cx, w, Some(b));
+    }
+}
+
+/// NI_Wb: a writeback at the home.
+fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    let Some(b) = cx.take_msg_buffer() else {
+        return unexpected(cx);
+    };
+    let mut e = dir_load(cx, line);
+    directory::on_writeback(&mut e);
+    dir_store(cx, line, e);
+    cx.instr(c.issue);
+    let _ = cx.mem_write(line, b);
+    let _ = cx.free_buffer(b);
+}
+
+/// PI_Remote_Replace, PI_Local_Replace: this node's processor dropped a
+/// clean copy.
+fn pi_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    if line.node() == cx.node() {
+        let mut e = dir_load(cx, line);
+        directory::on_local_replace(&mut e);
+        dir_store(cx, line, e);
+    } else {
+        let h = cx.msg(CohMsg::Replace).to(line.node()).addr(line);
+        send(cx, h, None);
+    }
+}
+
+/// NI_Replace: a replacement hint at the home.
+fn home_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+    let c = costs(cx);
+    cx.instr(c.decode);
+    let line = m.addr;
+    cx.state().coh_mut().stats.hints += 1;
+    let mut e = dir_load(cx, line);
+    let format = params(cx).format;
+    if let Some(at) = directory::on_replace(&mut e, m.src, format) {
+        walk(cx, line, at);
+        dir_store(cx, line, e);
     }
 }
 
@@ -1136,6 +1407,8 @@ pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) 
     }
     let h = b.handler("pi_writeback", pi_writeback::<T>);
     b.route(CohKind::PiWriteback, n, h);
+    let h = b.handler("pi_replace", pi_replace::<T>);
+    b.route(CohKind::PiReplace, n, h);
     let h = b.handler("pi_resume", pi_resume::<T>);
     b.route(CohKind::PiResume, n, h);
     let h = b.handler("home_request", home_request::<T>);
@@ -1144,12 +1417,12 @@ pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) 
     }
     let h = b.handler("home_writeback", home_writeback::<T>);
     b.route(CohKind::Writeback, n, h);
+    let h = b.handler("home_replace", home_replace::<T>);
+    b.route(CohKind::Replace, n, h);
     let h = b.handler("owner_forward", owner_forward::<T>);
     b.route(CohKind::FwdGet, n, h).route(CohKind::FwdGetX, n, h);
     let h = b.handler("invalidate", invalidate::<T>);
     b.route(CohKind::Inval, n, h);
-    let h = b.handler("writeback_ack", writeback_ack::<T>);
-    b.route(CohKind::WritebackAck, n, h);
     let h = b.handler("reply", reply::<T>);
     b.route(CohKind::Put, n, h)
         .route(CohKind::PutX, n, h)
@@ -1158,10 +1431,12 @@ pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) 
     b.route(CohKind::InvAck, n, h);
     let h = b.handler("nak", nak::<T>);
     b.route(CohKind::Nak, n, h);
+    let h = b.handler("nak_clear", nak_clear::<T>);
+    b.route(CohKind::NakClear, n, h);
     let h = b.handler("sharing_writeback", sharing_writeback::<T>);
     b.route(CohKind::SharingWriteback, n, h);
-    let h = b.handler("transfer", transfer::<T>);
-    b.route(CohKind::Transfer, n, h);
+    let h = b.handler("forward_ack", forward_ack::<T>);
+    b.route(CohKind::ForwardAck, n, h);
 }
 
 /// The coherence protocol as a unit: its messages ([`CohMsg`]), handlers,
@@ -1199,6 +1474,9 @@ impl Protocol for Coherence {
     /// acknowledgements; the inbox may need another for a data reply at the
     /// head of the same queue, so one buffer could deadlock the node.
     fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
+        self.params
+            .validate()
+            .map_err(|e| BuildError::Protocol(e.to_string()))?;
         if params.data_buffers < 2 {
             return Err(BuildError::Protocol(format!(
                 "the coherence protocol needs at least 2 data buffers per node (got {})",
@@ -1231,7 +1509,6 @@ pub fn place<S: Coherent>(
     memory: [u8; LINE_BYTES],
     cached: [u8; LINE_BYTES],
 ) -> Result<(), crate::Error> {
-    use magic::OutOfRange;
     let nodes = m.nodes();
     let line = PAddr(line.with_region(Region::Normal).0 & !(LINE_BYTES as u64 - 1));
     let home = line.node();
@@ -1265,25 +1542,24 @@ pub fn place<S: Coherent>(
         )
         .into());
     }
-    let mut sharers = directory::Sharers::default();
+    let mut remote = Vec::new();
+    let mut local = false;
     for &(n, st) in copies {
         m.pcache_mut(n).set(line, st, cached);
         if st == LineState::Clean {
-            sharers.add(n);
+            if n == home {
+                local = true;
+            } else {
+                remote.push(n);
+            }
         }
     }
     m.memory_mut(home).store_line(line.line(), &memory);
-    let state = match (dirty.first(), sharers.is_empty()) {
-        (Some(&&(n, _)), _) => directory::DirState::Exclusive(n),
-        (None, false) => directory::DirState::Shared(sharers),
-        (None, true) => directory::DirState::Uncached,
+    let entry = match dirty.first() {
+        Some(&&(n, _)) if n == home => DirEntry::local_owner(),
+        Some(&&(n, _)) => DirEntry::remote_owner(n),
+        None => DirEntry::shared(local, &remote),
     };
-    m.state_mut(home).coh_mut().set_entry(
-        line,
-        DirEntry {
-            state,
-            pending: None,
-        },
-    );
+    m.state_mut(home).coh_mut().set_entry(line, entry);
     Ok(())
 }

@@ -48,15 +48,15 @@ fn mixed_workload_on_four_nodes() {
         let misses = p.results.iter().filter(|r| !r.hit).count();
         writeln!(
             out,
-            "node {n}: ops {:>2}  misses {:>2}  naks {}  retries {}  invalidations {}  forwards {}  deferred {}  forwards dropped {}",
+            "node {n}: ops {:>2}  misses {:>2}  naks {}  retries {}  invalidations {}  forwards {}  owner naks {}  hints {}",
             p.results.len(),
             misses,
             s.naks,
             s.retries,
             s.invalidations,
             s.forwards,
-            s.deferred,
-            s.forwards_dropped
+            s.owner_naks,
+            s.hints
         )
         .unwrap();
     }

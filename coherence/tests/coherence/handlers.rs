@@ -31,7 +31,7 @@ fn the_home_answers_a_read_of_an_uncached_line_from_memory() {
     assert_eq!(bench.decode(&put.msg), Ok(CohMsg::Put { acks: 0 }));
     let e = bench.machine().state(NodeId(1)).entry(line(1));
     assert_eq!(
-        e.state,
+        e.state(NodeId(1)),
         DirState::Shared(coherence::Sharers::one(NodeId(0)))
     );
 }
@@ -42,7 +42,7 @@ fn a_sharer_drops_its_copy_and_acknowledges_to_the_requester() {
     let copies = [(NodeId(1), LineState::Clean)];
     protocol::place(bench.machine(), line(2), &copies, [1; 128], [1; 128]).unwrap();
     let inval = CohMsg::Inval {
-        requester: NodeId(0),
+        collector: NodeId(0),
     };
     let m = bench.msg(NodeId(2), inval).addr(line(2));
     let shot = bench.inject(NodeId(1), m).unwrap();

@@ -13,7 +13,7 @@ const TARGETS: [(Case, f64); 3] = [
 ];
 
 #[test]
-fn read_miss_latencies_are_within_ten_percent_of_flash() {
+fn read_miss_latencies_are_within_five_percent_of_flash() {
     for (case, target) in TARGETS {
         let r = miss::run(case, MagicParams::default(), CohParams::default()).unwrap();
         assert_eq!(

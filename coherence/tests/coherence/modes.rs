@@ -148,11 +148,8 @@ fn local_coherence_sends_the_dirty_bytes_and_the_receiver_sees_them() {
 
 #[test]
 fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
-    use coherence::directory::{DirEntry, DirState};
-    let e = DirEntry {
-        state: DirState::Exclusive(NodeId(2)),
-        pending: None,
-    };
+    use coherence::directory::DirEntry;
+    let e = DirEntry::remote_owner(NodeId(2));
     let err = modes::plan_send(Mode::Local, NodeId(0), src(), Some(&e)).unwrap_err();
     assert!(matches!(err, ModeError::OutsideLocal { .. }), "{err:?}");
     let plan = modes::plan_send(Mode::Global, NodeId(0), src(), Some(&e)).unwrap();
@@ -170,12 +167,7 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
         &[modes::Action::RemoteHome { home: NodeId(3) }]
     );
     // Remote sharers at the receiver: global invalidates them, then writes.
-    let mut s = coherence::Sharers::one(NodeId(0));
-    s.add(NodeId(2));
-    let e = DirEntry {
-        state: DirState::Shared(s),
-        pending: None,
-    };
+    let e = DirEntry::shared(true, &[NodeId(2)]);
     let plan = modes::plan_receive(Mode::Global, NodeId(0), src(), Some(&e)).unwrap();
     assert_eq!(
         plan.as_slice(),
@@ -286,7 +278,7 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
     while let Some(t) = m.step() {
         // The entry already says exclusive but the fill is still crossing.
         let exclusive = matches!(
-            m.state(NodeId(0)).entry(src()).state,
+            m.state(NodeId(0)).entry(src()).state(NodeId(0)),
             coherence::DirState::Exclusive(_)
         );
         if !posted && exclusive && m.pcache(NodeId(0)).state(src()) == LineState::Uncached {
@@ -315,7 +307,7 @@ fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
     let mut posted = false;
     while let Some(t) = m.step() {
         let shared = matches!(
-            m.state(NodeId(1)).entry(dst()).state,
+            m.state(NodeId(1)).entry(dst()).state(NodeId(1)),
             coherence::DirState::Shared(_)
         );
         if !posted && shared && m.pcache(NodeId(1)).state(dst()) == LineState::Uncached {

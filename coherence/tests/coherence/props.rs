@@ -5,7 +5,9 @@
 //! directory agrees with the caches when the machine is quiet.
 
 use coherence::check;
+use coherence::directory::Acks;
 use coherence::directory::DirState;
+use coherence::protocol::Forwards;
 use coherence::protocol::{self, canonical};
 use coherence::{Access, CohParams, DirFormat, Placement};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, PAddr, Region};
@@ -54,7 +56,9 @@ impl fmt::Debug for Step {
 struct Case {
     nodes: u8,
     placement: Placement,
-    format: DirFormat,
+    /// The protocol's options: directory format, pointer store (small, so
+    /// that reclamation happens), acknowledgements, hints, forwards.
+    coh: CohParams,
     /// MAGIC data buffers: few of them exercise the refusal paths.
     buffers: u8,
     starts: Vec<u8>,
@@ -62,7 +66,40 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (2u8..=4, any::<bool>(), any::<bool>()).prop_flat_map(|(nodes, inter, ptr)| {
+    let options = (
+        any::<bool>(),
+        1u32..=4,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    (2u8..=4, any::<bool>(), options).prop_flat_map(|(nodes, inter, opts)| {
+        let (ptr, store, requester, silent, defer) = opts;
+        let coh = CohParams {
+            placement: if inter {
+                Placement::Interleaved
+            } else {
+                Placement::NodeBits
+            },
+            format: if ptr {
+                DirFormat::DynamicPointer
+            } else {
+                DirFormat::BitVector
+            },
+            pointer_store: store,
+            acks: if requester {
+                Acks::Requester
+            } else {
+                Acks::Home
+            },
+            hints: !silent,
+            forwards: if defer {
+                Forwards::Defer
+            } else {
+                Forwards::Nak
+            },
+            ..CohParams::default()
+        };
         let kind = prop_oneof![
             4 => Just(Kind::Load),
             4 => Just(Kind::Store),
@@ -88,11 +125,7 @@ fn case() -> impl Strategy<Value = Case> {
                 } else {
                     Placement::NodeBits
                 },
-                format: if ptr {
-                    DirFormat::PointerList
-                } else {
-                    DirFormat::BitVector
-                },
+                coh,
                 buffers,
                 starts,
                 steps,
@@ -126,11 +159,7 @@ fn check_copies(m: &Magic<protocol::CohNode>, c: &Case, t: Cycles) -> Result<(),
 }
 
 fn run_case(c: &Case) -> Result<(), TestCaseError> {
-    let coh = CohParams {
-        placement: c.placement,
-        format: c.format,
-        ..CohParams::default()
-    };
+    let coh = c.coh;
     let params = MagicParams {
         data_buffers: c.buffers as usize,
         ..MagicParams::default()
@@ -225,8 +254,8 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
             .map(|n| (n, m.pcache(NodeId(n)).state(line)))
             .filter(|x| x.1 != LineState::Uncached)
             .collect();
-        let bytes = match &e.state {
-            DirState::Exclusive(o) => *m.pcache(*o).bytes(line).unwrap(),
+        let bytes = match e.state(home) {
+            DirState::Exclusive(o) => *m.pcache(o).bytes(line).unwrap(),
             _ => m.memory(home).line(line.line()),
         };
         for (n, st) in &holders {

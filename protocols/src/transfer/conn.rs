@@ -17,7 +17,7 @@ use super::state::{
 };
 use crate::os_side::{self, Frame};
 use crate::user::pages::PageTable;
-use coherence::directory::{DirEntry, DirState, Sharers};
+use coherence::directory::DirEntry;
 use coherence::modes;
 use magic::costs::Task;
 use magic::{BufId, Cycles, Install, LineState, Msg, PAddr, Region, LINE_BYTES};
@@ -579,24 +579,17 @@ fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
                 }
             }
         }
-        let state = if kept {
-            DirState::Shared(Sharers::one(owner))
+        let entry = if kept {
+            DirEntry::shared(false, &[owner])
         } else {
-            DirState::Uncached
+            DirEntry::uncached()
         };
-        coherence::protocol::dir_store(
-            cx,
-            line,
-            DirEntry {
-                state,
-                pending: None,
-            },
-        );
+        coherence::protocol::dir_store(cx, line, entry);
     } else {
         // The owner no longer held it dirty (written back meanwhile): the
         // protocol's writeback has or will set the entry; drop the mark.
         let mut e = cx.state().coh.entry(line);
-        e.pending = None;
+        e.pending = false;
         cx.state().coh.set_entry(line, e);
     }
     home::answered(cx, line);

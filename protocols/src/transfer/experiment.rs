@@ -1419,14 +1419,14 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
     for &line in lines {
         let home = line.node();
         let e = m.state(home).xfer().coh.entry(line);
-        if e.pending.is_some() {
+        if e.pending {
             return Some(format!("{line}: entry still pending"));
         }
         let mem = m.memory(home).line(line.line());
         for n in 0..m.nodes() {
             let n = NodeId(n);
             let st = m.pcache(n).state(line);
-            let ok = match (&e.state, st) {
+            let ok = match (&e.state(home), st) {
                 (_, LineState::Uncached) => true,
                 (DirState::Exclusive(o), LineState::Dirty) => *o == n,
                 (DirState::Shared(s), LineState::Clean) => {
@@ -1437,11 +1437,11 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
             if !ok {
                 return Some(format!(
                     "{line}: node {n}'s cache holds it {st:?}, the directory says {:?}",
-                    e.state
+                    e.state(home)
                 ));
             }
         }
-        if let DirState::Exclusive(o) = e.state {
+        if let DirState::Exclusive(o) = e.state(home) {
             if m.pcache(o).state(line) != LineState::Dirty {
                 return Some(format!(
                     "{line}: the directory's owner {o} has no dirty copy"

@@ -22,7 +22,7 @@
 
 use super::msg::{XferKind, XferMsg};
 use super::state::{addr, costs, queue, requeue, HomeLine, HomeReq, XferNode, C};
-use coherence::directory::{DirState, Pending};
+
 use coherence::modes::{self, Action, ModeError};
 use magic::{BufId, Install, LineState, Msg, PAddr, LINE_BYTES};
 
@@ -218,10 +218,7 @@ fn ask_others(cx: &mut C<'_>, line: PAddr, req: HomeReq, plan: &modes::Plan) {
         return;
     }
     let mut e = cx.state().coh.entry(line);
-    e.pending = Some(match req {
-        HomeReq::Pull { to } => Pending::Read { requester: to },
-        HomeReq::Deposit { from, .. } => Pending::Write { requester: from },
-    });
+    e.pending = true;
     cx.state().coh.set_entry(line, e);
     cx.state().home.push(HomeLine {
         line,
@@ -243,7 +240,7 @@ pub(super) fn answered(cx: &mut C<'_>, line: PAddr) {
     }
     let h = home.remove(i);
     let mut e = cx.state().coh.entry(line);
-    e.pending = None;
+    e.pending = false;
     cx.state().coh.set_entry(line, e);
     for req in h.waiting {
         serve(cx, line, req, None);
@@ -267,11 +264,8 @@ fn dropped(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
     costs(cx).drop_ack.charge(cx, addr::RECV, addr::RECV);
     let line = m.addr;
     let mut e = cx.state().coh.entry(line);
-    if let DirState::Shared(s) = &mut e.state {
-        s.remove(m.src);
-        if s.is_empty() {
-            e.state = DirState::Uncached;
-        }
+    if !e.dirty {
+        e.drop_sharer(m.src);
     }
     cx.state().coh.set_entry(line, e);
     answered(cx, line);

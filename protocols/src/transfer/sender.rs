@@ -43,7 +43,7 @@ use super::conn;
 use super::costs::row;
 use super::msg::XferMsg;
 use super::state::{addr, costs, requeue, step_again, Carry, Strategy, Version, XferNode, C};
-use coherence::directory::{DirEntry, DirState, Pending, Sharers};
+use coherence::directory::{DirEntry, DirState};
 use coherence::modes::Mode;
 use coherence::protocol;
 use magic::costs::{Breakdown, Task};
@@ -171,7 +171,7 @@ enum Held {
 fn held(cx: &mut C<'_>, line: PAddr) -> Held {
     let me = cx.node();
     let e = cx.state().coh.entry(line);
-    match e.state {
+    match e.state(line.node()) {
         DirState::Exclusive(o) if o == me => {
             if cx.state().coh.in_flux(line) {
                 Held::InFlux
@@ -181,7 +181,7 @@ fn held(cx: &mut C<'_>, line: PAddr) -> Held {
         }
         DirState::Exclusive(o) => Held::Remote {
             owner: o,
-            fetching: e.pending.is_some(),
+            fetching: e.pending,
         },
         _ => Held::Memory,
     }
@@ -219,9 +219,8 @@ enum Stop {
 fn fetch(cx: &mut C<'_>, line: PAddr, owner: NodeId, inv: &mut Inv) {
     let t = costs(cx).fetch_issue;
     charge(cx, t, row::FETCH, inv);
-    let me = cx.node();
     let mut e = cx.state().coh.entry(line);
-    e.pending = Some(Pending::Read { requester: me });
+    e.pending = true;
     cx.state().coh.set_entry(line, e);
     cx.state().out.fetching.push(line);
     cx.state().stats.fetches += 1;
@@ -258,14 +257,7 @@ fn mark_shared(cx: &mut C<'_>, line: PAddr, inv: &mut Inv) {
     let t = costs(cx).send_update_directory;
     t.charge_on(cx, protocol::dir_addr(line));
     inv.b.add(row::UPDATE_DIRECTORY, &t);
-    let me = cx.node();
-    cx.state().coh.set_entry(
-        line,
-        DirEntry {
-            state: DirState::Shared(Sharers::one(me)),
-            pending: None,
-        },
-    );
+    cx.state().coh.set_entry(line, DirEntry::shared(true, &[]));
 }
 
 /// Write a dirty line back from the processor cache through `tmp` (it keeps
