@@ -1,7 +1,8 @@
 //! The directory-based cache-coherence protocol on MAGIC, the compute
 //! processor that drives it, and the coherence modes for message data.
 //!
-//! - [`directory`]: entries and the home's state transitions, pure functions.
+//! - [`directory`]: entries (the reference model's fields) and the home's
+//!   rules, pure functions; docs/coherence.md maps each rule to its handler.
 //! - [`msg`]: the protocol's messages ([`CohMsg`]).
 //! - [`protocol`]: the handlers (read and write misses, upgrades,
 //!   invalidations with acknowledgements, interventions, three-hop forwards,
@@ -12,6 +13,8 @@
 //! - [`modes`]: none / local / global coherence for message data, as plans
 //!   the messaging handlers perform.
 //! - [`miss`]: the single read-miss experiment (`flashkit miss`).
+//! - [`sharing`]: many readers of a line, some evicting, then a writer: the
+//!   cost per hint and per invalidation (`[sharing]`).
 //! - [`error`]: what the crate's calls refuse ([`Error`]; a value out of
 //!   range names its field through [`magic::OutOfRange`]).
 //!
@@ -45,6 +48,7 @@ pub mod modes;
 pub mod msg;
 pub mod processor;
 pub mod protocol;
+pub mod sharing;
 
 pub use directory::{Acks, DirEntry, DirFormat, DirState, Sharers};
 pub use error::Error;

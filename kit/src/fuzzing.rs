@@ -132,7 +132,9 @@ pub fn transfer(data: &[u8]) -> Result<(), String> {
             ReceiverState::Uncached,
             ReceiverState::Clean,
             ReceiverState::Dirty,
-        ][i.below(3) as usize],
+            ReceiverState::CleanRemote,
+            ReceiverState::DirtyRemote,
+        ][i.below(5) as usize],
         handler: match i.below(3) {
             0 => Version::Base,
             1 => Version::Optimized,
@@ -174,9 +176,10 @@ pub fn transfer(data: &[u8]) -> Result<(), String> {
     if a.json() != b.json() {
         return Err(format!("two runs of {c:?} differ"));
     }
-    // Under none, the programs' flushes reach their own caches only: a send
-    // buffer dirty in a third node's cache stays stale there.
-    let coherent = c.mode != Mode::None || (c.flush && c.sender != SenderState::DirtyRemote);
+    // Under none, the programs' flushes reach their own caches only: a
+    // buffer cached in a third node's cache stays stale there.
+    let coherent = c.mode != Mode::None
+        || (c.flush && c.sender != SenderState::DirtyRemote && !c.receiver.remote());
     if coherent && (!a.data_ok || a.incoherent.is_some()) {
         return Err(format!(
             "{c:?}: data ok {}, incoherent {:?}, stale {:?}",

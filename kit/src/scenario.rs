@@ -155,6 +155,10 @@ kinds!(
         Clean,
         /// Dirty in the receiving processor's cache.
         Dirty,
+        /// Clean in a third node's cache (a remote sharer; global coherence).
+        CleanRemote,
+        /// Dirty in a third node's cache (a remote owner; global coherence).
+        DirtyRemote,
     }
 );
 kinds!(
@@ -221,7 +225,7 @@ impl Transfer {
             trace,
             costs: s.costs.transfer,
             command_costs: s.costs.command,
-            coherence_costs: s.costs.coherence,
+            coherence: s.coherence.params(s.costs.coherence),
             flush_costs: s.costs.flush,
             ..self.config(params)
         }
@@ -244,6 +248,8 @@ impl Transfer {
                 Receiver::Uncached => ReceiverState::Uncached,
                 Receiver::Clean => ReceiverState::Clean,
                 Receiver::Dirty => ReceiverState::Dirty,
+                Receiver::CleanRemote => ReceiverState::CleanRemote,
+                Receiver::DirtyRemote => ReceiverState::DirtyRemote,
             },
             handler: match self.handler {
                 HandlerKind::Base => Version::Base,
@@ -278,7 +284,7 @@ impl Transfer {
             params,
             costs: Default::default(),
             command_costs: Default::default(),
-            coherence_costs: Default::default(),
+            coherence: Default::default(),
             flush_costs: Default::default(),
             inject: None,
         }
@@ -554,7 +560,7 @@ pub fn study_point(
 const STUDY_COLUMNS: [(&str, usize, bool); 10] = [
     ("mode", 10, false),
     ("sender", 12, false),
-    ("receiver", 9, false),
+    ("receiver", 12, false),
     ("placement", 9, false),
     ("total us", 9, true),
     ("MB/s", 7, true),
@@ -805,6 +811,8 @@ kinds!(
         Suite,
         /// `[study]`.
         Study,
+        /// `[sharing]`.
+        Sharing,
     }
 );
 
@@ -829,6 +837,7 @@ impl Scenario {
             Experiment::Remap => s.remap = Some(Remap::default()),
             Experiment::Suite => s.suite = Some(Suite::default()),
             Experiment::Study => s.study = Some(StudyPoint::default()),
+            Experiment::Sharing => s.sharing = Some(SharingCase::default()),
         }
         s
     }
@@ -855,6 +864,38 @@ pub struct Miss {
     /// The node whose cache holds a dirty line (default 2).
     #[serde(default = "d_two")]
     pub owner: u32,
+}
+
+/// Many readers of one line homed at node 0, the first `evicting` of them
+/// dropping their copies, then a writer (`[sharing]`): the home's cost per
+/// replacement hint and per invalidation, under `[coherence]`'s directory.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharingCase {
+    /// Nodes that read the line (1 to 4094; default 8); the machine has two
+    /// more, the home and the writer.
+    #[serde(default = "d_readers")]
+    pub readers: u32,
+    /// Readers that evict it before the write (0 to the readers; default 3).
+    #[serde(default = "d_evicting")]
+    pub evicting: u32,
+}
+
+impl Default for SharingCase {
+    fn default() -> Self {
+        SharingCase {
+            readers: d_readers(),
+            evicting: d_evicting(),
+        }
+    }
+}
+
+fn d_readers() -> u32 {
+    coherence::sharing::Sharing::default().readers
+}
+
+fn d_evicting() -> u32 {
+    coherence::sharing::Sharing::default().evicting
 }
 
 /// A remote fetch-and-add through a command sequence (`flashkit fetch-op`).
@@ -1022,6 +1063,70 @@ pub struct Scenario {
     pub suite: Option<Suite>,
     /// A point of the coherence-mode study (`[study]`).
     pub study: Option<StudyPoint>,
+    /// Many readers of a line, some evicting, then a writer (`[sharing]`).
+    pub sharing: Option<SharingCase>,
+    /// The directory protocol's options (`[coherence]`), for every
+    /// experiment that runs it.
+    #[serde(default)]
+    pub coherence: CoherenceOptions,
+}
+
+/// The directory protocol's options (`[coherence]`): docs/coherence.md
+/// says what each changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoherenceOptions {
+    /// The sharer list's format: `bitvector` (the reference model's entry,
+    /// default) or `dynamic-pointer` (FLASH's pointer/link store).
+    #[serde(default)]
+    pub directory: coherence::DirFormat,
+    /// Links in each node's pointer store, dynamic pointers only (1 to
+    /// 1048576; default 8192).
+    #[serde(default = "d_pointer_store")]
+    pub pointer_store: u32,
+    /// Who collects invalidation acknowledgements: `home` (default) or
+    /// `requester`.
+    #[serde(default)]
+    pub acks: coherence::Acks,
+    /// Clean evictions send replacement hints (default true).
+    #[serde(default = "d_true")]
+    pub hints: bool,
+    /// An owner's forward that arrives before it has used its reply:
+    /// `nak` (default) or `defer`.
+    #[serde(default)]
+    pub forwards: coherence::Forwards,
+}
+
+fn d_pointer_store() -> u32 {
+    coherence::protocol::POINTER_STORE
+}
+
+impl Default for CoherenceOptions {
+    fn default() -> Self {
+        let p = coherence::CohParams::default();
+        CoherenceOptions {
+            directory: p.format,
+            pointer_store: p.pointer_store,
+            acks: p.acks,
+            hints: p.hints,
+            forwards: p.forwards,
+        }
+    }
+}
+
+impl CoherenceOptions {
+    /// The protocol's parameters with these options and the cost sheet `costs`.
+    pub fn params(&self, costs: coherence::protocol::CoherenceCosts) -> coherence::CohParams {
+        coherence::CohParams {
+            format: self.directory,
+            pointer_store: self.pointer_store,
+            acks: self.acks,
+            hints: self.hints,
+            forwards: self.forwards,
+            costs,
+            ..coherence::CohParams::default()
+        }
+    }
 }
 
 impl Scenario {
@@ -1036,6 +1141,7 @@ impl Scenario {
             self.remap.is_some(),
             self.suite.is_some(),
             self.study.is_some(),
+            self.sharing.is_some(),
         ]
         .iter()
         .filter(|x| **x)
@@ -1107,7 +1213,7 @@ pub struct ScenarioError {
 }
 
 /// What a scenario must hold.
-const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [fetch_op], [remap], [pipeline], [messaging_costs], [logp], [suite] or [study]";
+const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [sharing], [fetch_op], [remap], [pipeline], [messaging_costs], [logp], [suite] or [study]";
 
 /// Parse a scenario (the file's text after any sweep changes).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
@@ -1157,6 +1263,10 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     let p = s.machine.clone();
     p.validate().map_err(|e| src.out_of_range(&e))?;
     s.costs.flush.validate().map_err(|e| src.out_of_range(&e))?;
+    s.coherence
+        .params(s.costs.coherence)
+        .validate()
+        .map_err(|e| src.out_of_range(&e))?;
     if let Some(x) = &s.study {
         x.refusal(p.clone()).map_err(|e| match &e {
             protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
@@ -1214,12 +1324,18 @@ pub fn run_traced(
         trace.then(|| magic::trace::chrome_json(nodes, &t))
     };
     if let Some(m) = &s.miss {
-        let coh = coherence::CohParams {
-            costs: s.costs.coherence,
-            ..Default::default()
-        };
+        let coh = s.coherence.params(s.costs.coherence);
         let (r, m) = miss(m, p, coh)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
+    }
+    if let Some(x) = &s.sharing {
+        if trace {
+            return Err(RunError::Refused(
+                "the sharing workload reports its phases' ledgers, not a trace",
+            ));
+        }
+        let coh = s.coherence.params(s.costs.coherence);
+        return Ok((sharing(x, p, coh)?, None));
     }
     if let Some(f) = &s.fetch_op {
         let (r, m) = fetch_op(f, p, user_params(&s.costs))?;
@@ -1377,6 +1493,55 @@ pub fn miss(
                 ledger.render()
             ),
         ),
+    )
+}
+
+/// Run the sharing workload.
+pub fn sharing(
+    x: &SharingCase,
+    p: magic::MagicParams,
+    coh: coherence::CohParams,
+) -> Result<Report, RunError> {
+    let s = coherence::sharing::Sharing {
+        readers: x.readers,
+        evicting: x.evicting,
+    };
+    let r = coherence::sharing::run(s, p, coh)?;
+    let table = format!(
+        "sharing: {} readers, {} evicting, directory {}, hints {}\n\
+         hints: {} taken, {} home cycles, {:.1} per hint\n\
+         write: {} invalidations, {} home cycles, {:.1} per invalidation; latency {} cycles ({} links in use before it)\n\n\
+         == hints\n{}\n== write\n{}",
+        x.readers,
+        x.evicting,
+        coh.format.name(),
+        coh.hints,
+        r.hints,
+        r.hint_cycles,
+        r.per_hint(),
+        r.invalidations,
+        r.write_cycles,
+        r.per_invalidation(),
+        r.write_latency,
+        r.links,
+        r.hint_ledger.render(),
+        r.write_ledger.render()
+    );
+    ok(
+        serde_json::json!({
+            "readers": x.readers,
+            "evicting": x.evicting,
+            "directory": coh.format.name(),
+            "hints": r.hints,
+            "hint_cycles": r.hint_cycles,
+            "per_hint": r.per_hint(),
+            "invalidations": r.invalidations,
+            "write_cycles": r.write_cycles,
+            "per_invalidation": r.per_invalidation(),
+            "write_latency_cycles": r.write_latency.0,
+            "links": r.links,
+        }),
+        table,
     )
 }
 

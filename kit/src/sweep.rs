@@ -161,7 +161,7 @@ struct Changed {
 }
 
 /// The tables whose entries become columns only where a point changes them.
-const QUIET_TABLES: [&str; 3] = ["machine", "costs", "network"];
+const QUIET_TABLES: [&str; 4] = ["machine", "costs", "network", "coherence"];
 
 impl Changed {
     fn new() -> Self {

@@ -81,3 +81,49 @@ fn user_level_messaging_occupancy() {
             .bind(|| insta::assert_snapshot!(format!("remap_{}", t.name()), out));
     }
 }
+
+/// The sharing workload with each directory format: 16 readers, 6 of them
+/// evicting, then a writer. The bit vector's hint leaves the head pointer, so
+/// the head's node gets one invalidation it did not need; the dynamic
+/// pointer list unlinks every hinting sharer, at the price of walking to it.
+#[test]
+fn sharing_with_both_directories() {
+    use coherence::sharing::{self, Sharing};
+    use coherence::DirFormat;
+    let s = Sharing {
+        readers: 16,
+        evicting: 6,
+    };
+    let mut out = String::new();
+    for format in [DirFormat::BitVector, DirFormat::DynamicPointer] {
+        let coh = CohParams {
+            format,
+            ..CohParams::default()
+        };
+        let r = sharing::run(s, MagicParams::default(), coh).unwrap();
+        assert_eq!(r.hints, 6);
+        let expected = match format {
+            DirFormat::BitVector => 11,
+            DirFormat::DynamicPointer => 10,
+        };
+        assert_eq!(r.invalidations, expected, "{}", format.name());
+        writeln!(
+            out,
+            "== {}: {} hints, {:.1} home cycles per hint; {} invalidations, {:.1} home cycles per invalidation; write latency {} cycles; {} links before the write",
+            format.name(),
+            r.hints,
+            r.per_hint(),
+            r.invalidations,
+            r.per_invalidation(),
+            r.write_latency,
+            r.links
+        )
+        .unwrap();
+        out.push_str("-- hints\n");
+        out.push_str(&r.hint_ledger.render());
+        out.push_str("-- write\n");
+        out.push_str(&r.write_ledger.render());
+        out.push('\n');
+    }
+    common::insta_settings().bind(|| insta::assert_snapshot!("sharing_directories", out));
+}

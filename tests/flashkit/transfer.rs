@@ -63,3 +63,45 @@ fn transfer_occupancy_grid() {
         }
     }
 }
+
+/// Global coherence with the receive buffer's lines at a remote sharer or
+/// owner (node 2), homed at the receiver or at a third node, whole lines and
+/// parts of lines, the send buffer in memory or dirty at node 2: the right
+/// bytes arrive, the caches agree, nothing is dropped.
+#[test]
+fn global_coherence_reaches_remote_homes_sharers_and_owners() {
+    use protocols::transfer::{run_with_machine, Mode, Placement};
+    for placement in [Placement::Home, Placement::Third] {
+        for receiver in [ReceiverState::CleanRemote, ReceiverState::DirtyRemote] {
+            for sender in [SenderState::Uncached, SenderState::DirtyRemote] {
+                for offset in [0, 72] {
+                    let c = Config {
+                        mode: Mode::Global,
+                        sender,
+                        receiver,
+                        placement,
+                        src_offset: offset,
+                        dst_offset: offset,
+                        ..Config::default()
+                    };
+                    let r = run_with_machine(&c).unwrap();
+                    let o = &r.outcome;
+                    assert!(o.data_ok && o.incoherent.is_none(), "{c:?}: {:?}", o.stale);
+                    for n in 0..r.machine.nodes() {
+                        let dropped = r.machine.state(magic::NodeId(n)).stats.dropped;
+                        assert_eq!(dropped, 0, "{c:?}: node {n} dropped {dropped}");
+                    }
+                    let a = o.coherence;
+                    let acted = match (placement, receiver) {
+                        (Placement::Home, ReceiverState::CleanRemote) => a.invalidations,
+                        (Placement::Home, _) => a.fetches,
+                        // Node 2 is the home: its own processor's copy.
+                        (_, ReceiverState::CleanRemote) => a.invalidations,
+                        (_, _) => a.interventions,
+                    };
+                    assert!(acted >= 32, "{c:?}: {a:?}");
+                }
+            }
+        }
+    }
+}

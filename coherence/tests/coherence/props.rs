@@ -298,3 +298,19 @@ fn max_steps() -> usize {
         .and_then(|s| s.parse().ok())
         .unwrap_or(MAX_STEPS)
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200_000,
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
+
+    /// The same streams, 200,000 of them: a longer hunt than the suite's,
+    /// run on the release build by CI.
+    #[test]
+    #[ignore = "200,000 cases: run on the release build"]
+    fn a_long_hunt_stays_coherent(c in case()) {
+        run_case(&c)?;
+    }
+}

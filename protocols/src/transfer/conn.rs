@@ -359,6 +359,12 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
             }
             return;
         }
+        Err(modes::ModeError::NeedsRemote(_)) => {
+            // Global coherence with copies at other nodes: this node serves
+            // the line as its home does for a third node's deposit, asking
+            // the owner and the sharers first.
+            home::deposit_local(cx, i, line, b, at, n);
+        }
         Err(_) => {
             // Outside the coherence mode's precondition: refused, counted.
             cx.state().stats.dropped += 1;
@@ -499,7 +505,13 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
 }
 
 /// The home (a third node) has a deposited line in memory.
-fn deposited(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
+///
+/// The home may be this node, for a line of its own whose other copies had
+/// to be dealt with first: the notice then comes on the software queue.
+fn deposited(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+    if m.addr.region() == Region::Message {
+        requeue(cx);
+    }
     let XferMsg::Deposited { id } = msg else {
         return;
     };

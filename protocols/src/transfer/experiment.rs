@@ -63,6 +63,22 @@ pub enum ReceiverState {
     Clean,
     /// Dirty in the node's processor cache.
     Dirty,
+    /// A clean copy in a third node's cache, node 2 (a remote sharer; needs
+    /// global coherence).
+    CleanRemote,
+    /// Dirty in a third node's cache, node 2 (a remote owner; needs global
+    /// coherence).
+    DirtyRemote,
+}
+
+impl ReceiverState {
+    /// The lines are cached at a third node.
+    pub fn remote(self) -> bool {
+        matches!(
+            self,
+            ReceiverState::CleanRemote | ReceiverState::DirtyRemote
+        )
+    }
 }
 
 /// Where the buffers' memory is homed.
@@ -165,8 +181,8 @@ pub struct Config {
     pub costs: super::costs::TransferCosts,
     /// What the command interface's handlers charge.
     pub command_costs: crate::command::CommandCosts,
-    /// What the coherence protocol's handlers charge.
-    pub coherence_costs: coherence::protocol::CoherenceCosts,
+    /// The directory protocol's options and what its handlers charge.
+    pub coherence: CohParams,
     /// What the user programs' flushes charge their processors.
     pub flush_costs: super::cpu::FlushCosts,
     /// A known bug planted in the handlers, for testing a checker (default
@@ -196,7 +212,7 @@ impl Default for Config {
             params: MagicParams::default(),
             costs: Default::default(),
             command_costs: Default::default(),
-            coherence_costs: Default::default(),
+            coherence: CohParams::default(),
             flush_costs: Default::default(),
             inject: None,
         }
@@ -208,7 +224,10 @@ impl Config {
     /// buffers or holds the send buffer dirty when the sender's lines are
     /// dirty elsewhere.
     pub fn nodes(&self) -> u32 {
-        if self.sender == SenderState::DirtyRemote || self.placement == Placement::Third {
+        if self.sender == SenderState::DirtyRemote
+            || self.receiver.remote()
+            || self.placement == Placement::Third
+        {
             3
         } else {
             2
@@ -249,6 +268,19 @@ impl Config {
             return Err(ConfigError::Needs {
                 field: "sender",
                 value: "dirty-remote",
+                other: "coherence",
+                other_value: "global",
+                why: "local coherence cannot reach a third node's cache",
+            });
+        }
+        if self.receiver.remote() && self.mode == Mode::Local {
+            return Err(ConfigError::Needs {
+                field: "receiver",
+                value: if self.receiver == ReceiverState::CleanRemote {
+                    "clean-remote"
+                } else {
+                    "dirty-remote"
+                },
                 other: "coherence",
                 other_value: "global",
                 why: "local coherence cannot reach a third node's cache",
@@ -1039,10 +1071,7 @@ pub(crate) fn prepare<S: WithTransfer>(
             inject: c.inject,
             ..XferParams::default()
         },
-        coherence: CohParams {
-            costs: c.coherence_costs,
-            ..CohParams::default()
-        },
+        coherence: c.coherence,
         ..Transfer::default()
     };
     let mut b = MagicBuilder::new(c.params.clone(), nodes);
@@ -1236,7 +1265,10 @@ pub(crate) fn data_check<S: WithTransfer>(
             lines_seen.push(line);
             let now = visible(m, r, line);
             let before = junk(r.0, lv);
-            let dirty_before = c.receiver == ReceiverState::Dirty && inner.contains(&lv);
+            let dirty_before = matches!(
+                c.receiver,
+                ReceiverState::Dirty | ReceiverState::DirtyRemote
+            ) && inner.contains(&lv);
             let mut right = true;
             for (j, &got) in now.iter().enumerate() {
                 let v = lv + j as u64;
@@ -1371,11 +1403,19 @@ fn place_receive<S: WithTransfer>(m: &mut Magic<S>, c: &Config, b: &Buffer) -> R
         match state {
             ReceiverState::Uncached => protocol::place(m, line, &[], mem, mem)?,
             ReceiverState::Clean => protocol::place(m, line, &[(n, LineState::Clean)], mem, mem)?,
-            ReceiverState::Dirty => {
+            ReceiverState::Dirty | ReceiverState::DirtyRemote => {
                 for x in cached.iter_mut() {
                     *x = !*x;
                 }
-                protocol::place(m, line, &[(n, LineState::Dirty)], mem, cached)?
+                let at = if state == ReceiverState::Dirty {
+                    n
+                } else {
+                    NodeId(2)
+                };
+                protocol::place(m, line, &[(at, LineState::Dirty)], mem, cached)?
+            }
+            ReceiverState::CleanRemote => {
+                protocol::place(m, line, &[(NodeId(2), LineState::Clean)], mem, mem)?
             }
         }
     }

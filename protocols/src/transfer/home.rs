@@ -52,6 +52,26 @@ pub(super) fn deposit(cx: &mut C<'_>, i: usize, line: PAddr, b: BufId, at: usize
     s.recvs[i].deposits += 1;
 }
 
+/// At the receiver, for a line homed here whose plan needs other nodes
+/// (global coherence, a remote owner or sharers): serve bytes `at..at + n`
+/// (in buffer `b`) for receive `i` as a home serves a deposit, completing
+/// it here once the line is written.
+pub(super) fn deposit_local(cx: &mut C<'_>, i: usize, line: PAddr, b: BufId, at: usize, n: u64) {
+    let me = cx.node();
+    let s = cx.state();
+    let id = s.recvs[i].id;
+    s.stats.deposits += 1;
+    s.recvs[i].deposits += 1;
+    let req = HomeReq::Deposit {
+        from: me,
+        id,
+        bytes: [0; LINE_BYTES],
+        at: at as u8,
+        len: n as u8,
+    };
+    serve(cx, line, req, Some(b));
+}
+
 // ------------------------------------------------------------------ home
 
 /// At the home: a sender asks for a line.
@@ -143,6 +163,12 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
             match modes::receiver_write_with(cx, mode, line, b, range, &steps) {
                 Ok(t) => {
                     let _ = cx.free_buffer_after(b, t);
+                    if from == cx.node() {
+                        // This node's own receive: no network message to
+                        // itself, a continuation on its software queue.
+                        queue(cx, XferMsg::Deposited { id });
+                        return;
+                    }
                     c.send_component.charge(cx, addr::SEND, addr::SEND);
                     let m = cx.msg(XferMsg::Deposited { id }).to(from).addr(line);
                     let _ = cx.send(m, None);
