@@ -235,7 +235,7 @@ pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> 
             .count();
         if dirty > 1 || (dirty == 1 && live_clean > 0) {
             return Err(format!(
-                "single writer broken at cycle {}: {line}'s copies are {states:?}, entry {e:?}",
+                "single writer broken at cycle {}: {line}'s copies are {states:?}, entry {e}",
                 m.now()
             ));
         }
@@ -248,7 +248,7 @@ pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> 
                     (!group && !e.pending && !e.dirty).then(|| m.memory(home).line(line.line()));
                 if bytes.any(|b| b != first) || memory.is_some_and(|mem| mem != first) {
                     return Err(format!(
-                        "clean copies of {line} disagree at cycle {}: copies {states:?}, entry {e:?}",
+                        "clean copies of {line} disagree at cycle {}: copies {states:?}, entry {e}",
                         m.now()
                     ));
                 }
@@ -279,7 +279,7 @@ pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), Stri
             };
         if !agrees {
             return Err(format!(
-                "at rest, {line}'s directory entry {e:?} disagrees with the caches {holders:?}"
+                "at rest, {line}'s directory entry ({e}) disagrees with the caches {holders:?}"
             ));
         }
     }

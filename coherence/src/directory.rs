@@ -294,6 +294,39 @@ impl DirEntry {
     }
 }
 
+/// The entry in words: its set flags, the head pointer and the sets, e.g.
+/// `pending dirty head n2` or `local head n1 shr {n3, n2} inv {n3, n2}`.
+impl std::fmt::Display for DirEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |s: &Sharers| {
+            let v: Vec<String> = s.iter().map(|n| format!("n{}", n.0)).collect();
+            format!("{{{}}}", v.join(", "))
+        };
+        let mut parts: Vec<String> = [
+            (self.pending, "pending"),
+            (self.local, "local"),
+            (self.dirty, "dirty"),
+        ]
+        .iter()
+        .filter(|x| x.0)
+        .map(|x| x.1.to_string())
+        .collect();
+        if let Some(h) = self.head {
+            parts.push(format!("head n{}", h.0));
+        }
+        if self.shr_vld {
+            parts.push(format!("shr {}", set(&self.shr)));
+        }
+        if !self.inv.is_empty() {
+            parts.push(format!("inv {}", set(&self.inv)));
+        }
+        if parts.is_empty() {
+            parts.push("uncached".into());
+        }
+        write!(f, "{}", parts.join(" "))
+    }
+}
+
 /// What a requester asks its home for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Req {
@@ -652,6 +685,8 @@ mod tests {
             e.state(H),
             DirState::Shared([A, C, B].into_iter().collect())
         );
+        assert_eq!(e.to_string(), "head n1 shr {n3, n2} inv {n2, n3}");
+        assert_eq!(DirEntry::uncached().to_string(), "uncached");
     }
 
     #[test]
