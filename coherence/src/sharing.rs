@@ -55,6 +55,8 @@ pub struct SharingRun {
     pub write_latency: Cycles,
     /// Pointer-store links in use at the home before the write.
     pub links: u32,
+    /// Lists the home reclaimed because its pointer store was full.
+    pub reclaims: u64,
     /// The hints' ledger.
     pub hint_ledger: Ledger,
     /// The write's ledger.
@@ -146,6 +148,7 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
         ),
         write_latency,
         links,
+        reclaims: m.state(NodeId(0)).stats.reclaims,
         hint_ledger,
         write_ledger,
     })

@@ -1510,7 +1510,7 @@ pub fn sharing(
     let table = format!(
         "sharing: {} readers, {} evicting, directory {}, hints {}\n\
          hints: {} taken, {} home cycles, {:.1} per hint\n\
-         write: {} invalidations, {} home cycles, {:.1} per invalidation; latency {} cycles ({} links in use before it)\n\n\
+         write: {} invalidations, {} home cycles, {:.1} per invalidation; latency {} cycles ({} links in use before it, {} lists reclaimed)\n\n\
          == hints\n{}\n== write\n{}",
         x.readers,
         x.evicting,
@@ -1524,6 +1524,7 @@ pub fn sharing(
         r.per_invalidation(),
         r.write_latency,
         r.links,
+        r.reclaims,
         r.hint_ledger.render(),
         r.write_ledger.render()
     );
@@ -1540,6 +1541,7 @@ pub fn sharing(
             "per_invalidation": r.per_invalidation(),
             "write_latency_cycles": r.write_latency.0,
             "links": r.links,
+            "reclaims": r.reclaims,
         }),
         table,
     )

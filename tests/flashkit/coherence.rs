@@ -126,4 +126,15 @@ fn sharing_with_both_directories() {
         out.push('\n');
     }
     common::insta_settings().bind(|| insta::assert_snapshot!("sharing_directories", out));
+    // A pointer store of four links for sixteen readers: the home reclaims
+    // the line's list (every copy invalidated) and the readers are NAKed
+    // and retried; every access still completes.
+    let small = CohParams {
+        format: DirFormat::DynamicPointer,
+        pointer_store: 4,
+        ..CohParams::default()
+    };
+    let r = sharing::run(s, MagicParams::default(), small).unwrap();
+    assert!(r.reclaims >= 1, "{r:?}");
+    assert!(r.links <= 4, "{r:?}");
 }
