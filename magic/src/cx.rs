@@ -614,7 +614,7 @@ impl<'a, S> Cx<'a, S> {
                 .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
             return Ok(());
         }
-        self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at });
+        self.hw.queues[InQueue::Software as usize].push_back(Queued::new(self.packets, pkt, at));
         Ok(())
     }
 

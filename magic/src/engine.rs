@@ -8,15 +8,15 @@
 //!
 //! Layout: a timing wheel of `SLOTS` slots, one per *quantum* of time (a
 //! machine's own clock period: a MAGIC machine uses the 10 ns system cycle),
-//! covering the near future; each slot is a FIFO (a linked list through one
-//! shared arena of entries with a free list), so same-time events keep their
-//! scheduling order for free. Events further out wait in a heap (`far`)
-//! and move into the wheel as soon as their time enters its window, before
-//! anything scheduled later can be added beside them. Events at times that
-//! are not whole quanta (another clock's edges) live in a second heap
-//! (`odd`), ordered by (time, sequence); they never share a time with a wheel
-//! event. Every structure keeps its capacity, so a run in steady state does
-//! not allocate per event.
+//! covering the near future; each slot is a FIFO (a vector read from its
+//! front, handed back to a pool of spares when read through), so same-time
+//! events keep their scheduling order for free and are read from consecutive
+//! memory. Events further out wait in a heap (`far`) and move into the wheel
+//! as soon as their time enters its window, before anything scheduled later
+//! can be added beside them. Events at times that are not whole quanta
+//! (another clock's edges) live in a second heap (`odd`), ordered by (time,
+//! sequence); they never share a time with a wheel event. Every structure
+//! keeps its capacity, so a run in steady state does not allocate per event.
 
 use crate::time::Time;
 use std::cmp::Ordering;
@@ -50,20 +50,14 @@ impl<E> Ord for Entry<E> {
     }
 }
 
-const NIL: u32 = u32::MAX;
-
-/// One wheel slot: the first and last arena entries of its list.
-#[derive(Clone, Copy)]
-struct Slot {
-    head: u32,
-    tail: u32,
-}
-
-/// An arena entry: an event and the next entry of its slot (or of the free list).
-#[derive(Clone, Copy)]
-struct Link<E> {
-    ev: E,
-    next: u32,
+/// One wheel slot: the events of one quantum in scheduling order, and how
+/// many of them have been taken. A slot holds a single quantum at a time (the
+/// window is `SLOTS` quanta wide); read through, it hands its vector to the
+/// engine's spares, and a slot that fills takes the spare freed last (still in
+/// the cache, and already grown to the size the traffic needs).
+struct Slot<E> {
+    evs: Vec<E>,
+    read: usize,
 }
 
 /// A deterministic event queue over payloads of type `E` (small plain values).
@@ -73,9 +67,9 @@ pub struct Engine<E> {
     quantum: u64,
     /// Quantum index of `now`: the wheel holds quanta `base .. base + SLOTS`.
     base: u64,
-    slots: Box<[Slot; SLOTS]>,
-    arena: Vec<Link<E>>,
-    free: u32,
+    slots: Box<[Slot<E>]>,
+    /// Empty event vectors kept for their capacity, last freed on top.
+    spare: Vec<Vec<E>>,
     /// Bit per slot: has unread events.
     occupied: [u64; WORDS],
     in_wheel: usize,
@@ -106,14 +100,13 @@ impl<E: Copy> Engine<E> {
             now: Time::ZERO,
             quantum: quantum.max(1),
             base: 0,
-            slots: Box::new(
-                [Slot {
-                    head: NIL,
-                    tail: NIL,
-                }; SLOTS],
-            ),
-            arena: Vec::new(),
-            free: NIL,
+            slots: (0..SLOTS)
+                .map(|_| Slot {
+                    evs: Vec::new(),
+                    read: 0,
+                })
+                .collect(),
+            spare: Vec::new(),
             occupied: [0; WORDS],
             in_wheel: 0,
             far: BinaryHeap::new(),
@@ -167,24 +160,14 @@ impl<E: Copy> Engine<E> {
     #[inline]
     fn put(&mut self, q: u64, ev: E) {
         let i = (q as usize) & (SLOTS - 1);
-        let link = Link { ev, next: NIL };
-        let n = if self.free != NIL {
-            let n = self.free;
-            self.free = self.arena[n as usize].next;
-            self.arena[n as usize] = link;
-            n
-        } else {
-            self.arena.push(link);
-            (self.arena.len() - 1) as u32
-        };
         let slot = &mut self.slots[i];
-        if slot.tail == NIL {
-            slot.head = n;
+        if slot.evs.is_empty() {
             self.occupied[i / 64] |= 1 << (i % 64);
-        } else {
-            self.arena[slot.tail as usize].next = n;
+            if let Some(v) = self.spare.pop() {
+                slot.evs = v;
+            }
         }
-        slot.tail = n;
+        slot.evs.push(ev);
         self.in_wheel += 1;
     }
 
@@ -273,18 +256,15 @@ impl<E: Copy> Engine<E> {
         }
         let i = (q as usize) & (SLOTS - 1);
         let slot = &mut self.slots[i];
-        let n = slot.head;
-        if n == NIL {
-            return None;
-        }
-        let Link { ev, next } = self.arena[n as usize];
-        slot.head = next;
-        if next == NIL {
-            slot.tail = NIL;
+        let ev = *slot.evs.get(slot.read)?;
+        slot.read += 1;
+        if slot.read == slot.evs.len() {
+            let mut v = std::mem::take(&mut slot.evs);
+            v.clear();
+            self.spare.push(v);
+            slot.read = 0;
             self.occupied[i / 64] &= !(1 << (i % 64));
         }
-        self.arena[n as usize].next = self.free;
-        self.free = n;
         self.in_wheel -= 1;
         self.popped += 1;
         Some(ev)

@@ -81,6 +81,7 @@ pub mod dcache;
 pub mod engine;
 pub mod error;
 pub mod figures;
+mod hint;
 pub mod ids;
 pub mod ledger;
 pub mod link;

@@ -33,6 +33,17 @@ use core::marker::PhantomData;
 use smallvec::SmallVec;
 use std::fmt::Write as _;
 
+/// How many events (or dirty nodes) ahead the loop asks for state: far
+/// enough to cover a memory access, near enough that the lines are still in
+/// the cache when their turn comes.
+const AHEAD: usize = 4;
+
+/// Machines from this many nodes up ask ahead. Below it the nodes' state
+/// stays in a core's own cache, and the hints only cost instructions (3 ns an
+/// event at 64 nodes; at 4096 nodes they save 13). A host-speed choice: it
+/// changes no result.
+const AHEAD_FROM: u32 = 512;
+
 /// A handler: a plain function over its protocol's context, the message's
 /// header, and the message decoded.
 pub type HandlerFn<S, M> = fn(&mut Cx<'_, S>, &Msg, M);
@@ -484,7 +495,6 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 dcache: DCache::new(p.dcache_lines),
                 to_processor: Vec::new(),
                 drops: Drops::default(),
-                handler_stats: vec![HandlerStats::default(); self.handlers.len()],
                 trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
@@ -496,6 +506,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 software_held: None,
             })
             .collect();
+        let handlers = self.handlers.len();
         Ok(Magic {
             engine: Engine::with_quantum(crate::time::TICKS_PER_SYSTEM_CYCLE),
             hw,
@@ -505,6 +516,9 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             reg: self.reg,
             packets: Packets::default(),
             dirty: Vec::with_capacity(self.nodes as usize),
+            ahead: self.nodes >= AHEAD_FROM,
+            batch: Vec::new(),
+            stats: vec![HandlerStats::default(); self.nodes as usize * handlers],
             ledger_from: Cycles(0),
             held: None,
             params: self.params,
@@ -574,6 +588,14 @@ pub struct Magic<S> {
     pub(crate) reg: Registry,
     pub(crate) packets: Packets,
     pub(crate) dirty: Vec<u32>,
+    /// The machine is large enough for asking ahead to pay (see `AHEAD_FROM`).
+    ahead: bool,
+    /// The events of the instant being applied (kept for its capacity).
+    batch: Vec<Ev>,
+    /// Each node's handler counters: node `n`'s are the `handlers.len()`
+    /// entries from `n * handlers.len()`, in one block so the dispatch can ask
+    /// for them ahead without reading the node first.
+    pub(crate) stats: Vec<HandlerStats>,
     /// Where the ledger's counting starts (see `reset_counters`).
     pub(crate) ledger_from: Cycles,
     /// Deliveries held for an explorer to order (see `check`); `None` in a
@@ -722,10 +744,89 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn instant(&mut self, t: Time) {
         let c = t.to_cycles_floor();
-        while let Some(ev) = self.engine.pop_next_at(t) {
-            self.apply(c, ev);
+        if !self.ahead {
+            while let Some(ev) = self.engine.pop_next_at(t) {
+                self.apply(c, ev);
+            }
+            self.arbitrate(c);
+            return;
         }
+        // The instant's events are taken in order, a batch at a time (those
+        // scheduled for `t` while applying a batch form the next), so the
+        // state of the events a few places ahead can be asked for early.
+        let mut batch = std::mem::take(&mut self.batch);
+        loop {
+            batch.clear();
+            while let Some(ev) = self.engine.pop_next_at(t) {
+                batch.push(ev);
+            }
+            if batch.is_empty() {
+                break;
+            }
+            for i in 0..batch.len() {
+                if let Some(&ahead) = batch.get(i + AHEAD) {
+                    self.prefetch_event(ahead);
+                }
+                self.apply(c, batch[i]);
+            }
+        }
+        self.batch = batch;
         self.arbitrate(c);
+    }
+
+    /// Ask for the lines an event will touch (a hint only).
+    #[inline]
+    fn prefetch_event(&self, ev: Ev) {
+        let node = match ev {
+            Ev::Deliver { node, pkt, .. } => {
+                self.packets.prefetch(pkt);
+                node
+            }
+            Ev::PpDone { node } | Ev::Wake { node } => node,
+            Ev::ProcStep { node } | Ev::ProcDeliver { node, .. } => {
+                if let Some(s) = self.state.get(node as usize) {
+                    crate::hint::prefetch(s);
+                }
+                node
+            }
+        };
+        if let Some(hw) = self.hw.get(node as usize) {
+            hw.prefetch();
+        }
+    }
+
+    /// Ask for the front entries of node `n`'s input queues or, once those
+    /// are in, the packets they name (a hint only).
+    #[inline]
+    fn prefetch_fronts(&self, n: u32, packets: bool) {
+        let Some(hw) = self.hw.get(n as usize) else {
+            return;
+        };
+        for q in &hw.queues {
+            if let Some(f) = q.front() {
+                if packets {
+                    self.packets.prefetch(f.pkt);
+                } else {
+                    crate::hint::prefetch(f);
+                }
+            }
+        }
+    }
+
+    /// Ask for the lines node `n`'s dispatch will touch first (a hint only).
+    #[inline]
+    fn prefetch_dispatch(&self, n: u32) {
+        let Some(hw) = self.hw.get(n as usize) else {
+            return;
+        };
+        hw.prefetch();
+        if let Some(s) = self.state.get(n as usize) {
+            crate::hint::prefetch(s);
+        }
+        let k = self.handlers.len();
+        if let Some(s) = self.stats.get(n as usize * k) {
+            crate::hint::prefetch(s);
+        }
     }
 
     /// How the run stands: its end so far and what is left behind.
@@ -755,6 +856,7 @@ impl<S: NodeState> Magic<S> {
         }
         match ev {
             Ev::Deliver { node, q, pkt } => {
+                let new = Queued::new(&self.packets, pkt, t);
                 let src = self.packets.msg(pkt).src;
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
@@ -771,7 +873,7 @@ impl<S: NodeState> Magic<S> {
                         }
                     }
                 }
-                queue.insert(pos, Queued { pkt, at: t });
+                queue.insert(pos, new);
                 self.mark(node);
             }
             Ev::PpDone { node } => {
@@ -868,7 +970,25 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn arbitrate(&mut self, t: Cycles) {
         let mut dirty = std::mem::take(&mut self.dirty);
-        for &n in &dirty {
+        for (i, &n) in dirty.iter().enumerate() {
+            if !self.ahead {
+                self.hw[n as usize].dirty = false;
+                if !self.hw[n as usize].pp_running {
+                    self.dispatch(n, t);
+                }
+                continue;
+            }
+            // Three stages ahead, each reading what the one before brought
+            // in: the node, then its queues' fronts, then their packets.
+            if let Some(&ahead) = dirty.get(i + 3 * AHEAD) {
+                self.prefetch_dispatch(ahead);
+            }
+            if let Some(&ahead) = dirty.get(i + 2 * AHEAD) {
+                self.prefetch_fronts(ahead, false);
+            }
+            if let Some(&ahead) = dirty.get(i + AHEAD) {
+                self.prefetch_fronts(ahead, true);
+            }
             self.hw[n as usize].dirty = false;
             if !self.hw[n as usize].pp_running {
                 self.dispatch(n, t);
@@ -896,7 +1016,7 @@ impl<S: NodeState> Magic<S> {
                     wake = Some(wake.map_or(front.at, |w| w.min(front.at)));
                     continue;
                 }
-                if !self.packets.has_data(front.pkt) {
+                if !front.data {
                     pick = Some((q, None));
                     break;
                 }
@@ -1017,7 +1137,7 @@ impl<S: NodeState> Magic<S> {
                 hw.bufs.release(b, end);
             }
             let busy = (end - start).0;
-            let s = &mut hw.handler_stats[route.handler.0 as usize];
+            let s = &mut self.stats[n as usize * self.handlers.len() + route.handler.0 as usize];
             s.invocations += 1;
             s.busy += busy;
             s.max = s.max.max(busy);
@@ -1093,10 +1213,8 @@ impl<S: NodeState> Magic<S> {
     /// handler and unit counter returns to zero; the machine's state stays.
     pub fn reset_counters(&mut self) {
         self.ledger_from = self.now();
+        self.stats.fill(HandlerStats::default());
         for hw in &mut self.hw {
-            hw.handler_stats
-                .iter_mut()
-                .for_each(|s| *s = HandlerStats::default());
             (hw.pp_busy, hw.dispatched, hw.net_delivered, hw.inbox_wait) = (0, 0, 0, 0);
             hw.link.reset_counters();
             hw.mem.reset_counters();
@@ -1107,14 +1225,18 @@ impl<S: NodeState> Magic<S> {
     /// Model events so far, counted as the reference peers count them: handler
     /// runs, packets put on a link, and packets delivered from the network.
     pub fn model_events(&self) -> u64 {
-        self.hw
+        let runs: u64 = self.stats.iter().map(|s| s.invocations).sum();
+        runs + self
+            .hw
             .iter()
-            .map(|hw| {
-                hw.handler_stats.iter().map(|s| s.invocations).sum::<u64>()
-                    + hw.link.packets
-                    + hw.net_delivered
-            })
-            .sum()
+            .map(|hw| hw.link.packets + hw.net_delivered)
+            .sum::<u64>()
+    }
+
+    /// Node `n`'s handler counters, by handler id.
+    pub(crate) fn node_stats(&self, n: usize) -> &[HandlerStats] {
+        let k = self.handlers.len();
+        self.stats.get(n * k..(n + 1) * k).unwrap_or(&[])
     }
 
     /// Record every handler invocation and unit busy period from now on.
@@ -1143,8 +1265,9 @@ impl<S: NodeState> Magic<S> {
         let figures: Vec<NodeFigures<'_>> = self
             .hw
             .iter()
-            .map(|hw| NodeFigures {
-                handlers: &hw.handler_stats,
+            .enumerate()
+            .map(|(n, hw)| NodeFigures {
+                handlers: self.node_stats(n),
                 units: [
                     (
                         hw.dispatched,
@@ -1152,7 +1275,7 @@ impl<S: NodeState> Magic<S> {
                         hw.inbox_wait,
                     ),
                     (
-                        hw.handler_stats.iter().map(|s| s.invocations).sum(),
+                        self.node_stats(n).iter().map(|s| s.invocations).sum(),
                         hw.pp_busy,
                         0,
                     ),

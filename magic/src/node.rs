@@ -5,7 +5,6 @@
 use crate::buffers::BufferPool;
 use crate::dcache::DCache;
 use crate::ids::{HandlerId, Msg, MsgType, LINE_BYTES};
-use crate::ledger::HandlerStats;
 use crate::link::OutLink;
 use crate::memory::Memory;
 use crate::params::InQueue;
@@ -103,6 +102,16 @@ impl Packets {
         (p.msg, Some(self.lines[p.data as usize]))
     }
 
+    /// Ask for packet `i`'s header line(s) (a hint only).
+    #[inline]
+    pub(crate) fn prefetch(&self, i: u32) {
+        if let Some(p) = self.slots.get(i as usize) {
+            let p = (p as *const Packet).cast::<u8>();
+            crate::hint::prefetch(p);
+            crate::hint::prefetch(p.wrapping_add(size_of::<Packet>() - 1));
+        }
+    }
+
     pub(crate) fn msg(&self, i: u32) -> &Msg {
         &self.slots[i as usize].msg
     }
@@ -134,10 +143,24 @@ impl Packets {
     }
 }
 
+/// A message in an input queue, with what the inbox looks at before it
+/// takes the message (so arbitration reads no packet it does not take).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Queued {
     pub pkt: u32,
     pub at: Cycles,
+    /// The message carries a line of data (it needs a data buffer).
+    pub data: bool,
+}
+
+impl Queued {
+    pub(crate) fn new(packets: &Packets, pkt: u32, at: Cycles) -> Queued {
+        Queued {
+            pkt,
+            at,
+            data: packets.has_data(pkt),
+        }
+    }
 }
 
 /// Counted drops and refusals: the model's answer to bad requests.
@@ -159,35 +182,53 @@ pub struct Drops {
     pub undecodable: u64,
 }
 
+/// A node's units and counters. The fields an event or a dispatch touches
+/// first come first and in this order (`repr(C)`), so [`NodeHw::prefetch`]
+/// can ask for them as one short run of lines.
+#[repr(C)]
 pub(crate) struct NodeHw {
+    pub queues: [VecDeque<Queued>; 4],
+    pub(crate) wake_at: Option<Cycles>,
+    pub(crate) pp_busy: u64,
+    pub(crate) dispatched: u64,
+    pub(crate) net_delivered: u64,
+    pub(crate) inbox_wait: u64,
+    pub(crate) pp_running: bool,
+    pub(crate) dirty: bool,
+    /// What handlers did, step by step, while the test bench watches
+    /// (looked at on every step, so it sits with the hot fields).
+    pub watch: Option<Box<crate::watch::Watch>>,
+    /// Busy intervals, when the run is traced.
+    pub trace: Option<Vec<crate::trace::Slice>>,
+    pub bufs: BufferPool,
+    pub link: OutLink,
+    // The rest is touched by some handlers only, or rarely.
     /// Messages that reached this node with no route, by type (rare: it
     /// grows only on a type's first one).
     pub unrouted: Vec<(MsgType, u64)>,
     /// The first message whose payload did not decode (`drops.undecodable` counts them).
     pub undecodable: Option<MsgType>,
-    pub queues: [VecDeque<Queued>; 4],
     pub mem: Memory,
     pub pcache: ProcCache,
-    pub link: OutLink,
-    pub bufs: BufferPool,
     pub dcache: DCache,
     pub to_processor: Vec<(Cycles, Msg)>,
     pub drops: Drops,
-    pub(crate) handler_stats: Vec<HandlerStats>,
-    pub(crate) pp_running: bool,
-    pub(crate) pp_busy: u64,
-    pub(crate) dispatched: u64,
-    pub(crate) net_delivered: u64,
-    pub(crate) inbox_wait: u64,
-    pub(crate) dirty: bool,
-    pub(crate) wake_at: Option<Cycles>,
     /// While an explorer holds deliveries: software-queue entries held
     /// (they count against the queue's capacity).
     pub(crate) software_held: Option<u32>,
-    /// What handlers did, step by step, while the test bench watches.
-    pub watch: Option<Box<crate::watch::Watch>>,
-    /// Busy intervals, when the run is traced.
-    pub trace: Option<Vec<crate::trace::Slice>>,
+}
+
+impl NodeHw {
+    /// Ask for the lines of the fields every event and dispatch touches,
+    /// through the outbox link (a hint only).
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        let base = (self as *const NodeHw).cast::<u8>();
+        let hot = core::mem::offset_of!(NodeHw, unrouted);
+        for off in (0..hot).step_by(64) {
+            crate::hint::prefetch(base.wrapping_add(off));
+        }
+    }
 }
 
 /// How the inbox dispatches one jump-table entry.

@@ -227,7 +227,7 @@ impl<S: NodeState> Bench<S> {
             },
         );
         let i = node.index();
-        let before = self.m.hw[i].handler_stats.clone();
+        let before = self.m.node_stats(i).to_vec();
         let dispatched = self.m.hw[i].dispatched;
         self.m.hw[i].watch = Some(Box::default());
         while self.m.hw[i].dispatched == dispatched {
@@ -237,7 +237,7 @@ impl<S: NodeState> Bench<S> {
             self.m.instant(t);
         }
         let watch = self.m.hw[i].watch.take().unwrap_or_default();
-        let after = &self.m.hw[i].handler_stats;
+        let after = self.m.node_stats(i);
         let Some(h) = (0..after.len()).find(|&h| after[h].invocations > before[h].invocations)
         else {
             return Err(BenchError::NotDispatched {
