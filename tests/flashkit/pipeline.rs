@@ -90,6 +90,32 @@ fn runs_are_identical_byte_for_byte() {
     );
 }
 
+/// Asking ahead for the next events' state (on from 512 nodes) is a hint to
+/// the CPU: on or off, a run's figures and ledger are the same.
+#[test]
+fn asking_ahead_changes_no_result() {
+    for (nodes, msgs) in [(16, 40), (600, 2)] {
+        let cfg = PipelineConfig {
+            nodes,
+            msgs,
+            pattern: Pattern::Rand,
+            costs: Default::default(),
+        };
+        let runs: Vec<_> = [false, true]
+            .into_iter()
+            .map(|on| {
+                let mut m = pipeline::build(&cfg).unwrap();
+                m.set_ask_ahead(on);
+                let report = m.run();
+                assert!(report.stuck.is_empty(), "{:?}", report.stuck);
+                (pipeline::result(&m), m.ledger().render())
+            })
+            .collect();
+        assert!(runs[0].0.events > 1000, "{:?}", runs[0].0);
+        assert_eq!(runs[0], runs[1], "{nodes} nodes");
+    }
+}
+
 /// The benchmark's binary-heap peer, compiled into the test.
 #[allow(dead_code)]
 #[path = "../../bench/peers/heap.rs"]
