@@ -322,6 +322,8 @@ struct Sim<'a> {
     net: Cm5Network,
     nodes: Vec<Node>,
     run: Run,
+    /// Destinations of the packets sent since the scheduler last asked.
+    woken: Vec<usize>,
 }
 
 impl Sim<'_> {
@@ -375,6 +377,7 @@ impl Sim<'_> {
         self.charge(n, op, 1, 0, 0);
         let now = self.nodes[n].t;
         if self.net.inject(now, NodeId(n as u32), to, net, w) {
+            self.woken.push(to.0 as usize);
             return true;
         }
         self.run.retries += 1;
@@ -530,6 +533,7 @@ impl Sim<'_> {
             self.poll(n);
             return false;
         }
+        self.woken.push(x.to.0 as usize);
         let y = self.nodes[n].xfer.as_mut().expect("under way");
         y.sent += chunk;
         y.packets += 1;
@@ -730,6 +734,11 @@ impl super::Layer for Sim<'_> {
         self.nodes[n].marks.push(t);
     }
 
+    fn take_woken(&mut self, out: &mut Vec<usize>) {
+        out.clear();
+        std::mem::swap(out, &mut self.woken);
+    }
+
     fn busy(&self, n: usize) -> bool {
         !self.nodes[n].replies.is_empty() || self.net.next_arrival(NodeId(n as u32)).is_some()
     }
@@ -797,6 +806,7 @@ impl Platform for Cm5 {
                 })
                 .collect(),
             run: Run::default(),
+            woken: Vec::new(),
         };
         super::drive(&mut sim, programs)
     }

@@ -58,7 +58,7 @@ pub const MAX_COST: u64 = 1_000_000;
 use crate::Error;
 use magic::{NodeId, Time};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// What the handler named by a message does when it runs.
@@ -305,6 +305,11 @@ pub(crate) trait Layer {
     /// The layer still has business at the node after its program ended
     /// (packets to take, its own packets not yet acknowledged).
     fn busy(&self, n: usize) -> bool;
+    /// The destinations of the packets sent since the last call, into `out`
+    /// (cleared first): the only way a node's `busy` turns true while
+    /// another node acts. A node's clock, program counter and receive count
+    /// change only while it acts itself.
+    fn take_woken(&mut self, out: &mut Vec<usize>);
     /// What the run measured, once every program is done.
     fn finish(&mut self) -> Run;
 }
@@ -376,57 +381,161 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), E
 /// so nothing can reach it from the past any more. A waiting node polls (or
 /// sleeps) until the next arrival, or until another node could have sent it
 /// something.
+///
+/// The nodes with business (program left, or the layer busy there) wait in
+/// an ordered set by (clock, node), so each step costs O(log nodes), not a
+/// scan. A node's entry changes only when it acts or when a packet is sent
+/// to it (`Layer::take_woken`); debug builds check the set and the count of
+/// waiting nodes against a full scan at every step.
 pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, Error> {
     const LIMIT: Time = RUN_LIMIT;
     let nodes = programs.len();
-    let mut pc = vec![0usize; nodes];
-    // A node whose program is over keeps serving the network while its
-    // layer has business there.
-    let active = |pc: &[usize], l: &L, i: usize| pc[i] < programs[i].len() || l.busy(i);
-    let waiting = |pc: &[usize], l: &L, i: usize| {
-        pc[i] >= programs[i].len()
-            || matches!(programs[i][pc[i]], Step::Wait { received } if l.received(i) < received)
+    let mut s = Schedule {
+        pc: vec![0usize; nodes],
+        queue: BTreeSet::new(),
+        key: vec![None; nodes],
+        waiting: vec![false; nodes],
+        not_waiting: nodes,
     };
-    while let Some(n) = (0..nodes)
-        .filter(|&i| active(&pc, l, i))
-        .min_by_key(|&i| (l.now(i), i))
-    {
+    for i in 0..nodes {
+        s.refresh(l, programs, i);
+    }
+    let mut woken = Vec::new();
+    while let Some(&(_, n)) = s.queue.first() {
+        s.check(l, programs);
         if l.now(n) > LIMIT {
             return Err(Error::Incomplete(format!(
                 "no end in sight: node {n} is still running at {}",
                 l.now(n)
             )));
         }
-        if !l.before_step(n) {
-            continue;
+        s.act(l, programs, n, &mut woken)?;
+        s.refresh(l, programs, n);
+        s.wake(l, programs, &mut woken);
+    }
+    Ok(l.finish())
+}
+
+/// The scheduler's view of the nodes: program counters, the active nodes
+/// ordered by (clock, node) with the key each is filed under, and which
+/// nodes wait.
+struct Schedule {
+    pc: Vec<usize>,
+    queue: BTreeSet<(Time, usize)>,
+    key: Vec<Option<Time>>,
+    waiting: Vec<bool>,
+    /// Nodes not waiting: when it is 0 and nothing is in flight, nothing can
+    /// move.
+    not_waiting: usize,
+}
+
+impl Schedule {
+    /// A node whose program is over keeps serving the network while its
+    /// layer has business there.
+    fn active<L: Layer>(&self, l: &L, programs: &[Vec<Step>], i: usize) -> bool {
+        self.pc[i] < programs[i].len() || l.busy(i)
+    }
+
+    fn is_waiting<L: Layer>(&self, l: &L, programs: &[Vec<Step>], i: usize) -> bool {
+        let pc = self.pc[i];
+        pc >= programs[i].len()
+            || matches!(programs[i][pc], Step::Wait { received } if l.received(i) < received)
+    }
+
+    /// File node `i` again after it acted or was sent something.
+    fn refresh<L: Layer>(&mut self, l: &L, programs: &[Vec<Step>], i: usize) {
+        let want = self.active(l, programs, i).then(|| l.now(i));
+        if self.key[i] != want {
+            if let Some(t) = self.key[i] {
+                self.queue.remove(&(t, i));
+            }
+            if let Some(t) = want {
+                self.queue.insert((t, i));
+            }
+            self.key[i] = want;
         }
-        let done = pc[n] >= programs[n].len();
+        self.refresh_waiting(l, programs, i);
+    }
+
+    /// File the nodes sent something since the last call.
+    fn wake<L: Layer>(&mut self, l: &mut L, programs: &[Vec<Step>], woken: &mut Vec<usize>) {
+        l.take_woken(woken);
+        for &w in woken.iter() {
+            if w < programs.len() {
+                self.refresh(l, programs, w);
+            }
+        }
+    }
+
+    fn refresh_waiting<L: Layer>(&mut self, l: &L, programs: &[Vec<Step>], i: usize) {
+        let w = self.is_waiting(l, programs, i);
+        if self.waiting[i] != w {
+            self.waiting[i] = w;
+            if w {
+                self.not_waiting -= 1;
+            } else {
+                self.not_waiting += 1;
+            }
+        }
+    }
+
+    /// In debug builds: the set and the count agree with a full scan.
+    fn check<L: Layer>(&self, l: &L, programs: &[Vec<Step>]) {
+        if cfg!(debug_assertions) {
+            let nodes = programs.len();
+            let scan = (0..nodes)
+                .filter(|&i| self.active(l, programs, i))
+                .min_by_key(|&i| (l.now(i), i));
+            assert_eq!(self.queue.first().map(|x| x.1), scan, "scheduler's set");
+            let not_waiting = (0..nodes)
+                .filter(|&i| !self.is_waiting(l, programs, i))
+                .count();
+            assert_eq!(self.not_waiting, not_waiting, "scheduler's count");
+        }
+    }
+
+    /// Node `n`, the one furthest behind, takes its turn.
+    fn act<L: Layer>(
+        &mut self,
+        l: &mut L,
+        programs: &[Vec<Step>],
+        n: usize,
+        woken: &mut Vec<usize>,
+    ) -> Result<(), Error> {
+        if !l.before_step(n) {
+            return Ok(());
+        }
+        let pc = &mut self.pc[n];
+        let done = *pc >= programs[n].len();
         let step = if done {
             Step::Wait { received: u64::MAX }
         } else {
-            programs[n][pc[n]]
+            programs[n][*pc]
         };
         let Step::Wait { received } = step else {
             if step == Step::Mark {
                 l.mark(n);
-                pc[n] += 1;
+                *pc += 1;
             } else if l.step(n, step) {
-                pc[n] += 1;
+                *pc += 1;
             }
-            continue;
+            return Ok(());
         };
         if !done && l.received(n) >= received {
-            pc[n] += 1;
-            continue;
+            *pc += 1;
+            return Ok(());
         }
         if done && !l.busy(n) {
-            continue;
+            return Ok(());
         }
+        // What `n` did so far this turn (interrupts, replies sent) may have
+        // woken nodes and changed its own receive count: file them first.
+        self.wake(l, programs, woken);
+        self.refresh_waiting(l, programs, n);
+        // The earliest another active node could send from: the first in
+        // the set that is not `n` (whose own clock may have moved).
         let lmin = l.min_latency();
-        let horizon = (0..nodes)
-            .filter(|&i| i != n && active(&pc, l, i))
-            .map(|i| l.now(i) + lmin)
-            .min();
+        let horizon = self.queue.iter().find(|x| x.1 != n).map(|&(t, _)| t + lmin);
         let next = match (l.next_arrival(n), horizon) {
             (Some(a), Some(h)) => a.min(h),
             (Some(a), None) | (None, Some(a)) => a,
@@ -441,7 +550,7 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
             )))
             }
         };
-        if (0..nodes).all(|i| waiting(&pc, l, i)) && l.in_flight() == 0 && !done {
+        if !done && self.not_waiting == 0 && l.in_flight() == 0 {
             return Err(Error::Incomplete(format!(
                 "stuck: every node waits and nothing is on its way (node {n} has {} of {received})",
                 l.received(n)
@@ -456,6 +565,6 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
             }
             l.poll(n);
         }
+        Ok(())
     }
-    Ok(l.finish())
 }

@@ -366,6 +366,8 @@ struct Sim<'a> {
     /// Per receiving node: (sender, channel, sequence number) of each
     /// message delivered, in delivery order.
     log: Vec<Vec<(u32, Chan, u32)>>,
+    /// Destinations of the packets sent since the scheduler last asked.
+    woken: Vec<usize>,
 }
 
 impl Sim<'_> {
@@ -391,6 +393,7 @@ impl Sim<'_> {
         let now = self.nodes[n].t;
         self.sw
             .send(now, NodeId(n as u32), NodeId(to as u32), data, body);
+        self.woken.push(to);
         self.nodes[n].peers[to].unacked_in = 0;
     }
 
@@ -919,6 +922,11 @@ impl super::Layer for Sim<'_> {
         self.nodes[n].marks.push(t);
     }
 
+    fn take_woken(&mut self, out: &mut Vec<usize>) {
+        out.clear();
+        std::mem::swap(out, &mut self.woken);
+    }
+
     fn busy(&self, n: usize) -> bool {
         let x = &self.nodes[n];
         !x.replies.is_empty()
@@ -980,6 +988,7 @@ impl Sp {
             run: Run::default(),
             rel: Reliability::default(),
             log: vec![Vec::new(); n],
+            woken: Vec::new(),
         };
         let run = super::drive(&mut sim, programs)?;
         Ok(SpRun {
