@@ -28,7 +28,15 @@ enum BufState {
 /// A node's pool of data buffers: which are free, in use or on their way
 /// back, and when each one's contents are in.
 pub struct BufferPool {
+    /// The buffers made so far: one is made when the pool first needs it,
+    /// so a node that never takes one holds none (a machine of thousands of
+    /// nodes, most of them idle, stays small).
     bufs: Vec<Buffer>,
+    /// How many buffers the pool has.
+    size: usize,
+    /// Buffers made and free, the last freed on top; when it is empty the
+    /// next one made (the lowest id never used) is taken, so buffers go out
+    /// lowest id first as if all had been made at once.
     free: Vec<u16>,
     /// Buffers to return at a known time, in time order.
     returning: VecDeque<(Cycles, u16)>,
@@ -43,17 +51,10 @@ impl BufferPool {
     pub fn new(n: usize) -> BufferPool {
         let n = n.min(crate::params::MagicParams::MAX_DATA_BUFFERS);
         BufferPool {
-            bufs: (0..n)
-                .map(|_| Buffer {
-                    bytes: [0; LINE_BYTES],
-                    first_ready: Cycles(0),
-                    ready: Cycles(0),
-                    state: BufState::Free,
-                })
-                .collect(),
-            // Lowest id first out.
-            free: (0..n as u16).rev().collect(),
-            returning: VecDeque::with_capacity(n),
+            bufs: Vec::new(),
+            size: n,
+            free: Vec::new(),
+            returning: VecDeque::new(),
             allocs: 0,
             failures: 0,
         }
@@ -73,7 +74,19 @@ impl BufferPool {
     /// A free buffer at `at`, or `None` when all are in use.
     pub fn alloc(&mut self, at: Cycles) -> Option<BufId> {
         self.reclaim(at);
-        match self.free.pop() {
+        let made = self.bufs.len();
+        let next = self.free.pop().or_else(|| {
+            (made < self.size).then(|| {
+                self.bufs.push(Buffer {
+                    bytes: [0; LINE_BYTES],
+                    first_ready: Cycles(0),
+                    ready: Cycles(0),
+                    state: BufState::Free,
+                });
+                made as u16
+            })
+        });
+        match next {
             Some(b) => {
                 self.allocs += 1;
                 let buf = &mut self.bufs[b as usize];
@@ -142,7 +155,7 @@ impl BufferPool {
 
     /// Buffers in the pool, whatever their state.
     pub fn capacity(&self) -> usize {
-        self.bufs.len()
+        self.size
     }
 }
 

@@ -6,7 +6,11 @@ use crate::ids::LINE_BYTES;
 
 /// MAGIC's data cache: direct mapped, tags only, with hit and miss counts.
 pub struct DCache {
+    /// The tags, made on the first access (a node whose handlers never
+    /// touch MAGIC's memory holds none).
     tags: Vec<u64>,
+    /// Lines in the cache (a power of two).
+    lines: usize,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
 }
@@ -20,7 +24,8 @@ impl DCache {
         let max = crate::params::MagicParams::MAX_DCACHE_LINES;
         let lines = lines.clamp(1, max).next_power_of_two();
         DCache {
-            tags: vec![u64::MAX; lines],
+            tags: Vec::new(),
+            lines,
             hits: 0,
             misses: 0,
         }
@@ -29,7 +34,10 @@ impl DCache {
     /// Touch the line holding byte address `addr`; true on a hit.
     pub fn access(&mut self, addr: u64) -> bool {
         let line = addr / LINE_BYTES as u64;
-        let slot = (line as usize) & (self.tags.len() - 1);
+        if self.tags.is_empty() {
+            self.tags = vec![u64::MAX; self.lines];
+        }
+        let slot = (line as usize) & (self.lines - 1);
         if self.tags[slot] == line {
             self.hits += 1;
             true
