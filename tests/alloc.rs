@@ -95,7 +95,7 @@ fn miss_machine_bytes(nodes: u32) -> i64 {
 }
 
 /// FLASH's 4096 nodes stay affordable: an idle node holds its units,
-/// counters and protocol state, about 2.5 KB; data buffers and MAGIC's cache
+/// counters and protocol state, about 2.6 KB; data buffers and MAGIC's cache
 /// tags are made on first use, so nothing grows with the square of the
 /// node count.
 #[test]
