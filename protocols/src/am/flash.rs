@@ -233,7 +233,7 @@ impl Protocol for FlashAm<'_> {
         "am"
     }
 
-    fn node(&self, n: NodeId, nodes: u32) -> AmNode {
+    fn node(&self, n: NodeId, _nodes: u32) -> AmNode {
         AmNode {
             id: n,
             costs: self.costs,
@@ -248,7 +248,7 @@ impl Protocol for FlashAm<'_> {
             marks: Vec::new(),
             cmd: Command::default(),
             stores: VecDeque::new(),
-            incoming: vec![(0, 0); nodes as usize],
+            incoming: Vec::new(),
             ops: Default::default(),
         }
     }
@@ -315,7 +315,10 @@ pub struct AmNode {
     cmd: Command,
     /// MAGIC: stores under way, and per source the bytes of the block coming in.
     stores: VecDeque<Outgoing>,
-    incoming: Vec<(u64, u64)>,
+    /// (source, bytes in, block bytes) of each block coming in: only the
+    /// sources storing to this node now, so a node's state does not grow
+    /// with the machine.
+    incoming: Vec<(NodeId, u64, u64)>,
     /// Processor time in each operation (system cycles).
     ops: std::collections::BTreeMap<&'static str, super::OpStats>,
 }
@@ -695,13 +698,18 @@ fn line_in(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
         }
     }
     let s = cx.state();
-    let Some(inc) = s.incoming.get_mut(m.src.index()) else {
-        return;
+    let i = match s.incoming.iter().position(|x| x.0 == m.src) {
+        Some(i) => i,
+        None => {
+            s.incoming.push((m.src, 0, 0));
+            s.incoming.len() - 1
+        }
     };
-    inc.0 += bytes;
-    inc.1 = total;
-    if inc.0 >= inc.1 {
-        *inc = (0, 0);
+    let inc = &mut s.incoming[i];
+    inc.1 += bytes;
+    inc.2 = total;
+    if inc.1 >= inc.2 {
+        s.incoming.swap_remove(i);
         to_cpu(
             cx,
             AmMsg::Deliver {
