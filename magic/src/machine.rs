@@ -744,16 +744,20 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn instant(&mut self, t: Time) {
         let c = t.to_cycles_floor();
-        if !self.ahead {
+        if self.ahead {
+            self.apply_batched(t, c);
+        } else {
             while let Some(ev) = self.engine.pop_next_at(t) {
                 self.apply(c, ev);
             }
-            self.arbitrate(c);
-            return;
         }
-        // The instant's events are taken in order, a batch at a time (those
-        // scheduled for `t` while applying a batch form the next), so the
-        // state of the events a few places ahead can be asked for early.
+        self.arbitrate(c);
+    }
+
+    /// Apply the events stamped `t` in order, a batch at a time (those
+    /// scheduled for `t` while applying a batch form the next), asking for
+    /// the state of the events a few places ahead early.
+    fn apply_batched(&mut self, t: Time, c: Cycles) {
         let mut batch = std::mem::take(&mut self.batch);
         loop {
             batch.clear();
@@ -771,7 +775,6 @@ impl<S: NodeState> Magic<S> {
             }
         }
         self.batch = batch;
-        self.arbitrate(c);
     }
 
     /// Ask for the lines an event will touch (a hint only).
@@ -823,8 +826,7 @@ impl<S: NodeState> Magic<S> {
         if let Some(s) = self.state.get(n as usize) {
             crate::hint::prefetch(s);
         }
-        let k = self.handlers.len();
-        if let Some(s) = self.stats.get(n as usize * k) {
+        if let Some(s) = self.stats.get(self.stat_index(n, 0)) {
             crate::hint::prefetch(s);
         }
     }
@@ -971,23 +973,19 @@ impl<S: NodeState> Magic<S> {
     pub(crate) fn arbitrate(&mut self, t: Cycles) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for (i, &n) in dirty.iter().enumerate() {
-            if !self.ahead {
-                self.hw[n as usize].dirty = false;
-                if !self.hw[n as usize].pp_running {
-                    self.dispatch(n, t);
+            if self.ahead {
+                // Three stages ahead, each reading what the one before
+                // brought in: the node, then its queues' fronts, then their
+                // packets.
+                if let Some(&ahead) = dirty.get(i + 3 * AHEAD) {
+                    self.prefetch_dispatch(ahead);
                 }
-                continue;
-            }
-            // Three stages ahead, each reading what the one before brought
-            // in: the node, then its queues' fronts, then their packets.
-            if let Some(&ahead) = dirty.get(i + 3 * AHEAD) {
-                self.prefetch_dispatch(ahead);
-            }
-            if let Some(&ahead) = dirty.get(i + 2 * AHEAD) {
-                self.prefetch_fronts(ahead, false);
-            }
-            if let Some(&ahead) = dirty.get(i + AHEAD) {
-                self.prefetch_fronts(ahead, true);
+                if let Some(&ahead) = dirty.get(i + 2 * AHEAD) {
+                    self.prefetch_fronts(ahead, false);
+                }
+                if let Some(&ahead) = dirty.get(i + AHEAD) {
+                    self.prefetch_fronts(ahead, true);
+                }
             }
             self.hw[n as usize].dirty = false;
             if !self.hw[n as usize].pp_running {
@@ -1104,6 +1102,7 @@ impl<S: NodeState> Magic<S> {
             };
             let entry = &self.handlers[route.handler.0 as usize];
             (entry.call)(cx, &msg);
+            let at = self.stat_index(n, route.handler.0);
             let hw = &mut self.hw[n as usize];
             // A handler occupies the PP at least one cycle.
             let end = out.now.max(start + Cycles(1));
@@ -1137,7 +1136,7 @@ impl<S: NodeState> Magic<S> {
                 hw.bufs.release(b, end);
             }
             let busy = (end - start).0;
-            let s = &mut self.stats[n as usize * self.handlers.len() + route.handler.0 as usize];
+            let s = &mut self.stats[at];
             s.invocations += 1;
             s.busy += busy;
             s.max = s.max.max(busy);
@@ -1239,6 +1238,11 @@ impl<S: NodeState> Magic<S> {
             .iter()
             .map(|hw| hw.link.packets + hw.net_delivered)
             .sum::<u64>()
+    }
+
+    /// Where node `n`'s counters of handler `h` are in `stats`.
+    fn stat_index(&self, n: u32, h: u16) -> usize {
+        n as usize * self.handlers.len() + h as usize
     }
 
     /// Node `n`'s handler counters, by handler id.

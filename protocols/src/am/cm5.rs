@@ -734,9 +734,8 @@ impl super::Layer for Sim<'_> {
         self.nodes[n].marks.push(t);
     }
 
-    fn take_woken(&mut self, out: &mut Vec<usize>) {
-        out.clear();
-        std::mem::swap(out, &mut self.woken);
+    fn woken(&mut self) -> &mut Vec<usize> {
+        &mut self.woken
     }
 
     fn busy(&self, n: usize) -> bool {

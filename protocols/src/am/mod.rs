@@ -305,11 +305,11 @@ pub(crate) trait Layer {
     /// The layer still has business at the node after its program ended
     /// (packets to take, its own packets not yet acknowledged).
     fn busy(&self, n: usize) -> bool;
-    /// The destinations of the packets sent since the last call, into `out`
-    /// (cleared first): the only way a node's `busy` turns true while
-    /// another node acts. A node's clock, program counter and receive count
-    /// change only while it acts itself.
-    fn take_woken(&mut self, out: &mut Vec<usize>);
+    /// The destinations of the packets sent, which the layer appends to and
+    /// the scheduler empties: a packet sent to a node is the only way its
+    /// `busy` turns true while another node acts. A node's clock, program
+    /// counter and receive count change only while it acts itself.
+    fn woken(&mut self) -> &mut Vec<usize>;
     /// What the run measured, once every program is done.
     fn finish(&mut self) -> Run;
 }
@@ -385,7 +385,7 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), E
 /// The nodes with business (program left, or the layer busy there) wait in
 /// an ordered set by (clock, node), so each step costs O(log nodes), not a
 /// scan. A node's entry changes only when it acts or when a packet is sent
-/// to it (`Layer::take_woken`); debug builds check the set and the count of
+/// to it (`Layer::woken`); debug builds check the set and the count of
 /// waiting nodes against a full scan at every step.
 pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, Error> {
     const LIMIT: Time = RUN_LIMIT;
@@ -459,7 +459,8 @@ impl Schedule {
 
     /// File the nodes sent something since the last call.
     fn wake<L: Layer>(&mut self, l: &mut L, programs: &[Vec<Step>], woken: &mut Vec<usize>) {
-        l.take_woken(woken);
+        woken.clear();
+        std::mem::swap(woken, l.woken());
         for &w in woken.iter() {
             if w < programs.len() {
                 self.refresh(l, programs, w);
