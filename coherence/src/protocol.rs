@@ -178,7 +178,7 @@ pub struct CohParams {
     pub costs: CoherenceCosts,
     /// A known bug planted in the handlers, for testing a checker (none by
     /// default; see [`Bug`]).
-    pub inject: Option<crate::check::Bug>,
+    pub inject: Option<Bug>,
 }
 
 impl Default for CohParams {

@@ -180,8 +180,10 @@ fn resolve<'m>(
         .rev()
         .find_map(|k| modules.get(&abs[..k]).map(|t| (k, t)))?;
     if hops > 0 && k < abs.len() {
+        // Only a module's re-export of its own descendants is seen through:
+        // a file naming what a sibling re-exports depends on the sibling.
         if let Some(to) = reexports.get(&abs[..k]).and_then(|r| r.get(&abs[k])) {
-            if to != &abs {
+            if to != &abs && to.len() > k && to[..k] == abs[..k] {
                 if let Some(found) = resolve(modules, reexports, to.clone(), hops - 1) {
                     return Some(found);
                 }
@@ -349,6 +351,38 @@ fn the_circle_check_finds_a_circle() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].len(), 2);
+}
+
+/// A circle closed by a path written outside any `use` line, through a
+/// sibling's re-export (a field typed `check::Bug` where `check` re-exports
+/// the `Bug` defined beside the field) is still a circle.
+#[test]
+fn the_circle_check_sees_paths_outside_use_lines() {
+    let dir = std::env::temp_dir().join(format!("flashkit-tidy-inline-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("lib.rs"), "pub mod check;\npub mod protocol;\n").unwrap();
+    fs::write(
+        dir.join("protocol.rs"),
+        "pub enum Bug { A }\npub struct Params {\n    pub inject: Option<crate::check::Bug>,\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("check.rs"),
+        "pub use crate::protocol::Bug;\npub fn run(p: &crate::protocol::Params) {}\n",
+    )
+    .unwrap();
+    let found = circles(&dir);
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].iter().any(|f| f.ends_with("check.rs")),
+        "{found:?}"
+    );
+    assert!(
+        found[0].iter().any(|f| f.ends_with("protocol.rs")),
+        "{found:?}"
+    );
 }
 
 /// Where protocol code lives: the crates above the hardware, and the examples.

@@ -89,7 +89,7 @@ pub struct UserParams {
     pub backoff: Cycles,
     /// A known bug planted in the handlers, for testing a checker (none by
     /// default; see [`Bug`]).
-    pub inject: Option<super::check::Bug>,
+    pub inject: Option<Bug>,
 }
 
 impl UserParams {
