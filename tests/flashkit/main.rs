@@ -12,6 +12,7 @@ mod common;
 mod check;
 mod cli;
 mod coherence;
+mod docs;
 mod fuzz;
 mod handlers;
 mod interop;
