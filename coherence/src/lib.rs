@@ -52,7 +52,7 @@ pub mod sharing;
 
 pub use directory::{Acks, DirEntry, DirFormat, DirState, Sharers};
 pub use error::Error;
-pub use msg::{CohKind, CohMsg};
+pub use msg::{coh_msg, CohKind, CohMsg};
 pub use processor::{Access, AccessResult};
 pub use protocol::{
     machine, CohNode, CohParams, CohStats, Coherence, Coherent, Forwards, Placement,

@@ -21,7 +21,7 @@
 /// The fetch-and-increment: its messages, handlers, node state and runs.
 mod protocol;
 
-use magic::NodeId;
+use flashkit::magic::NodeId;
 use protocol::{count, run_alone, run_beside_transfer};
 
 fn main() {

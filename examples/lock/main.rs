@@ -8,9 +8,9 @@
 /// The lock: its messages, node state, handlers and protocol unit.
 mod protocol;
 
-use magic::{Cycles, Magic, MagicParams, NodeId};
+use flashkit::magic::{Cycles, Magic, MagicParams, NodeId};
+use flashkit::protocols::transfer::{self, Config};
 use protocol::Lock;
-use protocols::transfer::{self, Config};
 
 fn fail(code: i32, what: impl std::fmt::Display) -> ! {
     eprintln!("error: {what}");

@@ -10,7 +10,7 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, Lane, Msg, NodeId, PAddr, LINE_BYTES};
 use crate::ledger::HandlerStats;
-use crate::message::{DecodeError, Message, Registry};
+use crate::message::{DecodeError, IntoMessage, Message, Registry};
 use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
@@ -138,8 +138,9 @@ impl<'a, S> Cx<'a, S> {
     /// `m` as a message from this node to itself (a reschedule, a message
     /// to the processor); [`Msg::to`] sends it elsewhere.
     #[inline]
-    pub fn msg<M: Message>(&self, m: M) -> Msg {
-        self.reg.encode(self.run.node, self.run.node, &m)
+    pub fn msg<M: IntoMessage>(&self, m: M) -> Msg {
+        self.reg
+            .encode(self.run.node, self.run.node, &m.into_message())
     }
 
     /// `msg` decoded as an `M`: for a message a handler kept (a parked

@@ -23,7 +23,9 @@ use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
 use crate::memory::Memory;
-use crate::message::{self, BuildError, DecodeError, Kind, Message, Registry};
+use crate::message::{
+    self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
+};
 use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
@@ -45,7 +47,9 @@ const AHEAD: usize = 4;
 const AHEAD_FROM: u32 = 512;
 
 /// A handler: a plain function over its protocol's context, the message's
-/// header, and the message decoded.
+/// header, and the message decoded: one kind's own type (a
+/// [`Variant`], for [`Install::handler`]) or the
+/// whole message type (for [`Install::handler_of_all`]).
 pub type HandlerFn<S, M> = fn(&mut Cx<'_, S>, &Msg, M);
 
 /// The protocol's per-node state, and the node's compute processor.
@@ -170,8 +174,8 @@ impl Processor<'_> {
 
     /// `m` as a message from this node to itself (its MAGIC); set another
     /// destination with [`Msg::to`].
-    pub fn msg<M: Message>(&self, m: M) -> Msg {
-        self.reg.encode(self.node, self.node, &m)
+    pub fn msg<M: IntoMessage>(&self, m: M) -> Msg {
+        self.reg.encode(self.node, self.node, &m.into_message())
     }
 
     /// A message MAGIC handed the processor, decoded as an `M`.
@@ -215,12 +219,38 @@ pub(crate) struct HandlerEntry<S> {
 
 impl<S> HandlerEntry<S> {
     pub(crate) fn full_name(&self) -> String {
-        if self.protocol.is_empty() {
-            self.name.to_string()
+        full_name(self.protocol, self.name)
+    }
+}
+
+/// A handler's name as the ledger spells it: `protocol.handler`.
+fn full_name(protocol: &str, name: &str) -> String {
+    if protocol.is_empty() {
+        name.to_string()
+    } else {
+        format!("{protocol}.{name}")
+    }
+}
+
+/// A type's name without its modules' paths: `protocols::am::flash::FlashAm`
+/// is `FlashAm`, `a::Pair<b::X, c::Y>` is `Pair<X, Y>`.
+fn short_type(full: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            word.clear();
         } else {
-            format!("{}.{}", self.protocol, self.name)
+            out.push_str(&word);
+            word.clear();
+            out.push(c);
         }
     }
+    out + &word
 }
 
 /// A protocol: its messages, handlers, routes and per-node state, installed
@@ -245,7 +275,10 @@ pub trait Protocol {
     }
 }
 
-/// A typed handler registered with a machine: routes take its message's kinds.
+/// A typed handler registered with a machine. `Handler<V>` for a kind's own
+/// type `V` (a [`Variant`], from [`Install::handler`]): its routes take the
+/// kind from `V`. `Handler<M>` for a whole message type `M` (from
+/// [`Install::handler_of_all`]): its routes name their kinds.
 pub struct Handler<M> {
     id: HandlerId,
     base: Option<u8>,
@@ -280,7 +313,14 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
 
     /// Install a part under its own name (a protocol another one carries:
     /// the transfer carries the coherence protocol), on the same state.
+    /// The name must be free in the machine, as a protocol's is (the
+    /// installing protocol's own name is its own); `build` reports a name
+    /// taken.
     pub fn part(&mut self, name: &'static str) -> Install<'_, S, T> {
+        if name != self.protocol {
+            let what = format!("a part of {}", self.protocol);
+            self.b.claim_name(name, what, None);
+        }
         Install {
             b: self.b,
             protocol: name,
@@ -288,18 +328,44 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         }
     }
 
-    /// Register `f` for messages of type `M` under `name` (the ledger's
-    /// row is `protocol.name`). The first handler of `M` gives `M` its
-    /// block of type numbers; another protocol's claim on `M` is an error
-    /// that `build` reports.
-    pub fn handler<M: Message>(&mut self, name: &'static str, f: HandlerFn<T, M>) -> Handler<M> {
-        let base = match self.b.reg.add::<M>(self.protocol) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                self.b.errors.push(e);
-                None
+    /// Register `f`, a handler of one kind of message, under `name` (the
+    /// ledger's row is `protocol.name`). `f` takes the kind's own type `V`
+    /// (`lock_msg::Grant`, made by [`messages!`](crate::messages)), and the
+    /// handler's routes ([`Install::route`], [`Install::route_any`]) take
+    /// their kind from `V`: a reply cannot be routed to a request's handler,
+    /// because the types differ. The first handler of a message type gives
+    /// it its block of type numbers; another protocol's claim on it is an
+    /// error that `build` reports, and so is a second handler of one name.
+    pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
+        let base = self.claim::<V::Message>();
+        let project = self.project;
+        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+            let mut cx = cx.project(project);
+            let kind = base.and_then(|b| message::kind_at::<V::Message>(b, msg.mtype));
+            let m = kind
+                .filter(|&k| k == V::KIND)
+                .and_then(|k| message::decode_words::<V::Message>(k, &msg.words))
+                .and_then(V::from_message);
+            match m {
+                Some(m) => f(&mut cx, msg, m),
+                None => cx.undecodable(msg.mtype),
             }
-        };
+        });
+        self.register(name, base, call)
+    }
+
+    /// Register `f`, a handler of every kind of message type `M`, under
+    /// `name`: for one function that truly serves several kinds (the
+    /// coherence protocol's `reply` takes PUT, PUTX and UPGRADE_ACK). Its
+    /// routes name their kinds ([`Install::route_kind`]), so this opts out
+    /// of the check [`Install::handler`] gives: a kind routed here by
+    /// mistake reaches `f`, which must match on what it gets.
+    pub fn handler_of_all<M: Message>(
+        &mut self,
+        name: &'static str,
+        f: HandlerFn<T, M>,
+    ) -> Handler<M> {
+        let base = self.claim::<M>();
         let project = self.project;
         let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
@@ -309,6 +375,22 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 None => cx.undecodable(msg.mtype),
             }
         });
+        self.register(name, base, call)
+    }
+
+    /// `M`'s block of type numbers, given to this protocol (`None`, and an
+    /// error `build` reports, when another protocol has claimed it).
+    fn claim<M: Message>(&mut self) -> Option<u8> {
+        match self.b.reg.add::<M>(self.protocol) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.b.errors.push(e);
+                None
+            }
+        }
+    }
+
+    fn register<X>(&mut self, name: &'static str, base: Option<u8>, call: Call<S>) -> Handler<X> {
         let id = self.b.push(self.protocol, name, call);
         Handler {
             id,
@@ -317,40 +399,86 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         }
     }
 
-    /// Dispatch messages of kind `k` whose address is in `region` to `h`.
-    pub fn route<M: Message>(&mut self, k: M::Kind, region: Region, h: Handler<M>) -> &mut Self {
-        self.route_with(k, region, h, Dispatch::default())
+    /// Dispatch messages of `h`'s kind whose address is in `region` to `h`.
+    pub fn route<V: Variant>(&mut self, region: Region, h: Handler<V>) -> &mut Self {
+        self.route_with(region, h, Dispatch::default())
     }
 
     /// As [`Install::route`], with dispatch options.
-    pub fn route_with<M: Message>(
+    pub fn route_with<V: Variant>(
+        &mut self,
+        region: Region,
+        h: Handler<V>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        self.route_number(V::KIND.index(), region, h, opts)
+    }
+
+    /// Dispatch `h`'s kind to `h` whatever region its address is in.
+    pub fn route_any<V: Variant>(&mut self, h: Handler<V>) -> &mut Self {
+        self.route_any_with(h, Dispatch::default())
+    }
+
+    /// As [`Install::route_any`], with dispatch options.
+    pub fn route_any_with<V: Variant>(&mut self, h: Handler<V>, opts: Dispatch) -> &mut Self {
+        for r in Region::ALL {
+            self.route_with(r, h, opts);
+        }
+        self
+    }
+
+    /// Dispatch messages of kind `k` whose address is in `region` to `h`, a
+    /// handler of every kind ([`Install::handler_of_all`]).
+    pub fn route_kind<M: Message>(
+        &mut self,
+        k: M::Kind,
+        region: Region,
+        h: Handler<M>,
+    ) -> &mut Self {
+        self.route_kind_with(k, region, h, Dispatch::default())
+    }
+
+    /// As [`Install::route_kind`], with dispatch options.
+    pub fn route_kind_with<M: Message>(
         &mut self,
         k: M::Kind,
         region: Region,
         h: Handler<M>,
         opts: Dispatch,
     ) -> &mut Self {
-        if let Some(base) = h.base {
-            let t = MsgType(base + k.index() as u8);
-            self.b.route_with(t, region, h.id, opts);
-        }
-        self
+        self.route_number(k.index(), region, h, opts)
     }
 
-    /// Dispatch kind `k` to `h` whatever region its address is in.
-    pub fn route_any<M: Message>(&mut self, k: M::Kind, h: Handler<M>) -> &mut Self {
-        self.route_any_with(k, h, Dispatch::default())
+    /// Dispatch kind `k` to `h`, a handler of every kind, whatever region
+    /// its address is in.
+    pub fn route_kind_any<M: Message>(&mut self, k: M::Kind, h: Handler<M>) -> &mut Self {
+        self.route_kind_any_with(k, h, Dispatch::default())
     }
 
-    /// As [`Install::route_any`], with dispatch options.
-    pub fn route_any_with<M: Message>(
+    /// As [`Install::route_kind_any`], with dispatch options.
+    pub fn route_kind_any_with<M: Message>(
         &mut self,
         k: M::Kind,
         h: Handler<M>,
         opts: Dispatch,
     ) -> &mut Self {
         for r in Region::ALL {
-            self.route_with(k, r, h, opts);
+            self.route_kind_with(k, r, h, opts);
+        }
+        self
+    }
+
+    /// Route the kind at position `i` of `h`'s message type.
+    fn route_number<X>(
+        &mut self,
+        i: usize,
+        region: Region,
+        h: Handler<X>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        if let Some(base) = h.base {
+            let t = MsgType(base + i as u8);
+            self.b.route_with(t, region, h.id, opts);
         }
         self
     }
@@ -363,6 +491,9 @@ pub struct MagicBuilder<S> {
     handlers: Vec<HandlerEntry<S>>,
     table: Vec<[Option<Route>; 4]>,
     reg: Registry,
+    /// The protocol names taken, each with what took it (a protocol's type,
+    /// or a part and who installed it) and the protocol's type name.
+    names: Vec<(&'static str, String, Option<&'static str>)>,
     /// Conflicts found while installing: `build` refuses them.
     errors: Vec<BuildError>,
 }
@@ -376,16 +507,24 @@ impl<S: 'static> MagicBuilder<S> {
             handlers: Vec::new(),
             table: vec![[None; 4]; 256],
             reg: Registry::starting_at(0),
+            names: Vec::new(),
             errors: Vec::new(),
         }
     }
 
     /// Install protocol `p`, whose state is the part of the node state
-    /// `project` picks (`|s| s` when it is the whole).
+    /// `project` picks (`|s| s` when it is the whole). A protocol's name is
+    /// unique in a machine (it names the ledger's rows): a second protocol
+    /// of a name already installed, or the same protocol installed again,
+    /// is an error that `build` reports, and the second is not installed.
     pub fn install<P: Protocol>(&mut self, p: &P, project: fn(&mut S) -> &mut P::Node) -> &mut Self
     where
         P::Node: 'static,
     {
+        let ty = core::any::type_name::<P>();
+        if !self.claim_name(p.name(), short_type(ty), Some(ty)) {
+            return self;
+        }
         if let Err(e) = p.check(&self.params, self.nodes) {
             self.errors.push(e);
         }
@@ -399,12 +538,15 @@ impl<S: 'static> MagicBuilder<S> {
     }
 
     /// Install handlers under a protocol name without a [`Protocol`] value:
-    /// their state is the part of the node state `project` picks.
+    /// their state is the part of the node state `project` picks. The name
+    /// must be free in the machine, as a protocol's is.
     pub fn part<T: 'static>(
         &mut self,
         name: &'static str,
         project: fn(&mut S) -> &mut T,
     ) -> Install<'_, S, T> {
+        let what = "a part installed with MagicBuilder::part".to_string();
+        self.claim_name(name, what, None);
         Install {
             b: self,
             protocol: name,
@@ -412,7 +554,49 @@ impl<S: 'static> MagicBuilder<S> {
         }
     }
 
+    /// Take protocol name `name` for `what` (of type `ty`, for a protocol):
+    /// `false`, with the error `build` reports, when it is taken: by the
+    /// same protocol (installed twice) or by another.
+    fn claim_name(&mut self, name: &'static str, what: String, ty: Option<&'static str>) -> bool {
+        match self.names.iter().find(|n| n.0 == name) {
+            Some((_, first, first_ty)) => {
+                // The same protocol type, or the same part of the same protocol.
+                let same = match ty {
+                    Some(_) => *first_ty == ty,
+                    None => first_ty.is_none() && *first == what,
+                };
+                let e = if same {
+                    BuildError::InstalledTwice {
+                        protocol: name,
+                        what,
+                    }
+                } else {
+                    BuildError::NameTaken {
+                        name,
+                        first: first.clone(),
+                        second: what,
+                    }
+                };
+                self.errors.push(e);
+                false
+            }
+            None => {
+                self.names.push((name, what, ty));
+                true
+            }
+        }
+    }
+
     fn push(&mut self, protocol: &'static str, name: &'static str, call: Call<S>) -> HandlerId {
+        if self
+            .handlers
+            .iter()
+            .any(|e| e.protocol == protocol && e.name == name)
+        {
+            self.errors.push(BuildError::HandlerNamedTwice {
+                handler: full_name(protocol, name),
+            });
+        }
         self.handlers.push(HandlerEntry {
             protocol,
             name,
@@ -433,7 +617,18 @@ impl<S: 'static> MagicBuilder<S> {
     ) -> &mut Self {
         let slot = &mut self.table[t.0 as usize][region as usize];
         match slot {
-            Some(r) if r.handler != h => {
+            Some(r) if r.handler == h => {
+                let handler = self
+                    .handlers
+                    .get(h.0 as usize)
+                    .map_or("an unregistered handler".to_string(), |e| e.full_name());
+                self.errors.push(BuildError::RoutedTwice {
+                    handler,
+                    message: self.reg.describe(t),
+                    region,
+                });
+            }
+            Some(r) => {
                 let name = |id: HandlerId| {
                     self.handlers
                         .get(id.0 as usize)
@@ -606,8 +801,8 @@ pub struct Magic<S> {
 impl<S: NodeState> Magic<S> {
     /// `m` as a message from node `src` to itself (set another destination
     /// with [`Msg::to`]), numbered as this machine installed its type.
-    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
-        self.reg.encode(src, src, &m)
+    pub fn msg<M: IntoMessage>(&self, src: NodeId, m: M) -> Msg {
+        self.reg.encode(src, src, &m.into_message())
     }
 
     /// A message decoded as an `M` (one the processor was handed, say).

@@ -9,7 +9,7 @@
 //!
 //! messages! {
 //!     /// A ping and its answer.
-//!     pub enum Ping: PingKind {
+//!     pub enum PingMsg: PingKind {
 //!         /// Ask for an answer.
 //!         Ping,
 //!         /// The answer.
@@ -17,9 +17,9 @@
 //!     }
 //! }
 //!
-//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: Ping) {
+//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: ping_msg::Ping) {
 //!     cx.instr(4);
-//!     let _ = cx.send(cx.msg(Ping::Pong).to(m.src), None);
+//!     let _ = cx.send(cx.msg(ping_msg::Pong).to(m.src), None);
 //! }
 //!
 //! struct Pinger;
@@ -31,22 +31,22 @@
 //!     fn node(&self, _: NodeId, _: u32) {}
 //!     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
 //!         let h = b.handler("ping", ping);
-//!         b.route_any(PingKind::Ping, h);
+//!         b.route_any(h);
 //!     }
 //! }
 //!
 //! let mut bench = Bench::new(2, &Pinger).unwrap();
-//! let msg = bench.msg(NodeId(0), Ping::Ping).to(NodeId(1));
+//! let msg = bench.msg(NodeId(0), PingMsg::Ping).to(NodeId(1));
 //! let shot = bench.inject(NodeId(1), msg).unwrap();
 //! assert_eq!(shot.handler, "pinger.ping");
 //! assert_eq!((shot.stats.busy, shot.stats.instructions), (2, 4));
-//! assert_eq!(shot.sent[0].name, "pinger Ping::Pong");
+//! assert_eq!(shot.sent[0].name, "pinger PingMsg::Pong");
 //! ```
 
 use crate::ids::{Msg, NodeId, LINE_BYTES};
 use crate::ledger::HandlerStats;
 use crate::machine::{Magic, NodeState, Protocol, RunReport};
-use crate::message::{BuildError, DecodeError, Message};
+use crate::message::{BuildError, DecodeError, IntoMessage, Message};
 use crate::node::Ev;
 use crate::params::{InQueue, MagicParams};
 use crate::time::{Cycles, Time};
@@ -174,7 +174,7 @@ impl<S: NodeState> Bench<S> {
     }
 
     /// `m` from node `src` (to itself; [`Msg::to`] sends it elsewhere).
-    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
+    pub fn msg<M: IntoMessage>(&self, src: NodeId, m: M) -> Msg {
         self.m.msg(src, m)
     }
 
@@ -293,7 +293,7 @@ mod tests {
         }
     }
 
-    fn set(cx: &mut Cx<'_, ()>, _: &Msg, _: Flag) {
+    fn set(cx: &mut Cx<'_, ()>, _: &Msg, _: flag::Set) {
         cx.busy(Cycles(1));
     }
 
@@ -307,7 +307,7 @@ mod tests {
         fn node(&self, _: NodeId, _: u32) {}
         fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
             let h = b.handler("set", set);
-            b.route_any(FlagKind::Set, h);
+            b.route_any(h);
         }
     }
 

@@ -171,7 +171,8 @@ impl PipeNode {
 }
 
 /// Pick the next message's destination and put its first packet on the
-/// software queue.
+/// software queue: for the processor's post and for the software queue's
+/// set-up of the next message alike.
 fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
     let start = cx.now();
     let s = cx.state();
@@ -186,10 +187,7 @@ fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
 }
 
 /// Send one packet, then continue with the next (or set up the next message).
-fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
-    let PipeMsg::Next { dst, k, start } = msg else {
-        return;
-    };
+fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Next { dst, k, start }: pipe_msg::Next) {
     let c = cx.state().costs;
     cx.busy(c.send);
     let pkt = cx.msg(PipeMsg::Packet { k, start }).to(dst).len(128);
@@ -209,10 +207,7 @@ fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
 }
 
 /// Take a packet; the last of a message completes it.
-fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
-    let PipeMsg::Packet { k, start } = msg else {
-        return;
-    };
+fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Packet { k, start }: pipe_msg::Packet) {
     let c = cx.state().costs;
     cx.busy(c.recv);
     if k + 1 == PACKETS {
@@ -261,15 +256,15 @@ impl Protocol for Pipeline {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, PipeNode>) {
-        let h_setup = b.handler("setup", setup);
+        // `setup` takes two kinds (the post and the next message's set-up).
+        let h_setup = b.handler_of_all("setup", setup);
         let h_send = b.handler("send", send);
         let h_recv = b.handler("recv", recv);
-        b.route(PipeKind::Post, Region::Normal, h_setup)
-            .route(PipeKind::SetupNext, Region::Normal, h_setup)
-            .route(PipeKind::Next, Region::Normal, h_send)
+        b.route_kind(PipeKind::Post, Region::Normal, h_setup)
+            .route_kind(PipeKind::SetupNext, Region::Normal, h_setup)
+            .route(Region::Normal, h_send)
             // The workload counts a packet as arrived when its last byte is in.
             .route_with(
-                PipeKind::Packet,
                 Region::Normal,
                 h_recv,
                 Dispatch {

@@ -33,10 +33,7 @@ fn dst() -> PAddr {
 }
 
 /// Node 0: read the send-buffer line under the mode and send it.
-fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, msg: MdMsg) {
-    let MdMsg::Send { mode } = msg else {
-        panic!("md_send got {msg:?}")
-    };
+fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, md_msg::Send { mode }: md_msg::Send) {
     let b = cx.alloc_buffer().expect("a free buffer");
     let t = modes::sender_read(cx, mode, src(), b).expect("a local plan");
     cx.wait(t);
@@ -45,10 +42,7 @@ fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, msg: MdMsg) {
 }
 
 /// Node 1: write the received line under the mode.
-fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg, msg: MdMsg) {
-    let MdMsg::Data { mode } = msg else {
-        panic!("md_recv got {msg:?}")
-    };
+fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg, md_msg::Data { mode }: md_msg::Data) {
     let b = cx.take_msg_buffer().expect("data");
     let t = modes::receiver_write(cx, mode, m.addr, b, 0..128).expect("a local plan");
     cx.wait(t);
@@ -74,17 +68,19 @@ impl Protocol for Md {
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, CohNode>) {
         protocol::install_on(b);
-        let (s, r) = if self.retrying {
-            (
-                b.handler("md_send_retrying", md_send_retrying),
-                b.handler("md_recv_retrying", md_recv_retrying),
-            )
+        let n = Region::Normal;
+        if self.retrying {
+            // The retrying receiver takes the data and its own retries.
+            let s = b.handler("md_send_retrying", md_send_retrying);
+            let r = b.handler_of_all("md_recv_retrying", md_recv_retrying);
+            b.route(n, s)
+                .route_kind(MdKind::Data, n, r)
+                .route_kind(MdKind::Retry, n, r);
         } else {
-            (b.handler("md_send", md_send), b.handler("md_recv", md_recv))
-        };
-        b.route(MdKind::Send, Region::Normal, s)
-            .route(MdKind::Data, Region::Normal, r)
-            .route(MdKind::Retry, Region::Normal, r);
+            let s = b.handler("md_send", md_send);
+            let r = b.handler("md_recv", md_recv);
+            b.route(n, s).route(n, r);
+        }
     }
 
     fn check(&self, params: &MagicParams, nodes: u32) -> Result<(), BuildError> {
@@ -184,7 +180,7 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
 // line is being filled or written back.
 
 /// Send under `local`, retrying while the plan says busy.
-fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, _: MdMsg) {
+fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, _: md_msg::Send) {
     let b = cx.alloc_buffer().expect("a free buffer");
     match modes::sender_read(cx, Mode::Local, src(), b) {
         Ok(t) => {

@@ -29,7 +29,7 @@ fn line(n: u32) -> PAddr {
 }
 
 /// Node 0: read a line, ask the processor cache about it, send it over.
-fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Ask) {
     cx.instr(7);
     cx.load(0x40);
     let Some(b) = cx.alloc_buffer() else {
@@ -48,24 +48,24 @@ fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
 }
 
 /// Node 1: continue later through the software queue.
-fn there(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn there(cx: &mut Cx<'_, ()>, _: &Msg, _: r::There) {
     cx.instr(3);
     cx.store(0x80);
     let m = cx.msg(R::Later).addr(line(1));
     if cx.reschedule(m).is_err() {
-        later(cx, &m, R::Later);
+        later(cx, &m, r::Later);
     }
 }
 
 /// Node 1, later: answer node 0.
-fn later(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn later(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Later) {
     cx.instr(2);
     let m = cx.msg(R::Back).to(NodeId(0));
     let _ = cx.send(m, None);
 }
 
 /// Node 0: hand the answer to the processor.
-fn back(cx: &mut Cx<'_, ()>, m: &Msg, _: R) {
+fn back(cx: &mut Cx<'_, ()>, m: &Msg, _: r::Back) {
     cx.instr(1);
     let _ = cx.to_processor(*m, None);
 }
@@ -86,10 +86,7 @@ impl Protocol for RoundTrip {
             b.handler("later", later),
             b.handler("back", back),
         );
-        b.route_any(RKind::Ask, a)
-            .route_any(RKind::There, t)
-            .route_any(RKind::Later, l)
-            .route_any(RKind::Back, k);
+        b.route_any(a).route_any(t).route_any(l).route_any(k);
     }
 }
 
@@ -305,7 +302,7 @@ fn the_round_trip_ends_clean_with_the_answer_delivered() {
 }
 
 /// Spend until the end of the model's time.
-fn forever(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn forever(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Ask) {
     cx.busy(Cycles(u64::MAX));
     cx.busy(Cycles(u64::MAX));
     cx.wait_until(Cycles(u64::MAX));
@@ -324,7 +321,7 @@ impl Protocol for Forever {
     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
         let f = b.handler("forever", forever);
         let k = b.handler("back", back);
-        b.route_any(RKind::Ask, f).route_any(RKind::Back, k);
+        b.route_any(f).route_any(k);
     }
 }
 

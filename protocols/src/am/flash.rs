@@ -254,19 +254,21 @@ impl Protocol for FlashAm<'_> {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, AmNode>) {
-        let h = b.handler("cmd_write", cmd_write);
-        b.route_any(AmKind::CmdOp, h).route_any(AmKind::CmdSize, h);
+        // `cmd_write` takes both command writes, `deliver` every arrival
+        // that runs a user handler: handlers of every kind, routed by kind.
+        let h = b.handler_of_all("cmd_write", cmd_write);
+        b.route_kind_any(AmKind::CmdOp, h)
+            .route_kind_any(AmKind::CmdSize, h);
         let h = b.handler("cmd_commit", cmd_commit);
-        b.route_any(AmKind::Commit, h);
-        let h = b.handler("deliver", deliver);
-        b.route_any(AmKind::Request, h)
-            .route_any(AmKind::Reply, h)
-            .route_any(AmKind::StoreAck, h);
+        b.route_any(h);
+        let h = b.handler_of_all("deliver", deliver);
+        b.route_kind_any(AmKind::Request, h)
+            .route_kind_any(AmKind::Reply, h)
+            .route_kind_any(AmKind::StoreAck, h);
         let h = b.handler("store_step", store_step);
-        b.route_any(AmKind::StoreStep, h);
+        b.route_any(h);
         let h = b.handler("line_in", line_in);
         b.route_any_with(
-            AmKind::Line,
             h,
             magic::Dispatch {
                 whole_packet: true,
@@ -534,7 +536,7 @@ fn store_again(cx: &mut C<'_>) {
     let _ = cx.reschedule(m);
 }
 
-/// A command write: into the record.
+/// A command write (the operation's or the size's): into the record.
 fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
     let c = cx.state().command;
     cx.instr(c.write);
@@ -548,7 +550,7 @@ fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
 }
 
 /// The commit: check, answer, and send the message or start the store.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: am_msg::Commit) {
     let c = cx.state().command;
     cx.instr(c.commit);
     cx.load(RECORD);
@@ -616,7 +618,7 @@ fn deliver(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
 
 /// One line of the store at the head of the queue, with the transfer
 /// handler's clean-line schedule.
-fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
+fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: am_msg::StoreStep) {
     let Some(o) = cx.state().stores.front().copied() else {
         return;
     };
@@ -669,18 +671,15 @@ fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
 
 /// A line of a store arrives: into memory; the last one tells the process
 /// and acknowledges the store to its sender.
-fn line_in(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
+fn line_in(cx: &mut C<'_>, m: &Msg, msg: am_msg::Line) {
     let c = cx.state().costs;
     cx.instr(c.line_in);
     cx.load(RECORD + 128);
-    let AmMsg::Line {
+    let am_msg::Line {
         offset,
         total,
         bytes,
-    } = msg
-    else {
-        return;
-    };
+    } = msg;
     let me = cx.node();
     if let Some(b) = cx.take_msg_buffer() {
         let line = PAddr::new(

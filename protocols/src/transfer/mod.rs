@@ -59,7 +59,7 @@ pub use experiment::{
     StaleLine, Startup, WithTransfer, MAX_PARTS,
 };
 pub use magic::costs::Breakdown;
-pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
+pub use msg::{xfer_msg, Answering, Refusal, XferKind, XferMsg, XferOp};
 pub use state::{
     Accepted, Carry, CmdRecord, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy, Version,
     XferNode, XferParams, XferStats,

@@ -4,7 +4,6 @@
 //! protocols.
 
 use super::conn;
-use super::msg::XferKind;
 use super::sender;
 use super::state::{XferNode, XferParams};
 use coherence::protocol::{CohNode, CohParams};
@@ -49,9 +48,9 @@ impl Protocol for Transfer {
         coherence::protocol::install_on(b);
         conn::install(b);
         let h = b.handler("send_step", sender::send_step);
-        b.route_any(XferKind::Step, h);
+        b.route_any(h);
         let h = b.handler("pulled", sender::pulled);
-        b.route_any(XferKind::Pulled, h);
+        b.route_any(h);
     }
 
     /// The sender holds up to two buffers while it realigns a line, and the

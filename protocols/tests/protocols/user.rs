@@ -460,7 +460,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
             Take,
         }
     }
-    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg, _: Hog) {
+    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg, _: hog::Take) {
         let _held = cx.alloc_buffer().unwrap();
     }
     let params = MagicParams {
@@ -472,7 +472,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
     b.install(&user, |s| s);
     let mut other = b.part("other", |s: &mut UserNode| s);
     let h = other.handler("hog", hog);
-    other.route_any(HogKind::Take, h);
+    other.route_any(h);
     let mut m = b.build(|n| user.node(n, 2)).unwrap();
     configure(&mut m);
     let take = m.msg(A, Hog::Take);
