@@ -250,6 +250,33 @@ mod tests {
     }
 
     #[test]
+    fn the_platforms_hardware_losses_are_counted_but_leave_the_run_clean() {
+        // The CM-5 NI refuses a sender's packets beyond what the network
+        // holds for it: the sender's to retry, counted by the network.
+        let p = cm5::Cm5Params {
+            capacity: 1,
+            ..cm5::Cm5Params::default()
+        };
+        let mut c = Cm5Machine::new(p, 4).unwrap();
+        let m = Msg::new(MsgType(5), NodeId(0), NodeId(3));
+        for _ in 0..3 {
+            c.post(NodeId(0), Time(1000), m).unwrap();
+        }
+        assert_eq!(c.net.stats.dropped, 2);
+        let r = c.run(None);
+        assert!(r.is_clean() && r.refused.is_empty(), "{r:?}");
+        // The SP switch's fault injector drops packets SP AM sends again.
+        let sp = sp::SpParams {
+            drop_ppm: 1_000_000,
+            ..sp::SpParams::default()
+        };
+        let mut s = SpMachine::new(sp, 4).unwrap();
+        s.post(NodeId(0), Time(1000), m).unwrap();
+        assert_eq!(s.switch.stats.dropped, 1);
+        assert!(s.run(None).is_clean());
+    }
+
+    #[test]
     fn the_platforms_parameters_read_from_tables_and_are_checked() {
         let c: cm5::Cm5Params = toml::from_str("capacity = 4\nrouter_delay = 100").unwrap();
         assert_eq!((c.capacity, c.router_delay), (4, Time(100)));

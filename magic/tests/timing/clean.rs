@@ -373,3 +373,20 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
     let r = bench.run(Cycles(u64::MAX));
     assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
 }
+
+#[test]
+fn a_check_finds_a_refused_send_at_rest() {
+    use magic::check::{Bounds, Checker};
+    let check = Checker::new(|| {
+        let mut m = machine(2);
+        post(&mut m, LockMsg::Request { to: 9 });
+        Ok(m)
+    });
+    let r = check.run(Bounds::default());
+    assert_eq!(r.violations, 1, "{r:?}");
+    let v = r.violation.unwrap_or_default();
+    assert!(
+        v.starts_with("dropped: node 0: 1 send(s) to a node that does not exist"),
+        "{v}"
+    );
+}
