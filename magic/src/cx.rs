@@ -279,7 +279,7 @@ impl<'a, S> Cx<'a, S> {
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
     /// known before its code is written. A handler whose clock would pass
-    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), the end of the model's
+    /// [`LAST_CYCLE`], the end of the model's
     /// time, halts the run ([`crate::Halt::EndOfTime`]).
     pub fn busy(&mut self, c: Cycles) {
         let from = self.run.now;
@@ -317,7 +317,7 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// Wait (stalled) until cycle `t` (a cycle past
-    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE) halts the run, as
+    /// [`LAST_CYCLE`] halts the run, as
     /// [`Cx::busy`]).
     pub fn wait_until(&mut self, t: Cycles) {
         if t > self.run.now {
