@@ -681,10 +681,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let t0 = Instant::now();
             let report = m.run();
             let wall_s = t0.elapsed().as_secs_f64();
+            if let Some(h) = &report.halted {
+                // A halted run's figures are no result: none is printed.
+                output::say(&format!("error: {h}"));
+                return Err(Failure::Stuck);
+            }
             let r = pipeline::result(&m);
             if !report.is_clean() {
-                output::say("error: the model stopped with work pending:");
-                for s in &report.stuck {
+                output::say("error: the run is not clean:");
+                for s in report.problems() {
                     output::say(&format!("  {s}"));
                 }
             }
@@ -860,8 +865,8 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
     use protocols::transfer::Failed;
     use scenario::RunError;
     match (e, file) {
-        (RunError::Transfer(Failed::Stuck(s)), _) => {
-            output::say(&format!("error: {s}"));
+        (e, _) if e.not_clean() => {
+            output::say(&format!("error: {e}"));
             Failure::Stuck
         }
         (e, Some(path)) => Failure::Usage(format!("{path}: {e}")),

@@ -25,7 +25,7 @@
 //! the rows a killed run wrote and runs only the points they lack.
 
 use crate::output::{self, Failure, Sink};
-use flashkit::scenario::{self, RunError, Source};
+use flashkit::scenario::{self, Source};
 use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point, SweepError};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -58,7 +58,6 @@ pub fn progress(len: usize, what: &str, quiet: bool) -> ProgressBar {
     }
     b
 }
-use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Read as _, Seek as _};
@@ -339,7 +338,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         |n, r| {
             let p = todo[n];
             let r = r.map_err(|e| match e {
-                RunError::Transfer(Failed::Stuck(e)) => {
+                e if e.not_clean() => {
                     output::say(&format!("error: point {}: {e}", p.index));
                     Failure::Stuck
                 }

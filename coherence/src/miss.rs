@@ -161,18 +161,18 @@ pub fn run_with_machine(
     } else {
         [0x77; 8]
     });
-    m.state_mut(NodeId(0)).proc.push([Access::Load(warm)]);
+    m.state_mut(NodeId(0))?.proc.push([Access::Load(warm)]);
     m.start_processor(NodeId(0), Cycles(0))
         .map_err(Error::Machine)?;
     let warmup = m.run();
     if !warmup.is_clean() {
         return Err(Error::Stuck {
             what: "warm-up miss",
-            stuck: warmup.stuck.join("; "),
+            stuck: warmup.problems().join("; "),
         });
     }
     m.reset_counters();
-    m.state_mut(NodeId(0))
+    m.state_mut(NodeId(0))?
         .proc
         .push([Access::Load(PAddr(line.0 + 8))]);
     let start = m.now() + Cycles(1);
@@ -182,11 +182,11 @@ pub fn run_with_machine(
     if !report.is_clean() {
         return Err(Error::Stuck {
             what: "miss",
-            stuck: report.stuck.join("; "),
+            stuck: report.problems().join("; "),
         });
     }
     let r = m
-        .state(NodeId(0))
+        .state(NodeId(0))?
         .proc
         .results
         .last()

@@ -1544,7 +1544,7 @@ pub fn place<S: Coherent>(
     let mut remote = Vec::new();
     let mut local = false;
     for &(n, st) in copies {
-        m.pcache_mut(n).set(line, st, cached);
+        m.pcache_mut(n)?.set(line, st, cached);
         if st == LineState::Clean {
             if n == home {
                 local = true;
@@ -1553,12 +1553,12 @@ pub fn place<S: Coherent>(
             }
         }
     }
-    m.memory_mut(home).store_line(line.line(), &memory);
+    m.memory_mut(home)?.store_line(line.line(), &memory);
     let entry = match dirty.first() {
         Some(&&(n, _)) if n == home => DirEntry::local_owner(),
         Some(&&(n, _)) => DirEntry::remote_owner(n),
         None => DirEntry::shared(local, &remote),
     };
-    m.state_mut(home).coh_mut().set_entry(line, entry);
+    m.state_mut(home)?.coh_mut().set_entry(line, entry);
     Ok(())
 }

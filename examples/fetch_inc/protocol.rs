@@ -199,7 +199,7 @@ pub fn run_alone(n: u64) -> Result<Magic<FincNode>, String> {
     if !report.is_clean() {
         return Err(format!(
             "the run did not complete: {}",
-            report.stuck.join("; ")
+            report.problems().join("; ")
         ));
     }
     Ok(m)
@@ -225,10 +225,11 @@ pub fn run_beside_transfer(n: u64) -> Result<Measured<(XferNode, FincNode)>, Str
     .map_err(|e| e.to_string())
 }
 
-/// The counter's value after a run (memory at its home; nothing caches it).
-pub fn count<S: NodeState>(m: &Magic<S>) -> u64 {
-    let line = m.memory(NodeId(1)).line(counter().line());
+/// The counter's value after a run (memory at its home, node 1; nothing
+/// caches it); an error on a machine without node 1.
+pub fn count<S: NodeState>(m: &Magic<S>) -> Result<u64, magic::NoNode> {
+    let line = m.memory(NodeId(1))?.line(counter().line());
     let mut v = [0; 8];
     v.copy_from_slice(&line[..8]);
-    u64::from_le_bytes(v)
+    Ok(u64::from_le_bytes(v))
 }

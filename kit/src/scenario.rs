@@ -1443,6 +1443,21 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// The model ran and the run is not clean (work left stuck, a message
+    /// or step refused, its cycle budget or the end of time reached): exit
+    /// status 1 at the command line, where bad input is 2.
+    pub fn not_clean(&self) -> bool {
+        use coherence::Error as C;
+        use protocols::transfer::Failed;
+        matches!(
+            self,
+            RunError::Transfer(Failed::Stuck(_))
+                | RunError::Coherence(C::Stuck { .. })
+                | RunError::Protocols(protocols::Error::Incomplete(_))
+                | RunError::Protocols(protocols::Error::Coherence(C::Stuck { .. }))
+        )
+    }
+
     /// The configuration field the error is about, if it is about one.
     pub fn field(&self) -> Option<&'static str> {
         match self {
@@ -1685,13 +1700,13 @@ pub fn pipeline(
         m.trace_on();
     }
     let report = m.run();
+    if let Some(h) = &report.halted {
+        // A halted run's figures are no result: none is printed.
+        return Err(protocols::Error::Incomplete(h.to_string()).into());
+    }
     let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
-    let failed = (!report.is_clean()).then(|| {
-        format!(
-            "the model stopped with work pending: {}",
-            report.stuck.join("; ")
-        )
-    });
+    let failed = (!report.is_clean())
+        .then(|| format!("the run is not clean: {}", report.problems().join("; ")));
     let report = Report {
         json: serde_json::json!({
             "completion": r.completion,

@@ -139,7 +139,7 @@ impl<S: NodeState> Magic<S> {
             }
             out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
             out.push(hw.pp_running as u8);
-            let d = hw.drops;
+            let d = hw.drops();
             for x in [
                 d.unhandled,
                 d.bad_address,
@@ -224,9 +224,11 @@ pub trait Model {
     fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
 
     /// What must hold when no move is left: every operation done, nothing
-    /// stuck. The default asks the machine's own report ([`nothing_stuck`]).
+    /// stuck, nothing refused. The default asks the machine's own report
+    /// ([`nothing_stuck`], [`nothing_dropped`]).
     fn finished(&self, m: &Magic<Self::Node>) -> Result<(), String> {
-        nothing_stuck(m)
+        nothing_stuck(m)?;
+        nothing_dropped(m)
     }
 }
 
@@ -241,14 +243,14 @@ pub fn nothing_stuck<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
     }
 }
 
-/// No node's MAGIC refused or dropped anything (see [`crate::Drops`]).
+/// No node's MAGIC refused or dropped anything (see [`crate::Drops`]),
+/// and no event was applied late: the report's `refused` lines are the
+/// error. Cheap when nothing was dropped, so it can be an invariant.
 pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
-    (0..m.nodes())
-        .map(crate::NodeId)
-        .find(|&n| m.drops(n) != crate::Drops::default())
-        .map_or(Ok(()), |n| {
-            Err(format!("n{} dropped {:?}", n.0, m.drops(n)))
-        })
+    if m.engine.late() == 0 && m.hw.iter().all(|hw| hw.lost.is_none()) {
+        return Ok(());
+    }
+    Err(format!("dropped: {}", m.refused().join("; ")))
 }
 
 /// How far a search goes.
@@ -448,7 +450,8 @@ fn make<M: Model>(
     settle(model, bounds, m)
 }
 
-/// Run until nothing is scheduled, checking the invariant after each instant.
+/// Run until nothing is scheduled, checking the invariant after each
+/// instant; a run that halts (its budget, the end of time) is an error.
 fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result<(), String> {
     let mut n = 0u64;
     while m.step().is_some() {
@@ -461,7 +464,10 @@ fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result
             ));
         }
     }
-    Ok(())
+    match m.halted() {
+        Some(h) => Err(h.to_string()),
+        None => Ok(()),
+    }
 }
 
 fn describe_path<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Vec<String> {
@@ -542,7 +548,7 @@ impl<S: NodeState + std::fmt::Debug> Checker<S> {
     }
 
     /// What must hold of the machine when no move is left (beside nothing
-    /// being stuck, which is always checked).
+    /// being stuck or refused, which is always checked).
     pub fn at_rest(mut self, f: impl Fn(&Magic<S>) -> Result<(), String> + 'static) -> Self {
         self.at_rest.push(Box::new(f));
         self
@@ -586,6 +592,7 @@ impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
 
     fn finished(&self, m: &Magic<S>) -> Result<(), String> {
         nothing_stuck(m)?;
+        nothing_dropped(m)?;
         self.at_rest.iter().try_for_each(|f| f(m))
     }
 }

@@ -101,11 +101,11 @@ mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
-pub use error::{OutOfRange, PostError};
+pub use error::{NoNode, OutOfRange, PostError};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{
-    Dispatch, Drops, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
+    Dispatch, Drops, Halt, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
     Processor, Protocol, RunReport,
 };
 pub use message::{BuildError, DecodeError, Message};

@@ -18,7 +18,7 @@ use crate::buffers::BufferPool;
 use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
-use crate::error::PostError;
+use crate::error::{NoNode, PostError};
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
@@ -26,11 +26,11 @@ use crate::memory::Memory;
 use crate::message::{
     self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
 };
-use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
-use crate::time::{Cycles, Time};
+use crate::time::{Cycles, Time, LAST_CYCLE};
 use core::marker::PhantomData;
 use smallvec::SmallVec;
 use std::fmt::Write as _;
@@ -679,8 +679,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
         let p = &self.params;
         let hw = (0..self.nodes)
             .map(|_| NodeHw {
-                unrouted: Vec::new(),
-                undecodable: None,
+                lost: None,
                 watch: None,
                 queues: Default::default(),
                 mem: Memory::default(),
@@ -689,7 +688,6 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 bufs: BufferPool::new(p.data_buffers),
                 dcache: DCache::new(p.dcache_lines),
                 to_processor: Vec::new(),
-                drops: Drops::default(),
                 trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
@@ -716,6 +714,8 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             stats: vec![HandlerStats::default(); self.nodes as usize * handlers],
             ledger_from: Cycles(0),
             held: None,
+            budget: DEFAULT_BUDGET,
+            halt: None,
             params: self.params,
             nodes: self.nodes,
         })
@@ -751,7 +751,62 @@ impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
     }
 }
 
+/// A MAGIC run's cycle budget unless set otherwise ([`Magic::set_budget`]):
+/// 10^11 cycles, 1,000 s of FLASH time. Every experiment, test and example
+/// of the kit ends far inside it: the longest test runs 3.1 x 10^7 cycles,
+/// the longest documented run (`pipeline` on 2 nodes at its most messages,
+/// 2 x 2,000,000) 2.6 x 10^9, 39 times less. What it bounds is a run that
+/// would not end: a handler rescheduling itself forever stops here.
+pub const DEFAULT_BUDGET: Cycles = Cycles(100_000_000_000);
+
+/// The largest cycle budget a run may be given (10^12 cycles, 10,000 s of
+/// FLASH time): with every node busy all the way, the ledger's sums over
+/// 4096 nodes stay far inside its counters.
+pub const MAX_BUDGET: Cycles = Cycles(1_000_000_000_000);
+
+/// Why a run stopped before its work was done (beside a caller's own
+/// limit, [`RunReport::limit_reached`]): not clean, and no figure of it
+/// is a result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Halt {
+    /// The next instant lies past the run's cycle budget.
+    #[error(
+        "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; \
+         a run that needs more raises it with Magic::set_budget (at most {max})",
+        max = MAX_BUDGET
+    )]
+    Budget {
+        /// The budget.
+        budget: Cycles,
+        /// The cycle of the next instant, the first past the budget.
+        next: Cycles,
+    },
+    /// A handler's clock, or an event, would pass the model's last cycle
+    /// ([`LAST_CYCLE`]): time cannot represent it, and nothing
+    /// saturates into a result.
+    #[error(
+        "node {node}: {what} at cycle {at}, past the last cycle the model can represent ({last})",
+        last = LAST_CYCLE
+    )]
+    EndOfTime {
+        /// The node.
+        node: NodeId,
+        /// What would pass it: the handler and its step, or the event.
+        what: String,
+        /// The cycle asked for (exact: it may not fit a cycle count).
+        at: u128,
+    },
+}
+
 /// What a run ended with.
+///
+/// Clean ([`RunReport::is_clean`]) means the run did all its work and lost
+/// nothing: not stopped by its limit or by a [`Halt`], nothing stuck,
+/// nothing refused. `stuck` is work left behind; `refused` is work the
+/// machine dropped or refused (every count in [`Drops`], and events applied
+/// late), one line per node and cause naming the first instance. Both are
+/// plain text lines for people; [`RunReport::problems`] gives every line
+/// that makes the run not clean.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunReport {
     /// The last cycle at which anything happened.
@@ -760,14 +815,45 @@ pub struct RunReport {
     pub engine_events: u64,
     /// True if the run stopped at its cycle limit with events still pending.
     pub limit_reached: bool,
+    /// Why the run stopped early, if it did: its cycle budget, or time
+    /// passing its end.
+    pub halted: Option<Halt>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,
+    /// What the machine refused or dropped: one line per node and cause,
+    /// naming the first instance (which handler, which message, which
+    /// destination), e.g. `node 0: 1 send(s) to a node that does not exist
+    /// (the first: lock.request sent lock LockMsg::Grant to node 9 of a
+    /// 2-node machine, at cycle 5)`.
+    pub refused: Vec<String>,
 }
 
 impl RunReport {
-    /// True if the run neither hit its limit nor left anything stuck.
+    /// True if the run did all its work and lost nothing: no limit or halt
+    /// stopped it, nothing is stuck and nothing was refused.
     pub fn is_clean(&self) -> bool {
-        !self.limit_reached && self.stuck.is_empty()
+        !self.limit_reached
+            && self.halted.is_none()
+            && self.stuck.is_empty()
+            && self.refused.is_empty()
+    }
+
+    /// Every reason the run is not clean, one line each (none if it is):
+    /// the halt, the limit, what was refused, what is stuck.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(h) = &self.halted {
+            out.push(h.to_string());
+        }
+        if self.limit_reached {
+            out.push(format!(
+                "the run stopped at its limit, cycle {}, with events pending",
+                self.end
+            ));
+        }
+        out.extend(self.refused.iter().cloned());
+        out.extend(self.stuck.iter().cloned());
+        out
     }
 }
 
@@ -796,6 +882,10 @@ pub struct Magic<S> {
     /// Deliveries held for an explorer to order (see `check`); `None` in a
     /// timed run.
     pub(crate) held: Option<Vec<crate::node::Held>>,
+    /// The run stops before an instant later than this.
+    budget: Cycles,
+    /// Why the run stopped early; once set, nothing more runs.
+    pub(crate) halt: Option<Halt>,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -833,14 +923,24 @@ impl<S: NodeState> Magic<S> {
         self.engine.now().to_cycles_floor()
     }
 
-    /// The protocol state of node `n`.
-    pub fn state(&self, n: NodeId) -> &S {
-        &self.state[n.index()]
+    /// Node `n` past the machine, as an error.
+    fn no_node(&self, n: NodeId) -> NoNode {
+        NoNode {
+            node: n,
+            nodes: self.nodes,
+        }
+    }
+
+    /// The protocol state of node `n`. A node past the machine is an error
+    /// naming it and the machine's size, as for every accessor by node.
+    pub fn state(&self, n: NodeId) -> Result<&S, NoNode> {
+        self.state.get(n.index()).ok_or(self.no_node(n))
     }
 
     /// The protocol state of node `n`, to set up or change between runs.
-    pub fn state_mut(&mut self, n: NodeId) -> &mut S {
-        &mut self.state[n.index()]
+    pub fn state_mut(&mut self, n: NodeId) -> Result<&mut S, NoNode> {
+        let e = self.no_node(n);
+        self.state.get_mut(n.index()).ok_or(e)
     }
 
     /// Every node's protocol state, by node number.
@@ -848,9 +948,48 @@ impl<S: NodeState> Magic<S> {
         &self.state
     }
 
-    /// What node `n` dropped so far (refused operations and unhandled messages), by cause.
-    pub fn drops(&self, n: NodeId) -> Drops {
-        self.hw[n.index()].drops
+    /// What node `n` dropped so far (refused operations and unhandled
+    /// messages), by cause; the run's report names the first of each
+    /// ([`RunReport::refused`]).
+    pub fn drops(&self, n: NodeId) -> Result<Drops, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(NodeHw::drops)
+            .ok_or(self.no_node(n))
+    }
+
+    /// The run's cycle budget: it stops (not clean, [`Halt::Budget`])
+    /// before an instant later than this. [`DEFAULT_BUDGET`] unless set.
+    pub fn budget(&self) -> Cycles {
+        self.budget
+    }
+
+    /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles.
+    ///
+    /// ```
+    /// # use magic::{Cycles, Magic, MagicParams, NodeId, Protocol, Install};
+    /// # struct Idle;
+    /// # impl Protocol for Idle {
+    /// #     type Node = ();
+    /// #     fn name(&self) -> &'static str { "idle" }
+    /// #     fn node(&self, _: NodeId, _: u32) {}
+    /// #     fn install<S: 'static>(&self, _: &mut Install<'_, S, ()>) {}
+    /// # }
+    /// let mut m = Magic::with(MagicParams::default(), 2, &Idle).unwrap();
+    /// m.set_budget(Cycles(1_000_000)).unwrap();
+    /// let e = m.set_budget(Cycles(0)).unwrap_err();
+    /// assert_eq!(e.to_string(), "budget must be from 1 to 1000000000000, got 0");
+    /// ```
+    pub fn set_budget(&mut self, budget: Cycles) -> Result<(), crate::OutOfRange> {
+        crate::OutOfRange::check("budget", budget, Cycles(1), MAX_BUDGET)?;
+        self.budget = budget;
+        Ok(())
+    }
+
+    /// Why the run stopped early, if it did (see [`Halt`]): a halted
+    /// machine runs no further.
+    pub fn halted(&self) -> Option<&Halt> {
+        self.halt.as_ref()
     }
 
     /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
@@ -886,39 +1025,50 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// Messages MAGIC handed node `n`'s processor, with their cycles; drained.
-    pub fn take_processor_messages(&mut self, n: NodeId) -> Vec<(Cycles, Msg)> {
-        std::mem::take(&mut self.hw[n.index()].to_processor)
+    pub fn take_processor_messages(&mut self, n: NodeId) -> Result<Vec<(Cycles, Msg)>, NoNode> {
+        let e = self.no_node(n);
+        let hw = self.hw.get_mut(n.index()).ok_or(e)?;
+        Ok(std::mem::take(&mut hw.to_processor))
     }
 
     /// Memory of node `n` (functional access, for setting up and checking data).
-    pub fn memory(&self, n: NodeId) -> &Memory {
-        &self.hw[n.index()].mem
+    pub fn memory(&self, n: NodeId) -> Result<&Memory, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(|hw| &hw.mem)
+            .ok_or(self.no_node(n))
     }
 
     /// Memory of node `n`, to set up data (functional: no cycles charged).
-    pub fn memory_mut(&mut self, n: NodeId) -> &mut Memory {
-        &mut self.hw[n.index()].mem
+    pub fn memory_mut(&mut self, n: NodeId) -> Result<&mut Memory, NoNode> {
+        let e = self.no_node(n);
+        self.hw.get_mut(n.index()).map(|hw| &mut hw.mem).ok_or(e)
     }
 
     /// The compute processor's cache of node `n` (states and bytes of its lines).
-    pub fn pcache(&self, n: NodeId) -> &ProcCache {
-        &self.hw[n.index()].pcache
+    pub fn pcache(&self, n: NodeId) -> Result<&ProcCache, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(|hw| &hw.pcache)
+            .ok_or(self.no_node(n))
     }
 
     /// The compute processor's cache of node `n`, to set up lines before a run.
-    pub fn pcache_mut(&mut self, n: NodeId) -> &mut ProcCache {
-        &mut self.hw[n.index()].pcache
+    pub fn pcache_mut(&mut self, n: NodeId) -> Result<&mut ProcCache, NoNode> {
+        let e = self.no_node(n);
+        self.hw.get_mut(n.index()).map(|hw| &mut hw.pcache).ok_or(e)
     }
 
-    /// Run until no event is left.
+    /// Run until no event is left (or the run halts: see [`Halt`]).
     pub fn run(&mut self) -> RunReport {
         self.run_until(None)
     }
 
-    /// Run until no event is left or the next one is later than `limit`.
+    /// Run until no event is left or the next one is later than `limit`
+    /// (or the run halts: see [`Halt`]).
     pub fn run_until(&mut self, limit: Option<Cycles>) -> RunReport {
         let mut limit_reached = false;
-        while let Some(t) = self.engine.next_time() {
+        while let Some(t) = self.next_instant() {
             if limit.is_some_and(|l| t.to_cycles_floor() > l) {
                 limit_reached = true;
                 break;
@@ -929,12 +1079,68 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// Apply the next instant (every event stamped with the earliest time,
-    /// then arbitration) and return its cycle; `None` when nothing is left.
+    /// then arbitration) and return its cycle; `None` when nothing is left
+    /// or the run has halted ([`Magic::halted`]).
     /// For checkers that look at the machine between instants.
     pub fn step(&mut self) -> Option<Cycles> {
-        let t = self.engine.next_time()?;
+        let t = self.next_instant()?;
         self.instant(t);
         Some(t.to_cycles_floor())
+    }
+
+    /// The time of the next instant the run may apply: `None` when no
+    /// event is left or the run has halted, or halts now because the next
+    /// event lies past its budget or past the end of time.
+    pub(crate) fn next_instant(&mut self) -> Option<Time> {
+        if self.halt.is_some() {
+            return None;
+        }
+        let (t, &ev) = self.engine.peek()?;
+        let c = t.to_cycles_floor();
+        if c > LAST_CYCLE {
+            let (node, what) = self.describe_event(ev);
+            self.halt = Some(Halt::EndOfTime {
+                node: NodeId(node),
+                what,
+                at: c.0 as u128,
+            });
+            return None;
+        }
+        if c > self.budget {
+            self.halt = Some(Halt::Budget {
+                budget: self.budget,
+                next: c,
+            });
+            return None;
+        }
+        Some(t)
+    }
+
+    /// An event as people read it: its node, and what it is.
+    fn describe_event(&self, ev: Ev) -> (u32, String) {
+        match ev {
+            Ev::Deliver { node, q, pkt } => {
+                let m = self.packets.msg(pkt);
+                let what = format!(
+                    "the delivery of {} from node {} to the {} queue",
+                    self.reg.describe(m.mtype),
+                    m.src,
+                    q.name()
+                );
+                (node, what)
+            }
+            Ev::PpDone { node } => (node, "the end of a handler".to_string()),
+            Ev::Wake { node } => (node, "the inbox's next look".to_string()),
+            Ev::ProcStep { node } => (node, "the processor's step".to_string()),
+            Ev::ProcDeliver { node, pkt } => {
+                let m = self.packets.msg(pkt);
+                let what = format!(
+                    "the delivery of {} to the processor",
+                    self.reg.describe(m.mtype)
+                );
+                (node, what)
+            }
+        }
     }
 
     pub(crate) fn instant(&mut self, t: Time) {
@@ -1026,13 +1232,16 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// How the run stands: its end so far and what is left behind.
+    /// How the run stands: its end so far, why it stopped early if it
+    /// did, what is left behind and what was refused.
     pub fn report(&self, limit_reached: bool) -> RunReport {
         RunReport {
             end: self.now(),
             engine_events: self.engine.popped(),
             limit_reached,
+            halted: self.halt.clone(),
             stuck: self.stuck(),
+            refused: self.refused(),
         }
     }
 
@@ -1123,25 +1332,47 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// Carry out what a processor step asked for.
+    /// Carry out what a processor step asked for. A request or a step past
+    /// the end of time halts the run, naming it.
     fn processor_after(&mut self, node: u32, t: Cycles, step: ProcStep, requests: Requests) {
         for (msg, data) in requests {
             let at = t + self.params.pi_in;
+            if at > LAST_CYCLE {
+                let what = format!(
+                    "the processor's request {} entering MAGIC",
+                    self.reg.describe(msg.mtype)
+                );
+                self.halt_past_end(node, what, t.0 as u128 + self.params.pi_in.0 as u128);
+                continue;
+            }
+            // The node is this one and `at` is not in the past: it is taken.
             let _ = self.post_data(NodeId(node), at, msg, data);
         }
         if let ProcStep::At(at) = step {
+            if at > LAST_CYCLE {
+                let what = "the processor's next step".to_string();
+                return self.halt_past_end(node, what, at.0 as u128);
+            }
             self.engine
                 .schedule(Time::from_cycles(at.max(t)), Ev::ProcStep { node });
         }
     }
 
+    /// Halt the run: `what` on `node` would be at cycle `at`, past the end
+    /// of time (the first such thing is the one named).
+    #[cold]
+    fn halt_past_end(&mut self, node: u32, what: String, at: u128) {
+        self.halt.get_or_insert(Halt::EndOfTime {
+            node: NodeId(node),
+            what,
+            at,
+        });
+    }
+
     /// `Err` unless `node` exists and `at` is from now to [`Self::LAST_CYCLE`].
     fn check_post(&self, node: NodeId, at: Cycles) -> Result<(), PostError> {
         if node.0 >= self.nodes {
-            return Err(PostError::NoNode {
-                node,
-                nodes: self.nodes,
-            });
+            return Err(self.no_node(node).into());
         }
         if at < self.now() {
             return Err(PostError::Past {
@@ -1241,10 +1472,21 @@ impl<S: NodeState> Magic<S> {
             hw.dispatched += 1;
             hw.inbox_wait = hw.inbox_wait.saturating_add((t - queued.at).0);
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
-                hw.drops.unhandled += 1;
-                match hw.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
+                hw.lose(
+                    Cause::Unhandled,
+                    First {
+                        handler: None,
+                        step: "dispatch",
+                        msg: Some(msg.mtype),
+                        detail: msg.src.0 as u64,
+                        at: t,
+                        why: None,
+                    },
+                );
+                let lost = hw.lost.get_or_insert_with(Box::default);
+                match lost.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
                     Some(x) => x.1 += 1,
-                    None => hw.unrouted.push((msg.mtype, 1)),
+                    None => lost.unrouted.push((msg.mtype, 1)),
                 }
                 if let Some(b) = buf {
                     hw.bufs.release(b, t);
@@ -1277,6 +1519,7 @@ impl<S: NodeState> Magic<S> {
             };
             let mut out = Run {
                 node: NodeId(n),
+                handler: route.handler,
                 nodes: self.nodes,
                 start,
                 now: start,
@@ -1284,6 +1527,7 @@ impl<S: NodeState> Magic<S> {
                 spec,
                 tally: HandlerStats::default(),
                 last_wire: None,
+                past_end: None,
             };
             let cx = Cx {
                 run: &mut out,
@@ -1297,6 +1541,14 @@ impl<S: NodeState> Magic<S> {
             };
             let entry = &self.handlers[route.handler.0 as usize];
             (entry.call)(cx, &msg);
+            if let Some(p) = out.past_end {
+                let what = format!("{}'s {} step", entry.full_name(), p.step);
+                self.halt.get_or_insert(Halt::EndOfTime {
+                    node: NodeId(n),
+                    what,
+                    at: p.to,
+                });
+            }
             let at = self.stat_index(n, route.handler.0);
             let hw = &mut self.hw[n as usize];
             // A handler occupies the PP at least one cycle.
@@ -1351,12 +1603,6 @@ impl<S: NodeState> Magic<S> {
     /// One line for every piece of work left behind.
     fn stuck(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.engine.late() > 0 {
-            out.push(format!(
-                "{} event(s) were scheduled in the past and applied late: a model bug",
-                self.engine.late()
-            ));
-        }
         for (i, hw) in self.hw.iter().enumerate() {
             for q in InQueue::ALL {
                 let queue = &hw.queues[q as usize];
@@ -1379,19 +1625,6 @@ impl<S: NodeState> Magic<S> {
                     out.push(s);
                 }
             }
-            for (t, n) in &hw.unrouted {
-                out.push(format!(
-                    "node {i}: {n} message(s) of {} had no route (dropped)",
-                    self.reg.describe(*t)
-                ));
-            }
-            if let Some(t) = hw.undecodable {
-                out.push(format!(
-                    "node {i}: {} message(s) did not decode as their handler's type (the first: {}; dropped)",
-                    hw.drops.undecodable,
-                    self.reg.describe(t)
-                ));
-            }
             let held = hw.bufs.held();
             if held > 0 {
                 out.push(format!("node {i}: {held} data buffer(s) still allocated"));
@@ -1401,6 +1634,95 @@ impl<S: NodeState> Magic<S> {
             }
         }
         out
+    }
+
+    /// One line for every node and cause of what was refused or dropped,
+    /// naming the first instance; and events applied late.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.engine.late() > 0 {
+            out.push(format!(
+                "{} event(s) were scheduled in the past and applied late: a model bug",
+                self.engine.late()
+            ));
+        }
+        for (i, hw) in self.hw.iter().enumerate() {
+            let Some(lost) = &hw.lost else {
+                continue;
+            };
+            for (t, n) in &lost.unrouted {
+                out.push(format!(
+                    "node {i}: {n} message(s) of {} had no route (dropped)",
+                    self.reg.describe(*t)
+                ));
+            }
+            for c in Cause::ALL {
+                let n = lost.drops.get(c);
+                match lost.first[c as usize] {
+                    Some(f) if c != Cause::Unhandled => {
+                        out.push(format!("node {i}: {}", self.describe_drop(c, n, &f)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// `n` drops of cause `c`, the first `f`, in words.
+    fn describe_drop(&self, c: Cause, n: u64, f: &First) -> String {
+        let handler = f.handler.map_or("the inbox".to_string(), |h| {
+            self.handlers
+                .get(h.0 as usize)
+                .map_or(format!("handler {}", h.0), HandlerEntry::full_name)
+        });
+        let msg = f
+            .msg
+            .map_or("a message".to_string(), |t| self.reg.describe(t));
+        let d = f.detail;
+        let (what, first) = match c {
+            Cause::Unhandled => ("message(s) with no route", format!("{msg} from node {d}")),
+            Cause::Undecodable => (
+                "message(s) dropped: they did not decode as their handler's type",
+                format!("{msg} for {handler}"),
+            ),
+            Cause::BadNode => (
+                "send(s) to a node that does not exist",
+                format!(
+                    "{handler} sent {msg} to node {d} of a {}-node machine",
+                    self.nodes
+                ),
+            ),
+            Cause::TooLong => (
+                "send(s) of a payload longer than a line",
+                format!("{handler} sent {msg} with {d} bytes"),
+            ),
+            Cause::QueueFull => (
+                "reschedule(s) refused by a full software queue",
+                format!(
+                    "{handler} rescheduled {msg}; the queue holds {d} entries and the head register"
+                ),
+            ),
+            Cause::BadAddress => (
+                "reference(s) outside this node's memory",
+                format!("{handler}'s {} step at {}", f.step, PAddr(d)),
+            ),
+            Cause::BadBuffer if f.why == Some(crate::error::Refused::NoBuffer) => (
+                "step(s) without an allocated data buffer",
+                format!(
+                    "{handler}'s intervention step on dirty line {}, with no buffer",
+                    PAddr(d)
+                ),
+            ),
+            Cause::BadBuffer => {
+                let carried = f.msg.map_or(String::new(), |_| format!(" of {msg}"));
+                (
+                    "step(s) without an allocated data buffer",
+                    format!("{handler}'s {} step{carried} with buffer {d}", f.step),
+                )
+            }
+        };
+        format!("{n} {what} (the first: {first}, at cycle {})", f.at)
     }
 
     /// Whether the event loop asks the CPU ahead for the state of the next

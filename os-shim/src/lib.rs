@@ -267,7 +267,7 @@ impl Os {
 
     /// Map virtual page `v` of `pid` to `frame`.
     pub fn map(&mut self, pid: Pid, v: VPage, frame: PAddr, rights: Rights) -> Result<(), OsError> {
-        if frame.region() != Region::Normal || frame.offset() % PAGE_BYTES != 0 {
+        if frame.region() != Region::Normal || !frame.offset().is_multiple_of(PAGE_BYTES) {
             return Err(OsError::BadFrame(frame));
         }
         self.proc_mut(pid)?

@@ -340,14 +340,41 @@ pub struct PipelineRun {
     pub end: Cycles,
     /// True if the run stopped at its cycle limit with events pending.
     pub limit_reached: bool,
+    /// Why the run stopped early, if it did ([`magic::Halt`] in words: its
+    /// cycle budget, or time passing its end); its figures are then no
+    /// result.
+    pub halted: Option<String>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,
+    /// What MAGIC refused or dropped: one line per node and cause, naming
+    /// the first ([`magic::RunReport::refused`]).
+    pub refused: Vec<String>,
 }
 
 impl PipelineRun {
-    /// True if the run neither hit its limit nor left anything stuck.
+    /// True if the run did all its work and lost nothing, as
+    /// [`magic::RunReport::is_clean`]: no limit or halt, nothing stuck,
+    /// nothing refused.
     pub fn is_clean(&self) -> bool {
-        !self.limit_reached && self.stuck.is_empty()
+        !self.limit_reached
+            && self.halted.is_none()
+            && self.stuck.is_empty()
+            && self.refused.is_empty()
+    }
+
+    /// Every reason the run is not clean, one line each (none if it is),
+    /// as [`magic::RunReport::problems`].
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.halted.iter().cloned().collect();
+        if self.limit_reached {
+            out.push(format!(
+                "the run stopped at its limit, cycle {}, with events pending",
+                self.end
+            ));
+        }
+        out.extend(self.refused.iter().cloned());
+        out.extend(self.stuck.iter().cloned());
+        out
     }
 }
 
@@ -360,6 +387,8 @@ pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, crate::Error> {
         ledger: m.ledger(),
         end: report.end,
         limit_reached: report.limit_reached,
+        halted: report.halted.map(|h| h.to_string()),
         stuck: report.stuck,
+        refused: report.refused,
     })
 }

@@ -720,3 +720,31 @@ fn a_scenario_sets_the_operating_systems_costs() {
     let e = scenario::run(&s).unwrap_err();
     assert_eq!(e.field(), Some("change"), "{e}");
 }
+
+/// A run that would go on past its cycle budget stops there: status 1, one
+/// line saying the budget and how a run is given more, and no figures.
+#[test]
+fn a_run_at_its_cycle_budget_is_status_1_and_says_so() {
+    let dir = scratch("budget");
+    let f = dir.join("budget.toml");
+    // 2 x 2,000,000 messages of 33 handler runs of 10^6 cycles each: far
+    // more than 10^11 cycles.
+    std::fs::write(
+        &f,
+        "[pipeline]\nnodes = 2\nmsgs = 2000000\nsetup_cycles = 1000000\n\
+         send_cycles = 1000000\nrecv_cycles = 1000000\ndone_cycles = 1000000\n",
+    )
+    .unwrap();
+    let (code, out, err) = flashkit(&["run", path(&f)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.is_empty(),
+        "a halted run's figures are no result: {out}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the run reached its cycle budget of 100000000000 cycles")
+            && err.contains("Magic::set_budget"),
+        "{err}"
+    );
+}

@@ -88,7 +88,7 @@ fn global_coherence_reaches_remote_homes_sharers_and_owners() {
                     let o = &r.outcome;
                     assert!(o.data_ok && o.incoherent.is_none(), "{c:?}: {:?}", o.stale);
                     for n in 0..r.machine.nodes() {
-                        let dropped = r.machine.state(magic::NodeId(n)).stats.dropped;
+                        let dropped = r.machine.state(magic::NodeId(n)).unwrap().stats.dropped;
                         assert_eq!(dropped, 0, "{c:?}: node {n} dropped {dropped}");
                     }
                     let a = o.coherence;

@@ -5,8 +5,8 @@
 
 use magic::testing::Bench;
 use magic::{
-    messages, BuildError, Controller, Cx, Cycles, InQueue, Install, LineState, Magic, MagicParams,
-    Msg, NodeId, PAddr, Protocol, Region, Time,
+    messages, BuildError, Controller, Cx, Cycles, Halt, InQueue, Install, LineState, Magic,
+    MagicParams, Msg, NodeId, PAddr, Protocol, Region, Time,
 };
 use proptest::prelude::*;
 
@@ -298,7 +298,7 @@ fn the_round_trip_ends_clean_with_the_answer_delivered() {
     m.post(NodeId(0), Cycles(0), go).unwrap();
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
-    assert_eq!(m.take_processor_messages(NodeId(0)).len(), 1);
+    assert_eq!(m.take_processor_messages(NodeId(0)).unwrap().len(), 1);
 }
 
 /// Spend until the end of the model's time.
@@ -346,16 +346,32 @@ fn deadlines_and_handlers_at_the_end_of_time_neither_panic_nor_wrap() {
     assert!(r.is_clean() && !r.limit_reached, "{r:?}");
     assert!(Magic::post(&mut m, NodeId(0), Cycles(u64::MAX), go).is_err());
 
-    // A handler that spends the whole clock: the run ends at its end.
+    // A handler that would spend past the whole clock: the run halts,
+    // naming the handler, its step and the exact cycle it asked for
+    // (dispatched at cycle 3, the inbox stage, then u64::MAX cycles busy).
     let mut m = Magic::with(MagicParams::default(), 2, &Forever).unwrap();
     let go = m.msg(NodeId(0), R::Ask);
     m.post(NodeId(0), Cycles(0), go).unwrap();
     let r = m.run_until(Some(Cycles(u64::MAX)));
-    assert!(!r.limit_reached, "{r:?}");
-    assert!(r.end >= Magic::<()>::LAST_CYCLE, "{r:?}");
-    assert_eq!(m.take_processor_messages(NodeId(1)).len(), 1);
-    let row = m.ledger();
-    let busy = row.handler(Some(0), "forever.forever").unwrap().stats.busy;
-    // Dispatched at cycle 3 (the inbox stage), busy to the clock's end.
-    assert_eq!(busy, Magic::<()>::LAST_CYCLE.0 - 3);
+    assert!(!r.is_clean() && !r.limit_reached, "{r:?}");
+    let at = 3 + u64::MAX as u128;
+    assert_eq!(
+        r.halted,
+        Some(Halt::EndOfTime {
+            node: NodeId(0),
+            what: "forever.forever's busy step".into(),
+            at
+        })
+    );
+    assert_eq!(
+        r.problems(),
+        [format!(
+            "node 0: forever.forever's busy step at cycle {at}, past the last cycle the model can represent ({})",
+            Magic::<()>::LAST_CYCLE
+        )]
+    );
+    // Nothing runs after the halt: the handler's send is never delivered.
+    assert!(m.step().is_none());
+    assert!(m.run().halted.is_some());
+    assert_eq!(m.take_processor_messages(NodeId(1)).unwrap().len(), 0);
 }

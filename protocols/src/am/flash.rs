@@ -769,8 +769,8 @@ impl Platform for Flash {
         let rep = m.run();
         if !rep.is_clean() {
             return Err(Error::Incomplete(format!(
-                "stuck: {}",
-                rep.stuck.join("; ")
+                "the run is not clean: {}",
+                rep.problems().join("; ")
             )));
         }
         let mut run = Run {

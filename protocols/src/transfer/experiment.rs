@@ -20,8 +20,8 @@ use super::unit::Transfer;
 use coherence::modes::Mode;
 use coherence::protocol::{self, CohParams, Coherent};
 use magic::{
-    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, OutOfRange,
-    PAddr, Protocol, Region, LINE_BYTES,
+    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NoNode, NodeId, NodeState,
+    OutOfRange, PAddr, Protocol, Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -594,11 +594,12 @@ impl<S: WithTransfer> Measured<S> {
         let (a, _) = self
             .machine
             .state(node)
+            .ok()?
             .xfer()
             .os
             .translate(Pid(1), line)
             .ok()?;
-        Some(visible(&self.machine, node, a))
+        visible(&self.machine, node, a).ok()
     }
 }
 
@@ -972,6 +973,12 @@ impl From<magic::BuildError> for Failed {
     }
 }
 
+impl From<magic::NoNode> for Failed {
+    fn from(e: magic::NoNode) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<ConfigError> for Failed {
     fn from(e: ConfigError) -> Failed {
         Failed::Config(e)
@@ -1122,7 +1129,7 @@ pub(crate) fn begin_pass<S: WithTransfer>(
     // Every node's counters start with the pass (the third node of a
     // dirty-remote send is counted too).
     for n in 0..m.nodes() {
-        let x = m.state_mut(NodeId(n)).xfer_mut();
+        let x = m.state_mut(NodeId(n))?.xfer_mut();
         x.cpu.log.clear();
         x.stats = Default::default();
         x.coh.stats = Default::default();
@@ -1171,7 +1178,7 @@ fn start_program<S: WithTransfer>(
     ops: Vec<ConnOp>,
     at: Cycles,
 ) -> Result<(), Failed> {
-    let cpu = &mut m.state_mut(n).xfer_mut().cpu;
+    let cpu = &mut m.state_mut(n)?.xfer_mut().cpu;
     cpu.push(ops);
     cpu.start(at);
     m.start_processor(n, at).map_err(String::from)?;
@@ -1222,7 +1229,7 @@ fn run_on<S: WithTransfer>(
         if !rep.is_clean() {
             return Err(Failed::Stuck(format!(
                 "the transfer did not complete: {}",
-                rep.stuck.join("; ")
+                rep.problems().join("; ")
             )));
         }
     }
@@ -1236,7 +1243,7 @@ pub(crate) fn data_check<S: WithTransfer>(
     c: &Config,
     m: &Magic<S>,
     senders: &[NodeId],
-) -> (Vec<StaleLine>, Vec<PAddr>) {
+) -> Result<(Vec<StaleLine>, Vec<PAddr>), NoNode> {
     let mut stale = Vec::new();
     let mut lines_seen = Vec::new();
     for &s in senders {
@@ -1261,9 +1268,9 @@ pub(crate) fn data_check<S: WithTransfer>(
         let first = covered.next().unwrap_or(0);
         let inner = first..covered.last().unwrap_or(first) + 1;
         for lv in d.lines(true) {
-            let line = now_at(m, r, lv);
+            let line = now_at(m, r, lv)?;
             lines_seen.push(line);
-            let now = visible(m, r, line);
+            let now = visible(m, r, line)?;
             let before = junk(r.0, lv);
             let dirty_before = matches!(
                 c.receiver,
@@ -1287,10 +1294,10 @@ pub(crate) fn data_check<S: WithTransfer>(
         }
         let sb = send_buffer(c, s);
         for lv in sb.lines(false) {
-            lines_seen.push(now_at(m, s, lv));
+            lines_seen.push(now_at(m, s, lv)?);
         }
     }
-    (stale, lines_seen)
+    Ok((stale, lines_seen))
 }
 
 /// The OS of the buffer's node moves the page `after` cycles after `at`
@@ -1311,7 +1318,7 @@ fn schedule_change<S: WithTransfer>(
     let to = PAddr::new(Region::Normal, node, MOVED_FRAMES + ch.page * PAGE_BYTES);
     // The OS runs on the node's processor: a program of its own, after the
     // user's commands.
-    let x = m.state_mut(node).xfer_mut();
+    let x = m.state_mut(node)?.xfer_mut();
     x.cpu.push([
         ConnOp::Think(ch.after),
         ConnOp::Change(os_shim::Change::Move(v, to)),
@@ -1352,7 +1359,7 @@ fn refused<S: WithTransfer>(m: &Magic<S>) -> Result<(), String> {
 fn map<S: WithTransfer>(m: &mut Magic<S>, b: &Buffer, pid: Pid) -> Result<(), String> {
     let pages = (b.va % PAGE_BYTES + b.len.max(1)).div_ceil(PAGE_BYTES);
     for k in 0..pages {
-        m.state_mut(b.node)
+        m.state_mut(b.node)?
             .xfer_mut()
             .os
             .map(
@@ -1423,32 +1430,37 @@ fn place_receive<S: WithTransfer>(m: &mut Magic<S>, c: &Config, b: &Buffer) -> R
 }
 
 /// Where a buffer's virtual address is now (the OS may have moved it).
-fn now_at<S: WithTransfer>(m: &Magic<S>, node: NodeId, va: u64) -> PAddr {
-    m.state(node)
+fn now_at<S: WithTransfer>(m: &Magic<S>, node: NodeId, va: u64) -> Result<PAddr, NoNode> {
+    Ok(m.state(node)?
         .xfer()
         .os
         .translate(Pid(1), va)
-        .map_or(PAddr(0), |x| x.0)
+        .map_or(PAddr(0), |x| x.0))
 }
 
 /// A line's current bytes at its home: the dirty copy if a cache holds one.
-fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> [u8; LINE_BYTES] {
+fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> Result<[u8; LINE_BYTES], NoNode> {
     for n in 0..m.nodes() {
-        if m.pcache(NodeId(n)).state(line) == LineState::Dirty {
-            if let Some(b) = m.pcache(NodeId(n)).bytes(line) {
-                return *b;
+        let cache = m.pcache(NodeId(n))?;
+        if cache.state(line) == LineState::Dirty {
+            if let Some(b) = cache.bytes(line) {
+                return Ok(*b);
             }
         }
     }
-    m.memory(line.node()).line(line.line())
+    Ok(m.memory(line.node())?.line(line.line()))
 }
 
 /// A line's bytes as a process on `node` reads them: its own cache's copy
 /// if it holds one (clean or dirty), else the latest copy anywhere.
-fn visible<S: WithTransfer>(m: &Magic<S>, node: NodeId, line: PAddr) -> [u8; LINE_BYTES] {
-    let cache = m.pcache(node);
+fn visible<S: WithTransfer>(
+    m: &Magic<S>,
+    node: NodeId,
+    line: PAddr,
+) -> Result<[u8; LINE_BYTES], NoNode> {
+    let cache = m.pcache(node)?;
     match (cache.state(line), cache.bytes(line)) {
-        (LineState::Clean | LineState::Dirty, Some(b)) => *b,
+        (LineState::Clean | LineState::Dirty, Some(b)) => Ok(*b),
         _ => current(m, line),
     }
 }
@@ -1458,19 +1470,22 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
     use coherence::directory::DirState;
     for &line in lines {
         let home = line.node();
-        let e = m.state(home).xfer().coh.entry(line);
+        let (e, mem) = match (m.state(home), m.memory(home)) {
+            (Ok(s), Ok(mem)) => (s.xfer().coh.entry(line), mem.line(line.line())),
+            (Err(e), _) | (_, Err(e)) => return Some(format!("{line}'s home: {e}")),
+        };
         if e.pending {
             return Some(format!("{line}: entry still pending"));
         }
-        let mem = m.memory(home).line(line.line());
-        for n in 0..m.nodes() {
-            let n = NodeId(n);
-            let st = m.pcache(n).state(line);
+        for (n, cache) in
+            (0..m.nodes()).filter_map(|n| Some((NodeId(n), m.pcache(NodeId(n)).ok()?)))
+        {
+            let st = cache.state(line);
             let ok = match (&e.state(home), st) {
                 (_, LineState::Uncached) => true,
                 (DirState::Exclusive(o), LineState::Dirty) => *o == n,
                 (DirState::Shared(s), LineState::Clean) => {
-                    s.contains(n) && m.pcache(n).bytes(line).is_some_and(|b| *b == mem)
+                    s.contains(n) && cache.bytes(line).is_some_and(|b| *b == mem)
                 }
                 _ => false,
             };
@@ -1482,7 +1497,9 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
             }
         }
         if let DirState::Exclusive(o) = e.state(home) {
-            if m.pcache(o).state(line) != LineState::Dirty {
+            if m.pcache(o)
+                .map_or(true, |c| c.state(line) != LineState::Dirty)
+            {
                 return Some(format!(
                     "{line}: the directory's owner {o} has no dirty copy"
                 ));
@@ -1498,7 +1515,7 @@ fn measure<S: WithTransfer>(
     senders: &[NodeId],
 ) -> Result<Measured<S>, String> {
     let (s0, r0) = (NodeId(0), NodeId(1));
-    let log = &m.state(s0).xfer().cpu.log;
+    let log = &m.state(s0)?.xfer().cpu.log;
     let t0 = log
         .iter()
         .find_map(|e| match e {
@@ -1521,6 +1538,7 @@ fn measure<S: WithTransfer>(
         .ok_or("the send was never accepted")?;
     let done = |n: NodeId| {
         m.state(n)
+            .ok()?
             .xfer()
             .cpu
             .log
@@ -1533,7 +1551,8 @@ fn measure<S: WithTransfer>(
     };
     let t6 = done(r0).ok_or("the receiver was never told")?;
     let flushes = |n: NodeId| {
-        m.state(n).xfer().cpu.log.iter().filter_map(|e| match *e {
+        let log = m.state(n).map_or(&[][..], |x| &x.xfer().cpu.log[..]);
+        log.iter().filter_map(|e| match *e {
             ConnEvent::Flushed {
                 va,
                 from,
@@ -1563,7 +1582,7 @@ fn measure<S: WithTransfer>(
     let mut processor = Cycles(0);
     let mut coherence = CoherenceActions::default();
     for n in [s0, r0] {
-        let x = m.state(n).xfer();
+        let x = m.state(n)?.xfer();
         processor += x.cpu.busy();
         for (va, from, at, written) in flushes(n) {
             if va == src_va {
@@ -1579,13 +1598,13 @@ fn measure<S: WithTransfer>(
         coherence.invalidations += x.coh.stats.message_invalidations;
         coherence.fetches += x.stats.fetches;
     }
-    let marks = m.state(s0).xfer().stats.marks;
+    let marks = m.state(s0)?.xfer().stats.marks;
     let (Some(t2), Some(t3), Some(t4)) = (marks.first_line, marks.first_wire, marks.last_wire)
     else {
         return Err("the transfer handler never sent".into());
     };
     let t5 = m
-        .state(r0)
+        .state(r0)?
         .xfer()
         .stats
         .marks
@@ -1601,7 +1620,7 @@ fn measure<S: WithTransfer>(
         receiver_cleanup: (t6 - t5).0,
         total: (t1 - t0).0 + (t2 - t1).0 + (t3 - t2).0 + (t5 - t4).0 + (t6 - t5).0,
     };
-    let lines = m.state(r0).xfer().stats.components_received;
+    let lines = m.state(r0)?.xfer().stats.components_received;
     let transfer = t4 - t3;
     let ledger = m.ledger();
     let busy = |n: NodeId, names: &[&str], stalls: bool| -> f64 {
@@ -1623,7 +1642,7 @@ fn measure<S: WithTransfer>(
         .map_or(0.0, |u| u.busy as f64));
     // The rate the data lands at in the receiver's memory: the pipeline's
     // slowest stage.
-    let rm = m.state(r0).xfer().stats.marks;
+    let rm = m.state(r0)?.xfer().stats.marks;
     let per_line = match (rm.first_written, rm.last_component) {
         (Some(a), Some(b)) if lines > 1 => (b - a).0 as f64 / (lines - 1) as f64,
         _ => transfer.0 as f64,
@@ -1635,7 +1654,7 @@ fn measure<S: WithTransfer>(
     } else {
         "receiver"
     };
-    let (stale, lines_seen) = data_check(c, &m, senders);
+    let (stale, lines_seen) = data_check(c, &m, senders)?;
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
         config: c.clone(),

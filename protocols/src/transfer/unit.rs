@@ -19,7 +19,7 @@ use os_shim::{Os, OsCosts};
 /// use protocols::transfer::Transfer;
 ///
 /// let m = Magic::with(MagicParams::default(), 2, &Transfer::default()).unwrap();
-/// assert!(m.state(NodeId(0)).partner.is_none());
+/// assert!(m.state(NodeId(0)).unwrap().partner.is_none());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Transfer {

@@ -13,7 +13,7 @@ use magic::{BuildError, Install, Magic, MagicParams, NodeId, Protocol};
 /// use protocols::user::User;
 ///
 /// let m = Magic::with(MagicParams::default(), 2, &User::default()).unwrap();
-/// assert_eq!(m.state(magic::NodeId(1)).magic.records_in_use(), 0);
+/// assert_eq!(m.state(magic::NodeId(1)).unwrap().magic.records_in_use(), 0);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct User {
