@@ -57,7 +57,10 @@ pub fn per_line() -> Result<Chart, String> {
         let n = lines as f64;
         total.push((n, o.total.0 as f64 / n));
         fixed.push((n, o.startup.total as f64 / n));
-        rate.push((n, o.per_line));
+        // A single line has no spacing: the transfer phase starts at two.
+        if let Some(r) = o.per_line {
+            rate.push((n, r));
+        }
     }
     Ok(Chart {
         title: "Transfer time per line (uncached, C4)".into(),
