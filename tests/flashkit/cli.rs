@@ -985,3 +985,44 @@ fn magic_commands_run_at_4096_nodes() {
     let (code, _, err) = flashkit(&["fetch-op", "--remote-node", "4095", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn check_refuses_a_state_cap_past_its_maximum_and_shows_no_progress_in_a_log() {
+    for (cap, code, want) in [
+        (
+            "18446744073709551615",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 18446744073709551615\n",
+        ),
+        (
+            "100000001",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 100000001\n",
+        ),
+        (
+            "0",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 0\n",
+        ),
+        // The maximum itself is a bound like any other: this search ends
+        // long before it.
+        ("100000000", 0, ""),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (c, out, err) = flashkit(&[
+            "check",
+            "transfer",
+            "--lines",
+            "1",
+            "--receives",
+            "1",
+            "--max-states",
+            cap,
+        ]);
+        assert_eq!((c, err.as_str()), (code, want), "--max-states {cap}");
+        assert!(t0.elapsed().as_secs() < 60, "--max-states {cap}");
+        if code == 0 {
+            assert!(out.contains("complete     true"), "{out}");
+        }
+    }
+}
