@@ -413,7 +413,14 @@ fn main() -> ExitCode {
                 e.kind(),
                 DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let printed = e.print().map_err(|x| output::failed("standard output", &x));
+                // Help and version go to standard output: closed, they are lost.
+                let open = if e.use_stderr() {
+                    Ok(())
+                } else {
+                    output::stdout_open()
+                };
+                let printed = open
+                    .and_then(|()| e.print().map_err(|x| output::failed("standard output", &x)));
                 return match (printed, e.kind()) {
                     (Err(f), _) => exit(f),
                     (Ok(()), DisplayHelpOnMissingArgumentOrSubcommand) => ExitCode::from(2),

@@ -1026,3 +1026,65 @@ fn check_refuses_a_state_cap_past_its_maximum_and_shows_no_progress_in_a_log() {
         }
     }
 }
+
+/// Run flashkit with standard output closed (`>&-`), through the shell:
+/// its status and standard error.
+fn stdout_closed(args: &[&str]) -> (i32, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" "$@" >&-"#)
+        .arg(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_closed_standard_output_is_exit_1_naming_it() {
+    let closed = "error: cannot write standard output: Bad file descriptor (os error 9)\n";
+    for args in [
+        &["transfer"][..],
+        &["transfer", "--format", "json"],
+        &["run", "examples/miss.toml"],
+        &[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2",
+            "--quiet",
+        ],
+        &["check", "transfer", "--lines", "1", "--receives", "1"],
+        &["suite", "--platform", "cm5", "--benchmark", "round-trip"],
+        &["--help"],
+        &["--version"],
+        &["transfer", "--help"],
+    ] {
+        assert_eq!(stdout_closed(args), (1, closed.to_string()), "{args:?}");
+    }
+    // A command that writes only the file it is told to loses nothing.
+    let part = std::env::temp_dir().join(format!("flashkit-closed-{}.csv", std::process::id()));
+    let part_s = part.to_str().unwrap();
+    let (code, err) = stdout_closed(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2",
+        "--out",
+        part_s,
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(std::fs::read_to_string(&part).unwrap().lines().count(), 4);
+    let _ = std::fs::remove_file(&part);
+    // Standard output on /dev/null is written, and nothing is lost.
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .arg("transfer")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
