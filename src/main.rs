@@ -9,6 +9,7 @@ use flashkit::{plot, scenario};
 
 use output::Failure;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand, ValueEnum};
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 use std::process::ExitCode;
@@ -197,9 +198,9 @@ enum Command {
     Suite {
         #[arg(long, value_enum)]
         platform: scenario::PlatformKind,
-        /// One of: one-to-one, one-to-two, two-to-one, round-trip, ring,
-        /// poll, operations, interrupt (CMAML).
-        #[arg(long)]
+        /// One benchmark (default: every one); `interrupt` is CMAML's
+        /// (--platform cm5-cmaml).
+        #[arg(long, value_parser = PossibleValuesParser::new(benchmarks()))]
         benchmark: Option<String>,
         /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
@@ -347,6 +348,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+}
+
+/// The benchmarks `suite --benchmark` takes: the suite's own list, and
+/// CMAML's interrupt-driven reception.
+fn benchmarks() -> Vec<&'static str> {
+    let mut v = protocols::am::suite::BENCHMARKS.to_vec();
+    v.push("interrupt");
+    v
 }
 
 /// A byte count or offset, decimal or 0x-hexadecimal.

@@ -1088,3 +1088,59 @@ fn a_closed_standard_output_is_exit_1_naming_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn every_flags_help_lists_every_choice_it_takes() {
+    // suite --benchmark: the suite's own list, and CMAML's interrupt.
+    let (code, help, _) = flashkit(&["suite", "--help"]);
+    assert_eq!(code, 0);
+    let listed = |help: &str, flag: &str| -> Vec<String> {
+        let at = help
+            .find(&format!("--{flag} <"))
+            .unwrap_or_else(|| panic!("--{flag}"));
+        let rest = &help[at..];
+        let end = rest[2..].find("\n      --").map_or(rest.len(), |e| e + 2);
+        let block = &rest[..end];
+        let values = block
+            .split("[possible values: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("--{flag} lists no values: {block}"));
+        values[..values.find(']').unwrap()]
+            .split(", ")
+            .map(str::to_string)
+            .collect()
+    };
+    let mut want: Vec<String> = protocols::am::suite::BENCHMARKS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    want.push("interrupt".into());
+    assert_eq!(listed(&help, "benchmark"), want);
+    // Each listed benchmark is a value the flag takes (clap checks a value
+    // as it reads it, before `--help` stops the command).
+    for b in &want {
+        let platform = if b == "interrupt" { "cm5-cmaml" } else { "cm5" };
+        let (code, _, err) = flashkit(&[
+            "suite",
+            "--platform",
+            platform,
+            "--benchmark",
+            b,
+            "--nodes",
+            "4",
+            "--help",
+        ]);
+        assert_eq!(code, 0, "{b}: {err}");
+    }
+    let (code, _, err) = flashkit(&["suite", "--platform", "cm5", "--benchmark", "nonsense"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: invalid value 'nonsense' for '--benchmark <BENCHMARK>'\n"
+    );
+    // check's protocol options, from the types' own names.
+    let (_, help, _) = flashkit(&["check", "--help"]);
+    assert_eq!(listed(&help, "directory"), coherence::DirFormat::NAMES);
+    assert_eq!(listed(&help, "acks"), coherence::Acks::NAMES);
+    assert_eq!(listed(&help, "forwards"), coherence::Forwards::NAMES);
+}
