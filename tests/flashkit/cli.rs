@@ -1144,3 +1144,30 @@ fn every_flags_help_lists_every_choice_it_takes() {
     assert_eq!(listed(&help, "acks"), coherence::Acks::NAMES);
     assert_eq!(listed(&help, "forwards"), coherence::Forwards::NAMES);
 }
+
+#[test]
+fn a_transfer_within_one_line_prints_no_rate() {
+    let (code, out, err) = flashkit(&["transfer", "--bytes", "1"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let line = out.lines().find(|l| l.starts_with("per line: ")).unwrap();
+    assert_eq!(
+        line,
+        "per line: no rate, one line landed (its stages: network 9.0, sender 33.0, receiver 63.0)"
+    );
+    assert!(!out.contains("limited by"), "{out}");
+    let v = transfer_json(&["--bytes", "1"]);
+    assert_eq!(v["lines"], 1);
+    assert!(v["per_line_cycles"].is_null(), "{v}");
+    assert!(v["limited_by"].is_null(), "{v}");
+    // Both ways, each PP runs both handlers: it bounds the rate, not the
+    // network it keeps 66% busy.
+    let (code, out, err) = flashkit(&["transfer", "--direction", "bi"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let line = out.lines().find(|l| l.starts_with("per line: ")).unwrap();
+    assert_eq!(
+        line,
+        "per line: 51.7 cycles (network 40.0, sender 21.4, receiver 32.0): limited by the PP (the sender's and receiver's handlers share it)"
+    );
+    let v = transfer_json(&["--direction", "bi"]);
+    assert_eq!(v["limited_by"], "pp", "{v}");
+}
