@@ -476,7 +476,7 @@ impl Plan {
 }
 
 /// The most points a sweep may have, 2^20: a plan builds each point when it
-/// is run, so this bounds the time a sweep takes to check (some 90 s on
+/// is run, so this bounds the time a sweep takes to check (some 80 s on
 /// one core at the limit) and its output, not its memory.
 pub const MAX_POINTS: usize = 1 << 20;
 
