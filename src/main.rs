@@ -9,6 +9,7 @@ use flashkit::{plot, scenario};
 
 use output::Failure;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand, ValueEnum};
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 use std::process::ExitCode;
@@ -197,9 +198,9 @@ enum Command {
     Suite {
         #[arg(long, value_enum)]
         platform: scenario::PlatformKind,
-        /// One of: one-to-one, one-to-two, two-to-one, round-trip, ring,
-        /// poll, operations, interrupt (CMAML).
-        #[arg(long)]
+        /// One benchmark (default: every one); `interrupt` is CMAML's
+        /// (--platform cm5-cmaml).
+        #[arg(long, value_parser = PossibleValuesParser::new(benchmarks()))]
         benchmark: Option<String>,
         /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
@@ -349,6 +350,14 @@ enum Command {
     },
 }
 
+/// The benchmarks `suite --benchmark` takes: the suite's own list, and
+/// CMAML's interrupt-driven reception.
+fn benchmarks() -> Vec<&'static str> {
+    let mut v = protocols::am::suite::BENCHMARKS.to_vec();
+    v.push("interrupt");
+    v
+}
+
 /// A byte count or offset, decimal or 0x-hexadecimal.
 fn parse_offset(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -413,7 +422,14 @@ fn main() -> ExitCode {
                 e.kind(),
                 DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let printed = e.print().map_err(|x| output::failed("standard output", &x));
+                // Help and version go to standard output: closed, they are lost.
+                let open = if e.use_stderr() {
+                    Ok(())
+                } else {
+                    output::stdout_open()
+                };
+                let printed = open
+                    .and_then(|()| e.print().map_err(|x| output::failed("standard output", &x)));
                 return match (printed, e.kind()) {
                     (Err(f), _) => exit(f),
                     (Ok(()), DisplayHelpOnMissingArgumentOrSubcommand) => ExitCode::from(2),

@@ -320,6 +320,28 @@ fn the_default_study_table() {
         .expect("runs");
     crate::common::insta_settings()
         .bind(|| insta::assert_snapshot!("study_coherence", s.to_string()));
+    // The README counts the rows and the refusals, and shows the header
+    // and four rows as the table prints them.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let counts = format!(
+        "(four of its {} rows; the other {} combinations are refused",
+        s.rows.len(),
+        s.refused.len()
+    );
+    assert!(readme.contains(&counts), "README.md should say {counts}");
+    let table = s.to_string();
+    let shown = readme
+        .split("$ flashkit study coherence --bytes 4096\n")
+        .nth(1)
+        .and_then(|r| r.split("...\n```").next())
+        .expect("README.md shows the study");
+    for line in shown.lines().filter(|l| *l != "...") {
+        assert!(
+            table.lines().any(|l| l == line),
+            "README.md's line is not the study's: {line}"
+        );
+    }
 }
 
 #[test]

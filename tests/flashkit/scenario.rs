@@ -245,15 +245,36 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
     let whole = std::fs::read_to_string(&out).unwrap();
     // 24 points over 4 shards: shard 1 holds points 1, 5, 9, 13, 17, 21.
     let keep = std::fs::read_to_string(&all[1]).unwrap();
-    // Emptied (a task that never started to write).
+    // Emptied (a task that never started to write), or /dev/null given as
+    // a part beside a complete set: not a part, named.
+    let refused = |path: &str| {
+        format!(
+            "error: {path}: empty, not a sweep part (a part begins with `# flashkit-sweep ...`): run its shard again, or leave it out\n"
+        )
+    };
     std::fs::write(&all[1], "").unwrap();
-    let (code, err) = merge(&all, &out);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("points 1, 5, 9, 13, 17, 21 missing: shard 1/4 produced nothing"),
-        "{err}"
+    assert_eq!(merge(&all, &out), (2, refused(&all[1])));
+    std::fs::write(&all[1], &keep).unwrap();
+    let with_null = [all.clone(), vec!["/dev/null".to_string()]].concat();
+    assert_eq!(merge(&with_null, &out), (2, refused("/dev/null")));
+    // The table written over one of its parts.
+    let mut over = vec!["merge"];
+    over.extend(all.iter().map(|s| s.as_str()));
+    over.extend(["-o", &all[2]]);
+    let (code, _, err) = flashkit(&over);
+    assert_eq!(
+        (code, err),
+        (
+            2,
+            format!(
+                "error: -o {} is the part {}: write the table to another file\n",
+                all[2], all[2]
+            )
+        )
     );
-    assert!(err.contains("part-1.csv empty"), "{err}");
+    assert!(std::fs::read_to_string(&all[2])
+        .unwrap()
+        .starts_with("# flashkit-sweep "));
     // Removed.
     let three: Vec<String> = [0, 2, 3].iter().map(|&i| all[i].clone()).collect();
     let (code, err) = merge(&three, &out);
@@ -634,6 +655,161 @@ fn printed_defaults_are_complete_scenarios_that_run_as_the_commands_defaults() {
     assert_eq!(code, 2);
     assert_eq!(err.lines().count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_sweep_refuses_an_empty_value_its_own_scenario_as_output_and_too_many_points() {
+    let dir = scratch("refuse");
+    let own = dir.join("s.toml");
+    let text = std::fs::read_to_string("examples/transfer.toml").unwrap();
+    std::fs::write(&own, &text).unwrap();
+    let own = path(&own).to_string();
+    // The same file by another spelling of its path.
+    let other = format!("{}/./s.toml", path(&dir));
+    let thousand: String = (1..=1024)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let more: String = (1..=1025)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let t0 = std::time::Instant::now();
+    for (args, want) in [
+        (
+            vec!["sweep", "examples/transfer.toml", "--vary", "transfer.chunk=1,,2"],
+            "error: --vary transfer.chunk=1,,2: an empty value (two commas together, or one at an end)\n".to_string(),
+        ),
+        (
+            vec!["sweep", "examples/transfer.toml", "--vary", "transfer.chunk=1,2,"],
+            "error: --vary transfer.chunk=1,2,: an empty value (two commas together, or one at an end)\n".to_string(),
+        ),
+        (
+            vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &other],
+            format!("error: --out {other} is the scenario file {own}: write the part to another file\n"),
+        ),
+        (
+            vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &own, "--resume"],
+            format!("error: --out {own} is the scenario file {own}: write the part to another file\n"),
+        ),
+        (
+            vec![
+                "sweep",
+                "examples/transfer.toml",
+                "--vary",
+                &format!("machine.net_latency={thousand}"),
+                "--vary",
+                &format!("transfer.bytes={more}"),
+            ],
+            "error: the sweep has 1024 x 1025 = 1049600 points; a sweep has at most 1048576 (2^20)\n".to_string(),
+        ),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", want.as_str()), "{args:?}");
+    }
+    assert!(
+        t0.elapsed().as_secs() < 30,
+        "refused at once: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&own).unwrap(),
+        text,
+        "the scenario is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_point_that_clashes_is_refused_before_any_row_on_every_shard() {
+    // Chunks of 8 need 8 data buffers: point 1 (4 buffers, chunk 8) clashes.
+    for shard in ["0/2", "1/2"] {
+        let (code, out, err) = flashkit(&[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "machine.data_buffers=4,16",
+            "--vary",
+            "transfer.chunk=4,8",
+            "--shard",
+            shard,
+            "--quiet",
+        ]);
+        assert_eq!(code, 2, "{shard}: {err}");
+        assert_eq!(out, "", "{shard}: nothing written");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: point 1 (machine.data_buffers=4, transfer.chunk=8): "),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_figure_a_point_leaves_undefined_is_an_empty_cell() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.bytes=1,256",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    let col = |name: &str| rows[0].iter().position(|c| *c == name).unwrap();
+    let (rate, bound) = (col("result.per_line_cycles"), col("result.limited_by"));
+    assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{out}");
+    assert_eq!((rows[1][rate], rows[1][bound]), ("", ""), "1 byte: no rate");
+    assert_eq!((rows[2][rate], rows[2][bound]), ("40.0", "network"));
+}
+
+#[test]
+fn sweep_workers_run_a_bounded_way_ahead_of_the_first_unfinished_point() {
+    use flashkit::sweep::{run_in_order, window};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+    // Point 0 is slow; the others are quick. While point 0 runs, the
+    // workers take no point past the window: results held back behind a
+    // slow point are bounded, not the whole rest of the sweep.
+    let threads = 3;
+    let furthest = AtomicUsize::new(0);
+    let zero_done = std::sync::atomic::AtomicBool::new(false);
+    let mut order = Vec::new();
+    run_in_order(
+        10_000,
+        threads,
+        |i| {
+            if i == 0 {
+                std::thread::sleep(Duration::from_millis(300));
+                zero_done.store(true, Ordering::SeqCst);
+            } else if !zero_done.load(Ordering::SeqCst) {
+                furthest.fetch_max(i, Ordering::SeqCst);
+            }
+            i * 2
+        },
+        |_| {},
+        |i, r| {
+            order.push((i, r));
+            Ok::<(), ()>(())
+        },
+    )
+    .unwrap();
+    assert!(furthest.load(Ordering::SeqCst) < window(threads));
+    assert_eq!(order.len(), 10_000);
+    assert!(order
+        .iter()
+        .enumerate()
+        .all(|(k, &(i, r))| k == i && r == 2 * i));
+    // An error stops the run, even with workers waiting for their turn.
+    let r = run_in_order(
+        1_000_000,
+        threads,
+        |i| i,
+        |_| {},
+        |i, _| if i == 5 { Err(i) } else { Ok(()) },
+    );
+    assert_eq!(r, Err(5));
 }
 
 #[test]

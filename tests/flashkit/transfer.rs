@@ -48,11 +48,11 @@ fn transfer_occupancy_grid() {
                     s.initial_line,
                     s.network_queueing,
                     s.receiver_cleanup,
-                    r.per_line,
+                    r.per_line.expect("32 lines: a rate"),
                     r.network_per_line,
                     r.sender_occupancy_per_line,
                     r.receiver_occupancy_per_line,
-                    r.limited_by
+                    r.limited_by.expect("32 lines: a bound")
                 )
                 .unwrap();
                 out.push_str(&r.ledger.render());

@@ -483,8 +483,10 @@ pub struct Outcome {
     /// First component on the wire to the last off it.
     pub transfer: Cycles,
     /// Cycles between components landing in the receiver's memory (first
-    /// to last): the rate of the pipeline's slowest stage.
-    pub per_line: f64,
+    /// to last): the rate of the pipeline's slowest stage. `None` when
+    /// fewer than two components landed (a transfer within one line): one
+    /// landing has no spacing, and no stage bounds it.
+    pub per_line: Option<f64>,
     /// The sender's handler busy time per line, outbox stalls included.
     pub sender_occupancy_per_line: f64,
     /// The component handler's busy time per line, outbox stalls included.
@@ -497,8 +499,8 @@ pub struct Outcome {
     pub receiver_handler_per_line: f64,
     /// The sender's outgoing link's busy time per line.
     pub network_per_line: f64,
-    /// The slowest of `network`, `sender` and `receiver` per line.
-    pub limited_by: &'static str,
+    /// The stage whose time per line is the rate, `None` with `per_line`.
+    pub limited_by: Option<Bound>,
     /// Every receive holds its part of the stream, and nothing around them
     /// changed, as the receiving process sees it: no stale line.
     pub data_ok: bool,
@@ -520,6 +522,61 @@ pub struct Outcome {
     pub incoherent: Option<String>,
     /// The measured pass's occupancy ledger (every node, every handler).
     pub ledger: Ledger,
+}
+
+/// What bounds a transfer's per-line rate: the slowest stage of the
+/// pipeline, each stage's time per line without the outbox stalls (a
+/// handler stalled on a full outbox waits for the network, whose time that
+/// is).
+///
+/// One way, the stages are the sender's link, the sending node's transfer
+/// handler and the receiving node's component handler, each on a unit of
+/// its own. Both ways (`Direction::Bi`), each node's one PP runs its own
+/// sender's handler and the component handler for its partner's stream, so
+/// the PP's stage is their sum; the link is still one per node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// The sending node's outgoing link.
+    Network,
+    /// The sender's transfer handler (one way).
+    Sender,
+    /// The receiver's component handler (one way).
+    Receiver,
+    /// A node's PP, running both the sender's and the receiver's handlers
+    /// (both ways).
+    Pp,
+}
+
+impl Bound {
+    /// The stage as the table names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Network => "network",
+            Bound::Sender => "sender",
+            Bound::Receiver => "receiver",
+            Bound::Pp => "PP",
+        }
+    }
+
+    /// The stage that bounds the rate: the slowest, by time per line
+    /// without outbox stalls (`sender` and `receiver` are the handlers'
+    /// times, `network` the link's).
+    pub fn of(direction: Direction, network: f64, sender: f64, receiver: f64) -> Bound {
+        match direction {
+            Direction::Bi if network >= sender + receiver => Bound::Network,
+            Direction::Bi => Bound::Pp,
+            Direction::Uni if network >= sender && network >= receiver => Bound::Network,
+            Direction::Uni if sender >= receiver => Bound::Sender,
+            Direction::Uni => Bound::Receiver,
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A receive-side line that holds the wrong bytes.
@@ -644,7 +701,7 @@ impl Outcome {
             "bandwidth_mb_s": value(Figure::MbS, self.bandwidth_mb_s()),
             "startup": self.startup,
             "transfer_cycles": self.transfer.0,
-            "per_line_cycles": value(Figure::FracCycles, self.per_line),
+            "per_line_cycles": self.per_line.map(|x| value(Figure::FracCycles, x)),
             "sender_occupancy_per_line": value(Figure::FracCycles, self.sender_occupancy_per_line),
             "receiver_occupancy_per_line": value(Figure::FracCycles, self.receiver_occupancy_per_line),
             "sender_handler_per_line": value(Figure::FracCycles, self.sender_handler_per_line),
@@ -759,15 +816,28 @@ impl std::fmt::Display for Outcome {
             writeln!(f, "  {k:<26} {v:>6}")?;
         }
         writeln!(f)?;
-        writeln!(
-            f,
-            "per line: {} cycles (network {}, sender {}, receiver {}): limited by the {}",
-            per(self.per_line),
+        let stages = format!(
+            "network {}, sender {}, receiver {}",
             per(self.network_per_line),
             per(self.sender_occupancy_per_line),
             per(self.receiver_occupancy_per_line),
-            self.limited_by
-        )?;
+        );
+        match (self.per_line, self.limited_by) {
+            (Some(rate), Some(bound)) => writeln!(
+                f,
+                "per line: {} cycles ({stages}): limited by the {}",
+                per(rate),
+                match bound {
+                    Bound::Pp => "PP (the sender's and receiver's handlers share it)",
+                    b => b.name(),
+                }
+            )?,
+            _ if self.lines == 1 => writeln!(
+                f,
+                "per line: no rate, one line landed (its stages: {stages})"
+            )?,
+            _ => writeln!(f, "per line: no rate, {} lines landed", self.lines)?,
+        }
         writeln!(
             f,
             "handler time per line, outbox stalls apart: sender {}, receiver {}",
@@ -1644,16 +1714,11 @@ fn measure<S: WithTransfer>(
     // slowest stage.
     let rm = m.state(r0)?.xfer().stats.marks;
     let per_line = match (rm.first_written, rm.last_component) {
-        (Some(a), Some(b)) if lines > 1 => (b - a).0 as f64 / (lines - 1) as f64,
-        _ => transfer.0 as f64,
+        (Some(a), Some(b)) if lines > 1 => Some((b - a).0 as f64 / (lines - 1) as f64),
+        _ => None,
     };
-    let limited_by = if network >= sender_occ && network >= receiver_occ {
-        "network"
-    } else if sender_occ >= receiver_occ {
-        "sender"
-    } else {
-        "receiver"
-    };
+    let limited_by =
+        per_line.map(|_| Bound::of(c.direction, network, sender_handler, receiver_handler));
     let (stale, lines_seen) = data_check(c, &m, senders)?;
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {

@@ -4,8 +4,8 @@
 use coherence::modes::Mode;
 use magic::NodeId;
 use protocols::transfer::{
-    run, run_with_machine, Config, Direction, Measured, ReceiverState, SenderState, Strategy,
-    Version,
+    run, run_with_machine, Bound, Config, Direction, Measured, ReceiverState, SenderState,
+    Strategy, Version,
 };
 
 fn go(c: Config) -> Measured {
@@ -117,14 +117,14 @@ fn four_kilobytes_take_the_published_time_uncached_and_dirty() {
     for v in [Version::Optimized, Version::Chunked(4), Version::Chunked(8)] {
         let r = go(with(SenderState::Uncached, v));
         within(r.total_us(), 15.6, "uncached");
-        assert_eq!(r.limited_by, "network");
-        assert_eq!(r.per_line, 40.0);
+        assert_eq!(r.limited_by, Some(Bound::Network));
+        assert_eq!(r.per_line, Some(40.0));
     }
     // Dirty in the sender's cache, the most optimized handler (chunk 8):
     // the sender's occupancy bounds the rate.
     let r = go(with(SenderState::Dirty, Version::Chunked(8)));
     within(r.total_us(), 17.7, "dirty");
-    assert_eq!(r.limited_by, "sender");
+    assert_eq!(r.limited_by, Some(Bound::Sender));
     assert!(r.sender_occupancy_per_line > r.network_per_line);
 }
 
@@ -213,7 +213,7 @@ fn unaligned_buffers_read_each_source_line_once_per_invocation() {
     let ps = &p.machine.state(NodeId(0)).unwrap().stats;
     assert_eq!(ps.lines_read, 33 + ps.invocations - 1);
     assert!(p.sender_handler_per_line > r.sender_handler_per_line);
-    assert_eq!(p.limited_by, "sender");
+    assert_eq!(p.limited_by, Some(Bound::Sender));
 }
 
 /// Chunk factor 4, as the paper's figures for these mechanisms.
@@ -257,6 +257,97 @@ fn bidirectional_transfers_share_each_pp_and_are_slower_in_every_state() {
 }
 
 #[test]
+fn both_ways_the_shared_pp_bounds_the_rate() {
+    // Each PP runs its sender's handler and its partner's component
+    // handler: their sum per line (49 cycles uncached, 78 dirty) is above
+    // the link's 40, and the lines land that far apart.
+    for (sender, handler) in [
+        (SenderState::Uncached, Version::Chunked(4)),
+        (SenderState::Uncached, Version::Chunked(1)),
+        (SenderState::Dirty, Version::Chunked(4)),
+    ] {
+        let r = go(Config {
+            sender,
+            handler,
+            direction: Direction::Bi,
+            ..Config::default()
+        });
+        let what = format!("{sender:?} {handler:?}");
+        let pp = r.sender_handler_per_line + r.receiver_handler_per_line;
+        let rate = r.per_line.expect("32 lines: a rate");
+        assert!(pp > r.network_per_line, "{what}: PP {pp}");
+        assert!(
+            (rate - pp).abs() < 0.1 * pp,
+            "{what}: {rate} against PP {pp}"
+        );
+        assert_eq!(r.limited_by, Some(Bound::Pp), "{what}");
+        let pp_busy = r
+            .ledger
+            .unit(Some(0), magic::Unit::Pp)
+            .map_or(0.0, |u| u.utilization);
+        assert!(pp_busy > 0.9, "{what}: PP {pp_busy}");
+        let t = r.to_string();
+        assert!(
+            t.contains(": limited by the PP (the sender's and receiver's handlers share it)\n"),
+            "{what}: {t}"
+        );
+    }
+    // Fetching every dirty line first, the sender's occupancy holds its
+    // outbox stalls; the lines land at the link's 40 cycles.
+    let r = go(Config {
+        sender: SenderState::DirtyRemote,
+        mode: Mode::Global,
+        strategy: Strategy::Collect,
+        ..Config::default()
+    });
+    assert_eq!(r.per_line, Some(40.0));
+    assert!(r.sender_occupancy_per_line > r.network_per_line);
+    assert_eq!(r.limited_by, Some(Bound::Network));
+}
+
+#[test]
+fn a_transfer_within_one_line_has_no_rate() {
+    for (bytes, direction) in [
+        (1, Direction::Uni),
+        (128, Direction::Uni),
+        (1, Direction::Bi),
+    ] {
+        let r = go(Config {
+            bytes,
+            direction,
+            ..Config::default()
+        });
+        let what = format!("{bytes} bytes {direction:?}");
+        assert_eq!(r.lines, 1, "{what}");
+        assert_eq!((r.per_line, r.limited_by), (None, None), "{what}");
+        let j = r.json();
+        assert!(j["per_line_cycles"].is_null(), "{what}: {j}");
+        assert!(j["limited_by"].is_null(), "{what}: {j}");
+        // The stages' times for that one line stay.
+        assert!(
+            j["receiver_occupancy_per_line"].as_f64() > Some(0.0),
+            "{what}"
+        );
+        let t = r.to_string();
+        let line = t.lines().find(|l| l.starts_with("per line: ")).unwrap();
+        assert!(
+            line.starts_with("per line: no rate, one line landed (its stages: network "),
+            "{what}: {line}"
+        );
+        assert!(!t.contains("limited by"), "{what}: {t}");
+    }
+    // Two lines have one spacing: a rate.
+    let r = go(Config {
+        bytes: 256,
+        ..Config::default()
+    });
+    assert_eq!(
+        (r.per_line, r.limited_by),
+        (Some(40.0), Some(Bound::Network))
+    );
+}
+
+#[test]
 fn the_receiver_is_the_next_bottleneck_after_the_network() {
     let r = c4(
         SenderState::Uncached,
@@ -274,7 +365,7 @@ fn the_receiver_is_the_next_bottleneck_after_the_network() {
     let c = c4(SenderState::Uncached, ReceiverState::Clean, Direction::Uni);
     assert!(c.receiver_handler_per_line > r.receiver_handler_per_line);
     assert!(c.receiver_handler_per_line < 40.0);
-    assert_eq!(c.limited_by, "network");
+    assert_eq!(c.limited_by, Some(Bound::Network));
 }
 
 #[test]
