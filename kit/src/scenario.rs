@@ -1260,6 +1260,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
         return Err(src.at(None, format!("{KINDS_ERROR} (found {})", s.kinds())));
     }
     // Impossible values, named by their key.
+    use magic::costs::Sheet;
     let p = s.machine.clone();
     p.validate().map_err(|e| src.out_of_range(&e))?;
     s.costs.flush.validate().map_err(|e| src.out_of_range(&e))?;

@@ -15,9 +15,8 @@
 //! line to memory, and the last one tells the process and acknowledges the
 //! store to the sender's process.
 
-use super::{Handler, Platform, Run, Step, MAX_COST};
+use super::{Handler, Platform, Run, Step};
 use crate::command::CommandCosts;
-use crate::error::check;
 use crate::transfer::TransferCosts;
 use crate::Error;
 use magic::costs::Source;
@@ -127,7 +126,7 @@ magic::cost_sheet! {
     /// cycles) and MAGIC's handlers (instructions, dual issue). The paper
     /// measures no Active Message layer on FLASH; these are the model's, of
     /// the size of the transfer's command handling.
-    pub struct FlashCosts {
+    pub struct FlashCosts in "costs.am" {
         /// Processor: a poll that finds the queue empty (a cache hit), cycles.
         poll_empty: u64 = 1, Source::Choice(
             "the queue head is in the processor's cache while nothing arrives.");
@@ -190,22 +189,15 @@ impl Flash {
     }
 
     /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
-    /// nodes (as many as MAGIC's addresses name), every cost at most
-    /// [`MAX_COST`], machine parameters MAGIC takes.
+    /// nodes (as many as MAGIC's addresses name), machine parameters MAGIC
+    /// takes, every cost at most [`MAX_COST`](super::MAX_COST) (named as its scenario key,
+    /// `costs.am.dispatch`).
     pub fn validate(&self) -> Result<(), Error> {
+        use magic::costs::Sheet;
         super::Machines::Flash.check(self.nodes, 1)?;
-        for (field, v) in [
-            ("poll_empty", self.costs.poll_empty),
-            ("dispatch", self.costs.dispatch),
-            ("deliver", u64::from(self.costs.deliver)),
-            ("line_in", u64::from(self.costs.line_in)),
-            ("write", u64::from(self.command.write)),
-            ("commit", u64::from(self.command.commit)),
-            ("os_notice", u64::from(self.command.os_notice)),
-        ] {
-            check(field, v, 0, MAX_COST)?;
-        }
-        Ok(self.params.validate()?)
+        self.params.validate()?;
+        self.costs.validate_on(self.params.pp_issue_width)?;
+        Ok(self.command.validate_on(self.params.pp_issue_width)?)
     }
 }
 

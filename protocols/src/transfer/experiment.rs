@@ -244,6 +244,7 @@ impl Config {
     /// assert_eq!(e.to_string(), "bytes must be at most 1048576, got 1073741824");
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
+        use magic::costs::Sheet;
         if self.bytes > MAX_BYTES {
             let at_most = format!("at most {MAX_BYTES}");
             return Err(OutOfRange::new("bytes", at_most, self.bytes).into());
@@ -332,8 +333,12 @@ impl Config {
             let n = self.params.data_buffers;
             return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
         }
-        self.flush_costs.validate()?;
         self.params.validate()?;
+        let width = self.params.pp_issue_width;
+        self.costs.validate_on(width)?;
+        self.command_costs.validate_on(width)?;
+        self.coherence.validate()?;
+        self.flush_costs.validate()?;
         Ok(())
     }
 

@@ -23,7 +23,7 @@ fn with(sender: SenderState, version: Version) -> Config {
     }
 }
 
-fn sorted(mut t: Vec<(&'static str, u32)>) -> Vec<(&'static str, u32)> {
+fn sorted(mut t: Vec<(&'static str, u64)>) -> Vec<(&'static str, u64)> {
     t.sort();
     t
 }
