@@ -944,10 +944,63 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             &["costs", "--protocol", "finite", "--words", "99999999999"],
             "error: --words must be",
         ),
+        (
+            &["transfer", "--bytes", "0"],
+            "error: --bytes must be from 1 to 1048576, got 0\n",
+        ),
+        (
+            &["miss", "--case", "remote-clean", "--owner", "99"],
+            "error: --owner must be a node of the machine, below 3, got 99\n",
+        ),
+        (
+            &["miss", "--case", "local-clean", "--nodes", "4097"],
+            "error: --nodes must be from 3 to 4096, got 4097\n",
+        ),
     ] {
         let (code, _, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+}
+
+/// clap's own refusals in one line that names what is wrong: the missing
+/// arguments, the values a choice takes.
+#[test]
+fn a_missing_or_bad_argument_is_named_in_one_line() {
+    for (args, want) in [
+        (
+            &["miss", "--nodes", "5"][..],
+            "error: the following required arguments were not provided: --case <CASE>",
+        ),
+        (
+            &["run"],
+            "error: the following required arguments were not provided: <FILE>",
+        ),
+        (
+            &["plot", "bandwidth"],
+            "error: the following required arguments were not provided: --out <OUT>",
+        ),
+        (
+            &["merge"],
+            "error: the following required arguments were not provided: <PARTS>...",
+        ),
+        (
+            &["sweep", "examples/transfer.toml"],
+            "error: the following required arguments were not provided: --vary <VARY>",
+        ),
+        (
+            &["miss", "--case", "warm"],
+            "error: invalid value 'warm' for '--case <CASE>' [possible values: remote-clean, local-clean, remote-dirty]",
+        ),
+        (
+            &["pipeline", "--bogus"],
+            "error: unexpected argument '--bogus' found",
+        ),
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err, format!("{want}\n"), "{args:?}");
     }
 }
 
