@@ -1004,6 +1004,32 @@ fn a_missing_or_bad_argument_is_named_in_one_line() {
     }
 }
 
+/// A model that cannot reach its end (here an SP whose switch drops every
+/// packet, so the round trip's first request never arrives and the layer
+/// probes on until the run limit) is the model's failure: exit status 1,
+/// one line saying where it stands, nothing on standard output.
+#[test]
+fn a_stalled_model_is_exit_status_1() {
+    let d = scratch("stalled");
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("stalled.toml");
+    std::fs::write(
+        &f,
+        "[costs.sp]\npoll = 1000000\nkeepalive_polls = 1000000\n\
+         [network.sp]\ndrop_ppm = 1000000\n\
+         [suite]\nplatform = \"sp\"\nnodes = 3\nbenchmark = \"round-trip\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "error: no end in sight: node 0 is still running at 2640400168800t\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// FLASH's design point: 4096 nodes on the MAGIC commands.
 #[test]
 fn magic_commands_run_at_4096_nodes() {
