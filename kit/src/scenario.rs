@@ -1527,12 +1527,9 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     for sheet in sheets {
         sheet.validate().map_err(|e| range(&[], &e))?;
     }
-    let layer = |table: &'static str, e: protocols::Error| match e.field() {
-        Some(_) => match e {
-            protocols::Error::OutOfRange(r) => range(&[table], &r),
-            e => src.error(table, e),
-        },
-        None => src.error(table, e),
+    let layer = |table: &'static str, e: protocols::Error| match e {
+        protocols::Error::OutOfRange(r) => range(&[table], &r),
+        e => src.error(table, e),
     };
     c.cmam.validate().map_err(|e| layer("costs.cmam", e))?;
     c.cmaml.validate().map_err(|e| layer("costs.cmaml", e))?;
