@@ -244,6 +244,10 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "s.toml:2: mem_bytes: offset must be inside node memory with its pair line, below 0x4000, got 0x4080",
         ),
         (
+            "[machine]\nmem_bytes = 65536\n[logp]\nplatform = \"flash\"\n",
+            "s.toml:2: mem_bytes: must be at least 4718592 for the stores' lines, got 65536",
+        ),
+        (
             "[miss]\nowner = 99\n",
             "s.toml:2: owner: must be a node of the machine, below 3, got 99",
         ),

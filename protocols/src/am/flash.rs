@@ -196,6 +196,10 @@ impl Flash {
         use magic::costs::Sheet;
         super::Machines::Flash.check(self.nodes, 1)?;
         self.params.validate()?;
+        if self.params.mem_bytes < MEMORY {
+            let allowed = format!("at least {MEMORY} for the stores' lines");
+            return Err(magic::OutOfRange::new("mem_bytes", allowed, self.params.mem_bytes).into());
+        }
         self.costs.validate_on(self.params.pp_issue_width)?;
         Ok(self.command.validate_on(self.params.pp_issue_width)?)
     }
@@ -317,6 +321,10 @@ pub struct AmNode {
 
 /// Where the blocks live in memory.
 const BLOCK_BASE: u64 = 0x40_0000;
+
+/// Bytes of node memory the layer needs: a store's lines cycle through
+/// 4096 lines from 4 MB.
+pub const MEMORY: u64 = BLOCK_BASE + 4096 * LINE_BYTES as u64;
 
 impl AmNode {
     /// Messages whose handlers this node's program ran.
