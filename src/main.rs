@@ -436,10 +436,7 @@ fn main() -> ExitCode {
                     (Ok(()), _) => ExitCode::SUCCESS,
                 };
             }
-            // clap explains over several lines; the first one says what is wrong.
-            let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: bad arguments");
-            output::say(line);
+            output::say(&clap_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
@@ -448,6 +445,23 @@ fn main() -> ExitCode {
     match run(cli).and_then(|()| output::finish()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => exit(f),
+    }
+}
+
+/// clap's error in one line: its first paragraph (what is wrong, and the
+/// lines that continue it: the arguments missing, the values possible),
+/// without the usage and the pointer to `--help` that follow.
+fn clap_line(text: &str) -> String {
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = first.join(" ");
+    if line.is_empty() {
+        "error: bad arguments".into()
+    } else {
+        line
     }
 }
 
@@ -918,8 +932,12 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
-    // What the run refuses is the file's, in its keys' words.
-    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    // What the run refuses is the file's, in its keys' words: a field at
+    // the line that sets it.
+    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| match e.range() {
+        Some(r) => Failure::Usage(src.in_tables(&scenario::tables_of(&s), r).to_string()),
+        None => failure(e, Some(path)),
+    })?;
     report(Ok(r), trace, format)
 }
 

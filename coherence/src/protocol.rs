@@ -80,7 +80,7 @@ magic::cost_sheet! {
     /// counts for the base protocol: these are the model's, and the remote
     /// read-miss latencies (111 and 191 cycles published; 107 and 187 with
     /// these, 95 and 161 with none) check their size.
-    pub struct CoherenceCosts {
+    pub struct CoherenceCosts in "costs.coherence" {
         /// Read the header, branch on the case.
         decode: u32 = 4, Provenance::Choice(
             "a jump-table handler knows its case; the header's fields are two bit-field extracts.");
@@ -197,9 +197,11 @@ impl Default for CohParams {
 }
 
 impl CohParams {
-    /// Refuse a value outside its documented range, naming the field.
+    /// Refuse a value outside its documented range, naming the field (a
+    /// cost as its scenario key, `costs.coherence.issue`).
     pub fn validate(&self) -> Result<(), OutOfRange> {
-        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
+        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)?;
+        magic::costs::Sheet::validate(&self.costs)
     }
 }
 

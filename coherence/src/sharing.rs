@@ -96,13 +96,31 @@ fn settle(m: &mut Magic<protocol::CohNode>, what: &'static str) -> Result<(), Er
     }
 }
 
+/// The line every reader shares, homed at node 0.
+const LINE: u64 = 0x4000;
+
+impl Sharing {
+    /// The workload is one a machine with `params` can run: 1 to 4094
+    /// readers (the machine has two more nodes), at most as many evicting,
+    /// and a memory that holds the shared line. The error names the field.
+    pub fn validate(&self, params: &MagicParams) -> Result<(), OutOfRange> {
+        OutOfRange::check("readers", self.readers, 1, 4094)?;
+        OutOfRange::check("evicting", self.evicting, 0, self.readers)?;
+        let need = LINE + 128;
+        if params.mem_bytes < need {
+            let allowed = format!("at least {need} for the shared line");
+            return Err(OutOfRange::new("mem_bytes", allowed, params.mem_bytes));
+        }
+        Ok(())
+    }
+}
+
 /// Run the workload on a fresh machine.
 pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun, Error> {
-    OutOfRange::check("readers", s.readers, 1, 4094)?;
-    OutOfRange::check("evicting", s.evicting, 0, s.readers)?;
+    s.validate(&params)?;
     let nodes = s.readers + 2;
     let mut m = protocol::machine(params, coh, nodes)?;
-    let line = PAddr::new(Region::Normal, NodeId(0), 0x4000);
+    let line = PAddr::new(Region::Normal, NodeId(0), LINE);
     let start = |m: &mut Magic<protocol::CohNode>, n: u32, a: Access| {
         m.state_mut(NodeId(n))?.proc.push([a]);
         let now = m.now();

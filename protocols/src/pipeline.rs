@@ -21,7 +21,7 @@ use magic::{
     Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, OutOfRange,
     Protocol, Region, RunReport,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most messages a run may post (about 120 bytes of model state each).
 pub const MAX_MESSAGES: u64 = 4_000_000;
@@ -30,8 +30,9 @@ pub const MAX_MESSAGES: u64 = 4_000_000;
 pub const PACKETS: u64 = 32;
 /// The three handlers' fixed costs (the workload's definition: setup 20,
 /// send 12, receive 10 plus 16 for a message's last packet), kept as
-/// parameters so a protocol author can try others.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// parameters so a protocol author can try others; each from 0 to
+/// [`MAX_COST`](magic::costs::MAX_COST) cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipelineCosts {
     /// Setting up a message.
     pub setup: Cycles,
@@ -41,6 +42,22 @@ pub struct PipelineCosts {
     pub recv: Cycles,
     /// Completing a message, on top of taking its last packet.
     pub done: Cycles,
+}
+
+impl PipelineCosts {
+    /// Each cost is from 0 to [`MAX_COST`](magic::costs::MAX_COST) cycles;
+    /// the error names the first that is not.
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        for (field, c) in [
+            ("setup", self.setup),
+            ("send", self.send),
+            ("recv", self.recv),
+            ("done", self.done),
+        ] {
+            OutOfRange::check(field, c.0, 0, magic::costs::MAX_COST)?;
+        }
+        Ok(())
+    }
 }
 
 impl Default for PipelineCosts {
@@ -122,7 +139,7 @@ impl PipelineConfig {
             let allowed = format!("at most {MAX_MESSAGES} in all (nodes x msgs = {total})");
             return Err(OutOfRange::new("msgs", allowed, self.msgs));
         }
-        Ok(())
+        self.costs.validate()
     }
 }
 

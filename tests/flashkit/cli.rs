@@ -944,11 +944,90 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             &["costs", "--protocol", "finite", "--words", "99999999999"],
             "error: --words must be",
         ),
+        (
+            &["transfer", "--bytes", "0"],
+            "error: --bytes must be from 1 to 1048576, got 0\n",
+        ),
+        (
+            &["miss", "--case", "remote-clean", "--owner", "99"],
+            "error: --owner must be a node of the machine, below 3, got 99\n",
+        ),
+        (
+            &["miss", "--case", "local-clean", "--nodes", "4097"],
+            "error: --nodes must be from 3 to 4096, got 4097\n",
+        ),
     ] {
         let (code, _, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
     }
+}
+
+/// clap's own refusals in one line that names what is wrong: the missing
+/// arguments, the values a choice takes.
+#[test]
+fn a_missing_or_bad_argument_is_named_in_one_line() {
+    for (args, want) in [
+        (
+            &["miss", "--nodes", "5"][..],
+            "error: the following required arguments were not provided: --case <CASE>",
+        ),
+        (
+            &["run"],
+            "error: the following required arguments were not provided: <FILE>",
+        ),
+        (
+            &["plot", "bandwidth"],
+            "error: the following required arguments were not provided: --out <OUT>",
+        ),
+        (
+            &["merge"],
+            "error: the following required arguments were not provided: <PARTS>...",
+        ),
+        (
+            &["sweep", "examples/transfer.toml"],
+            "error: the following required arguments were not provided: --vary <VARY>",
+        ),
+        (
+            &["miss", "--case", "warm"],
+            "error: invalid value 'warm' for '--case <CASE>' [possible values: remote-clean, local-clean, remote-dirty]",
+        ),
+        (
+            &["pipeline", "--bogus"],
+            "error: unexpected argument '--bogus' found",
+        ),
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err, format!("{want}\n"), "{args:?}");
+    }
+}
+
+/// A model that cannot reach its end (here an SP whose switch drops every
+/// packet, so the round trip's first request never arrives and the layer
+/// probes on until the run limit) is the model's failure: exit status 1,
+/// one line saying where it stands, nothing on standard output.
+#[test]
+fn a_stalled_model_is_exit_status_1() {
+    let d = scratch("stalled");
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("stalled.toml");
+    std::fs::write(
+        &f,
+        "[costs.sp]\npoll = 1000000\nkeepalive_polls = 1000000\n\
+         [network.sp]\ndrop_ppm = 1000000\n\
+         [suite]\nplatform = \"sp\"\nnodes = 3\nbenchmark = \"round-trip\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "error: no end in sight: node 0 is still running at 2640400168800t\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// FLASH's design point: 4096 nodes on the MAGIC commands.

@@ -264,7 +264,11 @@ fn the_study_is_the_same_on_any_number_of_threads_and_checks_its_flags() {
         ),
         (
             vec!["--bytes", "2000000"],
-            "--bytes must be at most 1048576",
+            "--bytes must be from 1 to 1048576, got 2000000",
+        ),
+        (
+            vec!["--bytes", "0"],
+            "--bytes must be from 1 to 1048576, got 0",
         ),
         (vec!["--plot", "x.pdf"], "write .svg or .png"),
     ] {

@@ -100,7 +100,7 @@ fn bad_scenarios_name_the_file_line_and_key() {
         ),
         (
             "[costs.transfer]\nrecv_verfy = 3\n[transfer]\n",
-            ":2: recv_verfy: unknown field",
+            ":2: costs.transfer.recv_verfy: unknown field",
         ),
         ("[costs.routing]\n[transfer]\n", "unknown field `routing`"),
     ] {
@@ -113,6 +113,176 @@ fn bad_scenarios_name_the_file_line_and_key() {
         assert!(err.contains(want), "{text}: {err}");
         assert!(err.contains("bad.toml"), "{err}");
     }
+}
+
+/// Run `text` as a scenario file and return its exit status and standard
+/// error.
+fn run_text(name: &str, text: &str) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!("flashkit-refusals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+    if code != 0 {
+        assert!(out.is_empty(), "{text}: {out}");
+    }
+    let _ = std::fs::remove_file(&f);
+    (code, err.replace(&format!("{}/", dir.display()), ""))
+}
+
+/// Each input the issue lists, and its kin: one line naming the file, the
+/// line, the key the file sets and the range, exit status 2.
+#[test]
+fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
+    for (text, want) in [
+        // Values too large for their type, and not numbers at all.
+        (
+            "[transfer]\nbytes = 9223372036854775808\n",
+            "s.toml:2: bytes: number too large to fit in target type",
+        ),
+        (
+            "[costs.transfer]\nshift_dword = 18446744073709551616\n[transfer]\n",
+            "s.toml:2: costs.transfer.shift_dword: number too large to fit in target type",
+        ),
+        (
+            "[machine]\npi_out = 9223372036854775807\n[miss]\n",
+            "s.toml:2: pi_out: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[transfer]\nbytes = nan\n",
+            "s.toml:2: bytes: invalid type: floating point `NaN`, expected u64",
+        ),
+        (
+            "[transfer]\nbytes = inf\n",
+            "s.toml:2: bytes: invalid type: floating point `inf`, expected u64",
+        ),
+        (
+            "[transfer]\nbytes = -inf\n",
+            "s.toml:2: bytes: invalid type: floating point `-inf`, expected u64",
+        ),
+        // Values checked after parsing.
+        (
+            "[transfer]\nbytes = 0\n",
+            "s.toml:2: bytes: must be from 1 to 1048576, got 0",
+        ),
+        (
+            "[costs.transfer]\nsend_init = { cycles = 9, instrs = 10, loads = 4294967295, stores = 0 }\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.loads: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[costs.transfer]\nsend_init = { cycles = 1, instrs = 1000, loads = 0, stores = 0 }\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.instrs: must be at most 2 (issue width 2 x 1 cycles), got 1000",
+        ),
+        (
+            "[costs.transfer.send_init]\ncycles = 9\ninstrs = 10\nloads = 4\nstores = 7\n[transfer]\n",
+            "s.toml:5: costs.transfer.send_init.stores: must be at most 6 (10 instructions, 4 of them loads), got 7",
+        ),
+        (
+            "[costs.coherence]\nissue = 4294967295\n[miss]\n",
+            "s.toml:2: costs.coherence.issue: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[costs.user]\nlink = { cycles = 9, instrs = 17, loads = 0, stores = 4294967295 }\n[fetch_op]\n",
+            "s.toml:2: costs.user.link.stores: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[pipeline]\nmsgs = 10\nsetup_cycles = 9223372036854775807\n",
+            "s.toml:3: setup_cycles: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[costs.os]\nchange = 2000000\n[remap]\n",
+            "s.toml:2: costs.os.change: must be from 0 to 1000000, got 2000000",
+        ),
+        // A table the experiment does not use is checked all the same.
+        (
+            "[costs.cmam]\nrequest = 9223372036854775807\n[transfer]\n",
+            "s.toml:2: costs.cmam.request: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[costs.sp]\nrequest = 1\n\n[costs.cmaml]\nrequest = 1000001\n[miss]\n",
+            "s.toml:5: costs.cmaml.request: must be from 0 to 1000000, got 1000001",
+        ),
+        (
+            "[network.cm5]\nseed = 1\n[network.sp]\nseed = 2\ndelay = 99999999999\n[transfer]\n",
+            "s.toml:5: network.sp.delay: must be from 0 to 264000000 ticks (10 ms), got 99999999999",
+        ),
+        (
+            "[costs.am]\ndispatch = 1000001\n[transfer]\n",
+            "s.toml:2: costs.am.dispatch: must be from 0 to 1000000, got 1000001",
+        ),
+        // Relations: the key the file sets is the one named.
+        (
+            "[machine]\nmem_bytes = 128\n[transfer]\n",
+            "s.toml:2: mem_bytes: must be at least 8392704 for the transfer's buffers, got 128",
+        ),
+        (
+            "[machine]\ndata_buffers = 1\n[transfer]\n",
+            "s.toml:2: data_buffers: must be at least 4 for the transfer, got 1",
+        ),
+        (
+            "[machine]\ndata_buffers = 6\n[transfer]\nchunk = 8\n",
+            "s.toml:4: chunk: must be from 1 to the data-buffer pool, 6, got 8",
+        ),
+        (
+            "[machine]\npp_issue_width = 1\n[transfer]\n",
+            "s.toml:2: pp_issue_width: costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[fetch_op]\n",
+            "s.toml:2: mem_bytes: must be at least 69632 for the fetch-and-add's pages, got 65536",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[remap]\n",
+            "s.toml:2: mem_bytes: must be at least 278528 for the remap's pages, got 65536",
+        ),
+        (
+            "[machine]\nmem_bytes = 128\n[sharing]\n",
+            "s.toml:2: mem_bytes: must be at least 16512 for the shared line, got 128",
+        ),
+        (
+            "[machine]\nmem_bytes = 16384\n[miss]\n",
+            "s.toml:2: mem_bytes: offset must be inside node memory with its pair line, below 0x4000, got 0x4080",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[logp]\nplatform = \"flash\"\n",
+            "s.toml:2: mem_bytes: must be at least 4718592 for the stores' lines, got 65536",
+        ),
+        (
+            "[miss]\nowner = 99\n",
+            "s.toml:2: owner: must be a node of the machine, below 3, got 99",
+        ),
+        (
+            "[suite]\nplatform = \"sp\"\nnodes = 513\n",
+            "s.toml:3: nodes: must be from 2 to 512, got 513",
+        ),
+    ] {
+        let (code, err) = run_text("s.toml", text);
+        assert_eq!(code, 2, "{text}: {err}");
+        assert_eq!(err, format!("error: {want}\n"), "{text}");
+    }
+    // The same machine serves what the default sheets ask of it.
+    let (code, err) = run_text("s.toml", "[machine]\npp_issue_width = 1\n[miss]\n");
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A sweep checks every point before it runs one: a point the experiment
+/// cannot run is refused up front, named.
+#[test]
+fn a_plan_refuses_an_impossible_point_before_running_any() {
+    use flashkit::scenario::Source;
+    use flashkit::sweep::{Axis, Plan, SweepError};
+    let src = Source {
+        path: "t.toml",
+        text: "[transfer]\nbytes = 4096\n",
+    };
+    let axes = [Axis::parse("transfer.bytes=4096,0").unwrap()];
+    let e = Plan::new(&src, &axes).unwrap_err();
+    let SweepError::Point { index, error, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*index, 1, "{e}");
+    assert_eq!(error.key.as_deref(), Some("bytes"), "{e}");
+    assert_eq!(error.message, "must be from 1 to 1048576, got 0", "{e}");
 }
 
 fn sweep(extra: &[&str]) -> String {
@@ -867,9 +1037,9 @@ fn a_scenario_sets_the_platforms_costs_and_networks() {
     assert!(rt(&s, PlatformKind::Flash) > rt(&base, PlatformKind::Flash));
     // Unknown keys and values out of range name the key.
     let e = read("[costs.sp]\nrequestt = 1\n[logp]\n").unwrap_err();
-    assert_eq!(e.key.as_deref(), Some("requestt"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("costs.sp.requestt"), "{e}");
     let e = read("[network.cm5]\nbogus = 1\n[logp]\n").unwrap_err();
-    assert_eq!(e.key.as_deref(), Some("bogus"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("network.cm5.bogus"), "{e}");
 }
 
 #[test]
@@ -892,9 +1062,17 @@ fn a_scenario_sets_the_operating_systems_costs() {
         path: "os.toml",
         text: "[costs.os]\nchange = 2000000\n[remap]\n",
     };
-    let s = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap();
+    let e = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(2), Some("costs.os.change")),
+        "{e}"
+    );
+    // A library caller that builds the scenario by hand is refused by the run.
+    let mut s = scenario::Scenario::defaults(scenario::Experiment::Remap);
+    s.costs.os.change = flashkit::magic::Cycles(2_000_000);
     let e = scenario::run(&s).unwrap_err();
-    assert_eq!(e.field(), Some("change"), "{e}");
+    assert_eq!(e.field(), Some("costs.os.change"), "{e}");
 }
 
 /// A run that would go on past its cycle budget stops there: status 1, one

@@ -15,9 +15,8 @@
 //! line to memory, and the last one tells the process and acknowledges the
 //! store to the sender's process.
 
-use super::{Handler, Platform, Run, Step, MAX_COST};
+use super::{Handler, Platform, Run, Step};
 use crate::command::CommandCosts;
-use crate::error::check;
 use crate::transfer::TransferCosts;
 use crate::Error;
 use magic::costs::Source;
@@ -127,7 +126,7 @@ magic::cost_sheet! {
     /// cycles) and MAGIC's handlers (instructions, dual issue). The paper
     /// measures no Active Message layer on FLASH; these are the model's, of
     /// the size of the transfer's command handling.
-    pub struct FlashCosts {
+    pub struct FlashCosts in "costs.am" {
         /// Processor: a poll that finds the queue empty (a cache hit), cycles.
         poll_empty: u64 = 1, Source::Choice(
             "the queue head is in the processor's cache while nothing arrives.");
@@ -190,22 +189,19 @@ impl Flash {
     }
 
     /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
-    /// nodes (as many as MAGIC's addresses name), every cost at most
-    /// [`MAX_COST`], machine parameters MAGIC takes.
+    /// nodes (as many as MAGIC's addresses name), machine parameters MAGIC
+    /// takes, every cost at most [`MAX_COST`](super::MAX_COST) (named as its scenario key,
+    /// `costs.am.dispatch`).
     pub fn validate(&self) -> Result<(), Error> {
+        use magic::costs::Sheet;
         super::Machines::Flash.check(self.nodes, 1)?;
-        for (field, v) in [
-            ("poll_empty", self.costs.poll_empty),
-            ("dispatch", self.costs.dispatch),
-            ("deliver", u64::from(self.costs.deliver)),
-            ("line_in", u64::from(self.costs.line_in)),
-            ("write", u64::from(self.command.write)),
-            ("commit", u64::from(self.command.commit)),
-            ("os_notice", u64::from(self.command.os_notice)),
-        ] {
-            check(field, v, 0, MAX_COST)?;
+        self.params.validate()?;
+        if self.params.mem_bytes < MEMORY {
+            let allowed = format!("at least {MEMORY} for the stores' lines");
+            return Err(magic::OutOfRange::new("mem_bytes", allowed, self.params.mem_bytes).into());
         }
-        Ok(self.params.validate()?)
+        self.costs.validate_on(self.params.pp_issue_width)?;
+        Ok(self.command.validate_on(self.params.pp_issue_width)?)
     }
 }
 
@@ -327,6 +323,10 @@ pub struct AmNode {
 
 /// Where the blocks live in memory.
 const BLOCK_BASE: u64 = 0x40_0000;
+
+/// Bytes of node memory the layer needs: a store's lines cycle through
+/// 4096 lines from 4 MB.
+pub const MEMORY: u64 = BLOCK_BASE + 4096 * LINE_BYTES as u64;
 
 impl AmNode {
     /// Messages whose handlers this node's program ran.

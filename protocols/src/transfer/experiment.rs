@@ -234,19 +234,26 @@ impl Config {
         }
     }
 
-    /// Checks what the experiment itself cannot set up, naming the field.
-    /// (A zero-length send is not refused here: MAGIC refuses it.)
+    /// Checks what the experiment itself cannot set up, naming the field:
+    /// its own values, the machine's parameters, the cost sheets (their
+    /// tasks on this machine's PP), and the relations between them (the
+    /// data buffers the handlers hold, the memory the buffers take).
     ///
     /// ```
     /// use protocols::transfer::{Config, ConfigError};
     /// let c = Config { bytes: 1 << 30, ..Config::default() };
     /// let Err(ConfigError::Range(e)) = c.validate() else { panic!() };
-    /// assert_eq!(e.to_string(), "bytes must be at most 1048576, got 1073741824");
+    /// assert_eq!(e.to_string(), "bytes must be from 1 to 1048576, got 1073741824");
+    /// let c = Config { bytes: 0, ..Config::default() };
+    /// assert_eq!(c.validate().unwrap_err().field(), "bytes");
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.bytes > MAX_BYTES {
-            let at_most = format!("at most {MAX_BYTES}");
-            return Err(OutOfRange::new("bytes", at_most, self.bytes).into());
+        use magic::costs::Sheet;
+        OutOfRange::check("bytes", self.bytes, 1, MAX_BYTES)?;
+        self.params.validate()?;
+        if self.params.data_buffers < 4 {
+            let n = self.params.data_buffers;
+            return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
         }
         let page = format!("below the page size, {PAGE_BYTES}");
         for (field, v) in [
@@ -328,13 +335,35 @@ impl Config {
                 return Err(change(format!("the buffer has no page {}", ch.page)));
             }
         }
-        if self.params.data_buffers < 4 {
-            let n = self.params.data_buffers;
-            return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
+        let need = self.memory_needed();
+        if self.params.mem_bytes < need {
+            let allowed = format!("at least {need} for the transfer's buffers");
+            return Err(OutOfRange::new("mem_bytes", allowed, self.params.mem_bytes).into());
         }
+        let width = self.params.pp_issue_width;
+        self.costs.validate_on(width)?;
+        self.command_costs.validate_on(width)?;
+        self.coherence.validate()?;
         self.flush_costs.validate()?;
-        self.params.validate()?;
         Ok(())
+    }
+
+    /// Bytes of memory a node needs for the experiment's buffers: the end
+    /// of the highest frame a buffer (or a moved page) takes.
+    pub fn memory_needed(&self) -> u64 {
+        let end = |b: &Buffer| {
+            let first = b.va / PAGE_BYTES;
+            let last = (b.va + b.len.max(1) - 1) / PAGE_BYTES;
+            frame(b.home, b.base, last - first).offset() + PAGE_BYTES
+        };
+        let recvs = receive_layout(self);
+        let span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + self.dst_offset);
+        let mut need =
+            end(&send_buffer(self, NodeId(0))).max(end(&receive_buffer(self, NodeId(1), span)));
+        if let Some(ch) = self.change {
+            need = need.max(MOVED_FRAMES + (ch.page + 1) * PAGE_BYTES);
+        }
+        need
     }
 
     /// What buffers homed at a third node need: a mode that reaches it, and

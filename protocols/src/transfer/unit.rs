@@ -54,13 +54,17 @@ impl Protocol for Transfer {
     }
 
     /// The sender holds up to two buffers while it realigns a line, and the
-    /// coherence protocol a reply's while it waits for acknowledgements.
+    /// coherence protocol a reply's while it waits for acknowledgements;
+    /// the cost sheets' tasks must be ones this machine's PP can issue.
     fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
         if params.data_buffers < 4 {
             return Err(BuildError::Protocol(
                 "the transfer needs at least 4 data buffers".into(),
             ));
         }
+        use magic::costs::Sheet;
+        self.params.costs.validate_on(params.pp_issue_width)?;
+        self.params.command.validate_on(params.pp_issue_width)?;
         Ok(())
     }
 }

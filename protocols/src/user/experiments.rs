@@ -22,6 +22,35 @@ pub(crate) fn frame(n: NodeId, k: u64) -> PAddr {
     PAddr::new(Region::Normal, n, k * PAGE_BYTES)
 }
 
+/// Bytes of memory a node needs for the fetch-and-add: the word's page
+/// (frame 16).
+pub const FETCH_OP_MEMORY: u64 = 17 * PAGE_BYTES;
+
+/// Bytes of memory a node needs for the remap: the destination's pages
+/// (frames 64 to 67) are the highest.
+pub const REMAP_MEMORY: u64 = (64 + PAGES) * PAGE_BYTES;
+
+/// `Err` naming `mem_bytes` unless a node's memory holds `need` bytes.
+fn memory(params: &MagicParams, need: u64, what: &str) -> Result<(), Error> {
+    if params.mem_bytes < need {
+        let allowed = format!("at least {need} for the {what}'s pages");
+        return Err(magic::OutOfRange::new("mem_bytes", allowed, params.mem_bytes).into());
+    }
+    Ok(())
+}
+
+/// The fetch-and-add's own checks: a target the machine can have, a
+/// memory that holds its word.
+pub fn check_fetch_op(target: u32, params: &MagicParams) -> Result<(), Error> {
+    crate::error::check("target", target, 0, crate::am::flash::MAX_NODES - 1)?;
+    memory(params, FETCH_OP_MEMORY, "fetch-and-add")
+}
+
+/// The remap's own check: a memory that holds its pages.
+pub fn check_remap(params: &MagicParams) -> Result<(), Error> {
+    memory(params, REMAP_MEMORY, "remap")
+}
+
 /// What a fetch-and-add run measured, without the machine (see
 /// [`FetchOpRun::result`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -63,7 +92,7 @@ pub fn fetch_op_with(
     params: MagicParams,
     up: UserParams,
 ) -> Result<FetchOpRun, Error> {
-    crate::error::check("target", target, 0, crate::am::flash::MAX_NODES - 1)?;
+    check_fetch_op(target, &params)?;
     let nodes = (target + 1).max(2);
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
@@ -229,6 +258,7 @@ pub fn remap_with(
     params: MagicParams,
     up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), Error> {
+    check_remap(&params)?;
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);

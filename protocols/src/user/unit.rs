@@ -36,10 +36,13 @@ impl Protocol for User {
         handlers::install(b);
     }
 
-    fn check(&self, _params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
+    fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
         self.params
-            .validate()
-            .map_err(|e| BuildError::Protocol(format!("user: {e}")))
+            .validate_on(params.pp_issue_width)
+            .map_err(|e| match e {
+                crate::Error::OutOfRange(r) => BuildError::Params(r),
+                e => BuildError::Protocol(format!("user: {e}")),
+            })
     }
 }
 

@@ -23,7 +23,7 @@ fn with(sender: SenderState, version: Version) -> Config {
     }
 }
 
-fn sorted(mut t: Vec<(&'static str, u32)>) -> Vec<(&'static str, u32)> {
+fn sorted(mut t: Vec<(&'static str, u64)>) -> Vec<(&'static str, u64)> {
     t.sort();
     t
 }
@@ -461,15 +461,19 @@ fn both_partners_can_send_at_once() {
 
 #[test]
 fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
+    // The experiment refuses it up front, naming the field.
     let e = run(&Config {
         bytes: 0,
         ..Config::default()
     })
     .expect_err("refused");
-    match e {
-        protocols::transfer::Failed::Input(s) => assert!(s.contains("Malformed"), "{s}"),
-        other => panic!("{other}"),
-    }
+    assert_eq!(e.to_string(), "bytes must be from 1 to 1048576, got 0");
+    // A program that asks MAGIC anyway is answered Malformed.
+    let mut m = connected(os_shim::Rights::RW);
+    post(&mut m, 0x5000_0000, 0);
+    assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
+    assert!(m.state(NodeId(1)).unwrap().recvs.is_empty());
+    assert!(m.state(NodeId(0)).unwrap().out.space.is_empty());
 }
 
 /// A machine of two connected processes whose buffers the test maps itself.
@@ -719,4 +723,56 @@ fn cleanups_that_find_the_software_queue_full_wait() {
         .filter(|e| matches!(e, protocols::transfer::ConnEvent::RecvDone { .. }))
         .count();
     assert_eq!(told, 4096);
+}
+
+/// A machine whose PP cannot issue a sheet's tasks is refused when it is
+/// built, naming the entry as a scenario spells it; the experiment says so
+/// before it builds anything.
+#[test]
+fn a_task_the_pp_cannot_issue_is_refused_when_the_machine_is_built() {
+    use magic::{BuildError, Magic, MagicParams};
+    let narrow = MagicParams {
+        pp_issue_width: 1,
+        ..MagicParams::default()
+    };
+    let Err(BuildError::Params(e)) =
+        Magic::with(narrow.clone(), 2, &protocols::transfer::Transfer::default())
+    else {
+        panic!("a single-issue PP runs the transfer's dual-issue tasks")
+    };
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10"
+    );
+    let Err(BuildError::Params(e)) =
+        Magic::with(narrow.clone(), 2, &protocols::user::User::default())
+    else {
+        panic!("a single-issue PP runs the user layer's dual-issue link")
+    };
+    assert_eq!(e.field, "costs.user.link.instrs");
+    let e = run(&Config {
+        params: narrow,
+        ..Config::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10"
+    );
+    // Each entry is checked: widening the first names the next.
+    let mut costs = protocols::transfer::TransferCosts::default();
+    costs.send_init.cycles = 10;
+    let e = run(&Config {
+        params: MagicParams {
+            pp_issue_width: 1,
+            ..MagicParams::default()
+        },
+        costs,
+        ..Config::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_directory_next.instrs must be at most 2 (issue width 1 x 2 cycles), got 3"
+    );
 }
