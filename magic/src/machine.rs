@@ -1703,6 +1703,22 @@ impl<S: NodeState> Magic<S> {
                     "{handler} rescheduled {msg}; the queue holds {d} entries and the head register"
                 ),
             ),
+            Cause::OverIssue if f.step == "instructions" => (
+                "step(s) the PP could not issue",
+                format!(
+                    "{handler}'s {} instructions in {} bundle(s) on a {}-issue PP",
+                    d >> 32,
+                    d & u32::MAX as u64,
+                    self.params.pp_issue_width
+                ),
+            ),
+            Cause::OverIssue => (
+                "step(s) the PP could not issue",
+                format!(
+                    "{handler}'s {} beyond the {d} instruction(s) it had issued",
+                    f.step
+                ),
+            ),
             Cause::BadAddress => (
                 "reference(s) outside this node's memory",
                 format!("{handler}'s {} step at {}", f.step, PAddr(d)),
