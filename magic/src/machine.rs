@@ -691,6 +691,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
+                pp_until: Cycles(0),
                 dispatched: 0,
                 net_delivered: 0,
                 inbox_wait: 0,
@@ -1593,6 +1594,7 @@ impl<S: NodeState> Magic<S> {
             s.loads += tally.loads;
             s.stores += tally.stores;
             hw.pp_busy += busy;
+            hw.pp_until = end;
             hw.pp_running = true;
             self.engine
                 .schedule(Time::from_cycles(end), Ev::PpDone { node: n });
@@ -1831,6 +1833,15 @@ impl<S: NodeState> Magic<S> {
                 ],
             })
             .collect();
-        Ledger::build(self.now() - self.ledger_from, &names, &figures)
+        let booked = self
+            .hw
+            .iter()
+            .fold(self.now(), |t, hw| t.max(hw.booked_until()));
+        Ledger::build(
+            self.now() - self.ledger_from,
+            booked - self.ledger_from,
+            &names,
+            &figures,
+        )
     }
 }

@@ -295,6 +295,8 @@ pub(crate) struct NodeHw {
     pub queues: [VecDeque<Queued>; 4],
     pub(crate) wake_at: Option<Cycles>,
     pub(crate) pp_busy: u64,
+    /// When the PP's last handler ends (the end of its last busy interval).
+    pub(crate) pp_until: Cycles,
     pub(crate) dispatched: u64,
     pub(crate) net_delivered: u64,
     pub(crate) inbox_wait: u64,
@@ -324,6 +326,16 @@ impl NodeHw {
     #[cold]
     pub(crate) fn lose(&mut self, c: Cause, first: First) {
         self.lost.get_or_insert_with(Box::default).add(c, first);
+    }
+
+    /// The end of the last busy interval any of this node's units has
+    /// booked: a handler, a memory transfer, the processor interface, the
+    /// outbox and the wire.
+    pub(crate) fn booked_until(&self) -> Cycles {
+        self.pp_until
+            .max(self.mem.booked_until())
+            .max(self.pcache.booked_until())
+            .max(self.link.booked_until())
     }
 
     /// What this node dropped, by cause.
