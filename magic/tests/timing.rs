@@ -2,12 +2,15 @@
 //! and the checked dispatch table: conflicting routes and claims refused at
 //! build, unrouted messages reported by the run (more in `routes`, with the
 //! misuse that does not compile); machine parameters at their extremes
-//! (`params`).
+//! (`params`); random handler programs on machines at their extremes
+//! (`props`).
 
 #[path = "timing/clean.rs"]
 mod clean;
 #[path = "timing/params.rs"]
 mod params;
+#[path = "timing/props.rs"]
+mod props;
 #[path = "timing/routes.rs"]
 mod routes;
 
