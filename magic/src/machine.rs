@@ -1430,6 +1430,11 @@ impl<S: NodeState> Magic<S> {
     /// go now, the node is woken when something will be able to.
     fn dispatch(&mut self, n: u32, t: Cycles) {
         loop {
+            if self.halt.is_some() {
+                // A handler of this instant passed the end of time: no
+                // handler runs after it.
+                return;
+            }
             let hw = &mut self.hw[n as usize];
             let mut pick = None;
             let mut wake: Option<Cycles> = None;

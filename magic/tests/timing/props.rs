@@ -11,7 +11,8 @@
 //!
 //! The property test is slow in a debug build: it is ignored there and CI
 //! runs it on the release build (`cargo test --release -p magic --test
-//! timing props:: -- --ignored`), 256 cases in some ten seconds.
+//! timing props:: -- --ignored`), 256 cases in some ten seconds; what it
+//! found stands as tests of its own below it.
 
 use magic::costs::Task;
 use magic::{
@@ -923,4 +924,43 @@ proptest! {
         let ran = run_case(&c)?;
         check(&c, &ran)?;
     }
+}
+
+// What the property test found, one case each.
+
+#[test]
+fn handlers_passing_the_end_of_time_on_every_node_at_once_leave_a_ledger_that_sums() {
+    // Every node of the largest machine starts a handler at one instant
+    // that spends to the end of time: the first halts the run, and no
+    // other runs after it (4096 such handlers' busy would not fit the
+    // summed ledger's counters).
+    let nodes = 4096;
+    let c = Case {
+        params: MagicParams::default(),
+        nodes,
+        progs: vec![vec![Op::Busy(u64::MAX)]],
+        posts: Vec::new(),
+        dirty: Vec::new(),
+        budget: magic::machine::DEFAULT_BUDGET,
+        run: Dispatch::default(),
+        back: Dispatch::default(),
+        trace: false,
+        everywhere: Some(0),
+    };
+    let ran = run_case(&c).unwrap();
+    check(&c, &ran).unwrap();
+    let l = ran.m.ledger();
+    assert_eq!(l.handlers.len(), 1, "one handler ran");
+    assert!(matches!(
+        ran.report.halted,
+        Some(Halt::EndOfTime {
+            node: NodeId(0),
+            ..
+        })
+    ));
+    assert_eq!(
+        ran.report.stuck.len(),
+        nodes as usize - 1,
+        "the others wait"
+    );
 }
