@@ -444,6 +444,9 @@ struct Case {
     /// A program every node's processor also starts at cycle 0, one send
     /// from the depth where sends stop.
     everywhere: Option<u32>,
+    /// Stop first at this cycle (a caller's limit) and check the ledger
+    /// there; then start the counters afresh, or not, and run on.
+    pause: Option<(u64, bool)>,
 }
 
 /// What a run left: its report and its machine.
@@ -511,8 +514,32 @@ fn run_case(c: &Case) -> Result<Ran, TestCaseError> {
             _ => prop_assert!(false, "post {:?}: {:?}, expected {:?}", p, r, want),
         }
     }
+    if let Some((at, reset)) = c.pause {
+        let r = m.run_until(Some(Cycles(at)));
+        prop_assert!(r.end <= Cycles(at), "{:?}", r);
+        // Stopped by its limit with work pending is not clean.
+        prop_assert!(!(r.limit_reached && r.is_clean()), "{:?}", r);
+        ledger_true(&m, c.params.pp_issue_width)?;
+        if reset {
+            m.reset_counters();
+            ledger_true(&m, c.params.pp_issue_width)?;
+        }
+    }
     let report = m.run();
     Ok(Ran { report, m })
+}
+
+/// The machine's ledger keeps its invariants, per node and summed.
+fn ledger_true(m: &Magic<Node>, width: u32) -> Result<(), TestCaseError> {
+    let l = m.ledger();
+    if let Err(e) = l.invariants(width) {
+        prop_assert!(false, "{}\n{}", e, l.render());
+    }
+    let s = l.summed();
+    if let Err(e) = s.invariants(width) {
+        prop_assert!(false, "summed: {}\n{}", e, s.render());
+    }
+    Ok(())
 }
 
 /// Everything every run must satisfy.
@@ -582,17 +609,10 @@ fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
         "refusals counted against refusals the handlers met"
     );
     prop_assert!(m.drops(NodeId(c.nodes)).is_err());
-    // The ledger keeps its invariants, per node and summed.
-    let w = c.params.pp_issue_width;
-    let l = m.ledger();
-    if let Err(e) = l.invariants(w) {
-        prop_assert!(false, "{}\n{}", e, l.render());
-    }
-    if let Err(e) = l.summed().invariants(w) {
-        prop_assert!(false, "summed: {}\n{}", e, l.summed().render());
-    }
-    // Its tables print, and so does its trace.
-    prop_assert!(!l.render().is_empty());
+    // The ledger keeps its invariants, per node and summed; its tables
+    // print, and so does the trace.
+    ledger_true(m, c.params.pp_issue_width)?;
+    prop_assert!(!m.ledger().render().is_empty());
     if c.trace {
         let slices = m.trace();
         for s in &slices {
@@ -874,10 +894,14 @@ fn case() -> BoxedStrategy<Case> {
             prop_oneof![1 => Just(Budget::One), 1 => (1..=1000u64).prop_map(Budget::Short), 6 => Just(Budget::Long)],
             dispatch.clone(),
             dispatch,
-            (proptest::bool::weighted(0.2), proptest::option::weighted(0.15, 0..progs)),
+            (
+                proptest::bool::weighted(0.2),
+                proptest::option::weighted(0.15, 0..progs),
+                proptest::option::weighted(0.2, (0..2000u64, any::<bool>())),
+            ),
         )
             .prop_map(
-                |(params, nodes, progs, posts, dirty, budget, run, back, (trace, everywhere))| Case {
+                |(params, nodes, progs, posts, dirty, budget, run, back, (trace, everywhere, pause))| Case {
                     params,
                     nodes,
                     // The first on a node of the machine, in time; the
@@ -901,6 +925,7 @@ fn case() -> BoxedStrategy<Case> {
                     back,
                     trace,
                     everywhere,
+                    pause,
                 },
             )
     })
@@ -946,6 +971,7 @@ fn handlers_passing_the_end_of_time_on_every_node_at_once_leave_a_ledger_that_su
         back: Dispatch::default(),
         trace: false,
         everywhere: Some(0),
+        pause: None,
     };
     let ran = run_case(&c).unwrap();
     check(&c, &ran).unwrap();
