@@ -270,8 +270,53 @@ impl<'a, S> Cx<'a, S> {
         self.bundles(n.div_ceil(w), n);
     }
 
-    /// Issue a hand-scheduled sequence: `cycles` bundles holding `instrs` instructions.
+    /// Issue a hand-scheduled sequence: `cycles` bundles holding `instrs`
+    /// instructions. A bundle holds at most `pp_issue_width` instructions:
+    /// more than `pp_issue_width × cycles` is a sequence the PP could not
+    /// issue, so the step is refused ([`Refused::Overissue`]): nothing is
+    /// charged, and the refusal is counted ([`crate::Drops::over_issue`])
+    /// and named in the run's report, which makes the run not clean.
+    ///
+    /// ```
+    /// # use magic::{messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, Protocol};
+    /// # messages! {
+    /// #     /// Go.
+    /// #     pub enum GoMsg: GoKind {
+    /// #         /// Go.
+    /// #         Go,
+    /// #     }
+    /// # }
+    /// fn go(cx: &mut Cx<'_, ()>, _: &Msg, _: go_msg::Go) {
+    ///     cx.bundles(3, 6); // three full bundles on a 2-issue PP
+    ///     cx.bundles(1, 1000); // no PP issues 1000 instructions in a cycle: refused
+    /// }
+    /// # struct P;
+    /// # impl Protocol for P {
+    /// #     type Node = ();
+    /// #     fn name(&self) -> &'static str { "p" }
+    /// #     fn node(&self, _: NodeId, _: u32) {}
+    /// #     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+    /// #         let h = b.handler("go", go);
+    /// #         b.route_any(h);
+    /// #     }
+    /// # }
+    /// let mut m = Magic::with(MagicParams::default(), 1, &P).unwrap();
+    /// let msg = m.msg(NodeId(0), GoMsg::Go);
+    /// m.post(NodeId(0), Cycles(0), msg).unwrap();
+    /// let r = m.run();
+    /// assert!(!r.is_clean());
+    /// assert_eq!(m.drops(NodeId(0)).unwrap().over_issue, 1);
+    /// let row = m.ledger().handler(Some(0), "p.go").cloned().unwrap();
+    /// assert_eq!((row.stats.busy, row.stats.instructions), (3, 6));
+    /// assert!(r.refused[0].contains("1000 instructions in 1 bundle(s)"), "{:?}", r.refused);
+    /// ```
     pub fn bundles(&mut self, cycles: u32, instrs: u32) {
+        let width = self.params.pp_issue_width as u64;
+        if instrs as u64 > width * cycles as u64 {
+            let detail = (instrs as u64) << 32 | cycles as u64;
+            self.refuse(Refused::Overissue, "instructions", None, detail);
+            return;
+        }
         let from = self.run.now;
         self.run.now += Cycles(cycles as u64);
         self.run.tally.instructions += instrs as u64;
@@ -289,9 +334,17 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// A load from MAGIC memory (directory, operation record...) at byte `addr`
-    /// of the reserved space. The instruction itself is part of `instr`; a
-    /// data-cache miss stalls for the line from memory.
+    /// of the reserved space; a data-cache miss stalls for the line from
+    /// memory. A load is one of the PP's instructions, charged beforehand
+    /// with [`Cx::instr`] or [`Cx::bundles`] (as [`crate::costs::Task`]
+    /// does: its bundles, then their loads and stores): a load or store
+    /// beyond the instructions this invocation has issued so far is one the
+    /// PP could not have made, and is refused ([`Refused::Overissue`]),
+    /// charging nothing.
     pub fn load(&mut self, addr: u64) {
+        if self.unissued("load") {
+            return;
+        }
         let from = self.run.now;
         self.run.tally.loads += 1;
         self.dcache(addr);
@@ -300,10 +353,26 @@ impl<'a, S> Cx<'a, S> {
 
     /// A store to MAGIC memory; like [`Cx::load`].
     pub fn store(&mut self, addr: u64) {
+        if self.unissued("store") {
+            return;
+        }
         let from = self.run.now;
         self.run.tally.stores += 1;
         self.dcache(addr);
         self.step("store", from, addr);
+    }
+
+    /// Whether a load or store now would be beyond the instructions issued
+    /// so far (each one is among them); if so, step `step` is refused, its
+    /// detail the instructions issued.
+    fn unissued(&mut self, step: &'static str) -> bool {
+        let t = &self.run.tally;
+        if t.loads + t.stores < t.instructions {
+            return false;
+        }
+        let issued = t.instructions;
+        self.refuse(Refused::Overissue, step, None, issued);
+        true
     }
 
     fn dcache(&mut self, addr: u64) {

@@ -160,4 +160,9 @@ pub enum Refused {
     /// A payload longer than a line.
     #[error("the payload is longer than a line")]
     TooLong,
+    /// More than the PP can issue: more instructions than its bundles hold
+    /// at `pp_issue_width` a bundle, or a load or store beyond the
+    /// instructions issued.
+    #[error("more than the PP can issue")]
+    Overissue,
 }

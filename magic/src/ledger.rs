@@ -8,6 +8,9 @@
 //! [`Ledger::render`] both tables, its `Serialize` the JSON; tables and JSON
 //! round figures the one way [`crate::figures`] says. Columns have fixed
 //! widths, so one row's values never re-pad another.
+//!
+//! What every ledger satisfies, whatever the run did, is stated and checked
+//! in one place, [`Ledger::invariants`].
 
 use crate::figures::{self, line, text, Figure};
 use crate::time::Cycles;
@@ -76,7 +79,7 @@ pub struct HandlerRow {
 }
 
 /// The pipeline units, in the order the report lists them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
     /// The inbox: dispatching messages from the input queues to the PP.
@@ -126,9 +129,11 @@ pub struct UnitRow {
     pub unit: Unit,
     /// Messages dispatched, handler invocations, packets, line transfers...
     pub ops: u64,
-    /// Cycles the unit was busy: inbox dispatching, PP running handlers,
-    /// outbox holding a packet that waits for the wire, memory data bus,
-    /// processor-cache interface, wire.
+    /// Cycles the unit was busy: PP running handlers, outbox holding a
+    /// packet that waits for the wire, memory data bus, processor-cache
+    /// interface, wire. The inbox's stage is pipelined: its busy is the
+    /// stage's latency for each message dispatched, messages in the stage
+    /// at once each counting, so it can pass the cycles elapsed.
     pub busy: u64,
     /// `busy` over the elapsed cycles (times nodes, for a summed row; JSON:
     /// rounded as [`figures`] says).
@@ -142,8 +147,17 @@ pub struct UnitRow {
 /// The occupancy report of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ledger {
-    /// Cycles the report covers (10 ns each).
+    /// Cycles the report covers (10 ns each): from the counters' start to
+    /// the last event.
     pub elapsed: Cycles,
+    /// Cycles from the counters' start to the end of the last busy interval
+    /// they count: `elapsed`, or more when work was booked past the last
+    /// event (a memory write or the processor interface still streaming a
+    /// line, a handler running when a limit stopped the run), which the
+    /// counters hold whole. Every unit but the inbox was busy within it
+    /// ([`Ledger::invariants`]). Not in the tables or the JSON.
+    #[serde(skip)]
+    pub booked: Cycles,
     /// Nodes in the machine.
     pub nodes: u32,
     /// One row per handler and node that ran (per handler, in a [`Ledger::summed`] report).
@@ -159,7 +173,12 @@ pub(crate) struct NodeFigures<'a> {
 }
 
 impl Ledger {
-    pub(crate) fn build(elapsed: Cycles, names: &[String], nodes: &[NodeFigures<'_>]) -> Ledger {
+    pub(crate) fn build(
+        elapsed: Cycles,
+        booked: Cycles,
+        names: &[String],
+        nodes: &[NodeFigures<'_>],
+    ) -> Ledger {
         let el = elapsed.0.max(1) as f64;
         let mut handlers = Vec::new();
         let mut units = Vec::new();
@@ -188,6 +207,7 @@ impl Ledger {
         }
         Ledger {
             elapsed,
+            booked: booked.max(elapsed),
             nodes: nodes.len() as u32,
             handlers,
             units,
@@ -231,6 +251,7 @@ impl Ledger {
             .collect();
         Ledger {
             elapsed: self.elapsed,
+            booked: self.booked,
             nodes: self.nodes,
             handlers,
             units,
@@ -247,6 +268,255 @@ impl Ledger {
     /// The row of one unit on one node (`None`: the summed row).
     pub fn unit(&self, node: Option<u32>, unit: Unit) -> Option<&UnitRow> {
         self.units.iter().find(|r| r.node == node && r.unit == unit)
+    }
+
+    /// Check what every ledger satisfies, whatever its run did (refused,
+    /// stopped at its budget, halted): `Err` names the first row that
+    /// breaks a rule, with the rule and its figures. `issue_width` is the
+    /// machine's `pp_issue_width`. A ledger is a machine's
+    /// ([`crate::Magic::ledger`]) or its [`Ledger::summed`], whose rows are
+    /// over all nodes: a span is then `nodes` times the node's. Every rule
+    /// holds by construction of the machine's counters, so a violation is
+    /// a model bug or a figure corrupted on its way out.
+    ///
+    /// The ledger as a whole:
+    /// - `elapsed ≤ booked`;
+    /// - every row's node is below `nodes`, and there is one row per
+    ///   handler and node and one per unit and node.
+    ///
+    /// Each handler row:
+    /// - it ran, and each invocation held the PP at least a cycle:
+    ///   `1 ≤ invocations ≤ busy`;
+    /// - `1 ≤ max ≤ busy ≤ invocations × max`, so `mean ≤ max ≤ busy`;
+    /// - waits and outbox stalls are cycles of it: `wait + outbox_stall ≤ busy`;
+    /// - the PP issues at most `issue_width` instructions a cycle, and only
+    ///   in cycles it neither waits nor stalls:
+    ///   `instructions ≤ issue_width × (busy − wait − outbox_stall)`
+    ///   ([`crate::Cx::bundles`] refuses a step that would break it);
+    /// - each load and store is one of its instructions:
+    ///   `loads + stores ≤ instructions` ([`crate::Cx::load`] refuses one
+    ///   beyond those issued);
+    /// - `mean` is `busy / invocations` and `pp_share` is `busy` over the
+    ///   elapsed span (`elapsed` at least 1, times `nodes` in a summed row).
+    ///
+    /// Each unit row:
+    /// - every unit but the inbox was busy within the booked span:
+    ///   `busy ≤ booked` (times `nodes` summed), so its `utilization`, busy
+    ///   over the elapsed span, is at most `booked / elapsed`: 100% when no
+    ///   work is booked past the last event. The inbox's stage is
+    ///   pipelined and counts its latency for each message, so its busy is
+    ///   a whole multiple of its ops instead;
+    /// - `utilization` is `busy` over the elapsed span, as for `pp_share`;
+    /// - memory moves one line an operation over its data bus, a
+    ///   doubleword a cycle: `busy = 16 × ops`;
+    /// - every packet the outbox took went on the wire: net-out's ops are
+    ///   the outbox's.
+    ///
+    /// Between a node's rows (and between summed rows):
+    /// - the PP's row is its handler rows summed: its ops are their
+    ///   invocations, its busy their busy;
+    /// - the outbox's waiting is their outbox stalls;
+    /// - every invocation was a dispatch: the inbox's ops are at least the
+    ///   PP's.
+    ///
+    /// A ledger cut to some of its handler rows keeps these only if its
+    /// unit rows go too (the PP's row would no longer be their sum).
+    ///
+    /// ```
+    /// use magic::ledger::{HandlerRow, HandlerStats, Ledger};
+    /// use magic::Cycles;
+    /// let stats = HandlerStats { invocations: 1, busy: 1, max: 1, instructions: 1000, ..HandlerStats::default() };
+    /// let row = HandlerRow { node: Some(0), handler: "p.go".into(), stats, mean: 1.0, pp_share: 0.1 };
+    /// let l = Ledger { elapsed: Cycles(10), booked: Cycles(10), nodes: 1, handlers: vec![row], units: vec![] };
+    /// let e = l.invariants(2).unwrap_err();
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "node 0 p.go: instructions ≤ issue width × (busy − wait − outbox stall), \
+    ///      but 1000 instructions, 2-issue, 1 busy, 0 wait, 0 outbox stall"
+    /// );
+    /// assert_eq!(l.invariants(1000), Ok(()));
+    /// ```
+    pub fn invariants(&self, issue_width: u32) -> Result<(), Violation> {
+        use std::collections::{HashMap, HashSet};
+        let whole = || "the ledger".to_string();
+        if self.elapsed > self.booked {
+            return Err(Violation::new(
+                whole(),
+                "elapsed ≤ booked",
+                format!("{} elapsed, {} booked", self.elapsed, self.booked),
+            ));
+        }
+        let nodes = self.nodes as u128;
+        // A row's spans: elapsed (at least 1, as the shares are taken
+        // over) and booked, times the nodes in a summed row.
+        let span = |node: Option<u32>| {
+            let k = if node.is_some() { 1 } else { nodes.max(1) };
+            (
+                self.elapsed.0.max(1) as f64 * k as f64,
+                self.booked.0 as u128 * k,
+            )
+        };
+        let name = |node: Option<u32>, what: &str| match node {
+            Some(n) => format!("node {n} {what}"),
+            None => format!("all {what}"),
+        };
+        let node_ok = |node: Option<u32>, row: String| match node {
+            Some(n) if n >= self.nodes => Err(Violation::new(
+                row,
+                "a row's node is below the ledger's nodes",
+                format!("node {n}, {} nodes", self.nodes),
+            )),
+            _ => Ok(()),
+        };
+        // Per node (`None`: summed rows): invocations, busy, outbox stall.
+        let mut sums: HashMap<Option<u32>, [u128; 3]> = HashMap::new();
+        let mut seen = HashSet::new();
+        for r in &self.handlers {
+            let row = name(r.node, &r.handler);
+            node_ok(r.node, row.clone())?;
+            if !seen.insert((r.node, r.handler.as_str())) {
+                return Err(Violation::new(row, "one row per handler and node", "two"));
+            }
+            let s = &r.stats;
+            let (inv, busy, max) = (s.invocations as u128, s.busy as u128, s.max as u128);
+            let fail = |rule, figures: String| Err(Violation::new(row.clone(), rule, figures));
+            if inv < 1 || busy < inv {
+                return fail(
+                    "1 ≤ invocations ≤ busy",
+                    format!("{inv} invocations, {busy} busy"),
+                );
+            }
+            if max < 1 || max > busy || busy > inv * max {
+                return fail(
+                    "1 ≤ max ≤ busy ≤ invocations × max",
+                    format!("{max} max, {busy} busy, {inv} invocations"),
+                );
+            }
+            let (wait, stall) = (s.wait as u128, s.outbox_stall as u128);
+            if wait + stall > busy {
+                return fail(
+                    "wait + outbox stall ≤ busy",
+                    format!("{wait} wait, {stall} outbox stall, {busy} busy"),
+                );
+            }
+            let instrs = s.instructions as u128;
+            if instrs > issue_width as u128 * (busy - wait - stall) {
+                return fail(
+                    "instructions ≤ issue width × (busy − wait − outbox stall)",
+                    format!(
+                        "{instrs} instructions, {issue_width}-issue, {busy} busy, \
+                         {wait} wait, {stall} outbox stall"
+                    ),
+                );
+            }
+            if s.loads as u128 + s.stores as u128 > instrs {
+                return fail(
+                    "loads + stores ≤ instructions",
+                    format!(
+                        "{} loads, {} stores, {instrs} instructions",
+                        s.loads, s.stores
+                    ),
+                );
+            }
+            let (el, _) = span(r.node);
+            if !close(r.mean, busy as f64 / inv as f64) {
+                return fail(
+                    "mean = busy / invocations",
+                    format!("{} mean, {busy} busy, {inv} invocations", r.mean),
+                );
+            }
+            if !close(r.pp_share, busy as f64 / el) {
+                return fail(
+                    "pp share = busy / elapsed",
+                    format!("{} share, {busy} busy, {el} elapsed", r.pp_share),
+                );
+            }
+            let sum = sums.entry(r.node).or_default();
+            sum[0] += inv;
+            sum[1] += busy;
+            sum[2] += stall;
+        }
+        let mut units: HashMap<(Option<u32>, Unit), &UnitRow> = HashMap::new();
+        for r in &self.units {
+            let row = name(r.node, r.unit.name());
+            node_ok(r.node, row.clone())?;
+            if units.insert((r.node, r.unit), r).is_some() {
+                return Err(Violation::new(row, "one row per unit and node", "two"));
+            }
+            let fail = |rule, figures: String| Err(Violation::new(row.clone(), rule, figures));
+            let (el, booked) = span(r.node);
+            let (ops, busy) = (r.ops as u128, r.busy as u128);
+            if r.unit == Unit::Inbox {
+                if (ops == 0 && busy > 0) || (ops > 0 && busy % ops != 0) {
+                    return fail(
+                        "the inbox's busy is its stage's latency times its ops",
+                        format!("{busy} busy, {ops} ops"),
+                    );
+                }
+            } else if busy > booked {
+                return fail("busy ≤ booked", format!("{busy} busy, {booked} booked"));
+            }
+            if !close(r.utilization, busy as f64 / el) {
+                return fail(
+                    "utilization = busy / elapsed",
+                    format!("{} utilization, {busy} busy, {el} elapsed", r.utilization),
+                );
+            }
+            if r.unit == Unit::Memory && busy != ops * crate::ids::LINE_DWORDS as u128 {
+                return fail(
+                    "memory busy = 16 cycles × ops",
+                    format!("{busy} busy, {ops} ops"),
+                );
+            }
+        }
+        let nodes_seen: HashSet<Option<u32>> = units.keys().map(|k| k.0).collect();
+        for node in nodes_seen {
+            let unit = |u| units.get(&(node, u)).copied();
+            let [inv, busy, stall] = sums.get(&node).copied().unwrap_or_default();
+            let fail = |u: Unit, rule, figures: String| {
+                Err(Violation::new(name(node, u.name()), rule, figures))
+            };
+            if let Some(pp) = unit(Unit::Pp) {
+                if pp.ops as u128 != inv || pp.busy as u128 != busy {
+                    return fail(
+                        Unit::Pp,
+                        "the PP's ops and busy are its handler rows' invocations and busy",
+                        format!(
+                            "{} ops, {} busy; the handlers' {inv} invocations, {busy} busy",
+                            pp.ops, pp.busy
+                        ),
+                    );
+                }
+                if let Some(inbox) = unit(Unit::Inbox) {
+                    if inbox.ops < pp.ops {
+                        return fail(
+                            Unit::Inbox,
+                            "the inbox's ops are at least the PP's",
+                            format!("{} ops, the PP's {}", inbox.ops, pp.ops),
+                        );
+                    }
+                }
+            }
+            if let Some(out) = unit(Unit::Outbox) {
+                if unit(Unit::Pp).is_some() && out.waiting as u128 != stall {
+                    return fail(
+                        Unit::Outbox,
+                        "the outbox's waiting is the handlers' outbox stalls",
+                        format!("{} waiting, {stall} stalls", out.waiting),
+                    );
+                }
+                if let Some(net) = unit(Unit::NetOut) {
+                    if net.ops != out.ops {
+                        return fail(
+                            Unit::NetOut,
+                            "net-out's ops are the outbox's",
+                            format!("{} ops, the outbox's {}", net.ops, out.ops),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The handler occupancy table (as [`Display`](std::fmt::Display)
@@ -281,6 +551,36 @@ impl Ledger {
         }
         out
     }
+}
+
+/// A ledger's figure that breaks one of the invariants every ledger
+/// satisfies ([`Ledger::invariants`]): the row, the rule, its figures.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{row}: {rule}, but {figures}")]
+pub struct Violation {
+    /// The row: `node 1 lock.request`, `all memory` (a summed row), or
+    /// `the ledger`.
+    pub row: String,
+    /// The rule, in words.
+    pub rule: &'static str,
+    /// The row's figures that break it.
+    pub figures: String,
+}
+
+impl Violation {
+    fn new(row: String, rule: &'static str, figures: impl Into<String>) -> Violation {
+        Violation {
+            row,
+            rule,
+            figures: figures.into(),
+        }
+    }
+}
+
+/// Whether figure `got` is `want` (as the ledger computed it, up to the
+/// last bits of a float).
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 1e-9 * want.abs().max(1.0)
 }
 
 /// Column widths of the tables: fixed, so a row's padding never depends on
@@ -370,6 +670,7 @@ mod tests {
         };
         Ledger {
             elapsed: Cycles(1000),
+            booked: Cycles(1000),
             nodes: 2,
             handlers: vec![row(0, "p.small", 7), row(1, name, busy)],
             units: vec![],
@@ -397,6 +698,149 @@ mod tests {
         assert!(end(head, &a[2], "calls").ends_with('2'));
         assert!(end(head, &a[2], "busy").ends_with('7'));
         assert!(end(head, &a[2], "pp-time").ends_with("0.7%"));
+    }
+
+    /// A ledger whose every figure agrees: one node, one handler run twice.
+    fn whole() -> Ledger {
+        let stats = HandlerStats {
+            invocations: 2,
+            busy: 10,
+            max: 6,
+            outbox_stall: 1,
+            wait: 2,
+            // 2-issue, over the 7 cycles neither waiting nor stalled.
+            instructions: 14,
+            loads: 3,
+            stores: 2,
+        };
+        let unit = |unit, ops, busy, waiting| UnitRow {
+            node: Some(0),
+            unit,
+            ops,
+            busy,
+            utilization: busy as f64 / 20.0,
+            waiting,
+        };
+        Ledger {
+            elapsed: Cycles(20),
+            // A memory write streams 4 cycles past the last event.
+            booked: Cycles(24),
+            nodes: 1,
+            handlers: vec![HandlerRow {
+                node: Some(0),
+                handler: "p.h".into(),
+                stats,
+                mean: 5.0,
+                pp_share: 0.5,
+            }],
+            units: vec![
+                unit(Unit::Inbox, 2, 6, 9),
+                unit(Unit::Pp, 2, 10, 0),
+                unit(Unit::Outbox, 1, 3, 1),
+                unit(Unit::Memory, 1, 16, 0),
+                unit(Unit::PcacheIf, 0, 0, 0),
+                unit(Unit::NetOut, 1, 24, 0),
+            ],
+        }
+    }
+
+    #[test]
+    fn every_invariant_finds_a_figure_that_breaks_it() {
+        let l = whole();
+        assert_eq!(l.invariants(2), Ok(()));
+        assert_eq!(l.summed().invariants(2), Ok(()));
+        type Break = fn(&mut Ledger);
+        let cases: Vec<(&str, Break)> = vec![
+            ("elapsed ≤ booked", |l| l.booked = Cycles(19)),
+            ("a row's node is below the ledger's nodes", |l| {
+                l.handlers[0].node = Some(1)
+            }),
+            ("one row per handler and node", |l| {
+                l.handlers.push(l.handlers[0].clone())
+            }),
+            ("1 ≤ invocations ≤ busy", |l| {
+                l.handlers[0].stats.invocations = 0
+            }),
+            ("1 ≤ invocations ≤ busy", |l| {
+                l.handlers[0].stats.invocations = 11
+            }),
+            ("1 ≤ max ≤ busy ≤ invocations × max", |l| {
+                l.handlers[0].stats.max = 11
+            }),
+            ("1 ≤ max ≤ busy ≤ invocations × max", |l| {
+                l.handlers[0].stats.max = 4
+            }),
+            ("wait + outbox stall ≤ busy", |l| {
+                l.handlers[0].stats.wait = 10
+            }),
+            (
+                "instructions ≤ issue width × (busy − wait − outbox stall)",
+                |l| l.handlers[0].stats.instructions = 15,
+            ),
+            ("loads + stores ≤ instructions", |l| {
+                l.handlers[0].stats.loads = 13
+            }),
+            ("mean = busy / invocations", |l| l.handlers[0].mean = 5.5),
+            ("pp share = busy / elapsed", |l| {
+                l.handlers[0].pp_share = 0.25
+            }),
+            ("one row per unit and node", |l| {
+                l.units.push(l.units[0].clone())
+            }),
+            (
+                "the inbox's busy is its stage's latency times its ops",
+                |l| l.units[0].busy = 7,
+            ),
+            ("busy ≤ booked", |l| l.units[5].busy = 25),
+            ("utilization = busy / elapsed", |l| {
+                l.units[1].utilization = 1.0
+            }),
+            ("memory busy = 16 cycles × ops", |l| l.units[3].busy = 15),
+            (
+                "the PP's ops and busy are its handler rows' invocations and busy",
+                |l| l.units[1].ops = 3,
+            ),
+            ("the outbox's waiting is the handlers' outbox stalls", |l| {
+                l.units[2].waiting = 2
+            }),
+            ("the inbox's ops are at least the PP's", |l| {
+                l.units[0].ops = 1;
+                l.units[0].busy = 3;
+            }),
+            ("net-out's ops are the outbox's", |l| l.units[5].ops = 2),
+        ];
+        for (rule, f) in cases {
+            let mut l = whole();
+            f(&mut l);
+            for u in &mut l.units {
+                if rule != "utilization = busy / elapsed" {
+                    u.utilization = u.busy as f64 / 20.0;
+                }
+            }
+            let e = l.invariants(2).unwrap_err();
+            assert_eq!(e.rule, rule, "{e}");
+            let row = if rule == "elapsed ≤ booked" {
+                "the ledger"
+            } else {
+                "node "
+            };
+            assert!(e.row.starts_with(row), "{e}");
+        }
+        // A 1-issue PP could not have issued the 14 instructions.
+        let e = whole().invariants(1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "node 0 p.h: instructions ≤ issue width × (busy − wait − outbox stall), \
+             but 14 instructions, 1-issue, 10 busy, 2 wait, 1 outbox stall"
+        );
+        // Summed rows are named so.
+        let mut s = whole().summed();
+        s.units[3].busy = 32;
+        let e = s.invariants(2).unwrap_err();
+        assert_eq!(e.row, "all memory");
+        let mut l = whole();
+        l.booked = Cycles(19);
+        assert_eq!(l.invariants(2).unwrap_err().row, "the ledger");
     }
 
     #[test]

@@ -44,6 +44,12 @@ impl OutLink {
         (self.busy, self.packets, self.stall, self.occupied) = (Cycles(0), 0, Cycles(0), Cycles(0));
     }
 
+    /// When the wire is done with every packet handed over so far (and so
+    /// the outbox with every wait).
+    pub(crate) fn booked_until(&self) -> Cycles {
+        self.free_at.max(self.occupied_until)
+    }
+
     /// Hand over a packet at `at` that holds the wire `wire` cycles, may go on
     /// it `stage` cycles after the outbox took it (the outbox stage), and not
     /// before `ready` (its data streaming in). A lane has at least one slot

@@ -691,6 +691,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
+                pp_until: Cycles(0),
                 dispatched: 0,
                 net_delivered: 0,
                 inbox_wait: 0,
@@ -1429,6 +1430,11 @@ impl<S: NodeState> Magic<S> {
     /// go now, the node is woken when something will be able to.
     fn dispatch(&mut self, n: u32, t: Cycles) {
         loop {
+            if self.halt.is_some() {
+                // A handler of this instant passed the end of time: no
+                // handler runs after it.
+                return;
+            }
             let hw = &mut self.hw[n as usize];
             let mut pick = None;
             let mut wake: Option<Cycles> = None;
@@ -1593,6 +1599,7 @@ impl<S: NodeState> Magic<S> {
             s.loads += tally.loads;
             s.stores += tally.stores;
             hw.pp_busy += busy;
+            hw.pp_until = end;
             hw.pp_running = true;
             self.engine
                 .schedule(Time::from_cycles(end), Ev::PpDone { node: n });
@@ -1701,6 +1708,22 @@ impl<S: NodeState> Magic<S> {
                 "reschedule(s) refused by a full software queue",
                 format!(
                     "{handler} rescheduled {msg}; the queue holds {d} entries and the head register"
+                ),
+            ),
+            Cause::OverIssue if f.step == "instructions" => (
+                "step(s) the PP could not issue",
+                format!(
+                    "{handler}'s {} instructions in {} bundle(s) on a {}-issue PP",
+                    d >> 32,
+                    d & u32::MAX as u64,
+                    self.params.pp_issue_width
+                ),
+            ),
+            Cause::OverIssue => (
+                "step(s) the PP could not issue",
+                format!(
+                    "{handler}'s {} beyond the {d} instruction(s) it had issued",
+                    f.step
                 ),
             ),
             Cause::BadAddress => (
@@ -1815,6 +1838,15 @@ impl<S: NodeState> Magic<S> {
                 ],
             })
             .collect();
-        Ledger::build(self.now() - self.ledger_from, &names, &figures)
+        let booked = self
+            .hw
+            .iter()
+            .fold(self.now(), |t, hw| t.max(hw.booked_until()));
+        Ledger::build(
+            self.now() - self.ledger_from,
+            booked - self.ledger_from,
+            &names,
+            &figures,
+        )
     }
 }

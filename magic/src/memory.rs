@@ -57,6 +57,11 @@ impl Memory {
         LineTiming { first, last }
     }
 
+    /// When the data bus is done with every transfer booked so far.
+    pub(crate) fn booked_until(&self) -> Cycles {
+        self.bus_free
+    }
+
     /// The bytes of a line (functional: no time).
     pub fn line(&self, l: LineAddr) -> [u8; LINE_BYTES] {
         self.lines.get(&l.0).map_or([0; LINE_BYTES], |b| **b)

@@ -182,6 +182,10 @@ pub struct Drops {
     pub too_long: u64,
     /// Messages whose payload did not decode as their handler's type.
     pub undecodable: u64,
+    /// Steps the PP could not have issued: more instructions than their
+    /// bundles hold at the issue width, a load or store beyond the
+    /// instructions issued (see [`crate::Cx::bundles`]).
+    pub over_issue: u64,
 }
 
 impl Drops {
@@ -200,6 +204,7 @@ impl Drops {
             Cause::QueueFull => &mut self.swq_full,
             Cause::TooLong => &mut self.too_long,
             Cause::Undecodable => &mut self.undecodable,
+            Cause::OverIssue => &mut self.over_issue,
         }
     }
 }
@@ -214,10 +219,11 @@ pub(crate) enum Cause {
     QueueFull,
     TooLong,
     Undecodable,
+    OverIssue,
 }
 
 impl Cause {
-    pub(crate) const ALL: [Cause; 7] = [
+    pub(crate) const ALL: [Cause; 8] = [
         Cause::Unhandled,
         Cause::BadAddress,
         Cause::BadBuffer,
@@ -225,6 +231,7 @@ impl Cause {
         Cause::QueueFull,
         Cause::TooLong,
         Cause::Undecodable,
+        Cause::OverIssue,
     ];
 
     pub(crate) fn of(r: crate::error::Refused) -> Cause {
@@ -235,6 +242,7 @@ impl Cause {
             Refused::BadNode => Cause::BadNode,
             Refused::QueueFull => Cause::QueueFull,
             Refused::TooLong => Cause::TooLong,
+            Refused::Overissue => Cause::OverIssue,
         }
     }
 }
@@ -266,7 +274,7 @@ pub(crate) struct First {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Losses {
     pub drops: Drops,
-    pub first: [Option<First>; 7],
+    pub first: [Option<First>; Cause::ALL.len()],
     /// Messages that had no route, by type (a type's first one adds it).
     pub unrouted: Vec<(MsgType, u64)>,
 }
@@ -287,6 +295,8 @@ pub(crate) struct NodeHw {
     pub queues: [VecDeque<Queued>; 4],
     pub(crate) wake_at: Option<Cycles>,
     pub(crate) pp_busy: u64,
+    /// When the PP's last handler ends (the end of its last busy interval).
+    pub(crate) pp_until: Cycles,
     pub(crate) dispatched: u64,
     pub(crate) net_delivered: u64,
     pub(crate) inbox_wait: u64,
@@ -316,6 +326,16 @@ impl NodeHw {
     #[cold]
     pub(crate) fn lose(&mut self, c: Cause, first: First) {
         self.lost.get_or_insert_with(Box::default).add(c, first);
+    }
+
+    /// The end of the last busy interval any of this node's units has
+    /// booked: a handler, a memory transfer, the processor interface, the
+    /// outbox and the wire.
+    pub(crate) fn booked_until(&self) -> Cycles {
+        self.pp_until
+            .max(self.mem.booked_until())
+            .max(self.pcache.booked_until())
+            .max(self.link.booked_until())
     }
 
     /// What this node dropped, by cause.

@@ -98,6 +98,11 @@ impl ProcCache {
         }
     }
 
+    /// When the interface is done with every transfer booked so far.
+    pub(crate) fn booked_until(&self) -> Cycles {
+        self.free_at
+    }
+
     /// MAGIC hands the processor a reply at `at` (a line of data or a word):
     /// it waits for the interface, which then carries it; returns when its
     /// first word reaches the processor and when the interface is free again.

@@ -83,7 +83,7 @@ impl fmt::Display for Shot {
         for st in &self.steps {
             let d = st.detail;
             let detail = match st.refused {
-                Some(why) => refused(why, d),
+                Some(why) => refused(why, st.what, d),
                 None => done(st),
             };
             let line = format!(
@@ -105,9 +105,14 @@ impl fmt::Display for Shot {
     }
 }
 
-/// A refused step's detail column: what it named, and why it was refused.
-fn refused(why: Refused, d: u64) -> String {
+/// A refused step's detail column: what step `what` named, and why it
+/// was refused.
+fn refused(why: Refused, what: &str, d: u64) -> String {
     let named = match why {
+        Refused::Overissue if what == "instructions" => {
+            format!("{} in {} bundle(s)", d >> 32, d & u32::MAX as u64)
+        }
+        Refused::Overissue => format!("beyond {d} instruction(s)"),
         Refused::BadNode => format!("to node {d}"),
         Refused::TooLong => format!("{d} bytes"),
         Refused::BadAddress | Refused::NoBuffer => PAddr(d).to_string(),

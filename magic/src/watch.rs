@@ -15,7 +15,10 @@ use crate::time::Cycles;
 /// named, by the refusal: the destination node ([`Refused::BadNode`]), the
 /// payload length ([`Refused::TooLong`]), the address
 /// ([`Refused::BadAddress`], [`Refused::NoBuffer`]), the buffer
-/// ([`Refused::BadBuffer`]), the queue's capacity ([`Refused::QueueFull`]).
+/// ([`Refused::BadBuffer`]), the queue's capacity ([`Refused::QueueFull`]);
+/// for [`Refused::Overissue`], the instructions (high 32 bits) and bundles
+/// (low 32) of an `instructions` step, the instructions issued before a
+/// `load` or `store`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
     /// Cycle the step began, from the handler's start.

@@ -2,12 +2,15 @@
 //! and the checked dispatch table: conflicting routes and claims refused at
 //! build, unrouted messages reported by the run (more in `routes`, with the
 //! misuse that does not compile); machine parameters at their extremes
-//! (`params`).
+//! (`params`); random handler programs on machines at their extremes
+//! (`props`).
 
 #[path = "timing/clean.rs"]
 mod clean;
 #[path = "timing/params.rs"]
 mod params;
+#[path = "timing/props.rs"]
+mod props;
 #[path = "timing/routes.rs"]
 mod routes;
 
@@ -145,6 +148,7 @@ fn go_at_zero(m: &mut Magic<Seen>) {
     post_go(m);
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
+    ledger_true(m);
 }
 
 /// Run node 0's `go` alone on a bench of `nodes` nodes, then to the end.
@@ -153,7 +157,21 @@ fn shot(b: &mut Bench<Seen>) -> magic::testing::Shot {
     let shot = b.inject(NodeId(0), go).unwrap();
     let r = b.run(Cycles(10_000));
     assert!(r.is_clean(), "{:?}", r.stuck);
+    ledger_true(b.machine());
     shot
+}
+
+/// The machine's ledger keeps its invariants, per node and summed.
+fn ledger_true<S: NodeState>(m: &Magic<S>) {
+    let w = m.params().pp_issue_width;
+    let l = m.ledger();
+    if let Err(e) = l.invariants(w) {
+        panic!("{e}\n{}", l.render());
+    }
+    let s = l.summed();
+    if let Err(e) = s.invariants(w) {
+        panic!("summed: {e}\n{}", s.render());
+    }
 }
 
 #[test]
@@ -374,6 +392,7 @@ fn a_message_with_no_route_is_dropped_counted_and_named() {
         ]
     );
     assert_eq!(m.drops(NodeId(0)).unwrap().unhandled, 3);
+    ledger_true(&m);
     assert!(m.post(NodeId(5), Cycles(5), step).is_err());
 
     // The bench says so too, instead of a handler's shot.
@@ -406,6 +425,8 @@ fn a_run_that_ends_with_work_pending_says_what_is_stuck() {
     post_go(&mut m);
     let r = m.run_until(Some(Cycles(5)));
     assert!(r.limit_reached);
+    // The handler runs past the limit: the ledger counts it whole.
+    ledger_true(&m);
     assert_eq!(r.stuck.len(), 1, "{:?}", r.stuck);
     assert_eq!(
         r.stuck[0],
@@ -478,6 +499,7 @@ fn the_inbox_can_start_a_speculative_read_at_dispatch() {
         m.state(NodeId(0)).unwrap().at,
         vec![("spec", 29, 0), ("plain", 139, 0)]
     );
+    ledger_true(&m);
     let l = m.ledger();
     let row = l.handler(Some(0), "timing.spec").unwrap();
     assert_eq!(row.stats.instructions, 20);
@@ -508,6 +530,7 @@ fn inbox_priority_is_a_parameter() {
         let mut m = Magic::with(params, 1, &p).unwrap();
         post_go(&mut m);
         assert!(m.run().is_clean());
+        ledger_true(&m);
         m.state(NodeId(0))
             .unwrap()
             .at

@@ -80,6 +80,7 @@ fn arrive(now: &mut Time, last: Option<Time>, limit: Option<Time>) -> RunReport 
 fn quiet_ledger(now: Time, nodes: u32) -> Ledger {
     Ledger {
         elapsed: now.to_cycles_floor(),
+        booked: now.to_cycles_floor(),
         nodes,
         handlers: Vec::new(),
         units: Vec::new(),

@@ -23,6 +23,11 @@ messages! {
         /// Spend `cycles`, then `then` more: as instructions (`how` 0) or
         /// as a wait until `cycles + then` (otherwise).
         Spend { cycles: u64, then: u64, how: u32 },
+        /// Steps the PP could not issue, between ones it could (see
+        /// `overissue`).
+        Overissue,
+        /// Issue `instrs` instructions in `cycles` bundles.
+        Bundles { cycles: u32, instrs: u32 },
     }
 }
 
@@ -96,6 +101,27 @@ fn spend(cx: &mut C<'_>, _: &Msg, m: lock_msg::Spend) {
     }
 }
 
+/// Steps the PP could not issue, between ones it could.
+fn overissue(cx: &mut C<'_>, _: &Msg, _: lock_msg::Overissue) {
+    // A load before any instruction is issued: refused.
+    cx.load(0x40);
+    cx.bundles(0, 0);
+    cx.bundles(3, 6);
+    // 1,000 instructions in a cycle of a 2-issue PP, and one in no cycle.
+    cx.bundles(1, 1000);
+    cx.bundles(0, 1);
+    // Six loads and stores among the six instructions, then a seventh.
+    for a in [0x40, 0x80, 0x1000] {
+        cx.load(a);
+        cx.store(a + 8);
+    }
+    cx.store(0x50);
+}
+
+fn bundles(cx: &mut C<'_>, _: &Msg, m: lock_msg::Bundles) {
+    cx.bundles(m.cycles, m.instrs);
+}
+
 struct Lock;
 
 impl Protocol for Lock {
@@ -113,11 +139,17 @@ impl Protocol for Lock {
             b.handler("misuse", misuse),
         );
         let (f, s) = (b.handler("forever", forever), b.handler("spend", spend));
+        let (o, n) = (
+            b.handler("overissue", overissue),
+            b.handler("bundles", bundles),
+        );
         b.route_any(r)
             .route_any(g)
             .route_any(m)
             .route_any(f)
-            .route_any(s);
+            .route_any(s)
+            .route_any(o)
+            .route_any(n);
     }
 }
 
@@ -151,6 +183,7 @@ fn a_send_to_a_node_that_does_not_exist_is_named_and_the_run_is_not_clean() {
             ..Drops::default()
         }
     );
+    crate::ledger_true(&m);
     // A second one is counted; the line still names the first.
     let again = m.msg(NodeId(0), LockMsg::Request { to: 7 });
     let now = m.now();
@@ -223,6 +256,7 @@ fn every_refusal_is_named_with_its_first_instance() {
             "node 0: 1 send(s) of a payload longer than a line (the first: lock.misuse sent lock LockMsg::Grant with 129 bytes, at cycle 3)",
         ]
     );
+    crate::ledger_true(&m);
 }
 
 /// What an accessor answered: the error's words, or `found`.
@@ -254,7 +288,10 @@ fn accessors_past_the_machine_are_errors_naming_the_node_and_the_size() {
 fn spend_run(cycles: u64, then: u64, how: u32) -> (magic::RunReport, Magic<Node>) {
     let mut m = machine(2);
     post(&mut m, LockMsg::Spend { cycles, then, how });
-    (m.run(), m)
+    let r = m.run();
+    // A halted run's figures are no result, but its ledger is true.
+    crate::ledger_true(&m);
+    (r, m)
 }
 
 #[test]
@@ -348,6 +385,7 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
     assert_eq!(budget, Cycles(100_000));
     assert!(next > budget && next.0 <= 100_000 + 1000 + 3, "{next}");
     assert!(r.end <= budget, "{r:?}");
+    crate::ledger_true(&m);
     assert_eq!(
         r.problems()[0],
         format!(
@@ -386,4 +424,93 @@ fn a_check_finds_a_refused_send_at_rest() {
         v.starts_with("dropped: node 0: 1 send(s) to a node that does not exist"),
         "{v}"
     );
+}
+
+#[test]
+fn steps_the_pp_could_not_issue_are_refused_named_and_not_charged() {
+    let mut m = machine(2);
+    post(&mut m, LockMsg::Overissue);
+    let r = m.run();
+    assert!(!r.is_clean());
+    assert_eq!(
+        m.drops(NodeId(0)).unwrap(),
+        Drops {
+            over_issue: 4,
+            ..Drops::default()
+        }
+    );
+    assert_eq!(
+        r.refused,
+        [
+            "node 0: 4 step(s) the PP could not issue (the first: lock.overissue's load beyond \
+          the 0 instruction(s) it had issued, at cycle 3)"
+        ]
+    );
+    // Charged: what the PP could issue, and nothing of the rest.
+    let l = m.ledger();
+    let s = l.handler(Some(0), "lock.overissue").unwrap().stats;
+    assert_eq!((s.instructions, s.loads, s.stores), (6, 3, 3));
+    assert_eq!(s.busy, 3 + s.wait);
+
+    // At the issue width exactly the PP issues; one instruction more, not.
+    for (width, cycles, instrs, refused) in [
+        (2, 1, 2, 0),
+        (2, 1, 3, 1),
+        (1, 3, 3, 0),
+        (1, 3, 4, 1),
+        (16, 2, 32, 0),
+        (16, 2, 33, 1),
+        (16, u32::MAX, u32::MAX, 0),
+        (1, 0, u32::MAX, 1),
+    ] {
+        let p = MagicParams {
+            pp_issue_width: width,
+            ..MagicParams::default()
+        };
+        let mut m = Magic::with(p, 1, &Lock).unwrap();
+        post(&mut m, LockMsg::Bundles { cycles, instrs });
+        let r = m.run();
+        let d = m.drops(NodeId(0)).unwrap();
+        assert_eq!(d.over_issue, refused, "{width}-issue, {instrs} in {cycles}");
+        assert_eq!(r.is_clean(), refused == 0);
+        let s = m.ledger().handler(Some(0), "lock.bundles").unwrap().stats;
+        let charged = if refused == 0 { instrs as u64 } else { 0 };
+        assert_eq!(s.instructions, charged);
+        assert_eq!(s.busy, (cycles as u64 * (1 - refused)).max(1));
+        if refused == 1 {
+            let first = format!(
+                "node 0: 1 step(s) the PP could not issue (the first: lock.bundles's {instrs} \
+                 instructions in {cycles} bundle(s) on a {width}-issue PP, at cycle 3)"
+            );
+            assert_eq!(r.refused, [first]);
+        }
+    }
+}
+
+#[test]
+fn the_bench_shows_a_step_the_pp_could_not_issue() {
+    let mut bench = Bench::new(1, &Lock).unwrap();
+    let go = bench.msg(NodeId(0), LockMsg::Overissue);
+    let shot = bench.inject(NodeId(0), go).unwrap();
+    assert_eq!(
+        shot.to_string(),
+        "\
+lock.overissue on node 0: 90 cycles, 6 instructions, 3 loads, 3 stores, 87 waiting, 0 outbox stall
+ from    to  step           detail
+    0     0  load           beyond 0 instruction(s): refused, more than the PP can issue
+    0     0  instructions   0 issued
+    0     3  instructions   6 issued
+    3     3  instructions   1000 in 1 bundle(s): refused, more than the PP can issue
+    3     3  instructions   1 in 0 bundle(s): refused, more than the PP can issue
+    3    32  load           0x40, a miss
+   32    32  store          0x48
+   32    61  load           0x80, a miss
+   61    61  store          0x88
+   61    90  load           0x1000, a miss
+   90    90  store          0x1008
+   90    90  store          beyond 6 instruction(s): refused, more than the PP can issue
+"
+    );
+    assert_eq!(shot.refused().count(), 4);
+    assert!(!bench.run(Cycles(100)).is_clean());
 }

@@ -255,7 +255,9 @@ fn round_trip(p: &MagicParams) -> Result<magic::RunReport, BuildError> {
     let mut m = Magic::with(p.clone(), 2, &RoundTrip)?;
     let go = m.msg(NodeId(0), R::Ask);
     m.post(NodeId(0), Cycles(0), go).expect("a fresh machine");
-    Ok(m.run_until(Some(Cycles(1 << 40))))
+    let r = m.run_until(Some(Cycles(1 << 40)));
+    crate::ledger_true(&m);
+    Ok(r)
 }
 
 proptest! {
@@ -354,6 +356,7 @@ fn deadlines_and_handlers_at_the_end_of_time_neither_panic_nor_wrap() {
     m.post(NodeId(0), Cycles(0), go).unwrap();
     let r = m.run_until(Some(Cycles(u64::MAX)));
     assert!(!r.is_clean() && !r.limit_reached, "{r:?}");
+    crate::ledger_true(&m);
     let at = 3 + u64::MAX as u128;
     assert_eq!(
         r.halted,

@@ -260,6 +260,7 @@ fn a_handler_of_every_kind_takes_the_kinds_routed_to_it() {
     m.post(n, Cycles(10), step).unwrap();
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
+    crate::ledger_true(&m);
     assert_eq!(m.state(n).unwrap().at, vec![("go", 0, 0), ("step", 10, 7)]);
     let l = m.ledger();
     assert_eq!(
@@ -287,6 +288,7 @@ fn a_handler_of_every_kind_takes_the_kinds_routed_to_it() {
         ]
     );
     assert!(m.state(n).unwrap().at.is_empty());
+    crate::ledger_true(&m);
 }
 
 #[test]
