@@ -5,7 +5,7 @@ use crate::output::{self, Failure};
 use crate::{out_of_range, Format};
 use clap::{Args, ValueEnum};
 use coherence::check::CoherenceCheck;
-use magic::check::{Bounds, Report};
+use magic::check::{Bounds, Progress, Report};
 use protocols::transfer::check::TransferCheck;
 use protocols::user::check::HoldoffCheck;
 use protocols::user::experiments::Technique;
@@ -40,6 +40,54 @@ impl CheckKind {
                 .map(|b| b.name())
                 .to_vec(),
         }
+    }
+}
+
+/// A flag whose values are a type's names: `--help` lists every one, and
+/// a value not among them is the type's own error (which lists them too),
+/// after the flag.
+#[derive(Clone)]
+struct Choices<T> {
+    names: &'static [&'static str],
+    of: std::marker::PhantomData<fn() -> T>,
+}
+
+fn choices<T>(names: &'static [&'static str]) -> Choices<T> {
+    Choices {
+        names,
+        of: std::marker::PhantomData,
+    }
+}
+
+impl<T> clap::builder::TypedValueParser for Choices<T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map_or(String::new(), |l| format!("--{l}: "));
+        value.to_string_lossy().parse::<T>().map_err(|why| {
+            cmd.clone()
+                .error(clap::error::ErrorKind::InvalidValue, format!("{flag}{why}"))
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
     }
 }
 
@@ -79,32 +127,32 @@ pub struct CheckArgs {
     /// default 64).
     #[arg(long)]
     offset: Option<u32>,
-    /// coherence: the directory format (bitvector or dynamic-pointer;
-    /// default bitvector).
-    #[arg(long)]
+    /// coherence: the directory format (default bitvector).
+    #[arg(long, value_parser = choices::<coherence::DirFormat>(coherence::DirFormat::NAMES))]
     directory: Option<coherence::DirFormat>,
     /// coherence: links in each node's pointer store, dynamic pointers (1
     /// to 1048576; default 8192).
     #[arg(long)]
     pointer_store: Option<u32>,
-    /// coherence: who collects invalidation acknowledgements (home or
-    /// requester; default home).
-    #[arg(long)]
+    /// coherence: who collects invalidation acknowledgements (default
+    /// home).
+    #[arg(long, value_parser = choices::<coherence::Acks>(coherence::Acks::NAMES))]
     acks: Option<coherence::Acks>,
     /// coherence: clean evictions send replacement hints (true or false;
     /// default true).
     #[arg(long)]
     hints: Option<bool>,
     /// coherence: what an owner does with a forward that arrives before it
-    /// has used its reply (nak or defer; default nak).
-    #[arg(long)]
+    /// has used its reply (default nak).
+    #[arg(long, value_parser = choices::<coherence::Forwards>(coherence::Forwards::NAMES))]
     forwards: Option<coherence::Forwards>,
     /// Plant a known bug in the handlers (`list`: the check's bugs, one a
     /// line).
     #[arg(long, value_name = "BUG")]
     inject: Option<String>,
-    /// Stop after this many distinct states (the report then says
-    /// complete: false).
+    /// Stop after this many distinct states, 1 to 100000000 (the report
+    /// then says complete: false). Each takes some 70 bytes: 10^8 is some
+    /// 7 GB and hours.
     #[arg(long, default_value_t = 2_000_000)]
     max_states: usize,
 }
@@ -189,13 +237,14 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 })?,
         ),
     };
-    if a.max_states == 0 {
-        return Err(Failure::Usage("--max-states must be at least 1".into()));
-    }
     let bounds = Bounds {
         max_states: a.max_states,
+        progress: Some(&PROGRESS),
         ..Bounds::default()
     };
+    bounds
+        .validate()
+        .map_err(|e| Failure::Usage(out_of_range(&e)))?;
     // Each search, with the configuration it ran (its `run` refuses bounds
     // out of range, naming the field).
     fn search<C: Serialize>(
@@ -224,7 +273,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 forwards: a.forwards.unwrap_or(d.forwards),
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
             };
-            runs.push(search(&c, c.run(bounds))?);
+            runs.push(search(&c, shown(kind, (0, 1), bounds, || c.run(bounds)))?);
         }
         CheckKind::Holdoff => {
             let d = HoldoffCheck::default();
@@ -232,7 +281,8 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 Some(t) => vec![t.technique()],
                 None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
             };
-            for technique in techniques {
+            let n = techniques.len();
+            for (i, technique) in techniques.into_iter().enumerate() {
                 let c = HoldoffCheck {
                     technique,
                     lines: a.lines.unwrap_or(d.lines),
@@ -241,7 +291,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                     buffers: a.buffers.unwrap_or(d.buffers),
                     inject: bug.map(|i| protocols::user::check::Bug::ALL[i]),
                 };
-                runs.push(search(&c, c.run(bounds))?);
+                runs.push(search(&c, shown(kind, (i, n), bounds, || c.run(bounds)))?);
             }
         }
         CheckKind::Transfer => {
@@ -254,7 +304,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 offset: a.offset.unwrap_or(d.offset),
                 inject: bug.map(|i| protocols::transfer::check::Bug::ALL[i]),
             };
-            runs.push(search(&c, c.run(bounds))?);
+            runs.push(search(&c, shown(kind, (0, 1), bounds, || c.run(bounds)))?);
         }
     }
     let first = runs.iter().find(|r| r.report.violations > 0);
@@ -286,6 +336,59 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         return Err(Failure::Stuck);
     }
     Ok(())
+}
+
+/// Where the running search posts how far it has got.
+static PROGRESS: Progress = Progress::new();
+
+/// Run search `i` of `n` of check `kind` within `bounds`, showing how far
+/// it has got on standard error while it runs, when that is a terminal
+/// (never in a log).
+fn shown<T>(
+    kind: CheckKind,
+    (i, n): (usize, usize),
+    bounds: Bounds,
+    search: impl FnOnce() -> T,
+) -> T {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        return search();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(st) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}") {
+        bar.set_style(st);
+    }
+    let which = if n > 1 {
+        format!("check {}, search {} of {n}", kind.name(), i + 1)
+    } else {
+        format!("check {}", kind.name())
+    };
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let r = std::thread::scope(|s| {
+        let (bar, which) = (&bar, &which);
+        s.spawn(move || loop {
+            let p = &PROGRESS;
+            bar.set_message(format!(
+                "{which}: {} states (stops at {}), {} transitions, depth {}",
+                p.states(),
+                bounds.max_states,
+                p.transitions(),
+                p.depth()
+            ));
+            bar.tick();
+            if stopped
+                .recv_timeout(std::time::Duration::from_millis(200))
+                .is_ok()
+            {
+                break;
+            }
+        });
+        let r = search();
+        let _ = stop.send(());
+        r
+    });
+    bar.finish_and_clear();
+    r
 }
 
 fn table(o: &Outcome) -> String {

@@ -9,6 +9,7 @@ use flashkit::{plot, scenario};
 
 use output::Failure;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand, ValueEnum};
 use protocols::pipeline::{self, Pattern, PipelineConfig};
 use std::process::ExitCode;
@@ -197,9 +198,9 @@ enum Command {
     Suite {
         #[arg(long, value_enum)]
         platform: scenario::PlatformKind,
-        /// One of: one-to-one, one-to-two, two-to-one, round-trip, ring,
-        /// poll, operations, interrupt (CMAML).
-        #[arg(long)]
+        /// One benchmark (default: every one); `interrupt` is CMAML's
+        /// (--platform cm5-cmaml).
+        #[arg(long, value_parser = PossibleValuesParser::new(benchmarks()))]
         benchmark: Option<String>,
         /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
@@ -349,6 +350,14 @@ enum Command {
     },
 }
 
+/// The benchmarks `suite --benchmark` takes: the suite's own list, and
+/// CMAML's interrupt-driven reception.
+fn benchmarks() -> Vec<&'static str> {
+    let mut v = protocols::am::suite::BENCHMARKS.to_vec();
+    v.push("interrupt");
+    v
+}
+
 /// A byte count or offset, decimal or 0x-hexadecimal.
 fn parse_offset(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -413,17 +422,21 @@ fn main() -> ExitCode {
                 e.kind(),
                 DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let printed = e.print().map_err(|x| output::failed("standard output", &x));
+                // Help and version go to standard output: closed, they are lost.
+                let open = if e.use_stderr() {
+                    Ok(())
+                } else {
+                    output::stdout_open()
+                };
+                let printed = open
+                    .and_then(|()| e.print().map_err(|x| output::failed("standard output", &x)));
                 return match (printed, e.kind()) {
                     (Err(f), _) => exit(f),
                     (Ok(()), DisplayHelpOnMissingArgumentOrSubcommand) => ExitCode::from(2),
                     (Ok(()), _) => ExitCode::SUCCESS,
                 };
             }
-            // clap explains over several lines; the first one says what is wrong.
-            let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: bad arguments");
-            output::say(line);
+            output::say(&clap_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
@@ -432,6 +445,23 @@ fn main() -> ExitCode {
     match run(cli).and_then(|()| output::finish()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => exit(f),
+    }
+}
+
+/// clap's error in one line: its first paragraph (what is wrong, and the
+/// lines that continue it: the arguments missing, the values possible),
+/// without the usage and the pointer to `--help` that follow.
+fn clap_line(text: &str) -> String {
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = first.join(" ");
+    if line.is_empty() {
+        "error: bad arguments".into()
+    } else {
+        line
     }
 }
 
@@ -681,10 +711,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let t0 = Instant::now();
             let report = m.run();
             let wall_s = t0.elapsed().as_secs_f64();
+            if let Some(h) = &report.halted {
+                // A halted run's figures are no result: none is printed.
+                output::say(&format!("error: {h}"));
+                return Err(Failure::Stuck);
+            }
             let r = pipeline::result(&m);
             if !report.is_clean() {
-                output::say("error: the model stopped with work pending:");
-                for s in &report.stuck {
+                output::say("error: the run is not clean:");
+                for s in report.problems() {
                     output::say(&format!("  {s}"));
                 }
             }
@@ -860,8 +895,8 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
     use protocols::transfer::Failed;
     use scenario::RunError;
     match (e, file) {
-        (RunError::Transfer(Failed::Stuck(s)), _) => {
-            output::say(&format!("error: {s}"));
+        (e, _) if e.not_clean() => {
+            output::say(&format!("error: {e}"));
             Failure::Stuck
         }
         (e, Some(path)) => Failure::Usage(format!("{path}: {e}")),
@@ -897,8 +932,12 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
-    // What the run refuses is the file's, in its keys' words.
-    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    // What the run refuses is the file's, in its keys' words: a field at
+    // the line that sets it.
+    let r = scenario::run_traced(&s, trace.is_some()).map_err(|e| match e.range() {
+        Some(r) => Failure::Usage(src.in_tables(&scenario::tables_of(&s), r).to_string()),
+        None => failure(e, Some(path)),
+    })?;
     report(Ok(r), trace, format)
 }
 

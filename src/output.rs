@@ -6,6 +6,13 @@
 //! passes as success. A reader that closes the pipe early (`| head`) is not
 //! a failure: the command stops quietly with status 0.
 //!
+//! Standard output closed when the program starts (`flashkit ... >&-`) is
+//! a failed write too, though the system would not say so: the Rust
+//! runtime opens /dev/null in place of a closed standard stream before
+//! `main` runs, and every write to it succeeds. So the program looks at
+//! descriptor 1 earlier, while the process starts, and a command that
+//! prints to a standard output that was closed fails as a full disk does.
+//!
 //! `out!` and `out_raw!` print to standard output and remember the first
 //! failure; `main` asks [`finish`] at the end.
 //! A command that writes a file calls [`write_file`], or [`Sink::create`] to
@@ -13,6 +20,7 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Why a command failed, and so its exit status.
@@ -40,6 +48,54 @@ pub fn failed(name: &str, e: &io::Error) -> Failure {
     }
 }
 
+/// Standard output was closed when the process started (see the module's
+/// notes).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Run by the loader before `main`, so before the runtime puts /dev/null
+/// where a closed standard stream was.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+#[used]
+#[link_section = ".init_array"]
+static SEE_STDOUT: extern "C" fn() = see_stdout;
+
+#[cfg(target_vendor = "apple")]
+#[used]
+#[link_section = "__DATA,__mod_init_func"]
+static SEE_STDOUT: extern "C" fn() = see_stdout;
+
+#[cfg(unix)]
+extern "C" fn see_stdout() {
+    extern "C" {
+        fn fcntl(fd: i32, cmd: i32, ...) -> i32;
+    }
+    /// `F_GETFD`, the same number on every Unix.
+    const F_GETFD: i32 = 1;
+    // SAFETY: F_GETFD only reads a descriptor's flags, and fails (-1,
+    // EBADF) when the descriptor is not open; no memory is passed.
+    if unsafe { fcntl(1, F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Standard output, or the error of writing it if it was closed when the
+/// process started.
+fn stdout() -> io::Result<io::StdoutLock<'static>> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        // EBADF: what a write to the closed descriptor would have said.
+        return Err(io::Error::from_raw_os_error(9));
+    }
+    Ok(io::stdout().lock())
+}
+
+/// `Err` if standard output was closed when the process started (for
+/// output written other than through this module, as clap's help).
+pub fn stdout_open() -> Result<(), Failure> {
+    stdout()
+        .map(drop)
+        .map_err(|e| failed("standard output", &e))
+}
+
 /// The first error writing standard output, if one happened.
 static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
 
@@ -52,7 +108,7 @@ fn stdout_error() -> std::sync::MutexGuard<'static, Option<io::Error>> {
 pub fn print(args: fmt::Arguments<'_>) {
     let mut err = stdout_error();
     if err.is_none() {
-        if let Err(e) = io::stdout().lock().write_fmt(args) {
+        if let Err(e) = stdout().and_then(|mut o| o.write_fmt(args)) {
             *err = Some(e);
         }
     }
@@ -66,6 +122,8 @@ pub fn finish() -> Result<(), Failure> {
             *err = Some(e);
         }
     }
+    // Nothing printed, nothing lost: a closed standard output is an error
+    // only to a command that wrote to it.
     match err.as_ref() {
         None => Ok(()),
         Some(e) => Err(failed("standard output", e)),
@@ -145,10 +203,7 @@ impl Sink {
     /// Write `bytes` and flush them.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         let r = match &mut self.to {
-            To::Stdout => {
-                let mut o = io::stdout().lock();
-                o.write_all(bytes).and_then(|_| o.flush())
-            }
+            To::Stdout => stdout().and_then(|mut o| o.write_all(bytes).and_then(|_| o.flush())),
             To::File(f) => f.write_all(bytes).and_then(|_| f.flush()),
         };
         r.map_err(|e| failed(&self.name, &e))

@@ -25,8 +25,8 @@
 //! the rows a killed run wrote and runs only the points they lack.
 
 use crate::output::{self, Failure, Sink};
-use flashkit::scenario::{self, RunError, Source};
-use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, Point, SweepError};
+use flashkit::scenario::{self, Source};
+use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, SweepError};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// The most worker threads a command takes: more than any machine it runs
@@ -58,7 +58,6 @@ pub fn progress(len: usize, what: &str, quiet: bool) -> ProgressBar {
     }
     b
 }
-use protocols::transfer::Failed;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Read as _, Seek as _};
@@ -183,9 +182,30 @@ struct Target {
     kept: usize,
 }
 
+/// The points of shard `shard` of `of` in a sweep of `total`: the `k`-th is
+/// point `shard + k * of`.
+#[derive(Clone, Copy)]
+struct Shard {
+    shard: usize,
+    of: usize,
+    total: usize,
+}
+
+impl Shard {
+    /// How many points the shard has.
+    fn len(self) -> usize {
+        self.total.saturating_sub(self.shard).div_ceil(self.of)
+    }
+
+    /// The number of the shard's `k`-th point, if it has one.
+    fn get(self, k: usize) -> Option<usize> {
+        (k < self.len()).then(|| self.shard + k * self.of)
+    }
+}
+
 /// Open `--out` for a resumed run: keep its mark, header and the rows that
 /// are the shard's first points in order; drop a torn last line.
-fn reopen(path: &str, mark: &Mark, order: &[usize]) -> Result<Option<Target>, Failure> {
+fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failure> {
     let usage = |why: String| Failure::Usage(format!("--resume {path}: {why}"));
     let mut f = match std::fs::OpenOptions::new()
         .read(true)
@@ -235,7 +255,7 @@ fn reopen(path: &str, mark: &Mark, order: &[usize]) -> Result<Option<Target>, Fa
     let mut kept = 0;
     for row in lines {
         let p = row_point(row, mark.json);
-        if p.is_none() || p != order.get(kept).copied() {
+        if p.is_none() || p != order.get(kept) {
             return Err(usage(format!(
                 "row {} is not point {} of shard {}/{}: not a part this sweep wrote; remove it to start afresh",
                 kept + 1,
@@ -285,27 +305,41 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
             "--resume needs --out FILE (the part to resume)".into(),
         ));
     }
+    if let Some(out) = s.out {
+        if same_file(out, s.path) {
+            return Err(usage(format!(
+                "--out {out} is the scenario file {}: write the part to another file",
+                s.path
+            )));
+        }
+    }
     // Every point is built and checked before anything runs (so every shard
-    // refuses a bad sweep alike); this shard keeps its own.
-    let plan = Plan::new(&src, &axes).map_err(|e| match e {
+    // refuses a bad sweep alike), one at a time and none kept; the workers
+    // build this shard's points again as they take them.
+    let bar = progress(0, "points checked", s.quiet);
+    let plan = Plan::checked(&src, &axes, threads, |n, total| {
+        bar.set_length(total as u64);
+        bar.set_position(n as u64);
+    });
+    bar.finish_and_clear();
+    let plan = plan.map_err(|e| match e {
         SweepError::NotATable { .. } | SweepError::Twice { .. } => usage(format!("--vary {e}")),
         e => usage(e.to_string()),
     })?;
-    let points: Vec<&Point> = plan
-        .points()
-        .iter()
-        .filter(|p| p.index % of == shard)
-        .collect();
+    let order = Shard {
+        shard,
+        of,
+        total: plan.total(),
+    };
     let mark = Mark {
         digest: digest(s.text, s.vary),
-        points: plan.points().len(),
+        points: plan.total(),
         shard,
         of,
         json: s.json,
     };
-    let order: Vec<usize> = points.iter().map(|p| p.index).collect();
     let resumed = match (s.out, s.resume) {
-        (Some(path), true) => reopen(path, &mark, &order)?,
+        (Some(path), true) => reopen(path, &mark, order)?,
         _ => None,
     };
     let mut target = match resumed {
@@ -327,26 +361,32 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
             }
         }
     };
-    let todo = &points[target.kept..];
-    let bar = progress(todo.len(), "points", s.quiet);
-    // Each row is written as soon as every point before it is done, so
-    // output cut short holds every row before the first unfinished point.
+    let kept = target.kept;
+    let todo = order.len().saturating_sub(kept);
+    let bar = progress(todo, "points", s.quiet);
+    // Each point is built as a worker takes it, and each row written as
+    // soon as every point before it is done, so output cut short holds
+    // every row before the first unfinished point.
     let written = run_in_order(
         todo,
         threads,
-        |p| scenario::run(&p.scenario),
-        |n| bar.set_position(n as u64),
-        |n, r| {
-            let p = todo[n];
-            let r = r.map_err(|e| match e {
-                RunError::Transfer(Failed::Stuck(e)) => {
-                    output::say(&format!("error: point {}: {e}", p.index));
-                    Failure::Stuck
-                }
-                e => Failure::Usage(format!("point {}: {e}", p.index)),
+        |k| {
+            let index = order.get(kept + k).unwrap_or(usize::MAX);
+            let p = plan
+                .point(index)
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            // A model stopped with work pending is status 1, bad input 2.
+            let r = scenario::run(&p.scenario).map_err(|e| match e {
+                e if e.not_clean() => Failure::Failed(format!("point {index}: {e}")),
+                e => Failure::Usage(format!("point {index}: {e}")),
             })?;
+            Ok((p, r))
+        },
+        |n| bar.set_position(n as u64),
+        |k, r: Result<_, Failure>| {
+            let (p, r) = r?;
             let mut chunk = String::new();
-            row(s.json, &mut target, &plan.row(p, &r), n == 0, &mut chunk)?;
+            row(s.json, &mut target, &plan.row(&p, &r), k == 0, &mut chunk)?;
             target.sink.write(chunk.as_bytes())
         },
     );
@@ -355,11 +395,20 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     if !target.part {
         // The table's end: a JSON array's bracket (an empty one if no rows).
         if s.json {
-            let end = if todo.is_empty() { "[]\n" } else { "]\n" };
+            let end = if todo == 0 { "[]\n" } else { "]\n" };
             target.sink.write(end.as_bytes())?;
         }
     }
     Ok(())
+}
+
+/// Whether `a` and `b` name one file (by their canonical paths; a file
+/// that does not exist is no other file).
+pub fn same_file(a: &str, b: &str) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// One row's text, with what goes before it: the header before a CSV
@@ -442,6 +491,13 @@ struct Part<'a> {
 /// (to `out`, or standard output). Nothing is written unless the parts are
 /// of one sweep and hold every point exactly once.
 pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
+    if let Some(o) = out {
+        if let Some(p) = paths.iter().find(|p| same_file(o, p)) {
+            return Err(Failure::Usage(format!(
+                "-o {o} is the part {p}: write the table to another file"
+            )));
+        }
+    }
     let texts = paths
         .iter()
         .map(|p| std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{p}: {e}"))))
@@ -456,11 +512,13 @@ pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
 /// The merged table, or one line saying what is wrong with the parts.
 fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
     let mut parts = Vec::new();
-    let mut empty = Vec::new();
     for (path, text) in paths.iter().zip(texts) {
         if text.is_empty() {
-            empty.push(path.as_str());
-            continue;
+            // A shard writes its first line before any point: an empty
+            // file is no part (a task that never started, or /dev/null).
+            return Err(format!(
+                "{path}: empty, not a sweep part (a part begins with `{MARK}...`): run its shard again, or leave it out"
+            ));
         }
         if !text.ends_with('\n') {
             return Err(format!(
@@ -494,10 +552,7 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
         });
     }
     let Some(first) = parts.first() else {
-        return Err(match empty.len() {
-            0 => "no parts to merge".into(),
-            _ => format!("nothing to merge: {} empty", empty.join(", ")),
-        });
+        return Err("no parts to merge".into());
     };
     let want = first.mark.clone();
     for p in &parts[1..] {
@@ -574,17 +629,12 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                 ),
             });
         }
-        let mut msg = format!(
-            "{} {} missing: {}",
+        return Err(format!(
+            "{} {} missing: {}; run those shards again with --resume",
             plural(missing.len()),
             list(&missing),
             why.join("; ")
-        );
-        if !empty.is_empty() {
-            msg.push_str(&format!(" ({} empty)", empty.join(", ")));
-        }
-        msg.push_str("; run those shards again with --resume");
-        return Err(msg);
+        ));
     }
     // One header, the same on every part that has rows.
     let mut header = None;

@@ -126,13 +126,12 @@ impl Model for CoherenceCheck {
     }
 
     fn actions(&self, m: &Magic<CohNode>, out: &mut Vec<u32>) {
-        for n in 0..self.nodes {
-            let node = m.state(NodeId(n));
+        for (n, node) in (0..self.nodes).zip(m.states()) {
             if node.proc.waiting() || node.proc.remaining() > 0 || Self::issued(node) >= self.ops {
                 continue;
             }
             for l in 0..self.lines {
-                let cached = m.pcache(NodeId(n)).state(self.line(l)) != LineState::Uncached;
+                let cached = copy(m, NodeId(n), self.line(l)) != LineState::Uncached;
                 for k in 0..KINDS {
                     // Evicting a line that is not cached does nothing.
                     if k == 2 && !cached {
@@ -147,13 +146,17 @@ impl Model for CoherenceCheck {
     fn act(&self, m: &mut Magic<CohNode>, a: u32) {
         let (n, l, k) = (a / KINDS / 8, a / KINDS % 8, a % KINDS);
         let line = self.line(l);
-        let op = Self::issued(m.state(NodeId(n)));
+        // `actions` offers moves of the machine's nodes only.
+        let Ok(node) = m.state_mut(NodeId(n)) else {
+            return;
+        };
+        let op = Self::issued(node);
         let access = match k {
             0 => Access::Load(line),
             1 => Access::Store(line, (n as u64 + 1) * 1000 + op as u64 + 1),
             _ => Access::Evict(line),
         };
-        m.state_mut(NodeId(n)).proc.push([access]);
+        node.proc.push([access]);
         let now = m.now();
         // The node exists and `now` is the machine's own clock.
         let _ = m.start_processor(NodeId(n), now);
@@ -161,7 +164,11 @@ impl Model for CoherenceCheck {
 
     fn describe(&self, m: &Magic<CohNode>, a: u32) -> String {
         let (n, l, k) = (a / KINDS / 8, a / KINDS % 8, a % KINDS);
-        let op = Self::issued(m.state(NodeId(n)));
+        let node = match m.state(NodeId(n)) {
+            Ok(node) => node,
+            Err(e) => return format!("n{n} processor: {e}"),
+        };
+        let op = Self::issued(node);
         let line = self.line(l);
         match k {
             0 => format!("n{n} processor: load L{l} ({line})"),
@@ -182,8 +189,7 @@ impl Model for CoherenceCheck {
     fn invariant(&self, m: &Magic<CohNode>) -> Result<(), String> {
         let lines: Vec<PAddr> = (0..self.lines).map(|l| self.line(l)).collect();
         single_writer(m, &lines)?;
-        for n in 0..self.nodes {
-            let s = m.state(NodeId(n));
+        for (n, s) in m.states().iter().enumerate() {
             if s.stats.protocol_errors > 0 {
                 return Err(format!(
                     "n{n} met a message in a state the protocol does not expect"
@@ -199,8 +205,11 @@ impl Model for CoherenceCheck {
     fn finished(&self, m: &Magic<CohNode>) -> Result<(), String> {
         nothing_stuck(m)?;
         nothing_dropped(m)?;
-        for n in 0..self.nodes {
-            let done = m.state(NodeId(n)).proc.results.len();
+        if m.nodes() != self.nodes {
+            return Err(format!("{} nodes, not {}", m.nodes(), self.nodes));
+        }
+        for (n, s) in m.states().iter().enumerate() {
+            let done = s.proc.results.len();
             if done as u32 != self.ops {
                 return Err(format!("n{n} finished {done} of {} accesses", self.ops));
             }
@@ -223,11 +232,10 @@ impl Model for CoherenceCheck {
 pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> {
     for &line in lines {
         let home = line.node();
-        let e = m.state(home).entry(line);
-        let eager = m.state(home).params.acks == Acks::Home;
-        let states: Vec<LineState> = (0..m.nodes())
-            .map(|n| m.pcache(NodeId(n)).state(line))
-            .collect();
+        let h = m.state(home).map_err(|e| no_home(line, e))?;
+        let e = h.entry(line);
+        let eager = h.params.acks == Acks::Home;
+        let states: Vec<LineState> = (0..m.nodes()).map(|n| copy(m, NodeId(n), line)).collect();
         let doomed = |n: u32| eager && e.collecting() && e.inv.contains(NodeId(n));
         let dirty = states.iter().filter(|s| **s == LineState::Dirty).count();
         let live_clean = (0..m.nodes())
@@ -242,10 +250,11 @@ pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> 
         for group in [true, false] {
             let mut bytes = (0..m.nodes())
                 .filter(|&n| states[n as usize] == LineState::Clean && doomed(n) == group)
-                .filter_map(|n| m.pcache(NodeId(n)).bytes(line).copied());
+                .filter_map(|n| m.pcache(NodeId(n)).ok()?.bytes(line).copied());
             if let Some(first) = bytes.next() {
-                let memory =
-                    (!group && !e.pending && !e.dirty).then(|| m.memory(home).line(line.line()));
+                let memory = (!group && !e.pending && !e.dirty)
+                    .then(|| m.memory(home).ok().map(|mem| mem.line(line.line())))
+                    .flatten();
                 if bytes.any(|b| b != first) || memory.is_some_and(|mem| mem != first) {
                     return Err(format!(
                         "clean copies of {line} disagree at cycle {}: copies {states:?}, entry {e}",
@@ -264,9 +273,12 @@ pub fn single_writer(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> 
 /// owner's dirty copy alone when exclusive.
 pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), String> {
     for &line in lines {
-        let e = m.state(line.node()).entry(line);
+        let e = m
+            .state(line.node())
+            .map_err(|e| no_home(line, e))?
+            .entry(line);
         let holders: Vec<(u32, LineState)> = (0..m.nodes())
-            .map(|n| (n, m.pcache(NodeId(n)).state(line)))
+            .map(|n| (n, copy(m, NodeId(n), line)))
             .filter(|x| x.1 != LineState::Uncached)
             .collect();
         let agrees = !e.pending
@@ -284,6 +296,17 @@ pub fn directory_at_rest(m: &Magic<CohNode>, lines: &[PAddr]) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The state of node `n`'s copy of `line` (a node the machine does not
+/// have holds none).
+fn copy(m: &Magic<CohNode>, n: NodeId, line: PAddr) -> LineState {
+    m.pcache(n).map_or(LineState::Uncached, |c| c.state(line))
+}
+
+/// A line whose home the machine does not have, as an error.
+fn no_home(line: PAddr, e: magic::NoNode) -> String {
+    format!("{line}'s home: {e}")
 }
 
 /// Every finished load returned the value that was the latest write at some

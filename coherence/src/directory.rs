@@ -48,6 +48,9 @@ pub enum DirFormat {
 macro_rules! named {
     ($t:ty, $what:literal, $($v:path => $n:literal),+) => {
         impl $t {
+            /// Every value's name, in the order of the type's values.
+            pub const NAMES: &'static [&'static str] = &[$($n),+];
+
             /// The value's name in a scenario file and on the command line.
             pub fn name(self) -> &'static str {
                 match self { $($v => $n),+ }

@@ -19,6 +19,9 @@ pub enum Error {
     /// The machine refused a step the experiment asked of it.
     #[error(transparent)]
     Machine(#[from] PostError),
+    /// A node the machine does not have.
+    #[error(transparent)]
+    NoNode(#[from] magic::NoNode),
     /// The model stopped with work pending: what is stuck.
     #[error("the {what} did not complete: {stuck}")]
     Stuck {

@@ -31,10 +31,10 @@
 //!
 //! let mut m = Magic::with(MagicParams::default(), 2, &Coherence::default()).unwrap();
 //! let line = PAddr::new(Region::Normal, NodeId(1), 0x1000);
-//! m.state_mut(NodeId(0)).proc.push([Access::Store(line, 7), Access::Load(line)]);
+//! m.state_mut(NodeId(0)).unwrap().proc.push([Access::Store(line, 7), Access::Load(line)]);
 //! m.start_processor(NodeId(0), Cycles(0)).unwrap();
 //! assert!(m.run().is_clean());
-//! assert_eq!(m.state(NodeId(0)).proc.results[1].value, Some(7));
+//! assert_eq!(m.state(NodeId(0)).unwrap().proc.results[1].value, Some(7));
 //! assert!(m.ledger().handler(Some(1), "coherence.home_request").is_some());
 //! ```
 
@@ -52,7 +52,7 @@ pub mod sharing;
 
 pub use directory::{Acks, DirEntry, DirFormat, DirState, Sharers};
 pub use error::Error;
-pub use msg::{CohKind, CohMsg};
+pub use msg::{coh_msg, CohKind, CohMsg};
 pub use processor::{Access, AccessResult};
 pub use protocol::{
     machine, CohNode, CohParams, CohStats, Coherence, Coherent, Forwards, Placement,

@@ -84,6 +84,50 @@ impl Default for Setup {
     }
 }
 
+impl Setup {
+    /// The setup is one a machine with `params` can run for `case`: 3 to
+    /// 4096 nodes, an owner that is a node of the machine (and, for
+    /// `remote-dirty`, neither the requester nor the home), a line and its
+    /// pair inside node memory. The error names the [`Setup`] field.
+    pub fn validate(&self, case: Case, params: &MagicParams) -> Result<(), OutOfRange> {
+        if self.nodes < 3 {
+            return Err(OutOfRange::new("nodes", "at least 3", self.nodes));
+        }
+        OutOfRange::check("nodes", self.nodes, 3, 1 << magic::PAddr::NODE_BITS)?;
+        if self.owner >= self.nodes {
+            let allowed = format!("a node of the machine, below {}", self.nodes);
+            return Err(OutOfRange::new("owner", allowed, self.owner));
+        }
+        let home = home(case);
+        if case == Case::RemoteDirty && (self.owner == 0 || self.owner == home.0) {
+            return Err(OutOfRange::new(
+                "owner",
+                format!("a third node, neither the requester 0 nor the home {home}"),
+                self.owner,
+            ));
+        }
+        // The measured line and its pair (offset XOR 128) share 256 bytes.
+        let below = params.mem_bytes & !255;
+        if (self.offset & !255) >= below {
+            return Err(OutOfRange::new(
+                "offset",
+                format!("inside node memory with its pair line, below {below:#x}"),
+                format!("{:#x}", self.offset),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The line's home: the requester's own node for a local miss, node 1
+/// otherwise.
+fn home(case: Case) -> NodeId {
+    match case {
+        Case::LocalClean => NodeId(0),
+        _ => NodeId(1),
+    }
+}
+
 /// Run one miss on a fresh machine.
 pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, Error> {
     run_with(case, Setup::default(), params, coh)
@@ -109,38 +153,9 @@ pub fn run_with_machine(
     params: MagicParams,
     coh: CohParams,
 ) -> Result<(MissRun, Magic<protocol::CohNode>), Error> {
-    if s.nodes < 3 {
-        return Err(OutOfRange::new("nodes", "at least 3", s.nodes).into());
-    }
-    if case == Case::RemoteDirty && s.owner >= s.nodes {
-        return Err(OutOfRange::new(
-            "owner",
-            format!("a node of the machine, below {}", s.nodes),
-            s.owner,
-        )
-        .into());
-    }
-    let home = match case {
-        Case::LocalClean => NodeId(0),
-        _ => NodeId(1),
-    };
-    if case == Case::RemoteDirty && (s.owner == 0 || s.owner == home.0) {
-        return Err(OutOfRange::new(
-            "owner",
-            format!("a third node, neither the requester 0 nor the home {home}"),
-            s.owner,
-        )
-        .into());
-    }
+    s.validate(case, &params)?;
+    let home = home(case);
     let offset = s.offset & !127;
-    if offset >= params.mem_bytes {
-        return Err(OutOfRange::new(
-            "offset",
-            format!("inside node memory, below {:#x}", params.mem_bytes),
-            format!("{:#x}", s.offset),
-        )
-        .into());
-    }
     let mut m = protocol::machine(params, coh, s.nodes)?;
     // The warm-up line is the measured one's pair: their directory entries
     // and miss records share MAGIC data-cache lines wherever they are.
@@ -161,18 +176,18 @@ pub fn run_with_machine(
     } else {
         [0x77; 8]
     });
-    m.state_mut(NodeId(0)).proc.push([Access::Load(warm)]);
+    m.state_mut(NodeId(0))?.proc.push([Access::Load(warm)]);
     m.start_processor(NodeId(0), Cycles(0))
         .map_err(Error::Machine)?;
     let warmup = m.run();
     if !warmup.is_clean() {
         return Err(Error::Stuck {
             what: "warm-up miss",
-            stuck: warmup.stuck.join("; "),
+            stuck: warmup.problems().join("; "),
         });
     }
     m.reset_counters();
-    m.state_mut(NodeId(0))
+    m.state_mut(NodeId(0))?
         .proc
         .push([Access::Load(PAddr(line.0 + 8))]);
     let start = m.now() + Cycles(1);
@@ -182,11 +197,11 @@ pub fn run_with_machine(
     if !report.is_clean() {
         return Err(Error::Stuck {
             what: "miss",
-            stuck: report.stuck.join("; "),
+            stuck: report.problems().join("; "),
         });
     }
     let r = m
-        .state(NodeId(0))
+        .state(NodeId(0))?
         .proc
         .results
         .last()

@@ -30,7 +30,7 @@
 //! that is [`Coherent`] gets the handlers with [`install_on`].
 
 use crate::directory::{self, Acks, DirEntry, DirFormat, HomeProc, Outcome, Req, Source};
-use crate::msg::{CohKind, CohMsg};
+use crate::msg::{coh_msg, CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
 use magic::costs::Source as Provenance;
@@ -80,7 +80,7 @@ magic::cost_sheet! {
     /// counts for the base protocol: these are the model's, and the remote
     /// read-miss latencies (111 and 191 cycles published; 107 and 187 with
     /// these, 95 and 161 with none) check their size.
-    pub struct CoherenceCosts {
+    pub struct CoherenceCosts in "costs.coherence" {
         /// Read the header, branch on the case.
         decode: u32 = 4, Provenance::Choice(
             "a jump-table handler knows its case; the header's fields are two bit-field extracts.");
@@ -197,9 +197,11 @@ impl Default for CohParams {
 }
 
 impl CohParams {
-    /// Refuse a value outside its documented range, naming the field.
+    /// Refuse a value outside its documented range, naming the field (a
+    /// cost as its scenario key, `costs.coherence.issue`).
     pub fn validate(&self) -> Result<(), OutOfRange> {
-        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
+        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)?;
+        magic::costs::Sheet::validate(&self.costs)
     }
 }
 
@@ -1049,7 +1051,7 @@ fn got_reply<T: Coherent>(
 
 /// NI_InvAck: an invalidation acknowledgement, at the home collecting them
 /// or (acknowledgements to the requester) at the writer.
-fn inval_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn inval_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::InvAck) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -1093,7 +1095,7 @@ fn try_complete<T: Coherent>(cx: &mut Cx<'_, T>, line: PAddr) {
 }
 
 /// NI_Nak: a NAK at the requester: ask again.
-fn nak<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn nak<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::Nak) {
     let c = costs(cx);
     cx.instr(c.decode + c.record);
     let Some(miss) = cx.state().coh_mut().misses.get_mut(&key(m.addr)) else {
@@ -1243,7 +1245,7 @@ fn serve_forward<T: Coherent>(cx: &mut Cx<'_, T>, f: Deferred) {
 }
 
 /// The processor has used a fill: serve forwards that waited for it.
-fn pi_resume<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn pi_resume<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::PiResume) {
     let c = costs(cx);
     cx.instr(c.decode);
     let waiting = cx
@@ -1258,12 +1260,10 @@ fn pi_resume<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 }
 
 /// NI_Inv: an invalidation at a sharer.
-fn invalidate<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
+fn invalidate<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: coh_msg::Inval) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let CohMsg::Inval { collector } = msg else {
-        return unexpected(cx);
-    };
+    let coh_msg::Inval { collector } = msg;
     invalidate_local_copy(cx, m.addr);
     let a = cx.msg(CohMsg::InvAck).to(collector).addr(m.addr);
     send(cx, a, None);
@@ -1271,12 +1271,10 @@ fn invalidate<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
 
 /// NI_ShWb: the owner kept a clean copy and answered the reader: memory gets
 /// the line, the reader joins the sharers.
-fn sharing_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
+fn sharing_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: coh_msg::SharingWriteback) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let CohMsg::SharingWriteback { requester, answer } = msg else {
-        return unexpected(cx);
-    };
+    let coh_msg::SharingWriteback { requester, answer } = msg;
     let line = m.addr;
     let mut e = dir_load(cx, line);
     if !e.pending {
@@ -1298,12 +1296,10 @@ fn sharing_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
 }
 
 /// NI_FAck: the owner handed the line to the writer.
-fn forward_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
+fn forward_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: coh_msg::ForwardAck) {
     let c = costs(cx);
     cx.instr(c.decode);
-    let CohMsg::ForwardAck { requester } = msg else {
-        return unexpected(cx);
-    };
+    let coh_msg::ForwardAck { requester } = msg;
     let mut e = dir_load(cx, m.addr);
     if !e.pending {
         cx.state().coh_mut().stats.protocol_errors += 1;
@@ -1313,7 +1309,7 @@ fn forward_ack<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, msg: CohMsg) {
 }
 
 /// NI_Nak_Clear: the owner refused a forward; the entry is free again.
-fn nak_clear<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn nak_clear<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::NakClear) {
     let c = costs(cx);
     cx.instr(c.decode);
     let mut e = dir_load(cx, m.addr);
@@ -1323,7 +1319,7 @@ fn nak_clear<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 
 /// PI_Remote_PutX, PI_Local_PutX: this node's processor writes a dirty
 /// line back.
-fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::PiWriteback) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -1346,7 +1342,7 @@ fn pi_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 }
 
 /// NI_Wb: a writeback at the home.
-fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::Writeback) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -1363,7 +1359,7 @@ fn home_writeback<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 
 /// PI_Remote_Replace, PI_Local_Replace: this node's processor dropped a
 /// clean copy.
-fn pi_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn pi_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::PiReplace) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -1378,7 +1374,7 @@ fn pi_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
 }
 
 /// NI_Replace: a replacement hint at the home.
-fn home_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: CohMsg) {
+fn home_replace<T: Coherent>(cx: &mut Cx<'_, T>, m: &Msg, _: coh_msg::Replace) {
     let c = costs(cx);
     cx.instr(c.decode);
     let line = m.addr;
@@ -1401,42 +1397,47 @@ pub fn install_on<S: 'static, T: Coherent + 'static>(b: &mut Install<'_, S, T>) 
         ..Dispatch::default()
     };
     let n = Region::Normal;
-    let h = b.handler("pi_miss", pi_miss::<T>);
+    // The misses, the requests at the home, the forwards and the replies
+    // each have one handler for several kinds (which request, which grant):
+    // handlers of every kind, routed to exactly those kinds. The rest take
+    // their kind's own type.
+    let h = b.handler_of_all("pi_miss", pi_miss::<T>);
     for k in [CohKind::PiGet, CohKind::PiGetX, CohKind::PiUpgrade] {
-        b.route_with(k, n, h, spec);
+        b.route_kind_with(k, n, h, spec);
     }
     let h = b.handler("pi_writeback", pi_writeback::<T>);
-    b.route(CohKind::PiWriteback, n, h);
+    b.route(n, h);
     let h = b.handler("pi_replace", pi_replace::<T>);
-    b.route(CohKind::PiReplace, n, h);
+    b.route(n, h);
     let h = b.handler("pi_resume", pi_resume::<T>);
-    b.route(CohKind::PiResume, n, h);
-    let h = b.handler("home_request", home_request::<T>);
+    b.route(n, h);
+    let h = b.handler_of_all("home_request", home_request::<T>);
     for k in [CohKind::Get, CohKind::GetX, CohKind::Upgrade] {
-        b.route_with(k, n, h, spec);
+        b.route_kind_with(k, n, h, spec);
     }
     let h = b.handler("home_writeback", home_writeback::<T>);
-    b.route(CohKind::Writeback, n, h);
+    b.route(n, h);
     let h = b.handler("home_replace", home_replace::<T>);
-    b.route(CohKind::Replace, n, h);
-    let h = b.handler("owner_forward", owner_forward::<T>);
-    b.route(CohKind::FwdGet, n, h).route(CohKind::FwdGetX, n, h);
+    b.route(n, h);
+    let h = b.handler_of_all("owner_forward", owner_forward::<T>);
+    b.route_kind(CohKind::FwdGet, n, h)
+        .route_kind(CohKind::FwdGetX, n, h);
     let h = b.handler("invalidate", invalidate::<T>);
-    b.route(CohKind::Inval, n, h);
-    let h = b.handler("reply", reply::<T>);
-    b.route(CohKind::Put, n, h)
-        .route(CohKind::PutX, n, h)
-        .route(CohKind::UpgradeAck, n, h);
+    b.route(n, h);
+    let h = b.handler_of_all("reply", reply::<T>);
+    b.route_kind(CohKind::Put, n, h)
+        .route_kind(CohKind::PutX, n, h)
+        .route_kind(CohKind::UpgradeAck, n, h);
     let h = b.handler("inval_ack", inval_ack::<T>);
-    b.route(CohKind::InvAck, n, h);
+    b.route(n, h);
     let h = b.handler("nak", nak::<T>);
-    b.route(CohKind::Nak, n, h);
+    b.route(n, h);
     let h = b.handler("nak_clear", nak_clear::<T>);
-    b.route(CohKind::NakClear, n, h);
+    b.route(n, h);
     let h = b.handler("sharing_writeback", sharing_writeback::<T>);
-    b.route(CohKind::SharingWriteback, n, h);
+    b.route(n, h);
     let h = b.handler("forward_ack", forward_ack::<T>);
-    b.route(CohKind::ForwardAck, n, h);
+    b.route(n, h);
 }
 
 /// The coherence protocol as a unit: its messages ([`CohMsg`]), handlers,
@@ -1545,7 +1546,7 @@ pub fn place<S: Coherent>(
     let mut remote = Vec::new();
     let mut local = false;
     for &(n, st) in copies {
-        m.pcache_mut(n).set(line, st, cached);
+        m.pcache_mut(n)?.set(line, st, cached);
         if st == LineState::Clean {
             if n == home {
                 local = true;
@@ -1554,12 +1555,12 @@ pub fn place<S: Coherent>(
             }
         }
     }
-    m.memory_mut(home).store_line(line.line(), &memory);
+    m.memory_mut(home)?.store_line(line.line(), &memory);
     let entry = match dirty.first() {
         Some(&&(n, _)) if n == home => DirEntry::local_owner(),
         Some(&&(n, _)) => DirEntry::remote_owner(n),
         None => DirEntry::shared(local, &remote),
     };
-    m.state_mut(home).coh_mut().set_entry(line, entry);
+    m.state_mut(home)?.coh_mut().set_entry(line, entry);
     Ok(())
 }

@@ -91,20 +91,38 @@ fn settle(m: &mut Magic<protocol::CohNode>, what: &'static str) -> Result<(), Er
     } else {
         Err(Error::Stuck {
             what,
-            stuck: r.stuck.join("; "),
+            stuck: r.problems().join("; "),
         })
+    }
+}
+
+/// The line every reader shares, homed at node 0.
+const LINE: u64 = 0x4000;
+
+impl Sharing {
+    /// The workload is one a machine with `params` can run: 1 to 4094
+    /// readers (the machine has two more nodes), at most as many evicting,
+    /// and a memory that holds the shared line. The error names the field.
+    pub fn validate(&self, params: &MagicParams) -> Result<(), OutOfRange> {
+        OutOfRange::check("readers", self.readers, 1, 4094)?;
+        OutOfRange::check("evicting", self.evicting, 0, self.readers)?;
+        let need = LINE + 128;
+        if params.mem_bytes < need {
+            let allowed = format!("at least {need} for the shared line");
+            return Err(OutOfRange::new("mem_bytes", allowed, params.mem_bytes));
+        }
+        Ok(())
     }
 }
 
 /// Run the workload on a fresh machine.
 pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun, Error> {
-    OutOfRange::check("readers", s.readers, 1, 4094)?;
-    OutOfRange::check("evicting", s.evicting, 0, s.readers)?;
+    s.validate(&params)?;
     let nodes = s.readers + 2;
     let mut m = protocol::machine(params, coh, nodes)?;
-    let line = PAddr::new(Region::Normal, NodeId(0), 0x4000);
+    let line = PAddr::new(Region::Normal, NodeId(0), LINE);
     let start = |m: &mut Magic<protocol::CohNode>, n: u32, a: Access| {
-        m.state_mut(NodeId(n)).proc.push([a]);
+        m.state_mut(NodeId(n))?.proc.push([a]);
         let now = m.now();
         m.start_processor(NodeId(n), now).map_err(Error::Machine)
     };
@@ -118,16 +136,16 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
     }
     settle(&mut m, "eviction phase")?;
     let hint_ledger = m.ledger();
-    let hints = m.state(NodeId(0)).stats.hints;
-    let links = m.state(NodeId(0)).links_used();
+    let hints = m.state(NodeId(0))?.stats.hints;
+    let links = m.state(NodeId(0))?.links_used();
     m.reset_counters();
-    let before = m.state(NodeId(0)).stats.invalidations;
+    let before = m.state(NodeId(0))?.stats.invalidations;
     let writer = nodes - 1;
     start(&mut m, writer, Access::Store(line, 1))?;
     settle(&mut m, "write")?;
     let write_ledger = m.ledger();
     let write_latency = m
-        .state(NodeId(writer))
+        .state(NodeId(writer))?
         .proc
         .results
         .last()
@@ -141,14 +159,14 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
         nodes,
         hints,
         hint_cycles: home_cycles(&hint_ledger, &["coherence.home_replace"]),
-        invalidations: m.state(NodeId(0)).stats.invalidations - before,
+        invalidations: m.state(NodeId(0))?.stats.invalidations - before,
         write_cycles: home_cycles(
             &write_ledger,
             &["coherence.home_request", "coherence.inval_ack"],
         ),
         write_latency,
         links,
-        reclaims: m.state(NodeId(0)).stats.reclaims,
+        reclaims: m.state(NodeId(0))?.stats.reclaims,
         hint_ledger,
         write_ledger,
     })

@@ -21,42 +21,37 @@
 /// The fetch-and-increment: its messages, handlers, node state and runs.
 mod protocol;
 
-use magic::NodeId;
+use flashkit::magic::NodeId;
 use protocol::{count, run_alone, run_beside_transfer};
 
 fn main() {
-    let alone = match run_alone(8) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let alone = run_alone(8)?;
     println!(
         "alone: counter = {} after 8 fetch-and-increments; the answers (cycle, old value, done):",
-        count(&alone)
+        count(&alone)?
     );
-    for a in &alone.state(NodeId(0)).answers {
+    for a in &alone.state(NodeId(0))?.answers {
         println!("  {a:?}");
     }
     println!("\n{}", alone.ledger().render());
-    match run_beside_transfer(8) {
-        Ok(o) => {
-            println!(
-                "beside the transfer: counter = {}; the transfer took {} cycles ({})\n",
-                count(&o.machine),
-                o.total.0,
-                if o.data_ok {
-                    "data intact"
-                } else {
-                    "DATA WRONG"
-                }
-            );
-            print!("{}", o.machine.ledger().render());
+    let o = run_beside_transfer(8)?;
+    println!(
+        "beside the transfer: counter = {}; the transfer took {} cycles ({})\n",
+        count(&o.machine)?,
+        o.total.0,
+        if o.data_ok {
+            "data intact"
+        } else {
+            "DATA WRONG"
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
+    );
+    print!("{}", o.machine.ledger().render());
+    Ok(())
 }

@@ -1,13 +1,14 @@
 // A remote fetch-and-increment on MAGIC, written as a protocol of its own
-// (its messages, its handlers, its node state) against the public API only:
-// the example's main runs it, the guide (docs/handlers.md) checks it in
-// every order, and the kit's tests snapshot its occupancy.
+// (its messages, its handlers, its node state) against the public API only,
+// as a crate that depends on `flashkit` would: the example's main runs it,
+// the guide (docs/handlers.md) checks it in every order, and the kit's
+// tests snapshot its occupancy.
 
-use magic::{
+use flashkit::magic::{
     messages, Cx, Cycles, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr, ProcStep,
     Processor, Protocol, Region, LINE_BYTES,
 };
-use protocols::transfer::{self, Config, Measured, XferNode};
+use flashkit::protocols::transfer::{self, Config, Measured, XferNode};
 
 /// A fetch-and-increment handler's context.
 type C<'a> = Cx<'a, FincNode>;
@@ -42,7 +43,7 @@ pub fn counter() -> PAddr {
 }
 
 /// At the requester's MAGIC: forward the request to the word's home.
-pub fn request(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
+pub fn request(cx: &mut C<'_>, m: &Msg, _: finc_msg::Ask) {
     cx.instr(FORWARD);
     let home = m.addr.node();
     let inc = cx.msg(FincMsg::Inc).to(home).addr(m.addr);
@@ -52,7 +53,7 @@ pub fn request(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
 /// At the home: read the line into a data buffer, add one to the word,
 /// write the line back, and reply with the old value. With no buffer free,
 /// refuse (the requester's processor would ask again).
-pub fn increment(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
+pub fn increment(cx: &mut C<'_>, m: &Msg, _: finc_msg::Inc) {
     cx.instr(CHECK);
     let reply = |cx: &mut C<'_>, value: u64, ok: bool| {
         let old = cx.msg(FincMsg::Old { value, ok }).to(m.src).addr(m.addr);
@@ -88,11 +89,9 @@ pub fn increment(cx: &mut C<'_>, m: &Msg, _msg: FincMsg) {
 }
 
 /// Back at the requester's MAGIC: hand the old value to the processor.
-pub fn reply(cx: &mut C<'_>, _m: &Msg, msg: FincMsg) {
+pub fn reply(cx: &mut C<'_>, _m: &Msg, finc_msg::Old { value, ok }: finc_msg::Old) {
     cx.instr(ANSWER);
-    if let FincMsg::Old { value, ok } = msg {
-        let _ = cx.to_processor(cx.msg(FincMsg::Done { value, ok }), None);
-    }
+    let _ = cx.to_processor(cx.msg(finc_msg::Done { value, ok }), None);
 }
 
 /// The protocol: one processor asks for `count` fetch-and-increments of
@@ -178,11 +177,11 @@ impl Protocol for Finc {
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, FincNode>) {
         let h = b.handler("request", request);
-        b.route_any(FincKind::Ask, h);
+        b.route_any(h);
         let h = b.handler("increment", increment);
-        b.route_any(FincKind::Inc, h);
+        b.route_any(h);
         let h = b.handler("reply", reply);
-        b.route_any(FincKind::Old, h);
+        b.route_any(h);
     }
 }
 
@@ -200,7 +199,7 @@ pub fn run_alone(n: u64) -> Result<Magic<FincNode>, String> {
     if !report.is_clean() {
         return Err(format!(
             "the run did not complete: {}",
-            report.stuck.join("; ")
+            report.problems().join("; ")
         ));
     }
     Ok(m)
@@ -226,10 +225,11 @@ pub fn run_beside_transfer(n: u64) -> Result<Measured<(XferNode, FincNode)>, Str
     .map_err(|e| e.to_string())
 }
 
-/// The counter's value after a run (memory at its home; nothing caches it).
-pub fn count<S: NodeState>(m: &Magic<S>) -> u64 {
-    let line = m.memory(NodeId(1)).line(counter().line());
+/// The counter's value after a run (memory at its home, node 1; nothing
+/// caches it); an error on a machine without node 1.
+pub fn count<S: NodeState>(m: &Magic<S>) -> Result<u64, magic::NoNode> {
+    let line = m.memory(NodeId(1))?.line(counter().line());
     let mut v = [0; 8];
     v.copy_from_slice(&line[..8]);
-    u64::from_le_bytes(v)
+    Ok(u64::from_le_bytes(v))
 }

@@ -8,9 +8,9 @@
 /// The lock: its messages, node state, handlers and protocol unit.
 mod protocol;
 
-use magic::{Cycles, Magic, MagicParams, NodeId};
+use flashkit::magic::{Cycles, Magic, MagicParams, NodeId};
+use flashkit::protocols::transfer::{self, Config};
 use protocol::Lock;
-use protocols::transfer::{self, Config};
 
 fn fail(code: i32, what: impl std::fmt::Display) -> ! {
     eprintln!("error: {what}");
@@ -34,12 +34,12 @@ fn main() {
     if !report.is_clean() {
         fail(
             1,
-            format!("the run did not complete: {}", report.stuck.join("; ")),
+            format!("the run did not complete: {}", report.problems().join("; ")),
         );
     }
     println!("alone: four processors take the lock in turn");
-    for n in 0..4 {
-        let at = &m.state(NodeId(n)).granted_at;
+    for (n, s) in m.states().iter().enumerate() {
+        let at = &s.granted_at;
         println!("  node {n} granted at cycle {}", at[0].0);
     }
     println!("\n{}", m.ledger().render());
@@ -53,15 +53,15 @@ fn main() {
     let both = transfer::run_beside(&cfg, &beside, |m, at| {
         start.set(at);
         for n in 0..2 {
-            m.state_mut(NodeId(n)).1.ask_at = Some(at);
+            m.state_mut(NodeId(n))?.1.ask_at = Some(at);
             m.start_processor(NodeId(n), at)?;
         }
         Ok(())
     })
     .unwrap_or_else(|e| fail(1, e));
     println!("beside a 4 KB transfer from node 0 to node 1 (cycles from its start):");
-    for n in 0..2 {
-        let at = &both.machine.state(NodeId(n)).1.granted_at;
+    for (n, s) in both.machine.states().iter().enumerate().take(2) {
+        let at = &s.1.granted_at;
         println!("  node {n} granted at cycle {}", (at[0] - start.get()).0);
     }
     println!(

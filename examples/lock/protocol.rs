@@ -1,9 +1,13 @@
 // A lock on MAGIC: a protocol with state of its own, written against the
-// public API only. The lock lives at its home node, which grants it in the
-// order it was asked for; each node's processor takes it once, holds it
-// for a while and gives it back.
+// public API only, as a crate that depends on `flashkit` would. The lock
+// lives at its home node, which grants it in the order it was asked for;
+// each node's processor takes it once, holds it for a while and gives it
+// back.
 
-use magic::{messages, Cx, Cycles, Install, Msg, NodeId, NodeState, ProcStep, Processor, Protocol};
+use flashkit::magic::{
+    messages, Cx, Cycles, Install, Msg, NodeId, NodeState, ProcStep, Processor, Protocol,
+    LINE_BYTES,
+};
 use std::collections::VecDeque;
 
 messages! {
@@ -106,7 +110,7 @@ impl NodeState for LockNode {
         &mut self,
         p: &mut Processor<'_>,
         msg: &Msg,
-        _data: Option<&[u8; magic::LINE_BYTES]>,
+        _data: Option<&[u8; LINE_BYTES]>,
     ) -> Option<ProcStep> {
         // A message of another protocol is left for it.
         let LockMsg::Granted = p.decode::<LockMsg>(msg).ok()? else {
@@ -119,18 +123,20 @@ impl NodeState for LockNode {
     }
 }
 
-/// A lock handler's context.
+/// A lock handler's context. Each handler takes its kind's own type
+/// (`lock_msg::Request`, made by `messages!`), and its route takes the kind
+/// from it.
 pub type C<'a> = Cx<'a, LockNode>;
 
 /// The processor asks: pass the request to the home.
-pub fn acquire(cx: &mut C<'_>, _m: &Msg, _msg: LockMsg) {
+pub fn acquire(cx: &mut C<'_>, _m: &Msg, _: lock_msg::Acquire) {
     cx.instr(FORWARD);
     let home = cx.state().lock.home;
     let _ = cx.send(cx.msg(LockMsg::Request).to(home), None);
 }
 
 /// At the home: grant the lock if it is free, else queue the asker.
-pub fn request(cx: &mut C<'_>, m: &Msg, _msg: LockMsg) {
+pub fn request(cx: &mut C<'_>, m: &Msg, _: lock_msg::Request) {
     cx.instr(DECIDE);
     cx.load(LOCK_WORD);
     let s = cx.state();
@@ -144,20 +150,20 @@ pub fn request(cx: &mut C<'_>, m: &Msg, _msg: LockMsg) {
 }
 
 /// The grant is in: tell the processor.
-pub fn grant(cx: &mut C<'_>, _m: &Msg, _msg: LockMsg) {
+pub fn grant(cx: &mut C<'_>, _m: &Msg, _: lock_msg::Grant) {
     cx.instr(FORWARD);
     let _ = cx.to_processor(cx.msg(LockMsg::Granted), None);
 }
 
 /// The processor is done: tell the home.
-pub fn release(cx: &mut C<'_>, _m: &Msg, _msg: LockMsg) {
+pub fn release(cx: &mut C<'_>, _m: &Msg, _: lock_msg::Release) {
     cx.instr(FORWARD);
     let home = cx.state().lock.home;
     let _ = cx.send(cx.msg(LockMsg::Free).to(home), None);
 }
 
 /// At the home: hand the lock to the next in line, if any.
-pub fn free(cx: &mut C<'_>, _m: &Msg, _msg: LockMsg) {
+pub fn free(cx: &mut C<'_>, _m: &Msg, _: lock_msg::Free) {
     cx.instr(DECIDE);
     cx.load(LOCK_WORD);
     let s = cx.state();
@@ -181,14 +187,14 @@ impl Protocol for Lock {
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, LockNode>) {
         let h = b.handler("acquire", acquire);
-        b.route_any(LockKind::Acquire, h);
+        b.route_any(h);
         let h = b.handler("request", request);
-        b.route_any(LockKind::Request, h);
+        b.route_any(h);
         let h = b.handler("grant", grant);
-        b.route_any(LockKind::Grant, h);
+        b.route_any(h);
         let h = b.handler("release", release);
-        b.route_any(LockKind::Release, h);
+        b.route_any(h);
         let h = b.handler("free", free);
-        b.route_any(LockKind::Free, h);
+        b.route_any(h);
     }
 }

@@ -23,8 +23,8 @@
 //!
 //! Where to start: [`protocols::transfer::run`] for the paper's central
 //! experiment, [`protocols::am::suite`] for the platforms side by side,
-//! [`scenario::run`] for anything a scenario file describes, and
-//! `docs/handlers.md` in the repository to write a protocol of your own.
+//! [`scenario::run`] for anything a scenario file describes, and [`guide`]
+//! (`docs/handlers.md`) to write a protocol of your own.
 //!
 //! # A transfer and where its time went
 //!
@@ -42,9 +42,11 @@
 //!     s.total
 //! );
 //! assert!(t.data_ok && t.incoherent.is_none());
+//! // A rate needs two lines landed (4 KB is 32); within one line it is None.
+//! let (rate, bound) = (t.per_line.ok_or("no rate")?, t.limited_by.ok_or("no rate")?);
 //! println!(
-//!     "{} bytes in {:.2} us; start-up {} cycles; {:.1} cycles a line, limited by the {}",
-//!     t.config.bytes, t.total_us(), s.total, t.per_line, t.limited_by
+//!     "{} bytes in {:.2} us; start-up {} cycles; {rate:.1} cycles a line, limited by the {bound}",
+//!     t.config.bytes, t.total_us(), s.total
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -114,6 +116,14 @@ pub mod plot;
 pub mod scenario;
 pub mod study;
 pub mod sweep;
+
+/// How to write a protocol: messages, handlers, what each step costs, a
+/// round trip timed cycle by cycle, protocols side by side, testing one
+/// handler and checking every order, written as a crate that depends on
+/// `flashkit` writes it. (This is `docs/handlers.md`; its examples run as
+/// tests.)
+#[doc = include_str!("../../docs/handlers.md")]
+pub mod guide {}
 
 /// The README, whose library example runs as this crate's test.
 #[doc = include_str!("../../README.md")]

@@ -866,6 +866,27 @@ pub struct Miss {
     pub owner: u32,
 }
 
+impl Miss {
+    /// The miss the coherence model runs.
+    pub fn case(&self) -> coherence::miss::Case {
+        use coherence::miss::Case;
+        match self.case {
+            MissCase::LocalClean => Case::LocalClean,
+            MissCase::RemoteClean => Case::RemoteClean,
+            MissCase::RemoteDirty => Case::RemoteDirty,
+        }
+    }
+
+    /// Where its lines are and who holds the dirty one.
+    pub fn setup(&self) -> coherence::miss::Setup {
+        coherence::miss::Setup {
+            nodes: self.nodes,
+            offset: self.offset,
+            owner: self.owner,
+        }
+    }
+}
+
 /// Many readers of one line homed at node 0, the first `evicting` of them
 /// dropping their copies, then a writer (`[sharing]`): the home's cost per
 /// replacement hint and per invalidation, under `[coherence]`'s directory.
@@ -886,6 +907,16 @@ impl Default for SharingCase {
         SharingCase {
             readers: d_readers(),
             evicting: d_evicting(),
+        }
+    }
+}
+
+impl SharingCase {
+    /// The workload the coherence model runs.
+    pub fn workload(&self) -> coherence::sharing::Sharing {
+        coherence::sharing::Sharing {
+            readers: self.readers,
+            evicting: self.evicting,
         }
     }
 }
@@ -923,6 +954,18 @@ pub struct MessagingCosts {
     /// The network (default cm5).
     #[serde(default)]
     pub network: CostNetwork,
+}
+
+impl MessagingCosts {
+    /// The delivery protocol the study runs.
+    pub fn delivery(&self) -> protocols::am::costs::Delivery {
+        use protocols::am::costs::Delivery;
+        match self.protocol {
+            CostProtocol::Single => Delivery::Single,
+            CostProtocol::Finite => Delivery::Finite,
+            CostProtocol::Indefinite => Delivery::Indefinite,
+        }
+    }
 }
 
 /// A platform's LogP figures from the benchmark suite (`flashkit logp`).
@@ -1157,17 +1200,114 @@ pub struct Source<'a> {
     pub text: &'a str,
 }
 
+/// The parts of a TOML key (`a."b.c" . d`), unquoted.
+fn key_parts(k: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut quote = None;
+    for c in k.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '.') => parts.push(std::mem::take(&mut cur).trim().to_string()),
+            (None, c) => cur.push(c),
+        }
+    }
+    parts.push(cur.trim().to_string());
+    parts
+}
+
+/// Where a TOML line's key ends: its first `=` outside quotes.
+fn key_end(line: &str) -> Option<usize> {
+    let mut quote = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '=') => return Some(i),
+            (None, '#') => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One line of a scenario's text that opens a table or sets a key: the
+/// full dotted path it names, and whether its value is an inline table
+/// (whose keys it sets too).
+struct Keyed {
+    line: usize,
+    path: Vec<String>,
+    inline: bool,
+}
+
+/// Every line of `text` that opens a table or sets a key.
+fn keyed(text: &str) -> Vec<Keyed> {
+    let mut table: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if let Some(h) = t.strip_prefix('[') {
+            let h = h.trim_start_matches('[');
+            let Some(end) = h.find(']') else { continue };
+            table = key_parts(&h[..end]);
+            out.push(Keyed {
+                line: i + 1,
+                path: table.clone(),
+                inline: false,
+            });
+        } else if let Some(e) = key_end(t) {
+            let mut path = table.clone();
+            path.extend(key_parts(&t[..e]));
+            out.push(Keyed {
+                line: i + 1,
+                path,
+                inline: t[e + 1..].trim_start().starts_with('{'),
+            });
+        }
+    }
+    out
+}
+
 impl Source<'_> {
-    /// The line (1-based) where `key` is set, if it is.
+    /// The line (1-based) that sets `key`: a dotted path from the file's
+    /// root (`costs.transfer.send_init.loads`; an inline table that holds
+    /// it counts), or a bare key set in any table.
     fn line_of(&self, key: &str) -> Option<usize> {
-        self.text
-            .lines()
-            .position(|l| {
-                let t = l.trim_start();
-                t.strip_prefix(key)
-                    .is_some_and(|r| r.trim_start().starts_with('='))
+        let want = key_parts(key);
+        let lines = keyed(self.text);
+        if want.len() == 1 {
+            return lines
+                .iter()
+                .find(|k| k.path.last() == want.last() && k.path.len() > 1)
+                .map(|k| k.line);
+        }
+        lines
+            .iter()
+            .find(|k| k.path == want)
+            .or_else(|| {
+                lines
+                    .iter()
+                    .find(|k| k.inline && k.path.len() < want.len() && want.starts_with(&k.path))
             })
-            .map(|i| i + 1)
+            .map(|k| k.line)
+    }
+
+    /// The key a line sets, as an error names it: bare in a table of the
+    /// file's root (`[transfer]`, `[machine]`), the whole dotted path in a
+    /// nested one (`costs.transfer.shift_dword`).
+    fn key_at(&self, line: usize) -> Option<String> {
+        let k = keyed(self.text).into_iter().find(|k| k.line == line)?;
+        let t = self.text.lines().nth(line - 1)?.trim_start();
+        if t.starts_with('[') {
+            return None;
+        }
+        Some(match k.path.len() {
+            0..=2 => k.path.last()?.clone(),
+            _ => k.path.join("."),
+        })
     }
 
     /// An error about `key`: the file, the line that sets it and the key.
@@ -1185,6 +1325,69 @@ impl Source<'_> {
         self.error(e.field, format!("must be {}, got {}", e.allowed, e.got))
     }
 
+    /// A value out of range found checking `tables` (the first that holds
+    /// the field is its table; a field already a dotted path is its own).
+    /// The error names the key the file sets: the field's, or, where the
+    /// file leaves the field at its default and sets a key the field's
+    /// range depends on (the machine's issue width for a task, its memory
+    /// for an offset, its data buffers for a chunk), that key, with the
+    /// whole reason.
+    pub fn in_tables(&self, tables: &[&str], e: &magic::OutOfRange) -> ScenarioError {
+        let paths: Vec<(String, String)> = if e.field.contains('.') {
+            vec![(e.field.to_string(), e.field.to_string())]
+        } else {
+            tables
+                .iter()
+                .map(|t| {
+                    let path = format!("{t}.{}", e.field);
+                    let shown = if t.contains('.') {
+                        path.clone()
+                    } else {
+                        e.field.to_string()
+                    };
+                    (path, shown)
+                })
+                .collect()
+        };
+        let lines = keyed(self.text);
+        let set = |path: &str| {
+            let want = key_parts(path);
+            lines
+                .iter()
+                .find(|k| {
+                    k.path == want
+                        || (k.inline && k.path.len() < want.len() && want.starts_with(&k.path))
+                })
+                .map(|k| k.line)
+        };
+        let message = format!("must be {}, got {}", e.allowed, e.got);
+        if let Some((line, shown)) = paths.iter().find_map(|(p, shown)| Some((set(p)?, shown))) {
+            return ScenarioError {
+                path: self.path.to_string(),
+                line: Some(line),
+                key: Some(shown.clone()),
+                message,
+            };
+        }
+        for r in related(e.field) {
+            if let Some(line) = set(r) {
+                let shown = r.rsplit('.').next().unwrap_or(r);
+                return ScenarioError {
+                    path: self.path.to_string(),
+                    line: Some(line),
+                    key: Some(shown.to_string()),
+                    message: e.to_string(),
+                };
+            }
+        }
+        ScenarioError {
+            path: self.path.to_string(),
+            line: None,
+            key: paths.first().map(|p| p.1.clone()),
+            message,
+        }
+    }
+
     /// An error about the file, at `line` if known.
     fn at(&self, line: Option<usize>, why: impl ToString) -> ScenarioError {
         ScenarioError {
@@ -1193,6 +1396,17 @@ impl Source<'_> {
             key: None,
             message: why.to_string(),
         }
+    }
+}
+
+/// The keys a field's range depends on, as dotted paths: what the error
+/// names when the file leaves the field at its default.
+fn related(field: &str) -> &'static [&'static str] {
+    match field {
+        f if f.ends_with(".instrs") => &["machine.pp_issue_width"],
+        "chunk" => &["machine.data_buffers"],
+        "offset" => &["machine.mem_bytes"],
+        _ => &[],
     }
 }
 
@@ -1215,11 +1429,20 @@ pub struct ScenarioError {
 /// What a scenario must hold.
 const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [sharing], [fetch_op], [remap], [pipeline], [messaging_costs], [logp], [suite] or [study]";
 
-/// Parse a scenario (the file's text after any sweep changes).
+/// Parse a scenario (the file's text after any sweep changes) and check it:
+/// every table, whether its experiment uses it or not, and the experiment
+/// on its machine. An error names the file, the line and the key the file
+/// sets (a key of a nested table in full, `costs.transfer.send_init.loads`).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
     // Deserialize through the text so errors carry positions: the file's
-    // own text when nothing was changed, else the changed table's.
-    let changed = src.text.parse::<toml::Table>().ok().as_ref() != Some(&value);
+    // own text when nothing was changed, else the changed table's. (Compared
+    // as printed: a NaN is not equal to itself.)
+    let printed = |t: &toml::Table| toml::to_string(t).ok();
+    let changed = src
+        .text
+        .parse::<toml::Table>()
+        .ok()
+        .is_none_or(|t| printed(&t) != printed(&value));
     let text = if changed {
         toml::to_string(&value).map_err(|e| src.at(None, e))?
     } else {
@@ -1227,66 +1450,194 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     };
     let s: Scenario = toml::from_str(&text).map_err(|e| {
         let msg = e.message().replace('\n', "; ");
-        // An unknown key: name it and its line.
+        // An unknown key: name it and its line (toml points at its table).
         if let Some(k) = msg
             .strip_prefix("unknown field `")
             .and_then(|r| r.split('`').next())
         {
-            return src.error(k, &msg);
+            let mut err = src.error(k, &msg);
+            if let Some(key) = err.line.and_then(|l| src.key_at(l)) {
+                err.key = Some(key);
+            }
+            return err;
         }
         // Else the line the error points at, and the key set on it.
-        match e.span().filter(|_| !changed) {
-            Some(sp) => {
-                let line = text[..sp.start].lines().count().max(1);
-                let l = text.lines().nth(line - 1).unwrap_or("");
-                let mut err = src.at(Some(line), &msg);
-                err.key = l.split_once('=').map(|(k, _)| k.trim().to_string());
-                err
-            }
-            None => {
-                // A changed table: name the key the message names, if any.
-                let key = msg
-                    .split('`')
-                    .nth(1)
-                    .filter(|k| !k.contains(' ') && msg.starts_with("unknown field"));
-                match key {
-                    Some(k) => src.error(k, &msg),
-                    None => src.at(None, &msg),
-                }
-            }
+        if let Some(sp) = e.span().filter(|_| !changed) {
+            let line = text[..sp.start].lines().count().max(1);
+            let mut err = src.at(Some(line), &msg);
+            err.key = src.key_at(line);
+            return err;
         }
+        src.at(None, &msg)
     })?;
     if s.kinds() != 1 {
         return Err(src.at(None, format!("{KINDS_ERROR} (found {})", s.kinds())));
     }
-    // Impossible values, named by their key.
-    let p = s.machine.clone();
-    p.validate().map_err(|e| src.out_of_range(&e))?;
-    s.costs.flush.validate().map_err(|e| src.out_of_range(&e))?;
-    s.coherence
-        .params(s.costs.coherence)
-        .validate()
-        .map_err(|e| src.out_of_range(&e))?;
-    if let Some(x) = &s.study {
-        x.refusal(p.clone()).map_err(|e| match &e {
-            protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
-            _ => src.error(e.field(), &e),
-        })?;
-    }
-    if let Some(t) = &s.transfer {
-        t.validate(p.clone()).map_err(|e| match &e {
-            protocols::transfer::ConfigError::Range(r) => src.out_of_range(r),
-            _ => src.error(e.field(), &e),
-        })?;
-    }
+    check(src, &s)?;
     Ok(s)
 }
 
-/// Read a scenario file's text into a table (syntax errors name the line).
+/// The tables of the file's root an error of `s`'s experiment may be about:
+/// its own (`transfer`), then `machine` and `coherence`, in which order
+/// [`Source::in_tables`] looks for the key at fault.
+pub fn tables_of(s: &Scenario) -> [&'static str; 3] {
+    let own = if s.transfer.is_some() {
+        "transfer"
+    } else if s.miss.is_some() {
+        "miss"
+    } else if s.fetch_op.is_some() {
+        "fetch_op"
+    } else if s.messaging_costs.is_some() {
+        "messaging_costs"
+    } else if s.logp.is_some() {
+        "logp"
+    } else if s.pipeline.is_some() {
+        "pipeline"
+    } else if s.remap.is_some() {
+        "remap"
+    } else if s.suite.is_some() {
+        "suite"
+    } else if s.study.is_some() {
+        "study"
+    } else {
+        "sharing"
+    };
+    [own, "machine", "coherence"]
+}
+
+/// Every table of a scenario checked, whether its experiment uses it or
+/// not: each value in its range, named by its key and line; then the
+/// experiment against its machine (its tasks on the PP's issue width, its
+/// buffers in memory...).
+fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    use magic::costs::Sheet;
+    let range = |tables: &[&str], e: &magic::OutOfRange| src.in_tables(tables, e);
+    let p = s.machine.clone();
+    p.validate().map_err(|e| range(&["machine"], &e))?;
+    let c = &s.costs;
+    let sheets: [&dyn Sheet; 7] = [
+        &c.transfer,
+        &c.coherence,
+        &c.user,
+        &c.command,
+        &c.os,
+        &c.flush,
+        &c.am,
+    ];
+    for sheet in sheets {
+        sheet.validate().map_err(|e| range(&[], &e))?;
+    }
+    let layer = |table: &'static str, e: protocols::Error| match e {
+        protocols::Error::OutOfRange(r) => range(&[table], &r),
+        e => src.error(table, e),
+    };
+    c.cmam.validate().map_err(|e| layer("costs.cmam", e))?;
+    c.cmaml.validate().map_err(|e| layer("costs.cmaml", e))?;
+    c.sp.validate().map_err(|e| layer("costs.sp", e))?;
+    s.network
+        .cm5
+        .validate()
+        .map_err(|e| range(&["network.cm5"], &e))?;
+    s.network
+        .sp
+        .validate()
+        .map_err(|e| range(&["network.sp"], &e))?;
+    s.coherence
+        .params(c.coherence)
+        .validate()
+        .map_err(|e| range(&["coherence"], &e))?;
+    // The experiment, on its machine.
+    let tables = tables_of(s);
+    let out = |e: &magic::OutOfRange| range(&tables, e);
+    let transfer = |e: protocols::transfer::ConfigError| match &e {
+        protocols::transfer::ConfigError::Range(r) => out(r),
+        _ => src.error(e.field(), &e),
+    };
+    let protocol = |e: protocols::Error| match &e {
+        protocols::Error::OutOfRange(r) | protocols::Error::TooFewNodes { range: r, .. } => {
+            let mut err = out(r);
+            if let protocols::Error::TooFewNodes { benchmark, .. } = e {
+                err.message = format!("{} (the {benchmark} benchmark)", err.message);
+            }
+            err
+        }
+        _ => src.at(None, &e),
+    };
+    if let Some(x) = &s.study {
+        // A point its mode refuses is a row of the study, not an error.
+        if x.refusal(p.clone()).map_err(transfer)?.is_none() {
+            x.transfer()
+                .config_in(s, false)
+                .validate()
+                .map_err(transfer)?;
+        }
+    }
+    if let Some(t) = &s.transfer {
+        t.validate(p.clone()).map_err(transfer)?;
+        t.config_in(s, false).validate().map_err(transfer)?;
+    }
+    if let Some(m) = &s.miss {
+        m.setup().validate(m.case(), &p).map_err(|e| out(&e))?;
+    }
+    if let Some(x) = &s.sharing {
+        x.workload().validate(&p).map_err(|e| out(&e))?;
+    }
+    if let Some(f) = &s.fetch_op {
+        protocols::user::experiments::check_fetch_op(f.remote_node, &p).map_err(protocol)?;
+        user_params(c)
+            .validate_on(p.pp_issue_width)
+            .map_err(protocol)?;
+    }
+    if s.remap.is_some() {
+        protocols::user::experiments::check_remap(&p).map_err(protocol)?;
+        user_params(c)
+            .validate_on(p.pp_issue_width)
+            .map_err(protocol)?;
+    }
+    if let Some(x) = &s.pipeline {
+        x.config().validate().map_err(|e| {
+            let field = match e.field {
+                "setup" => "setup_cycles",
+                "send" => "send_cycles",
+                "recv" => "recv_cycles",
+                "done" => "done_cycles",
+                f => f,
+            };
+            out(&magic::OutOfRange { field, ..e })
+        })?;
+    }
+    if let Some(x) = &s.messaging_costs {
+        protocols::am::costs::validate(x.delivery(), x.words, x.packet_words).map_err(protocol)?;
+    }
+    if let Some(x) = &s.logp {
+        platform(x.platform, x.nodes, s).map_err(protocol)?;
+    }
+    if let Some(x) = &s.suite {
+        platform(x.platform, x.nodes, s).map_err(protocol)?;
+        if let Some(b) = &x.benchmark {
+            let known = protocols::am::suite::BENCHMARKS;
+            let interrupt = b == "interrupt" && x.platform == PlatformKind::Cm5Cmaml;
+            if !interrupt && !known.contains(&b.as_str()) {
+                let mut all: Vec<&str> = known.to_vec();
+                if x.platform == PlatformKind::Cm5Cmaml {
+                    all.push("interrupt");
+                }
+                let allowed = format!("one of {}", all.join(", "));
+                return Err(out(&magic::OutOfRange::new("benchmark", allowed, b)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read a scenario file's text into a table (syntax errors name the line,
+/// and the key set on it).
 pub fn table(src: &Source<'_>) -> Result<toml::Table, ScenarioError> {
     src.text.parse::<toml::Table>().map_err(|e| {
         let line = e.span().map(|s| src.text[..s.start].lines().count().max(1));
-        src.at(line, e.message().replace('\n', "; "))
+        let mut err = src.at(line, e.message().replace('\n', "; "));
+        err.key = line.and_then(|l| src.key_at(l));
+        err
     })
 }
 
@@ -1443,6 +1794,35 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// The value out of range the error is, if it is one.
+    pub fn range(&self) -> Option<&magic::OutOfRange> {
+        use protocols::transfer::{ConfigError, Failed};
+        match self {
+            RunError::Range(e)
+            | RunError::Build(magic::BuildError::Params(e))
+            | RunError::Coherence(coherence::Error::OutOfRange(e))
+            | RunError::Coherence(coherence::Error::Build(magic::BuildError::Params(e)))
+            | RunError::Transfer(Failed::Config(ConfigError::Range(e)))
+            | RunError::Protocols(protocols::Error::OutOfRange(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The model ran and the run is not clean (work left stuck, a message
+    /// or step refused, its cycle budget or the end of time reached): exit
+    /// status 1 at the command line, where bad input is 2.
+    pub fn not_clean(&self) -> bool {
+        use coherence::Error as C;
+        use protocols::transfer::Failed;
+        matches!(
+            self,
+            RunError::Transfer(Failed::Stuck(_))
+                | RunError::Coherence(C::Stuck { .. })
+                | RunError::Protocols(protocols::Error::Incomplete(_))
+                | RunError::Protocols(protocols::Error::Coherence(C::Stuck { .. }))
+        )
+    }
+
     /// The configuration field the error is about, if it is about one.
     pub fn field(&self) -> Option<&'static str> {
         match self {
@@ -1464,17 +1844,8 @@ pub fn miss(
     p: magic::MagicParams,
     coh: coherence::CohParams,
 ) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
-    use coherence::miss::{self, Case, Setup};
-    let case = match m.case {
-        MissCase::LocalClean => Case::LocalClean,
-        MissCase::RemoteClean => Case::RemoteClean,
-        MissCase::RemoteDirty => Case::RemoteDirty,
-    };
-    let setup = Setup {
-        nodes: m.nodes,
-        offset: m.offset,
-        owner: m.owner,
-    };
+    use coherence::miss;
+    let (case, setup) = (m.case(), m.setup());
     let (r, machine) = miss::run_with_machine(case, setup, p, coh)?;
     let ledger = r.ledger;
     with(
@@ -1502,11 +1873,7 @@ pub fn sharing(
     p: magic::MagicParams,
     coh: coherence::CohParams,
 ) -> Result<Report, RunError> {
-    let s = coherence::sharing::Sharing {
-        readers: x.readers,
-        evicting: x.evicting,
-    };
-    let r = coherence::sharing::run(s, p, coh)?;
+    let r = coherence::sharing::run(x.workload(), p, coh)?;
     let table = format!(
         "sharing: {} readers, {} evicting, directory {}, hints {}\n\
          hints: {} taken, {} home cycles, {:.1} per hint\n\
@@ -1593,13 +1960,9 @@ pub fn fetch_op(
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, RunError> {
-    use protocols::am::costs::{self, Delivery as Protocol, Network};
+    use protocols::am::costs::{self, Network};
     let r = costs::run(
-        match c.protocol {
-            CostProtocol::Single => Protocol::Single,
-            CostProtocol::Finite => Protocol::Finite,
-            CostProtocol::Indefinite => Protocol::Indefinite,
-        },
+        c.delivery(),
         c.words,
         c.packet_words,
         match c.network {
@@ -1685,13 +2048,13 @@ pub fn pipeline(
         m.trace_on();
     }
     let report = m.run();
+    if let Some(h) = &report.halted {
+        // A halted run's figures are no result: none is printed.
+        return Err(protocols::Error::Incomplete(h.to_string()).into());
+    }
     let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
-    let failed = (!report.is_clean()).then(|| {
-        format!(
-            "the model stopped with work pending: {}",
-            report.stuck.join("; ")
-        )
-    });
+    let failed = (!report.is_clean())
+        .then(|| format!("the run is not clean: {}", report.problems().join("; ")));
     let report = Report {
         json: serde_json::json!({
             "completion": r.completion,

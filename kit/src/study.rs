@@ -98,9 +98,9 @@ pub fn run(
         refused: Vec::new(),
     };
     crate::sweep::run_in_order(
-        &pts,
+        total,
         threads,
-        |p| point(p, base, false),
+        |i| point(&pts[i], base, false),
         |done| progress(done, total),
         |i, r| {
             let p = &pts[i];

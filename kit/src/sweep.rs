@@ -2,8 +2,11 @@
 //! keys, one row per point.
 //!
 //! Points are numbered in the cross product's order (the last axis changing
-//! fastest). [`Plan::new`] builds and checks every point before anything
-//! runs; [`run_in_order`] runs points on worker threads and hands back each
+//! fastest). [`Plan::new`] checks every point before anything runs, one at
+//! a time, keeping none: a plan holds the scenario and the axes, and
+//! [`Plan::point`] builds a point when it is wanted, so a sweep's memory
+//! does not grow with its points. A sweep has at most [`MAX_POINTS`].
+//! [`run_in_order`] runs points on worker threads and hands back each
 //! result in point order, as soon as every point before it is done, so the
 //! rows are the same on any number of threads; [`Plan::row`] turns a point
 //! and its report into the row's columns (every parameter, defaults
@@ -29,6 +32,7 @@
 use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// One varied key and its values (`transfer.chunk=1,2,4`).
 #[derive(Clone, Debug, PartialEq)]
@@ -51,14 +55,15 @@ impl Axis {
         if !k.contains('.') {
             return Err(bad("name a key as table.key"));
         }
-        let values: Vec<toml::Value> = vals
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(value)
-            .collect();
-        if values.is_empty() {
+        if vals.is_empty() {
             return Err(bad("no values"));
         }
+        if vals.split(',').any(str::is_empty) {
+            return Err(bad(
+                "an empty value (two commas together, or one at an end)",
+            ));
+        }
+        let values: Vec<toml::Value> = vals.split(',').map(value).collect();
         Ok(Axis {
             key: k.to_string(),
             values,
@@ -98,8 +103,16 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError>
 }
 
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
-/// `out`. Arrays (occupancy tables) are left out: a row holds scalars.
+/// `out`. Arrays (occupancy tables) and nulls (a setting not given) are
+/// left out: a row holds scalars.
 pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    cells(prefix, v, false, out);
+}
+
+/// As [`flatten`], with `nulls` as empty cells rather than left out: a
+/// figure a run leaves undefined (a transfer within one line has no rate)
+/// keeps its column in a sweep's rows.
+fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String, String)>) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
@@ -108,9 +121,10 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Strin
                 } else {
                     format!("{prefix}.{k}")
                 };
-                flatten(&key, x, out);
+                cells(&key, x, nulls, out);
             }
         }
+        serde_json::Value::Null if nulls => out.push((prefix.to_string(), String::new())),
         serde_json::Value::Array(_) | serde_json::Value::Null => {}
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
         x => out.push((prefix.to_string(), x.to_string())),
@@ -152,8 +166,8 @@ pub fn csv_cell(s: &str) -> String {
 
 /// The machine parameters, cost-sheet entries and networks some point of the sweep
 /// sets away from their defaults: only those become columns (a scenario has
-/// some 200 of them). Decided over every point, so every shard has the same
-/// columns.
+/// some 200 of them). Decided for the whole sweep before it runs, so every
+/// shard has the same columns.
 #[derive(Clone, Debug)]
 struct Changed {
     defaults: HashMap<String, String>,
@@ -225,8 +239,11 @@ pub enum SweepError {
         key: String,
     },
     /// More points than a sweep may have.
-    #[error("a sweep has at most {MAX_POINTS} points")]
-    TooMany,
+    #[error("the sweep has {} points; a sweep has at most {MAX_POINTS} (2^20)", size(.axes))]
+    TooMany {
+        /// The number of values on each axis, in order.
+        axes: Vec<usize>,
+    },
     /// A point whose run failed.
     #[error("point {index}: {error}")]
     Run {
@@ -234,6 +251,14 @@ pub enum SweepError {
         index: usize,
         /// Why.
         error: Box<RunError>,
+    },
+    /// A point number past the sweep's last.
+    #[error("no point {index}: the sweep has {total}")]
+    NoPoint {
+        /// The number asked for.
+        index: usize,
+        /// The sweep's points.
+        total: usize,
     },
     /// A point whose scenario is not valid.
     #[error("point {index} ({chosen}): {error}")]
@@ -258,20 +283,53 @@ pub struct Point {
     pub chosen: String,
 }
 
-/// Every point of a sweep, built and checked.
+/// A sweep, checked: its scenario and axes. Points are built from them
+/// when wanted ([`Plan::point`]), none kept.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    points: Vec<Point>,
+    path: String,
+    text: String,
+    base: toml::Table,
+    axes: Vec<Axis>,
+    total: usize,
     costs: Changed,
 }
 
 /// One row: (column, value) in column order.
 pub type Row = Vec<(String, String)>;
 
+/// A sweep's size as its axes make it: `8 x 3 = 24`, or the product's
+/// factors alone when it passes 2^128.
+fn size(axes: &[usize]) -> String {
+    let factors: Vec<String> = axes.iter().map(|n| n.to_string()).collect();
+    let product = axes
+        .iter()
+        .try_fold(1u128, |n, &a| n.checked_mul(a as u128));
+    match (axes.len(), product) {
+        (0 | 1, Some(n)) => n.to_string(),
+        (_, Some(n)) => format!("{} = {n}", factors.join(" x ")),
+        (_, None) => format!("{} (more than 2^128)", factors.join(" x ")),
+    }
+}
+
 impl Plan {
-    /// Build every point of `src` varied along `axes`, checking each (a bad
-    /// point is an error naming it and its values).
+    /// Check a sweep of `src` varied along `axes`: the axes (each key once,
+    /// at most [`MAX_POINTS`] points), then every point, built and checked
+    /// one at a time and dropped (a bad point is an error naming it and its
+    /// values).
     pub fn new(src: &Source<'_>, axes: &[Axis]) -> Result<Plan, SweepError> {
+        Plan::checked(src, axes, 1, |_, _| {})
+    }
+
+    /// [`Plan::new`], checking the points on `threads` workers and calling
+    /// `progress(checked, total)` as they are checked. The first bad point
+    /// in point order is the error, whatever the threads.
+    pub fn checked(
+        src: &Source<'_>,
+        axes: &[Axis],
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+    ) -> Result<Plan, SweepError> {
         let base = scenario::table(src)?;
         let mut seen = HashSet::new();
         for a in axes {
@@ -283,50 +341,102 @@ impl Plan {
             .iter()
             .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
             .filter(|&n| n <= MAX_POINTS)
-            .ok_or(SweepError::TooMany)?;
-        let mut costs = Changed::new();
-        let mut points = Vec::with_capacity(total);
-        for p in 0..total {
-            let mut t = base.clone();
-            let mut rest = p;
-            let mut chosen = Vec::new();
-            for a in axes.iter().rev() {
-                let v = a.values[rest % a.values.len()].clone();
-                rest /= a.values.len();
-                set(&mut t, &a.key, v.clone())?;
-                chosen.push(format!("{}={v}", a.key));
-            }
-            chosen.reverse();
-            let chosen = chosen.join(", ");
-            let sc = scenario::parse(src, t).map_err(|error| SweepError::Point {
-                index: p,
-                chosen: chosen.clone(),
-                error,
+            .ok_or_else(|| SweepError::TooMany {
+                axes: axes.iter().map(|a| a.values.len()).collect(),
             })?;
-            costs.note(&sc);
-            points.push(Point {
-                index: p,
-                scenario: sc,
-                chosen,
-            });
-        }
-        Ok(Plan { points, costs })
+        let mut plan = Plan {
+            path: src.path.to_string(),
+            text: src.text.to_string(),
+            base,
+            axes: axes.to_vec(),
+            total,
+            costs: Changed::new(),
+        };
+        run_in_order(
+            total,
+            threads,
+            |i| plan.point(i).map(drop),
+            |n| progress(n, total),
+            |_, r| r,
+        )?;
+        plan.costs = plan.changed();
+        Ok(plan)
     }
 
-    /// The points, in order.
-    pub fn points(&self) -> &[Point] {
-        &self.points
+    /// The quiet columns some point changes. A point's scenario sets each
+    /// key on its own (a value read for one key never moves another), so a
+    /// column changes in some point exactly when it differs from its default
+    /// in the scenario alone or with one axis's value set: the points
+    /// themselves need not be built again.
+    fn changed(&self) -> Changed {
+        let mut costs = Changed::new();
+        let mut note = |t: toml::Table| {
+            if let Ok(sc) = toml::Value::Table(t).try_into::<Scenario>() {
+                costs.note(&sc);
+            }
+        };
+        note(self.base.clone());
+        for a in &self.axes {
+            for v in &a.values {
+                let mut t = self.base.clone();
+                if set(&mut t, &a.key, v.clone()).is_ok() {
+                    note(t);
+                }
+            }
+        }
+        costs
+    }
+
+    /// How many points the sweep has.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Build and check point `index` (an error names it and its values).
+    pub fn point(&self, index: usize) -> Result<Point, SweepError> {
+        if index >= self.total {
+            return Err(SweepError::NoPoint {
+                index,
+                total: self.total,
+            });
+        }
+        let mut t = self.base.clone();
+        let mut rest = index;
+        let mut chosen = Vec::new();
+        for a in self.axes.iter().rev() {
+            let v = a.values[rest % a.values.len()].clone();
+            rest /= a.values.len();
+            set(&mut t, &a.key, v.clone())?;
+            chosen.push(format!("{}={v}", a.key));
+        }
+        chosen.reverse();
+        let chosen = chosen.join(", ");
+        let src = Source {
+            path: &self.path,
+            text: &self.text,
+        };
+        let sc = scenario::parse(&src, t).map_err(|error| SweepError::Point {
+            index,
+            chosen: chosen.clone(),
+            error,
+        })?;
+        Ok(Point {
+            index,
+            scenario: sc,
+            chosen,
+        })
     }
 
     /// The row of `point` with its run's report: `point`, every parameter
     /// (defaults included; machine and cost entries only where some point changes
-    /// them), then `result.*`, every scalar of the report's JSON.
+    /// them), then `result.*`, every scalar of the report's JSON (a figure
+    /// the run leaves undefined, an empty cell).
     pub fn row(&self, point: &Point, report: &Report) -> Row {
         let mut cols = vec![("point".to_string(), point.index.to_string())];
         if let Ok(params) = serde_json::to_value(&point.scenario) {
             flatten("", &params, &mut cols);
         }
-        flatten("result", &report.json, &mut cols);
+        cells("result", &report.json, true, &mut cols);
         cols.retain(|(k, _)| self.costs.keep(k));
         cols
     }
@@ -334,25 +444,30 @@ impl Plan {
     /// Run every point on `threads` workers and return the rows in order;
     /// `progress(done, total)` is called as points finish. The first point
     /// that fails ends the sweep with its error (its number in the message).
+    /// The rows are all kept: a large sweep is better written as it goes,
+    /// with [`run_in_order`] over [`Plan::point`] as `flashkit sweep` does.
     pub fn run(
         &self,
         threads: usize,
         progress: impl Fn(usize, usize) + Sync,
     ) -> Result<Vec<Row>, SweepError> {
-        let total = self.points.len();
-        let mut rows = Vec::with_capacity(total);
+        let total = self.total;
+        let mut rows = Vec::new();
         run_in_order(
-            &self.points,
+            total,
             threads,
-            |p| scenario::run(&p.scenario),
-            |done| progress(done, total),
-            |i, r| {
-                let p = &self.points[i];
-                let r = r.map_err(|error| SweepError::Run {
-                    index: p.index,
+            |i| {
+                let p = self.point(i)?;
+                let r = scenario::run(&p.scenario).map_err(|error| SweepError::Run {
+                    index: i,
                     error: Box::new(error),
                 })?;
-                rows.push(self.row(p, &r));
+                Ok((p, r))
+            },
+            |done| progress(done, total),
+            |_, r: Result<(Point, Report), SweepError>| {
+                let (p, r) = r?;
+                rows.push(self.row(&p, &r));
                 Ok::<(), SweepError>(())
             },
         )?;
@@ -360,35 +475,49 @@ impl Plan {
     }
 }
 
-/// The most points a sweep may have.
+/// The most points a sweep may have, 2^20: a plan builds each point when it
+/// is run, so this bounds the time a sweep takes to check (some 80 s on
+/// one core at the limit) and its output, not its memory.
 pub const MAX_POINTS: usize = 1 << 20;
 
-/// Run `work` over `items` on up to `threads` workers (at least one), and
-/// give each result to `each` in item order, as soon as every item before it
-/// is done. `done(n)` is called with the number of finished items each time
-/// one finishes. The first `Err` from `each` stops the workers and is
-/// returned; results not yet handed over are dropped.
-pub fn run_in_order<T: Sync, R: Send, E>(
-    items: &[T],
+/// Run `work` over items `0..count` on up to `threads` workers (at least
+/// one), and give each result to `each` in item order, as soon as every
+/// item before it is done. `done(n)` is called with the number of finished
+/// items each time one finishes. The first `Err` from `each` stops the
+/// workers and is returned; results not yet handed over are dropped.
+///
+/// Workers take items in order and run at most [`window`]`(threads)` items
+/// ahead of the first not yet handed over, so the results held back behind
+/// a slow item are bounded, not the whole rest of the run.
+pub fn run_in_order<R: Send, E>(
+    count: usize,
     threads: usize,
-    work: impl Fn(&T) -> R + Sync,
+    work: impl Fn(usize) -> R + Sync,
     done: impl Fn(usize),
     mut each: impl FnMut(usize, R) -> Result<(), E>,
 ) -> Result<(), E> {
-    let threads = threads.clamp(1, items.len().max(1));
+    let threads = threads.clamp(1, count.max(1));
+    let ahead = window(threads);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    // The number of results handed over, which workers wait on.
+    let handed = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let tx = tx.clone();
-            let (next, stop, work) = (&next, &stop, &work);
+            let (next, stop, work, handed) = (&next, &stop, &work, &handed);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= items.len() || stop.load(Ordering::Relaxed) {
+                if i >= count || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if tx.send((i, work(&items[i]))).is_err() {
+                let mut h = handed.0.lock().unwrap_or_else(|p| p.into_inner());
+                while i >= *h + ahead && !stop.load(Ordering::Relaxed) {
+                    h = handed.1.wait(h).unwrap_or_else(|p| p.into_inner());
+                }
+                drop(h);
+                if stop.load(Ordering::Relaxed) || tx.send((i, work(i))).is_err() {
                     break;
                 }
             });
@@ -401,17 +530,31 @@ pub fn run_in_order<T: Sync, R: Send, E>(
                 finished += 1;
                 done(finished);
                 pending.insert(i, r);
+                let before = n;
                 while let Some(r) = pending.remove(&n) {
                     each(n, r)?;
                     n += 1;
+                }
+                if n > before {
+                    *handed.0.lock().unwrap_or_else(|p| p.into_inner()) = n;
+                    handed.1.notify_all();
                 }
             }
             Ok(())
         })();
         stop.store(true, Ordering::Relaxed);
+        // Wake the workers waiting for their turn, to see the stop.
+        drop(handed.0.lock().unwrap_or_else(|p| p.into_inner()));
+        handed.1.notify_all();
         drop(rx);
         r
     })
+}
+
+/// How far ahead of the first result not yet handed over [`run_in_order`]'s
+/// workers may run: four items a worker.
+pub fn window(threads: usize) -> usize {
+    4 * threads.max(1)
 }
 
 /// Worker threads when none are asked for: the CPUs this process may use

@@ -32,6 +32,7 @@ use crate::params::InQueue;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::hash::Hasher;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,7 +140,7 @@ impl<S: NodeState> Magic<S> {
             }
             out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
             out.push(hw.pp_running as u8);
-            let d = hw.drops;
+            let d = hw.drops();
             for x in [
                 d.unhandled,
                 d.bad_address,
@@ -224,9 +225,11 @@ pub trait Model {
     fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
 
     /// What must hold when no move is left: every operation done, nothing
-    /// stuck. The default asks the machine's own report ([`nothing_stuck`]).
+    /// stuck, nothing refused. The default asks the machine's own report
+    /// ([`nothing_stuck`], [`nothing_dropped`]).
     fn finished(&self, m: &Magic<Self::Node>) -> Result<(), String> {
-        nothing_stuck(m)
+        nothing_stuck(m)?;
+        nothing_dropped(m)
     }
 }
 
@@ -241,24 +244,39 @@ pub fn nothing_stuck<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
     }
 }
 
-/// No node's MAGIC refused or dropped anything (see [`crate::Drops`]).
+/// No node's MAGIC refused or dropped anything (see [`crate::Drops`]),
+/// and no event was applied late: the report's `refused` lines are the
+/// error. Cheap when nothing was dropped, so it can be an invariant.
 pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
-    (0..m.nodes())
-        .map(crate::NodeId)
-        .find(|&n| m.drops(n) != crate::Drops::default())
-        .map_or(Ok(()), |n| {
-            Err(format!("n{} dropped {:?}", n.0, m.drops(n)))
-        })
+    if m.engine.late() == 0 && m.hw.iter().all(|hw| hw.lost.is_none()) {
+        return Ok(());
+    }
+    Err(format!("dropped: {}", m.refused().join("; ")))
 }
+
+/// The most distinct states a search may be allowed ([`Bounds::max_states`]):
+/// 10^8, some 7 GB of the search's own records (about 70 bytes a state)
+/// and, at the 10^4 states a second the kit's checks reach on one core,
+/// nearly three hours.
+pub const MAX_STATES: usize = 100_000_000;
+
+/// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
+pub const MAX_SETTLE_INSTANTS: u64 = 100_000_000;
 
 /// How far a search goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Bounds {
-    /// Distinct states at most; the search stops there, not complete.
+    /// Distinct states at most, 1 to [`MAX_STATES`]; the search stops there,
+    /// not complete. [`Bounds::validate`] refuses a value outside that
+    /// range; [`explore`] given one anyway stops at [`MAX_STATES`].
     pub max_states: usize,
     /// Instants a machine may take to settle after one move before the
-    /// run counts as livelocked.
+    /// run counts as livelocked (1 to [`MAX_SETTLE_INSTANTS`]).
     pub settle_instants: u64,
+    /// Where the search posts how far it has got, for another thread to
+    /// show (a progress bar); `None` for nowhere.
+    #[serde(skip)]
+    pub progress: Option<&'static Progress>,
 }
 
 impl Default for Bounds {
@@ -266,9 +284,82 @@ impl Default for Bounds {
         Bounds {
             max_states: 2_000_000,
             settle_instants: 1_000_000,
+            progress: None,
         }
     }
 }
+
+impl Bounds {
+    /// Refuse bounds outside their ranges, naming the field.
+    ///
+    /// ```
+    /// use magic::check::{Bounds, MAX_STATES};
+    /// assert!(Bounds::default().validate().is_ok());
+    /// let huge = Bounds { max_states: usize::MAX, ..Bounds::default() };
+    /// let e = huge.validate().unwrap_err();
+    /// assert_eq!(e.field, "max_states");
+    /// assert_eq!(e.allowed, format!("from 1 to {MAX_STATES}"));
+    /// ```
+    pub fn validate(&self) -> Result<(), crate::OutOfRange> {
+        crate::OutOfRange::check("max_states", self.max_states, 1, MAX_STATES)?;
+        crate::OutOfRange::check(
+            "settle_instants",
+            self.settle_instants,
+            1,
+            MAX_SETTLE_INSTANTS,
+        )
+    }
+}
+
+/// How far a running search has got: written by [`explore`] as it goes,
+/// read from any thread. Each search starts it afresh.
+#[derive(Debug, Default)]
+pub struct Progress {
+    states: AtomicU64,
+    transitions: AtomicU64,
+    depth: AtomicU32,
+}
+
+impl Progress {
+    /// A record of no search yet (for a `static`).
+    pub const fn new() -> Self {
+        Progress {
+            states: AtomicU64::new(0),
+            transitions: AtomicU64::new(0),
+            depth: AtomicU32::new(0),
+        }
+    }
+
+    /// Distinct states reached so far.
+    pub fn states(&self) -> u64 {
+        self.states.load(Ordering::Relaxed)
+    }
+
+    /// Moves made so far.
+    pub fn transitions(&self) -> u64 {
+        self.transitions.load(Ordering::Relaxed)
+    }
+
+    /// The deepest state reached so far, in moves.
+    pub fn depth(&self) -> u32 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    fn post(&self, r: &Report) {
+        self.states.store(r.states, Ordering::Relaxed);
+        self.transitions.store(r.transitions, Ordering::Relaxed);
+        self.depth.store(r.depth, Ordering::Relaxed);
+    }
+}
+
+/// Two progress records are equal when they are the same record.
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Progress {}
 
 /// What a search found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -306,7 +397,14 @@ fn fingerprint(bytes: &[u8]) -> u128 {
 
 /// Search every order of `model`'s moves, breadth first, within `bounds`.
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
+    let max_states = bounds.max_states.min(MAX_STATES);
+    let post = |r: &Report| {
+        if let Some(p) = bounds.progress {
+            p.post(r);
+        }
+    };
     let mut report = Report::default();
+    post(&report);
     let mut seen = hashbrown::HashSet::new();
     let mut visits: Vec<Visit> = Vec::new();
     let mut queue = VecDeque::new();
@@ -381,7 +479,8 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
             buf.clear();
             encode(model, machine, &mut buf);
             if seen.insert(fingerprint(&buf)) {
-                if visits.len() >= bounds.max_states {
+                if visits.len() >= max_states {
+                    post(&report);
                     return report;
                 }
                 visits.push(Visit {
@@ -392,10 +491,12 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 report.states += 1;
                 report.depth = report.depth.max(depth);
                 queue.push_back((visits.len() - 1) as u32);
+                post(&report);
             }
         }
     }
     report.complete = true;
+    post(&report);
     report
 }
 
@@ -448,7 +549,8 @@ fn make<M: Model>(
     settle(model, bounds, m)
 }
 
-/// Run until nothing is scheduled, checking the invariant after each instant.
+/// Run until nothing is scheduled, checking the invariant after each
+/// instant; a run that halts (its budget, the end of time) is an error.
 fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result<(), String> {
     let mut n = 0u64;
     while m.step().is_some() {
@@ -461,7 +563,10 @@ fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result
             ));
         }
     }
-    Ok(())
+    match m.halted() {
+        Some(h) => Err(h.to_string()),
+        None => Ok(()),
+    }
 }
 
 fn describe_path<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Vec<String> {
@@ -542,7 +647,7 @@ impl<S: NodeState + std::fmt::Debug> Checker<S> {
     }
 
     /// What must hold of the machine when no move is left (beside nothing
-    /// being stuck, which is always checked).
+    /// being stuck or refused, which is always checked).
     pub fn at_rest(mut self, f: impl Fn(&Magic<S>) -> Result<(), String> + 'static) -> Self {
         self.at_rest.push(Box::new(f));
         self
@@ -586,6 +691,7 @@ impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
 
     fn finished(&self, m: &Magic<S>) -> Result<(), String> {
         nothing_stuck(m)?;
+        nothing_dropped(m)?;
         self.at_rest.iter().try_for_each(|f| f(m))
     }
 }

@@ -6,7 +6,7 @@
 //! controller's clock converts into exactly; reports (`RunReport`, `Ledger`)
 //! count the controller's own cycles.
 
-use crate::error::PostError;
+use crate::error::{NoNode, PostError};
 use crate::ids::{Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::{Magic, NodeState, RunReport};
@@ -33,8 +33,9 @@ pub trait Controller {
     fn run(&mut self, limit: Option<Time>) -> RunReport;
 
     /// What the controller handed `node`'s processor (replies, ACK/NACK,
-    /// received messages), with when; drained.
-    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)>;
+    /// received messages), with when; drained. A node past the machine is
+    /// an error naming it.
+    fn take_delivered(&mut self, node: NodeId) -> Result<Vec<(Time, Msg)>, NoNode>;
 
     /// Where the controller's time went.
     fn ledger(&self) -> Ledger;
@@ -66,14 +67,12 @@ impl<S: NodeState> Controller for Magic<S> {
         self.run_until(limit.map(Time::to_cycles_floor))
     }
 
-    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
-        if node.0 >= self.nodes() {
-            return Vec::new();
-        }
-        self.take_processor_messages(node)
+    fn take_delivered(&mut self, node: NodeId) -> Result<Vec<(Time, Msg)>, NoNode> {
+        let got = self.take_processor_messages(node)?;
+        Ok(got
             .into_iter()
             .map(|(c, m)| (Time::from_cycles(c), m))
-            .collect()
+            .collect())
     }
 
     fn ledger(&self) -> Ledger {

@@ -6,15 +6,25 @@
 //! is the one place a handler takes its counts from (no number is passed to
 //! [`Cx::instr`](crate::Cx::instr) or [`Cx::bundles`](crate::Cx::bundles) in
 //! protocol code), it deserializes from a scenario's `[costs.NAME]` table
-//! (unknown keys refused, missing keys kept at their defaults), and it lists
-//! itself ([`Sheet::entries`]) so the documentation renders from the code.
+//! (unknown keys refused, missing keys kept at their defaults), it lists
+//! itself ([`Sheet::entries`]) so the documentation renders from the code,
+//! and it checks itself ([`Sheet::validate`], [`Sheet::validate_on`]).
+//!
+//! One range for every cost, here and in every other table of costs the kit
+//! has: a count (instructions, bundles, loads, stores, cycles of its clock)
+//! is from 0 to [`MAX_COST`]. A [`Task`] must also be one its PP can issue:
+//! its loads and stores are among its instructions (`loads + stores <=
+//! instrs`), and its instructions fit its bundles at the PP's issue width
+//! (`instrs <= pp_issue_width x cycles`), which only the machine knows.
+//! An error names the entry as a scenario spells it
+//! (`costs.toy.decode.instrs`).
 //!
 //! ```
 //! use magic::costs::{Sheet, Source, Task};
 //!
 //! magic::cost_sheet! {
 //!     /// A toy protocol's costs.
-//!     pub struct ToyCosts {
+//!     pub struct ToyCosts in "costs.toy" {
 //!         /// Decode the header and load the record.
 //!         decode: Task = Task::new(3, 5, 1, 0),
 //!             Source::Choice("two bundles of decode, one load-use stall");
@@ -28,10 +38,82 @@
 //! assert_eq!(c.decode, Task::new(3, 5, 1, 0)); // kept at its default
 //! assert!(toml::from_str::<ToyCosts>("per_wrd = 3").is_err());
 //! assert_eq!(c.entries()[1].key, "per_word");
+//! assert!(c.validate_on(2).is_ok());
+//!
+//! // Five instructions in three bundles need a PP of issue width 2.
+//! let e = c.validate_on(1).unwrap_err();
+//! assert_eq!(e.to_string(),
+//!     "costs.toy.decode.instrs must be at most 3 (issue width 1 x 3 cycles), got 5");
+//! let big: ToyCosts = toml::from_str("per_word = 4294967295").unwrap();
+//! assert_eq!(big.validate().unwrap_err().field, "costs.toy.per_word");
 //! ```
 
 use crate::cx::Cx;
+use crate::error::OutOfRange;
 use serde::{Deserialize, Serialize};
+
+pub use crate::params::MAX_COST;
+
+/// The names an entry is checked under, as a scenario spells them: the
+/// entry (`costs.transfer.send_init`) and, for a [`Task`], its four parts
+/// (`costs.transfer.send_init.loads`). [`cost_sheet!`](crate::cost_sheet)
+/// makes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// The entry.
+    pub entry: &'static str,
+    /// Its bundles (a task's).
+    pub cycles: &'static str,
+    /// Its instructions (a task's).
+    pub instrs: &'static str,
+    /// Its loads (a task's).
+    pub loads: &'static str,
+    /// Its stores (a task's).
+    pub stores: &'static str,
+}
+
+/// What a sheet's entries are: a [`Task`] or a count, each checked against
+/// the one range ([`MAX_COST`]) and, a task, against the PP that issues it.
+pub trait Cost: Copy + Into<Value> {
+    /// The entry's range, in words, as docs/costs.md lists it.
+    const RANGE: &'static str;
+
+    /// `Err` naming the part out of its range; with `issue_width`, also
+    /// what the PP cannot issue.
+    fn check(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange>;
+}
+
+fn count(field: &'static str, n: u64) -> Result<(), OutOfRange> {
+    OutOfRange::check(field, n, 0, MAX_COST)
+}
+
+impl Cost for u32 {
+    const RANGE: &'static str = "0 to 1000000";
+    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, u64::from(*self))
+    }
+}
+
+impl Cost for u64 {
+    const RANGE: &'static str = "0 to 1000000";
+    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, *self)
+    }
+}
+
+impl Cost for crate::Cycles {
+    const RANGE: &'static str = "0 to 1000000";
+    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, self.0)
+    }
+}
+
+impl Cost for Task {
+    const RANGE: &'static str = "a task: each part 0 to 1000000";
+    fn check(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange> {
+        self.validate(names, issue_width)
+    }
+}
 
 /// A hand-scheduled run of protocol-processor bundles: `cycles` bundles
 /// holding `instrs` instructions, with `loads` and `stores` of MAGIC memory
@@ -98,6 +180,51 @@ impl Task {
         Task::new(n.div_ceil(if width == 0 { 1 } else { width }), n, 0, 0)
     }
 
+    /// Checks that the task can be: each part from 0 to [`MAX_COST`], its
+    /// loads and stores among its instructions, and, given the PP's
+    /// `issue_width`, its instructions within its bundles. The error names
+    /// the part at fault as `names` spells it.
+    ///
+    /// ```
+    /// use magic::costs::{Names, Task};
+    /// let n = Names { entry: "t", cycles: "t.cycles", instrs: "t.instrs",
+    ///                 loads: "t.loads", stores: "t.stores" };
+    /// assert!(Task::new(9, 10, 4, 0).validate(&n, Some(2)).is_ok());
+    /// let e = Task::new(1, 1000, 0, 0).validate(&n, Some(2)).unwrap_err();
+    /// assert_eq!(e.to_string(), "t.instrs must be at most 2 (issue width 2 x 1 cycles), got 1000");
+    /// let e = Task::new(9, 10, 4_294_967_295, 0).validate(&n, None).unwrap_err();
+    /// assert_eq!(e.to_string(), "t.loads must be from 0 to 1000000, got 4294967295");
+    /// let e = Task::new(9, 10, 8, 3).validate(&n, None).unwrap_err();
+    /// assert_eq!(e.to_string(), "t.stores must be at most 2 (10 instructions, 8 of them loads), got 3");
+    /// ```
+    pub fn validate(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.cycles, u64::from(self.cycles))?;
+        count(names.instrs, u64::from(self.instrs))?;
+        count(names.loads, u64::from(self.loads))?;
+        count(names.stores, u64::from(self.stores))?;
+        if self.loads > self.instrs {
+            let allowed = format!("at most {} (the task's instructions)", self.instrs);
+            return Err(OutOfRange::new(names.loads, allowed, self.loads));
+        }
+        if self.loads + self.stores > self.instrs {
+            let allowed = format!(
+                "at most {} ({} instructions, {} of them loads)",
+                self.instrs - self.loads,
+                self.instrs,
+                self.loads
+            );
+            return Err(OutOfRange::new(names.stores, allowed, self.stores));
+        }
+        if let Some(w) = issue_width {
+            let most = u64::from(w) * u64::from(self.cycles);
+            if u64::from(self.instrs) > most {
+                let allowed = format!("at most {most} (issue width {w} x {} cycles)", self.cycles);
+                return Err(OutOfRange::new(names.instrs, allowed, self.instrs));
+            }
+        }
+        Ok(())
+    }
+
     /// The same task repeated `n` times (a per-item cost times the items).
     pub const fn times(self, n: u32) -> Task {
         Task {
@@ -128,13 +255,13 @@ impl Task {
 pub struct Breakdown {
     /// Instructions by row. At most a dozen rows are kept inline, so an
     /// invocation's accounting does not allocate.
-    pub tasks: smallvec::SmallVec<[(&'static str, u32); 12]>,
+    pub tasks: smallvec::SmallVec<[(&'static str, u64); 12]>,
     /// Instructions in all.
-    pub instructions: u32,
+    pub instructions: u64,
     /// Loads of MAGIC memory.
-    pub loads: u32,
+    pub loads: u64,
     /// Stores of MAGIC memory.
-    pub stores: u32,
+    pub stores: u64,
 }
 
 impl Breakdown {
@@ -143,13 +270,14 @@ impl Breakdown {
     /// join the totals. Charging the task is the caller's (see
     /// [`Task::charge`]); this only keeps the account.
     pub fn add(&mut self, row: &'static str, t: &Task) {
+        let instrs = u64::from(t.instrs);
         match self.tasks.iter_mut().find(|x| x.0 == row) {
-            Some(x) => x.1 += t.instrs,
-            None => self.tasks.push((row, t.instrs)),
+            Some(x) => x.1 += instrs,
+            None => self.tasks.push((row, instrs)),
         }
-        self.instructions += t.instrs;
-        self.loads += t.loads;
-        self.stores += t.stores;
+        self.instructions += instrs;
+        self.loads += u64::from(t.loads);
+        self.stores += u64::from(t.stores);
     }
 }
 
@@ -237,26 +365,55 @@ pub struct Entry {
     pub doc: &'static str,
     /// Its current value.
     pub value: Value,
+    /// What it may hold ([`Cost::RANGE`]).
+    pub range: &'static str,
     /// Why it has its default value.
     pub source: Source,
 }
 
 /// A protocol's cost sheet (declared with [`cost_sheet!`](crate::cost_sheet)).
 pub trait Sheet {
+    /// The scenario table that sets it (`costs.transfer`): the prefix of
+    /// its entries' names in errors.
+    fn table(&self) -> &'static str;
+
     /// Every entry, in declaration order.
     fn entries(&self) -> Vec<Entry>;
+
+    /// Checks every entry, and with `issue_width` every task against the
+    /// PP that issues it; [`Sheet::validate`] and [`Sheet::validate_on`]
+    /// say which.
+    fn check(&self, issue_width: Option<u32>) -> Result<(), OutOfRange>;
+
+    /// Checks what needs no machine: every count, and every part of every
+    /// task, from 0 to [`MAX_COST`]; a task's loads and stores among its
+    /// instructions. The error names the first entry at fault
+    /// (`costs.transfer.send_init.loads`).
+    fn validate(&self) -> Result<(), OutOfRange> {
+        self.check(None)
+    }
+
+    /// [`Sheet::validate`], and every task's instructions within its
+    /// bundles on a PP issuing `issue_width` a cycle: what a machine
+    /// running the sheet's handlers checks when it is built.
+    fn validate_on(&self, issue_width: u32) -> Result<(), OutOfRange> {
+        self.check(Some(issue_width))
+    }
 }
 
-/// A sheet as a Markdown table (key, value, provenance, what it pays for).
+/// A sheet as a Markdown table (key, value, range, provenance, what it
+/// pays for).
 pub fn markdown(sheet: &dyn Sheet) -> String {
-    let mut s = String::from("| key | default | source | what it pays for; why this value |\n");
-    s.push_str("|---|---|---|---|\n");
+    let mut s =
+        String::from("| key | default | range | source | what it pays for; why this value |\n");
+    s.push_str("|---|---|---|---|---|\n");
     for e in sheet.entries() {
         let cell = |x: &str| x.replace('|', "\\|").replace('\n', " ");
         s.push_str(&format!(
-            "| `{}` | {} | {} | {} {} |\n",
+            "| `{}` | {} | {} | {} | {} {} |\n",
             e.key,
             e.value,
+            e.range,
             e.source.kind(),
             cell(e.doc.trim()),
             cell(e.source.why())
@@ -265,17 +422,21 @@ pub fn markdown(sheet: &dyn Sheet) -> String {
     s
 }
 
-/// Declare a cost sheet: a struct of costs, each with its doc comment, its
-/// default and its [`Source`](crate::costs::Source). The struct derives
-/// `Default` (the defaults given), `Serialize` and `Deserialize` (a partial
-/// table keeps the other defaults; an unknown key is an error naming it) and
-/// implements [`Sheet`](crate::costs::Sheet). The calling crate needs
-/// `serde` with its derive feature. See the [module docs](crate::costs).
+/// Declare a cost sheet: a struct of costs, named with the scenario table
+/// that sets it (`struct TransferCosts in "costs.transfer"`), each cost with
+/// its doc comment, its default and its [`Source`](crate::costs::Source);
+/// each cost is a [`Task`](crate::costs::Task), a `u32`, a `u64` or
+/// [`Cycles`](crate::Cycles). The struct derives `Default` (the defaults
+/// given), `Serialize` and `Deserialize` (a partial table keeps the other
+/// defaults; an unknown key is an error naming it) and implements
+/// [`Sheet`](crate::costs::Sheet), which checks every entry. The calling
+/// crate needs `serde` with its derive feature. See the
+/// [module docs](crate::costs).
 #[macro_export]
 macro_rules! cost_sheet {
     (
         $(#[$meta:meta])*
-        $vis:vis struct $name:ident {
+        $vis:vis struct $name:ident in $table:literal {
             $(
                 $(#[doc = $doc:literal])+
                 $field:ident : $ty:ty = $default:expr, $source:expr;
@@ -299,15 +460,37 @@ macro_rules! cost_sheet {
         }
 
         impl $crate::costs::Sheet for $name {
+            fn table(&self) -> &'static str {
+                $table
+            }
+
             fn entries(&self) -> Vec<$crate::costs::Entry> {
                 vec![$(
                     $crate::costs::Entry {
                         key: stringify!($field),
                         doc: concat!($($doc),+),
                         value: $crate::costs::Value::from(self.$field),
+                        range: <$ty as $crate::costs::Cost>::RANGE,
                         source: $source,
                     },
                 )*]
+            }
+
+            fn check(&self, issue_width: Option<u32>) -> Result<(), $crate::OutOfRange> {
+                $(
+                    $crate::costs::Cost::check(
+                        &self.$field,
+                        &$crate::costs::Names {
+                            entry: concat!($table, ".", stringify!($field)),
+                            cycles: concat!($table, ".", stringify!($field), ".cycles"),
+                            instrs: concat!($table, ".", stringify!($field), ".instrs"),
+                            loads: concat!($table, ".", stringify!($field), ".loads"),
+                            stores: concat!($table, ".", stringify!($field), ".stores"),
+                        },
+                        issue_width,
+                    )?;
+                )*
+                Ok(())
             }
         }
     };
@@ -319,7 +502,7 @@ mod tests {
 
     crate::cost_sheet! {
         /// A sheet for the tests.
-        struct Two {
+        struct Two in "costs.two" {
             /// A task.
             a: Task = Task::new(2, 3, 1, 0), Source::Published("here");
             /// A count
@@ -335,8 +518,118 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!(e[1].doc, " A count over two lines.");
         let md = markdown(&t);
-        assert!(md.contains("| `a` | 2 cycles, 3 instr, 1 ld / 0 st | published | A task. here |"));
-        assert!(md.contains("| `b` | 7 | model choice | A count over two lines. because |"));
+        assert!(md.contains(
+            "| `a` | 2 cycles, 3 instr, 1 ld / 0 st | a task: each part 0 to 1000000 | published | A task. here |"
+        ));
+        assert!(md.contains(
+            "| `b` | 7 | 0 to 1000000 | model choice | A count over two lines. because |"
+        ));
+        assert_eq!(t.table(), "costs.two");
+    }
+
+    #[test]
+    fn a_sheet_checks_every_part_of_every_entry() {
+        let ok = Two::default();
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(ok.validate_on(2), Ok(()));
+        // Three instructions in two bundles need a dual-issue PP.
+        let e = ok.validate_on(1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "costs.two.a.instrs must be at most 2 (issue width 1 x 2 cycles), got 3"
+        );
+        let cases: [(Two, Option<u32>, &str, &str); 7] = [
+            (
+                Two { b: 1_000_001, ..ok },
+                None,
+                "costs.two.b",
+                "from 0 to 1000000",
+            ),
+            (
+                Two {
+                    a: Task::new(1_000_001, 3, 1, 0),
+                    ..ok
+                },
+                None,
+                "costs.two.a.cycles",
+                "from 0 to 1000000",
+            ),
+            (
+                Two {
+                    a: Task::new(2, u32::MAX, 1, 0),
+                    ..ok
+                },
+                None,
+                "costs.two.a.instrs",
+                "from 0 to 1000000",
+            ),
+            (
+                Two {
+                    a: Task::new(2, 3, u32::MAX, 0),
+                    ..ok
+                },
+                None,
+                "costs.two.a.loads",
+                "from 0 to 1000000",
+            ),
+            (
+                Two {
+                    a: Task::new(2, 3, 0, 1_000_001),
+                    ..ok
+                },
+                None,
+                "costs.two.a.stores",
+                "from 0 to 1000000",
+            ),
+            (
+                Two {
+                    a: Task::new(2, 3, 4, 0),
+                    ..ok
+                },
+                None,
+                "costs.two.a.loads",
+                "at most 3 (the task's instructions)",
+            ),
+            (
+                Two {
+                    a: Task::new(1, 1000, 0, 0),
+                    ..ok
+                },
+                Some(2),
+                "costs.two.a.instrs",
+                "at most 2 (issue width 2 x 1 cycles)",
+            ),
+        ];
+        for (sheet, width, field, allowed) in cases {
+            let e = match width {
+                None => sheet.validate(),
+                Some(w) => sheet.validate_on(w),
+            }
+            .unwrap_err();
+            assert_eq!((e.field, e.allowed.as_str()), (field, allowed), "{e}");
+        }
+        // The machine's width is checked only when it is known.
+        let wide = Two {
+            a: Task::new(1, 1000, 0, 0),
+            ..ok
+        };
+        assert_eq!(wide.validate(), Ok(()));
+        assert!(wide.validate_on(16).is_err());
+        assert_eq!(
+            Two {
+                a: Task::new(1, 16, 8, 8),
+                ..ok
+            }
+            .validate_on(16),
+            Ok(())
+        );
+        // At the ends of the range.
+        let most = MAX_COST as u32;
+        let top = Two {
+            a: Task::new(most, most, most / 2, most / 2),
+            b: most,
+        };
+        assert_eq!(top.validate_on(1), Ok(()));
     }
 
     #[test]

@@ -8,13 +8,13 @@
 //! (`wait`), so work done between issuing and waiting overlaps with it.
 
 use crate::engine::Engine;
-use crate::ids::{BufId, Lane, Msg, NodeId, PAddr, LINE_BYTES};
+use crate::ids::{BufId, HandlerId, Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
 use crate::ledger::HandlerStats;
-use crate::message::{DecodeError, Message, Registry};
-use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
+use crate::message::{DecodeError, IntoMessage, Message, Registry};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
-use crate::time::{Cycles, Time};
+use crate::time::{Cycles, Time, LAST_CYCLE};
 
 /// When a memory or processor-cache transfer into or out of a data buffer is
 /// done: `first` doubleword and the whole line (`ready`).
@@ -26,31 +26,22 @@ pub struct Ticket {
     pub ready: Cycles,
 }
 
-/// Why a context operation did nothing. Each is also counted as a drop on the
-/// node, so a study can see it even if a handler ignores it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
-    /// The address is not in this node's memory.
-    #[error("the address is not in this node's memory")]
-    BadAddress,
-    /// The buffer is not allocated.
-    #[error("the data buffer is not allocated")]
-    BadBuffer,
-    /// No such destination node.
-    #[error("no such destination node")]
-    BadNode,
-    /// The software queue is full.
-    #[error("the software queue is full")]
-    QueueFull,
-    /// A payload longer than a line.
-    #[error("the payload is longer than a line")]
-    TooLong,
-}
+pub use crate::error::Refused;
 
-/// Where a handler's clock moves when asked to go to `to` from `now`: no
-/// further than the end of the model's time (nor back, if already past it).
-fn clock_end(now: Cycles, to: Cycles) -> Cycles {
-    now.max(to.min(crate::time::LAST_CYCLE))
+/// Where a handler's clock stops once a step would take it past
+/// [`LAST_CYCLE`]: one cycle past the end. The step is recorded
+/// ([`PastEnd`]) and the run halts when the handler returns, so this clock
+/// never becomes a result; it only keeps the rest of the handler's
+/// arithmetic far from overflowing.
+const PAST_END: Cycles = Cycles(LAST_CYCLE.0 + 1);
+
+/// The first step of a handler that would take its clock past
+/// [`LAST_CYCLE`]: the step and the cycle it asked for (exact, so wider
+/// than a cycle count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PastEnd {
+    pub step: &'static str,
+    pub to: u128,
 }
 
 /// The handler context: what a running handler sees of its node (its
@@ -73,6 +64,8 @@ pub struct Cx<'a, S> {
 /// charged.
 pub(crate) struct Run {
     pub node: NodeId,
+    /// The handler running.
+    pub handler: HandlerId,
     pub nodes: u32,
     pub start: Cycles,
     pub now: Cycles,
@@ -82,6 +75,8 @@ pub(crate) struct Run {
     pub tally: HandlerStats,
     /// The wire interval of the last packet this handler sent to the network.
     pub last_wire: Option<(Cycles, Cycles)>,
+    /// The first step that would have taken the clock past the end of time.
+    pub past_end: Option<PastEnd>,
 }
 
 impl<'a, S> Cx<'a, S> {
@@ -101,24 +96,87 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// A message whose payload did not decode as its handler's type.
-    pub(crate) fn undecodable(&mut self, t: crate::ids::MsgType) {
-        self.hw.drops.undecodable += 1;
-        if self.hw.undecodable.is_none() {
-            self.hw.undecodable = Some(t);
+    pub(crate) fn undecodable(&mut self, t: MsgType) {
+        let first = self.first("dispatch", Some(t), 0);
+        self.hw.lose(Cause::Undecodable, first);
+    }
+
+    /// The record of a drop in this handler's step `step`.
+    fn first(&self, step: &'static str, msg: Option<MsgType>, detail: u64) -> First {
+        First {
+            handler: Some(self.run.handler),
+            step,
+            msg,
+            detail,
+            at: self.run.now,
+            why: None,
         }
     }
 
-    /// Record a step when the node is being watched (the test bench).
+    /// Refuse step `step` for `why`: counted as a drop, named in the run's
+    /// report if it is the node's first of its cause, and shown as a
+    /// refused step to the test bench. What the step carried and named is
+    /// `msg` and `detail` (as [`crate::watch::Step::detail`] describes).
+    #[cold]
+    fn refuse(
+        &mut self,
+        why: Refused,
+        step: &'static str,
+        msg: Option<MsgType>,
+        detail: u64,
+    ) -> Refused {
+        let first = First {
+            why: Some(why),
+            ..self.first(step, msg, detail)
+        };
+        self.hw.lose(Cause::of(why), first);
+        if let Some(r) = self.hw.watch.as_mut() {
+            let at = self.run.now - self.run.start;
+            r.steps.push(crate::watch::Step {
+                start: at,
+                end: at,
+                what: step,
+                detail,
+                refused: Some(why),
+            });
+        }
+        why
+    }
+
+    /// Record a step when the node is being watched (the test bench), and
+    /// whether it took the clock past the end of time.
     #[inline]
     fn step(&mut self, what: &'static str, from: Cycles, detail: u64) {
+        if self.run.now > LAST_CYCLE {
+            self.past_end(what, self.run.now.0 as u128);
+        }
         if let Some(r) = self.hw.watch.as_mut() {
             r.steps.push(crate::watch::Step {
                 start: from - self.run.start,
                 end: self.run.now - self.run.start,
                 what,
                 detail,
+                refused: None,
             });
         }
+    }
+
+    /// Step `step` would take the clock to cycle `to`, past
+    /// [`LAST_CYCLE`]: the first such step is recorded, and the run halts
+    /// when the handler returns.
+    #[cold]
+    fn past_end(&mut self, step: &'static str, to: u128) {
+        self.run.past_end.get_or_insert(PastEnd { step, to });
+    }
+
+    /// The handler's clock moved to cycle `to` by step `step`: exactly, or,
+    /// past [`LAST_CYCLE`], recorded and stopped at [`PAST_END`].
+    fn clock_to(&mut self, step: &'static str, to: u128) -> Cycles {
+        if to > LAST_CYCLE.0 as u128 {
+            self.past_end(step, to);
+            return PAST_END.max(self.run.now);
+        }
+        Cycles(to as u64)
     }
 
     /// Record a message the handler sent when the node is being watched.
@@ -138,8 +196,9 @@ impl<'a, S> Cx<'a, S> {
     /// `m` as a message from this node to itself (a reschedule, a message
     /// to the processor); [`Msg::to`] sends it elsewhere.
     #[inline]
-    pub fn msg<M: Message>(&self, m: M) -> Msg {
-        self.reg.encode(self.run.node, self.run.node, &m)
+    pub fn msg<M: IntoMessage>(&self, m: M) -> Msg {
+        self.reg
+            .encode(self.run.node, self.run.node, &m.into_message())
     }
 
     /// `msg` decoded as an `M`: for a message a handler kept (a parked
@@ -220,12 +279,12 @@ impl<'a, S> Cx<'a, S> {
     }
 
     /// Spend a fixed number of cycles: for prototyping a handler whose cost is
-    /// known before its code is written. The handler's clock stops at
-    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), the end of the
-    /// model's time.
+    /// known before its code is written. A handler whose clock would pass
+    /// [`LAST_CYCLE`], the end of the model's
+    /// time, halts the run ([`crate::Halt::EndOfTime`]).
     pub fn busy(&mut self, c: Cycles) {
         let from = self.run.now;
-        self.run.now = clock_end(from, from + c);
+        self.run.now = self.clock_to("busy", from.0 as u128 + c.0 as u128);
         self.step("busy", from, 0);
     }
 
@@ -258,11 +317,12 @@ impl<'a, S> Cx<'a, S> {
         }
     }
 
-    /// Wait (stalled) until cycle `t` (at most until
-    /// [`LAST_CYCLE`](crate::time::LAST_CYCLE), as [`Cx::busy`]).
+    /// Wait (stalled) until cycle `t` (a cycle past
+    /// [`LAST_CYCLE`] halts the run, as
+    /// [`Cx::busy`]).
     pub fn wait_until(&mut self, t: Cycles) {
-        let t = clock_end(self.run.now, t);
         if t > self.run.now {
+            let t = self.clock_to("wait", t.0 as u128);
             let from = self.run.now;
             self.run.tally.wait += (t - self.run.now).0;
             self.run.now = t;
@@ -283,26 +343,32 @@ impl<'a, S> Cx<'a, S> {
         self.run.spec.take()
     }
 
-    fn local(&mut self, a: PAddr) -> Result<(), Refused> {
+    /// `Ok` if `a` is in this node's memory; else step `step` is refused.
+    fn local(&mut self, a: PAddr, step: &'static str) -> Result<(), Refused> {
         if a.node() != self.run.node || a.offset() >= self.params.mem_bytes {
-            self.hw.drops.bad_address += 1;
-            return Err(Refused::BadAddress);
+            return Err(self.refuse(Refused::BadAddress, step, None, a.0));
         }
         Ok(())
     }
 
-    fn check_buf(&mut self, b: BufId) -> Result<(), Refused> {
+    /// `Ok` if `b` is allocated; else step `step` (carrying `msg`, if it
+    /// sends one) is refused.
+    fn check_buf(
+        &mut self,
+        b: BufId,
+        step: &'static str,
+        msg: Option<MsgType>,
+    ) -> Result<(), Refused> {
         if self.hw.bufs.get(b).is_none() {
-            self.hw.drops.bad_buffer += 1;
-            return Err(Refused::BadBuffer);
+            return Err(self.refuse(Refused::BadBuffer, step, msg, b.0 as u64));
         }
         Ok(())
     }
 
     /// Read the line holding `a` from this node's memory into buffer `b`.
     pub fn mem_read(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
-        self.local(a)?;
-        self.check_buf(b)?;
+        self.local(a, "memory read")?;
+        self.check_buf(b, "memory read", None)?;
         let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
         self.mark(crate::trace::Track::Memory, "read", t.first, t.last);
         let bytes = self.hw.mem.line(a.line());
@@ -330,14 +396,14 @@ impl<'a, S> Cx<'a, S> {
         shift: usize,
         second: Option<BufId>,
     ) -> Result<Ticket, Refused> {
-        self.local(a)?;
-        self.check_buf(first)?;
+        self.local(a, "memory read")?;
+        self.check_buf(first, "memory read", None)?;
         if let Some(b) = second {
-            self.check_buf(b)?;
+            self.check_buf(b, "memory read", None)?;
         }
-        if shift % 8 != 0 || shift >= LINE_BYTES || (shift > 0 && second.is_none()) {
-            self.hw.drops.bad_buffer += 1;
-            return Err(Refused::BadBuffer);
+        if !shift.is_multiple_of(8) || shift >= LINE_BYTES || (shift > 0 && second.is_none()) {
+            let b = second.unwrap_or(first).0 as u64;
+            return Err(self.refuse(Refused::BadBuffer, "memory read", None, b));
         }
         let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
         let bytes = self.hw.mem.line(a.line());
@@ -363,8 +429,8 @@ impl<'a, S> Cx<'a, S> {
 
     /// Write buffer `b` to the line holding `a` once the buffer's data is in.
     pub fn mem_write(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
-        self.local(a)?;
-        self.check_buf(b)?;
+        self.local(a, "memory write")?;
+        self.check_buf(b, "memory write", None)?;
         let buf = self.hw.bufs.get(b).expect("checked");
         let (bytes, ready) = (buf.bytes, buf.ready);
         let t = self
@@ -392,10 +458,9 @@ impl<'a, S> Cx<'a, S> {
         next: LineState,
     ) -> Result<Intervention, Refused> {
         if let Some(b) = b {
-            self.check_buf(b)?;
+            self.check_buf(b, "intervention", None)?;
         } else if self.hw.pcache.state(a) == LineState::Dirty && next != LineState::Dirty {
-            self.hw.drops.bad_buffer += 1;
-            return Err(Refused::BadBuffer);
+            return Err(self.refuse(Refused::NoBuffer, "intervention", None, a.0));
         }
         let (iv, data) = self.hw.pcache.intervene(self.run.now, self.params, a, next);
         let from = iv
@@ -436,8 +501,7 @@ impl<'a, S> Cx<'a, S> {
         if self.hw.bufs.release(b, at) {
             Ok(())
         } else {
-            self.hw.drops.bad_buffer += 1;
-            Err(Refused::BadBuffer)
+            Err(self.refuse(Refused::BadBuffer, "free buffer", None, b.0 as u64))
         }
     }
 
@@ -480,17 +544,16 @@ impl<'a, S> Cx<'a, S> {
     /// `msg.len` is 0. If the lane's outbox slots are full the PP stalls here
     /// until one frees; the stall is charged to this handler.
     pub fn send(&mut self, mut msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
+        let t = Some(msg.mtype);
         if msg.dest.0 >= self.run.nodes {
-            self.hw.drops.bad_node += 1;
-            return Err(Refused::BadNode);
+            return Err(self.refuse(Refused::BadNode, "send", t, msg.dest.0 as u64));
         }
         if msg.len as usize > LINE_BYTES {
-            self.hw.drops.too_long += 1;
-            return Err(Refused::TooLong);
+            return Err(self.refuse(Refused::TooLong, "send", t, msg.len as u64));
         }
         let (bytes, ready, full) = match data {
             Some(b) => {
-                self.check_buf(b)?;
+                self.check_buf(b, "send", t)?;
                 let buf = self.hw.bufs.get(b).expect("checked");
                 if msg.len == 0 {
                     msg.len = LINE_BYTES as u16;
@@ -590,14 +653,25 @@ impl<'a, S> Cx<'a, S> {
         self.run.last_wire
     }
 
-    /// Put `msg` on this node's software queue, to be dispatched after the
-    /// handler ends (the way a long operation continues itself).
-    pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
+    /// Whether this node's software queue is full, so that a
+    /// [`Cx::reschedule`] now would be refused. A protocol that may fill the
+    /// queue asks first and keeps the work itself: a refused reschedule is
+    /// a drop, which makes the run not clean. Asking charges nothing, as a
+    /// refused reschedule charges nothing; a handler that models the test's
+    /// cost charges it with [`Cx::instr`].
+    pub fn software_queue_full(&self) -> bool {
         // The head register holds one entry beyond the in-memory part.
         let held = self.hw.software_held.unwrap_or(0) as usize;
-        if self.hw.queues[InQueue::Software as usize].len() + held > self.params.swq_capacity {
-            self.hw.drops.swq_full += 1;
-            return Err(Refused::QueueFull);
+        self.hw.queues[InQueue::Software as usize].len() + held > self.params.swq_capacity
+    }
+
+    /// Put `msg` on this node's software queue, to be dispatched after the
+    /// handler ends (the way a long operation continues itself). A full
+    /// queue refuses it (see [`Cx::software_queue_full`]).
+    pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
+        if self.software_queue_full() {
+            let cap = self.params.swq_capacity as u64;
+            return Err(self.refuse(Refused::QueueFull, "reschedule", Some(msg.mtype), cap));
         }
         self.step("reschedule", self.run.now, 0);
         self.sent(crate::watch::Dest::Software, &msg, false);
@@ -625,7 +699,7 @@ impl<'a, S> Cx<'a, S> {
     pub fn to_processor(&mut self, msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
         let (bytes, ready) = match data {
             Some(b) => {
-                self.check_buf(b)?;
+                self.check_buf(b, "to processor", Some(msg.mtype))?;
                 let buf = self.hw.bufs.get(b).expect("checked");
                 (Some(buf.bytes), buf.first_ready)
             }

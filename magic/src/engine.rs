@@ -135,7 +135,7 @@ impl<E: Copy> Engine<E> {
             at
         };
         self.seq += 1;
-        if at.0 % self.quantum != 0 {
+        if !at.0.is_multiple_of(self.quantum) {
             self.odd.push(Entry {
                 at,
                 seq: self.seq,
@@ -206,6 +206,22 @@ impl<E: Copy> Engine<E> {
         }
     }
 
+    /// The next pending event and its time, without taking it.
+    pub fn peek(&self) -> Option<(Time, &E)> {
+        let even = match self.wheel_next() {
+            Some(q) => {
+                let slot = &self.slots[(q as usize) & (SLOTS - 1)];
+                slot.evs.get(slot.read).map(|e| (Time(q * self.quantum), e))
+            }
+            // Far events lie beyond the wheel's window, so they come after it.
+            None => self.far.peek().map(|e| (e.at, &e.ev)),
+        };
+        match (even, self.odd.peek().map(|e| (e.at, &e.ev))) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Move time to `t` and pull the far events its window now covers.
     fn advance(&mut self, t: Time) {
         if t == self.now {
@@ -241,7 +257,7 @@ impl<E: Copy> Engine<E> {
     #[inline]
     pub(crate) fn pop_next_at(&mut self, at: Time) -> Option<E> {
         debug_assert!(at >= self.now);
-        if at.0 % self.quantum != 0 {
+        if !at.0.is_multiple_of(self.quantum) {
             if self.odd.peek().is_some_and(|e| e.at == at) {
                 self.advance(at);
                 self.popped += 1;
@@ -410,6 +426,19 @@ mod tests {
             }
         }
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn peek_shows_what_pop_takes() {
+        let mut e = Engine::with_quantum(10);
+        e.schedule(Time(50_000), 'f'); // beyond the wheel
+        e.schedule(Time(25), 'o'); // off quantum
+        e.schedule(Time(30), 'w');
+        e.schedule(Time(20), 'v');
+        while let Some((t, &ev)) = e.peek() {
+            assert_eq!(e.pop(), Some((t, ev)));
+        }
+        assert!(e.is_empty());
     }
 
     #[test]

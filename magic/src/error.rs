@@ -3,7 +3,8 @@
 //! Every crate's error type wraps an [`OutOfRange`] where a configuration
 //! field holds a value the model cannot serve, so a study (or the command
 //! line, which maps field names to its flags) can say exactly what to change.
-//! [`PostError`] is a controller's refusal of a message posted to it.
+//! [`PostError`] is a controller's refusal of a message posted to it;
+//! [`Refused`], MAGIC's refusal of a handler's step.
 
 use crate::ids::NodeId;
 use crate::time::Time;
@@ -66,6 +67,41 @@ impl From<OutOfRange> for String {
     }
 }
 
+/// A node past the machine: what every accessor by node
+/// ([`crate::Magic::state`], `memory`, `pcache`, `drops`, ...) answers for
+/// one, instead of a panic.
+///
+/// ```
+/// use magic::{NoNode, NodeId};
+/// let e = NoNode { node: NodeId(9), nodes: 2 };
+/// assert_eq!(e.to_string(), "no node 9 (the machine has 2)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no node {node} (the machine has {nodes})")]
+pub struct NoNode {
+    /// The node asked for.
+    pub node: NodeId,
+    /// Nodes in the machine.
+    pub nodes: u32,
+}
+
+/// The same refusal, where a message or a processor start was posted.
+impl From<NoNode> for PostError {
+    fn from(e: NoNode) -> PostError {
+        PostError::NoNode {
+            node: e.node,
+            nodes: e.nodes,
+        }
+    }
+}
+
+/// For callers that still carry errors as text: the message.
+impl From<NoNode> for String {
+    fn from(e: NoNode) -> String {
+        e.to_string()
+    }
+}
+
 /// Why a controller refused a message (or a processor start) posted to it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PostError {
@@ -98,4 +134,30 @@ impl From<PostError> for String {
     fn from(e: PostError) -> String {
         e.to_string()
     }
+}
+
+/// Why a handler's step did nothing. Each is also counted as a drop on the
+/// node and named in the run's report ([`crate::RunReport::refused`]), so
+/// the run is not clean even if the handler ignores the refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The address is not in this node's memory.
+    #[error("the address is not in this node's memory")]
+    BadAddress,
+    /// The buffer is not allocated (or a realignment's shift does not fit
+    /// the buffers given).
+    #[error("the data buffer is not allocated")]
+    BadBuffer,
+    /// A dirty line's bytes need a data buffer and none was given.
+    #[error("a dirty line needs a data buffer")]
+    NoBuffer,
+    /// No such destination node.
+    #[error("no such destination node")]
+    BadNode,
+    /// The software queue is full.
+    #[error("the software queue is full")]
+    QueueFull,
+    /// A payload longer than a line.
+    #[error("the payload is longer than a line")]
+    TooLong,
 }

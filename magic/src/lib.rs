@@ -25,14 +25,16 @@
 //!
 //! messages! {
 //!     /// One message: read the line at its address.
-//!     pub enum Ping: PingKind {
+//!     pub enum PingMsg: PingKind {
 //!         /// Read the line at the message's address.
 //!         Ping,
 //!     }
 //! }
 //!
 //! /// Read a line of this node's memory into a data buffer and wait for it.
-//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: Ping) {
+//! /// A handler takes its kind's own type (`messages!` makes `ping_msg::Ping`),
+//! /// and its route takes the kind from it.
+//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: ping_msg::Ping) {
 //!     cx.instr(4); // decode: two dual-issue bundles
 //!     let Some(b) = cx.alloc_buffer() else { return };
 //!     if let Ok(t) = cx.mem_read(m.addr, b) {
@@ -51,13 +53,13 @@
 //!     fn node(&self, _: NodeId, _: u32) {}
 //!     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
 //!         let h = b.handler("ping", ping);
-//!         b.route_any(PingKind::Ping, h);
+//!         b.route_any(h);
 //!     }
 //! }
 //!
 //! let mut m = Magic::with(MagicParams::default(), 2, &Pinger).unwrap();
 //! let line = PAddr::new(Region::Normal, NodeId(0), 0x1000);
-//! let msg = m.msg(NodeId(0), Ping::Ping).addr(line);
+//! let msg = m.msg(NodeId(0), PingMsg::Ping).addr(line);
 //! m.post(NodeId(0), Cycles(0), msg).unwrap();
 //! assert!(m.run().is_clean());
 //!
@@ -99,11 +101,11 @@ mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
-pub use error::{OutOfRange, PostError};
+pub use error::{NoNode, OutOfRange, PostError};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{
-    Dispatch, Drops, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
+    Dispatch, Drops, Halt, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
     Processor, Protocol, RunReport,
 };
 pub use message::{BuildError, DecodeError, Message};

@@ -18,17 +18,19 @@ use crate::buffers::BufferPool;
 use crate::cx::{Cx, Run, Ticket};
 use crate::dcache::DCache;
 use crate::engine::Engine;
-use crate::error::PostError;
+use crate::error::{NoNode, PostError};
 use crate::ids::{HandlerId, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 use crate::ledger::{HandlerStats, Ledger, NodeFigures};
 use crate::link::OutLink;
 use crate::memory::Memory;
-use crate::message::{self, BuildError, DecodeError, Kind, Message, Registry};
-use crate::node::{Arrival, Ev, NodeHw, Packets, Queued, Route};
+use crate::message::{
+    self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
+};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
-use crate::time::{Cycles, Time};
+use crate::time::{Cycles, Time, LAST_CYCLE};
 use core::marker::PhantomData;
 use smallvec::SmallVec;
 use std::fmt::Write as _;
@@ -45,7 +47,9 @@ const AHEAD: usize = 4;
 const AHEAD_FROM: u32 = 512;
 
 /// A handler: a plain function over its protocol's context, the message's
-/// header, and the message decoded.
+/// header, and the message decoded: one kind's own type (a
+/// [`Variant`], for [`Install::handler`]) or the
+/// whole message type (for [`Install::handler_of_all`]).
 pub type HandlerFn<S, M> = fn(&mut Cx<'_, S>, &Msg, M);
 
 /// The protocol's per-node state, and the node's compute processor.
@@ -170,8 +174,8 @@ impl Processor<'_> {
 
     /// `m` as a message from this node to itself (its MAGIC); set another
     /// destination with [`Msg::to`].
-    pub fn msg<M: Message>(&self, m: M) -> Msg {
-        self.reg.encode(self.node, self.node, &m)
+    pub fn msg<M: IntoMessage>(&self, m: M) -> Msg {
+        self.reg.encode(self.node, self.node, &m.into_message())
     }
 
     /// A message MAGIC handed the processor, decoded as an `M`.
@@ -215,12 +219,38 @@ pub(crate) struct HandlerEntry<S> {
 
 impl<S> HandlerEntry<S> {
     pub(crate) fn full_name(&self) -> String {
-        if self.protocol.is_empty() {
-            self.name.to_string()
+        full_name(self.protocol, self.name)
+    }
+}
+
+/// A handler's name as the ledger spells it: `protocol.handler`.
+fn full_name(protocol: &str, name: &str) -> String {
+    if protocol.is_empty() {
+        name.to_string()
+    } else {
+        format!("{protocol}.{name}")
+    }
+}
+
+/// A type's name without its modules' paths: `protocols::am::flash::FlashAm`
+/// is `FlashAm`, `a::Pair<b::X, c::Y>` is `Pair<X, Y>`.
+fn short_type(full: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            word.clear();
         } else {
-            format!("{}.{}", self.protocol, self.name)
+            out.push_str(&word);
+            word.clear();
+            out.push(c);
         }
     }
+    out + &word
 }
 
 /// A protocol: its messages, handlers, routes and per-node state, installed
@@ -245,7 +275,10 @@ pub trait Protocol {
     }
 }
 
-/// A typed handler registered with a machine: routes take its message's kinds.
+/// A typed handler registered with a machine. `Handler<V>` for a kind's own
+/// type `V` (a [`Variant`], from [`Install::handler`]): its routes take the
+/// kind from `V`. `Handler<M>` for a whole message type `M` (from
+/// [`Install::handler_of_all`]): its routes name their kinds.
 pub struct Handler<M> {
     id: HandlerId,
     base: Option<u8>,
@@ -280,7 +313,14 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
 
     /// Install a part under its own name (a protocol another one carries:
     /// the transfer carries the coherence protocol), on the same state.
+    /// The name must be free in the machine, as a protocol's is (the
+    /// installing protocol's own name is its own); `build` reports a name
+    /// taken.
     pub fn part(&mut self, name: &'static str) -> Install<'_, S, T> {
+        if name != self.protocol {
+            let what = format!("a part of {}", self.protocol);
+            self.b.claim_name(name, what, None);
+        }
         Install {
             b: self.b,
             protocol: name,
@@ -288,18 +328,44 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         }
     }
 
-    /// Register `f` for messages of type `M` under `name` (the ledger's
-    /// row is `protocol.name`). The first handler of `M` gives `M` its
-    /// block of type numbers; another protocol's claim on `M` is an error
-    /// that `build` reports.
-    pub fn handler<M: Message>(&mut self, name: &'static str, f: HandlerFn<T, M>) -> Handler<M> {
-        let base = match self.b.reg.add::<M>(self.protocol) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                self.b.errors.push(e);
-                None
+    /// Register `f`, a handler of one kind of message, under `name` (the
+    /// ledger's row is `protocol.name`). `f` takes the kind's own type `V`
+    /// (`lock_msg::Grant`, made by [`messages!`](crate::messages)), and the
+    /// handler's routes ([`Install::route`], [`Install::route_any`]) take
+    /// their kind from `V`: a reply cannot be routed to a request's handler,
+    /// because the types differ. The first handler of a message type gives
+    /// it its block of type numbers; another protocol's claim on it is an
+    /// error that `build` reports, and so is a second handler of one name.
+    pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
+        let base = self.claim::<V::Message>();
+        let project = self.project;
+        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+            let mut cx = cx.project(project);
+            let kind = base.and_then(|b| message::kind_at::<V::Message>(b, msg.mtype));
+            let m = kind
+                .filter(|&k| k == V::KIND)
+                .and_then(|k| message::decode_words::<V::Message>(k, &msg.words))
+                .and_then(V::from_message);
+            match m {
+                Some(m) => f(&mut cx, msg, m),
+                None => cx.undecodable(msg.mtype),
             }
-        };
+        });
+        self.register(name, base, call)
+    }
+
+    /// Register `f`, a handler of every kind of message type `M`, under
+    /// `name`: for one function that truly serves several kinds (the
+    /// coherence protocol's `reply` takes PUT, PUTX and UPGRADE_ACK). Its
+    /// routes name their kinds ([`Install::route_kind`]), so this opts out
+    /// of the check [`Install::handler`] gives: a kind routed here by
+    /// mistake reaches `f`, which must match on what it gets.
+    pub fn handler_of_all<M: Message>(
+        &mut self,
+        name: &'static str,
+        f: HandlerFn<T, M>,
+    ) -> Handler<M> {
+        let base = self.claim::<M>();
         let project = self.project;
         let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
@@ -309,6 +375,22 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 None => cx.undecodable(msg.mtype),
             }
         });
+        self.register(name, base, call)
+    }
+
+    /// `M`'s block of type numbers, given to this protocol (`None`, and an
+    /// error `build` reports, when another protocol has claimed it).
+    fn claim<M: Message>(&mut self) -> Option<u8> {
+        match self.b.reg.add::<M>(self.protocol) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.b.errors.push(e);
+                None
+            }
+        }
+    }
+
+    fn register<X>(&mut self, name: &'static str, base: Option<u8>, call: Call<S>) -> Handler<X> {
         let id = self.b.push(self.protocol, name, call);
         Handler {
             id,
@@ -317,40 +399,86 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         }
     }
 
-    /// Dispatch messages of kind `k` whose address is in `region` to `h`.
-    pub fn route<M: Message>(&mut self, k: M::Kind, region: Region, h: Handler<M>) -> &mut Self {
-        self.route_with(k, region, h, Dispatch::default())
+    /// Dispatch messages of `h`'s kind whose address is in `region` to `h`.
+    pub fn route<V: Variant>(&mut self, region: Region, h: Handler<V>) -> &mut Self {
+        self.route_with(region, h, Dispatch::default())
     }
 
     /// As [`Install::route`], with dispatch options.
-    pub fn route_with<M: Message>(
+    pub fn route_with<V: Variant>(
+        &mut self,
+        region: Region,
+        h: Handler<V>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        self.route_number(V::KIND.index(), region, h, opts)
+    }
+
+    /// Dispatch `h`'s kind to `h` whatever region its address is in.
+    pub fn route_any<V: Variant>(&mut self, h: Handler<V>) -> &mut Self {
+        self.route_any_with(h, Dispatch::default())
+    }
+
+    /// As [`Install::route_any`], with dispatch options.
+    pub fn route_any_with<V: Variant>(&mut self, h: Handler<V>, opts: Dispatch) -> &mut Self {
+        for r in Region::ALL {
+            self.route_with(r, h, opts);
+        }
+        self
+    }
+
+    /// Dispatch messages of kind `k` whose address is in `region` to `h`, a
+    /// handler of every kind ([`Install::handler_of_all`]).
+    pub fn route_kind<M: Message>(
+        &mut self,
+        k: M::Kind,
+        region: Region,
+        h: Handler<M>,
+    ) -> &mut Self {
+        self.route_kind_with(k, region, h, Dispatch::default())
+    }
+
+    /// As [`Install::route_kind`], with dispatch options.
+    pub fn route_kind_with<M: Message>(
         &mut self,
         k: M::Kind,
         region: Region,
         h: Handler<M>,
         opts: Dispatch,
     ) -> &mut Self {
-        if let Some(base) = h.base {
-            let t = MsgType(base + k.index() as u8);
-            self.b.route_with(t, region, h.id, opts);
-        }
-        self
+        self.route_number(k.index(), region, h, opts)
     }
 
-    /// Dispatch kind `k` to `h` whatever region its address is in.
-    pub fn route_any<M: Message>(&mut self, k: M::Kind, h: Handler<M>) -> &mut Self {
-        self.route_any_with(k, h, Dispatch::default())
+    /// Dispatch kind `k` to `h`, a handler of every kind, whatever region
+    /// its address is in.
+    pub fn route_kind_any<M: Message>(&mut self, k: M::Kind, h: Handler<M>) -> &mut Self {
+        self.route_kind_any_with(k, h, Dispatch::default())
     }
 
-    /// As [`Install::route_any`], with dispatch options.
-    pub fn route_any_with<M: Message>(
+    /// As [`Install::route_kind_any`], with dispatch options.
+    pub fn route_kind_any_with<M: Message>(
         &mut self,
         k: M::Kind,
         h: Handler<M>,
         opts: Dispatch,
     ) -> &mut Self {
         for r in Region::ALL {
-            self.route_with(k, r, h, opts);
+            self.route_kind_with(k, r, h, opts);
+        }
+        self
+    }
+
+    /// Route the kind at position `i` of `h`'s message type.
+    fn route_number<X>(
+        &mut self,
+        i: usize,
+        region: Region,
+        h: Handler<X>,
+        opts: Dispatch,
+    ) -> &mut Self {
+        if let Some(base) = h.base {
+            let t = MsgType(base + i as u8);
+            self.b.route_with(t, region, h.id, opts);
         }
         self
     }
@@ -363,6 +491,9 @@ pub struct MagicBuilder<S> {
     handlers: Vec<HandlerEntry<S>>,
     table: Vec<[Option<Route>; 4]>,
     reg: Registry,
+    /// The protocol names taken, each with what took it (a protocol's type,
+    /// or a part and who installed it) and the protocol's type name.
+    names: Vec<(&'static str, String, Option<&'static str>)>,
     /// Conflicts found while installing: `build` refuses them.
     errors: Vec<BuildError>,
 }
@@ -376,16 +507,24 @@ impl<S: 'static> MagicBuilder<S> {
             handlers: Vec::new(),
             table: vec![[None; 4]; 256],
             reg: Registry::starting_at(0),
+            names: Vec::new(),
             errors: Vec::new(),
         }
     }
 
     /// Install protocol `p`, whose state is the part of the node state
-    /// `project` picks (`|s| s` when it is the whole).
+    /// `project` picks (`|s| s` when it is the whole). A protocol's name is
+    /// unique in a machine (it names the ledger's rows): a second protocol
+    /// of a name already installed, or the same protocol installed again,
+    /// is an error that `build` reports, and the second is not installed.
     pub fn install<P: Protocol>(&mut self, p: &P, project: fn(&mut S) -> &mut P::Node) -> &mut Self
     where
         P::Node: 'static,
     {
+        let ty = core::any::type_name::<P>();
+        if !self.claim_name(p.name(), short_type(ty), Some(ty)) {
+            return self;
+        }
         if let Err(e) = p.check(&self.params, self.nodes) {
             self.errors.push(e);
         }
@@ -399,12 +538,15 @@ impl<S: 'static> MagicBuilder<S> {
     }
 
     /// Install handlers under a protocol name without a [`Protocol`] value:
-    /// their state is the part of the node state `project` picks.
+    /// their state is the part of the node state `project` picks. The name
+    /// must be free in the machine, as a protocol's is.
     pub fn part<T: 'static>(
         &mut self,
         name: &'static str,
         project: fn(&mut S) -> &mut T,
     ) -> Install<'_, S, T> {
+        let what = "a part installed with MagicBuilder::part".to_string();
+        self.claim_name(name, what, None);
         Install {
             b: self,
             protocol: name,
@@ -412,7 +554,49 @@ impl<S: 'static> MagicBuilder<S> {
         }
     }
 
+    /// Take protocol name `name` for `what` (of type `ty`, for a protocol):
+    /// `false`, with the error `build` reports, when it is taken: by the
+    /// same protocol (installed twice) or by another.
+    fn claim_name(&mut self, name: &'static str, what: String, ty: Option<&'static str>) -> bool {
+        match self.names.iter().find(|n| n.0 == name) {
+            Some((_, first, first_ty)) => {
+                // The same protocol type, or the same part of the same protocol.
+                let same = match ty {
+                    Some(_) => *first_ty == ty,
+                    None => first_ty.is_none() && *first == what,
+                };
+                let e = if same {
+                    BuildError::InstalledTwice {
+                        protocol: name,
+                        what,
+                    }
+                } else {
+                    BuildError::NameTaken {
+                        name,
+                        first: first.clone(),
+                        second: what,
+                    }
+                };
+                self.errors.push(e);
+                false
+            }
+            None => {
+                self.names.push((name, what, ty));
+                true
+            }
+        }
+    }
+
     fn push(&mut self, protocol: &'static str, name: &'static str, call: Call<S>) -> HandlerId {
+        if self
+            .handlers
+            .iter()
+            .any(|e| e.protocol == protocol && e.name == name)
+        {
+            self.errors.push(BuildError::HandlerNamedTwice {
+                handler: full_name(protocol, name),
+            });
+        }
         self.handlers.push(HandlerEntry {
             protocol,
             name,
@@ -433,7 +617,18 @@ impl<S: 'static> MagicBuilder<S> {
     ) -> &mut Self {
         let slot = &mut self.table[t.0 as usize][region as usize];
         match slot {
-            Some(r) if r.handler != h => {
+            Some(r) if r.handler == h => {
+                let handler = self
+                    .handlers
+                    .get(h.0 as usize)
+                    .map_or("an unregistered handler".to_string(), |e| e.full_name());
+                self.errors.push(BuildError::RoutedTwice {
+                    handler,
+                    message: self.reg.describe(t),
+                    region,
+                });
+            }
+            Some(r) => {
                 let name = |id: HandlerId| {
                     self.handlers
                         .get(id.0 as usize)
@@ -484,8 +679,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
         let p = &self.params;
         let hw = (0..self.nodes)
             .map(|_| NodeHw {
-                unrouted: Vec::new(),
-                undecodable: None,
+                lost: None,
                 watch: None,
                 queues: Default::default(),
                 mem: Memory::default(),
@@ -494,7 +688,6 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 bufs: BufferPool::new(p.data_buffers),
                 dcache: DCache::new(p.dcache_lines),
                 to_processor: Vec::new(),
-                drops: Drops::default(),
                 trace: self.params.trace.then(Vec::new),
                 pp_running: false,
                 pp_busy: 0,
@@ -521,6 +714,8 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             stats: vec![HandlerStats::default(); self.nodes as usize * handlers],
             ledger_from: Cycles(0),
             held: None,
+            budget: DEFAULT_BUDGET,
+            halt: None,
             params: self.params,
             nodes: self.nodes,
         })
@@ -556,7 +751,62 @@ impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
     }
 }
 
+/// A MAGIC run's cycle budget unless set otherwise ([`Magic::set_budget`]):
+/// 10^11 cycles, 1,000 s of FLASH time. Every experiment, test and example
+/// of the kit ends far inside it: the longest test runs 3.1 x 10^7 cycles,
+/// the longest documented run (`pipeline` on 2 nodes at its most messages,
+/// 2 x 2,000,000) 2.6 x 10^9, 39 times less. What it bounds is a run that
+/// would not end: a handler rescheduling itself forever stops here.
+pub const DEFAULT_BUDGET: Cycles = Cycles(100_000_000_000);
+
+/// The largest cycle budget a run may be given (10^12 cycles, 10,000 s of
+/// FLASH time): with every node busy all the way, the ledger's sums over
+/// 4096 nodes stay far inside its counters.
+pub const MAX_BUDGET: Cycles = Cycles(1_000_000_000_000);
+
+/// Why a run stopped before its work was done (beside a caller's own
+/// limit, [`RunReport::limit_reached`]): not clean, and no figure of it
+/// is a result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Halt {
+    /// The next instant lies past the run's cycle budget.
+    #[error(
+        "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; \
+         a run that needs more raises it with Magic::set_budget (at most {max})",
+        max = MAX_BUDGET
+    )]
+    Budget {
+        /// The budget.
+        budget: Cycles,
+        /// The cycle of the next instant, the first past the budget.
+        next: Cycles,
+    },
+    /// A handler's clock, or an event, would pass the model's last cycle
+    /// ([`LAST_CYCLE`]): time cannot represent it, and nothing
+    /// saturates into a result.
+    #[error(
+        "node {node}: {what} at cycle {at}, past the last cycle the model can represent ({last})",
+        last = LAST_CYCLE
+    )]
+    EndOfTime {
+        /// The node.
+        node: NodeId,
+        /// What would pass it: the handler and its step, or the event.
+        what: String,
+        /// The cycle asked for (exact: it may not fit a cycle count).
+        at: u128,
+    },
+}
+
 /// What a run ended with.
+///
+/// Clean ([`RunReport::is_clean`]) means the run did all its work and lost
+/// nothing: not stopped by its limit or by a [`Halt`], nothing stuck,
+/// nothing refused. `stuck` is work left behind; `refused` is work the
+/// machine dropped or refused (every count in [`Drops`], and events applied
+/// late), one line per node and cause naming the first instance. Both are
+/// plain text lines for people; [`RunReport::problems`] gives every line
+/// that makes the run not clean.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunReport {
     /// The last cycle at which anything happened.
@@ -565,14 +815,45 @@ pub struct RunReport {
     pub engine_events: u64,
     /// True if the run stopped at its cycle limit with events still pending.
     pub limit_reached: bool,
+    /// Why the run stopped early, if it did: its cycle budget, or time
+    /// passing its end.
+    pub halted: Option<Halt>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,
+    /// What the machine refused or dropped: one line per node and cause,
+    /// naming the first instance (which handler, which message, which
+    /// destination), e.g. `node 0: 1 send(s) to a node that does not exist
+    /// (the first: lock.request sent lock LockMsg::Grant to node 9 of a
+    /// 2-node machine, at cycle 5)`.
+    pub refused: Vec<String>,
 }
 
 impl RunReport {
-    /// True if the run neither hit its limit nor left anything stuck.
+    /// True if the run did all its work and lost nothing: no limit or halt
+    /// stopped it, nothing is stuck and nothing was refused.
     pub fn is_clean(&self) -> bool {
-        !self.limit_reached && self.stuck.is_empty()
+        !self.limit_reached
+            && self.halted.is_none()
+            && self.stuck.is_empty()
+            && self.refused.is_empty()
+    }
+
+    /// Every reason the run is not clean, one line each (none if it is):
+    /// the halt, the limit, what was refused, what is stuck.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(h) = &self.halted {
+            out.push(h.to_string());
+        }
+        if self.limit_reached {
+            out.push(format!(
+                "the run stopped at its limit, cycle {}, with events pending",
+                self.end
+            ));
+        }
+        out.extend(self.refused.iter().cloned());
+        out.extend(self.stuck.iter().cloned());
+        out
     }
 }
 
@@ -601,13 +882,17 @@ pub struct Magic<S> {
     /// Deliveries held for an explorer to order (see `check`); `None` in a
     /// timed run.
     pub(crate) held: Option<Vec<crate::node::Held>>,
+    /// The run stops before an instant later than this.
+    budget: Cycles,
+    /// Why the run stopped early; once set, nothing more runs.
+    pub(crate) halt: Option<Halt>,
 }
 
 impl<S: NodeState> Magic<S> {
     /// `m` as a message from node `src` to itself (set another destination
     /// with [`Msg::to`]), numbered as this machine installed its type.
-    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
-        self.reg.encode(src, src, &m)
+    pub fn msg<M: IntoMessage>(&self, src: NodeId, m: M) -> Msg {
+        self.reg.encode(src, src, &m.into_message())
     }
 
     /// A message decoded as an `M` (one the processor was handed, say).
@@ -638,14 +923,24 @@ impl<S: NodeState> Magic<S> {
         self.engine.now().to_cycles_floor()
     }
 
-    /// The protocol state of node `n`.
-    pub fn state(&self, n: NodeId) -> &S {
-        &self.state[n.index()]
+    /// Node `n` past the machine, as an error.
+    fn no_node(&self, n: NodeId) -> NoNode {
+        NoNode {
+            node: n,
+            nodes: self.nodes,
+        }
+    }
+
+    /// The protocol state of node `n`. A node past the machine is an error
+    /// naming it and the machine's size, as for every accessor by node.
+    pub fn state(&self, n: NodeId) -> Result<&S, NoNode> {
+        self.state.get(n.index()).ok_or(self.no_node(n))
     }
 
     /// The protocol state of node `n`, to set up or change between runs.
-    pub fn state_mut(&mut self, n: NodeId) -> &mut S {
-        &mut self.state[n.index()]
+    pub fn state_mut(&mut self, n: NodeId) -> Result<&mut S, NoNode> {
+        let e = self.no_node(n);
+        self.state.get_mut(n.index()).ok_or(e)
     }
 
     /// Every node's protocol state, by node number.
@@ -653,9 +948,48 @@ impl<S: NodeState> Magic<S> {
         &self.state
     }
 
-    /// What node `n` dropped so far (refused operations and unhandled messages), by cause.
-    pub fn drops(&self, n: NodeId) -> Drops {
-        self.hw[n.index()].drops
+    /// What node `n` dropped so far (refused operations and unhandled
+    /// messages), by cause; the run's report names the first of each
+    /// ([`RunReport::refused`]).
+    pub fn drops(&self, n: NodeId) -> Result<Drops, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(NodeHw::drops)
+            .ok_or(self.no_node(n))
+    }
+
+    /// The run's cycle budget: it stops (not clean, [`Halt::Budget`])
+    /// before an instant later than this. [`DEFAULT_BUDGET`] unless set.
+    pub fn budget(&self) -> Cycles {
+        self.budget
+    }
+
+    /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles.
+    ///
+    /// ```
+    /// # use magic::{Cycles, Magic, MagicParams, NodeId, Protocol, Install};
+    /// # struct Idle;
+    /// # impl Protocol for Idle {
+    /// #     type Node = ();
+    /// #     fn name(&self) -> &'static str { "idle" }
+    /// #     fn node(&self, _: NodeId, _: u32) {}
+    /// #     fn install<S: 'static>(&self, _: &mut Install<'_, S, ()>) {}
+    /// # }
+    /// let mut m = Magic::with(MagicParams::default(), 2, &Idle).unwrap();
+    /// m.set_budget(Cycles(1_000_000)).unwrap();
+    /// let e = m.set_budget(Cycles(0)).unwrap_err();
+    /// assert_eq!(e.to_string(), "budget must be from 1 to 1000000000000, got 0");
+    /// ```
+    pub fn set_budget(&mut self, budget: Cycles) -> Result<(), crate::OutOfRange> {
+        crate::OutOfRange::check("budget", budget, Cycles(1), MAX_BUDGET)?;
+        self.budget = budget;
+        Ok(())
+    }
+
+    /// Why the run stopped early, if it did (see [`Halt`]): a halted
+    /// machine runs no further.
+    pub fn halted(&self) -> Option<&Halt> {
+        self.halt.as_ref()
     }
 
     /// The compute processor of `node` hands MAGIC `msg` at cycle `at`
@@ -691,39 +1025,50 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// Messages MAGIC handed node `n`'s processor, with their cycles; drained.
-    pub fn take_processor_messages(&mut self, n: NodeId) -> Vec<(Cycles, Msg)> {
-        std::mem::take(&mut self.hw[n.index()].to_processor)
+    pub fn take_processor_messages(&mut self, n: NodeId) -> Result<Vec<(Cycles, Msg)>, NoNode> {
+        let e = self.no_node(n);
+        let hw = self.hw.get_mut(n.index()).ok_or(e)?;
+        Ok(std::mem::take(&mut hw.to_processor))
     }
 
     /// Memory of node `n` (functional access, for setting up and checking data).
-    pub fn memory(&self, n: NodeId) -> &Memory {
-        &self.hw[n.index()].mem
+    pub fn memory(&self, n: NodeId) -> Result<&Memory, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(|hw| &hw.mem)
+            .ok_or(self.no_node(n))
     }
 
     /// Memory of node `n`, to set up data (functional: no cycles charged).
-    pub fn memory_mut(&mut self, n: NodeId) -> &mut Memory {
-        &mut self.hw[n.index()].mem
+    pub fn memory_mut(&mut self, n: NodeId) -> Result<&mut Memory, NoNode> {
+        let e = self.no_node(n);
+        self.hw.get_mut(n.index()).map(|hw| &mut hw.mem).ok_or(e)
     }
 
     /// The compute processor's cache of node `n` (states and bytes of its lines).
-    pub fn pcache(&self, n: NodeId) -> &ProcCache {
-        &self.hw[n.index()].pcache
+    pub fn pcache(&self, n: NodeId) -> Result<&ProcCache, NoNode> {
+        self.hw
+            .get(n.index())
+            .map(|hw| &hw.pcache)
+            .ok_or(self.no_node(n))
     }
 
     /// The compute processor's cache of node `n`, to set up lines before a run.
-    pub fn pcache_mut(&mut self, n: NodeId) -> &mut ProcCache {
-        &mut self.hw[n.index()].pcache
+    pub fn pcache_mut(&mut self, n: NodeId) -> Result<&mut ProcCache, NoNode> {
+        let e = self.no_node(n);
+        self.hw.get_mut(n.index()).map(|hw| &mut hw.pcache).ok_or(e)
     }
 
-    /// Run until no event is left.
+    /// Run until no event is left (or the run halts: see [`Halt`]).
     pub fn run(&mut self) -> RunReport {
         self.run_until(None)
     }
 
-    /// Run until no event is left or the next one is later than `limit`.
+    /// Run until no event is left or the next one is later than `limit`
+    /// (or the run halts: see [`Halt`]).
     pub fn run_until(&mut self, limit: Option<Cycles>) -> RunReport {
         let mut limit_reached = false;
-        while let Some(t) = self.engine.next_time() {
+        while let Some(t) = self.next_instant() {
             if limit.is_some_and(|l| t.to_cycles_floor() > l) {
                 limit_reached = true;
                 break;
@@ -734,12 +1079,68 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// Apply the next instant (every event stamped with the earliest time,
-    /// then arbitration) and return its cycle; `None` when nothing is left.
+    /// then arbitration) and return its cycle; `None` when nothing is left
+    /// or the run has halted ([`Magic::halted`]).
     /// For checkers that look at the machine between instants.
     pub fn step(&mut self) -> Option<Cycles> {
-        let t = self.engine.next_time()?;
+        let t = self.next_instant()?;
         self.instant(t);
         Some(t.to_cycles_floor())
+    }
+
+    /// The time of the next instant the run may apply: `None` when no
+    /// event is left or the run has halted, or halts now because the next
+    /// event lies past its budget or past the end of time.
+    pub(crate) fn next_instant(&mut self) -> Option<Time> {
+        if self.halt.is_some() {
+            return None;
+        }
+        let (t, &ev) = self.engine.peek()?;
+        let c = t.to_cycles_floor();
+        if c > LAST_CYCLE {
+            let (node, what) = self.describe_event(ev);
+            self.halt = Some(Halt::EndOfTime {
+                node: NodeId(node),
+                what,
+                at: c.0 as u128,
+            });
+            return None;
+        }
+        if c > self.budget {
+            self.halt = Some(Halt::Budget {
+                budget: self.budget,
+                next: c,
+            });
+            return None;
+        }
+        Some(t)
+    }
+
+    /// An event as people read it: its node, and what it is.
+    fn describe_event(&self, ev: Ev) -> (u32, String) {
+        match ev {
+            Ev::Deliver { node, q, pkt } => {
+                let m = self.packets.msg(pkt);
+                let what = format!(
+                    "the delivery of {} from node {} to the {} queue",
+                    self.reg.describe(m.mtype),
+                    m.src,
+                    q.name()
+                );
+                (node, what)
+            }
+            Ev::PpDone { node } => (node, "the end of a handler".to_string()),
+            Ev::Wake { node } => (node, "the inbox's next look".to_string()),
+            Ev::ProcStep { node } => (node, "the processor's step".to_string()),
+            Ev::ProcDeliver { node, pkt } => {
+                let m = self.packets.msg(pkt);
+                let what = format!(
+                    "the delivery of {} to the processor",
+                    self.reg.describe(m.mtype)
+                );
+                (node, what)
+            }
+        }
     }
 
     pub(crate) fn instant(&mut self, t: Time) {
@@ -831,13 +1232,16 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// How the run stands: its end so far and what is left behind.
+    /// How the run stands: its end so far, why it stopped early if it
+    /// did, what is left behind and what was refused.
     pub fn report(&self, limit_reached: bool) -> RunReport {
         RunReport {
             end: self.now(),
             engine_events: self.engine.popped(),
             limit_reached,
+            halted: self.halt.clone(),
             stuck: self.stuck(),
+            refused: self.refused(),
         }
     }
 
@@ -928,25 +1332,47 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// Carry out what a processor step asked for.
+    /// Carry out what a processor step asked for. A request or a step past
+    /// the end of time halts the run, naming it.
     fn processor_after(&mut self, node: u32, t: Cycles, step: ProcStep, requests: Requests) {
         for (msg, data) in requests {
             let at = t + self.params.pi_in;
+            if at > LAST_CYCLE {
+                let what = format!(
+                    "the processor's request {} entering MAGIC",
+                    self.reg.describe(msg.mtype)
+                );
+                self.halt_past_end(node, what, t.0 as u128 + self.params.pi_in.0 as u128);
+                continue;
+            }
+            // The node is this one and `at` is not in the past: it is taken.
             let _ = self.post_data(NodeId(node), at, msg, data);
         }
         if let ProcStep::At(at) = step {
+            if at > LAST_CYCLE {
+                let what = "the processor's next step".to_string();
+                return self.halt_past_end(node, what, at.0 as u128);
+            }
             self.engine
                 .schedule(Time::from_cycles(at.max(t)), Ev::ProcStep { node });
         }
     }
 
+    /// Halt the run: `what` on `node` would be at cycle `at`, past the end
+    /// of time (the first such thing is the one named).
+    #[cold]
+    fn halt_past_end(&mut self, node: u32, what: String, at: u128) {
+        self.halt.get_or_insert(Halt::EndOfTime {
+            node: NodeId(node),
+            what,
+            at,
+        });
+    }
+
     /// `Err` unless `node` exists and `at` is from now to [`Self::LAST_CYCLE`].
     fn check_post(&self, node: NodeId, at: Cycles) -> Result<(), PostError> {
         if node.0 >= self.nodes {
-            return Err(PostError::NoNode {
-                node,
-                nodes: self.nodes,
-            });
+            return Err(self.no_node(node).into());
         }
         if at < self.now() {
             return Err(PostError::Past {
@@ -1046,10 +1472,21 @@ impl<S: NodeState> Magic<S> {
             hw.dispatched += 1;
             hw.inbox_wait = hw.inbox_wait.saturating_add((t - queued.at).0);
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {
-                hw.drops.unhandled += 1;
-                match hw.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
+                hw.lose(
+                    Cause::Unhandled,
+                    First {
+                        handler: None,
+                        step: "dispatch",
+                        msg: Some(msg.mtype),
+                        detail: msg.src.0 as u64,
+                        at: t,
+                        why: None,
+                    },
+                );
+                let lost = hw.lost.get_or_insert_with(Box::default);
+                match lost.unrouted.iter_mut().find(|x| x.0 == msg.mtype) {
                     Some(x) => x.1 += 1,
-                    None => hw.unrouted.push((msg.mtype, 1)),
+                    None => lost.unrouted.push((msg.mtype, 1)),
                 }
                 if let Some(b) = buf {
                     hw.bufs.release(b, t);
@@ -1082,6 +1519,7 @@ impl<S: NodeState> Magic<S> {
             };
             let mut out = Run {
                 node: NodeId(n),
+                handler: route.handler,
                 nodes: self.nodes,
                 start,
                 now: start,
@@ -1089,6 +1527,7 @@ impl<S: NodeState> Magic<S> {
                 spec,
                 tally: HandlerStats::default(),
                 last_wire: None,
+                past_end: None,
             };
             let cx = Cx {
                 run: &mut out,
@@ -1102,6 +1541,14 @@ impl<S: NodeState> Magic<S> {
             };
             let entry = &self.handlers[route.handler.0 as usize];
             (entry.call)(cx, &msg);
+            if let Some(p) = out.past_end {
+                let what = format!("{}'s {} step", entry.full_name(), p.step);
+                self.halt.get_or_insert(Halt::EndOfTime {
+                    node: NodeId(n),
+                    what,
+                    at: p.to,
+                });
+            }
             let at = self.stat_index(n, route.handler.0);
             let hw = &mut self.hw[n as usize];
             // A handler occupies the PP at least one cycle.
@@ -1156,12 +1603,6 @@ impl<S: NodeState> Magic<S> {
     /// One line for every piece of work left behind.
     fn stuck(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.engine.late() > 0 {
-            out.push(format!(
-                "{} event(s) were scheduled in the past and applied late: a model bug",
-                self.engine.late()
-            ));
-        }
         for (i, hw) in self.hw.iter().enumerate() {
             for q in InQueue::ALL {
                 let queue = &hw.queues[q as usize];
@@ -1184,19 +1625,6 @@ impl<S: NodeState> Magic<S> {
                     out.push(s);
                 }
             }
-            for (t, n) in &hw.unrouted {
-                out.push(format!(
-                    "node {i}: {n} message(s) of {} had no route (dropped)",
-                    self.reg.describe(*t)
-                ));
-            }
-            if let Some(t) = hw.undecodable {
-                out.push(format!(
-                    "node {i}: {} message(s) did not decode as their handler's type (the first: {}; dropped)",
-                    hw.drops.undecodable,
-                    self.reg.describe(t)
-                ));
-            }
             let held = hw.bufs.held();
             if held > 0 {
                 out.push(format!("node {i}: {held} data buffer(s) still allocated"));
@@ -1206,6 +1634,95 @@ impl<S: NodeState> Magic<S> {
             }
         }
         out
+    }
+
+    /// One line for every node and cause of what was refused or dropped,
+    /// naming the first instance; and events applied late.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.engine.late() > 0 {
+            out.push(format!(
+                "{} event(s) were scheduled in the past and applied late: a model bug",
+                self.engine.late()
+            ));
+        }
+        for (i, hw) in self.hw.iter().enumerate() {
+            let Some(lost) = &hw.lost else {
+                continue;
+            };
+            for (t, n) in &lost.unrouted {
+                out.push(format!(
+                    "node {i}: {n} message(s) of {} had no route (dropped)",
+                    self.reg.describe(*t)
+                ));
+            }
+            for c in Cause::ALL {
+                let n = lost.drops.get(c);
+                match lost.first[c as usize] {
+                    Some(f) if c != Cause::Unhandled => {
+                        out.push(format!("node {i}: {}", self.describe_drop(c, n, &f)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// `n` drops of cause `c`, the first `f`, in words.
+    fn describe_drop(&self, c: Cause, n: u64, f: &First) -> String {
+        let handler = f.handler.map_or("the inbox".to_string(), |h| {
+            self.handlers
+                .get(h.0 as usize)
+                .map_or(format!("handler {}", h.0), HandlerEntry::full_name)
+        });
+        let msg = f
+            .msg
+            .map_or("a message".to_string(), |t| self.reg.describe(t));
+        let d = f.detail;
+        let (what, first) = match c {
+            Cause::Unhandled => ("message(s) with no route", format!("{msg} from node {d}")),
+            Cause::Undecodable => (
+                "message(s) dropped: they did not decode as their handler's type",
+                format!("{msg} for {handler}"),
+            ),
+            Cause::BadNode => (
+                "send(s) to a node that does not exist",
+                format!(
+                    "{handler} sent {msg} to node {d} of a {}-node machine",
+                    self.nodes
+                ),
+            ),
+            Cause::TooLong => (
+                "send(s) of a payload longer than a line",
+                format!("{handler} sent {msg} with {d} bytes"),
+            ),
+            Cause::QueueFull => (
+                "reschedule(s) refused by a full software queue",
+                format!(
+                    "{handler} rescheduled {msg}; the queue holds {d} entries and the head register"
+                ),
+            ),
+            Cause::BadAddress => (
+                "reference(s) outside this node's memory",
+                format!("{handler}'s {} step at {}", f.step, PAddr(d)),
+            ),
+            Cause::BadBuffer if f.why == Some(crate::error::Refused::NoBuffer) => (
+                "step(s) without an allocated data buffer",
+                format!(
+                    "{handler}'s intervention step on dirty line {}, with no buffer",
+                    PAddr(d)
+                ),
+            ),
+            Cause::BadBuffer => {
+                let carried = f.msg.map_or(String::new(), |_| format!(" of {msg}"));
+                (
+                    "step(s) without an allocated data buffer",
+                    format!("{handler}'s {} step{carried} with buffer {d}", f.step),
+                )
+            }
+        };
+        format!("{n} {what} (the first: {first}, at cycle {})", f.at)
     }
 
     /// Whether the event loop asks the CPU ahead for the state of the next

@@ -160,6 +160,11 @@ pub trait Kind: Copy + Eq + fmt::Debug + 'static {
 
 /// A protocol's messages, encoded into and decoded from the header once,
 /// here. Usually written with [`messages!`](crate::messages).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a whole message type",
+    label = "not a message type of all its kinds",
+    note = "a handler of one kind is routed with `route`/`route_any`, which take the kind from its type; `route_kind` is for a handler of every kind (`handler_of_all`)"
+)]
 pub trait Message: Copy + fmt::Debug + 'static {
     /// The kinds of this message type.
     type Kind: Kind;
@@ -171,11 +176,65 @@ pub trait Message: Copy + fmt::Debug + 'static {
     fn decode(k: Self::Kind, r: &mut Reader<'_>) -> Option<Self>;
 }
 
-/// Declare a protocol's messages: an enum, its field-less twin of kinds, and
-/// their encoding. Each variant is a kind; its fields (at most
-/// [`WORDS`](crate::message::WORDS), each a [`Word`](crate::message::Word))
-/// are the payload. `=> Reply` puts a kind on the reply lane (the default
-/// is the request lane).
+/// What can be sent as a message of type [`IntoMessage::Message`]: the
+/// message type itself, or one of its kinds' own types ([`Variant`]), so
+/// `cx.msg(LockMsg::Grant { ticket })` and `cx.msg(lock_msg::Grant {
+/// ticket })` make the same message.
+pub trait IntoMessage {
+    /// The message type this becomes.
+    type Message: Message;
+    /// The message.
+    fn into_message(self) -> Self::Message;
+}
+
+impl<M: Message> IntoMessage for M {
+    type Message = M;
+    #[inline]
+    fn into_message(self) -> M {
+        self
+    }
+}
+
+/// One kind of a message type as a type of its own, carrying exactly that
+/// kind's fields: what a handler routed to that kind alone receives.
+/// [`messages!`](crate::messages) makes one for each kind, in a module named
+/// after the enum (`LockMsg::Grant { ticket }` is `lock_msg::Grant { ticket
+/// }`).
+///
+/// A handler registered with [`Install::handler`](crate::Install::handler)
+/// takes a `Variant`, and its routes take their kind from it: a reply
+/// cannot be routed to the request's handler, because the types differ.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not one kind of a message",
+    label = "a handler registered with `handler` takes one kind's own type, made by `messages!`",
+    note = "a handler of every kind of a message type is registered with `handler_of_all` and routed with `route_kind`"
+)]
+pub trait Variant: IntoMessage + Copy + fmt::Debug + 'static {
+    /// The kind this type is.
+    const KIND: <Self::Message as Message>::Kind;
+    /// The message as this kind's type; `None` when it is another kind.
+    fn from_message(m: Self::Message) -> Option<Self>;
+}
+
+/// Declare a protocol's messages: an enum, its field-less twin of kinds,
+/// each kind as a type of its own, and their encoding. Each variant is a
+/// kind; its fields (at most [`WORDS`](crate::message::WORDS), each a
+/// [`Word`](crate::message::Word)) are the payload. `=> Reply` puts a kind
+/// on the reply lane (the default is the request lane).
+///
+/// For `enum FaddMsg: FaddKind`, the macro makes:
+/// - `FaddMsg`, the messages, and `FaddKind`, their kinds (routes of a
+///   handler of every kind name them);
+/// - a module `fadd_msg` (the enum's name in snake case) holding a struct
+///   per kind with exactly that kind's fields (`fadd_msg::Add { amount }`;
+///   a unit struct for a kind without fields), each a
+///   [`Variant`](crate::message::Variant) and convertible into the enum
+///   (`From`): a handler of one kind takes it, and `cx.msg` takes it or the
+///   enum alike.
+///
+/// The structs' field types resolve where the enum's do. (Called in a
+/// function body, the field types must be nameable from the module around
+/// the function: a module in a function does not see the function's items.)
 ///
 /// ```
 /// magic::messages! {
@@ -193,12 +252,19 @@ pub trait Message: Copy + fmt::Debug + 'static {
 ///         } => Reply,
 ///     }
 /// }
+/// use magic::message::{IntoMessage, Variant};
+/// let add = fadd_msg::Add { amount: 2 };
+/// assert_eq!(FaddMsg::from(add), FaddMsg::Add { amount: 2 });
+/// assert_eq!(add.into_message(), FaddMsg::Add { amount: 2 });
+/// assert_eq!(<fadd_msg::Old as Variant>::KIND, FaddKind::Old);
+/// assert_eq!(fadd_msg::Old::from_message(FaddMsg::Old { value: 7 }), Some(fadd_msg::Old { value: 7 }));
+/// assert_eq!(fadd_msg::Old::from_message(FaddMsg::Add { amount: 7 }), None);
 /// ```
 #[macro_export]
 macro_rules! messages {
     (
         $(#[$meta:meta])*
-        $vis:vis enum $name:ident : $kind:ident {
+        $(pub $(($($vis:tt)+))?)? enum $name:ident : $kind:ident {
             $(
                 $(#[$vmeta:meta])*
                 $variant:ident $({ $($(#[$fmeta:meta])* $field:ident : $fty:ty),* $(,)? })? $(=> $lane:ident)?
@@ -207,7 +273,7 @@ macro_rules! messages {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        $vis enum $name {
+        $(pub $(($($vis)+))?)? enum $name {
             $(
                 $(#[$vmeta])*
                 $variant $({ $($(#[$fmeta])* $field : $fty),* })?,
@@ -216,7 +282,7 @@ macro_rules! messages {
 
         #[doc = concat!("The kinds of [`", stringify!($name), "`].")]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        $vis enum $kind {
+        $(pub $(($($vis)+))?)? enum $kind {
             $(
                 #[doc = concat!("[`", stringify!($name), "::", stringify!($variant), "`].")]
                 $variant,
@@ -270,8 +336,157 @@ macro_rules! messages {
                 })
             }
         }
+
+        $crate::message::__paste! {
+            $crate::__message_module! {
+                [$(pub $(($($vis)+))?)?] $name [<$name:snake>]
+                $( [$(#[$vmeta])*] $variant $({ $($(#[$fmeta])* $field : $fty),* })? )*
+            }
+
+            $(
+                impl $crate::message::IntoMessage for [<$name:snake>]::$variant {
+                    type Message = $name;
+                    #[inline]
+                    fn into_message(self) -> $name {
+                        let [<$name:snake>]::$variant { $($($field),*)? } = self;
+                        $name::$variant { $($($field),*)? }
+                    }
+                }
+
+                impl $crate::message::Variant for [<$name:snake>]::$variant {
+                    const KIND: $kind = $kind::$variant;
+                    #[inline]
+                    #[allow(unreachable_patterns)]
+                    fn from_message(m: $name) -> Option<Self> {
+                        match m {
+                            $name::$variant { $($($field),*)? } => {
+                                Some([<$name:snake>]::$variant { $($($field),*)? })
+                            }
+                            _ => None,
+                        }
+                    }
+                }
+
+                impl From<[<$name:snake>]::$variant> for $name {
+                    #[inline]
+                    fn from(v: [<$name:snake>]::$variant) -> $name {
+                        $crate::message::IntoMessage::into_message(v)
+                    }
+                }
+            )*
+        }
     };
 }
+
+/// The module of each kind's own type, for [`messages!`](crate::messages).
+/// Its structs are visible where the enum is: the enum's visibility, seen
+/// from one module down. Their field types are named through aliases (a
+/// module per kind, importing the enum's surroundings), so they resolve as
+/// in the enum even when a kind's name is also the name of a field's type
+/// (`Nack { reason: Nack }`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __message_module {
+    ([] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub(super)] [] $($rest)* }
+    };
+    ([pub] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub] [pub] $($rest)* }
+    };
+    ([pub(crate)] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub(crate)] [pub(crate)] $($rest)* }
+    };
+    ([pub(self)] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub(super)] [] $($rest)* }
+    };
+    ([pub(super)] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub(in super::super)] [pub(super)] $($rest)* }
+    };
+    ([pub(in crate $($path:tt)*)] $($rest:tt)*) => {
+        $crate::__message_module! { @go [pub(in crate $($path)*)] [pub(in crate $($path)*)] $($rest)* }
+    };
+    (@go [$ivis:vis] [$($mvis:tt)*] $name:ident $module:ident
+        $( [$(#[$vmeta:meta])*] $variant:ident $({ $($(#[$fmeta:meta])* $field:ident : $fty:ty),* })? )*
+    ) => {
+        #[doc = concat!(
+            "Each kind of [`", stringify!($name), "`] as a type of its own, with exactly ",
+            "that kind's fields: what a handler of that kind alone receives, and what ",
+            "its routes take the kind from."
+        )]
+        $($mvis)* mod $module {
+            /// The field types, named where the enum is.
+            #[allow(non_snake_case, non_camel_case_types)]
+            mod __fields {
+                $($(
+                    pub mod $variant {
+                        #[allow(unused_imports)]
+                        use super::super::super::*;
+                        $( pub type $field = $fty; )*
+                    }
+                )?)*
+            }
+
+            $(
+                $crate::__message_variant! {
+                    [$ivis] [$(#[$vmeta])*] $name $variant $({ $($(#[$fmeta])* $field),* })?
+                }
+            )*
+        }
+    };
+}
+
+/// One kind's own type, for [`messages!`](crate::messages): a unit struct
+/// for a kind without fields, else a struct of its fields.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __message_variant {
+    ([$ivis:vis] [$(#[$vmeta:meta])*] $name:ident $variant:ident) => {
+        $(#[$vmeta])*
+        #[doc = ""]
+        #[doc = concat!(
+            "The kind [`", stringify!($name), "::", stringify!($variant), "`](super::",
+            stringify!($name), "::", stringify!($variant), ") as a type of its own."
+        )]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $ivis struct $variant;
+    };
+    ([$ivis:vis] [$(#[$vmeta:meta])*] $name:ident $variant:ident { $($(#[$fmeta:meta])* $field:ident),* }) => {
+        $(#[$vmeta])*
+        #[doc = ""]
+        #[doc = concat!(
+            "The kind [`", stringify!($name), "::", stringify!($variant), "`](super::",
+            stringify!($name), "::", stringify!($variant), ") as a type of its own."
+        )]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $ivis struct $variant {
+            $(
+                $(#[$fmeta])*
+                #[doc = $crate::__message_field_doc!(
+                    [$(#[$fmeta])*],
+                    concat!("The `", stringify!($field), "` field of [`", stringify!($name), "::", stringify!($variant), "`](super::", stringify!($name), "::", stringify!($variant), ").")
+                )]
+                $ivis $field: __fields::$variant::$field,
+            )*
+        }
+    };
+}
+
+/// A field's documentation: the field's own when it has some, else `$default`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __message_field_doc {
+    ([], $default:expr) => {
+        $default
+    };
+    ([$($doc:tt)+], $default:expr) => {
+        ""
+    };
+}
+
+/// Pastes identifiers for [`messages!`](crate::messages) (the module of
+/// kinds' types is the enum's name in snake case).
+#[doc(hidden)]
+pub use pastey::paste as __paste;
 
 /// A message could not be decoded as the type asked for.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -335,6 +550,43 @@ pub enum BuildError {
         first: String,
         /// The handler routed second.
         second: String,
+    },
+    /// Two protocols (or parts) with one name: a name is the prefix of its
+    /// protocol's ledger rows, so it is unique in a machine.
+    #[error("two protocols are named {name}: {first} and {second}")]
+    NameTaken {
+        /// The name.
+        name: &'static str,
+        /// What took it first: a protocol's type, or a part and who
+        /// installed it.
+        first: String,
+        /// What asked for it again.
+        second: String,
+    },
+    /// One protocol installed twice on a machine.
+    #[error("protocol {protocol} ({what}) is installed twice")]
+    InstalledTwice {
+        /// The protocol's name.
+        protocol: &'static str,
+        /// Its type, or the part and who installed it.
+        what: String,
+    },
+    /// One handler routed twice to one (type, region).
+    #[error("{handler} is routed twice to {message} in the {region:?} region")]
+    RoutedTwice {
+        /// The handler, as `protocol.handler`.
+        handler: String,
+        /// The message kind, as `protocol Type::Kind`.
+        message: String,
+        /// The region.
+        region: crate::ids::Region,
+    },
+    /// Two handlers of one protocol registered under one name: their
+    /// ledger rows would share it.
+    #[error("two handlers are named {handler}")]
+    HandlerNamedTwice {
+        /// The name, as `protocol.handler`.
+        handler: String,
     },
     /// A protocol's own check failed (the protocol names what).
     #[error("{0}")]

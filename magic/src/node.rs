@@ -163,7 +163,9 @@ impl Queued {
     }
 }
 
-/// Counted drops and refusals: the model's answer to bad requests.
+/// Counted drops and refusals: the model's answer to bad requests. Each
+/// count also makes the run not clean: the run's report names its first
+/// instance ([`crate::RunReport::refused`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Drops {
     /// Messages with no jump-table entry for their type and region.
@@ -180,6 +182,101 @@ pub struct Drops {
     pub too_long: u64,
     /// Messages whose payload did not decode as their handler's type.
     pub undecodable: u64,
+}
+
+impl Drops {
+    /// The count of one cause.
+    pub(crate) fn get(mut self, c: Cause) -> u64 {
+        *self.count(c)
+    }
+
+    /// The count of one cause, to add to.
+    pub(crate) fn count(&mut self, c: Cause) -> &mut u64 {
+        match c {
+            Cause::Unhandled => &mut self.unhandled,
+            Cause::BadAddress => &mut self.bad_address,
+            Cause::BadBuffer => &mut self.bad_buffer,
+            Cause::BadNode => &mut self.bad_node,
+            Cause::QueueFull => &mut self.swq_full,
+            Cause::TooLong => &mut self.too_long,
+            Cause::Undecodable => &mut self.undecodable,
+        }
+    }
+}
+
+/// The causes [`Drops`] counts, in its field order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Unhandled,
+    BadAddress,
+    BadBuffer,
+    BadNode,
+    QueueFull,
+    TooLong,
+    Undecodable,
+}
+
+impl Cause {
+    pub(crate) const ALL: [Cause; 7] = [
+        Cause::Unhandled,
+        Cause::BadAddress,
+        Cause::BadBuffer,
+        Cause::BadNode,
+        Cause::QueueFull,
+        Cause::TooLong,
+        Cause::Undecodable,
+    ];
+
+    pub(crate) fn of(r: crate::error::Refused) -> Cause {
+        use crate::error::Refused;
+        match r {
+            Refused::BadAddress => Cause::BadAddress,
+            Refused::BadBuffer | Refused::NoBuffer => Cause::BadBuffer,
+            Refused::BadNode => Cause::BadNode,
+            Refused::QueueFull => Cause::QueueFull,
+            Refused::TooLong => Cause::TooLong,
+        }
+    }
+}
+
+/// The first drop of one cause on a node: enough to name it in the report.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct First {
+    /// The handler whose step was refused (`None`: the inbox, before any
+    /// handler ran).
+    pub handler: Option<HandlerId>,
+    /// The step (`send`, `memory read`, ...; for a message dropped at
+    /// dispatch, `dispatch`).
+    pub step: &'static str,
+    /// The message the step carried (sent, rescheduled, handed over), or
+    /// the one dropped.
+    pub msg: Option<MsgType>,
+    /// What the step named: the destination node, the address, the
+    /// buffer, the payload length, the source node (see `Magic::refused`).
+    pub detail: u64,
+    /// When.
+    pub at: Cycles,
+    /// The refusal, if a step was refused.
+    pub why: Option<crate::error::Refused>,
+}
+
+/// What a node dropped: counts by cause, the first of each, and the
+/// messages that had no route by type. Made on the first drop, so a node
+/// that drops nothing holds a null pointer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Losses {
+    pub drops: Drops,
+    pub first: [Option<First>; 7],
+    /// Messages that had no route, by type (a type's first one adds it).
+    pub unrouted: Vec<(MsgType, u64)>,
+}
+
+impl Losses {
+    /// Count a drop of cause `c`, keeping `first` if it is the first.
+    pub(crate) fn add(&mut self, c: Cause, first: First) {
+        *self.drops.count(c) += 1;
+        self.first[c as usize].get_or_insert(first);
+    }
 }
 
 /// A node's units and counters. The fields an event or a dispatch touches
@@ -203,28 +300,35 @@ pub(crate) struct NodeHw {
     pub bufs: BufferPool,
     pub link: OutLink,
     // The rest is touched by some handlers only, or rarely.
-    /// Messages that reached this node with no route, by type (rare: it
-    /// grows only on a type's first one).
-    pub unrouted: Vec<(MsgType, u64)>,
-    /// The first message whose payload did not decode (`drops.undecodable` counts them).
-    pub undecodable: Option<MsgType>,
+    /// What this node dropped or refused (`None` until the first drop).
+    pub lost: Option<Box<Losses>>,
     pub mem: Memory,
     pub pcache: ProcCache,
     pub dcache: DCache,
     pub to_processor: Vec<(Cycles, Msg)>,
-    pub drops: Drops,
     /// While an explorer holds deliveries: software-queue entries held
     /// (they count against the queue's capacity).
     pub(crate) software_held: Option<u32>,
 }
 
 impl NodeHw {
+    /// Count a drop on this node (rare: the record is made on the first).
+    #[cold]
+    pub(crate) fn lose(&mut self, c: Cause, first: First) {
+        self.lost.get_or_insert_with(Box::default).add(c, first);
+    }
+
+    /// What this node dropped, by cause.
+    pub(crate) fn drops(&self) -> Drops {
+        self.lost.as_ref().map_or(Drops::default(), |l| l.drops)
+    }
+
     /// Ask for the lines of the fields every event and dispatch touches,
     /// through the outbox link (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self) {
         let base = (self as *const NodeHw).cast::<u8>();
-        let hot = core::mem::offset_of!(NodeHw, unrouted);
+        let hot = core::mem::offset_of!(NodeHw, lost);
         for off in (0..hot).step_by(64) {
             crate::hint::prefetch(base.wrapping_add(off));
         }

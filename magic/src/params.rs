@@ -43,10 +43,20 @@ impl InQueue {
     }
 }
 
+/// The most any cost may hold, in its own unit (instructions, bundles,
+/// loads, stores, cycles of its clock): 1 000 000, one policy for every
+/// sheet and table of costs (MAGIC's handlers, the processors' steps, the
+/// comparison platforms' layers and network interfaces) and every latency
+/// of the machine. Far above any real handler's or layer's, and small
+/// enough that a run's counts and times stay far from their types' ends.
+/// Re-exported as `magic::costs::MAX_COST`.
+pub const MAX_COST: u64 = 1_000_000;
+
 /// The largest latency a parameter may hold, in system cycles (1 000 000:
 /// 10 ms, far beyond any study's need, small enough that no run's time
-/// arithmetic comes near overflowing).
-pub const MAX_LATENCY: Cycles = Cycles(1_000_000);
+/// arithmetic comes near overflowing): the one cap of every cost,
+/// [`MAX_COST`], in cycles.
+pub const MAX_LATENCY: Cycles = Cycles(MAX_COST);
 
 /// Why a set of machine parameters cannot describe a machine: the field
 /// that is out of its documented range, what it may hold and what it held.

@@ -9,7 +9,7 @@
 //!
 //! messages! {
 //!     /// A ping and its answer.
-//!     pub enum Ping: PingKind {
+//!     pub enum PingMsg: PingKind {
 //!         /// Ask for an answer.
 //!         Ping,
 //!         /// The answer.
@@ -17,9 +17,9 @@
 //!     }
 //! }
 //!
-//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: Ping) {
+//! fn ping(cx: &mut Cx<'_, ()>, m: &Msg, _: ping_msg::Ping) {
 //!     cx.instr(4);
-//!     let _ = cx.send(cx.msg(Ping::Pong).to(m.src), None);
+//!     let _ = cx.send(cx.msg(ping_msg::Pong).to(m.src), None);
 //! }
 //!
 //! struct Pinger;
@@ -31,22 +31,23 @@
 //!     fn node(&self, _: NodeId, _: u32) {}
 //!     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
 //!         let h = b.handler("ping", ping);
-//!         b.route_any(PingKind::Ping, h);
+//!         b.route_any(h);
 //!     }
 //! }
 //!
 //! let mut bench = Bench::new(2, &Pinger).unwrap();
-//! let msg = bench.msg(NodeId(0), Ping::Ping).to(NodeId(1));
+//! let msg = bench.msg(NodeId(0), PingMsg::Ping).to(NodeId(1));
 //! let shot = bench.inject(NodeId(1), msg).unwrap();
 //! assert_eq!(shot.handler, "pinger.ping");
 //! assert_eq!((shot.stats.busy, shot.stats.instructions), (2, 4));
-//! assert_eq!(shot.sent[0].name, "pinger Ping::Pong");
+//! assert_eq!(shot.sent[0].name, "pinger PingMsg::Pong");
 //! ```
 
-use crate::ids::{Msg, NodeId, LINE_BYTES};
+use crate::error::Refused;
+use crate::ids::{Msg, NodeId, PAddr, LINE_BYTES};
 use crate::ledger::HandlerStats;
 use crate::machine::{Magic, NodeState, Protocol, RunReport};
-use crate::message::{BuildError, DecodeError, Message};
+use crate::message::{BuildError, DecodeError, IntoMessage, Message};
 use crate::node::Ev;
 use crate::params::{InQueue, MagicParams};
 use crate::time::{Cycles, Time};
@@ -81,14 +82,9 @@ impl fmt::Display for Shot {
         writeln!(f, "{:>5} {:>5}  {:<14} detail", "from", "to", "step")?;
         for st in &self.steps {
             let d = st.detail;
-            let detail = match st.what {
-                "instructions" => format!("{d} issued"),
-                "load" | "store" if st.end > st.start => format!("{d:#x}, a miss"),
-                "load" | "store" => format!("{d:#x}"),
-                "send" => format!("to node {d}"),
-                "memory read" | "memory write" | "intervention" => format!("done at {d}"),
-                "to processor" => format!("there at {d}"),
-                _ => String::new(),
+            let detail = match st.refused {
+                Some(why) => refused(why, d),
+                None => done(st),
             };
             let line = format!(
                 "{:>5} {:>5}  {:<14} {detail}",
@@ -109,6 +105,40 @@ impl fmt::Display for Shot {
     }
 }
 
+/// A refused step's detail column: what it named, and why it was refused.
+fn refused(why: Refused, d: u64) -> String {
+    let named = match why {
+        Refused::BadNode => format!("to node {d}"),
+        Refused::TooLong => format!("{d} bytes"),
+        Refused::BadAddress | Refused::NoBuffer => PAddr(d).to_string(),
+        Refused::BadBuffer => format!("buffer {d}"),
+        Refused::QueueFull => format!("{d} entries"),
+    };
+    format!("{named}: refused, {why}")
+}
+
+/// A step's detail column (see [`Step`]).
+fn done(st: &Step) -> String {
+    let d = st.detail;
+    match st.what {
+        "instructions" => format!("{d} issued"),
+        "load" | "store" if st.end > st.start => format!("{d:#x}, a miss"),
+        "load" | "store" => format!("{d:#x}"),
+        "send" => format!("to node {d}"),
+        "memory read" | "memory write" | "intervention" => format!("done at {d}"),
+        "to processor" => format!("there at {d}"),
+        _ => String::new(),
+    }
+}
+
+impl Shot {
+    /// The steps MAGIC refused (each also a drop that makes the run not
+    /// clean).
+    pub fn refused(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().filter(|s| s.refused.is_some())
+    }
+}
+
 /// Why the bench could not do what it was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BenchError {
@@ -120,11 +150,11 @@ pub enum BenchError {
         /// Nodes in the machine.
         nodes: u32,
     },
-    /// The message ran no handler (no route, or the machine ran dry first):
-    /// what the run reports.
+    /// The message ran no handler (no route, or the machine ran dry or
+    /// halted first): what the run reports.
     #[error("the message ran no handler{}", stuck_list(stuck))]
     NotDispatched {
-        /// The run's account of what is left.
+        /// The run's account of what is wrong ([`RunReport::problems`]).
         stuck: Vec<String>,
     },
 }
@@ -174,7 +204,7 @@ impl<S: NodeState> Bench<S> {
     }
 
     /// `m` from node `src` (to itself; [`Msg::to`] sends it elsewhere).
-    pub fn msg<M: Message>(&self, src: NodeId, m: M) -> Msg {
+    pub fn msg<M: IntoMessage>(&self, src: NodeId, m: M) -> Msg {
         self.m.msg(src, m)
     }
 
@@ -231,7 +261,7 @@ impl<S: NodeState> Bench<S> {
         let dispatched = self.m.hw[i].dispatched;
         self.m.hw[i].watch = Some(Box::default());
         while self.m.hw[i].dispatched == dispatched {
-            let Some(t) = self.m.engine.next_time() else {
+            let Some(t) = self.m.next_instant() else {
                 break;
             };
             self.m.instant(t);
@@ -241,7 +271,7 @@ impl<S: NodeState> Bench<S> {
         let Some(h) = (0..after.len()).find(|&h| after[h].invocations > before[h].invocations)
         else {
             return Err(BenchError::NotDispatched {
-                stuck: self.m.report(false).stuck,
+                stuck: self.m.report(false).problems(),
             });
         };
         let (a, b) = (after[h], before[h]);
@@ -293,7 +323,7 @@ mod tests {
         }
     }
 
-    fn set(cx: &mut Cx<'_, ()>, _: &Msg, _: Flag) {
+    fn set(cx: &mut Cx<'_, ()>, _: &Msg, _: flag::Set) {
         cx.busy(Cycles(1));
     }
 
@@ -307,7 +337,7 @@ mod tests {
         fn node(&self, _: NodeId, _: u32) {}
         fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
             let h = b.handler("set", set);
-            b.route_any(FlagKind::Set, h);
+            b.route_any(h);
         }
     }
 
@@ -332,10 +362,11 @@ mod tests {
         assert!(shot.steps.is_empty());
         let r = bench.run(Cycles(100));
         assert!(!r.is_clean());
+        assert!(r.stuck.is_empty(), "{:?}", r.stuck);
         assert_eq!(
-            r.stuck,
-            ["node 0: 1 message(s) did not decode as their handler's type (the first: flags Flag::Set; dropped)"]
+            r.refused,
+            ["node 0: 1 message(s) dropped: they did not decode as their handler's type (the first: flags Flag::Set for flags.set, at cycle 6)"]
         );
-        assert_eq!(bench.machine().drops(NodeId(0)).undecodable, 1);
+        assert_eq!(bench.machine().drops(NodeId(0)).unwrap().undecodable, 1);
     }
 }

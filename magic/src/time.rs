@@ -9,11 +9,18 @@
 //! MAGIC, its memory and the FLASH network count in [`Cycles`] of the 10 ns
 //! system clock; [`Time`] is the engine's absolute clock in ticks.
 //!
-//! Their arithmetic saturates: a sum past the clock's end stays at its end
-//! (`u64::MAX`) and a difference below zero is zero, so no value of either
-//! type can make a run panic or wrap around. Validated machine parameters
-//! keep every run far from the end; saturation only guards a caller that
-//! asks for the end of time (a deadline of `Cycles(u64::MAX)`, say).
+//! A run's time is exact or the run stops: a FLASH machine's clock ends at
+//! [`LAST_CYCLE`], and a handler step, an event or a processor step that
+//! would pass it halts the run with an error naming it
+//! ([`crate::Halt::EndOfTime`], with the exact cycle asked for), so no
+//! result is ever a clamped or wrapped time. Below that end every sum a run
+//! makes is exact. The operators themselves never panic or wrap: a sum past
+//! `u64::MAX` gives `u64::MAX`, which lies far past [`LAST_CYCLE`] and so is
+//! refused like any other time past it, and a difference below zero is zero
+//! (the duration from a later point to an earlier one).
+//! [`Cycles::checked_add`] says when a sum does not fit. A run also stops
+//! at its cycle budget ([`crate::machine::DEFAULT_BUDGET`] unless set), far
+//! before the end.
 
 use core::fmt;
 use core::ops::{Add, AddAssign, Sub};
@@ -31,8 +38,8 @@ pub const TICKS_PER_SP_CYCLE: u64 = 400;
 pub const TICKS_PER_US: u64 = 26_400;
 
 /// The latest cycle a FLASH machine's clock reaches, with room to spare
-/// below the end of [`Time`]: a handler's clock stops here, and nothing may
-/// be posted later.
+/// below the end of [`Time`]: nothing may be posted later, and a run whose
+/// time would pass it halts ([`crate::Halt::EndOfTime`]).
 pub const LAST_CYCLE: Cycles = Cycles(u64::MAX / TICKS_PER_SYSTEM_CYCLE / 4);
 
 /// An absolute point in simulated time, in ticks (1/26.4 GHz).
@@ -56,8 +63,9 @@ impl Time {
     /// The start of the run.
     pub const ZERO: Time = Time(0);
 
-    /// The time `c` system cycles after the start of the run (the clock's
-    /// end, `u64::MAX` ticks, if that is later).
+    /// The time `c` system cycles after the start of the run: exact for
+    /// every cycle up to [`LAST_CYCLE`] (`u64::MAX` ticks past
+    /// `u64::MAX / 264` cycles, a time no run reaches).
     pub const fn from_cycles(c: Cycles) -> Time {
         Time(c.0.saturating_mul(TICKS_PER_SYSTEM_CYCLE))
     }
@@ -93,9 +101,16 @@ impl Cycles {
     pub fn saturating_sub(self, o: Cycles) -> Cycles {
         Cycles(self.0.saturating_sub(o.0))
     }
+
+    /// `self + o`, or `None` if it does not fit a cycle count.
+    #[inline]
+    pub fn checked_add(self, o: Cycles) -> Option<Cycles> {
+        self.0.checked_add(o.0).map(Cycles)
+    }
 }
 
-/// Saturating: a sum past `u64::MAX` cycles is `u64::MAX`.
+/// Exact below `u64::MAX`; a sum past it is `u64::MAX`, past
+/// [`LAST_CYCLE`], which a run refuses (see the module documentation).
 impl Add for Cycles {
     type Output = Cycles;
     #[inline]
@@ -104,7 +119,7 @@ impl Add for Cycles {
     }
 }
 
-/// Saturating, as `+`.
+/// As `+`.
 impl AddAssign for Cycles {
     #[inline]
     fn add_assign(&mut self, o: Cycles) {
@@ -112,7 +127,7 @@ impl AddAssign for Cycles {
     }
 }
 
-/// Saturating: a later point minus an earlier one, or zero.
+/// A later point minus an earlier one, or zero.
 impl Sub for Cycles {
     type Output = Cycles;
     #[inline]
@@ -121,7 +136,8 @@ impl Sub for Cycles {
     }
 }
 
-/// Saturating: a sum past `u64::MAX` ticks is `u64::MAX`.
+/// Exact below `u64::MAX` ticks; a sum past it is `u64::MAX`, past every
+/// time a run may reach.
 impl Add for Time {
     type Output = Time;
     #[inline]
@@ -159,7 +175,20 @@ mod tests {
     }
 
     #[test]
-    fn arithmetic_at_the_ends_saturates() {
+    fn arithmetic_at_the_ends_neither_panics_nor_wraps() {
+        // Past `u64::MAX` a sum stays at it, far past the last cycle a
+        // run accepts; `checked_add` tells.
+        assert!(Cycles(u64::MAX) > LAST_CYCLE);
+        assert_eq!(
+            Cycles(u64::MAX - 1).checked_add(Cycles(1)),
+            Some(Cycles(u64::MAX))
+        );
+        assert_eq!(Cycles(u64::MAX).checked_add(Cycles(1)), None);
+        assert_eq!(
+            Time::from_cycles(LAST_CYCLE).0,
+            LAST_CYCLE.0 * TICKS_PER_SYSTEM_CYCLE,
+            "exact up to the last cycle"
+        );
         let end = Cycles(u64::MAX);
         assert_eq!(end + Cycles(1), end);
         assert_eq!(Cycles(1) - Cycles(2), Cycles::ZERO);

@@ -2,13 +2,20 @@
 //! bench ([`crate::testing`]) reads. A leaf, so the handler context can
 //! write it without depending on the bench.
 
+use crate::error::Refused;
 use crate::ids::{Msg, NodeId};
 use crate::time::Cycles;
 
 /// One step a handler took: what, from when to when (cycles from the
 /// handler's start), and a detail (instructions issued; for a transfer it
 /// started, when it will be done; for a load or store, the address; for a
-/// send, the destination node).
+/// send, the destination node), or the step MAGIC refused and why.
+///
+/// A refused step takes no time (`start == end`) and its detail is what it
+/// named, by the refusal: the destination node ([`Refused::BadNode`]), the
+/// payload length ([`Refused::TooLong`]), the address
+/// ([`Refused::BadAddress`], [`Refused::NoBuffer`]), the buffer
+/// ([`Refused::BadBuffer`]), the queue's capacity ([`Refused::QueueFull`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
     /// Cycle the step began, from the handler's start.
@@ -16,10 +23,13 @@ pub struct Step {
     /// Cycle the handler went on after it.
     pub end: Cycles,
     /// `instructions`, `load`, `store`, `wait`, `busy`, `memory read`,
-    /// `memory write`, `intervention`, `send`, `reschedule`, `to processor`.
+    /// `memory write`, `intervention`, `send`, `reschedule`, `to processor`,
+    /// `free buffer` (only when refused).
     pub what: &'static str,
     /// See the type's description.
     pub detail: u64,
+    /// Why MAGIC refused the step (`None`: it was done).
+    pub refused: Option<Refused>,
 }
 
 /// Where a handler sent a message.

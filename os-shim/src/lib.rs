@@ -50,8 +50,9 @@
 
 #![warn(missing_docs)]
 
+use magic::costs::Source;
 use magic::{Cycles, NodeId, PAddr, Region};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Bytes in a page.
@@ -149,53 +150,26 @@ impl Change {
     }
 }
 
-/// What OS steps cost on the compute processor (documented guesses: the
-/// paper gives none; they are parameters). The defaults are in parentheses;
-/// each is at most [`OsCosts::MAX`] cycles. A scenario's `[costs.os]` table
-/// sets any of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct OsCosts {
-    /// A context switch, from the decision to the new process running, in
-    /// cycles of 10 ns (500).
-    pub context_switch: Cycles,
-    /// Taking MAGIC's interrupt and answering with a translation, in cycles
-    /// of 10 ns (300).
-    pub interrupt: Cycles,
-    /// Editing the page table for a translation change (data copy apart), in
-    /// cycles of 10 ns (200).
-    pub change: Cycles,
-    /// Copying one cache line of a moved page, in cycles of 10 ns (20).
-    pub copy_line: Cycles,
-}
-
-impl OsCosts {
-    /// The most any OS step may cost, in cycles (10 ms).
-    pub const MAX: u64 = 1_000_000;
-
-    /// Every step costs at most [`OsCosts::MAX`]; the error names the first
-    /// that does not.
-    pub fn validate(&self) -> Result<(), magic::OutOfRange> {
-        for (field, c) in [
-            ("context_switch", self.context_switch),
-            ("interrupt", self.interrupt),
-            ("change", self.change),
-            ("copy_line", self.copy_line),
-        ] {
-            magic::OutOfRange::check(field, c.0, 0, Self::MAX)?;
-        }
-        Ok(())
-    }
-}
-
-impl Default for OsCosts {
-    fn default() -> Self {
-        OsCosts {
-            context_switch: Cycles(500),
-            interrupt: Cycles(300),
-            change: Cycles(200),
-            copy_line: Cycles(20),
-        }
+magic::cost_sheet! {
+    /// What OS steps cost on the compute processor, in cycles of 10 ns
+    /// (documented guesses: the paper gives none; they are parameters).
+    /// They are the latency of the OS's work (an interrupt's answer, a
+    /// change taking effect, a context switch). A scenario's `[costs.os]`
+    /// table sets any of them; each is from 0 to
+    /// [`MAX_COST`](magic::costs::MAX_COST) cycles.
+    pub struct OsCosts in "costs.os" {
+        /// A context switch, from the decision to the new process running.
+        context_switch: Cycles = Cycles(500), Source::Choice(
+            "a documented guess (the paper gives none): 5 us.");
+        /// Taking MAGIC's interrupt and answering with a translation.
+        interrupt: Cycles = Cycles(300), Source::Choice(
+            "a documented guess (the paper gives none): 3 us.");
+        /// Editing the page table for a translation change (data copy apart).
+        change: Cycles = Cycles(200), Source::Choice(
+            "a documented guess (the paper gives none): 2 us.");
+        /// Copying one cache line of a moved page.
+        copy_line: Cycles = Cycles(20), Source::Choice(
+            "a documented guess (the paper gives none): 0.2 us a line.");
     }
 }
 
@@ -267,7 +241,7 @@ impl Os {
 
     /// Map virtual page `v` of `pid` to `frame`.
     pub fn map(&mut self, pid: Pid, v: VPage, frame: PAddr, rights: Rights) -> Result<(), OsError> {
-        if frame.region() != Region::Normal || frame.offset() % PAGE_BYTES != 0 {
+        if frame.region() != Region::Normal || !frame.offset().is_multiple_of(PAGE_BYTES) {
             return Err(OsError::BadFrame(frame));
         }
         self.proc_mut(pid)?

@@ -14,7 +14,7 @@ use magic::costs::Source;
 
 magic::cost_sheet! {
     /// What MAGIC's command-interface handlers charge (instructions, dual issue).
-    pub struct CommandCosts {
+    pub struct CommandCosts in "costs.command" {
         /// Take one command write into the record.
         write: u32 = 6, Source::Choice(
             "decode the address (register or shadow page), store the data in the PID's record.");

@@ -36,6 +36,9 @@ pub enum Error {
     /// The machine refused a message or a processor start.
     #[error(transparent)]
     Post(#[from] magic::PostError),
+    /// A node the machine does not have.
+    #[error(transparent)]
+    NoNode(#[from] magic::NoNode),
     /// The network model refused its parameters (the error names the field).
     #[error("network: {0}")]
     Network(magic::OutOfRange),

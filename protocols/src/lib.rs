@@ -12,8 +12,9 @@
 //!   [`sheets`]: every cost sheet, for docs/costs.md; [`Error`]: what the
 //!   platforms and layers refuse, a field out of range named.
 //!
-//! Where to start: [`guide`] (docs/handlers.md) for the way a protocol is
-//! written; [`transfer::run`] for the paper's central experiment;
+//! Where to start: docs/handlers.md (the library's `flashkit::guide`) for
+//! the way a protocol is written; [`transfer::run`] for the paper's central
+//! experiment;
 //! [`am::suite`] for the platforms side by side.
 //!
 //! A transfer's start-up in the parts the paper reports, and its handlers'
@@ -58,9 +59,3 @@ pub mod transfer;
 pub mod user;
 
 pub use error::Error;
-
-/// How to write a protocol: messages, handlers, what each step costs, a
-/// round trip timed cycle by cycle, protocols side by side, and testing one
-/// handler. (This is `docs/handlers.md`; its examples run as tests.)
-#[doc = include_str!("../../docs/handlers.md")]
-pub mod guide {}

@@ -21,7 +21,7 @@ use magic::{
     Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, OutOfRange,
     Protocol, Region, RunReport,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most messages a run may post (about 120 bytes of model state each).
 pub const MAX_MESSAGES: u64 = 4_000_000;
@@ -30,8 +30,9 @@ pub const MAX_MESSAGES: u64 = 4_000_000;
 pub const PACKETS: u64 = 32;
 /// The three handlers' fixed costs (the workload's definition: setup 20,
 /// send 12, receive 10 plus 16 for a message's last packet), kept as
-/// parameters so a protocol author can try others.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// parameters so a protocol author can try others; each from 0 to
+/// [`MAX_COST`](magic::costs::MAX_COST) cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipelineCosts {
     /// Setting up a message.
     pub setup: Cycles,
@@ -41,6 +42,22 @@ pub struct PipelineCosts {
     pub recv: Cycles,
     /// Completing a message, on top of taking its last packet.
     pub done: Cycles,
+}
+
+impl PipelineCosts {
+    /// Each cost is from 0 to [`MAX_COST`](magic::costs::MAX_COST) cycles;
+    /// the error names the first that is not.
+    pub fn validate(&self) -> Result<(), OutOfRange> {
+        for (field, c) in [
+            ("setup", self.setup),
+            ("send", self.send),
+            ("recv", self.recv),
+            ("done", self.done),
+        ] {
+            OutOfRange::check(field, c.0, 0, magic::costs::MAX_COST)?;
+        }
+        Ok(())
+    }
 }
 
 impl Default for PipelineCosts {
@@ -122,7 +139,7 @@ impl PipelineConfig {
             let allowed = format!("at most {MAX_MESSAGES} in all (nodes x msgs = {total})");
             return Err(OutOfRange::new("msgs", allowed, self.msgs));
         }
-        Ok(())
+        self.costs.validate()
     }
 }
 
@@ -171,7 +188,8 @@ impl PipeNode {
 }
 
 /// Pick the next message's destination and put its first packet on the
-/// software queue.
+/// software queue: for the processor's post and for the software queue's
+/// set-up of the next message alike.
 fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
     let start = cx.now();
     let s = cx.state();
@@ -186,10 +204,7 @@ fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
 }
 
 /// Send one packet, then continue with the next (or set up the next message).
-fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
-    let PipeMsg::Next { dst, k, start } = msg else {
-        return;
-    };
+fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Next { dst, k, start }: pipe_msg::Next) {
     let c = cx.state().costs;
     cx.busy(c.send);
     let pkt = cx.msg(PipeMsg::Packet { k, start }).to(dst).len(128);
@@ -209,10 +224,7 @@ fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
 }
 
 /// Take a packet; the last of a message completes it.
-fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, msg: PipeMsg) {
-    let PipeMsg::Packet { k, start } = msg else {
-        return;
-    };
+fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Packet { k, start }: pipe_msg::Packet) {
     let c = cx.state().costs;
     cx.busy(c.recv);
     if k + 1 == PACKETS {
@@ -261,15 +273,15 @@ impl Protocol for Pipeline {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, PipeNode>) {
-        let h_setup = b.handler("setup", setup);
+        // `setup` takes two kinds (the post and the next message's set-up).
+        let h_setup = b.handler_of_all("setup", setup);
         let h_send = b.handler("send", send);
         let h_recv = b.handler("recv", recv);
-        b.route(PipeKind::Post, Region::Normal, h_setup)
-            .route(PipeKind::SetupNext, Region::Normal, h_setup)
-            .route(PipeKind::Next, Region::Normal, h_send)
+        b.route_kind(PipeKind::Post, Region::Normal, h_setup)
+            .route_kind(PipeKind::SetupNext, Region::Normal, h_setup)
+            .route(Region::Normal, h_send)
             // The workload counts a packet as arrived when its last byte is in.
             .route_with(
-                PipeKind::Packet,
                 Region::Normal,
                 h_recv,
                 Dispatch {
@@ -345,14 +357,41 @@ pub struct PipelineRun {
     pub end: Cycles,
     /// True if the run stopped at its cycle limit with events pending.
     pub limit_reached: bool,
+    /// Why the run stopped early, if it did ([`magic::Halt`] in words: its
+    /// cycle budget, or time passing its end); its figures are then no
+    /// result.
+    pub halted: Option<String>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,
+    /// What MAGIC refused or dropped: one line per node and cause, naming
+    /// the first ([`magic::RunReport::refused`]).
+    pub refused: Vec<String>,
 }
 
 impl PipelineRun {
-    /// True if the run neither hit its limit nor left anything stuck.
+    /// True if the run did all its work and lost nothing, as
+    /// [`magic::RunReport::is_clean`]: no limit or halt, nothing stuck,
+    /// nothing refused.
     pub fn is_clean(&self) -> bool {
-        !self.limit_reached && self.stuck.is_empty()
+        !self.limit_reached
+            && self.halted.is_none()
+            && self.stuck.is_empty()
+            && self.refused.is_empty()
+    }
+
+    /// Every reason the run is not clean, one line each (none if it is),
+    /// as [`magic::RunReport::problems`].
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.halted.iter().cloned().collect();
+        if self.limit_reached {
+            out.push(format!(
+                "the run stopped at its limit, cycle {}, with events pending",
+                self.end
+            ));
+        }
+        out.extend(self.refused.iter().cloned());
+        out.extend(self.stuck.iter().cloned());
+        out
     }
 }
 
@@ -365,6 +404,8 @@ pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, crate::Error> {
         ledger: m.ledger(),
         end: report.end,
         limit_reached: report.limit_reached,
+        halted: report.halted.map(|h| h.to_string()),
         stuck: report.stuck,
+        refused: report.refused,
     })
 }

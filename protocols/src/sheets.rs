@@ -1,14 +1,16 @@
 //! Every cost sheet of the kit in one list: what `docs/costs.md` renders and
-//! what a scenario's `[costs.NAME]` tables override.
+//! what a scenario's `[costs.NAME]` tables override; and the other tables of
+//! costs (the comparison platforms' layers and networks, the pipeline's
+//! handlers), whose ranges the document lists as their checks accept them.
 
-use magic::costs::{markdown, Sheet};
+use magic::costs::{markdown, Sheet, MAX_COST};
+use serde::{de::DeserializeOwned, Serialize};
 
-/// The sheets, by the name a scenario's `[costs.NAME]` table uses, each
-/// with what it covers.
-pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
+/// The sheets, each with what it covers; a scenario's table for each is
+/// [`Sheet::table`] (`costs.transfer`).
+pub fn all() -> Vec<(&'static str, Box<dyn Sheet>)> {
     vec![
         (
-            "transfer",
             "The bulk transfer's handlers: the sender (B, O, Ck), the receiver's \
              component handler, the connection's commit, setup, space notice and \
              cleanup, the walk of a changing page's uses, global coherence's \
@@ -16,7 +18,6 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             Box::new(crate::transfer::TransferCosts::default()),
         ),
         (
-            "command",
             "The command interface, shared by the user layer, the transfer and \
              Active Messages on MAGIC: \
              taking one command write into the operation record, checking \
@@ -26,7 +27,6 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             Box::new(crate::command::CommandCosts::default()),
         ),
         (
-            "coherence",
             "The directory protocol's handlers (read and write misses, \
              invalidations, interventions, writebacks, NAKs) and the \
              message-data coherence modes when a protocol other than the \
@@ -34,21 +34,23 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
             Box::new(coherence::protocol::CoherenceCosts::default()),
         ),
         (
-            "user",
             "User-level messaging: fetch-and-add, \
              copies and sends a line at a time, the address techniques \
              (hold-off, invalidation, software TLB).",
             Box::new(crate::user::UserCosts::default()),
         ),
         (
-            "flush",
+            "The operating system's steps on the compute processor, as the \
+             user layer and the transfer charge them, in cycles of 10 ns.",
+            Box::new(os_shim::OsCosts::default()),
+        ),
+        (
             "The user programs' flush of message data around a transfer \
              without coherence (`--flush`): the compute processor's cache \
              instructions, one per line of the buffer.",
             Box::new(crate::transfer::FlushCosts::default()),
         ),
         (
-            "am_flash",
             "Active Messages on MAGIC (the suite's `flash` platform): the \
              processor's polls and dispatch, MAGIC's command, delivery and \
              store handlers.",
@@ -57,9 +59,170 @@ pub fn all() -> Vec<(&'static str, &'static str, Box<dyn Sheet>)> {
     ]
 }
 
-/// `docs/costs.md`: every sheet with each entry's provenance.
+/// The range of integer key `key` of `base` that `ok` accepts, found by
+/// asking it (the accepted values are an interval around the default):
+/// `None` for a key that is not an integer.
+fn accepted<T: Serialize + DeserializeOwned>(
+    base: &T,
+    key: &str,
+    ok: &dyn Fn(&T) -> bool,
+) -> Option<(u64, u64)> {
+    let v = serde_json::to_value(base).ok()?;
+    let d = v.get(key)?.as_u64()?;
+    let with = |x: u64| {
+        let mut v = v.clone();
+        v[key] = x.into();
+        serde_json::from_value::<T>(v).is_ok_and(|t| ok(&t))
+    };
+    if !with(d) {
+        return None;
+    }
+    // The largest accepted value above the default, the least below it.
+    let (mut good, mut bad) = (d, u64::MAX);
+    if with(u64::MAX) {
+        good = u64::MAX;
+    }
+    while good < bad && bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if with(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    let hi = good;
+    let (mut good, mut bad) = (d, 0);
+    if with(0) {
+        good = 0;
+    }
+    while good > bad && good - bad > 1 {
+        let mid = bad + (good - bad) / 2;
+        if with(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Some((good, hi))
+}
+
+/// A range in words: `any` where every value TOML can write is taken.
+fn range_text((lo, hi): (u64, u64)) -> String {
+    if hi >= i64::MAX as u64 {
+        format!("{lo} or more (any)")
+    } else {
+        format!("{lo} to {hi}")
+    }
+}
+
+/// One of the other tables: its rows (key, defaults, range) and the
+/// defaults' column names.
+struct Other {
+    table: &'static str,
+    what: &'static str,
+    columns: &'static [&'static str],
+    rows: Vec<(String, Vec<String>, String)>,
+}
+
+/// The rows of a table of `T` with default(s) `bases`, checked by `ok`.
+fn rows<T: Serialize + DeserializeOwned>(
+    bases: &[T],
+    ok: &dyn Fn(&T) -> bool,
+    rename: &dyn Fn(&str) -> String,
+) -> Vec<(String, Vec<String>, String)> {
+    let Ok(serde_json::Value::Object(first)) = serde_json::to_value(&bases[0]) else {
+        return Vec::new();
+    };
+    first
+        .keys()
+        .map(|k| {
+            let defaults = bases
+                .iter()
+                .map(|b| {
+                    serde_json::to_value(b)
+                        .ok()
+                        .and_then(|v| v.get(k).map(|x| x.to_string()))
+                        .unwrap_or_default()
+                })
+                .collect();
+            let range = match accepted(&bases[0], k, ok) {
+                Some(r) => range_text(r),
+                None => "true or false".to_string(),
+            };
+            (rename(k), defaults, range)
+        })
+        .collect()
+}
+
+fn others() -> Vec<Other> {
+    use crate::am::{cm5::LayerCosts, sp::SpCosts};
+    use magic::ni::{cm5::Cm5Params, sp::SpParams};
+    let same = |k: &str| k.to_string();
+    vec![
+        Other {
+            table: "[costs.cmam]` and `[costs.cmaml]",
+            what: "The CM-5's Active Message layers, in instructions of the \
+                   33 MHz processor (one a cycle); each table over its own \
+                   layer's values.",
+            columns: &["CMAM", "CMAML"],
+            rows: rows(
+                &[LayerCosts::cmam(), LayerCosts::cmaml()],
+                &|c: &LayerCosts| c.validate().is_ok(),
+                &same,
+            ),
+        },
+        Other {
+            table: "[costs.sp]",
+            what: "SP AM, in instructions of the 66 MHz processor, and its \
+                   reliability protocol's counts and windows.",
+            columns: &["default"],
+            rows: rows(
+                &[SpCosts::default()],
+                &|c: &SpCosts| c.validate().is_ok(),
+                &same,
+            ),
+        },
+        Other {
+            table: "[network.cm5]",
+            what: "The CM-5's network interface and data networks: processor \
+                   costs in 33 MHz cycles, times in ticks (26 400 a \
+                   microsecond; 10 ms is 264 000 000).",
+            columns: &["default"],
+            rows: rows(
+                &[Cm5Params::default()],
+                &|c: &Cm5Params| c.validate().is_ok(),
+                &same,
+            ),
+        },
+        Other {
+            table: "[network.sp]",
+            what: "The SP's adapters and switch: times in ticks (26 400 a \
+                   microsecond), rates in bytes per microsecond.",
+            columns: &["default"],
+            rows: rows(
+                &[SpParams::default()],
+                &|c: &SpParams| c.validate().is_ok(),
+                &same,
+            ),
+        },
+        Other {
+            table: "[pipeline]",
+            what: "The engine benchmark's three fixed-cost handlers, in \
+                   system cycles.",
+            columns: &["default"],
+            rows: rows(
+                &[crate::pipeline::PipelineCosts::default()],
+                &|c: &crate::pipeline::PipelineCosts| c.validate().is_ok(),
+                &|k: &str| format!("{k}_cycles"),
+            ),
+        },
+    ]
+}
+
+/// `docs/costs.md`: every sheet with each entry's provenance and range, and
+/// the ranges of the other tables of costs.
 pub fn markdown_doc() -> String {
-    let mut s = String::from(
+    let mut s = format!(
         "# Cost sheets\n\n\
          Every constant a protocol handler charges lives in its protocol's cost \
          sheet, with where its value comes from: **published** (a figure of \
@@ -71,19 +234,34 @@ pub fn markdown_doc() -> String {
          protocol-processor bundles: its cycles (bundles issued, no cache \
          miss), its instructions, and the loads and stores of MAGIC memory \
          among them, which go through MAGIC's data cache.\n\n\
-         A scenario overrides any entry of the transfer, command, coherence, \
-         user and flush sheets in a table named after the sheet (the Active Message \
-         layer's is listed here for its provenance; its platform keeps its \
-         defaults); the other entries keep their defaults and an unknown \
-         key is an error:\n\n\
+         A scenario overrides any entry of a sheet in the table named after \
+         it; the other entries keep their defaults and an unknown key is an \
+         error:\n\n\
          ```toml\n\
          [costs.transfer]\n\
-         recv_verify = { cycles = 3, instrs = 4, loads = 1, stores = 0 }\n\
+         recv_verify = {{ cycles = 3, instrs = 4, loads = 1, stores = 0 }}\n\
          shift_dword = 3\n\
+         ```\n\n\
+         ## Ranges\n\n\
+         One cap for every cost of every table: a count (instructions, \
+         bundles, loads, stores, cycles of its clock) is from 0 to {MAX_COST}; \
+         a time of the comparison platforms' networks is at most 10 ms. A \
+         task must also be one its PP can issue: each part from 0 to \
+         {MAX_COST}, its loads and stores among its instructions (`loads + \
+         stores <= instrs`) and its instructions within its bundles at the \
+         machine's issue width (`instrs <= pp_issue_width x cycles`; every \
+         default fits FLASH's dual issue). Every table of a scenario is \
+         checked, whether its experiment uses it or not; a task's width is \
+         checked against the machine of the experiment that runs it. A value \
+         out of range stops the run with one line naming the file, the line \
+         and the entry as the scenario spells it:\n\n\
+         ```\n\
+         error: s.toml:2: costs.transfer.send_init.instrs: must be at most 2 (issue width 2 x 1 cycles), got 1000\n\
          ```\n\n\
          The machine's timing parameters (memory, processor cache, network, \
          pipeline stages) are not handler costs; they are `[machine]` keys, \
-         documented with `MagicParams`. One of them is not published: \
+         documented with `MagicParams` (each latency also at most {MAX_COST} \
+         cycles). One of them is not published: \
          `mem_write_latency` (8 cycles from handing a buffer to the memory \
          controller to its first doubleword on the memory bus), set from the \
          start-up's network-and-queueing part (45 cycles), the one published \
@@ -91,9 +269,27 @@ pub fn markdown_doc() -> String {
          This file is generated from the code: `FLASHKIT_BLESS=1 cargo test \
          -p protocols sheets` writes it again.\n",
     );
-    for (name, what, sheet) in all() {
-        s.push_str(&format!("\n## `[costs.{name}]`\n\n{what}\n\n"));
+    for (what, sheet) in all() {
+        s.push_str(&format!("\n## `[{}]`\n\n{what}\n\n", sheet.table()));
         s.push_str(&markdown(sheet.as_ref()));
+    }
+    s.push_str(
+        "\n## The other tables of costs\n\n\
+         The comparison platforms' layers and networks and the pipeline's \
+         handlers are not MAGIC handler sheets (their provenance is in \
+         their types' documentation); their ranges, as their checks \
+         accept them:\n",
+    );
+    for o in others() {
+        s.push_str(&format!("\n### `{}`\n\n{}\n\n", o.table, o.what));
+        s.push_str(&format!("| key | {} | range |\n", o.columns.join(" | ")));
+        s.push_str(&format!("|---|{}---|\n", "---|".repeat(o.columns.len())));
+        for (key, defaults, range) in o.rows {
+            s.push_str(&format!(
+                "| `{key}` | {} | {range} |\n",
+                defaults.join(" | ")
+            ));
+        }
     }
     s
 }
@@ -121,10 +317,33 @@ mod tests {
         );
     }
 
+    /// Every default is one FLASH's PP can issue: each part in range,
+    /// loads and stores among the instructions, the instructions within the
+    /// bundles at dual issue. (On a single-issue PP, the tasks that pair
+    /// instructions do not fit: a machine with `pp_issue_width = 1` that
+    /// runs them needs sheets of its own, and says which entry.)
+    #[test]
+    fn every_default_fits_flashs_pp() {
+        let width = magic::MagicParams::default().pp_issue_width;
+        for (_, sheet) in super::all() {
+            assert_eq!(sheet.validate_on(width), Ok(()), "{}", sheet.table());
+        }
+        let narrow: Vec<String> = super::all()
+            .iter()
+            .filter_map(|(_, s)| s.validate_on(1).err().map(|e| e.field.to_string()))
+            .collect();
+        assert_eq!(
+            narrow,
+            ["costs.transfer.send_init.instrs", "costs.user.link.instrs",],
+            "the first entry of each sheet that needs dual issue"
+        );
+    }
+
     /// Every sheet entry has a reason, and every key is unique across its sheet.
     #[test]
     fn every_entry_says_where_it_comes_from() {
-        for (name, _, sheet) in super::all() {
+        for (_, sheet) in super::all() {
+            let name = sheet.table();
             let e = sheet.entries();
             let mut keys: Vec<_> = e.iter().map(|x| x.key).collect();
             keys.sort();

@@ -148,7 +148,7 @@ fn check_bad_input_gets_one_line_and_status_2() {
         ),
         (
             &["check", "coherence", "--max-states", "0"],
-            "--max-states must be at least 1",
+            "--max-states must be from 1 to 100000000, got 0",
         ),
         (&["check", "nothing"], "invalid value 'nothing'"),
     ] {
@@ -243,4 +243,39 @@ fn default_bounds_are_exhausted_without_a_violation() {
         assert_eq!(v["violations"], 0, "check coherence {option:?}: {v}");
         assert!(v["states"].as_u64().unwrap() >= 100_000, "{option:?}: {v}");
     }
+}
+
+#[test]
+fn a_search_stops_at_its_state_cap_and_posts_its_progress() {
+    use magic::check::{Bounds, Progress};
+    static SEEN: Progress = Progress::new();
+    let bounds = Bounds {
+        max_states: 100,
+        progress: Some(&SEEN),
+        ..Bounds::default()
+    };
+    bounds.validate().unwrap();
+    let r = coherence::check::CoherenceCheck::default()
+        .run(bounds)
+        .unwrap();
+    assert_eq!((r.states, r.complete), (100, false));
+    // What the search posted as it went is where it stopped.
+    assert_eq!(
+        (SEEN.states(), SEEN.transitions(), SEEN.depth()),
+        (r.states, r.transitions, r.depth)
+    );
+    // A bound past the maximum is refused by name.
+    let huge = Bounds {
+        max_states: usize::MAX,
+        ..Bounds::default()
+    };
+    let e = huge.validate().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "max_states must be from 1 to {}, got {}",
+            magic::check::MAX_STATES,
+            usize::MAX
+        )
+    );
 }

@@ -944,11 +944,90 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             &["costs", "--protocol", "finite", "--words", "99999999999"],
             "error: --words must be",
         ),
+        (
+            &["transfer", "--bytes", "0"],
+            "error: --bytes must be from 1 to 1048576, got 0\n",
+        ),
+        (
+            &["miss", "--case", "remote-clean", "--owner", "99"],
+            "error: --owner must be a node of the machine, below 3, got 99\n",
+        ),
+        (
+            &["miss", "--case", "local-clean", "--nodes", "4097"],
+            "error: --nodes must be from 3 to 4096, got 4097\n",
+        ),
     ] {
         let (code, _, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
     }
+}
+
+/// clap's own refusals in one line that names what is wrong: the missing
+/// arguments, the values a choice takes.
+#[test]
+fn a_missing_or_bad_argument_is_named_in_one_line() {
+    for (args, want) in [
+        (
+            &["miss", "--nodes", "5"][..],
+            "error: the following required arguments were not provided: --case <CASE>",
+        ),
+        (
+            &["run"],
+            "error: the following required arguments were not provided: <FILE>",
+        ),
+        (
+            &["plot", "bandwidth"],
+            "error: the following required arguments were not provided: --out <OUT>",
+        ),
+        (
+            &["merge"],
+            "error: the following required arguments were not provided: <PARTS>...",
+        ),
+        (
+            &["sweep", "examples/transfer.toml"],
+            "error: the following required arguments were not provided: --vary <VARY>",
+        ),
+        (
+            &["miss", "--case", "warm"],
+            "error: invalid value 'warm' for '--case <CASE>' [possible values: remote-clean, local-clean, remote-dirty]",
+        ),
+        (
+            &["pipeline", "--bogus"],
+            "error: unexpected argument '--bogus' found",
+        ),
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err, format!("{want}\n"), "{args:?}");
+    }
+}
+
+/// A model that cannot reach its end (here an SP whose switch drops every
+/// packet, so the round trip's first request never arrives and the layer
+/// probes on until the run limit) is the model's failure: exit status 1,
+/// one line saying where it stands, nothing on standard output.
+#[test]
+fn a_stalled_model_is_exit_status_1() {
+    let d = scratch("stalled");
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("stalled.toml");
+    std::fs::write(
+        &f,
+        "[costs.sp]\npoll = 1000000\nkeepalive_polls = 1000000\n\
+         [network.sp]\ndrop_ppm = 1000000\n\
+         [suite]\nplatform = \"sp\"\nnodes = 3\nbenchmark = \"round-trip\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "error: no end in sight: node 0 is still running at 2640400168800t\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// FLASH's design point: 4096 nodes on the MAGIC commands.
@@ -984,4 +1063,190 @@ fn magic_commands_run_at_4096_nodes() {
     assert_eq!(v["events"].as_u64().unwrap() % (4096 * 16), 0, "{v}");
     let (code, _, err) = flashkit(&["fetch-op", "--remote-node", "4095", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn check_refuses_a_state_cap_past_its_maximum_and_shows_no_progress_in_a_log() {
+    for (cap, code, want) in [
+        (
+            "18446744073709551615",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 18446744073709551615\n",
+        ),
+        (
+            "100000001",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 100000001\n",
+        ),
+        (
+            "0",
+            2,
+            "error: --max-states must be from 1 to 100000000, got 0\n",
+        ),
+        // The maximum itself is a bound like any other: this search ends
+        // long before it.
+        ("100000000", 0, ""),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (c, out, err) = flashkit(&[
+            "check",
+            "transfer",
+            "--lines",
+            "1",
+            "--receives",
+            "1",
+            "--max-states",
+            cap,
+        ]);
+        assert_eq!((c, err.as_str()), (code, want), "--max-states {cap}");
+        assert!(t0.elapsed().as_secs() < 60, "--max-states {cap}");
+        if code == 0 {
+            assert!(out.contains("complete     true"), "{out}");
+        }
+    }
+}
+
+/// Run flashkit with standard output closed (`>&-`), through the shell:
+/// its status and standard error.
+fn stdout_closed(args: &[&str]) -> (i32, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" "$@" >&-"#)
+        .arg(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_closed_standard_output_is_exit_1_naming_it() {
+    let closed = "error: cannot write standard output: Bad file descriptor (os error 9)\n";
+    for args in [
+        &["transfer"][..],
+        &["transfer", "--format", "json"],
+        &["run", "examples/miss.toml"],
+        &[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2",
+            "--quiet",
+        ],
+        &["check", "transfer", "--lines", "1", "--receives", "1"],
+        &["suite", "--platform", "cm5", "--benchmark", "round-trip"],
+        &["--help"],
+        &["--version"],
+        &["transfer", "--help"],
+    ] {
+        assert_eq!(stdout_closed(args), (1, closed.to_string()), "{args:?}");
+    }
+    // A command that writes only the file it is told to loses nothing.
+    let part = std::env::temp_dir().join(format!("flashkit-closed-{}.csv", std::process::id()));
+    let part_s = part.to_str().unwrap();
+    let (code, err) = stdout_closed(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2",
+        "--out",
+        part_s,
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(std::fs::read_to_string(&part).unwrap().lines().count(), 4);
+    let _ = std::fs::remove_file(&part);
+    // Standard output on /dev/null is written, and nothing is lost.
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .arg("transfer")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn every_flags_help_lists_every_choice_it_takes() {
+    // suite --benchmark: the suite's own list, and CMAML's interrupt.
+    let (code, help, _) = flashkit(&["suite", "--help"]);
+    assert_eq!(code, 0);
+    let listed = |help: &str, flag: &str| -> Vec<String> {
+        let at = help
+            .find(&format!("--{flag} <"))
+            .unwrap_or_else(|| panic!("--{flag}"));
+        let rest = &help[at..];
+        let end = rest[2..].find("\n      --").map_or(rest.len(), |e| e + 2);
+        let block = &rest[..end];
+        let values = block
+            .split("[possible values: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("--{flag} lists no values: {block}"));
+        values[..values.find(']').unwrap()]
+            .split(", ")
+            .map(str::to_string)
+            .collect()
+    };
+    let mut want: Vec<String> = protocols::am::suite::BENCHMARKS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    want.push("interrupt".into());
+    assert_eq!(listed(&help, "benchmark"), want);
+    // Each listed benchmark is a value the flag takes (clap checks a value
+    // as it reads it, before `--help` stops the command).
+    for b in &want {
+        let platform = if b == "interrupt" { "cm5-cmaml" } else { "cm5" };
+        let (code, _, err) = flashkit(&[
+            "suite",
+            "--platform",
+            platform,
+            "--benchmark",
+            b,
+            "--nodes",
+            "4",
+            "--help",
+        ]);
+        assert_eq!(code, 0, "{b}: {err}");
+    }
+    let (code, _, err) = flashkit(&["suite", "--platform", "cm5", "--benchmark", "nonsense"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: invalid value 'nonsense' for '--benchmark <BENCHMARK>'\n"
+    );
+    // check's protocol options, from the types' own names.
+    let (_, help, _) = flashkit(&["check", "--help"]);
+    assert_eq!(listed(&help, "directory"), coherence::DirFormat::NAMES);
+    assert_eq!(listed(&help, "acks"), coherence::Acks::NAMES);
+    assert_eq!(listed(&help, "forwards"), coherence::Forwards::NAMES);
+}
+
+#[test]
+fn a_transfer_within_one_line_prints_no_rate() {
+    let (code, out, err) = flashkit(&["transfer", "--bytes", "1"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let line = out.lines().find(|l| l.starts_with("per line: ")).unwrap();
+    assert_eq!(
+        line,
+        "per line: no rate, one line landed (its stages: network 9.0, sender 33.0, receiver 63.0)"
+    );
+    assert!(!out.contains("limited by"), "{out}");
+    let v = transfer_json(&["--bytes", "1"]);
+    assert_eq!(v["lines"], 1);
+    assert!(v["per_line_cycles"].is_null(), "{v}");
+    assert!(v["limited_by"].is_null(), "{v}");
+    // Both ways, each PP runs both handlers: it bounds the rate, not the
+    // network it keeps 66% busy.
+    let (code, out, err) = flashkit(&["transfer", "--direction", "bi"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let line = out.lines().find(|l| l.starts_with("per line: ")).unwrap();
+    assert_eq!(
+        line,
+        "per line: 51.7 cycles (network 40.0, sender 21.4, receiver 32.0): limited by the PP (the sender's and receiver's handlers share it)"
+    );
+    let v = transfer_json(&["--direction", "bi"]);
+    assert_eq!(v["limited_by"], "pp", "{v}");
 }

@@ -34,7 +34,7 @@ fn mixed_workload_on_four_nodes() {
         ops.extend((0..8).map(|i| Access::Load(line(i))));
         ops.push(Access::Evict(line(7)));
         ops.push(Access::Store(line((n + 1) % 4), 300 + n as u64));
-        m.state_mut(NodeId(n)).proc.push(ops);
+        m.state_mut(NodeId(n)).unwrap().proc.push(ops);
         m.start_processor(NodeId(n), Cycles(n as u64 * 7)).unwrap();
     }
     let report = m.run();
@@ -42,8 +42,8 @@ fn mixed_workload_on_four_nodes() {
     let mut out = m.ledger().render();
     writeln!(out, "\nprotocol counters").unwrap();
     for n in 0..4u32 {
-        let s = m.state(NodeId(n)).stats;
-        let p = &m.state(NodeId(n)).proc;
+        let s = m.state(NodeId(n)).unwrap().stats;
+        let p = &m.state(NodeId(n)).unwrap().proc;
         assert_eq!(s.protocol_errors, 0);
         let misses = p.results.iter().filter(|r| !r.hit).count();
         writeln!(

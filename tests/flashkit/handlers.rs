@@ -66,9 +66,12 @@ fn the_home_handler_reads_adds_writes_and_answers() {
 #[test]
 fn the_fetch_and_increment_runs_alone_with_its_own_node_state() {
     let m = fetch_inc::run_alone(8).unwrap();
-    assert_eq!(fetch_inc::count(&m), 8);
-    assert_eq!(m.pcache(NodeId(1)).state(counter()), LineState::Uncached);
-    let answers = &m.state(NodeId(0)).answers;
+    assert_eq!(fetch_inc::count(&m).unwrap(), 8);
+    assert_eq!(
+        m.pcache(NodeId(1)).unwrap().state(counter()),
+        LineState::Uncached
+    );
+    let answers = &m.state(NodeId(0)).unwrap().answers;
     let old: Vec<_> = answers.iter().map(|a| (a.1, a.2)).collect();
     assert_eq!(old, (0..8).map(|v| (v, true)).collect::<Vec<_>>());
     let ledger = m.ledger();
@@ -79,9 +82,9 @@ fn the_fetch_and_increment_runs_alone_with_its_own_node_state() {
 #[test]
 fn the_fetch_and_increment_example_counts_and_costs_what_it_should() {
     let o = fetch_inc::run_beside_transfer(8).unwrap();
-    assert_eq!(fetch_inc::count(&o.machine), 8);
+    assert_eq!(fetch_inc::count(&o.machine).unwrap(), 8);
     assert_eq!(
-        o.machine.pcache(NodeId(1)).state(counter()),
+        o.machine.pcache(NodeId(1)).unwrap().state(counter()),
         LineState::Uncached
     );
     assert!(o.data_ok, "the transfer beside it is intact");

@@ -264,7 +264,11 @@ fn the_study_is_the_same_on_any_number_of_threads_and_checks_its_flags() {
         ),
         (
             vec!["--bytes", "2000000"],
-            "--bytes must be at most 1048576",
+            "--bytes must be from 1 to 1048576, got 2000000",
+        ),
+        (
+            vec!["--bytes", "0"],
+            "--bytes must be from 1 to 1048576, got 0",
         ),
         (vec!["--plot", "x.pdf"], "write .svg or .png"),
     ] {
@@ -320,6 +324,28 @@ fn the_default_study_table() {
         .expect("runs");
     crate::common::insta_settings()
         .bind(|| insta::assert_snapshot!("study_coherence", s.to_string()));
+    // The README counts the rows and the refusals, and shows the header
+    // and four rows as the table prints them.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let counts = format!(
+        "(four of its {} rows; the other {} combinations are refused",
+        s.rows.len(),
+        s.refused.len()
+    );
+    assert!(readme.contains(&counts), "README.md should say {counts}");
+    let table = s.to_string();
+    let shown = readme
+        .split("$ flashkit study coherence --bytes 4096\n")
+        .nth(1)
+        .and_then(|r| r.split("...\n```").next())
+        .expect("README.md shows the study");
+    for line in shown.lines().filter(|l| *l != "...") {
+        assert!(
+            table.lines().any(|l| l == line),
+            "README.md's line is not the study's: {line}"
+        );
+    }
 }
 
 #[test]

@@ -149,3 +149,33 @@ fn the_heap_peer_reproduces_the_small_runs_and_sixteen_node_rows() {
 fn the_heap_peer_reproduces_every_row_of_the_published_table() {
     heap_check(PUBLISHED);
 }
+
+/// A pipeline run is clean as MAGIC's report is: one that reaches its
+/// cycle budget says so and is not clean.
+#[test]
+fn a_pipeline_run_at_its_budget_is_not_clean() {
+    use magic::Cycles;
+    let big = Cycles(1_000_000);
+    let cfg = PipelineConfig {
+        nodes: 2,
+        msgs: 2_000_000,
+        pattern: Pattern::Ring,
+        costs: pipeline::PipelineCosts {
+            setup: big,
+            send: big,
+            recv: big,
+            done: big,
+        },
+    };
+    let run = pipeline::run(&cfg).unwrap();
+    assert!(!run.is_clean());
+    let h = run.halted.as_deref().unwrap_or_default();
+    assert!(h.starts_with("the run reached its cycle budget"), "{h}");
+    assert_eq!(run.problems()[0], h);
+    // The work left is listed after it; nothing was refused.
+    assert!(run
+        .stuck
+        .iter()
+        .any(|s| s.ends_with("of its messages never set up")));
+    assert!(run.refused.is_empty(), "{:?}", run.refused);
+}

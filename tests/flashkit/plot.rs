@@ -139,3 +139,92 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+/// `flashkit plot ARGS` with a deadline: its status and standard error, or
+/// a failure if it is still running after `secs` seconds (it is killed).
+fn plot_within(args: &[&str], secs: u64) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .arg("plot")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            panic!("plot {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
+    let dir = std::env::temp_dir().join(format!("flashkit-plot-inf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("s.csv");
+    let svg = dir.join("s.svg");
+    let (csv_s, svg_s) = (csv.to_str().unwrap(), svg.to_str().unwrap());
+    for (cell, x, y) in [
+        ("inf", "1", "inf"),
+        ("-inf", "-inf", "2"),
+        ("NaN", "3", "NaN"),
+        ("infinity", "4", "infinity"),
+    ] {
+        std::fs::write(&csv, format!("a,b\n0,1\n{x},{y}\n")).unwrap();
+        let column = if x == cell { "a" } else { "b" };
+        let (code, err) = plot_within(
+            &[
+                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
+            ],
+            20,
+        );
+        assert_eq!(
+            (code, err),
+            (
+                2,
+                format!(
+                    "error: {csv_s}: row 3, column '{column}': '{cell}' is not a finite number\n"
+                )
+            )
+        );
+        assert!(!svg.exists(), "nothing drawn");
+    }
+    // Finite values too far apart for an axis: refused, not drawn (plotters
+    // would overflow placing them).
+    if have_font() {
+        for rows in ["1e308,1\n-1e308,2\n", "1,1e308\n2,-1e308\n"] {
+            std::fs::write(&csv, format!("a,b\n{rows}")).unwrap();
+            let (code, err) = plot_within(
+                &[
+                    "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
+                ],
+                20,
+            );
+            assert_eq!(code, 2, "{rows}: {err}");
+            assert!(
+                err.starts_with(&format!("error: {svg_s}: values too large to draw: ")),
+                "{err}"
+            );
+            assert!(!svg.exists(), "nothing drawn");
+        }
+        // Negative values are drawn inside the axes.
+        std::fs::write(&csv, "a,b\n1,5\n2,-7\n").unwrap();
+        let (code, err) = plot_within(
+            &[
+                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
+            ],
+            20,
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -100,7 +100,7 @@ fn bad_scenarios_name_the_file_line_and_key() {
         ),
         (
             "[costs.transfer]\nrecv_verfy = 3\n[transfer]\n",
-            ":2: recv_verfy: unknown field",
+            ":2: costs.transfer.recv_verfy: unknown field",
         ),
         ("[costs.routing]\n[transfer]\n", "unknown field `routing`"),
     ] {
@@ -113,6 +113,176 @@ fn bad_scenarios_name_the_file_line_and_key() {
         assert!(err.contains(want), "{text}: {err}");
         assert!(err.contains("bad.toml"), "{err}");
     }
+}
+
+/// Run `text` as a scenario file and return its exit status and standard
+/// error.
+fn run_text(name: &str, text: &str) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!("flashkit-refusals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    let (code, out, err) = flashkit(&["run", f.to_str().unwrap()]);
+    if code != 0 {
+        assert!(out.is_empty(), "{text}: {out}");
+    }
+    let _ = std::fs::remove_file(&f);
+    (code, err.replace(&format!("{}/", dir.display()), ""))
+}
+
+/// Each input the issue lists, and its kin: one line naming the file, the
+/// line, the key the file sets and the range, exit status 2.
+#[test]
+fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
+    for (text, want) in [
+        // Values too large for their type, and not numbers at all.
+        (
+            "[transfer]\nbytes = 9223372036854775808\n",
+            "s.toml:2: bytes: number too large to fit in target type",
+        ),
+        (
+            "[costs.transfer]\nshift_dword = 18446744073709551616\n[transfer]\n",
+            "s.toml:2: costs.transfer.shift_dword: number too large to fit in target type",
+        ),
+        (
+            "[machine]\npi_out = 9223372036854775807\n[miss]\n",
+            "s.toml:2: pi_out: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[transfer]\nbytes = nan\n",
+            "s.toml:2: bytes: invalid type: floating point `NaN`, expected u64",
+        ),
+        (
+            "[transfer]\nbytes = inf\n",
+            "s.toml:2: bytes: invalid type: floating point `inf`, expected u64",
+        ),
+        (
+            "[transfer]\nbytes = -inf\n",
+            "s.toml:2: bytes: invalid type: floating point `-inf`, expected u64",
+        ),
+        // Values checked after parsing.
+        (
+            "[transfer]\nbytes = 0\n",
+            "s.toml:2: bytes: must be from 1 to 1048576, got 0",
+        ),
+        (
+            "[costs.transfer]\nsend_init = { cycles = 9, instrs = 10, loads = 4294967295, stores = 0 }\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.loads: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[costs.transfer]\nsend_init = { cycles = 1, instrs = 1000, loads = 0, stores = 0 }\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.instrs: must be at most 2 (issue width 2 x 1 cycles), got 1000",
+        ),
+        (
+            "[costs.transfer.send_init]\ncycles = 9\ninstrs = 10\nloads = 4\nstores = 7\n[transfer]\n",
+            "s.toml:5: costs.transfer.send_init.stores: must be at most 6 (10 instructions, 4 of them loads), got 7",
+        ),
+        (
+            "[costs.coherence]\nissue = 4294967295\n[miss]\n",
+            "s.toml:2: costs.coherence.issue: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[costs.user]\nlink = { cycles = 9, instrs = 17, loads = 0, stores = 4294967295 }\n[fetch_op]\n",
+            "s.toml:2: costs.user.link.stores: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[pipeline]\nmsgs = 10\nsetup_cycles = 9223372036854775807\n",
+            "s.toml:3: setup_cycles: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[costs.os]\nchange = 2000000\n[remap]\n",
+            "s.toml:2: costs.os.change: must be from 0 to 1000000, got 2000000",
+        ),
+        // A table the experiment does not use is checked all the same.
+        (
+            "[costs.cmam]\nrequest = 9223372036854775807\n[transfer]\n",
+            "s.toml:2: costs.cmam.request: must be from 0 to 1000000, got 9223372036854775807",
+        ),
+        (
+            "[costs.sp]\nrequest = 1\n\n[costs.cmaml]\nrequest = 1000001\n[miss]\n",
+            "s.toml:5: costs.cmaml.request: must be from 0 to 1000000, got 1000001",
+        ),
+        (
+            "[network.cm5]\nseed = 1\n[network.sp]\nseed = 2\ndelay = 99999999999\n[transfer]\n",
+            "s.toml:5: network.sp.delay: must be from 0 to 264000000 ticks (10 ms), got 99999999999",
+        ),
+        (
+            "[costs.am]\ndispatch = 1000001\n[transfer]\n",
+            "s.toml:2: costs.am.dispatch: must be from 0 to 1000000, got 1000001",
+        ),
+        // Relations: the key the file sets is the one named.
+        (
+            "[machine]\nmem_bytes = 128\n[transfer]\n",
+            "s.toml:2: mem_bytes: must be at least 8392704 for the transfer's buffers, got 128",
+        ),
+        (
+            "[machine]\ndata_buffers = 1\n[transfer]\n",
+            "s.toml:2: data_buffers: must be at least 4 for the transfer, got 1",
+        ),
+        (
+            "[machine]\ndata_buffers = 6\n[transfer]\nchunk = 8\n",
+            "s.toml:4: chunk: must be from 1 to the data-buffer pool, 6, got 8",
+        ),
+        (
+            "[machine]\npp_issue_width = 1\n[transfer]\n",
+            "s.toml:2: pp_issue_width: costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[fetch_op]\n",
+            "s.toml:2: mem_bytes: must be at least 69632 for the fetch-and-add's pages, got 65536",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[remap]\n",
+            "s.toml:2: mem_bytes: must be at least 278528 for the remap's pages, got 65536",
+        ),
+        (
+            "[machine]\nmem_bytes = 128\n[sharing]\n",
+            "s.toml:2: mem_bytes: must be at least 16512 for the shared line, got 128",
+        ),
+        (
+            "[machine]\nmem_bytes = 16384\n[miss]\n",
+            "s.toml:2: mem_bytes: offset must be inside node memory with its pair line, below 0x4000, got 0x4080",
+        ),
+        (
+            "[machine]\nmem_bytes = 65536\n[logp]\nplatform = \"flash\"\n",
+            "s.toml:2: mem_bytes: must be at least 4718592 for the stores' lines, got 65536",
+        ),
+        (
+            "[miss]\nowner = 99\n",
+            "s.toml:2: owner: must be a node of the machine, below 3, got 99",
+        ),
+        (
+            "[suite]\nplatform = \"sp\"\nnodes = 513\n",
+            "s.toml:3: nodes: must be from 2 to 512, got 513",
+        ),
+    ] {
+        let (code, err) = run_text("s.toml", text);
+        assert_eq!(code, 2, "{text}: {err}");
+        assert_eq!(err, format!("error: {want}\n"), "{text}");
+    }
+    // The same machine serves what the default sheets ask of it.
+    let (code, err) = run_text("s.toml", "[machine]\npp_issue_width = 1\n[miss]\n");
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A sweep checks every point before it runs one: a point the experiment
+/// cannot run is refused up front, named.
+#[test]
+fn a_plan_refuses_an_impossible_point_before_running_any() {
+    use flashkit::scenario::Source;
+    use flashkit::sweep::{Axis, Plan, SweepError};
+    let src = Source {
+        path: "t.toml",
+        text: "[transfer]\nbytes = 4096\n",
+    };
+    let axes = [Axis::parse("transfer.bytes=4096,0").unwrap()];
+    let e = Plan::new(&src, &axes).unwrap_err();
+    let SweepError::Point { index, error, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*index, 1, "{e}");
+    assert_eq!(error.key.as_deref(), Some("bytes"), "{e}");
+    assert_eq!(error.message, "must be from 1 to 1048576, got 0", "{e}");
 }
 
 fn sweep(extra: &[&str]) -> String {
@@ -245,15 +415,36 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
     let whole = std::fs::read_to_string(&out).unwrap();
     // 24 points over 4 shards: shard 1 holds points 1, 5, 9, 13, 17, 21.
     let keep = std::fs::read_to_string(&all[1]).unwrap();
-    // Emptied (a task that never started to write).
+    // Emptied (a task that never started to write), or /dev/null given as
+    // a part beside a complete set: not a part, named.
+    let refused = |path: &str| {
+        format!(
+            "error: {path}: empty, not a sweep part (a part begins with `# flashkit-sweep ...`): run its shard again, or leave it out\n"
+        )
+    };
     std::fs::write(&all[1], "").unwrap();
-    let (code, err) = merge(&all, &out);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("points 1, 5, 9, 13, 17, 21 missing: shard 1/4 produced nothing"),
-        "{err}"
+    assert_eq!(merge(&all, &out), (2, refused(&all[1])));
+    std::fs::write(&all[1], &keep).unwrap();
+    let with_null = [all.clone(), vec!["/dev/null".to_string()]].concat();
+    assert_eq!(merge(&with_null, &out), (2, refused("/dev/null")));
+    // The table written over one of its parts.
+    let mut over = vec!["merge"];
+    over.extend(all.iter().map(|s| s.as_str()));
+    over.extend(["-o", &all[2]]);
+    let (code, _, err) = flashkit(&over);
+    assert_eq!(
+        (code, err),
+        (
+            2,
+            format!(
+                "error: -o {} is the part {}: write the table to another file\n",
+                all[2], all[2]
+            )
+        )
     );
-    assert!(err.contains("part-1.csv empty"), "{err}");
+    assert!(std::fs::read_to_string(&all[2])
+        .unwrap()
+        .starts_with("# flashkit-sweep "));
     // Removed.
     let three: Vec<String> = [0, 2, 3].iter().map(|&i| all[i].clone()).collect();
     let (code, err) = merge(&three, &out);
@@ -637,6 +828,161 @@ fn printed_defaults_are_complete_scenarios_that_run_as_the_commands_defaults() {
 }
 
 #[test]
+fn a_sweep_refuses_an_empty_value_its_own_scenario_as_output_and_too_many_points() {
+    let dir = scratch("refuse");
+    let own = dir.join("s.toml");
+    let text = std::fs::read_to_string("examples/transfer.toml").unwrap();
+    std::fs::write(&own, &text).unwrap();
+    let own = path(&own).to_string();
+    // The same file by another spelling of its path.
+    let other = format!("{}/./s.toml", path(&dir));
+    let thousand: String = (1..=1024)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let more: String = (1..=1025)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let t0 = std::time::Instant::now();
+    for (args, want) in [
+        (
+            vec!["sweep", "examples/transfer.toml", "--vary", "transfer.chunk=1,,2"],
+            "error: --vary transfer.chunk=1,,2: an empty value (two commas together, or one at an end)\n".to_string(),
+        ),
+        (
+            vec!["sweep", "examples/transfer.toml", "--vary", "transfer.chunk=1,2,"],
+            "error: --vary transfer.chunk=1,2,: an empty value (two commas together, or one at an end)\n".to_string(),
+        ),
+        (
+            vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &other],
+            format!("error: --out {other} is the scenario file {own}: write the part to another file\n"),
+        ),
+        (
+            vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &own, "--resume"],
+            format!("error: --out {own} is the scenario file {own}: write the part to another file\n"),
+        ),
+        (
+            vec![
+                "sweep",
+                "examples/transfer.toml",
+                "--vary",
+                &format!("machine.net_latency={thousand}"),
+                "--vary",
+                &format!("transfer.bytes={more}"),
+            ],
+            "error: the sweep has 1024 x 1025 = 1049600 points; a sweep has at most 1048576 (2^20)\n".to_string(),
+        ),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", want.as_str()), "{args:?}");
+    }
+    assert!(
+        t0.elapsed().as_secs() < 30,
+        "refused at once: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&own).unwrap(),
+        text,
+        "the scenario is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_point_that_clashes_is_refused_before_any_row_on_every_shard() {
+    // Chunks of 8 need 8 data buffers: point 1 (4 buffers, chunk 8) clashes.
+    for shard in ["0/2", "1/2"] {
+        let (code, out, err) = flashkit(&[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "machine.data_buffers=4,16",
+            "--vary",
+            "transfer.chunk=4,8",
+            "--shard",
+            shard,
+            "--quiet",
+        ]);
+        assert_eq!(code, 2, "{shard}: {err}");
+        assert_eq!(out, "", "{shard}: nothing written");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: point 1 (machine.data_buffers=4, transfer.chunk=8): "),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_figure_a_point_leaves_undefined_is_an_empty_cell() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.bytes=1,256",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    let col = |name: &str| rows[0].iter().position(|c| *c == name).unwrap();
+    let (rate, bound) = (col("result.per_line_cycles"), col("result.limited_by"));
+    assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{out}");
+    assert_eq!((rows[1][rate], rows[1][bound]), ("", ""), "1 byte: no rate");
+    assert_eq!((rows[2][rate], rows[2][bound]), ("40.0", "network"));
+}
+
+#[test]
+fn sweep_workers_run_a_bounded_way_ahead_of_the_first_unfinished_point() {
+    use flashkit::sweep::{run_in_order, window};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+    // Point 0 is slow; the others are quick. While point 0 runs, the
+    // workers take no point past the window: results held back behind a
+    // slow point are bounded, not the whole rest of the sweep.
+    let threads = 3;
+    let furthest = AtomicUsize::new(0);
+    let zero_done = std::sync::atomic::AtomicBool::new(false);
+    let mut order = Vec::new();
+    run_in_order(
+        10_000,
+        threads,
+        |i| {
+            if i == 0 {
+                std::thread::sleep(Duration::from_millis(300));
+                zero_done.store(true, Ordering::SeqCst);
+            } else if !zero_done.load(Ordering::SeqCst) {
+                furthest.fetch_max(i, Ordering::SeqCst);
+            }
+            i * 2
+        },
+        |_| {},
+        |i, r| {
+            order.push((i, r));
+            Ok::<(), ()>(())
+        },
+    )
+    .unwrap();
+    assert!(furthest.load(Ordering::SeqCst) < window(threads));
+    assert_eq!(order.len(), 10_000);
+    assert!(order
+        .iter()
+        .enumerate()
+        .all(|(k, &(i, r))| k == i && r == 2 * i));
+    // An error stops the run, even with workers waiting for their turn.
+    let r = run_in_order(
+        1_000_000,
+        threads,
+        |i| i,
+        |_| {},
+        |i, _| if i == 5 { Err(i) } else { Ok(()) },
+    );
+    assert_eq!(r, Err(5));
+}
+
+#[test]
 fn a_varied_machine_parameter_is_a_column_and_the_others_are_not() {
     let (code, out, err) = flashkit(&[
         "sweep",
@@ -691,9 +1037,9 @@ fn a_scenario_sets_the_platforms_costs_and_networks() {
     assert!(rt(&s, PlatformKind::Flash) > rt(&base, PlatformKind::Flash));
     // Unknown keys and values out of range name the key.
     let e = read("[costs.sp]\nrequestt = 1\n[logp]\n").unwrap_err();
-    assert_eq!(e.key.as_deref(), Some("requestt"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("costs.sp.requestt"), "{e}");
     let e = read("[network.cm5]\nbogus = 1\n[logp]\n").unwrap_err();
-    assert_eq!(e.key.as_deref(), Some("bogus"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("network.cm5.bogus"), "{e}");
 }
 
 #[test]
@@ -716,7 +1062,43 @@ fn a_scenario_sets_the_operating_systems_costs() {
         path: "os.toml",
         text: "[costs.os]\nchange = 2000000\n[remap]\n",
     };
-    let s = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap();
+    let e = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(2), Some("costs.os.change")),
+        "{e}"
+    );
+    // A library caller that builds the scenario by hand is refused by the run.
+    let mut s = scenario::Scenario::defaults(scenario::Experiment::Remap);
+    s.costs.os.change = flashkit::magic::Cycles(2_000_000);
     let e = scenario::run(&s).unwrap_err();
-    assert_eq!(e.field(), Some("change"), "{e}");
+    assert_eq!(e.field(), Some("costs.os.change"), "{e}");
+}
+
+/// A run that would go on past its cycle budget stops there: status 1, one
+/// line saying the budget and how a run is given more, and no figures.
+#[test]
+fn a_run_at_its_cycle_budget_is_status_1_and_says_so() {
+    let dir = scratch("budget");
+    let f = dir.join("budget.toml");
+    // 2 x 2,000,000 messages of 33 handler runs of 10^6 cycles each: far
+    // more than 10^11 cycles.
+    std::fs::write(
+        &f,
+        "[pipeline]\nnodes = 2\nmsgs = 2000000\nsetup_cycles = 1000000\n\
+         send_cycles = 1000000\nrecv_cycles = 1000000\ndone_cycles = 1000000\n",
+    )
+    .unwrap();
+    let (code, out, err) = flashkit(&["run", path(&f)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.is_empty(),
+        "a halted run's figures are no result: {out}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the run reached its cycle budget of 100000000000 cycles")
+            && err.contains("Magic::set_budget"),
+        "{err}"
+    );
 }

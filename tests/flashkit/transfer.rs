@@ -48,11 +48,11 @@ fn transfer_occupancy_grid() {
                     s.initial_line,
                     s.network_queueing,
                     s.receiver_cleanup,
-                    r.per_line,
+                    r.per_line.expect("32 lines: a rate"),
                     r.network_per_line,
                     r.sender_occupancy_per_line,
                     r.receiver_occupancy_per_line,
-                    r.limited_by
+                    r.limited_by.expect("32 lines: a bound")
                 )
                 .unwrap();
                 out.push_str(&r.ledger.render());
@@ -88,7 +88,7 @@ fn global_coherence_reaches_remote_homes_sharers_and_owners() {
                     let o = &r.outcome;
                     assert!(o.data_ok && o.incoherent.is_none(), "{c:?}: {:?}", o.stale);
                     for n in 0..r.machine.nodes() {
-                        let dropped = r.machine.state(magic::NodeId(n)).stats.dropped;
+                        let dropped = r.machine.state(magic::NodeId(n)).unwrap().stats.dropped;
                         assert_eq!(dropped, 0, "{c:?}: node {n} dropped {dropped}");
                     }
                     let a = o.coherence;

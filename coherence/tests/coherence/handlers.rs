@@ -39,7 +39,7 @@ fn the_home_answers_a_read_of_an_uncached_line_from_memory() {
     };
     assert_eq!((put.to, put.data), (Dest::Node(NodeId(0)), true));
     assert_eq!(bench.decode(&put.msg), Ok(CohMsg::Put { acks: 0 }));
-    let e = bench.machine().state(NodeId(1)).entry(line(1));
+    let e = bench.machine().state(NodeId(1)).unwrap().entry(line(1));
     assert_eq!(
         e.state(NodeId(1)),
         DirState::Shared(coherence::Sharers::one(NodeId(0)))
@@ -64,7 +64,7 @@ fn a_sharer_drops_its_copy_and_acknowledges_to_the_requester() {
         (ack.to, ack.name.as_str()),
         (Dest::Node(NodeId(0)), "coherence CohMsg::InvAck")
     );
-    let pc = bench.machine().pcache(NodeId(1)).state(line(2));
+    let pc = bench.machine().pcache(NodeId(1)).unwrap().state(line(2));
     assert_eq!(pc, LineState::Uncached);
 }
 
@@ -117,19 +117,22 @@ impl Rig {
     }
 
     fn set(&mut self, e: DirEntry) {
-        self.m.state_mut(NodeId(H)).set_entry(the_line(), e);
+        self.m
+            .state_mut(NodeId(H))
+            .unwrap()
+            .set_entry(the_line(), e);
     }
 
     fn entry(&self) -> DirEntry {
-        self.m.state(NodeId(H)).entry(the_line())
+        self.m.state(NodeId(H)).unwrap().entry(the_line())
     }
 
     fn cache(&self, n: u32) -> LineState {
-        self.m.pcache(NodeId(n)).state(the_line())
+        self.m.pcache(NodeId(n)).unwrap().state(the_line())
     }
 
     fn memory(&self) -> [u8; LINE_BYTES] {
-        self.m.memory(NodeId(H)).line(the_line().line())
+        self.m.memory(NodeId(H)).unwrap().line(the_line().line())
     }
 
     fn settle(&mut self) {
@@ -151,7 +154,7 @@ impl Rig {
 
     /// Node `n`'s processor issues `a`; its request to MAGIC is held.
     fn access(&mut self, n: u32, a: Access) {
-        self.m.state_mut(NodeId(n)).proc.push([a]);
+        self.m.state_mut(NodeId(n)).unwrap().proc.push([a]);
         let now = self.m.now();
         self.m.start_processor(NodeId(n), now).unwrap();
         self.settle();
@@ -223,6 +226,7 @@ impl Rig {
     fn value(&self, n: u32) -> Option<u64> {
         self.m
             .state(NodeId(n))
+            .unwrap()
             .proc
             .results
             .last()
@@ -296,7 +300,7 @@ fn store() {
         "a store to an exclusive copy sends nothing"
     );
     assert_eq!(r.cache(A), LineState::Dirty);
-    assert!(r.m.state(NodeId(A)).proc.results[0].hit);
+    assert!(r.m.state(NodeId(A)).unwrap().proc.results[0].hit);
     assert_eq!(r.entry(), DirEntry::remote_owner(NodeId(A)));
 }
 
@@ -460,7 +464,7 @@ fn ni_nak() {
     ran(&f, A, "nak");
     // The kit's requester asks again at once (the model's processor may).
     assert_sent(&f, &[(A, H, "Get")]);
-    assert_eq!(r.m.state(NodeId(A)).stats.retries, 1);
+    assert_eq!(r.m.state(NodeId(A)).unwrap().stats.retries, 1);
 }
 
 /// B wrote its dirty line back; A's read is forwarded to B regardless.
@@ -949,15 +953,15 @@ fn a_full_pointer_store_reclaims_a_list_by_invalidation() {
         r.fire(&on_net(H, n, "Put"));
         r.fire(&to_pi(n, "Fill"));
     }
-    assert_eq!(r.m.state(NodeId(H)).links_used(), 1);
+    assert_eq!(r.m.state(NodeId(H)).unwrap().links_used(), 1);
     // A third reader needs a second link: the line's own list is reclaimed,
     // every copy invalidated with the home collecting, and the reader NAKed.
     r.load(C);
     r.fire(&from_pi(C, "PiGet"));
     let f = r.fire(&on_net(C, H, "Get"));
     assert_sent(&f, &[(H, A, "Inval"), (H, B, "Inval"), (H, C, "Nak")]);
-    assert_eq!(r.m.state(NodeId(H)).stats.reclaims, 1);
-    assert_eq!(r.m.state(NodeId(H)).links_used(), 0);
+    assert_eq!(r.m.state(NodeId(H)).unwrap().stats.reclaims, 1);
+    assert_eq!(r.m.state(NodeId(H)).unwrap().links_used(), 0);
     r.drain("CohMsg::Inval ");
     r.drain("CohMsg::InvAck ");
     assert!(!r.entry().pending);

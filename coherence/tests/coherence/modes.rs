@@ -33,10 +33,7 @@ fn dst() -> PAddr {
 }
 
 /// Node 0: read the send-buffer line under the mode and send it.
-fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, msg: MdMsg) {
-    let MdMsg::Send { mode } = msg else {
-        panic!("md_send got {msg:?}")
-    };
+fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, md_msg::Send { mode }: md_msg::Send) {
     let b = cx.alloc_buffer().expect("a free buffer");
     let t = modes::sender_read(cx, mode, src(), b).expect("a local plan");
     cx.wait(t);
@@ -45,10 +42,7 @@ fn md_send(cx: &mut Cx<'_, CohNode>, _: &Msg, msg: MdMsg) {
 }
 
 /// Node 1: write the received line under the mode.
-fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg, msg: MdMsg) {
-    let MdMsg::Data { mode } = msg else {
-        panic!("md_recv got {msg:?}")
-    };
+fn md_recv(cx: &mut Cx<'_, CohNode>, m: &Msg, md_msg::Data { mode }: md_msg::Data) {
     let b = cx.take_msg_buffer().expect("data");
     let t = modes::receiver_write(cx, mode, m.addr, b, 0..128).expect("a local plan");
     cx.wait(t);
@@ -74,17 +68,19 @@ impl Protocol for Md {
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, CohNode>) {
         protocol::install_on(b);
-        let (s, r) = if self.retrying {
-            (
-                b.handler("md_send_retrying", md_send_retrying),
-                b.handler("md_recv_retrying", md_recv_retrying),
-            )
+        let n = Region::Normal;
+        if self.retrying {
+            // The retrying receiver takes the data and its own retries.
+            let s = b.handler("md_send_retrying", md_send_retrying);
+            let r = b.handler_of_all("md_recv_retrying", md_recv_retrying);
+            b.route(n, s)
+                .route_kind(MdKind::Data, n, r)
+                .route_kind(MdKind::Retry, n, r);
         } else {
-            (b.handler("md_send", md_send), b.handler("md_recv", md_recv))
-        };
-        b.route(MdKind::Send, Region::Normal, s)
-            .route(MdKind::Data, Region::Normal, r)
-            .route(MdKind::Retry, Region::Normal, r);
+            let s = b.handler("md_send", md_send);
+            let r = b.handler("md_recv", md_recv);
+            b.route(n, s).route(n, r);
+        }
     }
 
     fn check(&self, params: &MagicParams, nodes: u32) -> Result<(), BuildError> {
@@ -121,12 +117,15 @@ fn transfer(mode: Mode) -> (u8, u64) {
     let go = m.msg(NodeId(0), MdMsg::Send { mode }).addr(src());
     m.post(NodeId(0), Cycles(0), go).unwrap();
     assert!(m.run().is_clean());
-    let stored = m.memory(NodeId(1)).line(dst().line())[0];
-    m.state_mut(NodeId(1)).proc.push([Access::Load(dst())]);
+    let stored = m.memory(NodeId(1)).unwrap().line(dst().line())[0];
+    m.state_mut(NodeId(1))
+        .unwrap()
+        .proc
+        .push([Access::Load(dst())]);
     let at = m.now() + Cycles(1);
     m.start_processor(NodeId(1), at).unwrap();
     assert!(m.run().is_clean());
-    let seen = m.state(NodeId(1)).proc.results[0].value.unwrap();
+    let seen = m.state(NodeId(1)).unwrap().proc.results[0].value.unwrap();
     (stored, seen)
 }
 
@@ -184,7 +183,7 @@ fn local_coherence_refuses_a_line_dirty_elsewhere_and_global_plans_the_fetch() {
 // line is being filled or written back.
 
 /// Send under `local`, retrying while the plan says busy.
-fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, _: MdMsg) {
+fn md_send_retrying(cx: &mut Cx<'_, CohNode>, m: &Msg, _: md_msg::Send) {
     let b = cx.alloc_buffer().expect("a free buffer");
     match modes::sender_read(cx, Mode::Local, src(), b) {
         Ok(t) => {
@@ -225,7 +224,11 @@ fn retrying_machine() -> Magic<CohNode> {
 }
 
 fn word0(m: &Magic<CohNode>, n: NodeId, a: PAddr) -> u64 {
-    u64::from_le_bytes(m.memory(n).line(a.line())[0..8].try_into().unwrap())
+    u64::from_le_bytes(
+        m.memory(n).unwrap().line(a.line())[0..8]
+            .try_into()
+            .unwrap(),
+    )
 }
 
 #[test]
@@ -239,7 +242,7 @@ fn a_local_send_racing_the_senders_dirty_eviction_sends_the_dirty_bytes() {
         [0xAA; 128],
     )
     .unwrap();
-    m.state_mut(NodeId(0)).proc.push([
+    m.state_mut(NodeId(0)).unwrap().proc.push([
         Access::Evict(src()),
         Access::Think(Cycles(200)),
         Access::Load(src()),
@@ -257,18 +260,24 @@ fn a_local_send_racing_the_senders_dirty_eviction_sends_the_dirty_bytes() {
         "the receiver got the dirty bytes"
     );
     assert_eq!(
-        m.state(NodeId(0)).proc.results.last().unwrap().value,
+        m.state(NodeId(0))
+            .unwrap()
+            .proc
+            .results
+            .last()
+            .unwrap()
+            .value,
         Some(aa),
         "the sender's data survived"
     );
-    assert_eq!(m.state(NodeId(0)).stats.protocol_errors, 0);
+    assert_eq!(m.state(NodeId(0)).unwrap().stats.protocol_errors, 0);
 }
 
 #[test]
 fn a_local_send_racing_the_senders_fill_waits_for_it() {
     let mut m = retrying_machine();
     protocol::place(&mut m, src(), &[], [0x11; 128], [0; 128]).unwrap();
-    m.state_mut(NodeId(0)).proc.push([
+    m.state_mut(NodeId(0)).unwrap().proc.push([
         Access::Store(src(), 0xBEEF),
         Access::Think(Cycles(300)),
         Access::Load(src()),
@@ -278,10 +287,11 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
     while let Some(t) = m.step() {
         // The entry already says exclusive but the fill is still crossing.
         let exclusive = matches!(
-            m.state(NodeId(0)).entry(src()).state(NodeId(0)),
+            m.state(NodeId(0)).unwrap().entry(src()).state(NodeId(0)),
             coherence::DirState::Exclusive(_)
         );
-        if !posted && exclusive && m.pcache(NodeId(0)).state(src()) == LineState::Uncached {
+        if !posted && exclusive && m.pcache(NodeId(0)).unwrap().state(src()) == LineState::Uncached
+        {
             let send = m.msg(NodeId(0), MdMsg::Send { mode: Mode::Local });
             m.post(NodeId(0), t, send.addr(src())).unwrap();
             posted = true;
@@ -289,7 +299,7 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
     }
     assert!(posted);
     assert_eq!(word0(&m, NodeId(1), dst()), 0xBEEF, "the store was sent");
-    let n = m.state(NodeId(0));
+    let n = m.state(NodeId(0)).unwrap();
     assert_eq!(n.stats.protocol_errors, 0);
     assert_eq!(n.proc.results.last().unwrap().value, Some(0xBEEF));
 }
@@ -298,7 +308,7 @@ fn a_local_send_racing_the_senders_fill_waits_for_it() {
 fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
     let mut m = retrying_machine();
     protocol::place(&mut m, dst(), &[], [0x11; 128], [0; 128]).unwrap();
-    m.state_mut(NodeId(1)).proc.push([
+    m.state_mut(NodeId(1)).unwrap().proc.push([
         Access::Load(dst()),
         Access::Think(Cycles(300)),
         Access::Load(dst()),
@@ -307,10 +317,10 @@ fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
     let mut posted = false;
     while let Some(t) = m.step() {
         let shared = matches!(
-            m.state(NodeId(1)).entry(dst()).state(NodeId(1)),
+            m.state(NodeId(1)).unwrap().entry(dst()).state(NodeId(1)),
             coherence::DirState::Shared(_)
         );
-        if !posted && shared && m.pcache(NodeId(1)).state(dst()) == LineState::Uncached {
+        if !posted && shared && m.pcache(NodeId(1)).unwrap().state(dst()) == LineState::Uncached {
             let d = m
                 .msg(NodeId(1), MdMsg::Data { mode: Mode::Local })
                 .addr(dst());
@@ -319,7 +329,7 @@ fn a_local_receive_racing_the_receivers_read_fill_leaves_no_stale_copy() {
         }
     }
     assert!(posted);
-    let n = m.state(NodeId(1));
+    let n = m.state(NodeId(1)).unwrap();
     assert_eq!(
         n.proc.results.last().unwrap().value,
         Some(u64::from_le_bytes([0xAA; 8]))

@@ -178,7 +178,10 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
             Kind::Evict => Access::Evict(a),
             Kind::Think(n) => Access::Think(Cycles(n as u64)),
         };
-        m.state_mut(NodeId(s.node as u32)).proc.push([access]);
+        m.state_mut(NodeId(s.node as u32))
+            .unwrap()
+            .proc
+            .push([access]);
     }
     for n in 0..c.nodes {
         m.start_processor(NodeId(n as u32), Cycles(c.starts[n as usize] as u64))
@@ -196,7 +199,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     prop_assert!(report.is_clean(), "stuck: {:?}", report.stuck);
     for n in 0..c.nodes as u32 {
         prop_assert_eq!(
-            m.drops(NodeId(n)),
+            m.drops(NodeId(n)).unwrap(),
             magic::Drops::default(),
             "node {} refused something",
             n
@@ -206,7 +209,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     // Every operation completed; retries bounded; no protocol surprises.
     let mut writes: BTreeMap<u64, Vec<(Cycles, u64)>> = BTreeMap::new();
     for n in 0..c.nodes as u32 {
-        let node = m.state(NodeId(n));
+        let node = m.state(NodeId(n)).unwrap();
         let want = c.steps.iter().filter(|s| s.node as u32 == n).count();
         prop_assert_eq!(
             node.proc.results.len(),
@@ -249,18 +252,18 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     for line in lines(c) {
         let home = line.node();
-        let e = m.state(home).entry(line);
+        let e = m.state(home).unwrap().entry(line);
         let holders: Vec<_> = (0..c.nodes as u32)
-            .map(|n| (n, m.pcache(NodeId(n)).state(line)))
+            .map(|n| (n, m.pcache(NodeId(n)).unwrap().state(line)))
             .filter(|x| x.1 != LineState::Uncached)
             .collect();
         let bytes = match e.state(home) {
-            DirState::Exclusive(o) => *m.pcache(o).bytes(line).unwrap(),
-            _ => m.memory(home).line(line.line()),
+            DirState::Exclusive(o) => *m.pcache(o).unwrap().bytes(line).unwrap(),
+            _ => m.memory(home).unwrap().line(line.line()),
         };
         for (n, st) in &holders {
             if *st == LineState::Clean {
-                let copy = *m.pcache(NodeId(*n)).bytes(line).unwrap();
+                let copy = *m.pcache(NodeId(*n)).unwrap().bytes(line).unwrap();
                 prop_assert_eq!(copy, bytes, "node {}'s clean copy of {} is stale", n, line);
             }
         }

@@ -74,10 +74,11 @@ where
         c
     };
     let pts = c.series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, 0.0f64);
     for &(x, y) in pts {
         x0 = x0.min(x);
         x1 = x1.max(x);
+        y0 = y0.min(y);
         y1 = y1.max(y);
     }
     if x0 > x1 {
@@ -86,7 +87,17 @@ where
     if x0 == x1 {
         x1 = x0 + 1.0;
     }
+    let ymax = y1;
     let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.35 };
+    // Axes of a finite length, holding every point (plotters would lay out
+    // ticks on an infinite one for ever, and overflow placing a point far
+    // outside its axes).
+    let finite = |a: f64, b: f64| (b - a).is_finite();
+    if !(finite(x0, x1) && finite(y0, y1)) {
+        return Err(format!(
+            "values too large to draw: x from {x0:.3e} to {x1:.3e}, y from {y0:.3e} to {ymax:.3e}"
+        ));
+    }
     let mut b = ChartBuilder::on(&area);
     b.caption(&c.title, ("sans-serif", 22))
         .margin(16)
@@ -182,7 +193,7 @@ where
     } else {
         (x0, x1, c.x_labels)
     };
-    body!(b.build_cartesian_2d(x0..x1, 0.0..y1).map_err(e)?, xl);
+    body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?, xl);
     area.present().map_err(e)
 }
 

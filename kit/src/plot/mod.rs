@@ -57,7 +57,10 @@ pub fn per_line() -> Result<Chart, String> {
         let n = lines as f64;
         total.push((n, o.total.0 as f64 / n));
         fixed.push((n, o.startup.total as f64 / n));
-        rate.push((n, o.per_line));
+        // A single line has no spacing: the transfer phase starts at two.
+        if let Some(r) = o.per_line {
+            rate.push((n, r));
+        }
     }
     Ok(Chart {
         title: "Transfer time per line (uncached, C4)".into(),
@@ -214,7 +217,8 @@ pub fn logp() -> Result<Chart, String> {
 }
 
 /// A chart from a sweep's CSV: `y` against `x`, one series per value of
-/// `series` (if given).
+/// `series` (if given). A cell of `x` or `y` that is not a finite number
+/// (empty, text, `inf`, `nan`) is an error naming its row and column.
 pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().ok_or("the CSV is empty")?.split(',').collect();
@@ -228,11 +232,17 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
     let mut by: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
     for (n, l) in lines.enumerate() {
         let cells: Vec<&str> = l.split(',').collect();
+        // A cell is named by its row (the header is row 1) and column.
         let num = |i: usize, name: &str| {
-            cells
-                .get(i)
-                .and_then(|c| c.parse::<f64>().ok())
-                .ok_or_else(|| format!("row {}: '{name}' is not a number", n + 2))
+            let cell = cells.get(i).copied().unwrap_or("");
+            match cell.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                Ok(_) => Err(format!(
+                    "row {}, column '{name}': '{cell}' is not a finite number",
+                    n + 2
+                )),
+                Err(_) => Err(format!("row {}: '{name}' is not a number", n + 2)),
+            }
         };
         let key = si.map_or(String::new(), |i| cells.get(i).unwrap_or(&"").to_string());
         by.entry(key).or_default().push((num(xi, x)?, num(yi, y)?));

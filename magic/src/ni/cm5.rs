@@ -94,8 +94,9 @@ pub struct Cm5Params {
 /// run's arithmetic comes near overflowing.
 pub const MAX_TIME: Time = Time(TICKS_PER_US * 10_000);
 
-/// The most processor cycles a cost may hold.
-pub const MAX_COST: u64 = 1_000_000;
+/// The most processor cycles a cost may hold: the one cap of every cost,
+/// [`crate::params::MAX_COST`].
+pub const MAX_COST: u64 = crate::params::MAX_COST;
 
 /// The most packets of one sender the network may hold.
 pub const MAX_CAPACITY: usize = 1 << 20;

@@ -5,7 +5,7 @@ pub mod cm5;
 pub mod sp;
 
 use crate::controller::Controller;
-use crate::error::{OutOfRange, PostError};
+use crate::error::{NoNode, OutOfRange, PostError};
 use crate::ids::{Lane, Msg, NodeId};
 use crate::ledger::Ledger;
 use crate::machine::RunReport;
@@ -69,7 +69,11 @@ fn arrive(now: &mut Time, last: Option<Time>, limit: Option<Time>) -> RunReport 
         end: now.to_cycles_floor(),
         engine_events: 0,
         limit_reached: limit.is_some_and(|l| last.is_some_and(|a| a > l)),
+        halted: None,
         stuck: Vec::new(),
+        // A packet the network refused is the sender's to retry: counted in
+        // the network's statistics, not a loss of the run.
+        refused: Vec::new(),
     }
 }
 
@@ -116,9 +120,10 @@ impl Controller for Cm5Machine {
         arrive(&mut self.now, last, limit)
     }
 
-    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
-        if node.0 >= self.net.nodes() {
-            return Vec::new();
+    fn take_delivered(&mut self, node: NodeId) -> Result<Vec<(Time, Msg)>, NoNode> {
+        let nodes = self.net.nodes();
+        if node.0 >= nodes {
+            return Err(NoNode { node, nodes });
         }
         let mut out = Vec::new();
         for net in [cm5::Net::Right, cm5::Net::Left] {
@@ -135,7 +140,7 @@ impl Controller for Cm5Machine {
             }
         }
         out.sort_by_key(|x| x.0);
-        out
+        Ok(out)
     }
 
     fn ledger(&self) -> Ledger {
@@ -195,15 +200,16 @@ impl Controller for SpMachine {
         arrive(&mut self.now, last, limit)
     }
 
-    fn take_delivered(&mut self, node: NodeId) -> Vec<(Time, Msg)> {
+    fn take_delivered(&mut self, node: NodeId) -> Result<Vec<(Time, Msg)>, NoNode> {
         if node.0 >= self.nodes {
-            return Vec::new();
+            let nodes = self.nodes;
+            return Err(NoNode { node, nodes });
         }
         let mut out = Vec::new();
         while let Some(p) = self.switch.receive(node, self.now) {
             out.push((p.arrives, p.body));
         }
-        out
+        Ok(out)
     }
 
     fn ledger(&self) -> Ledger {
@@ -228,15 +234,46 @@ mod tests {
             assert!(c.post(NodeId(0), Time(10), m).is_err(), "the past");
             assert!(c.post(NodeId(9), Time(2000), m).is_err(), "no node 9");
             assert!(c.run(None).is_clean());
-            let got = c.take_delivered(NodeId(7));
+            let got = c.take_delivered(NodeId(7)).unwrap();
             assert_eq!(got.len(), 1, "{}", c.name());
             assert_eq!(
                 (got[0].1.mtype, got[0].1.words, got[0].1.src),
                 (MsgType(5), [1, 2, 3], NodeId(0))
             );
             assert!(got[0].0 > Time(1000));
-            assert!(c.take_delivered(NodeId(7)).is_empty());
+            assert!(c.take_delivered(NodeId(7)).unwrap().is_empty());
+            assert_eq!(
+                c.take_delivered(NodeId(8)).unwrap_err().to_string(),
+                "no node 8 (the machine has 8)"
+            );
         }
+    }
+
+    #[test]
+    fn the_platforms_hardware_losses_are_counted_but_leave_the_run_clean() {
+        // The CM-5 NI refuses a sender's packets beyond what the network
+        // holds for it: the sender's to retry, counted by the network.
+        let p = cm5::Cm5Params {
+            capacity: 1,
+            ..cm5::Cm5Params::default()
+        };
+        let mut c = Cm5Machine::new(p, 4).unwrap();
+        let m = Msg::new(MsgType(5), NodeId(0), NodeId(3));
+        for _ in 0..3 {
+            c.post(NodeId(0), Time(1000), m).unwrap();
+        }
+        assert_eq!(c.net.stats.dropped, 2);
+        let r = c.run(None);
+        assert!(r.is_clean() && r.refused.is_empty(), "{r:?}");
+        // The SP switch's fault injector drops packets SP AM sends again.
+        let sp = sp::SpParams {
+            drop_ppm: 1_000_000,
+            ..sp::SpParams::default()
+        };
+        let mut s = SpMachine::new(sp, 4).unwrap();
+        s.post(NodeId(0), Time(1000), m).unwrap();
+        assert_eq!(s.switch.stats.dropped, 1);
+        assert!(s.run(None).is_clean());
     }
 
     #[test]

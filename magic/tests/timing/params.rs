@@ -5,8 +5,8 @@
 
 use magic::testing::Bench;
 use magic::{
-    messages, BuildError, Controller, Cx, Cycles, InQueue, Install, LineState, Magic, MagicParams,
-    Msg, NodeId, PAddr, Protocol, Region, Time,
+    messages, BuildError, Controller, Cx, Cycles, Halt, InQueue, Install, LineState, Magic,
+    MagicParams, Msg, NodeId, PAddr, Protocol, Region, Time,
 };
 use proptest::prelude::*;
 
@@ -29,7 +29,7 @@ fn line(n: u32) -> PAddr {
 }
 
 /// Node 0: read a line, ask the processor cache about it, send it over.
-fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Ask) {
     cx.instr(7);
     cx.load(0x40);
     let Some(b) = cx.alloc_buffer() else {
@@ -48,24 +48,24 @@ fn ask(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
 }
 
 /// Node 1: continue later through the software queue.
-fn there(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn there(cx: &mut Cx<'_, ()>, _: &Msg, _: r::There) {
     cx.instr(3);
     cx.store(0x80);
     let m = cx.msg(R::Later).addr(line(1));
     if cx.reschedule(m).is_err() {
-        later(cx, &m, R::Later);
+        later(cx, &m, r::Later);
     }
 }
 
 /// Node 1, later: answer node 0.
-fn later(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn later(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Later) {
     cx.instr(2);
     let m = cx.msg(R::Back).to(NodeId(0));
     let _ = cx.send(m, None);
 }
 
 /// Node 0: hand the answer to the processor.
-fn back(cx: &mut Cx<'_, ()>, m: &Msg, _: R) {
+fn back(cx: &mut Cx<'_, ()>, m: &Msg, _: r::Back) {
     cx.instr(1);
     let _ = cx.to_processor(*m, None);
 }
@@ -86,10 +86,7 @@ impl Protocol for RoundTrip {
             b.handler("later", later),
             b.handler("back", back),
         );
-        b.route_any(RKind::Ask, a)
-            .route_any(RKind::There, t)
-            .route_any(RKind::Later, l)
-            .route_any(RKind::Back, k);
+        b.route_any(a).route_any(t).route_any(l).route_any(k);
     }
 }
 
@@ -301,11 +298,11 @@ fn the_round_trip_ends_clean_with_the_answer_delivered() {
     m.post(NodeId(0), Cycles(0), go).unwrap();
     let r = m.run();
     assert!(r.is_clean(), "{:?}", r.stuck);
-    assert_eq!(m.take_processor_messages(NodeId(0)).len(), 1);
+    assert_eq!(m.take_processor_messages(NodeId(0)).unwrap().len(), 1);
 }
 
 /// Spend until the end of the model's time.
-fn forever(cx: &mut Cx<'_, ()>, _: &Msg, _: R) {
+fn forever(cx: &mut Cx<'_, ()>, _: &Msg, _: r::Ask) {
     cx.busy(Cycles(u64::MAX));
     cx.busy(Cycles(u64::MAX));
     cx.wait_until(Cycles(u64::MAX));
@@ -324,7 +321,7 @@ impl Protocol for Forever {
     fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
         let f = b.handler("forever", forever);
         let k = b.handler("back", back);
-        b.route_any(RKind::Ask, f).route_any(RKind::Back, k);
+        b.route_any(f).route_any(k);
     }
 }
 
@@ -349,16 +346,32 @@ fn deadlines_and_handlers_at_the_end_of_time_neither_panic_nor_wrap() {
     assert!(r.is_clean() && !r.limit_reached, "{r:?}");
     assert!(Magic::post(&mut m, NodeId(0), Cycles(u64::MAX), go).is_err());
 
-    // A handler that spends the whole clock: the run ends at its end.
+    // A handler that would spend past the whole clock: the run halts,
+    // naming the handler, its step and the exact cycle it asked for
+    // (dispatched at cycle 3, the inbox stage, then u64::MAX cycles busy).
     let mut m = Magic::with(MagicParams::default(), 2, &Forever).unwrap();
     let go = m.msg(NodeId(0), R::Ask);
     m.post(NodeId(0), Cycles(0), go).unwrap();
     let r = m.run_until(Some(Cycles(u64::MAX)));
-    assert!(!r.limit_reached, "{r:?}");
-    assert!(r.end >= Magic::<()>::LAST_CYCLE, "{r:?}");
-    assert_eq!(m.take_processor_messages(NodeId(1)).len(), 1);
-    let row = m.ledger();
-    let busy = row.handler(Some(0), "forever.forever").unwrap().stats.busy;
-    // Dispatched at cycle 3 (the inbox stage), busy to the clock's end.
-    assert_eq!(busy, Magic::<()>::LAST_CYCLE.0 - 3);
+    assert!(!r.is_clean() && !r.limit_reached, "{r:?}");
+    let at = 3 + u64::MAX as u128;
+    assert_eq!(
+        r.halted,
+        Some(Halt::EndOfTime {
+            node: NodeId(0),
+            what: "forever.forever's busy step".into(),
+            at
+        })
+    );
+    assert_eq!(
+        r.problems(),
+        [format!(
+            "node 0: forever.forever's busy step at cycle {at}, past the last cycle the model can represent ({})",
+            Magic::<()>::LAST_CYCLE
+        )]
+    );
+    // Nothing runs after the halt: the handler's send is never delivered.
+    assert!(m.step().is_none());
+    assert!(m.run().halted.is_some());
+    assert_eq!(m.take_processor_messages(NodeId(1)).unwrap().len(), 0);
 }

@@ -269,15 +269,10 @@ impl Wire {
 /// The most words one run moves (and the most a packet carries).
 pub const MAX_WORDS: u64 = 1 << 20;
 
-/// Run one protocol moving `words` words (1 to [`MAX_WORDS`]) in packets of
-/// `packet_words` (1 to [`MAX_WORDS`], even for the indefinite protocol; the
-/// single-packet protocol moves one 4-word datagram: both are 4).
-pub fn run(
-    protocol: Delivery,
-    words: u64,
-    packet_words: u64,
-    network: Network,
-) -> Result<FeatureCosts, Error> {
+/// The study's own checks: 1 to [`MAX_WORDS`] words in packets of 1 to
+/// [`MAX_WORDS`], even for the indefinite protocol; the single-packet
+/// protocol's datagram holds 4 words, both 4. The error names the field.
+pub fn validate(protocol: Delivery, words: u64, packet_words: u64) -> Result<(), Error> {
     if protocol == Delivery::Single {
         for (field, v) in [("words", words), ("packet_words", packet_words)] {
             if v != 4 {
@@ -295,6 +290,19 @@ pub fn run(
         )
         .into());
     }
+    Ok(())
+}
+
+/// Run one protocol moving `words` words (1 to [`MAX_WORDS`]) in packets of
+/// `packet_words` (1 to [`MAX_WORDS`], even for the indefinite protocol; the
+/// single-packet protocol moves one 4-word datagram: both are 4).
+pub fn run(
+    protocol: Delivery,
+    words: u64,
+    packet_words: u64,
+    network: Network,
+) -> Result<FeatureCosts, Error> {
+    validate(protocol, words, packet_words)?;
     let mut a = Acct::default();
     let mut w = Wire::new(network);
     let reliable = network == Network::Ordered;

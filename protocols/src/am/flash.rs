@@ -15,9 +15,8 @@
 //! line to memory, and the last one tells the process and acknowledges the
 //! store to the sender's process.
 
-use super::{Handler, Platform, Run, Step, MAX_COST};
+use super::{Handler, Platform, Run, Step};
 use crate::command::CommandCosts;
-use crate::error::check;
 use crate::transfer::TransferCosts;
 use crate::Error;
 use magic::costs::Source;
@@ -127,7 +126,7 @@ magic::cost_sheet! {
     /// cycles) and MAGIC's handlers (instructions, dual issue). The paper
     /// measures no Active Message layer on FLASH; these are the model's, of
     /// the size of the transfer's command handling.
-    pub struct FlashCosts {
+    pub struct FlashCosts in "costs.am" {
         /// Processor: a poll that finds the queue empty (a cache hit), cycles.
         poll_empty: u64 = 1, Source::Choice(
             "the queue head is in the processor's cache while nothing arrives.");
@@ -190,22 +189,19 @@ impl Flash {
     }
 
     /// The configuration is one the machine can run: 1 to [`MAX_NODES`]
-    /// nodes (as many as MAGIC's addresses name), every cost at most
-    /// [`MAX_COST`], machine parameters MAGIC takes.
+    /// nodes (as many as MAGIC's addresses name), machine parameters MAGIC
+    /// takes, every cost at most [`MAX_COST`](super::MAX_COST) (named as its scenario key,
+    /// `costs.am.dispatch`).
     pub fn validate(&self) -> Result<(), Error> {
+        use magic::costs::Sheet;
         super::Machines::Flash.check(self.nodes, 1)?;
-        for (field, v) in [
-            ("poll_empty", self.costs.poll_empty),
-            ("dispatch", self.costs.dispatch),
-            ("deliver", u64::from(self.costs.deliver)),
-            ("line_in", u64::from(self.costs.line_in)),
-            ("write", u64::from(self.command.write)),
-            ("commit", u64::from(self.command.commit)),
-            ("os_notice", u64::from(self.command.os_notice)),
-        ] {
-            check(field, v, 0, MAX_COST)?;
+        self.params.validate()?;
+        if self.params.mem_bytes < MEMORY {
+            let allowed = format!("at least {MEMORY} for the stores' lines");
+            return Err(magic::OutOfRange::new("mem_bytes", allowed, self.params.mem_bytes).into());
         }
-        Ok(self.params.validate()?)
+        self.costs.validate_on(self.params.pp_issue_width)?;
+        Ok(self.command.validate_on(self.params.pp_issue_width)?)
     }
 }
 
@@ -254,19 +250,21 @@ impl Protocol for FlashAm<'_> {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, AmNode>) {
-        let h = b.handler("cmd_write", cmd_write);
-        b.route_any(AmKind::CmdOp, h).route_any(AmKind::CmdSize, h);
+        // `cmd_write` takes both command writes, `deliver` every arrival
+        // that runs a user handler: handlers of every kind, routed by kind.
+        let h = b.handler_of_all("cmd_write", cmd_write);
+        b.route_kind_any(AmKind::CmdOp, h)
+            .route_kind_any(AmKind::CmdSize, h);
         let h = b.handler("cmd_commit", cmd_commit);
-        b.route_any(AmKind::Commit, h);
-        let h = b.handler("deliver", deliver);
-        b.route_any(AmKind::Request, h)
-            .route_any(AmKind::Reply, h)
-            .route_any(AmKind::StoreAck, h);
+        b.route_any(h);
+        let h = b.handler_of_all("deliver", deliver);
+        b.route_kind_any(AmKind::Request, h)
+            .route_kind_any(AmKind::Reply, h)
+            .route_kind_any(AmKind::StoreAck, h);
         let h = b.handler("store_step", store_step);
-        b.route_any(AmKind::StoreStep, h);
+        b.route_any(h);
         let h = b.handler("line_in", line_in);
         b.route_any_with(
-            AmKind::Line,
             h,
             magic::Dispatch {
                 whole_packet: true,
@@ -325,6 +323,10 @@ pub struct AmNode {
 
 /// Where the blocks live in memory.
 const BLOCK_BASE: u64 = 0x40_0000;
+
+/// Bytes of node memory the layer needs: a store's lines cycle through
+/// 4096 lines from 4 MB.
+pub const MEMORY: u64 = BLOCK_BASE + 4096 * LINE_BYTES as u64;
 
 impl AmNode {
     /// Messages whose handlers this node's program ran.
@@ -534,7 +536,7 @@ fn store_again(cx: &mut C<'_>) {
     let _ = cx.reschedule(m);
 }
 
-/// A command write: into the record.
+/// A command write (the operation's or the size's): into the record.
 fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
     let c = cx.state().command;
     cx.instr(c.write);
@@ -548,7 +550,7 @@ fn cmd_write(cx: &mut C<'_>, _m: &Msg, msg: AmMsg) {
 }
 
 /// The commit: check, answer, and send the message or start the store.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: am_msg::Commit) {
     let c = cx.state().command;
     cx.instr(c.commit);
     cx.load(RECORD);
@@ -616,7 +618,7 @@ fn deliver(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
 
 /// One line of the store at the head of the queue, with the transfer
 /// handler's clean-line schedule.
-fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
+fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: am_msg::StoreStep) {
     let Some(o) = cx.state().stores.front().copied() else {
         return;
     };
@@ -669,18 +671,15 @@ fn store_step(cx: &mut C<'_>, _m: &Msg, _msg: AmMsg) {
 
 /// A line of a store arrives: into memory; the last one tells the process
 /// and acknowledges the store to its sender.
-fn line_in(cx: &mut C<'_>, m: &Msg, msg: AmMsg) {
+fn line_in(cx: &mut C<'_>, m: &Msg, msg: am_msg::Line) {
     let c = cx.state().costs;
     cx.instr(c.line_in);
     cx.load(RECORD + 128);
-    let AmMsg::Line {
+    let am_msg::Line {
         offset,
         total,
         bytes,
-    } = msg
-    else {
-        return;
-    };
+    } = msg;
     let me = cx.node();
     if let Some(b) = cx.take_msg_buffer() {
         let line = PAddr::new(
@@ -770,8 +769,8 @@ impl Platform for Flash {
         let rep = m.run();
         if !rep.is_clean() {
             return Err(Error::Incomplete(format!(
-                "stuck: {}",
-                rep.stuck.join("; ")
+                "the run is not clean: {}",
+                rep.problems().join("; ")
             )));
         }
         let mut run = Run {

@@ -51,9 +51,10 @@ impl Machines {
 pub const MAX_NODES: u32 = Machines::Flash.max_nodes();
 
 /// The most one entry of a platform's cost table may hold (instructions or
-/// cycles per operation): far above any layer's, and low enough that no
-/// run's time arithmetic can overflow.
-pub const MAX_COST: u64 = 1_000_000;
+/// cycles per operation): the one cap of every cost,
+/// [`magic::costs::MAX_COST`], far above any layer's, and low enough that
+/// no run's time arithmetic can overflow.
+pub const MAX_COST: u64 = magic::costs::MAX_COST;
 
 use crate::Error;
 use magic::{NodeId, Time};

@@ -535,7 +535,7 @@ impl Sim<'_> {
         let c = self.p.costs;
         let from = pkt.src.0 as usize;
         self.nodes[n].taken += 1;
-        let pop = u64::from(self.nodes[n].taken % c.pop_every == 0);
+        let pop = u64::from(self.nodes[n].taken.is_multiple_of(c.pop_every));
         match pkt.body {
             Body::Data {
                 chan,

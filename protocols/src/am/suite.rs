@@ -31,9 +31,10 @@ fn idle(p: &dyn Platform, need: u32, what: &'static str) -> Result<Vec<Vec<Step>
     if nodes < need {
         return Err(Error::too_few_nodes(what, need, nodes));
     }
-    // Before anything is allocated per node.
-    crate::error::check("nodes", nodes, need, MAX_NODES)?;
+    // Before anything is allocated per node: the platform's own limits
+    // (the CM-5's 1024, the SP's 512), then the most any platform has.
     p.check()?;
+    crate::error::check("nodes", nodes, need, MAX_NODES)?;
     Ok(vec![Vec::new(); nodes as usize])
 }
 

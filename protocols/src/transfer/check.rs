@@ -90,8 +90,8 @@ impl TransferCheck {
         }
     }
 
-    fn events(m: &Magic<XferNode>, n: u32, f: fn(&ConnEvent) -> bool) -> usize {
-        m.state(NodeId(n)).cpu.log.iter().filter(|e| f(e)).count()
+    fn events(m: &Magic<XferNode>, n: u32, f: fn(&ConnEvent) -> bool) -> Result<usize, String> {
+        Ok(m.state(NodeId(n))?.cpu.log.iter().filter(|e| f(e)).count())
     }
 }
 
@@ -112,8 +112,8 @@ impl Model for TransferCheck {
     }
 
     fn invariant(&self, m: &Magic<XferNode>) -> Result<(), String> {
-        for n in 0..m.nodes() {
-            let dropped = m.state(NodeId(n)).stats.dropped;
+        for (n, s) in m.states().iter().enumerate() {
+            let dropped = s.stats.dropped;
             if dropped > 0 {
                 return Err(format!("n{n} dropped {dropped} component(s)"));
             }
@@ -123,15 +123,15 @@ impl Model for TransferCheck {
 
     fn finished(&self, m: &Magic<XferNode>) -> Result<(), String> {
         nothing_stuck(m)?;
-        let sent = Self::events(m, 0, |e| matches!(e, ConnEvent::SendDone { .. }));
-        let got = Self::events(m, 1, |e| matches!(e, ConnEvent::RecvDone { .. }));
+        let sent = Self::events(m, 0, |e| matches!(e, ConnEvent::SendDone { .. }))?;
+        let got = Self::events(m, 1, |e| matches!(e, ConnEvent::RecvDone { .. }))?;
         if sent != 1 || got != self.receives as usize {
             return Err(format!(
                 "{sent} of 1 send and {got} of {} receives completed",
                 self.receives
             ));
         }
-        let (stale, _) = data_check(&self.config(), m, &[NodeId(0)]);
+        let (stale, _) = data_check(&self.config(), m, &[NodeId(0)])?;
         if let Some(s) = stale.first() {
             return Err(format!(
                 "{} line(s) of the receive buffer are wrong, the first at n{} {:#x}",

@@ -10,7 +10,7 @@
 //! pages through the write shadow, which exists only for writable pages.
 
 use super::home;
-use super::msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
+use super::msg::{xfer_msg, Answering, Refusal, XferMsg, XferOp};
 use super::state::{
     addr, command, complete_if_done, costs, queue, requeue, step_again, Accepted, CmdRecord,
     RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
@@ -42,10 +42,7 @@ fn to_cpu(cx: &mut C<'_>, m: XferMsg) {
 
 /// The command write naming the operation (its address) and its word: a
 /// new sequence.
-fn cmd_op(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Command { arg } = msg else {
-        return;
-    };
+fn cmd_op(cx: &mut C<'_>, m: &Msg, xfer_msg::Command { arg }: xfer_msg::Command) {
     let c = command(cx);
     cx.instr(c.write);
     cx.store(addr::CMD);
@@ -59,8 +56,7 @@ fn cmd_op(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
 }
 
 /// A command write through a page's shadow: one page of the buffer.
-fn cmd_page(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Page { vaddr } = msg else { return };
+fn cmd_page(cx: &mut C<'_>, m: &Msg, xfer_msg::Page { vaddr }: xfer_msg::Page) {
     let c = command(cx);
     cx.instr(c.write);
     cx.store(addr::CMD + 8);
@@ -75,7 +71,7 @@ fn cmd_page(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
 
 /// The committing read: check the sequence and answer; the setup follows
 /// through the software queue.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Commit) {
     let c = costs(cx);
     run_tasks(
         cx,
@@ -170,7 +166,7 @@ fn check(cx: &mut C<'_>, r: &CmdRecord) -> Result<Option<Accepted>, Refusal> {
 
 /// Set up an accepted send or receive: verify it, link its pages, and
 /// start the transfer or offer the space to the partner.
-fn setup(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+fn setup(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Setup) {
     requeue(cx);
     let Some(a) = cx.state().accepted.pop_front() else {
         return;
@@ -244,10 +240,7 @@ fn maybe_start(cx: &mut C<'_>) {
 }
 
 /// The partner posted a receive.
-fn space(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
-    let XferMsg::Space { id, len, align } = msg else {
-        return;
-    };
+fn space(cx: &mut C<'_>, _m: &Msg, xfer_msg::Space { id, len, align }: xfer_msg::Space) {
     let c = costs(cx);
     run_tasks(cx, &[c.space_load, c.space_queue], addr::SEND);
     let space = Space {
@@ -281,7 +274,7 @@ fn space(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
 /// and test for completion. The handler is dispatched when the header is
 /// in: its work before the write overlaps the data streaming into the
 /// buffer, and the write follows the data.
-fn component(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+fn component(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Component) {
     let c = costs(cx);
     c.recv_init.charge(cx, addr::RECV, addr::RECV);
     c.recv_verify.charge(cx, addr::CMD, addr::RECV);
@@ -386,7 +379,7 @@ fn finish_component(cx: &mut C<'_>, i: usize, n: u64) {
 }
 
 /// Components that could not be stored for lack of a buffer, again.
-fn retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+fn retry(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Retry) {
     requeue(cx);
     let t = costs(cx).recv_retry;
     t.charge(cx, addr::RECV, addr::RECV);
@@ -412,10 +405,7 @@ fn pages(s: &mut XferNode) -> &mut PageTable {
 
 /// The OS says a page is about to change: mark every use of its frame
 /// stale (walking the page's list), then answer.
-fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
-    let XferMsg::OsNotice { old, .. } = msg else {
-        return;
-    };
+fn os_notice(cx: &mut C<'_>, _m: &Msg, xfer_msg::OsNotice { old, .. }: xfer_msg::OsNotice) {
     let (c, k) = (costs(cx), command(cx));
     cx.instr(k.os_notice);
     os_side::mark_stale(cx, pages, old, c.walk, addr::RECV + 192);
@@ -424,10 +414,11 @@ fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
 
 /// The OS's answer to an interrupt: relink the page in every operation that
 /// holds it stale, and let them go on.
-fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
-    let XferMsg::OsTranslation { page: v, frame, .. } = msg else {
-        return;
-    };
+fn os_translation(
+    cx: &mut C<'_>,
+    _m: &Msg,
+    xfer_msg::OsTranslation { page: v, frame, .. }: xfer_msg::OsTranslation,
+) {
     let (c, k) = (costs(cx), command(cx));
     cx.instr(k.os_notice);
     cx.state().asked.retain(|x| *x != v);
@@ -475,10 +466,7 @@ fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
 
 /// A receive is complete: once its last write is in memory, unlink its
 /// pages and tell the process.
-fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
-    let XferMsg::Cleanup { id } = msg else {
-        return;
-    };
+fn cleanup(cx: &mut C<'_>, _m: &Msg, xfer_msg::Cleanup { id }: xfer_msg::Cleanup) {
     requeue(cx);
     let c = costs(cx);
     run_tasks(cx, &[c.cleanup_load], addr::RECV);
@@ -508,13 +496,10 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, msg: XferMsg) {
 ///
 /// The home may be this node, for a line of its own whose other copies had
 /// to be dealt with first: the notice then comes on the software queue.
-fn deposited(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
+fn deposited(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposited { id }: xfer_msg::Deposited) {
     if m.addr.region() == Region::Message {
         requeue(cx);
     }
-    let XferMsg::Deposited { id } = msg else {
-        return;
-    };
     costs(cx).deposit_in.charge(cx, addr::RECV, addr::RECV);
     let now = cx.now();
     let s = cx.state();
@@ -533,10 +518,7 @@ fn deposited(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
 
 /// At a line's dirty owner: hand the line to its home, keeping a clean copy
 /// for a read, none for a write.
-fn fetch(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Fetch { keep } = msg else {
-        return;
-    };
+fn fetch(cx: &mut C<'_>, m: &Msg, xfer_msg::Fetch { keep }: xfer_msg::Fetch) {
     let t = costs(cx).fetch_owner;
     t.charge(cx, addr::SEND, addr::SEND);
     let home = m.src;
@@ -572,10 +554,7 @@ fn fetch(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
 /// At the home: the owner's line is in; memory takes it and the transfer
 /// handler, if it waits, goes on (or the requests the home holds for the
 /// line are served).
-fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Fetched { dirty, kept } = msg else {
-        return;
-    };
+fn fetched(cx: &mut C<'_>, m: &Msg, xfer_msg::Fetched { dirty, kept }: xfer_msg::Fetched) {
     let t = costs(cx).fetch_home;
     t.charge(cx, addr::SEND, addr::SEND);
     let line = m.addr;
@@ -619,32 +598,32 @@ fn fetched(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
 /// for its messages wherever their address is.
 pub(super) fn install<S: 'static>(b: &mut Install<'_, S, XferNode>) {
     let h = b.handler("cmd_op", cmd_op);
-    b.route_any(XferKind::Command, h);
+    b.route_any(h);
     let h = b.handler("cmd_page", cmd_page);
-    b.route_any(XferKind::Page, h);
+    b.route_any(h);
     let h = b.handler("cmd_commit", cmd_commit);
-    b.route_any(XferKind::Commit, h);
+    b.route_any(h);
     let h = b.handler("setup", setup);
-    b.route_any(XferKind::Setup, h);
+    b.route_any(h);
     let h = b.handler("space", space);
-    b.route_any(XferKind::Space, h);
+    b.route_any(h);
     // A component's handler is dispatched when its header is in (cut
     // through): it verifies and finds the line while the data streams in.
     let h = b.handler("component", component);
-    b.route_any(XferKind::Component, h);
+    b.route_any(h);
     let h = b.handler("cleanup", cleanup);
-    b.route_any(XferKind::Cleanup, h);
+    b.route_any(h);
     let h = b.handler("retry", retry);
-    b.route_any(XferKind::Retry, h);
+    b.route_any(h);
     let h = b.handler("os_notice", os_notice);
-    b.route_any(XferKind::OsNotice, h);
+    b.route_any(h);
     let h = b.handler("os_translation", os_translation);
-    b.route_any(XferKind::OsTranslation, h);
+    b.route_any(h);
     let h = b.handler("fetch", fetch);
-    b.route_any(XferKind::Fetch, h);
+    b.route_any(h);
     let h = b.handler("fetched", fetched);
-    b.route_any(XferKind::Fetched, h);
+    b.route_any(h);
     let h = b.handler("deposited", deposited);
-    b.route_any(XferKind::Deposited, h);
+    b.route_any(h);
     home::install(b);
 }

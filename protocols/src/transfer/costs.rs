@@ -50,7 +50,7 @@ pub mod row {
 
 magic::cost_sheet! {
     /// What the transfer's handlers charge (10 ns system cycles of PP time).
-    pub struct TransferCosts {
+    pub struct TransferCosts in "costs.transfer" {
         // ------------------------------------------------------------ sender
         /// Sender, once per invocation: start and load the operation record.
         send_init: Task = Task::new(9, 10, 4, 0), Source::Derived(

@@ -19,7 +19,7 @@ magic::cost_sheet! {
     /// does not know which lines its cache holds: it issues one cache
     /// instruction (write back if dirty, then invalidate) per line of the
     /// buffer. A scenario's `[costs.flush]` table sets either.
-    pub struct FlushCosts {
+    pub struct FlushCosts in "costs.flush" {
         /// A line the instruction finds clean or absent.
         clean_line: Cycles = Cycles(2), Source::Choice(
             "the cache instruction, the address increment and the loop branch on \
@@ -30,23 +30,6 @@ magic::cost_sheet! {
         dirty_line: Cycles = Cycles(16), Source::Derived(
             "the line's 16 doublewords cross the processor interface one a cycle, \
              as an intervention's data does (pc_line - pc_first_word + 1).");
-    }
-}
-
-impl FlushCosts {
-    /// The most a flush step may cost, in cycles.
-    pub const MAX: u64 = 1_000_000;
-
-    /// Each cost is at most [`FlushCosts::MAX`]; the error names the first
-    /// that is not.
-    pub fn validate(&self) -> Result<(), magic::OutOfRange> {
-        for (field, c) in [
-            ("clean_line", self.clean_line),
-            ("dirty_line", self.dirty_line),
-        ] {
-            magic::OutOfRange::check(field, c.0, 0, Self::MAX)?;
-        }
-        Ok(())
     }
 }
 

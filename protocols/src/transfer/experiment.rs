@@ -20,8 +20,8 @@ use super::unit::Transfer;
 use coherence::modes::Mode;
 use coherence::protocol::{self, CohParams, Coherent};
 use magic::{
-    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NodeId, NodeState, OutOfRange,
-    PAddr, Protocol, Region, LINE_BYTES,
+    Cycles, Ledger, LineState, Magic, MagicBuilder, MagicParams, NoNode, NodeId, NodeState,
+    OutOfRange, PAddr, Protocol, Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
 use serde::Serialize;
@@ -234,19 +234,26 @@ impl Config {
         }
     }
 
-    /// Checks what the experiment itself cannot set up, naming the field.
-    /// (A zero-length send is not refused here: MAGIC refuses it.)
+    /// Checks what the experiment itself cannot set up, naming the field:
+    /// its own values, the machine's parameters, the cost sheets (their
+    /// tasks on this machine's PP), and the relations between them (the
+    /// data buffers the handlers hold, the memory the buffers take).
     ///
     /// ```
     /// use protocols::transfer::{Config, ConfigError};
     /// let c = Config { bytes: 1 << 30, ..Config::default() };
     /// let Err(ConfigError::Range(e)) = c.validate() else { panic!() };
-    /// assert_eq!(e.to_string(), "bytes must be at most 1048576, got 1073741824");
+    /// assert_eq!(e.to_string(), "bytes must be from 1 to 1048576, got 1073741824");
+    /// let c = Config { bytes: 0, ..Config::default() };
+    /// assert_eq!(c.validate().unwrap_err().field(), "bytes");
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.bytes > MAX_BYTES {
-            let at_most = format!("at most {MAX_BYTES}");
-            return Err(OutOfRange::new("bytes", at_most, self.bytes).into());
+        use magic::costs::Sheet;
+        OutOfRange::check("bytes", self.bytes, 1, MAX_BYTES)?;
+        self.params.validate()?;
+        if self.params.data_buffers < 4 {
+            let n = self.params.data_buffers;
+            return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
         }
         let page = format!("below the page size, {PAGE_BYTES}");
         for (field, v) in [
@@ -328,13 +335,35 @@ impl Config {
                 return Err(change(format!("the buffer has no page {}", ch.page)));
             }
         }
-        if self.params.data_buffers < 4 {
-            let n = self.params.data_buffers;
-            return Err(OutOfRange::new("data_buffers", "at least 4 for the transfer", n).into());
+        let need = self.memory_needed();
+        if self.params.mem_bytes < need {
+            let allowed = format!("at least {need} for the transfer's buffers");
+            return Err(OutOfRange::new("mem_bytes", allowed, self.params.mem_bytes).into());
         }
+        let width = self.params.pp_issue_width;
+        self.costs.validate_on(width)?;
+        self.command_costs.validate_on(width)?;
+        self.coherence.validate()?;
         self.flush_costs.validate()?;
-        self.params.validate()?;
         Ok(())
+    }
+
+    /// Bytes of memory a node needs for the experiment's buffers: the end
+    /// of the highest frame a buffer (or a moved page) takes.
+    pub fn memory_needed(&self) -> u64 {
+        let end = |b: &Buffer| {
+            let first = b.va / PAGE_BYTES;
+            let last = (b.va + b.len.max(1) - 1) / PAGE_BYTES;
+            frame(b.home, b.base, last - first).offset() + PAGE_BYTES
+        };
+        let recvs = receive_layout(self);
+        let span = recvs.last().map_or(0, |r| r.0 + r.1) - (DST_VA + self.dst_offset);
+        let mut need =
+            end(&send_buffer(self, NodeId(0))).max(end(&receive_buffer(self, NodeId(1), span)));
+        if let Some(ch) = self.change {
+            need = need.max(MOVED_FRAMES + (ch.page + 1) * PAGE_BYTES);
+        }
+        need
     }
 
     /// What buffers homed at a third node need: a mode that reaches it, and
@@ -483,8 +512,10 @@ pub struct Outcome {
     /// First component on the wire to the last off it.
     pub transfer: Cycles,
     /// Cycles between components landing in the receiver's memory (first
-    /// to last): the rate of the pipeline's slowest stage.
-    pub per_line: f64,
+    /// to last): the rate of the pipeline's slowest stage. `None` when
+    /// fewer than two components landed (a transfer within one line): one
+    /// landing has no spacing, and no stage bounds it.
+    pub per_line: Option<f64>,
     /// The sender's handler busy time per line, outbox stalls included.
     pub sender_occupancy_per_line: f64,
     /// The component handler's busy time per line, outbox stalls included.
@@ -497,8 +528,8 @@ pub struct Outcome {
     pub receiver_handler_per_line: f64,
     /// The sender's outgoing link's busy time per line.
     pub network_per_line: f64,
-    /// The slowest of `network`, `sender` and `receiver` per line.
-    pub limited_by: &'static str,
+    /// The stage whose time per line is the rate, `None` with `per_line`.
+    pub limited_by: Option<Bound>,
     /// Every receive holds its part of the stream, and nothing around them
     /// changed, as the receiving process sees it: no stale line.
     pub data_ok: bool,
@@ -520,6 +551,61 @@ pub struct Outcome {
     pub incoherent: Option<String>,
     /// The measured pass's occupancy ledger (every node, every handler).
     pub ledger: Ledger,
+}
+
+/// What bounds a transfer's per-line rate: the slowest stage of the
+/// pipeline, each stage's time per line without the outbox stalls (a
+/// handler stalled on a full outbox waits for the network, whose time that
+/// is).
+///
+/// One way, the stages are the sender's link, the sending node's transfer
+/// handler and the receiving node's component handler, each on a unit of
+/// its own. Both ways (`Direction::Bi`), each node's one PP runs its own
+/// sender's handler and the component handler for its partner's stream, so
+/// the PP's stage is their sum; the link is still one per node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// The sending node's outgoing link.
+    Network,
+    /// The sender's transfer handler (one way).
+    Sender,
+    /// The receiver's component handler (one way).
+    Receiver,
+    /// A node's PP, running both the sender's and the receiver's handlers
+    /// (both ways).
+    Pp,
+}
+
+impl Bound {
+    /// The stage as the table names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Network => "network",
+            Bound::Sender => "sender",
+            Bound::Receiver => "receiver",
+            Bound::Pp => "PP",
+        }
+    }
+
+    /// The stage that bounds the rate: the slowest, by time per line
+    /// without outbox stalls (`sender` and `receiver` are the handlers'
+    /// times, `network` the link's).
+    pub fn of(direction: Direction, network: f64, sender: f64, receiver: f64) -> Bound {
+        match direction {
+            Direction::Bi if network >= sender + receiver => Bound::Network,
+            Direction::Bi => Bound::Pp,
+            Direction::Uni if network >= sender && network >= receiver => Bound::Network,
+            Direction::Uni if sender >= receiver => Bound::Sender,
+            Direction::Uni => Bound::Receiver,
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A receive-side line that holds the wrong bytes.
@@ -594,11 +680,12 @@ impl<S: WithTransfer> Measured<S> {
         let (a, _) = self
             .machine
             .state(node)
+            .ok()?
             .xfer()
             .os
             .translate(Pid(1), line)
             .ok()?;
-        Some(visible(&self.machine, node, a))
+        visible(&self.machine, node, a).ok()
     }
 }
 
@@ -643,7 +730,7 @@ impl Outcome {
             "bandwidth_mb_s": value(Figure::MbS, self.bandwidth_mb_s()),
             "startup": self.startup,
             "transfer_cycles": self.transfer.0,
-            "per_line_cycles": value(Figure::FracCycles, self.per_line),
+            "per_line_cycles": self.per_line.map(|x| value(Figure::FracCycles, x)),
             "sender_occupancy_per_line": value(Figure::FracCycles, self.sender_occupancy_per_line),
             "receiver_occupancy_per_line": value(Figure::FracCycles, self.receiver_occupancy_per_line),
             "sender_handler_per_line": value(Figure::FracCycles, self.sender_handler_per_line),
@@ -758,15 +845,28 @@ impl std::fmt::Display for Outcome {
             writeln!(f, "  {k:<26} {v:>6}")?;
         }
         writeln!(f)?;
-        writeln!(
-            f,
-            "per line: {} cycles (network {}, sender {}, receiver {}): limited by the {}",
-            per(self.per_line),
+        let stages = format!(
+            "network {}, sender {}, receiver {}",
             per(self.network_per_line),
             per(self.sender_occupancy_per_line),
             per(self.receiver_occupancy_per_line),
-            self.limited_by
-        )?;
+        );
+        match (self.per_line, self.limited_by) {
+            (Some(rate), Some(bound)) => writeln!(
+                f,
+                "per line: {} cycles ({stages}): limited by the {}",
+                per(rate),
+                match bound {
+                    Bound::Pp => "PP (the sender's and receiver's handlers share it)",
+                    b => b.name(),
+                }
+            )?,
+            _ if self.lines == 1 => writeln!(
+                f,
+                "per line: no rate, one line landed (its stages: {stages})"
+            )?,
+            _ => writeln!(f, "per line: no rate, {} lines landed", self.lines)?,
+        }
         writeln!(
             f,
             "handler time per line, outbox stalls apart: sender {}, receiver {}",
@@ -972,6 +1072,12 @@ impl From<magic::BuildError> for Failed {
     }
 }
 
+impl From<magic::NoNode> for Failed {
+    fn from(e: magic::NoNode) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<ConfigError> for Failed {
     fn from(e: ConfigError) -> Failed {
         Failed::Config(e)
@@ -1122,7 +1228,7 @@ pub(crate) fn begin_pass<S: WithTransfer>(
     // Every node's counters start with the pass (the third node of a
     // dirty-remote send is counted too).
     for n in 0..m.nodes() {
-        let x = m.state_mut(NodeId(n)).xfer_mut();
+        let x = m.state_mut(NodeId(n))?.xfer_mut();
         x.cpu.log.clear();
         x.stats = Default::default();
         x.coh.stats = Default::default();
@@ -1171,7 +1277,7 @@ fn start_program<S: WithTransfer>(
     ops: Vec<ConnOp>,
     at: Cycles,
 ) -> Result<(), Failed> {
-    let cpu = &mut m.state_mut(n).xfer_mut().cpu;
+    let cpu = &mut m.state_mut(n)?.xfer_mut().cpu;
     cpu.push(ops);
     cpu.start(at);
     m.start_processor(n, at).map_err(String::from)?;
@@ -1222,7 +1328,7 @@ fn run_on<S: WithTransfer>(
         if !rep.is_clean() {
             return Err(Failed::Stuck(format!(
                 "the transfer did not complete: {}",
-                rep.stuck.join("; ")
+                rep.problems().join("; ")
             )));
         }
     }
@@ -1236,7 +1342,7 @@ pub(crate) fn data_check<S: WithTransfer>(
     c: &Config,
     m: &Magic<S>,
     senders: &[NodeId],
-) -> (Vec<StaleLine>, Vec<PAddr>) {
+) -> Result<(Vec<StaleLine>, Vec<PAddr>), NoNode> {
     let mut stale = Vec::new();
     let mut lines_seen = Vec::new();
     for &s in senders {
@@ -1261,9 +1367,9 @@ pub(crate) fn data_check<S: WithTransfer>(
         let first = covered.next().unwrap_or(0);
         let inner = first..covered.last().unwrap_or(first) + 1;
         for lv in d.lines(true) {
-            let line = now_at(m, r, lv);
+            let line = now_at(m, r, lv)?;
             lines_seen.push(line);
-            let now = visible(m, r, line);
+            let now = visible(m, r, line)?;
             let before = junk(r.0, lv);
             let dirty_before = matches!(
                 c.receiver,
@@ -1287,10 +1393,10 @@ pub(crate) fn data_check<S: WithTransfer>(
         }
         let sb = send_buffer(c, s);
         for lv in sb.lines(false) {
-            lines_seen.push(now_at(m, s, lv));
+            lines_seen.push(now_at(m, s, lv)?);
         }
     }
-    (stale, lines_seen)
+    Ok((stale, lines_seen))
 }
 
 /// The OS of the buffer's node moves the page `after` cycles after `at`
@@ -1311,7 +1417,7 @@ fn schedule_change<S: WithTransfer>(
     let to = PAddr::new(Region::Normal, node, MOVED_FRAMES + ch.page * PAGE_BYTES);
     // The OS runs on the node's processor: a program of its own, after the
     // user's commands.
-    let x = m.state_mut(node).xfer_mut();
+    let x = m.state_mut(node)?.xfer_mut();
     x.cpu.push([
         ConnOp::Think(ch.after),
         ConnOp::Change(os_shim::Change::Move(v, to)),
@@ -1352,7 +1458,7 @@ fn refused<S: WithTransfer>(m: &Magic<S>) -> Result<(), String> {
 fn map<S: WithTransfer>(m: &mut Magic<S>, b: &Buffer, pid: Pid) -> Result<(), String> {
     let pages = (b.va % PAGE_BYTES + b.len.max(1)).div_ceil(PAGE_BYTES);
     for k in 0..pages {
-        m.state_mut(b.node)
+        m.state_mut(b.node)?
             .xfer_mut()
             .os
             .map(
@@ -1423,32 +1529,37 @@ fn place_receive<S: WithTransfer>(m: &mut Magic<S>, c: &Config, b: &Buffer) -> R
 }
 
 /// Where a buffer's virtual address is now (the OS may have moved it).
-fn now_at<S: WithTransfer>(m: &Magic<S>, node: NodeId, va: u64) -> PAddr {
-    m.state(node)
+fn now_at<S: WithTransfer>(m: &Magic<S>, node: NodeId, va: u64) -> Result<PAddr, NoNode> {
+    Ok(m.state(node)?
         .xfer()
         .os
         .translate(Pid(1), va)
-        .map_or(PAddr(0), |x| x.0)
+        .map_or(PAddr(0), |x| x.0))
 }
 
 /// A line's current bytes at its home: the dirty copy if a cache holds one.
-fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> [u8; LINE_BYTES] {
+fn current<S: WithTransfer>(m: &Magic<S>, line: PAddr) -> Result<[u8; LINE_BYTES], NoNode> {
     for n in 0..m.nodes() {
-        if m.pcache(NodeId(n)).state(line) == LineState::Dirty {
-            if let Some(b) = m.pcache(NodeId(n)).bytes(line) {
-                return *b;
+        let cache = m.pcache(NodeId(n))?;
+        if cache.state(line) == LineState::Dirty {
+            if let Some(b) = cache.bytes(line) {
+                return Ok(*b);
             }
         }
     }
-    m.memory(line.node()).line(line.line())
+    Ok(m.memory(line.node())?.line(line.line()))
 }
 
 /// A line's bytes as a process on `node` reads them: its own cache's copy
 /// if it holds one (clean or dirty), else the latest copy anywhere.
-fn visible<S: WithTransfer>(m: &Magic<S>, node: NodeId, line: PAddr) -> [u8; LINE_BYTES] {
-    let cache = m.pcache(node);
+fn visible<S: WithTransfer>(
+    m: &Magic<S>,
+    node: NodeId,
+    line: PAddr,
+) -> Result<[u8; LINE_BYTES], NoNode> {
+    let cache = m.pcache(node)?;
     match (cache.state(line), cache.bytes(line)) {
-        (LineState::Clean | LineState::Dirty, Some(b)) => *b,
+        (LineState::Clean | LineState::Dirty, Some(b)) => Ok(*b),
         _ => current(m, line),
     }
 }
@@ -1458,19 +1569,22 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
     use coherence::directory::DirState;
     for &line in lines {
         let home = line.node();
-        let e = m.state(home).xfer().coh.entry(line);
+        let (e, mem) = match (m.state(home), m.memory(home)) {
+            (Ok(s), Ok(mem)) => (s.xfer().coh.entry(line), mem.line(line.line())),
+            (Err(e), _) | (_, Err(e)) => return Some(format!("{line}'s home: {e}")),
+        };
         if e.pending {
             return Some(format!("{line}: entry still pending"));
         }
-        let mem = m.memory(home).line(line.line());
-        for n in 0..m.nodes() {
-            let n = NodeId(n);
-            let st = m.pcache(n).state(line);
+        for (n, cache) in
+            (0..m.nodes()).filter_map(|n| Some((NodeId(n), m.pcache(NodeId(n)).ok()?)))
+        {
+            let st = cache.state(line);
             let ok = match (&e.state(home), st) {
                 (_, LineState::Uncached) => true,
                 (DirState::Exclusive(o), LineState::Dirty) => *o == n,
                 (DirState::Shared(s), LineState::Clean) => {
-                    s.contains(n) && m.pcache(n).bytes(line).is_some_and(|b| *b == mem)
+                    s.contains(n) && cache.bytes(line).is_some_and(|b| *b == mem)
                 }
                 _ => false,
             };
@@ -1482,7 +1596,9 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
             }
         }
         if let DirState::Exclusive(o) = e.state(home) {
-            if m.pcache(o).state(line) != LineState::Dirty {
+            if m.pcache(o)
+                .map_or(true, |c| c.state(line) != LineState::Dirty)
+            {
                 return Some(format!(
                     "{line}: the directory's owner {o} has no dirty copy"
                 ));
@@ -1498,7 +1614,7 @@ fn measure<S: WithTransfer>(
     senders: &[NodeId],
 ) -> Result<Measured<S>, String> {
     let (s0, r0) = (NodeId(0), NodeId(1));
-    let log = &m.state(s0).xfer().cpu.log;
+    let log = &m.state(s0)?.xfer().cpu.log;
     let t0 = log
         .iter()
         .find_map(|e| match e {
@@ -1521,6 +1637,7 @@ fn measure<S: WithTransfer>(
         .ok_or("the send was never accepted")?;
     let done = |n: NodeId| {
         m.state(n)
+            .ok()?
             .xfer()
             .cpu
             .log
@@ -1533,7 +1650,8 @@ fn measure<S: WithTransfer>(
     };
     let t6 = done(r0).ok_or("the receiver was never told")?;
     let flushes = |n: NodeId| {
-        m.state(n).xfer().cpu.log.iter().filter_map(|e| match *e {
+        let log = m.state(n).map_or(&[][..], |x| &x.xfer().cpu.log[..]);
+        log.iter().filter_map(|e| match *e {
             ConnEvent::Flushed {
                 va,
                 from,
@@ -1563,7 +1681,7 @@ fn measure<S: WithTransfer>(
     let mut processor = Cycles(0);
     let mut coherence = CoherenceActions::default();
     for n in [s0, r0] {
-        let x = m.state(n).xfer();
+        let x = m.state(n)?.xfer();
         processor += x.cpu.busy();
         for (va, from, at, written) in flushes(n) {
             if va == src_va {
@@ -1579,13 +1697,13 @@ fn measure<S: WithTransfer>(
         coherence.invalidations += x.coh.stats.message_invalidations;
         coherence.fetches += x.stats.fetches;
     }
-    let marks = m.state(s0).xfer().stats.marks;
+    let marks = m.state(s0)?.xfer().stats.marks;
     let (Some(t2), Some(t3), Some(t4)) = (marks.first_line, marks.first_wire, marks.last_wire)
     else {
         return Err("the transfer handler never sent".into());
     };
     let t5 = m
-        .state(r0)
+        .state(r0)?
         .xfer()
         .stats
         .marks
@@ -1601,7 +1719,7 @@ fn measure<S: WithTransfer>(
         receiver_cleanup: (t6 - t5).0,
         total: (t1 - t0).0 + (t2 - t1).0 + (t3 - t2).0 + (t5 - t4).0 + (t6 - t5).0,
     };
-    let lines = m.state(r0).xfer().stats.components_received;
+    let lines = m.state(r0)?.xfer().stats.components_received;
     let transfer = t4 - t3;
     let ledger = m.ledger();
     let busy = |n: NodeId, names: &[&str], stalls: bool| -> f64 {
@@ -1623,19 +1741,14 @@ fn measure<S: WithTransfer>(
         .map_or(0.0, |u| u.busy as f64));
     // The rate the data lands at in the receiver's memory: the pipeline's
     // slowest stage.
-    let rm = m.state(r0).xfer().stats.marks;
+    let rm = m.state(r0)?.xfer().stats.marks;
     let per_line = match (rm.first_written, rm.last_component) {
-        (Some(a), Some(b)) if lines > 1 => (b - a).0 as f64 / (lines - 1) as f64,
-        _ => transfer.0 as f64,
+        (Some(a), Some(b)) if lines > 1 => Some((b - a).0 as f64 / (lines - 1) as f64),
+        _ => None,
     };
-    let limited_by = if network >= sender_occ && network >= receiver_occ {
-        "network"
-    } else if sender_occ >= receiver_occ {
-        "sender"
-    } else {
-        "receiver"
-    };
-    let (stale, lines_seen) = data_check(c, &m, senders);
+    let limited_by =
+        per_line.map(|_| Bound::of(c.direction, network, sender_handler, receiver_handler));
+    let (stale, lines_seen) = data_check(c, &m, senders)?;
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
         config: c.clone(),

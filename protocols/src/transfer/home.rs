@@ -20,7 +20,7 @@
 //! `local` keeps only the transferring nodes' directories, so it cannot
 //! serve this placement; the experiment refuses the combination up front.
 
-use super::msg::{XferKind, XferMsg};
+use super::msg::{xfer_msg, XferMsg};
 use super::state::{addr, costs, queue, requeue, HomeLine, HomeReq, XferNode, C};
 
 use coherence::modes::{self, Action, ModeError};
@@ -75,16 +75,13 @@ pub(super) fn deposit_local(cx: &mut C<'_>, i: usize, line: PAddr, b: BufId, at:
 // ------------------------------------------------------------------ home
 
 /// At the home: a sender asks for a line.
-fn pull_here(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+fn pull_here(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Pull) {
     costs(cx).home_decode.charge(cx, addr::RECV, addr::RECV);
     serve(cx, m.addr, HomeReq::Pull { to: m.src }, None);
 }
 
 /// At the home: a receiver sends bytes of a line.
-fn deposit_here(cx: &mut C<'_>, m: &Msg, msg: XferMsg) {
-    let XferMsg::Deposit { id, at, len } = msg else {
-        return;
-    };
+fn deposit_here(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposit { id, at, len }: xfer_msg::Deposit) {
     costs(cx).home_decode.charge(cx, addr::RECV, addr::RECV);
     let Some(buf) = cx.take_msg_buffer() else {
         cx.state().stats.dropped += 1;
@@ -274,7 +271,7 @@ pub(super) fn answered(cx: &mut C<'_>, line: PAddr) {
 }
 
 /// At a node caching a receive line clean: drop the copy for its home.
-fn drop_copy(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+fn drop_copy(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Drop) {
     costs(cx).drop_sharer.charge(cx, addr::SEND, addr::SEND);
     if let Ok(iv) = cx.pc_get(m.addr, None, LineState::Uncached) {
         // The copy is gone once the cache has done it.
@@ -286,7 +283,7 @@ fn drop_copy(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
 }
 
 /// At the home: a sharer dropped its copy.
-fn dropped(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+fn dropped(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Dropped) {
     costs(cx).drop_ack.charge(cx, addr::RECV, addr::RECV);
     let line = m.addr;
     let mut e = cx.state().coh.entry(line);
@@ -308,7 +305,7 @@ fn park(cx: &mut C<'_>, line: PAddr, req: HomeReq) {
 }
 
 /// Requests that waited for a buffer, again.
-fn home_retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+fn home_retry(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::HomeRetry) {
     requeue(cx);
     costs(cx).recv_retry.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().home_retry);
@@ -320,13 +317,13 @@ fn home_retry(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
 /// Register the third-node handlers.
 pub(super) fn install<S: 'static>(b: &mut Install<'_, S, XferNode>) {
     let h = b.handler("pull", pull_here);
-    b.route_any(XferKind::Pull, h);
+    b.route_any(h);
     let h = b.handler("deposit", deposit_here);
-    b.route_any(XferKind::Deposit, h);
+    b.route_any(h);
     let h = b.handler("drop", drop_copy);
-    b.route_any(XferKind::Drop, h);
+    b.route_any(h);
     let h = b.handler("dropped", dropped);
-    b.route_any(XferKind::Dropped, h);
+    b.route_any(h);
     let h = b.handler("home_retry", home_retry);
-    b.route_any(XferKind::HomeRetry, h);
+    b.route_any(h);
 }

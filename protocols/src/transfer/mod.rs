@@ -54,12 +54,12 @@ pub use coherence::modes::Mode;
 pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
-    run, run_beside, run_with_machine, CoherenceActions, Config, ConfigError, Direction, Failed,
-    FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
+    run, run_beside, run_with_machine, Bound, CoherenceActions, Config, ConfigError, Direction,
+    Failed, FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
     StaleLine, Startup, WithTransfer, MAX_PARTS,
 };
 pub use magic::costs::Breakdown;
-pub use msg::{Answering, Refusal, XferKind, XferMsg, XferOp};
+pub use msg::{xfer_msg, Answering, Refusal, XferKind, XferMsg, XferOp};
 pub use state::{
     Accepted, Carry, CmdRecord, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy, Version,
     XferNode, XferParams, XferStats,

@@ -41,7 +41,7 @@
 
 use super::conn;
 use super::costs::row;
-use super::msg::XferMsg;
+use super::msg::{xfer_msg, XferMsg};
 use super::state::{addr, costs, requeue, step_again, Carry, Strategy, Version, XferNode, C};
 use coherence::directory::{DirEntry, DirState};
 use coherence::modes::Mode;
@@ -673,7 +673,7 @@ fn ends_stream(s: &XferNode, c: &Comp) -> bool {
 }
 
 /// One invocation of the sender's transfer handler.
-pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: XferMsg) {
+pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Step) {
     requeue(cx);
     let k = costs(cx);
     let mut inv = Inv {
@@ -819,7 +819,7 @@ fn advance(cx: &mut C<'_>, c: &Comp, inv: &mut Inv) {
 
 /// A pulled line is in from its home (a third node). Keep its buffer for the transfer
 /// handler, and wake the handler if it waits for this line.
-pub(super) fn pulled(cx: &mut C<'_>, m: &Msg, _msg: XferMsg) {
+pub(super) fn pulled(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Pulled) {
     costs(cx).pull_in.charge(cx, addr::SEND, addr::SEND);
     let line = m.addr;
     let Some(b) = cx.take_msg_buffer() else {

@@ -325,6 +325,9 @@ pub struct XferStats {
     pub dropped: u64,
     /// Components stored later for want of a data buffer.
     pub retries: u64,
+    /// Messages for this node's software queue that found it full and
+    /// waited in the node's record for a free entry.
+    pub deferred: u64,
     /// Uses that met a stale page (the invalidation technique's check).
     pub stale_uses: u64,
     /// Translations the OS answered with "unmapped".
@@ -557,17 +560,23 @@ pub(crate) fn costs(cx: &mut C<'_>) -> TransferCosts {
 /// space. MAGIC's queue holds `swq_capacity` entries: a message that finds
 /// it full waits in the node's record and goes in when a software-queue
 /// handler has taken its own message off ([`requeue`]), so no work is lost.
+/// The handler asks whether the queue is full first: a refused reschedule
+/// would be a drop, and the run not clean.
 pub(crate) fn queue(cx: &mut C<'_>, m: XferMsg) {
     let me = cx.node();
     let m = cx.msg(m).addr(PAddr::new(Region::Message, me, 0));
-    if cx.reschedule(m).is_err() {
+    if cx.software_queue_full() || cx.reschedule(m).is_err() {
         cx.state().deferred.push_back(m);
+        cx.state().stats.deferred += 1;
     }
 }
 
 /// First thing in a handler the software queue dispatched: its message
 /// left the queue, so a message that found it full takes its place.
 pub(crate) fn requeue(cx: &mut C<'_>) {
+    if cx.software_queue_full() {
+        return;
+    }
     if let Some(m) = cx.state().deferred.pop_front() {
         if cx.reschedule(m).is_err() {
             cx.state().deferred.push_front(m);

@@ -4,7 +4,6 @@
 //! protocols.
 
 use super::conn;
-use super::msg::XferKind;
 use super::sender;
 use super::state::{XferNode, XferParams};
 use coherence::protocol::{CohNode, CohParams};
@@ -20,7 +19,7 @@ use os_shim::{Os, OsCosts};
 /// use protocols::transfer::Transfer;
 ///
 /// let m = Magic::with(MagicParams::default(), 2, &Transfer::default()).unwrap();
-/// assert!(m.state(NodeId(0)).partner.is_none());
+/// assert!(m.state(NodeId(0)).unwrap().partner.is_none());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Transfer {
@@ -49,19 +48,23 @@ impl Protocol for Transfer {
         coherence::protocol::install_on(b);
         conn::install(b);
         let h = b.handler("send_step", sender::send_step);
-        b.route_any(XferKind::Step, h);
+        b.route_any(h);
         let h = b.handler("pulled", sender::pulled);
-        b.route_any(XferKind::Pulled, h);
+        b.route_any(h);
     }
 
     /// The sender holds up to two buffers while it realigns a line, and the
-    /// coherence protocol a reply's while it waits for acknowledgements.
+    /// coherence protocol a reply's while it waits for acknowledgements;
+    /// the cost sheets' tasks must be ones this machine's PP can issue.
     fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
         if params.data_buffers < 4 {
             return Err(BuildError::Protocol(
                 "the transfer needs at least 4 data buffers".into(),
             ));
         }
+        use magic::costs::Sheet;
+        self.params.costs.validate_on(params.pp_issue_width)?;
+        self.params.command.validate_on(params.pp_issue_width)?;
         Ok(())
     }
 }

@@ -119,30 +119,32 @@ impl HoldoffCheck {
         Ok(explore(self, bounds))
     }
 
+    /// Changes node 0's OS applied (none, on a machine without it).
     fn changed(m: &Magic<UserNode>) -> u32 {
-        m.state(NodeId(0))
-            .cpu
-            .log
-            .iter()
-            .filter(|e| matches!(e, UserEvent::Changed { .. }))
-            .count() as u32
+        m.state(NodeId(0)).map_or(0, |s| {
+            s.cpu
+                .log
+                .iter()
+                .filter(|e| matches!(e, UserEvent::Changed { .. }))
+                .count() as u32
+        })
     }
 
     fn setup(&self, m: &mut Magic<UserNode>) -> Result<(), String> {
         let (a, b) = (NodeId(0), NodeId(1));
         for l in 0..self.lines as u64 {
-            m.memory_mut(a)
+            m.memory_mut(a)?
                 .store_line(at(source_frame(0), l), &pattern(l));
         }
         let e = |e: os_shim::OsError| e.to_string();
-        let n = m.state_mut(b);
+        let n = m.state_mut(b)?;
         n.os.spawn(PEER);
         n.os.set_group(PEER, vec![(a, PID)]).map_err(e)?;
         for k in 0..self.ops as u64 {
             n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)
                 .map_err(e)?;
         }
-        let n = m.state_mut(a);
+        let n = m.state_mut(a)?;
         n.os.spawn(PID);
         n.os.set_group(PID, vec![(b, PEER)]).map_err(e)?;
         n.os.map(PID, VPage::of(SRC_V), source_frame(0), Rights::RW)
@@ -203,7 +205,11 @@ impl Model for HoldoffCheck {
     /// Once the first sequence is accepted, the OS begins its next change;
     /// once a change is applied, its old frame may go to someone else.
     fn actions(&self, m: &Magic<UserNode>, out: &mut Vec<u32>) {
-        let cpu = &m.state(NodeId(0)).cpu;
+        // The moves are node 0's; a machine without it has none.
+        let (Ok(n0), Ok(mem)) = (m.state(NodeId(0)), m.memory(NodeId(0))) else {
+            return;
+        };
+        let cpu = &n0.cpu;
         let accepted = cpu.log.iter().any(|e| matches!(e, UserEvent::Ack { .. }));
         let begun = Self::changed(m) + cpu.changes_pending() as u32;
         if accepted && begun < self.changes {
@@ -211,26 +217,30 @@ impl Model for HoldoffCheck {
         }
         for k in 0..Self::changed(m) {
             let f = source_frame(k);
-            if m.memory(NodeId(0)).line(at(f, 0)) != [REUSED; LINE_BYTES] {
+            if mem.line(at(f, 0)) != [REUSED; LINE_BYTES] {
                 out.push(k);
             }
         }
     }
 
     fn act(&self, m: &mut Magic<UserNode>, a: u32) {
+        // `actions` offers moves only on a machine with node 0.
         if a >= BEGIN {
             let to = source_frame(a - BEGIN + 1);
-            m.state_mut(NodeId(0))
-                .cpu
-                .os_change(PID, Change::Move(VPage::of(SRC_V), to));
+            let Ok(n0) = m.state_mut(NodeId(0)) else {
+                return;
+            };
+            n0.cpu.os_change(PID, Change::Move(VPage::of(SRC_V), to));
             let now = m.now();
             // Node 0 exists and `now` is the machine's own clock.
             let _ = m.start_processor(NodeId(0), now);
             return;
         }
+        let Ok(mem) = m.memory_mut(NodeId(0)) else {
+            return;
+        };
         for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
-            m.memory_mut(NodeId(0))
-                .store_line(at(source_frame(a), l), &[REUSED; LINE_BYTES]);
+            mem.store_line(at(source_frame(a), l), &[REUSED; LINE_BYTES]);
         }
     }
 
@@ -260,7 +270,7 @@ impl Model for HoldoffCheck {
         let lines_per_page = PAGE_BYTES / LINE_BYTES as u64;
         let pages = 64 * lines_per_page..(64 + self.ops as u64) * lines_per_page;
         let frames = 256 * lines_per_page;
-        for (l, _) in m.memory(NodeId(1)).written() {
+        for (l, _) in m.memory(NodeId(1))?.written() {
             if l.0 < frames && !pages.contains(&l.0) {
                 return Err(format!(
                     "n1's memory line {:#x} was written: outside the receiving process's pages",
@@ -274,7 +284,7 @@ impl Model for HoldoffCheck {
     fn finished(&self, m: &Magic<UserNode>) -> Result<(), String> {
         nothing_stuck(m)?;
         nothing_dropped(m)?;
-        let cpu = &m.state(NodeId(0)).cpu;
+        let cpu = &m.state(NodeId(0))?.cpu;
         let done = cpu
             .log
             .iter()
@@ -295,7 +305,7 @@ impl Model for HoldoffCheck {
         }
         for k in 0..self.ops as u64 {
             for l in 0..self.lines as u64 {
-                let got = m.memory(NodeId(1)).line(at(frame(NodeId(1), 64 + k), l));
+                let got = m.memory(NodeId(1))?.line(at(frame(NodeId(1), 64 + k), l));
                 if got != pattern(l) {
                     let what = if got == [REUSED; LINE_BYTES] {
                         "a freed frame's new contents"
@@ -343,7 +353,7 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
     };
     let mut m = machine(MagicParams::default(), params, 2).map_err(|e| e.to_string())?;
     let e = |e: os_shim::OsError| e.to_string();
-    let n = m.state_mut(b);
+    let n = m.state_mut(b)?;
     n.os.spawn(PEER);
     n.os.set_group(PEER, (1..=3).map(|p| (a, Pid(p))).collect())
         .map_err(e)?;
@@ -356,7 +366,7 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
         )
         .map_err(e)?;
     }
-    let n = m.state_mut(a);
+    let n = m.state_mut(a)?;
     for p in 1..=3u16 {
         let [s, d, w, _] = command_frames(p);
         n.os.spawn(Pid(p));
@@ -376,7 +386,7 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
             return Err(format!("still running at cycle {t}"));
         }
         for p in 1..=3u16 {
-            if let Some(r) = m.state(a).magic.record_of(Pid(p)) {
+            if let Some(r) = m.state(a)?.magic.record_of(Pid(p)) {
                 let mine = command_frames(p);
                 let named = r.src.iter().map(|s| s.page).chain(r.dst.iter().copied());
                 if let Some(x) = named.into_iter().find(|x| !mine.contains(x)) {
@@ -386,7 +396,7 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
         }
     }
     let report = m.report(false);
-    let cpu = &m.state(a).cpu;
+    let cpu = &m.state(a)?.cpu;
     let count = |f: fn(&UserEvent) -> bool| cpu.log.iter().filter(|e| f(e)).count();
     let answers = count(|e| matches!(e, UserEvent::Ack { .. } | UserEvent::Nack { .. }));
     let acks = count(|e| matches!(e, UserEvent::Ack { .. }));
@@ -398,7 +408,7 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
         return Err(format!("{acks} accepted operations, {dones} completed"));
     }
     if !report.is_clean() {
-        return Err(format!("stuck: {}", report.stuck.join("; ")));
+        return Err(format!("not clean: {}", report.problems().join("; ")));
     }
     Ok(())
 }

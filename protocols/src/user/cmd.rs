@@ -247,7 +247,7 @@ impl OpRecord {
         if off >= COMMAND_BASE {
             let f = ((off - COMMAND_BASE) / 8) as usize;
             match self.fields.get_mut(f) {
-                Some(slot) if (off - COMMAND_BASE) % 8 == 0 => *slot = Some(data),
+                Some(slot) if (off - COMMAND_BASE).is_multiple_of(8) => *slot = Some(data),
                 _ => self.malformed = true,
             }
         } else if off & !WRITE_SHADOW < mem_bytes {

@@ -22,6 +22,35 @@ pub(crate) fn frame(n: NodeId, k: u64) -> PAddr {
     PAddr::new(Region::Normal, n, k * PAGE_BYTES)
 }
 
+/// Bytes of memory a node needs for the fetch-and-add: the word's page
+/// (frame 16).
+pub const FETCH_OP_MEMORY: u64 = 17 * PAGE_BYTES;
+
+/// Bytes of memory a node needs for the remap: the destination's pages
+/// (frames 64 to 67) are the highest.
+pub const REMAP_MEMORY: u64 = (64 + PAGES) * PAGE_BYTES;
+
+/// `Err` naming `mem_bytes` unless a node's memory holds `need` bytes.
+fn memory(params: &MagicParams, need: u64, what: &str) -> Result<(), Error> {
+    if params.mem_bytes < need {
+        let allowed = format!("at least {need} for the {what}'s pages");
+        return Err(magic::OutOfRange::new("mem_bytes", allowed, params.mem_bytes).into());
+    }
+    Ok(())
+}
+
+/// The fetch-and-add's own checks: a target the machine can have, a
+/// memory that holds its word.
+pub fn check_fetch_op(target: u32, params: &MagicParams) -> Result<(), Error> {
+    crate::error::check("target", target, 0, crate::am::flash::MAX_NODES - 1)?;
+    memory(params, FETCH_OP_MEMORY, "fetch-and-add")
+}
+
+/// The remap's own check: a memory that holds its pages.
+pub fn check_remap(params: &MagicParams) -> Result<(), Error> {
+    memory(params, REMAP_MEMORY, "remap")
+}
+
 /// What a fetch-and-add run measured, without the machine (see
 /// [`FetchOpRun::result`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -63,17 +92,17 @@ pub fn fetch_op_with(
     params: MagicParams,
     up: UserParams,
 ) -> Result<FetchOpRun, Error> {
-    crate::error::check("target", target, 0, crate::am::flash::MAX_NODES - 1)?;
+    check_fetch_op(target, &params)?;
     let nodes = (target + 1).max(2);
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
     let word = PAddr(frame(t, 16).0 + 0x88);
-    let mut line = m.memory(t).line(word.line());
+    let mut line = m.memory(t)?.line(word.line());
     line[8..16].copy_from_slice(&40u64.to_le_bytes());
-    m.memory_mut(t).store_line(word.line(), &line);
+    m.memory_mut(t)?.store_line(word.line(), &line);
     let me = NodeId(0);
     let vaddr = 0x40_0000;
-    let n = m.state_mut(me);
+    let n = m.state_mut(me)?;
     n.os.spawn(PID);
     n.os.map(PID, VPage::of(vaddr), frame(t, 16), Rights::RW)?;
     let shadow = shadow_va(vaddr + 0x88);
@@ -91,21 +120,21 @@ pub fn fetch_op_with(
     if !r.is_clean() {
         return Err(Error::Incomplete(format!(
             "the fetch-and-add did not complete: {}",
-            r.stuck.join("; ")
+            r.problems().join("; ")
         )));
     }
-    let n = m.state(me);
+    let n = m.state(me)?;
     let first = n
         .cpu
         .first_write
         .ok_or_else(|| incomplete("no command was written"))?;
     let (done, old) = n.cpu.done().ok_or_else(|| incomplete("no completion"))?;
-    let sent = m.state(me).magic.stats.acks;
+    let sent = m.state(me)?.magic.stats.acks;
     if sent != 1 {
         return Err(incomplete("the sequence was not accepted"));
     }
     let accepted = first_accept(&m, me).ok_or_else(|| incomplete("no accept"))?;
-    let new = u64::from_le_bytes(m.memory(t).line(word.line())[8..16].try_into().expect("8"));
+    let new = u64::from_le_bytes(m.memory(t)?.line(word.line())[8..16].try_into().expect("8"));
     Ok(FetchOpRun {
         latency: done - first,
         startup: accepted - first,
@@ -128,7 +157,7 @@ impl FetchOpRun {
 }
 
 fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
-    m.state(n).cpu.find(|e| match e {
+    m.state(n).ok()?.cpu.find(|e| match e {
         UserEvent::Ack { at, .. } => Some(*at),
         _ => None,
     })
@@ -229,6 +258,7 @@ pub fn remap_with(
     params: MagicParams,
     up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), Error> {
+    check_remap(&params)?;
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
@@ -239,14 +269,14 @@ pub fn remap_with(
             for (i, x) in bytes.iter_mut().enumerate() {
                 *x = (k * 31 + l * 7 + i as u64) as u8;
             }
-            m.memory_mut(a).store_line(
+            m.memory_mut(a)?.store_line(
                 PAddr(frame(a, 32 + k).0 + l * LINE_BYTES as u64).line(),
                 &bytes,
             );
         }
     }
     {
-        let n = m.state_mut(b);
+        let n = m.state_mut(b)?;
         n.os.spawn(PEER);
         n.os.set_group(PEER, vec![(a, PID)])?;
         // The receiving process owns the destination pages.
@@ -254,7 +284,7 @@ pub fn remap_with(
             n.os.map(PEER, VPage(0x300 + k), frame(b, 64 + k), Rights::RW)?;
         }
     }
-    let n = m.state_mut(a);
+    let n = m.state_mut(a)?;
     n.os.spawn(PID);
     n.os.set_group(PID, vec![(b, PEER)])?;
     for k in 0..PAGES {
@@ -306,19 +336,19 @@ pub fn remap_with(
         return Err(Error::Incomplete(format!(
             "the {} run did not complete: {}",
             technique.name(),
-            r.stuck.join("; ")
+            r.problems().join("; ")
         )));
     }
     // The destination must hold the source's bytes, read through the
     // translations as they are after the move.
-    let n = m.state(a);
+    let n = m.state(a)?;
     let mut data_ok = true;
     for k in 0..PAGES {
         let (src, _) = n.os.translate(PID, src_v + k * PAGE_BYTES)?;
         for l in 0..PAGE_BYTES / LINE_BYTES as u64 {
             let off = l * LINE_BYTES as u64;
-            let s = m.memory(a).line(PAddr(src.0 + off).line());
-            let d = m.memory(b).line(PAddr(frame(b, 64 + k).0 + off).line());
+            let s = m.memory(a)?.line(PAddr(src.0 + off).line());
+            let d = m.memory(b)?.line(PAddr(frame(b, 64 + k).0 + off).line());
             data_ok &= s == d;
         }
     }

@@ -7,7 +7,7 @@
 //! the software TLB).
 
 use super::cmd::{Field, Nack, OpCode, OpRecord, PageRef, RecState, FLAG_HOLDOFF, MAX_PAGES};
-use super::msg::{Tag, UserKind, UserMsg};
+use super::msg::{user_msg, Tag, UserMsg};
 use super::pages::PageTable;
 use super::params::Bug;
 use super::params::UserCosts;
@@ -64,16 +64,14 @@ fn unlink_all(cx: &mut C<'_>, r: &OpRecord) {
 }
 
 /// The OS tells MAGIC which process runs.
-fn set_pid(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::SetPid { pid } = msg else { return };
+fn set_pid(cx: &mut C<'_>, _m: &Msg, user_msg::SetPid { pid }: user_msg::SetPid) {
     let c = costs(cx);
     cx.instr(c.set_pid);
     cx.state().magic.current = Some(pid);
 }
 
 /// One uncached write of a sequence: into the running process's record.
-fn cmd_write(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
-    let UserMsg::Write { data } = msg else { return };
+fn cmd_write(cx: &mut C<'_>, m: &Msg, user_msg::Write { data }: user_msg::Write) {
     let c = command(cx);
     cx.instr(c.write);
     let Some(pid) = cx.state().magic.current else {
@@ -103,7 +101,7 @@ fn cmd_write(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
 }
 
 /// The committing read: check the sequence, accept or refuse it.
-fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: UserMsg) {
+fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: user_msg::Commit) {
     let c = command(cx);
     cx.instr(c.commit);
     let Some(pid) = cx.state().magic.current else {
@@ -329,8 +327,7 @@ fn interrupt(cx: &mut C<'_>, slot: usize, pid: Pid, page: VPage) {
 }
 
 /// One line of a copy or send.
-fn op_step(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::Step { slot } = msg else { return };
+fn op_step(cx: &mut C<'_>, _m: &Msg, user_msg::Step { slot }: user_msg::Step) {
     let c = costs(cx);
     cx.instr(c.line);
     cx.load(rec_addr(slot));
@@ -385,10 +382,7 @@ fn op_step(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
 }
 
 /// A line arrives at the destination.
-fn line_receive(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
-    let UserMsg::Line { tag, to, op } = msg else {
-        return;
-    };
+fn line_receive(cx: &mut C<'_>, m: &Msg, user_msg::Line { tag, to, op }: user_msg::Line) {
     let c = costs(cx);
     cx.instr(c.receive);
     let Some(b) = cx.take_msg_buffer() else {
@@ -473,20 +467,14 @@ fn finish(cx: &mut C<'_>, slot: usize, value: u64, ok: bool) {
 }
 
 /// The destination has the operation's last line.
-fn op_done(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::LineDone { tag, failed } = msg else {
-        return;
-    };
+fn op_done(cx: &mut C<'_>, _m: &Msg, user_msg::LineDone { tag, failed }: user_msg::LineDone) {
     let c = costs(cx);
     cx.instr(c.receive);
     finish(cx, tag.slot, 0, !failed);
 }
 
 /// Fetch-and-add at the memory that holds the word.
-fn fetch_op(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
-    let UserMsg::FetchAdd { amount, tag } = msg else {
-        return;
-    };
+fn fetch_op(cx: &mut C<'_>, m: &Msg, user_msg::FetchAdd { amount, tag }: user_msg::FetchAdd) {
     let c = costs(cx);
     cx.instr(c.receive);
     let me = cx.node();
@@ -522,10 +510,11 @@ fn fetch_op(cx: &mut C<'_>, m: &Msg, msg: UserMsg) {
 }
 
 /// The old value is back at the requester.
-fn fetch_op_reply(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::FetchAddReply { old, tag } = msg else {
-        return;
-    };
+fn fetch_op_reply(
+    cx: &mut C<'_>,
+    _m: &Msg,
+    user_msg::FetchAddReply { old, tag }: user_msg::FetchAddReply,
+) {
     let c = costs(cx);
     cx.instr(c.receive);
     finish(cx, tag.slot, old, true);
@@ -536,10 +525,7 @@ fn pages(s: &mut UserNode) -> &mut PageTable {
 }
 
 /// The OS is about to change a translation.
-fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::OsNotice { page, pid, old } = msg else {
-        return;
-    };
+fn os_notice(cx: &mut C<'_>, _m: &Msg, user_msg::OsNotice { page, pid, old }: user_msg::OsNotice) {
     let (c, k) = (costs(cx), command(cx));
     cx.instr(k.os_notice);
     let at = cx.state().magic.tlb.set_addr(pid, page);
@@ -561,15 +547,12 @@ fn os_notice(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
 }
 
 /// The OS answers MAGIC's interrupt with a translation.
-fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
-    let UserMsg::OsTranslation {
+fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: user_msg::OsTranslation) {
+    let user_msg::OsTranslation {
         page: v,
         pid,
         frame,
-    } = msg
-    else {
-        return;
-    };
+    } = msg;
     let (c, k) = (costs(cx), command(cx));
     cx.instr(k.os_notice);
     let Some(slot) = cx.state().magic.records.iter().position(|r| {
@@ -631,23 +614,23 @@ fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: UserMsg) {
 pub(super) fn install<S: 'static>(b: &mut Install<'_, S, UserNode>) {
     let msg = Region::Message;
     let h = b.handler("set_pid", set_pid);
-    b.route(UserKind::SetPid, msg, h);
+    b.route(msg, h);
     let h = b.handler("cmd_write", cmd_write);
-    b.route(UserKind::Write, msg, h);
+    b.route(msg, h);
     let h = b.handler("cmd_commit", cmd_commit);
-    b.route(UserKind::Commit, msg, h);
+    b.route(msg, h);
     let h = b.handler("os_notice", os_notice);
-    b.route(UserKind::OsNotice, msg, h);
+    b.route(msg, h);
     let h = b.handler("os_translation", os_translation);
-    b.route(UserKind::OsTranslation, msg, h);
+    b.route(msg, h);
     let h = b.handler("op_step", op_step);
-    b.route(UserKind::Step, msg, h);
+    b.route(msg, h);
     let h = b.handler("line_receive", line_receive);
-    b.route(UserKind::Line, Region::Normal, h);
+    b.route(Region::Normal, h);
     let h = b.handler("op_done", op_done);
-    b.route(UserKind::LineDone, Region::Normal, h);
+    b.route(Region::Normal, h);
     let h = b.handler("fetch_op", fetch_op);
-    b.route(UserKind::FetchAdd, Region::Normal, h);
+    b.route(Region::Normal, h);
     let h = b.handler("fetch_op_reply", fetch_op_reply);
-    b.route(UserKind::FetchAddReply, Region::Normal, h);
+    b.route(Region::Normal, h);
 }

@@ -23,7 +23,7 @@ pub mod unit;
 
 pub use cmd::{Field, Nack, OpCode, FLAG_HOLDOFF};
 pub use cpu::{UserCpu, UserEvent, UserOp};
-pub use msg::{UserKind, UserMsg};
+pub use msg::{user_msg, UserKind, UserMsg};
 pub use pages::{PageTable, UseRef};
 pub use params::{UserCosts, UserParams};
 pub use state::{MagicSide, UserNode, UserStats};

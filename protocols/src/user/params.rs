@@ -6,7 +6,7 @@ use super::tlb::{Tlb, TlbParams};
 use crate::command::CommandCosts;
 use crate::error::check;
 use crate::Error;
-use magic::costs::{Source, Task};
+use magic::costs::{Sheet, Source, Task};
 use magic::Cycles;
 use os_shim::OsCosts;
 use serde::Serialize;
@@ -16,7 +16,7 @@ magic::cost_sheet! {
     /// (dual issue), with the data-cache loads and stores charged beside them.
     /// The command writes, commits and the OS's notices are the command interface's
     /// ([`CommandCosts`]).
-    pub struct UserCosts {
+    pub struct UserCosts in "costs.user" {
         /// One line of a copy or send: address, header, bookkeeping.
         line: u32 = 14, Source::Choice(
             "as the transfer's clean line without its directory work.");
@@ -93,14 +93,25 @@ pub struct UserParams {
 }
 
 impl UserParams {
-    /// The parameters are ones a node can be built with.
-    /// The error names the first field out of range.
+    /// The parameters are ones a node can be built with, on some machine:
+    /// every count in range, every cost sheet's entries in theirs. The
+    /// error names the first field out of range.
     pub fn validate(&self) -> Result<(), Error> {
         check("records", self.records, 1, 4096)?;
         check("retries", self.retries, 0, 16)?;
         check("backoff", self.backoff.0, 1, 1 << 20)?;
+        self.costs.validate()?;
+        self.command.validate()?;
         self.os.validate()?;
         Tlb::check(self.tlb)
+    }
+
+    /// [`UserParams::validate`], and every task of the sheets one a PP
+    /// issuing `issue_width` instructions a cycle can run.
+    pub fn validate_on(&self, issue_width: u32) -> Result<(), Error> {
+        self.validate()?;
+        self.costs.validate_on(issue_width)?;
+        Ok(self.command.validate_on(issue_width)?)
     }
 }
 

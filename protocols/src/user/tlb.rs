@@ -98,7 +98,7 @@ impl Tlb {
     /// ways that divide them.
     pub fn check(p: TlbParams) -> Result<(), Error> {
         check("entries", p.entries, 1, MAX_TLB_ENTRIES)?;
-        if p.ways == 0 || p.entries % p.ways != 0 {
+        if p.ways == 0 || !p.entries.is_multiple_of(p.ways) {
             return Err(OutOfRange::new(
                 "ways",
                 format!("a divisor of entries ({})", p.entries),

@@ -13,7 +13,7 @@ use magic::{BuildError, Install, Magic, MagicParams, NodeId, Protocol};
 /// use protocols::user::User;
 ///
 /// let m = Magic::with(MagicParams::default(), 2, &User::default()).unwrap();
-/// assert_eq!(m.state(magic::NodeId(1)).magic.records_in_use(), 0);
+/// assert_eq!(m.state(magic::NodeId(1)).unwrap().magic.records_in_use(), 0);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct User {
@@ -36,10 +36,13 @@ impl Protocol for User {
         handlers::install(b);
     }
 
-    fn check(&self, _params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
+    fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
         self.params
-            .validate()
-            .map_err(|e| BuildError::Protocol(format!("user: {e}")))
+            .validate_on(params.pp_issue_width)
+            .map_err(|e| match e {
+                crate::Error::OutOfRange(r) => BuildError::Params(r),
+                e => BuildError::Protocol(format!("user: {e}")),
+            })
     }
 }
 

@@ -122,3 +122,39 @@ fn too_small_a_platform_is_refused_not_a_panic() {
         }
     }
 }
+
+/// Too many nodes for a platform quotes that platform's own limit (the
+/// CM-5's 1024, the SP's 512, FLASH's 4096), for every benchmark.
+#[test]
+fn too_large_a_platform_quotes_its_own_limit() {
+    let large: Vec<(Box<dyn Platform>, &str)> = vec![
+        (
+            Box::new(Cm5::new(4097, Layer::Cmam)),
+            "nodes must be from 2 to 1024, got 4097",
+        ),
+        (
+            Box::new(Cm5::new(1025, Layer::Cmaml)),
+            "nodes must be from 2 to 1024, got 1025",
+        ),
+        (
+            Box::new(Sp::new(4097)),
+            "nodes must be from 2 to 512, got 4097",
+        ),
+        (
+            Box::new(Sp::new(513)),
+            "nodes must be from 2 to 512, got 513",
+        ),
+        (
+            Box::new(Flash::new(4097)),
+            "nodes must be from 1 to 4096, got 4097",
+        ),
+    ];
+    for (p, want) in large {
+        let e = suite::logp(p.as_ref()).expect_err("too large");
+        assert_eq!(e.to_string(), want, "{}", p.name());
+        for b in suite::BENCHMARKS {
+            let e = suite::table(p.as_ref(), b).expect_err("too large");
+            assert_eq!(e.to_string(), want, "{} {b}", p.name());
+        }
+    }
+}

@@ -183,8 +183,8 @@ proptest! {
         none_wrong_where_it_says(&c, &global, &none, &[NodeId(1)])?;
         // Every send line came from the home, every receive line went to it.
         let lines = |off: u64, len: u64| (off % LINE + len).div_ceil(LINE);
-        prop_assert_eq!(global.machine.state(NodeId(0)).stats.pulls, lines(c.src_offset, c.bytes), "{:?}", c);
-        prop_assert_eq!(global.machine.state(NodeId(1)).stats.deposits, lines(c.dst_offset, c.bytes), "{:?}", c);
+        prop_assert_eq!(global.machine.state(NodeId(0)).unwrap().stats.pulls, lines(c.src_offset, c.bytes), "{:?}", c);
+        prop_assert_eq!(global.machine.state(NodeId(1)).unwrap().stats.deposits, lines(c.dst_offset, c.bytes), "{:?}", c);
     }
 }
 

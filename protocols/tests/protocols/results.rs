@@ -128,7 +128,8 @@ fn table_json_and_struct_agree_on_every_figure_of_a_transfer() {
         }
         let n = numbers(line(&t, "per line: "));
         let f = Figure::FracCycles;
-        agree("per line", &n[0], &j["per_line_cycles"], f, o.per_line);
+        let rate = o.per_line.expect("32 lines landed: a rate");
+        agree("per line", &n[0], &j["per_line_cycles"], f, rate);
         agree(
             "network",
             &n[1],

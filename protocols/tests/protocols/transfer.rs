@@ -4,8 +4,8 @@
 use coherence::modes::Mode;
 use magic::NodeId;
 use protocols::transfer::{
-    run, run_with_machine, Config, Direction, Measured, ReceiverState, SenderState, Strategy,
-    Version,
+    run, run_with_machine, Bound, Config, Direction, Measured, ReceiverState, SenderState,
+    Strategy, Version,
 };
 
 fn go(c: Config) -> Measured {
@@ -23,7 +23,7 @@ fn with(sender: SenderState, version: Version) -> Config {
     }
 }
 
-fn sorted(mut t: Vec<(&'static str, u32)>) -> Vec<(&'static str, u32)> {
+fn sorted(mut t: Vec<(&'static str, u64)>) -> Vec<(&'static str, u64)> {
     t.sort();
     t
 }
@@ -31,7 +31,7 @@ fn sorted(mut t: Vec<(&'static str, u32)>) -> Vec<(&'static str, u32)> {
 #[test]
 fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_dirty_one() {
     let r = go(with(SenderState::Uncached, Version::Optimized));
-    let s = &r.machine.state(NodeId(0)).stats;
+    let s = &r.machine.state(NodeId(0)).unwrap().stats;
     assert_eq!(
         sorted(s.first.tasks.to_vec()),
         sorted(vec![
@@ -50,7 +50,7 @@ fn the_optimized_handler_counts_46_instructions_for_a_clean_line_and_56_for_a_di
     assert_eq!(s.first_issue, Some(18));
 
     let r = go(with(SenderState::Dirty, Version::Optimized));
-    let s = &r.machine.state(NodeId(0)).stats;
+    let s = &r.machine.state(NodeId(0)).unwrap().stats;
     assert_eq!(
         sorted(s.first.tasks.to_vec()),
         sorted(vec![
@@ -117,14 +117,14 @@ fn four_kilobytes_take_the_published_time_uncached_and_dirty() {
     for v in [Version::Optimized, Version::Chunked(4), Version::Chunked(8)] {
         let r = go(with(SenderState::Uncached, v));
         within(r.total_us(), 15.6, "uncached");
-        assert_eq!(r.limited_by, "network");
-        assert_eq!(r.per_line, 40.0);
+        assert_eq!(r.limited_by, Some(Bound::Network));
+        assert_eq!(r.per_line, Some(40.0));
     }
     // Dirty in the sender's cache, the most optimized handler (chunk 8):
     // the sender's occupancy bounds the rate.
     let r = go(with(SenderState::Dirty, Version::Chunked(8)));
     within(r.total_us(), 17.7, "dirty");
-    assert_eq!(r.limited_by, "sender");
+    assert_eq!(r.limited_by, Some(Bound::Sender));
     assert!(r.sender_occupancy_per_line > r.network_per_line);
 }
 
@@ -161,10 +161,14 @@ fn a_byte_stream_fills_receives_whatever_their_sizes() {
             receives,
             ..Config::default()
         });
-        assert_eq!(r.machine.state(NodeId(1)).stats.bytes_received, 4096);
+        assert_eq!(
+            r.machine.state(NodeId(1)).unwrap().stats.bytes_received,
+            4096
+        );
         let notices = r
             .machine
             .state(NodeId(1))
+            .unwrap()
             .cpu
             .log
             .iter()
@@ -177,7 +181,10 @@ fn a_byte_stream_fills_receives_whatever_their_sizes() {
         receive_first: false,
         ..Config::default()
     });
-    assert_eq!(late.machine.state(NodeId(1)).stats.bytes_received, 4096);
+    assert_eq!(
+        late.machine.state(NodeId(1)).unwrap().stats.bytes_received,
+        4096
+    );
 }
 
 #[test]
@@ -190,7 +197,7 @@ fn unaligned_buffers_read_each_source_line_once_per_invocation() {
         dst_offset: 64,
         ..Config::default()
     });
-    let s = &r.machine.state(NodeId(0)).stats;
+    let s = &r.machine.state(NodeId(0)).unwrap().stats;
     assert_eq!(r.lines, 33, "33 destination lines from offset 64");
     assert_eq!(s.invocations, 9, "33 components, 4 an invocation");
     assert_eq!(
@@ -203,10 +210,10 @@ fn unaligned_buffers_read_each_source_line_once_per_invocation() {
         src_offset: 3,
         ..Config::default()
     });
-    let ps = &p.machine.state(NodeId(0)).stats;
+    let ps = &p.machine.state(NodeId(0)).unwrap().stats;
     assert_eq!(ps.lines_read, 33 + ps.invocations - 1);
     assert!(p.sender_handler_per_line > r.sender_handler_per_line);
-    assert_eq!(p.limited_by, "sender");
+    assert_eq!(p.limited_by, Some(Bound::Sender));
 }
 
 /// Chunk factor 4, as the paper's figures for these mechanisms.
@@ -250,6 +257,97 @@ fn bidirectional_transfers_share_each_pp_and_are_slower_in_every_state() {
 }
 
 #[test]
+fn both_ways_the_shared_pp_bounds_the_rate() {
+    // Each PP runs its sender's handler and its partner's component
+    // handler: their sum per line (49 cycles uncached, 78 dirty) is above
+    // the link's 40, and the lines land that far apart.
+    for (sender, handler) in [
+        (SenderState::Uncached, Version::Chunked(4)),
+        (SenderState::Uncached, Version::Chunked(1)),
+        (SenderState::Dirty, Version::Chunked(4)),
+    ] {
+        let r = go(Config {
+            sender,
+            handler,
+            direction: Direction::Bi,
+            ..Config::default()
+        });
+        let what = format!("{sender:?} {handler:?}");
+        let pp = r.sender_handler_per_line + r.receiver_handler_per_line;
+        let rate = r.per_line.expect("32 lines: a rate");
+        assert!(pp > r.network_per_line, "{what}: PP {pp}");
+        assert!(
+            (rate - pp).abs() < 0.1 * pp,
+            "{what}: {rate} against PP {pp}"
+        );
+        assert_eq!(r.limited_by, Some(Bound::Pp), "{what}");
+        let pp_busy = r
+            .ledger
+            .unit(Some(0), magic::Unit::Pp)
+            .map_or(0.0, |u| u.utilization);
+        assert!(pp_busy > 0.9, "{what}: PP {pp_busy}");
+        let t = r.to_string();
+        assert!(
+            t.contains(": limited by the PP (the sender's and receiver's handlers share it)\n"),
+            "{what}: {t}"
+        );
+    }
+    // Fetching every dirty line first, the sender's occupancy holds its
+    // outbox stalls; the lines land at the link's 40 cycles.
+    let r = go(Config {
+        sender: SenderState::DirtyRemote,
+        mode: Mode::Global,
+        strategy: Strategy::Collect,
+        ..Config::default()
+    });
+    assert_eq!(r.per_line, Some(40.0));
+    assert!(r.sender_occupancy_per_line > r.network_per_line);
+    assert_eq!(r.limited_by, Some(Bound::Network));
+}
+
+#[test]
+fn a_transfer_within_one_line_has_no_rate() {
+    for (bytes, direction) in [
+        (1, Direction::Uni),
+        (128, Direction::Uni),
+        (1, Direction::Bi),
+    ] {
+        let r = go(Config {
+            bytes,
+            direction,
+            ..Config::default()
+        });
+        let what = format!("{bytes} bytes {direction:?}");
+        assert_eq!(r.lines, 1, "{what}");
+        assert_eq!((r.per_line, r.limited_by), (None, None), "{what}");
+        let j = r.json();
+        assert!(j["per_line_cycles"].is_null(), "{what}: {j}");
+        assert!(j["limited_by"].is_null(), "{what}: {j}");
+        // The stages' times for that one line stay.
+        assert!(
+            j["receiver_occupancy_per_line"].as_f64() > Some(0.0),
+            "{what}"
+        );
+        let t = r.to_string();
+        let line = t.lines().find(|l| l.starts_with("per line: ")).unwrap();
+        assert!(
+            line.starts_with("per line: no rate, one line landed (its stages: network "),
+            "{what}: {line}"
+        );
+        assert!(!t.contains("limited by"), "{what}: {t}");
+    }
+    // Two lines have one spacing: a rate.
+    let r = go(Config {
+        bytes: 256,
+        ..Config::default()
+    });
+    assert_eq!(
+        (r.per_line, r.limited_by),
+        (Some(40.0), Some(Bound::Network))
+    );
+}
+
+#[test]
 fn the_receiver_is_the_next_bottleneck_after_the_network() {
     let r = c4(
         SenderState::Uncached,
@@ -267,7 +365,7 @@ fn the_receiver_is_the_next_bottleneck_after_the_network() {
     let c = c4(SenderState::Uncached, ReceiverState::Clean, Direction::Uni);
     assert!(c.receiver_handler_per_line > r.receiver_handler_per_line);
     assert!(c.receiver_handler_per_line < 40.0);
-    assert_eq!(c.limited_by, "network");
+    assert_eq!(c.limited_by, Some(Bound::Network));
 }
 
 #[test]
@@ -313,7 +411,7 @@ fn global_coherence_fetches_a_third_nodes_dirty_lines() {
     let p = go(c(Strategy::Pipelined));
     let k = go(c(Strategy::Collect));
     for r in [&p, &k] {
-        assert_eq!(r.machine.state(NodeId(0)).stats.fetches, 32);
+        assert_eq!(r.machine.state(NodeId(0)).unwrap().stats.fetches, 32);
     }
     // Overlapping the fetches with the transfer beats collecting first.
     assert!(p.total < k.total, "{} {}", p.total, k.total);
@@ -350,7 +448,7 @@ fn both_partners_can_send_at_once() {
         ..Config::default()
     });
     for n in [NodeId(0), NodeId(1)] {
-        let s = &r.machine.state(n).stats;
+        let s = &r.machine.state(n).unwrap().stats;
         assert_eq!((s.bytes_sent, s.bytes_received), (4096, 4096));
     }
     // Each node runs both handlers; each has its own link.
@@ -363,15 +461,19 @@ fn both_partners_can_send_at_once() {
 
 #[test]
 fn magic_refuses_a_zero_length_command_and_nothing_is_written() {
+    // The experiment refuses it up front, naming the field.
     let e = run(&Config {
         bytes: 0,
         ..Config::default()
     })
     .expect_err("refused");
-    match e {
-        protocols::transfer::Failed::Input(s) => assert!(s.contains("Malformed"), "{s}"),
-        other => panic!("{other}"),
-    }
+    assert_eq!(e.to_string(), "bytes must be from 1 to 1048576, got 0");
+    // A program that asks MAGIC anyway is answered Malformed.
+    let mut m = connected(os_shim::Rights::RW);
+    post(&mut m, 0x5000_0000, 0);
+    assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
+    assert!(m.state(NodeId(1)).unwrap().recvs.is_empty());
+    assert!(m.state(NodeId(0)).unwrap().out.space.is_empty());
 }
 
 /// A machine of two connected processes whose buffers the test maps itself.
@@ -381,7 +483,7 @@ fn connected(rights: os_shim::Rights) -> magic::Magic<protocols::transfer::XferN
     use protocols::transfer::{ConnOp, Transfer};
     let mut m = Magic::with(MagicParams::default(), 2, &Transfer::default()).unwrap();
     for n in [NodeId(0), NodeId(1)] {
-        let x = m.state_mut(n);
+        let x = m.state_mut(n).unwrap();
         x.os.spawn(Pid(1));
         x.os.set_group(Pid(1), vec![(NodeId(1 - n.0), Pid(1))])
             .unwrap();
@@ -406,14 +508,15 @@ fn post(m: &mut magic::Magic<protocols::transfer::XferNode>, va: u64, len: u64) 
     use protocols::transfer::ConnOp;
     let at = m.now() + magic::Cycles(1);
     let r = NodeId(1);
-    m.state_mut(r).cpu.push([ConnOp::Post { va, len }]);
-    m.state_mut(r).cpu.start(at);
+    m.state_mut(r).unwrap().cpu.push([ConnOp::Post { va, len }]);
+    m.state_mut(r).unwrap().cpu.start(at);
     m.start_processor(r, at).unwrap();
     m.run();
 }
 
 fn answers(m: &magic::Magic<protocols::transfer::XferNode>) -> Vec<String> {
     m.state(NodeId(1))
+        .unwrap()
         .cpu
         .log
         .iter()
@@ -455,13 +558,13 @@ fn a_receive_into_pages_the_process_cannot_write_is_refused() {
         ["ack Connect", "fault 0x50000000", "nack Malformed"]
     );
     // Nothing was posted, so nothing can be written.
-    assert!(m.state(NodeId(1)).recvs.is_empty());
-    assert!(m.state(NodeId(0)).out.space.is_empty());
+    assert!(m.state(NodeId(1)).unwrap().recvs.is_empty());
+    assert!(m.state(NodeId(0)).unwrap().out.space.is_empty());
     // Mapped and writable: accepted, and the partner hears of the space.
     let mut m = connected(Rights::RW);
     post(&mut m, 0x5000_0000, 1024);
     assert_eq!(answers(&m), ["ack Connect", "ack Post"]);
-    assert_eq!(m.state(NodeId(0)).out.space.len(), 1);
+    assert_eq!(m.state(NodeId(0)).unwrap().out.space.len(), 1);
 }
 
 #[test]
@@ -482,7 +585,7 @@ fn a_page_moved_during_the_transfer_is_followed_through_the_invalidation_techniq
             };
             let r = go(c.clone());
             let node = if side == Side::Send { 0 } else { 1 };
-            let x = r.machine.state(NodeId(node));
+            let x = r.machine.state(NodeId(node)).unwrap();
             let changed = x
                 .cpu
                 .log
@@ -522,7 +625,7 @@ fn a_command_shorter_than_its_header_needs_is_refused() {
     m.post(r, at + Cycles(1), commit).unwrap();
     m.run();
     assert_eq!(answers(&m), ["ack Connect", "nack Malformed"]);
-    assert!(m.state(r).recvs.is_empty());
+    assert!(m.state(r).unwrap().recvs.is_empty());
     // An operation code that does not exist.
     let bad = m.msg(r, XferMsg::Command { arg: 1024 }).addr(space(9 * 8));
     let at = m.now() + Cycles(1);
@@ -550,7 +653,7 @@ fn the_command_sheet_charges_the_command_writes() {
     let shot = bench.inject(n, m).unwrap();
     assert_eq!(shot.handler, "transfer.cmd_op");
     assert_eq!((shot.stats.instructions, shot.stats.stores), (10, 1));
-    assert_eq!(bench.machine().state(n).cmd.op, Some(XferOp::Send));
+    assert_eq!(bench.machine().state(n).unwrap().cmd.op, Some(XferOp::Send));
     // A whole experiment takes the sheet from its configuration.
     let r = go(Config {
         command_costs: protocols::command::CommandCosts {
@@ -574,7 +677,7 @@ fn a_send_without_a_record_is_issued_again() {
         bytes: 8192,
         ..Config::default()
     });
-    let log = &r.machine.state(NodeId(0)).cpu.log;
+    let log = &r.machine.state(NodeId(0)).unwrap().cpu.log;
     let count = |f: &dyn Fn(&ConnEvent) -> bool| log.iter().filter(|e| f(e)).count();
     let refused = count(&|e| {
         matches!(
@@ -606,17 +709,70 @@ fn cleanups_that_find_the_software_queue_full_wait() {
         receives: 4096,
         ..Config::default()
     });
-    assert!(
-        r.machine.drops(NodeId(1)).swq_full > 0,
-        "the queue was full"
-    );
+    let x = r.machine.state(NodeId(1)).unwrap();
+    assert!(x.stats.deferred > 0, "the queue was full");
+    // The handlers asked before rescheduling: MAGIC refused nothing.
+    assert_eq!(r.machine.drops(NodeId(1)).unwrap(), magic::Drops::default());
     let told = r
         .machine
         .state(NodeId(1))
+        .unwrap()
         .cpu
         .log
         .iter()
         .filter(|e| matches!(e, protocols::transfer::ConnEvent::RecvDone { .. }))
         .count();
     assert_eq!(told, 4096);
+}
+
+/// A machine whose PP cannot issue a sheet's tasks is refused when it is
+/// built, naming the entry as a scenario spells it; the experiment says so
+/// before it builds anything.
+#[test]
+fn a_task_the_pp_cannot_issue_is_refused_when_the_machine_is_built() {
+    use magic::{BuildError, Magic, MagicParams};
+    let narrow = MagicParams {
+        pp_issue_width: 1,
+        ..MagicParams::default()
+    };
+    let Err(BuildError::Params(e)) =
+        Magic::with(narrow.clone(), 2, &protocols::transfer::Transfer::default())
+    else {
+        panic!("a single-issue PP runs the transfer's dual-issue tasks")
+    };
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10"
+    );
+    let Err(BuildError::Params(e)) =
+        Magic::with(narrow.clone(), 2, &protocols::user::User::default())
+    else {
+        panic!("a single-issue PP runs the user layer's dual-issue link")
+    };
+    assert_eq!(e.field, "costs.user.link.instrs");
+    let e = run(&Config {
+        params: narrow,
+        ..Config::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_init.instrs must be at most 9 (issue width 1 x 9 cycles), got 10"
+    );
+    // Each entry is checked: widening the first names the next.
+    let mut costs = protocols::transfer::TransferCosts::default();
+    costs.send_init.cycles = 10;
+    let e = run(&Config {
+        params: MagicParams {
+            pp_issue_width: 1,
+            ..MagicParams::default()
+        },
+        costs,
+        ..Config::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "costs.transfer.send_directory_next.instrs must be at most 2 (issue width 1 x 2 cycles), got 3"
+    );
 }

@@ -119,13 +119,13 @@ proptest! {
             Direction::Bi => &[NodeId(1), NodeId(0)],
         };
         for &n in receivers {
-            let s = &r.machine.state(n).stats;
+            let s = &r.machine.state(n).unwrap().stats;
             prop_assert_eq!(s.bytes_received, c.bytes, "{:?}: node {} received", c, n.0);
-            let from = &r.machine.state(NodeId(1 - n.0)).stats;
+            let from = &r.machine.state(NodeId(1 - n.0)).unwrap().stats;
             prop_assert_eq!(from.bytes_sent, c.bytes, "{:?}: node {} sent", c, 1 - n.0);
         }
         for n in [NodeId(0), NodeId(1)] {
-            let s = &r.machine.state(n).stats;
+            let s = &r.machine.state(n).unwrap().stats;
             prop_assert_eq!(s.dropped, 0, "{:?}: node {} dropped components", c, n.0);
             prop_assert_eq!(
                 s.outside_local, 0,

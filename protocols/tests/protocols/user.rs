@@ -26,12 +26,12 @@ fn setup() -> Magic<UserNode> {
 
 /// The processes, mappings and groups of `setup`, on any two-node machine.
 fn configure(m: &mut Magic<UserNode>) {
-    let b = m.state_mut(B);
+    let b = m.state_mut(B).unwrap();
     b.os.spawn(Pid(2));
     b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
     b.os.map(Pid(2), VPage(0x300), frame(B, 64), Rights::RW)
         .unwrap();
-    let a = m.state_mut(A);
+    let a = m.state_mut(A).unwrap();
     for (pid, f) in [(Pid(1), 16), (Pid(3), 17)] {
         a.os.spawn(pid);
         a.os.map(pid, VPage::of(0x40_0000), frame(B, f), Rights::RW)
@@ -56,7 +56,11 @@ fn fetch_add_sequence(add: u64) -> Vec<UserOp> {
 
 fn word(m: &Magic<UserNode>, n: NodeId, f: u64) -> u64 {
     let a = PAddr(frame(n, f).0 + 8);
-    u64::from_le_bytes(m.memory(n).line(a.line())[8..16].try_into().unwrap())
+    u64::from_le_bytes(
+        m.memory(n).unwrap().line(a.line())[8..16]
+            .try_into()
+            .unwrap(),
+    )
 }
 
 fn run(m: &mut Magic<UserNode>) {
@@ -66,7 +70,7 @@ fn run(m: &mut Magic<UserNode>) {
 }
 
 fn log(m: &Magic<UserNode>) -> &[UserEvent] {
-    &m.state(A).cpu.log
+    &m.state(A).unwrap().cpu.log
 }
 
 #[test]
@@ -82,7 +86,7 @@ fn a_sequence_interrupted_by_a_context_switch_resumes() {
     ops.extend([UserOp::Commit, UserOp::Wait, UserOp::Switch(Pid(1))]);
     ops.extend(seq1[2..].iter().cloned());
     ops.extend([UserOp::Commit, UserOp::Wait]);
-    m.state_mut(A).push(ops);
+    m.state_mut(A).unwrap().push(ops);
     run(&mut m);
     // Each process's add went to its own word: the records never mixed.
     assert_eq!((word(&m, B, 16), word(&m, B, 17)), (5, 7));
@@ -91,7 +95,7 @@ fn a_sequence_interrupted_by_a_context_switch_resumes() {
         .filter(|e| matches!(e, UserEvent::Ack { .. }))
         .count();
     assert_eq!(acks, 2);
-    assert_eq!(m.state(A).magic.records_in_use(), 0);
+    assert_eq!(m.state(A).unwrap().magic.records_in_use(), 0);
 }
 
 #[test]
@@ -114,16 +118,17 @@ fn out_of_group_sends_are_refused_or_dropped_and_counted() {
     // as a peer: the receiving MAGIC drops the data.
     ops.push(UserOp::Switch(Pid(1)));
     ops.extend(send());
-    m.state_mut(A).push(ops);
+    m.state_mut(A).unwrap().push(ops);
     m.state_mut(B)
+        .unwrap()
         .os
         .set_group(Pid(2), vec![(A, Pid(9))])
         .unwrap();
-    let before = m.memory(B).line(frame(B, 64).line());
+    let before = m.memory(B).unwrap().line(frame(B, 64).line());
     m.start_processor(A, Cycles(0)).unwrap();
     let r = m.run();
-    let refused = m.state(A).magic.stats.refused_out_of_group;
-    let dropped = m.state(B).magic.stats.dropped_forged;
+    let refused = m.state(A).unwrap().magic.stats.refused_out_of_group;
+    let dropped = m.state(B).unwrap().magic.stats.dropped_forged;
     assert_eq!(refused, 1);
     assert_eq!(dropped, 2, "both lines of the send");
     assert!(log(&m).iter().any(|e| matches!(
@@ -135,7 +140,7 @@ fn out_of_group_sends_are_refused_or_dropped_and_counted() {
     )));
     // Nothing was written; the sender learns its send failed, and its record
     // is freed.
-    assert_eq!(m.memory(B).line(frame(B, 64).line()), before);
+    assert_eq!(m.memory(B).unwrap().line(frame(B, 64).line()), before);
     assert!(r.is_clean(), "{:?}", r.stuck);
     assert!(
         log(&m).iter().any(|e| matches!(
@@ -149,18 +154,19 @@ fn out_of_group_sends_are_refused_or_dropped_and_counted() {
         "{:?}",
         log(&m)
     );
-    assert_eq!(m.state(A).magic.records_in_use(), 0);
+    assert_eq!(m.state(A).unwrap().magic.records_in_use(), 0);
 }
 
 #[test]
 fn a_copy_into_a_read_only_page_cannot_even_be_named() {
     let mut m = setup();
     m.state_mut(A)
+        .unwrap()
         .os
         .map(Pid(1), VPage::of(0x20_0000), frame(B, 64), Rights::RO)
         .unwrap();
-    let before = m.memory(B).line(frame(B, 64).line());
-    m.state_mut(A).push([
+    let before = m.memory(B).unwrap().line(frame(B, 64).line());
+    m.state_mut(A).unwrap().push([
         UserOp::Switch(Pid(1)),
         UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
         UserOp::Write(Field::Arg.va(), 128),
@@ -170,7 +176,7 @@ fn a_copy_into_a_read_only_page_cannot_even_be_named() {
         UserOp::Commit,
     ]);
     run(&mut m);
-    assert_eq!(m.state(A).cpu.faults, 1);
+    assert_eq!(m.state(A).unwrap().cpu.faults, 1);
     assert!(log(&m).iter().any(|e| matches!(
         e,
         UserEvent::Nack {
@@ -179,7 +185,7 @@ fn a_copy_into_a_read_only_page_cannot_even_be_named() {
             ..
         }
     )));
-    assert_eq!(m.memory(B).line(frame(B, 64).line()), before);
+    assert_eq!(m.memory(B).unwrap().line(frame(B, 64).line()), before);
 }
 
 #[test]
@@ -189,7 +195,7 @@ fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operatio
     assert!(r.data_ok);
     assert!(r.os_wait_cycles > 1000, "{r:?}");
     let at = |m: &Magic<UserNode>, f: fn(&UserEvent) -> Option<Cycles>| {
-        m.state(A).cpu.log.iter().find_map(f)
+        m.state(A).unwrap().cpu.log.iter().find_map(f)
     };
     let changed = |e: &UserEvent| match e {
         UserEvent::Changed { at, .. } => Some(*at),
@@ -201,8 +207,8 @@ fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operatio
     };
     // The OS went on only when the copy had completed.
     let (c, d) = (at(&m, changed).unwrap(), at(&m, done).unwrap());
-    assert!(c + Cycles(1) >= d, "{:?}", m.state(A).cpu.log);
-    assert_eq!(m.state(A).magic.stats.holdoff_waits, 1);
+    assert!(c + Cycles(1) >= d, "{:?}", m.state(A).unwrap().cpu.log);
+    assert_eq!(m.state(A).unwrap().magic.stats.holdoff_waits, 1);
 
     // While the OS waits, another process's fetch-and-add is refused, backs
     // off, and goes through once the copy has drained.
@@ -224,7 +230,7 @@ fn holdoff_delays_the_os_until_the_count_drains_and_refuses_new_holdoff_operatio
         UserOp::Switch(Pid(1)),
         UserOp::Wait,
     ]);
-    m.state_mut(A).push(ops);
+    m.state_mut(A).unwrap().push(ops);
     run(&mut m);
     let l = log(&m);
     assert!(
@@ -259,7 +265,7 @@ fn invalidation_detects_the_stale_page_interrupts_once_and_delivers_correct_data
     // The OS did not wait: invalidation does not hold it off.
     assert!(r.os_wait_cycles < 300, "{r:?}");
     assert_eq!(
-        m.state(A).magic.pages.in_use(),
+        m.state(A).unwrap().magic.pages.in_use(),
         0,
         "every use unlinked at the end"
     );
@@ -277,8 +283,11 @@ fn the_software_tlb_misses_then_hits() {
     assert_eq!(r.processor_interrupts, experiments::PAGES + 1);
     // The TLB agrees with the page table after the change.
     let moved = VPage(VPage::of(0x10_0000).0 + 2);
-    let want = m.state(A).os.lookup(Pid(1), moved).unwrap().frame;
-    assert_eq!(m.state_mut(A).magic.tlb.lookup(Pid(1), moved), Some(want));
+    let want = m.state(A).unwrap().os.lookup(Pid(1), moved).unwrap().frame;
+    assert_eq!(
+        m.state_mut(A).unwrap().magic.tlb.lookup(Pid(1), moved),
+        Some(want)
+    );
 }
 
 #[test]
@@ -287,14 +296,15 @@ fn an_interrupt_answer_never_carries_a_translation_a_change_has_replaced() {
     // notified before its answer goes out: the answer waits for the change
     // and carries the new frame, and the data come from it.
     let mut m = setup();
-    let a = m.state_mut(A);
+    let a = m.state_mut(A).unwrap();
     a.os.map(Pid(1), VPage::of(0x10_0000), frame(A, 32), Rights::RW)
         .unwrap();
     let mut line = [0u8; 128];
     line[0] = 0x5A;
     m.memory_mut(A)
+        .unwrap()
         .store_line(PAddr(frame(A, 33).0).line(), &line);
-    m.state_mut(A).push([
+    m.state_mut(A).unwrap().push([
         UserOp::Switch(Pid(1)),
         UserOp::Write(Field::Op.va(), OpCode::SendVirt as u64),
         UserOp::Write(Field::Arg.va(), 128),
@@ -319,13 +329,13 @@ fn an_interrupt_answer_never_carries_a_translation_a_change_has_replaced() {
         "{l:?}"
     );
     assert_eq!(
-        m.memory(B).line(frame(B, 64).line())[0],
+        m.memory(B).unwrap().line(frame(B, 64).line())[0],
         0x5A,
         "sent from the new frame"
     );
     let v = VPage::of(0x10_0000);
     assert_eq!(
-        m.state_mut(A).magic.tlb.lookup(Pid(1), v),
+        m.state_mut(A).unwrap().magic.tlb.lookup(Pid(1), v),
         Some(frame(A, 33))
     );
 }
@@ -343,7 +353,7 @@ fn holdoff_is_refused_for_an_operation_that_needs_another_process() {
         UserOp::Write(shadow_dst_va(0x20_0000), 0x20_0000),
         UserOp::Commit,
     ];
-    m.state_mut(A).push(ops);
+    m.state_mut(A).unwrap().push(ops);
     run(&mut m);
     let nacks: Vec<_> = log(&m)
         .iter()
@@ -387,7 +397,7 @@ fn a_transient_nack_is_retried_with_a_bounded_back_off() {
     ops.push(UserOp::Switch(Pid(1)));
     ops.extend(seq1[1..].iter().cloned());
     ops.extend([UserOp::Commit, UserOp::Wait]);
-    m.state_mut(A).push(ops);
+    m.state_mut(A).unwrap().push(ops);
     run(&mut m);
     let nacks: Vec<_> = log(&m)
         .iter()
@@ -418,10 +428,10 @@ fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
     // The packet a send would carry, but claiming process 7, which process
     // 2 does not know.
     let mut bench = Bench::new(2, &User::default()).unwrap();
-    let b = bench.machine().state_mut(B);
+    let b = bench.machine().state_mut(B).unwrap();
     b.os.spawn(Pid(2));
     b.os.set_group(Pid(2), vec![(A, Pid(1))]).unwrap();
-    let before = bench.machine().memory(B).line(frame(B, 64).line());
+    let before = bench.machine().memory(B).unwrap().line(frame(B, 64).line());
     let tag = Tag {
         pid: Pid(7),
         slot: 0,
@@ -441,9 +451,12 @@ fn a_packet_claiming_someone_elses_pid_is_dropped_and_counted() {
         bench.decode::<UserMsg>(&shot.sent[0].msg),
         Ok(UserMsg::LineDone { tag, failed: true })
     );
-    assert_eq!(bench.machine().state(B).magic.stats.dropped_forged, 1);
     assert_eq!(
-        bench.machine().memory(B).line(frame(B, 64).line()),
+        bench.machine().state(B).unwrap().magic.stats.dropped_forged,
+        1
+    );
+    assert_eq!(
+        bench.machine().memory(B).unwrap().line(frame(B, 64).line()),
         before,
         "nothing written"
     );
@@ -460,7 +473,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
             Take,
         }
     }
-    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg, _: Hog) {
+    fn hog(cx: &mut Cx<'_, UserNode>, _: &Msg, _: hog::Take) {
         let _held = cx.alloc_buffer().unwrap();
     }
     let params = MagicParams {
@@ -472,12 +485,12 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
     b.install(&user, |s| s);
     let mut other = b.part("other", |s: &mut UserNode| s);
     let h = other.handler("hog", hog);
-    other.route_any(HogKind::Take, h);
+    other.route_any(h);
     let mut m = b.build(|n| user.node(n, 2)).unwrap();
     configure(&mut m);
     let take = m.msg(A, Hog::Take);
     m.post(A, Cycles(0), take).unwrap();
-    m.state_mut(A).push([
+    m.state_mut(A).unwrap().push([
         UserOp::Switch(Pid(1)),
         UserOp::Write(Field::Op.va(), OpCode::MemCopy as u64),
         UserOp::Write(Field::Arg.va(), PAGE_BYTES),
@@ -503,7 +516,7 @@ fn a_copy_committed_with_no_data_buffer_free_is_refused_as_short_of_resources() 
         r.stuck,
         vec!["node 0: 1 data buffer(s) still allocated".to_string()]
     );
-    assert_eq!(m.state(A).magic.stats.acks, 0);
+    assert_eq!(m.state(A).unwrap().magic.stats.acks, 0);
 }
 
 #[test]

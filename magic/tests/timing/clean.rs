@@ -1,0 +1,389 @@
+//! One meaning of clean: every refusal named in the run's report and the
+//! run not clean; the bench's shot shows refused steps; accessors past the
+//! machine are errors; time past its end and the cycle budget halt a run.
+
+use magic::machine::{DEFAULT_BUDGET, MAX_BUDGET};
+use magic::testing::Bench;
+use magic::{
+    messages, Cx, Cycles, Drops, Halt, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr,
+    ProcStep, Processor, Protocol, Refused, Region,
+};
+
+messages! {
+    /// A lock's messages, as a protocol author would write them.
+    pub enum LockMsg: LockKind {
+        /// Ask the home for the lock; `to` is whom the home answers.
+        Request { to: u32 },
+        /// The lock is yours.
+        Grant => Reply,
+        /// Do one refused step of each kind (see `misuse`).
+        Misuse,
+        /// Reschedule itself forever, `busy` cycles each time.
+        Forever { busy: u64 },
+        /// Spend `cycles`, then `then` more: as instructions (`how` 0) or
+        /// as a wait until `cycles + then` (otherwise).
+        Spend { cycles: u64, then: u64, how: u32 },
+    }
+}
+
+/// Node state: when the processor should step next (`None`: idle).
+#[derive(Debug, Default)]
+struct Node {
+    step_at: Option<Cycles>,
+}
+
+impl NodeState for Node {
+    fn processor_step(&mut self, _p: &mut Processor<'_>) -> ProcStep {
+        match self.step_at.take() {
+            Some(at) => ProcStep::At(at),
+            None => ProcStep::Idle,
+        }
+    }
+}
+
+type C<'a> = Cx<'a, Node>;
+
+/// The home answers whomever the request names, even a node that does not
+/// exist.
+fn request(cx: &mut C<'_>, _: &Msg, lock_msg::Request { to }: lock_msg::Request) {
+    cx.instr(4);
+    let grant = cx.msg(LockMsg::Grant).to(NodeId(to));
+    assert_eq!(cx.send(grant, None), Err(Refused::BadNode));
+}
+
+fn grant(cx: &mut C<'_>, _: &Msg, _: lock_msg::Grant) {
+    cx.instr(2);
+}
+
+/// One refused step of each cause MAGIC counts.
+fn misuse(cx: &mut C<'_>, _: &Msg, _: lock_msg::Misuse) {
+    let me = cx.node();
+    let far = PAddr::new(Region::Normal, me, 1 << 30);
+    let b = cx.alloc_buffer().unwrap();
+    assert_eq!(cx.mem_read(far, b), Err(Refused::BadAddress));
+    cx.free_buffer(b).unwrap();
+    assert_eq!(cx.free_buffer(b), Err(Refused::BadBuffer));
+    let mut long = cx.msg(LockMsg::Grant).to(NodeId(1));
+    long.len = 129;
+    assert_eq!(cx.send(long, None), Err(Refused::TooLong));
+    // The test placed this line dirty in the processor's cache.
+    let line = PAddr::new(Region::Normal, me, 0x1000);
+    assert_eq!(
+        cx.pc_get(line, None, magic::LineState::Uncached),
+        Err(Refused::NoBuffer)
+    );
+    // The queue holds one entry (the head register) beyond its capacity 0.
+    let again = cx.msg(LockMsg::Grant);
+    assert!(!cx.software_queue_full());
+    assert_eq!(cx.reschedule(again), Ok(()));
+    assert!(cx.software_queue_full());
+    assert_eq!(cx.reschedule(again), Err(Refused::QueueFull));
+}
+
+fn forever(cx: &mut C<'_>, _: &Msg, m: lock_msg::Forever) {
+    let busy = m.busy;
+    cx.busy(Cycles(busy));
+    let again = cx.msg(m);
+    cx.reschedule(again).unwrap();
+}
+
+fn spend(cx: &mut C<'_>, _: &Msg, m: lock_msg::Spend) {
+    let lock_msg::Spend { cycles, then, how } = m;
+    cx.busy(Cycles(cycles));
+    match how {
+        0 => cx.instr(then as u32 * 2),
+        _ => cx.wait_until(Cycles(cycles.saturating_add(then))),
+    }
+}
+
+struct Lock;
+
+impl Protocol for Lock {
+    type Node = Node;
+    fn name(&self) -> &'static str {
+        "lock"
+    }
+    fn node(&self, _: NodeId, _: u32) -> Node {
+        Node::default()
+    }
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Node>) {
+        let (r, g, m) = (
+            b.handler("request", request),
+            b.handler("grant", grant),
+            b.handler("misuse", misuse),
+        );
+        let (f, s) = (b.handler("forever", forever), b.handler("spend", spend));
+        b.route_any(r)
+            .route_any(g)
+            .route_any(m)
+            .route_any(f)
+            .route_any(s);
+    }
+}
+
+fn machine(nodes: u32) -> Magic<Node> {
+    Magic::with(MagicParams::default(), nodes, &Lock).unwrap()
+}
+
+/// Node 0's processor hands its MAGIC `m` at cycle 0.
+fn post(m: &mut Magic<Node>, msg: LockMsg) {
+    let msg = m.msg(NodeId(0), msg);
+    m.post(NodeId(0), Cycles(0), msg).unwrap();
+}
+
+#[test]
+fn a_send_to_a_node_that_does_not_exist_is_named_and_the_run_is_not_clean() {
+    let mut m = machine(2);
+    post(&mut m, LockMsg::Request { to: 9 });
+    let r = m.run();
+    assert!(!r.is_clean(), "{r:?}");
+    assert!(r.stuck.is_empty() && r.halted.is_none(), "{r:?}");
+    // Dispatched at cycle 3 (the inbox stage), 4 instructions.
+    let line = "node 0: 1 send(s) to a node that does not exist (the first: \
+                lock.request sent lock LockMsg::Grant to node 9 of a 2-node machine, at cycle 5)";
+    assert_eq!(r.refused, [line]);
+    assert_eq!(r.problems(), [line]);
+    let d = m.drops(NodeId(0)).unwrap();
+    assert_eq!(
+        d,
+        Drops {
+            bad_node: 1,
+            ..Drops::default()
+        }
+    );
+    // A second one is counted; the line still names the first.
+    let again = m.msg(NodeId(0), LockMsg::Request { to: 7 });
+    let now = m.now();
+    m.post(NodeId(0), now, again).unwrap();
+    let r = m.run();
+    assert_eq!(r.refused.len(), 1, "{:?}", r.refused);
+    assert!(
+        r.refused[0].starts_with("node 0: 2 send(s)"),
+        "{:?}",
+        r.refused
+    );
+    assert!(r.refused[0].contains("to node 9 of a 2-node machine"));
+}
+
+#[test]
+fn the_bench_shows_the_refused_send_in_the_step_table() {
+    let mut bench = Bench::new(2, &Lock).unwrap();
+    let ask = bench
+        .msg(NodeId(1), LockMsg::Request { to: 9 })
+        .to(NodeId(0));
+    let shot = bench.inject(NodeId(0), ask).unwrap();
+    assert_eq!(
+        shot.to_string(),
+        "\
+lock.request on node 0: 2 cycles, 4 instructions, 0 loads, 0 stores, 0 waiting, 0 outbox stall
+ from    to  step           detail
+    0     2  instructions   4 issued
+    2     2  send           to node 9: refused, no such destination node
+"
+    );
+    let refused: Vec<_> = shot.refused().collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(
+        (refused[0].what, refused[0].detail, refused[0].refused),
+        ("send", 9, Some(Refused::BadNode))
+    );
+    assert!(shot.sent.is_empty(), "a refused send sends nothing");
+    assert!(!bench.run(Cycles(100)).is_clean());
+}
+
+#[test]
+fn every_refusal_is_named_with_its_first_instance() {
+    let params = MagicParams {
+        swq_capacity: 0,
+        ..MagicParams::default()
+    };
+    let mut m = Magic::with(params, 2, &Lock).unwrap();
+    let line = PAddr::new(Region::Normal, NodeId(0), 0x1000);
+    let dirty = magic::LineState::Dirty;
+    m.pcache_mut(NodeId(0)).unwrap().set(line, dirty, [7; 128]);
+    post(&mut m, LockMsg::Misuse);
+    let r = m.run();
+    assert!(!r.is_clean());
+    assert_eq!(
+        m.drops(NodeId(0)).unwrap(),
+        Drops {
+            bad_address: 1,
+            bad_buffer: 2,
+            swq_full: 1,
+            too_long: 1,
+            ..Drops::default()
+        }
+    );
+    assert_eq!(
+        r.refused,
+        [
+            "node 0: 1 reference(s) outside this node's memory (the first: lock.misuse's memory read step at Normal:n0:0x40000000, at cycle 3)",
+            "node 0: 2 step(s) without an allocated data buffer (the first: lock.misuse's free buffer step with buffer 0, at cycle 3)",
+            "node 0: 1 reschedule(s) refused by a full software queue (the first: lock.misuse rescheduled lock LockMsg::Grant; the queue holds 0 entries and the head register, at cycle 3)",
+            "node 0: 1 send(s) of a payload longer than a line (the first: lock.misuse sent lock LockMsg::Grant with 129 bytes, at cycle 3)",
+        ]
+    );
+}
+
+/// What an accessor answered: the error's words, or `found`.
+fn why<T>(r: Result<T, magic::NoNode>) -> String {
+    r.map_or_else(|e| e.to_string(), |_| "found".into())
+}
+
+#[test]
+fn accessors_past_the_machine_are_errors_naming_the_node_and_the_size() {
+    let mut m = machine(2);
+    let past = NodeId(2);
+    let no = "no node 2 (the machine has 2)";
+    assert_eq!(why(m.state(past)), no);
+    assert_eq!(why(m.state_mut(past)), no);
+    assert_eq!(why(m.drops(past)), no);
+    assert_eq!(why(m.memory(past)), no);
+    assert_eq!(why(m.memory_mut(past)), no);
+    assert_eq!(why(m.pcache(past)), no);
+    assert_eq!(why(m.pcache_mut(past)), no);
+    assert_eq!(why(m.take_processor_messages(past)), no);
+    let far = NodeId(u32::MAX);
+    assert_eq!(why(m.state(far)), "no node 4294967295 (the machine has 2)");
+    // The last node is there.
+    assert_eq!(why(m.state(NodeId(1))), "found");
+    assert_eq!(why(m.pcache(NodeId(1))), "found");
+}
+
+/// A run of one `Spend` on a 2-node machine.
+fn spend_run(cycles: u64, then: u64, how: u32) -> (magic::RunReport, Magic<Node>) {
+    let mut m = machine(2);
+    post(&mut m, LockMsg::Spend { cycles, then, how });
+    (m.run(), m)
+}
+
+#[test]
+fn a_handler_charging_past_the_end_of_time_halts_the_run_naming_it() {
+    let last = magic::time::LAST_CYCLE.0;
+    let end_of_time = |r: &magic::RunReport| match &r.halted {
+        Some(Halt::EndOfTime { node, what, at }) => Some((node.0, what.clone(), *at)),
+        _ => None,
+    };
+    // Dispatched at cycle 3: busy to the last cycle exactly is in time
+    // (the budget stops the run at the handler's end)...
+    let (r, _) = spend_run(last - 3, 0, 0);
+    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
+    // ... one instruction bundle more is not.
+    let (r, mut m) = spend_run(last - 3, 1, 0);
+    assert!(!r.is_clean());
+    let what = "lock.spend's instructions step";
+    assert_eq!(end_of_time(&r), Some((0, what.into(), last as u128 + 1)));
+    assert_eq!(
+        r.problems(),
+        [format!(
+            "node 0: {what} at cycle {}, past the last cycle the model can represent ({last})",
+            last + 1
+        )]
+    );
+    assert!(m.step().is_none(), "nothing runs after a halt");
+    // Busy past the end, exactly as asked, though no cycle count holds it.
+    let (r, _) = spend_run(u64::MAX, 0, 0);
+    let at = 3 + u64::MAX as u128;
+    assert_eq!(
+        end_of_time(&r),
+        Some((0, "lock.spend's busy step".into(), at))
+    );
+    // A wait past the end.
+    let (r, _) = spend_run(5, u64::MAX - 5, 1);
+    let at = u64::MAX as u128;
+    assert_eq!(
+        end_of_time(&r),
+        Some((0, "lock.spend's wait step".into(), at))
+    );
+}
+
+#[test]
+fn an_event_past_the_end_of_time_halts_the_run_naming_it() {
+    // Posted at the last cycle, the message enters its queue after the
+    // inbox stage: past the end.
+    let mut m = machine(2);
+    let last = Magic::<Node>::LAST_CYCLE;
+    let msg = m.msg(NodeId(1), LockMsg::Grant);
+    m.post(NodeId(1), last, msg).unwrap();
+    let r = m.run();
+    assert_eq!(
+        r.halted,
+        Some(Halt::EndOfTime {
+            node: NodeId(1),
+            what: "the delivery of lock LockMsg::Grant from node 1 to the processor queue".into(),
+            at: last.0 as u128 + 3
+        })
+    );
+}
+
+#[test]
+fn a_processor_step_past_the_end_of_time_halts_the_run() {
+    let mut m = machine(2);
+    let far = Cycles(u64::MAX - 1);
+    m.state_mut(NodeId(1)).unwrap().step_at = Some(far);
+    m.start_processor(NodeId(1), Cycles(0)).unwrap();
+    let r = m.run();
+    assert_eq!(
+        r.halted,
+        Some(Halt::EndOfTime {
+            node: NodeId(1),
+            what: "the processor's next step".into(),
+            at: far.0 as u128
+        })
+    );
+}
+
+#[test]
+fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
+    let mut m = machine(2);
+    assert_eq!(m.budget(), DEFAULT_BUDGET);
+    m.set_budget(Cycles(100_000)).unwrap();
+    post(&mut m, LockMsg::Forever { busy: 1000 });
+    let r = m.run();
+    assert!(!r.is_clean());
+    let h = r.halted.clone().expect("halted");
+    let Halt::Budget { budget, next } = h else {
+        panic!("{h:?}")
+    };
+    assert_eq!(budget, Cycles(100_000));
+    assert!(next > budget && next.0 <= 100_000 + 1000 + 3, "{next}");
+    assert!(r.end <= budget, "{r:?}");
+    assert_eq!(
+        r.problems()[0],
+        format!(
+            "the run reached its cycle budget of 100000 cycles with work left at cycle {next}; \
+             a run that needs more raises it with Magic::set_budget (at most {MAX_BUDGET})"
+        )
+    );
+    assert!(m.step().is_none());
+    // The budget's range.
+    let e = m.set_budget(Cycles(0)).unwrap_err();
+    assert_eq!(e.field, "budget");
+    assert!(m.set_budget(Cycles(MAX_BUDGET.0 + 1)).is_err());
+    assert!(m.set_budget(MAX_BUDGET).is_ok());
+    // The bench stops there too, instead of running forever.
+    let mut m = machine(2);
+    m.set_budget(Cycles(50_000)).unwrap();
+    let mut bench = Bench::from_machine(m);
+    let go = bench.msg(NodeId(0), LockMsg::Forever { busy: 1000 });
+    bench.inject(NodeId(0), go).unwrap();
+    let r = bench.run(Cycles(u64::MAX));
+    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
+}
+
+#[test]
+fn a_check_finds_a_refused_send_at_rest() {
+    use magic::check::{Bounds, Checker};
+    let check = Checker::new(|| {
+        let mut m = machine(2);
+        post(&mut m, LockMsg::Request { to: 9 });
+        Ok(m)
+    });
+    let r = check.run(Bounds::default());
+    assert_eq!(r.violations, 1, "{r:?}");
+    let v = r.violation.unwrap_or_default();
+    assert!(
+        v.starts_with("dropped: node 0: 1 send(s) to a node that does not exist"),
+        "{v}"
+    );
+}
