@@ -1213,9 +1213,13 @@ fn every_flags_help_lists_every_choice_it_takes() {
     }
     let (code, _, err) = flashkit(&["suite", "--platform", "cm5", "--benchmark", "nonsense"]);
     assert_eq!(code, 2);
+    // The refusal lists the same choices as the help.
     assert_eq!(
         err,
-        "error: invalid value 'nonsense' for '--benchmark <BENCHMARK>'\n"
+        format!(
+            "error: invalid value 'nonsense' for '--benchmark <BENCHMARK>' [possible values: {}]\n",
+            want.join(", ")
+        )
     );
     // check's protocol options, from the types' own names.
     let (_, help, _) = flashkit(&["check", "--help"]);

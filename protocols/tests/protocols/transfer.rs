@@ -776,3 +776,35 @@ fn a_task_the_pp_cannot_issue_is_refused_when_the_machine_is_built() {
         "costs.transfer.send_directory_next.instrs must be at most 2 (issue width 1 x 2 cycles), got 3"
     );
 }
+
+/// A processor interface slower than the transfer: the first line goes out
+/// before its send's ACK reaches the processor. The start-up's parts then
+/// overlap; each counts only the time after the one before it, so they
+/// still add up to the start-up, and it fits in the run.
+#[test]
+fn a_slow_processor_interface_overlaps_the_parts_without_breaking_their_sum() {
+    use magic::{Cycles, MagicParams};
+    for pi_out in [6, 1000, 1_000_000] {
+        let r = go(Config {
+            params: MagicParams {
+                pi_out: Cycles(pi_out),
+                ..MagicParams::default()
+            },
+            ..Config::default()
+        });
+        let s = &r.outcome.startup;
+        let parts = s.initiation
+            + s.setup_verification
+            + s.initial_line
+            + s.network_queueing
+            + s.receiver_cleanup;
+        assert_eq!(parts, s.total, "pi_out {pi_out}");
+        assert_eq!(
+            s.total + r.outcome.transfer.0,
+            r.outcome.total.0,
+            "pi_out {pi_out}: the parts and the transfer make the whole"
+        );
+        // Most of the wait for the ACK is the interface's.
+        assert!(s.initiation >= pi_out, "pi_out {pi_out}: {s:?}");
+    }
+}
