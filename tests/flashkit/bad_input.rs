@@ -171,12 +171,23 @@ fn judge(input: &Input, e: &Ended, width: u64) -> Result<(), String> {
                     Err(format!("the refusal does not name {f}: {line}"))
                 }
                 Names::Key(n, key) => {
-                    let at = format!("s.toml:{n}:");
+                    // The key set, or (a relation between two keys the file
+                    // sets) another key of the file, at its line.
+                    let text = input.scenario.as_deref().unwrap_or("");
+                    let named = |at: usize, leaf: &str| {
+                        line.contains(&format!("s.toml:{at}:")) && line.contains(leaf)
+                    };
                     let leaf = key.rsplit('.').next().unwrap_or(key);
-                    if !line.contains(&at) || !line.contains(leaf) {
-                        Err(format!("the refusal does not name {at} {key}: {line}"))
-                    } else {
+                    let other = text.lines().enumerate().any(|(i, l)| {
+                        l.split_once('=')
+                            .is_some_and(|(k, _)| named(i + 1, k.trim()))
+                    });
+                    if named(*n, leaf) || other {
                         Ok(())
+                    } else {
+                        Err(format!(
+                            "the refusal does not name s.toml:{n}: {key}: {line}"
+                        ))
                     }
                 }
                 _ => Ok(()),
@@ -638,6 +649,15 @@ fn the_suite_judges_strictly() {
     let named = "error: s.toml:3: costs.transfer.send_init.loads must be from 0 to 10, got 11\n";
     assert!(judge(&input, &ended(Some(2), "", named), 2).is_ok());
     assert!(judge(&input, &ended(Some(2), "", "error: number too large\n"), 2).is_err());
+    let other = Input {
+        scenario: Some("[transfer]\nbytes = 3\nchunk = 9\n".into()),
+        names: Names::Key(2, "transfer.bytes".into()),
+        ..input.clone()
+    };
+    let chunk = "error: s.toml:3: transfer.chunk must be from 1 to 3 (the bytes' lines), got 9\n";
+    assert!(judge(&other, &ended(Some(2), "", chunk), 2).is_ok());
+    let elsewhere = "error: s.toml:2: transfer.chunk must be from 1 to 3, got 9\n";
+    assert!(judge(&other, &ended(Some(2), "", elsewhere), 2).is_err());
     assert!(judge(&input, &ended(Some(2), "", "error: a\nerror: b\n"), 2).is_err());
     assert!(judge(&input, &ended(Some(101), "", "thread 'main' panicked"), 2).is_err());
     assert!(judge(&input, &ended(None, "", ""), 2).is_err());
