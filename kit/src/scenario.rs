@@ -1713,7 +1713,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
-        let (r, m) = pipeline(x, trace)?;
+        let (r, m) = pipeline(x, s.machine.budget, trace)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.remap {
@@ -2054,13 +2054,17 @@ pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
 }
 
 /// The pipeline workload: the peers' simulated results and the ledger (the
-/// command adds the event loop's wall time, which is not the model's).
+/// command adds the event loop's wall time, which is not the model's). Its
+/// machine is the workload's own ([`protocols::pipeline::pipeline_params`]),
+/// run within `budget` cycles (a scenario's `[machine] budget`).
 pub fn pipeline(
     x: &Pipeline,
+    budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
     let cfg = x.config();
     let mut m = protocols::pipeline::build(&cfg)?;
+    m.set_budget(budget)?;
     if trace {
         m.trace_on();
     }
