@@ -186,7 +186,9 @@ fn others() -> Vec<Other> {
             table: "[network.cm5]",
             what: "The CM-5's network interface and data networks: processor \
                    costs in 33 MHz cycles, times in ticks (26 400 a \
-                   microsecond; 10 ms is 264 000 000).",
+                   microsecond; 10 ms is 264 000 000). `budget` and \
+                   `event_budget` bound a run (its simulated time, and its \
+                   scheduler steps and packets a node), not the hardware.",
             columns: &["default"],
             rows: rows(
                 &[Cm5Params::default()],
@@ -197,7 +199,8 @@ fn others() -> Vec<Other> {
         Other {
             table: "[network.sp]",
             what: "The SP's adapters and switch: times in ticks (26 400 a \
-                   microsecond), rates in bytes per microsecond.",
+                   microsecond), rates in bytes per microsecond; `budget` and \
+                   `event_budget` bound a run, as on the CM-5.",
             columns: &["default"],
             rows: rows(
                 &[SpParams::default()],

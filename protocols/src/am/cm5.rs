@@ -722,6 +722,10 @@ impl Sim<'_> {
 }
 
 impl super::Layer for Sim<'_> {
+    fn packets(&self) -> u64 {
+        self.net.stats.sent + self.net.stats.dropped
+    }
+
     fn now(&self, n: usize) -> Time {
         self.nodes[n].t
     }
@@ -855,6 +859,12 @@ impl Platform for Cm5 {
             run: Run::default(),
             woken: Vec::new(),
         };
-        super::drive(&mut sim, programs)
+        let budget = super::Budget {
+            time: self.hw.budget,
+            per_node: self.hw.event_budget,
+            nodes: self.nodes,
+            table: "network.cm5",
+        };
+        super::drive(&mut sim, programs, budget)
     }
 }
