@@ -29,8 +29,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Inputs whose run is valid and takes more than 2 s on the release build
-/// (2 cores): label, and the seconds it took.
-const SLOW: &[(&str, f64)] = &[];
+/// (2 cores): label, and the seconds it took. The checks at their largest
+/// bounds and the study of the largest transfer (docs/checking.md gives
+/// the checks' times).
+const SLOW: &[(&str, f64)] = &[
+    ("check holdoff --buffers=1", 4.0),
+    ("check holdoff --max-states=100000000", 8.1),
+    ("study coherence --bytes=1048576", 12.7),
+];
 
 /// Longer than this is a hang.
 const HANG: Duration = Duration::from_secs(60);
@@ -525,7 +531,11 @@ fn width_of(input: &Input) -> u64 {
 
 /// Run every input on as many threads as the machine has, in a scratch
 /// folder each; the failures, the slow ones and the counts by ending.
-fn run_all(inputs: &[Input]) -> (Vec<String>, Vec<(String, f64)>, BTreeMap<String, usize>) {
+/// What running the inputs found: the failures, the slow ones (label,
+/// seconds) and the counts by ending.
+type Findings = (Vec<String>, Vec<(String, f64)>, BTreeMap<String, usize>);
+
+fn run_all(inputs: &[Input]) -> Findings {
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     let slow = Mutex::new(Vec::new());
