@@ -239,11 +239,15 @@ pub fn markdown_doc() -> String {
          among them, which go through MAGIC's data cache.\n\n\
          A scenario overrides any entry of a sheet in the table named after \
          it; the other entries keep their defaults and an unknown key is an \
-         error:\n\n\
+         error. A task's own table sets some of its parts, the others \
+         keeping theirs:\n\n\
          ```toml\n\
          [costs.transfer]\n\
          recv_verify = {{ cycles = 3, instrs = 4, loads = 1, stores = 0 }}\n\
          shift_dword = 3\n\
+         \n\
+         [costs.transfer.send_init]\n\
+         loads = 3\n\
          ```\n\n\
          ## Ranges\n\n\
          One cap for every cost of every table: a count (instructions, \
@@ -255,7 +259,9 @@ pub fn markdown_doc() -> String {
          machine's issue width (`instrs <= pp_issue_width x cycles`; every \
          default fits FLASH's dual issue). Every table of a scenario is \
          checked, whether its experiment uses it or not; a task's width is \
-         checked against the machine of the experiment that runs it. A value \
+         checked against the machine of the experiment that runs it. A count \
+         that pays for loads or stores of MAGIC memory starts at them (its \
+         range says why): a store cannot be in no instruction. A value \
          out of range stops the run with one line naming the file, the line \
          and the entry as the scenario spells it:\n\n\
          ```\n\
