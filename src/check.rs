@@ -106,8 +106,8 @@ pub struct CheckArgs {
     /// holdoff: operations, one after the other (1 to 2; default 2).
     #[arg(long)]
     ops: Option<u32>,
-    /// MAGIC data buffers per node (coherence and holdoff 1 to 16, default
-    /// 2; transfer 4 to 16, default 4).
+    /// MAGIC data buffers per node (coherence 2 to 16, holdoff 1 to 16,
+    /// default 2; transfer 4 to 16, default 4).
     #[arg(long)]
     buffers: Option<u32>,
     /// holdoff: translation changes of the source page (1 to 2; default 2).

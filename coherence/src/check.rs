@@ -37,7 +37,8 @@ pub struct CoherenceCheck {
     pub lines: u32,
     /// Accesses each processor issues (0 to 8).
     pub ops: u32,
-    /// MAGIC data buffers per node (1 to 16).
+    /// MAGIC data buffers per node (2 to 16: the protocol needs two, see
+    /// [`MIN_BUFFERS`]).
     pub buffers: u32,
     /// How directory entries hold their sharers.
     pub format: DirFormat,
@@ -53,6 +54,12 @@ pub struct CoherenceCheck {
     /// A planted bug, if any.
     pub inject: Option<Bug>,
 }
+
+/// The fewest data buffers per node the coherence protocol runs with: a
+/// requester holds a reply's buffer while it waits for invalidation
+/// acknowledgements, and the inbox may need another for a data reply at the
+/// head of the same queue, so one buffer could deadlock the node.
+pub const MIN_BUFFERS: u32 = 2;
 
 impl Default for CoherenceCheck {
     /// The default bounds of `flashkit check coherence`.
@@ -81,7 +88,13 @@ impl CoherenceCheck {
         OutOfRange::check("nodes", self.nodes, 2, 4)?;
         OutOfRange::check("lines", self.lines, 1, 4)?;
         OutOfRange::check("ops", self.ops, 0, 8)?;
-        OutOfRange::check("buffers", self.buffers, 1, 16)?;
+        if !(MIN_BUFFERS..=16).contains(&self.buffers) {
+            let allowed = format!(
+                "from {MIN_BUFFERS} to 16 (a requester holds a reply's buffer while it \
+                 waits for acknowledgements, and another data reply may wait for one)"
+            );
+            return Err(OutOfRange::new("buffers", allowed, self.buffers));
+        }
         OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
     }
 

@@ -86,10 +86,12 @@ magic::cost_sheet! {
             "a jump-table handler knows its case; the header's fields are two bit-field extracts.");
         /// Extract and test the directory entry's state (plus its load).
         dir_check: u32 = 4, Provenance::Choice(
-            "extract the state and sharer fields, compare, branch.");
+            "extract the state and sharer fields, compare, branch."),
+            from 1: "the entry's load is one of its instructions";
         /// Compose and write back the new entry (plus its store).
         dir_update: u32 = 3, Provenance::Choice(
-            "insert two fields, store; the paper's transfer handler updates an entry in 2 (Table 2).");
+            "insert two fields, store; the paper's transfer handler updates an entry in 2 (Table 2)."),
+            from 1: "the entry's store is one of its instructions";
         /// Form a header and hand it to the outbox or the processor interface.
         send: u32 = 4, Provenance::Choice(
             "type, destination, address and count into the header registers.");
@@ -101,16 +103,20 @@ magic::cost_sheet! {
             "one command to the unit, one for its buffer.");
         /// Update the outstanding-miss record (plus its load and store).
         record: u32 = 3, Provenance::Choice(
-            "load, modify a count or state, store.");
+            "load, modify a count or state, store."),
+            from 2: "the record's load and store are among its instructions";
         /// Follow one link of the pointer store looking for a sharer (plus its load).
         link_walk: u32 = 2, Provenance::Choice(
-            "compare the link's node, branch, take its next field.");
+            "compare the link's node, branch, take its next field."),
+            from 1: "the link's load is one of its instructions";
         /// Take a link from the free list and prepend it to a line's list (plus its store).
         link_alloc: u32 = 3, Provenance::Choice(
-            "pop the free-list head, write node and next into the link, point the entry at it.");
+            "pop the free-list head, write node and next into the link, point the entry at it."),
+            from 1: "the link's store is one of its instructions";
         /// Return a link to the free list (plus its store).
         link_free: u32 = 2, Provenance::Choice(
-            "write the free-list head into the link's next field, make the link the head.");
+            "write the free-list head into the link's next field, make the link the head."),
+            from 1: "the link's store is one of its instructions";
         /// Choose a list to reclaim when the store is full.
         reclaim: u32 = 4, Provenance::Choice(
             "take the oldest list from the reclamation queue, load its entry, test it.");

@@ -1041,22 +1041,12 @@ impl Default for CostTables {
     }
 }
 
-/// A table read over `base`: the entries it sets replace `base`'s, the
-/// others keep them (the struct's own serde default is CMAM's).
-fn over<'de, D, T>(d: D, base: T) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Serialize + serde::de::DeserializeOwned,
-{
-    use serde::de::Error as _;
-    let given = toml::Table::deserialize(d)?;
-    let mut t = toml::Table::try_from(base).map_err(D::Error::custom)?;
-    t.extend(given);
-    t.try_into().map_err(D::Error::custom)
-}
-
+/// `[costs.cmaml]`: the entries it sets replace CMAML's, the others keep
+/// them (the struct's own default is CMAM's); a wrong value is an error at
+/// its key.
 fn cmaml<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LayerCosts, D::Error> {
-    over(d, LayerCosts::cmaml())
+    let given = protocols::am::cm5::LayerCostsPatch::deserialize(d)?;
+    Ok(LayerCosts::cmaml().patched(given))
 }
 
 /// The comparison platforms' network interfaces and networks
@@ -1370,12 +1360,16 @@ impl Source<'_> {
             };
         }
         for r in related(e.field) {
-            if let Some(line) = set(r) {
-                let shown = r.rsplit('.').next().unwrap_or(r);
+            if let Some(line) = set(&r) {
+                // Bare in a table of the root, whole in a nested one.
+                let shown = match key_parts(&r).len() {
+                    0..=2 => r.rsplit('.').next().unwrap_or(&r).to_string(),
+                    _ => r.clone(),
+                };
                 return ScenarioError {
                     path: self.path.to_string(),
                     line: Some(line),
-                    key: Some(shown.to_string()),
+                    key: Some(shown),
                     message: e.to_string(),
                 };
             }
@@ -1399,15 +1393,34 @@ impl Source<'_> {
     }
 }
 
-/// The keys a field's range depends on, as dotted paths: what the error
-/// names when the file leaves the field at its default.
-fn related(field: &str) -> &'static [&'static str] {
-    match field {
-        f if f.ends_with(".instrs") => &["machine.pp_issue_width"],
-        "chunk" => &["machine.data_buffers"],
-        "offset" => &["machine.mem_bytes"],
-        _ => &[],
+/// The keys a field's range depends on, as dotted paths, in the order an
+/// error names them when the file leaves the field at its default: a
+/// task's parts (its loads among its instructions, its instructions within
+/// its bundles at the PP's issue width), the machine's intervention times
+/// (each from the one before), and the experiments' fields whose range is
+/// another's value.
+fn related(field: &str) -> Vec<String> {
+    if let Some((task, part)) = field.strip_prefix("costs.").and(field.rsplit_once('.')) {
+        let part_of = |p: &str| format!("{task}.{p}");
+        return match part {
+            "loads" => vec![part_of("instrs")],
+            "stores" => vec![part_of("instrs"), part_of("loads")],
+            "instrs" => vec![part_of("cycles"), "machine.pp_issue_width".into()],
+            _ => Vec::new(),
+        };
     }
+    let keys: &[&str] = match field {
+        "chunk" => &["machine.data_buffers", "transfer.handler"],
+        "offset" => &["machine.mem_bytes"],
+        "pc_first_word" => &["machine.pc_state"],
+        "pc_line" => &["machine.pc_first_word", "machine.pc_state"],
+        "owner" => &["miss.nodes", "miss.case"],
+        "evicting" => &["sharing.readers"],
+        "receives" | "sends" => &["transfer.bytes"],
+        "dst_offset" => &["transfer.src_offset", "transfer.placement"],
+        _ => &[],
+    };
+    keys.iter().map(|k| k.to_string()).collect()
 }
 
 /// A scenario file that is not a scenario: a syntax error, an unknown key, a
@@ -1583,7 +1596,14 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         x.workload().validate(&p).map_err(|e| out(&e))?;
     }
     if let Some(f) = &s.fetch_op {
-        protocols::user::experiments::check_fetch_op(f.remote_node, &p).map_err(protocol)?;
+        // The user layer's `target` is the scenario's `remote_node`.
+        protocols::user::experiments::check_fetch_op(f.remote_node, &p).map_err(|e| match e {
+            protocols::Error::OutOfRange(r) if r.field == "target" => out(&magic::OutOfRange {
+                field: "remote_node",
+                ..r
+            }),
+            e => protocol(e),
+        })?;
         user_params(c)
             .validate_on(p.pp_issue_width)
             .map_err(protocol)?;
@@ -1693,7 +1713,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
-        let (r, m) = pipeline(x, trace)?;
+        let (r, m) = pipeline(x, s.machine.budget, trace)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.remap {
@@ -1937,10 +1957,7 @@ pub fn fetch_op(
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let target = f.remote_node;
     let most = protocols::am::Machines::Flash.max_nodes() - 1;
-    if target > most {
-        let allowed = format!("at most {most}");
-        return Err(magic::OutOfRange::new("remote_node", allowed, target).into());
-    }
+    magic::OutOfRange::check("remote_node", target, 0, most)?;
     user.validate()?;
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
@@ -2037,13 +2054,17 @@ pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
 }
 
 /// The pipeline workload: the peers' simulated results and the ledger (the
-/// command adds the event loop's wall time, which is not the model's).
+/// command adds the event loop's wall time, which is not the model's). Its
+/// machine is the workload's own ([`protocols::pipeline::pipeline_params`]),
+/// run within `budget` cycles (a scenario's `[machine] budget`).
 pub fn pipeline(
     x: &Pipeline,
+    budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
     let cfg = x.config();
     let mut m = protocols::pipeline::build(&cfg)?;
+    m.set_budget(budget)?;
     if trace {
         m.trace_on();
     }

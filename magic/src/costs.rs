@@ -6,7 +6,8 @@
 //! is the one place a handler takes its counts from (no number is passed to
 //! [`Cx::instr`](crate::Cx::instr) or [`Cx::bundles`](crate::Cx::bundles) in
 //! protocol code), it deserializes from a scenario's `[costs.NAME]` table
-//! (unknown keys refused, missing keys kept at their defaults), it lists
+//! (unknown keys refused, missing keys kept at their defaults, and so are
+//! the parts of a task its own table leaves out), it lists
 //! itself ([`Sheet::entries`]) so the documentation renders from the code,
 //! and it checks itself ([`Sheet::validate`], [`Sheet::validate_on`]).
 //!
@@ -30,12 +31,18 @@
 //!             Source::Choice("two bundles of decode, one load-use stall");
 //!         /// Instructions per word copied.
 //!         per_word: u32 = 2, Source::Published("the toy paper, Table 1");
+//!         /// Store the result: its address and the store.
+//!         store: u32 = 2, Source::Choice("two instructions"),
+//!             from 1: "the store is one of its instructions";
 //!     }
 //! }
 //!
 //! let c: ToyCosts = toml::from_str("per_word = 3").unwrap();
 //! assert_eq!(c.per_word, 3);
 //! assert_eq!(c.decode, Task::new(3, 5, 1, 0)); // kept at its default
+//! // A task's table sets some parts; the others keep theirs.
+//! let c: ToyCosts = toml::from_str("[decode]\nloads = 2").unwrap();
+//! assert_eq!(c.decode, Task::new(3, 5, 2, 0));
 //! assert!(toml::from_str::<ToyCosts>("per_wrd = 3").is_err());
 //! assert_eq!(c.entries()[1].key, "per_word");
 //! assert!(c.validate_on(2).is_ok());
@@ -46,6 +53,11 @@
 //!     "costs.toy.decode.instrs must be at most 3 (issue width 1 x 3 cycles), got 5");
 //! let big: ToyCosts = toml::from_str("per_word = 4294967295").unwrap();
 //! assert_eq!(big.validate().unwrap_err().field, "costs.toy.per_word");
+//! // A count that pays for a store starts at it.
+//! let none: ToyCosts = toml::from_str("store = 0").unwrap();
+//! assert_eq!(none.validate().unwrap_err().to_string(),
+//!     "costs.toy.store must be from 1 to 1000000 (the store is one of its instructions), got 0");
+//! assert_eq!(none.entries()[2].range, "1 to 1000000 (the store is one of its instructions)");
 //! ```
 
 use crate::cx::Cx;
@@ -78,41 +90,122 @@ pub trait Cost: Copy + Into<Value> {
     /// The entry's range, in words, as docs/costs.md lists it.
     const RANGE: &'static str;
 
+    /// What a scenario's table may set of the entry: the whole count, or
+    /// any of a task's parts ([`TaskPatch`]), the rest keeping their
+    /// values.
+    type Patch: serde::de::DeserializeOwned;
+
+    /// Set what `p` sets.
+    fn patch(&mut self, p: Self::Patch);
+
     /// `Err` naming the part out of its range; with `issue_width`, also
-    /// what the PP cannot issue.
-    fn check(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange>;
+    /// what the PP cannot issue. `least` is the entry's own least value
+    /// and why (a count that pays for a load or a store of MAGIC memory
+    /// cannot be below the accesses it pays for): a count's range starts
+    /// there, a task's instructions do.
+    fn check(
+        &self,
+        names: &Names,
+        least: Least,
+        issue_width: Option<u32>,
+    ) -> Result<(), OutOfRange>;
 }
 
-fn count(field: &'static str, n: u64) -> Result<(), OutOfRange> {
-    OutOfRange::check(field, n, 0, MAX_COST)
+/// An entry's least value and the reason for it (`0` and no reason for
+/// most: any count from 0 is possible). Declared in
+/// [`cost_sheet!`](crate::cost_sheet) as `from 1: "why"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Least {
+    /// The least value.
+    pub value: u64,
+    /// Why it cannot be less.
+    pub why: &'static str,
+}
+
+fn count(field: &'static str, n: u64, least: Least) -> Result<(), OutOfRange> {
+    if least.value == 0 {
+        return OutOfRange::check(field, n, 0, MAX_COST);
+    }
+    if n < least.value || n > MAX_COST {
+        let allowed = format!("from {} to {MAX_COST} ({})", least.value, least.why);
+        return Err(OutOfRange::new(field, allowed, n));
+    }
+    Ok(())
 }
 
 impl Cost for u32 {
     const RANGE: &'static str = "0 to 1000000";
-    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
-        count(names.entry, u64::from(*self))
+    type Patch = u32;
+    fn patch(&mut self, p: u32) {
+        *self = p;
+    }
+    fn check(&self, names: &Names, least: Least, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, u64::from(*self), least)
     }
 }
 
 impl Cost for u64 {
     const RANGE: &'static str = "0 to 1000000";
-    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
-        count(names.entry, *self)
+    type Patch = u64;
+    fn patch(&mut self, p: u64) {
+        *self = p;
+    }
+    fn check(&self, names: &Names, least: Least, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, *self, least)
     }
 }
 
 impl Cost for crate::Cycles {
     const RANGE: &'static str = "0 to 1000000";
-    fn check(&self, names: &Names, _: Option<u32>) -> Result<(), OutOfRange> {
-        count(names.entry, self.0)
+    type Patch = crate::Cycles;
+    fn patch(&mut self, p: crate::Cycles) {
+        *self = p;
+    }
+    fn check(&self, names: &Names, least: Least, _: Option<u32>) -> Result<(), OutOfRange> {
+        count(names.entry, self.0, least)
     }
 }
 
 impl Cost for Task {
     const RANGE: &'static str = "a task: each part 0 to 1000000";
-    fn check(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange> {
-        self.validate(names, issue_width)
+    type Patch = TaskPatch;
+    fn patch(&mut self, p: TaskPatch) {
+        let TaskPatch {
+            cycles,
+            instrs,
+            loads,
+            stores,
+        } = p;
+        self.cycles = cycles.unwrap_or(self.cycles);
+        self.instrs = instrs.unwrap_or(self.instrs);
+        self.loads = loads.unwrap_or(self.loads);
+        self.stores = stores.unwrap_or(self.stores);
     }
+    fn check(
+        &self,
+        names: &Names,
+        least: Least,
+        issue_width: Option<u32>,
+    ) -> Result<(), OutOfRange> {
+        self.validate(names, issue_width)?;
+        count(names.instrs, u64::from(self.instrs), least)
+    }
+}
+
+/// The parts of a [`Task`] a scenario's `[costs.NAME.task]` table sets:
+/// each left out keeps the sheet's value (`loads = 1` alone changes only
+/// the loads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskPatch {
+    /// Bundles, if set.
+    pub cycles: Option<u32>,
+    /// Instructions, if set.
+    pub instrs: Option<u32>,
+    /// Loads, if set.
+    pub loads: Option<u32>,
+    /// Stores, if set.
+    pub stores: Option<u32>,
 }
 
 /// A hand-scheduled run of protocol-processor bundles: `cycles` bundles
@@ -198,10 +291,11 @@ impl Task {
     /// assert_eq!(e.to_string(), "t.stores must be at most 2 (10 instructions, 8 of them loads), got 3");
     /// ```
     pub fn validate(&self, names: &Names, issue_width: Option<u32>) -> Result<(), OutOfRange> {
-        count(names.cycles, u64::from(self.cycles))?;
-        count(names.instrs, u64::from(self.instrs))?;
-        count(names.loads, u64::from(self.loads))?;
-        count(names.stores, u64::from(self.stores))?;
+        let any = Least::default();
+        count(names.cycles, u64::from(self.cycles), any)?;
+        count(names.instrs, u64::from(self.instrs), any)?;
+        count(names.loads, u64::from(self.loads), any)?;
+        count(names.stores, u64::from(self.stores), any)?;
         if self.loads > self.instrs {
             let allowed = format!("at most {} (the task's instructions)", self.instrs);
             return Err(OutOfRange::new(names.loads, allowed, self.loads));
@@ -426,12 +520,19 @@ pub fn markdown(sheet: &dyn Sheet) -> String {
 /// that sets it (`struct TransferCosts in "costs.transfer"`), each cost with
 /// its doc comment, its default and its [`Source`](crate::costs::Source);
 /// each cost is a [`Task`](crate::costs::Task), a `u32`, a `u64` or
-/// [`Cycles`](crate::Cycles). The struct derives `Default` (the defaults
-/// given), `Serialize` and `Deserialize` (a partial table keeps the other
-/// defaults; an unknown key is an error naming it) and implements
-/// [`Sheet`](crate::costs::Sheet), which checks every entry. The calling
-/// crate needs `serde` with its derive feature. See the
-/// [module docs](crate::costs).
+/// [`Cycles`](crate::Cycles). A count that pays for loads or stores of
+/// MAGIC memory (which are among its instructions) says so with its least
+/// value and why, after its source: `..., Source::Choice("..."), from 1:
+/// "the write's store into the record";` (its range is then from there to
+/// [`MAX_COST`](crate::costs::MAX_COST)).
+///
+/// The struct derives `Default` (the defaults given) and `Serialize`, and
+/// deserializes from a partial table: an entry left out keeps its default,
+/// and so does a part of a task left out of the task's table
+/// (`[costs.transfer.send_init]` with `loads = 1` alone); an unknown key is
+/// an error naming it. It implements [`Sheet`](crate::costs::Sheet), which
+/// checks every entry. The calling crate needs `serde` with its derive
+/// feature. See the [module docs](crate::costs).
 #[macro_export]
 macro_rules! cost_sheet {
     (
@@ -439,13 +540,13 @@ macro_rules! cost_sheet {
         $vis:vis struct $name:ident in $table:literal {
             $(
                 $(#[doc = $doc:literal])+
-                $field:ident : $ty:ty = $default:expr, $source:expr;
+                $field:ident : $ty:ty = $default:expr, $source:expr
+                    $(, from $least:literal : $why:literal)?;
             )*
         }
     ) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-        #[serde(default, deny_unknown_fields)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
         $vis struct $name {
             $(
                 $(#[doc = $doc])+
@@ -456,6 +557,31 @@ macro_rules! cost_sheet {
         impl Default for $name {
             fn default() -> Self {
                 $name { $( $field: $default, )* }
+            }
+        }
+
+        /// A partial table over the defaults: each entry set replaces its
+        /// default (a task's parts one by one), an unknown key is an error.
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                // Named as the sheet, so that serde's errors name it.
+                #[derive(serde::Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct $name {
+                    $(
+                        #[serde(default)]
+                        $field: Option<<$ty as $crate::costs::Cost>::Patch>,
+                    )*
+                }
+                let given = <$name as serde::Deserialize>::deserialize(d)?;
+                #[allow(unused_mut)]
+                let mut sheet = <Self as Default>::default();
+                $(
+                    if let Some(p) = given.$field {
+                        $crate::costs::Cost::patch(&mut sheet.$field, p);
+                    }
+                )*
+                Ok(sheet)
             }
         }
 
@@ -470,7 +596,13 @@ macro_rules! cost_sheet {
                         key: stringify!($field),
                         doc: concat!($($doc),+),
                         value: $crate::costs::Value::from(self.$field),
-                        range: <$ty as $crate::costs::Cost>::RANGE,
+                        // The entry's own range where it has a least value.
+                        range: *[
+                            <$ty as $crate::costs::Cost>::RANGE,
+                            $(concat!($least, " to 1000000 (", $why, ")"),)?
+                        ]
+                        .last()
+                        .unwrap_or(&""),
                         source: $source,
                     },
                 )*]
@@ -487,6 +619,12 @@ macro_rules! cost_sheet {
                             loads: concat!($table, ".", stringify!($field), ".loads"),
                             stores: concat!($table, ".", stringify!($field), ".stores"),
                         },
+                        *[
+                            $crate::costs::Least::default(),
+                            $($crate::costs::Least { value: $least, why: $why },)?
+                        ]
+                        .last()
+                        .unwrap_or(&$crate::costs::Least::default()),
                         issue_width,
                     )?;
                 )*
@@ -630,6 +768,88 @@ mod tests {
             b: most,
         };
         assert_eq!(top.validate_on(1), Ok(()));
+    }
+
+    crate::cost_sheet! {
+        /// A sheet with a count that pays for a store.
+        struct Stores in "costs.stores" {
+            /// A task.
+            t: Task = Task::new(4, 6, 2, 1), Source::Choice("here");
+            /// Store the record.
+            put: u32 = 3, Source::Choice("because"), from 1: "its store of the record";
+        }
+    }
+
+    #[test]
+    fn a_partial_task_table_keeps_the_other_parts() {
+        let d = Stores::default();
+        let s: Stores = toml::from_str("[t]\nloads = 1\n").unwrap();
+        assert_eq!(
+            s,
+            Stores {
+                t: Task::new(4, 6, 1, 1),
+                ..d
+            }
+        );
+        let s: Stores = toml::from_str("t = { cycles = 9, stores = 0 }\nput = 5\n").unwrap();
+        assert_eq!(
+            s,
+            Stores {
+                t: Task::new(9, 6, 2, 0),
+                put: 5
+            }
+        );
+        let s: Stores = toml::from_str("[t]\n").unwrap();
+        assert_eq!(s, d);
+        // An unknown part, an unknown entry, a wrong type: errors naming them.
+        let e = toml::from_str::<Stores>("[t]\nload = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `load`"), "{e}");
+        let e = toml::from_str::<Stores>("tt = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `tt`"), "{e}");
+        let e = toml::from_str::<Stores>("[t]\nloads = nan\n").unwrap_err();
+        assert!(e.to_string().contains("expected u32"), "{e}");
+        assert_eq!(e.span(), Some(12..15), "{e}"); // the value
+                                                   // Out of range: the part named, in full.
+        let s: Stores = toml::from_str("[t]\nloads = 4294967295\n").unwrap();
+        assert_eq!(s.validate().unwrap_err().field, "costs.stores.t.loads");
+        // What it serializes reads back the same.
+        let text = toml::to_string(&s).unwrap();
+        assert_eq!(toml::from_str::<Stores>(&text).unwrap(), s);
+    }
+
+    #[test]
+    fn a_count_that_pays_for_a_store_starts_at_it() {
+        let d = Stores::default();
+        assert_eq!(d.validate(), Ok(()));
+        let e = Stores { put: 0, ..d }.validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "costs.stores.put must be from 1 to 1000000 (its store of the record), got 0"
+        );
+        let e = Stores {
+            put: 1_000_001,
+            ..d
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "costs.stores.put");
+        assert_eq!(Stores { put: 1, ..d }.validate(), Ok(()));
+        let r: Vec<&str> = d.entries().iter().map(|e| e.range).collect();
+        assert_eq!(
+            r,
+            [
+                "a task: each part 0 to 1000000",
+                "1 to 1000000 (its store of the record)"
+            ]
+        );
+        // The ranges in words say the one cap.
+        for range in [u32::RANGE, u64::RANGE, crate::Cycles::RANGE, Task::RANGE] {
+            assert!(range.ends_with(&MAX_COST.to_string()), "{range}");
+        }
     }
 
     #[test]

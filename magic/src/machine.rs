@@ -715,7 +715,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             stats: vec![HandlerStats::default(); self.nodes as usize * handlers],
             ledger_from: Cycles(0),
             held: None,
-            budget: DEFAULT_BUDGET,
+            budget: self.params.budget,
             halt: None,
             params: self.params,
             nodes: self.nodes,
@@ -752,18 +752,7 @@ impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
     }
 }
 
-/// A MAGIC run's cycle budget unless set otherwise ([`Magic::set_budget`]):
-/// 10^11 cycles, 1,000 s of FLASH time. Every experiment, test and example
-/// of the kit ends far inside it: the longest test runs 3.1 x 10^7 cycles,
-/// the longest documented run (`pipeline` on 2 nodes at its most messages,
-/// 2 x 2,000,000) 2.6 x 10^9, 39 times less. What it bounds is a run that
-/// would not end: a handler rescheduling itself forever stops here.
-pub const DEFAULT_BUDGET: Cycles = Cycles(100_000_000_000);
-
-/// The largest cycle budget a run may be given (10^12 cycles, 10,000 s of
-/// FLASH time): with every node busy all the way, the ledger's sums over
-/// 4096 nodes stay far inside its counters.
-pub const MAX_BUDGET: Cycles = Cycles(1_000_000_000_000);
+pub use crate::params::{DEFAULT_BUDGET, MAX_BUDGET};
 
 /// Why a run stopped before its work was done (beside a caller's own
 /// limit, [`RunReport::limit_reached`]): not clean, and no figure of it
@@ -773,7 +762,8 @@ pub enum Halt {
     /// The next instant lies past the run's cycle budget.
     #[error(
         "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; \
-         a run that needs more raises it with Magic::set_budget (at most {max})",
+         a run that needs more raises it with [machine] budget \
+         (MagicParams::budget, or Magic::set_budget; at most {max})",
         max = MAX_BUDGET
     )]
     Budget {
@@ -960,7 +950,9 @@ impl<S: NodeState> Magic<S> {
     }
 
     /// The run's cycle budget: it stops (not clean, [`Halt::Budget`])
-    /// before an instant later than this. [`DEFAULT_BUDGET`] unless set.
+    /// before an instant later than this: its parameters' `budget`
+    /// ([`MagicParams::budget`], [`DEFAULT_BUDGET`] by default) unless
+    /// [`Magic::set_budget`] changed it since.
     pub fn budget(&self) -> Cycles {
         self.budget
     }
@@ -976,7 +968,11 @@ impl<S: NodeState> Magic<S> {
     /// #     fn node(&self, _: NodeId, _: u32) {}
     /// #     fn install<S: 'static>(&self, _: &mut Install<'_, S, ()>) {}
     /// # }
-    /// let mut m = Magic::with(MagicParams::default(), 2, &Idle).unwrap();
+    /// // The machine takes its parameters' budget (a scenario's
+    /// // `[machine] budget`) when it is built.
+    /// let p = MagicParams { budget: Cycles(5000), ..MagicParams::default() };
+    /// let mut m = Magic::with(p, 2, &Idle).unwrap();
+    /// assert_eq!(m.budget(), Cycles(5000));
     /// m.set_budget(Cycles(1_000_000)).unwrap();
     /// let e = m.set_budget(Cycles(0)).unwrap_err();
     /// assert_eq!(e.to_string(), "budget must be from 1 to 1000000000000, got 0");

@@ -58,6 +58,20 @@ pub const MAX_COST: u64 = 1_000_000;
 /// [`MAX_COST`], in cycles.
 pub const MAX_LATENCY: Cycles = Cycles(MAX_COST);
 
+/// A MAGIC run's cycle budget unless set otherwise ([`MagicParams::budget`],
+/// `Magic::set_budget`):
+/// 10^11 cycles, 1,000 s of FLASH time. Every experiment, test and example
+/// of the kit ends far inside it: the longest test runs 3.1 x 10^7 cycles,
+/// the longest documented run (`pipeline` on 2 nodes at its most messages,
+/// 2 x 2,000,000) 2.6 x 10^9, 39 times less. What it bounds is a run that
+/// would not end: a handler rescheduling itself forever stops here.
+pub const DEFAULT_BUDGET: Cycles = Cycles(100_000_000_000);
+
+/// The largest cycle budget a run may be given (10^12 cycles, 10,000 s of
+/// FLASH time): with every node busy all the way, the ledger's sums over
+/// 4096 nodes stay far inside its counters.
+pub const MAX_BUDGET: Cycles = Cycles(1_000_000_000_000);
+
 /// Why a set of machine parameters cannot describe a machine: the field
 /// that is out of its documented range, what it may hold and what it held.
 pub type ParamError = OutOfRange;
@@ -152,6 +166,13 @@ pub struct MagicParams {
     /// Bytes of memory per node (64 MB); addresses beyond are bad addresses
     /// (from 128, one line, to 2^40, what an address can reach).
     pub mem_bytes: u64,
+    /// The run's cycle budget: a run stops before an instant later than
+    /// this, not clean, its halt naming this key (10^11 cycles, 1,000 s of
+    /// FLASH time, [`DEFAULT_BUDGET`]; from 1 to 10^12, [`MAX_BUDGET`]). A
+    /// setting of the run, not a property of the machine: nothing in the
+    /// model reads it; the machine takes it when it is built
+    /// (`Magic::set_budget` changes it after).
+    pub budget: Cycles,
     /// Record timelines from the start (`Magic::trace`): an observation,
     /// not a property of the machine; nothing in the model reads it (off).
     /// Not part of a scenario's `[machine]` table: a run asks for it.
@@ -181,6 +202,7 @@ impl Default for MagicParams {
             pp_issue_width: 2,
             dcache_lines: 1024,
             mem_bytes: 64 << 20,
+            budget: DEFAULT_BUDGET,
             trace: false,
         }
     }
@@ -277,6 +299,7 @@ impl MagicParams {
             Self::MIN_MEM_BYTES,
             Self::MAX_MEM_BYTES,
         )?;
+        OutOfRange::check("budget", self.budget, Cycles(1), MAX_BUDGET)?;
         Ok(())
     }
 }
@@ -379,7 +402,8 @@ mod tests {
                 assert!(!key.is_empty(), "{text}");
             }
             // Every field but `trace`, which a run asks for.
-            assert_eq!(text.lines().count(), 19, "{text}");
+            assert_eq!(text.lines().count(), 20, "{text}");
+            assert!(text.contains("budget = 100000000000"), "{text}");
             assert!(!text.contains("trace"), "{text}");
             assert_eq!(toml::from_str::<MagicParams>(&text).unwrap(), p, "{text}");
         }
@@ -550,6 +574,20 @@ mod tests {
                 },
                 "mem_bytes",
             ),
+            (
+                MagicParams {
+                    budget: Cycles(0),
+                    ..d()
+                },
+                "budget",
+            ),
+            (
+                MagicParams {
+                    budget: MAX_BUDGET + Cycles(1),
+                    ..d()
+                },
+                "budget",
+            ),
         ];
         for (p, field) in bad {
             let e = p.validate().unwrap_err();
@@ -603,6 +641,11 @@ mod tests {
                 outbox_slots: 1024,
                 data_buffers: 4096,
                 pp_issue_width: 16,
+                budget: Cycles(1),
+                ..d()
+            },
+            MagicParams {
+                budget: MAX_BUDGET,
                 ..d()
             },
         ];

@@ -186,7 +186,9 @@ fn others() -> Vec<Other> {
             table: "[network.cm5]",
             what: "The CM-5's network interface and data networks: processor \
                    costs in 33 MHz cycles, times in ticks (26 400 a \
-                   microsecond; 10 ms is 264 000 000).",
+                   microsecond; 10 ms is 264 000 000). `budget` and \
+                   `event_budget` bound a run (its simulated time, and its \
+                   scheduler steps and packets a node), not the hardware.",
             columns: &["default"],
             rows: rows(
                 &[Cm5Params::default()],
@@ -197,7 +199,8 @@ fn others() -> Vec<Other> {
         Other {
             table: "[network.sp]",
             what: "The SP's adapters and switch: times in ticks (26 400 a \
-                   microsecond), rates in bytes per microsecond.",
+                   microsecond), rates in bytes per microsecond; `budget` and \
+                   `event_budget` bound a run, as on the CM-5.",
             columns: &["default"],
             rows: rows(
                 &[SpParams::default()],
@@ -236,11 +239,15 @@ pub fn markdown_doc() -> String {
          among them, which go through MAGIC's data cache.\n\n\
          A scenario overrides any entry of a sheet in the table named after \
          it; the other entries keep their defaults and an unknown key is an \
-         error:\n\n\
+         error. A task's own table sets some of its parts, the others \
+         keeping theirs:\n\n\
          ```toml\n\
          [costs.transfer]\n\
          recv_verify = {{ cycles = 3, instrs = 4, loads = 1, stores = 0 }}\n\
          shift_dword = 3\n\
+         \n\
+         [costs.transfer.send_init]\n\
+         loads = 3\n\
          ```\n\n\
          ## Ranges\n\n\
          One cap for every cost of every table: a count (instructions, \
@@ -252,7 +259,9 @@ pub fn markdown_doc() -> String {
          machine's issue width (`instrs <= pp_issue_width x cycles`; every \
          default fits FLASH's dual issue). Every table of a scenario is \
          checked, whether its experiment uses it or not; a task's width is \
-         checked against the machine of the experiment that runs it. A value \
+         checked against the machine of the experiment that runs it. A count \
+         that pays for loads or stores of MAGIC memory starts at them (its \
+         range says why): a store cannot be in no instruction. A value \
          out of range stops the run with one line naming the file, the line \
          and the entry as the scenario spells it:\n\n\
          ```\n\

@@ -147,6 +147,10 @@ fn check_bad_input_gets_one_line_and_status_2() {
             "--acks does not apply to check holdoff",
         ),
         (
+            &["check", "coherence", "--buffers", "1"],
+            "--buffers must be from 2 to 16 (a requester holds a reply's buffer",
+        ),
+        (
             &["check", "coherence", "--max-states", "0"],
             "--max-states must be from 1 to 100000000, got 0",
         ),

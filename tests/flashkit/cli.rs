@@ -1006,8 +1006,9 @@ fn a_missing_or_bad_argument_is_named_in_one_line() {
 
 /// A model that cannot reach its end (here an SP whose switch drops every
 /// packet, so the round trip's first request never arrives and the layer
-/// probes on until the run limit) is the model's failure: exit status 1,
-/// one line saying where it stands, nothing on standard output.
+/// probes on until its budget of simulated time) is the model's failure:
+/// exit status 1, one line saying where it stands and which key raises the
+/// budget, nothing on standard output.
 #[test]
 fn a_stalled_model_is_exit_status_1() {
     let d = scratch("stalled");
@@ -1025,7 +1026,9 @@ fn a_stalled_model_is_exit_status_1() {
     assert!(out.is_empty(), "{out}");
     assert_eq!(
         err,
-        "error: no end in sight: node 0 is still running at 2640400168800t\n"
+        "error: no end in sight: the run reached its budget of 100 s of simulated time \
+         (2640000000000 ticks) with node 0 still running at 100.015158 s; a run that needs \
+         more raises it with [network.sp] budget (at most 264000000000000 ticks, 10000 s)\n"
     );
     let _ = std::fs::remove_dir_all(&d);
 }

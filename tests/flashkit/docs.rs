@@ -348,6 +348,15 @@ fn the_architecture_quotes_the_defaults() {
             os.context_switch, os.interrupt, os.change, os.copy_line
         ),
         format!("({} entries, {} ways, LRU or FIFO", tlb.entries, tlb.ways),
+        format!(
+            "(`[machine] budget`, 10^{} cycles by default",
+            p.budget.0.ilog10()
+        ),
+        format!(
+            "budget of simulated\n  time ({} s by default) and at its budget of events (10^{} a node",
+            flashkit::magic::ni::cm5::DEFAULT_RUN_TIME.as_us() / 1e6,
+            flashkit::magic::ni::cm5::DEFAULT_EVENTS.ilog10()
+        ),
     ];
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     let missing: Vec<&String> = claims

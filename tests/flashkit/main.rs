@@ -9,6 +9,7 @@
 
 mod common;
 
+mod bad_input;
 mod check;
 mod cli;
 mod coherence;

@@ -255,6 +255,77 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[suite]\nplatform = \"sp\"\nnodes = 513\n",
             "s.toml:3: nodes: must be from 2 to 512, got 513",
         ),
+        // A task's own table sets some of its parts: each error at its part,
+        // or, for a relation, at the part the file sets.
+        (
+            "[costs.transfer.send_init]\nloads = 4294967295\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.loads: must be from 0 to 1000000, got 4294967295",
+        ),
+        (
+            "[costs.transfer.send_init]\ninstrs = 1\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init.instrs: costs.transfer.send_init.loads must be at most 1 (the task's instructions), got 4",
+        ),
+        (
+            "[costs.user.link]\ncycles = 1\n[remap]\n",
+            "s.toml:2: costs.user.link.cycles: costs.user.link.instrs must be at most 2 (issue width 2 x 1 cycles), got 17",
+        ),
+        // CMAML's table read over CMAML's costs, a wrong value at its key.
+        (
+            "[logp]\nplatform = \"cm5-cmaml\"\nnodes = 4\n[costs.cmaml]\ndispatch = nan\n",
+            "s.toml:5: costs.cmaml.dispatch: invalid type: floating point `NaN`, expected u64",
+        ),
+        (
+            "[costs.cmaml]\nboth_networks = 2\n[miss]\n",
+            "s.toml:2: costs.cmaml.both_networks: invalid type: integer `2`, expected a boolean",
+        ),
+        (
+            "[costs.cmaml]\nbogus = 2\n[miss]\n",
+            "s.toml:2: costs.cmaml.bogus: unknown field `bogus`, expected one of `request`, `reply`, `poll`, `poll_found`, `dispatch`, `segment`, `interrupt`, `interrupt_fast`, `xfer_call`, `xfer_stack_args`, `xfer_send`, `xfer_recv`, `segment_switch`, `shift_word`, `both_networks`",
+        ),
+        // The experiment's key, as the file spells it.
+        (
+            "[fetch_op]\nremote_node = 4294967295\n",
+            "s.toml:2: remote_node: must be from 0 to 4095, got 4294967295",
+        ),
+        // Relations between machine keys, and an experiment's: the key set.
+        (
+            "[machine]\npc_first_word = 1000000\n[transfer]\n",
+            "s.toml:2: pc_first_word: pc_line must be from 1000000 to 1000000, got 43",
+        ),
+        (
+            "[machine]\npc_state = 1000000\n[transfer]\n",
+            "s.toml:2: pc_state: pc_first_word must be from 1000000 to 1000000, got 28",
+        ),
+        (
+            "[sharing]\nreaders = 1\n",
+            "s.toml:2: readers: evicting must be from 0 to 1, got 3",
+        ),
+        // A count that pays for a store of MAGIC memory starts at it.
+        (
+            "[costs.command]\nwrite = 0\n[transfer]\n",
+            "s.toml:2: costs.command.write: must be from 1 to 1000000 (its store into the record is one of its instructions), got 0",
+        ),
+        (
+            "[costs.user]\nreceive = 0\n[fetch_op]\n",
+            "s.toml:2: costs.user.receive: must be from 1 to 1000000 (its load of the group table, or store of the record, is one of its instructions), got 0",
+        ),
+        (
+            "[costs.coherence]\nrecord = 1\n[miss]\n",
+            "s.toml:2: costs.coherence.record: must be from 2 to 1000000 (the record's load and store are among its instructions), got 1",
+        ),
+        // The runs' budgets.
+        (
+            "[machine]\nbudget = 0\n[transfer]\n",
+            "s.toml:2: budget: must be from 1 to 1000000000000, got 0",
+        ),
+        (
+            "[network.sp]\nevent_budget = 0\n[transfer]\n",
+            "s.toml:2: network.sp.event_budget: must be from 1 to 100000000, got 0",
+        ),
+        (
+            "[network.cm5]\nbudget = 264000000000001\n[transfer]\n",
+            "s.toml:2: network.cm5.budget: must be from 1 to 264000000000000 ticks (10 000 s), got 264000000000001",
+        ),
     ] {
         let (code, err) = run_text("s.toml", text);
         assert_eq!(code, 2, "{text}: {err}");
@@ -1098,7 +1169,140 @@ fn a_run_at_its_cycle_budget_is_status_1_and_says_so() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
         err.contains("the run reached its cycle budget of 100000000000 cycles")
-            && err.contains("Magic::set_budget"),
+            && err.contains("raises it with [machine] budget"),
         "{err}"
     );
+}
+
+/// `[machine] budget` sets a run's cycle budget, and every experiment on
+/// MAGIC honours it (the pipeline, whose machine is the workload's own,
+/// too): past it the run stops, exit status 1, naming the key to raise.
+#[test]
+fn a_scenario_sets_the_cycle_budget_and_every_magic_experiment_keeps_it() {
+    for experiment in [
+        "[transfer]\n",
+        "[study]\n",
+        "[miss]\n",
+        "[sharing]\n",
+        "[fetch_op]\n",
+        "[remap]\n",
+        "[pipeline]\nnodes = 4\nmsgs = 4\n",
+        "[logp]\nplatform = \"flash\"\nnodes = 4\n",
+        "[suite]\nplatform = \"flash\"\nnodes = 4\nbenchmark = \"round-trip\"\n",
+    ] {
+        let text = format!("[machine]\nbudget = 100\n{experiment}");
+        let (code, err) = run_text("budget.toml", &text);
+        assert_eq!(code, 1, "{text}: {err}");
+        assert_eq!(err.lines().count(), 1, "{text}: {err}");
+        assert!(
+            err.contains("the run reached its cycle budget of 100 cycles")
+                && err.contains("raises it with [machine] budget"),
+            "{text}: {err}"
+        );
+    }
+    // Enough of it, the run is the default's.
+    let (code, err) = run_text("enough.toml", "[machine]\nbudget = 1000000\n[transfer]\n");
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The comparison platforms' runs have budgets too, of simulated time and
+/// of events (the scheduler's steps and packets, per node), each set in the
+/// platform's `[network.*]` table and named when a run reaches it: a storm
+/// of keep-alives (one after every empty poll) ends there instead of
+/// running for minutes.
+#[test]
+fn the_platforms_runs_stop_at_their_budgets_naming_the_key() {
+    for (text, says) in [
+        (
+            "[network.sp]\nbudget = 26400\n[logp]\nplatform = \"sp\"\nnodes = 4\n",
+            "the run reached its budget of 0.000001 s of simulated time (26400 ticks)",
+        ),
+        (
+            "[network.sp]\nbudget = 26400\n[logp]\nplatform = \"sp\"\nnodes = 4\n",
+            "raises it with [network.sp] budget (at most 264000000000000 ticks, 10000 s)",
+        ),
+        (
+            "[costs.sp]\nkeepalive_polls = 1\n[network.sp]\nevent_budget = 10000\n\
+             [logp]\nplatform = \"sp\"\nnodes = 4\n",
+            "the run reached its budget of 40000 events (scheduler steps and packets sent, \
+             10000 a node)",
+        ),
+        (
+            "[costs.sp]\nkeepalive_polls = 1\n[network.sp]\nevent_budget = 10000\n\
+             [logp]\nplatform = \"sp\"\nnodes = 4\n",
+            "raises it with [network.sp] event_budget (at most 100000000 a node)",
+        ),
+        (
+            "[network.cm5]\nevent_budget = 100\n[logp]\nplatform = \"cm5-cmaml\"\nnodes = 4\n",
+            "raises it with [network.cm5] event_budget",
+        ),
+        (
+            "[network.cm5]\nbudget = 1\n[suite]\nplatform = \"cm5\"\nnodes = 4\n",
+            "raises it with [network.cm5] budget",
+        ),
+    ] {
+        let (code, err) = run_text("am-budget.toml", text);
+        assert_eq!(code, 1, "{text}: {err}");
+        assert_eq!(err.lines().count(), 1, "{text}: {err}");
+        assert!(err.starts_with("error: no end in sight: "), "{err}");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+}
+
+/// A task's own table (`[costs.transfer.send_init]`) sets the parts it
+/// names and keeps the sheet's values of the others, as a partial sheet
+/// keeps its other entries; a sweep varies one part of a task.
+#[test]
+fn a_partial_task_table_keeps_the_tasks_other_parts() {
+    let dir = scratch("partial-task");
+    let run = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&f), "--format", "json"]);
+        assert_eq!(code, 0, "{text}: {err}");
+        out
+    };
+    let part = run(
+        "part.toml",
+        "[costs.transfer.send_init]\nloads = 1\n[transfer]\n",
+    );
+    let whole = run(
+        "whole.toml",
+        "[costs.transfer]\nsend_init = { cycles = 9, instrs = 10, loads = 1, stores = 0 }\n\
+         [transfer]\n",
+    );
+    let default = run("default.toml", "[transfer]\n");
+    assert_eq!(part, whole);
+    assert_ne!(part, default);
+    run("link.toml", "[costs.user.link]\ninstrs = 18\n[remap]\n");
+    // As the library reads it.
+    let text =
+        "[costs.transfer.send_init]\nloads = 1\n[costs.user.link]\ncycles = 10\n[transfer]\n";
+    let src = flashkit::scenario::Source {
+        path: "s.toml",
+        text,
+    };
+    let s = flashkit::scenario::parse(&src, flashkit::scenario::table(&src).unwrap()).unwrap();
+    use magic::costs::Task;
+    assert_eq!(s.costs.transfer.send_init, Task::new(9, 10, 1, 0));
+    assert_eq!(s.costs.user.link, Task::new(10, 17, 0, 0));
+    // A sweep varies one part.
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "costs.transfer.send_init.cycles=9,20",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[0].starts_with("point,costs.transfer.send_init.cycles,"),
+        "{out}"
+    );
+    // The figures after the point and its value differ.
+    let figures = |r: &str| r.splitn(3, ',').nth(2).unwrap_or_default().to_string();
+    assert_ne!(figures(rows[1]), figures(rows[2]), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

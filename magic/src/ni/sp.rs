@@ -67,6 +67,22 @@ pub struct SpParams {
     pub delay: Time,
     /// Seed of the fault injector's choices (1; any).
     pub seed: u64,
+    /// A run's budget of simulated time: an Active Message run on this
+    /// machine that has not finished by then stops, not clean, naming this
+    /// key (100 s, [`DEFAULT_RUN_TIME`](super::cm5::DEFAULT_RUN_TIME),
+    /// some 300 times the longest benchmark's; from 1 tick to 10 000 s,
+    /// [`MAX_RUN_TIME`](super::cm5::MAX_RUN_TIME)). A setting of the run,
+    /// not of the hardware.
+    pub budget: Time,
+    /// A run's budget of events: the scheduler's steps and the packets
+    /// handed to the network, per node of the machine (1 000 000,
+    /// [`DEFAULT_EVENTS`](super::cm5::DEFAULT_EVENTS), some 15 times what
+    /// the busiest benchmark takes; from 1 to 10^8,
+    /// [`MAX_EVENTS`](super::cm5::MAX_EVENTS)). A run past it stops as at
+    /// its time budget: it bounds the wall time of a run whose simulated
+    /// time creeps (a sender retrying every poll into a full network, a
+    /// storm of keep-alives).
+    pub event_budget: u64,
 }
 
 /// The fastest rate, bytes per microsecond (1 TB/s).
@@ -96,6 +112,8 @@ impl Default for SpParams {
             delay_ppm: 0,
             delay: Time(TICKS_PER_US * 50),
             seed: 1,
+            budget: super::cm5::DEFAULT_RUN_TIME,
+            event_budget: super::cm5::DEFAULT_EVENTS,
         }
     }
 }
@@ -121,6 +139,7 @@ impl SpParams {
         OutOfRange::check("drop_ppm", self.drop_ppm, 0, PPM)?;
         OutOfRange::check("delay_ppm", self.delay_ppm, 0, PPM)?;
         check_time("delay", self.delay)?;
+        super::cm5::check_budgets(self.budget, self.event_budget)?;
         // A message takes some time, so a node waiting for one moves on.
         if self.adapter_latency == Time::ZERO && self.switch_latency == Time::ZERO {
             return Err(OutOfRange::new(

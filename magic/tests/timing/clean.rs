@@ -390,7 +390,8 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
         r.problems()[0],
         format!(
             "the run reached its cycle budget of 100000 cycles with work left at cycle {next}; \
-             a run that needs more raises it with Magic::set_budget (at most {MAX_BUDGET})"
+             a run that needs more raises it with [machine] budget \
+             (MagicParams::budget, or Magic::set_budget; at most {MAX_BUDGET})"
         )
     );
     assert!(m.step().is_none());

@@ -197,6 +197,7 @@ fn any_params() -> impl Strategy<Value = MagicParams> {
             pp_issue_width: b.6 as u32,
             dcache_lines: b.7,
             mem_bytes: b.8,
+            budget: magic::machine::DEFAULT_BUDGET,
             trace: false,
         })
 }

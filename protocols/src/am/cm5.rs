@@ -195,6 +195,54 @@ impl LayerCosts {
     }
 }
 
+/// The entries of [`LayerCosts`] a scenario's table sets, each left out
+/// keeping the layer's own value: how `[costs.cmaml]` is read over CMAML's
+/// costs rather than CMAM's (the struct's `Default`), with a wrong value
+/// named at its key.
+macro_rules! layer_patch {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        /// Some entries of a [`LayerCosts`] ([`LayerCosts::patched`]).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct LayerCostsPatch {
+            $(
+                #[doc = concat!("`", stringify!($field), "`, if set.")]
+                pub $field: Option<$ty>,
+            )*
+        }
+
+        impl LayerCosts {
+            /// These costs with the entries `p` sets replaced.
+            pub fn patched(mut self, p: LayerCostsPatch) -> LayerCosts {
+                $(
+                    if let Some(v) = p.$field {
+                        self.$field = v;
+                    }
+                )*
+                self
+            }
+        }
+    };
+}
+
+layer_patch!(
+    request: u64,
+    reply: u64,
+    poll: u64,
+    poll_found: u64,
+    dispatch: u64,
+    segment: u64,
+    interrupt: u64,
+    interrupt_fast: u64,
+    xfer_call: u64,
+    xfer_stack_args: u64,
+    xfer_send: u64,
+    xfer_recv: u64,
+    segment_switch: u64,
+    shift_word: u64,
+    both_networks: bool,
+);
+
 /// A CM-5 partition running an Active Message layer.
 #[derive(Clone, Debug)]
 pub struct Cm5 {
@@ -674,6 +722,10 @@ impl Sim<'_> {
 }
 
 impl super::Layer for Sim<'_> {
+    fn packets(&self) -> u64 {
+        self.net.stats.sent + self.net.stats.dropped
+    }
+
     fn now(&self, n: usize) -> Time {
         self.nodes[n].t
     }
@@ -807,6 +859,12 @@ impl Platform for Cm5 {
             run: Run::default(),
             woken: Vec::new(),
         };
-        super::drive(&mut sim, programs)
+        let budget = super::Budget {
+            time: self.hw.budget,
+            per_node: self.hw.event_budget,
+            nodes: self.nodes,
+            table: "network.cm5",
+        };
+        super::drive(&mut sim, programs, budget)
     }
 }

@@ -140,7 +140,8 @@ magic::cost_sheet! {
             "decode, find the queue's tail, issue the write, bump the tail.");
         /// MAGIC: storing one incoming line (besides the memory write).
         line_in: u32 = 12, Source::Choice(
-            "decode, find the destination, issue the write, count the bytes.");
+            "decode, find the destination, issue the write, count the bytes."),
+            from 1: "its load of the store's record is one of its instructions";
     }
 }
 

@@ -313,11 +313,13 @@ pub(crate) trait Layer {
     fn woken(&mut self) -> &mut Vec<usize>;
     /// What the run measured, once every program is done.
     fn finish(&mut self) -> Run;
+    /// Packets handed to the network so far (refused ones included).
+    fn packets(&self) -> u64;
 }
 
-/// Simulated time after which a run that has not finished is an error
-/// (100 s); also the longest `Step::Compute`.
-pub const RUN_LIMIT: Time = Time(100 * 1_000_000 * magic::time::TICKS_PER_US);
+/// The longest `Step::Compute` (100 s), and the platforms' time budget
+/// unless set ([`magic::ni::cm5::DEFAULT_RUN_TIME`]).
+pub const RUN_LIMIT: Time = magic::ni::cm5::DEFAULT_RUN_TIME;
 
 // The layers take the networks' own ranges as theirs: a time the CM-5's or
 // the SP's parameters allow is within a run, an access within a cost.
@@ -378,6 +380,58 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), E
     Ok(())
 }
 
+/// A run's budgets on a comparison platform: its simulated time and its
+/// events (the scheduler's steps and the packets sent), from the
+/// platform's parameters (`budget` and `event_budget` of
+/// [`magic::ni::cm5::Cm5Params`] and [`magic::ni::sp::SpParams`]). A run
+/// past either stops, not clean, saying which and the key that raises it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    /// The simulated time.
+    pub time: Time,
+    /// Events per node.
+    pub per_node: u64,
+    /// Nodes of the machine.
+    pub nodes: u32,
+    /// The scenario table that sets both (`network.sp`).
+    pub table: &'static str,
+}
+
+impl Budget {
+    /// `Err` once node `n`, the furthest behind, is past the time budget
+    /// at `now`, or the run has taken `events` past its event budget.
+    fn check(&self, n: usize, now: Time, events: u64) -> Result<(), Error> {
+        let secs = |t: Time| t.as_us() / 1e6;
+        if now > self.time {
+            return Err(Error::Incomplete(format!(
+                "no end in sight: the run reached its budget of {} s of simulated time \
+                 ({} ticks) with node {n} still running at {:.6} s; a run that needs more \
+                 raises it with [{}] budget (at most {} ticks, {} s)",
+                secs(self.time),
+                self.time.0,
+                secs(now),
+                self.table,
+                magic::ni::cm5::MAX_RUN_TIME.0,
+                secs(magic::ni::cm5::MAX_RUN_TIME),
+            )));
+        }
+        let most = self.per_node.saturating_mul(u64::from(self.nodes));
+        if events > most {
+            return Err(Error::Incomplete(format!(
+                "no end in sight: the run reached its budget of {most} events (scheduler \
+                 steps and packets sent, {} a node) with node {n} still running at {:.6} s \
+                 of simulated time; a run that needs more raises it with [{}] event_budget \
+                 (at most {} a node)",
+                self.per_node,
+                secs(now),
+                self.table,
+                magic::ni::cm5::MAX_EVENTS,
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Run the programs on a layer: the node furthest behind in time goes next,
 /// so nothing can reach it from the past any more. A waiting node polls (or
 /// sleeps) until the next arrival, or until another node could have sent it
@@ -388,8 +442,11 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), E
 /// scan. A node's entry changes only when it acts or when a packet is sent
 /// to it (`Layer::woken`); debug builds check the set and the count of
 /// waiting nodes against a full scan at every step.
-pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, Error> {
-    const LIMIT: Time = RUN_LIMIT;
+pub(crate) fn drive<L: Layer>(
+    l: &mut L,
+    programs: &[Vec<Step>],
+    budget: Budget,
+) -> Result<Run, Error> {
     let nodes = programs.len();
     let mut s = Schedule {
         pc: vec![0usize; nodes],
@@ -402,14 +459,11 @@ pub(crate) fn drive<L: Layer>(l: &mut L, programs: &[Vec<Step>]) -> Result<Run, 
         s.refresh(l, programs, i);
     }
     let mut woken = Vec::new();
+    let mut steps: u64 = 0;
     while let Some(&(_, n)) = s.queue.first() {
         s.check(l, programs);
-        if l.now(n) > LIMIT {
-            return Err(Error::Incomplete(format!(
-                "no end in sight: node {n} is still running at {}",
-                l.now(n)
-            )));
-        }
+        budget.check(n, l.now(n), steps + l.packets())?;
+        steps += 1;
         s.act(l, programs, n, &mut woken)?;
         s.refresh(l, programs, n);
         s.wake(l, programs, &mut woken);

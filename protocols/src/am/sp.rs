@@ -802,6 +802,10 @@ impl Sim<'_> {
 }
 
 impl super::Layer for Sim<'_> {
+    fn packets(&self) -> u64 {
+        self.sw.stats.sent
+    }
+
     fn now(&self, n: usize) -> Time {
         self.nodes[n].t
     }
@@ -989,7 +993,13 @@ impl Sp {
             log: vec![Vec::new(); n],
             woken: Vec::new(),
         };
-        let run = super::drive(&mut sim, programs)?;
+        let budget = super::Budget {
+            time: self.hw.budget,
+            per_node: self.hw.event_budget,
+            nodes: self.nodes,
+            table: "network.sp",
+        };
+        let run = super::drive(&mut sim, programs, budget)?;
         Ok(SpRun {
             run,
             reliability: sim.rel,

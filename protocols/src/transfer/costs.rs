@@ -222,7 +222,8 @@ magic::cost_sheet! {
             "Table 1's cleanup (see cleanup_load).");
         /// Instructions per use walked when a page's uses are marked stale.
         walk: u32 = 4, Source::Choice(
-            "load the next element, mark it, branch.");
+            "load the next element, mark it, branch."),
+            from 1: "its load of the element is one of its instructions";
         // ------------------------------------------------ global coherence
         /// Sender: test a line ahead for a remote dirty owner.
         fetch_check: Task = Task::new(1, 2, 1, 0), Source::Choice(

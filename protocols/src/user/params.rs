@@ -19,18 +19,22 @@ magic::cost_sheet! {
     pub struct UserCosts in "costs.user" {
         /// One line of a copy or send: address, header, bookkeeping.
         line: u32 = 14, Source::Choice(
-            "as the transfer's clean line without its directory work.");
+            "as the transfer's clean line without its directory work."),
+            from 2: "its load and store of the record are among its instructions";
         /// Receive one line or request at the other end.
         receive: u32 = 8, Source::Choice(
-            "decode, check the group and the page's owner, issue the write.");
+            "decode, check the group and the page's owner, issue the write."),
+            from 1: "its load of the group table, or store of the record, is one of its instructions";
         /// Link (or relink) a page use into the in-use table.
         link: Task = Task::new(9, 17, 0, 0), Source::Published(
             "section 4: linking a translation costs 8-9 PP cycles, hand-coded.");
         /// Look a translation up in the software TLB (plus the set's load).
         tlb_lookup: u32 = 6, Source::Choice(
-            "hash the virtual page, compare the set's tags, branch.");
+            "hash the virtual page, compare the set's tags, branch."),
+            from 1: "its load of the set is one of its instructions";
         /// Walk one element of a page's use list on a translation-change notice.
-        walk: u32 = 4, Source::Choice("load the next element, mark it, branch.");
+        walk: u32 = 4, Source::Choice("load the next element, mark it, branch."),
+            from 1: "its load of the element is one of its instructions";
         /// Take the OS's notice of the running process.
         set_pid: u32 = 2, Source::Choice("store the PID in a register.");
         /// The invalidation technique's check on a use: one branch.
