@@ -112,6 +112,7 @@ pub use os_shim;
 pub use protocols;
 
 pub mod fuzzing;
+pub mod invariants;
 pub mod plot;
 pub mod scenario;
 pub mod study;

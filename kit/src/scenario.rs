@@ -520,7 +520,8 @@ pub struct Row {
 pub type Timelines = (u32, Vec<magic::trace::Slice>);
 
 /// Run one point on `base`'s machine and cost sheets; a point its mode
-/// cannot serve is [`RunError::Mode`]. With `trace`, the measured pass's
+/// cannot serve is [`RunError::Mode`], a run that breaks a rule every
+/// result keeps [`RunError::Broken`]. With `trace`, the measured pass's
 /// timelines come back too.
 pub fn study_point(
     p: &StudyPoint,
@@ -535,6 +536,8 @@ pub fn study_point(
     }
     let c = p.transfer().config_in(base, trace);
     let r = protocols::transfer::run_with_machine(&c)?;
+    // The row keeps a few of the run's figures; the run is held whole.
+    crate::invariants::check(&r.json(), &[&r.ledger], base.machine.pp_issue_width)?;
     let a = r.coherence;
     let row = Row {
         mode: p.mode,
@@ -1681,6 +1684,10 @@ pub fn run(s: &Scenario) -> Result<Report, RunError> {
 /// Run a scenario, recording the measured run's timelines when `trace`
 /// (returned as Chrome trace-event JSON; the AM platforms' own machines
 /// keep none, so those scenarios refuse it).
+///
+/// Every MAGIC experiment's result is held to the rules every result keeps
+/// ([`crate::invariants`]) before it is returned: one that breaks one is
+/// [`RunError::Broken`], a model bug, never a figure.
 pub fn run_traced(
     s: &Scenario,
     trace: bool,
@@ -1756,6 +1763,8 @@ pub fn run_traced(
     };
     let c = t.config_in(s, trace);
     let r = protocols::transfer::run_with_machine(&c)?;
+    let json = r.json();
+    crate::invariants::check(&json, &[&r.ledger], p.pp_issue_width)?;
     let tr = chrome(r.machine.nodes(), r.machine.trace());
     // Without coherence, stale data is the result being measured, not a
     // failure of the model.
@@ -1764,12 +1773,24 @@ pub fn run_traced(
         .then(|| "the transfer left wrong data or incoherent caches".to_string());
     Ok((
         Report {
-            json: r.json(),
+            json,
             table: r.to_string(),
             failed,
         },
         tr,
     ))
+}
+
+/// A MAGIC experiment's report, once its result and the ledgers its run
+/// kept hold the rules every result keeps ([`crate::invariants`]).
+fn checked(
+    json: serde_json::Value,
+    table: String,
+    ledgers: &[&magic::Ledger],
+    issue_width: u32,
+) -> Result<Report, RunError> {
+    crate::invariants::check(&json, ledgers, issue_width)?;
+    ok(json, table)
 }
 
 fn ok(json: serde_json::Value, table: String) -> Result<Report, RunError> {
@@ -1811,6 +1832,9 @@ pub enum RunError {
     /// The study's coherence mode cannot serve its point.
     #[error("mode: {0}")]
     Mode(String),
+    /// The result breaks a rule every result keeps: a model bug, named.
+    #[error(transparent)]
+    Broken(#[from] crate::invariants::Broken),
 }
 
 impl RunError {
@@ -1829,14 +1853,16 @@ impl RunError {
     }
 
     /// The model ran and the run is not clean (work left stuck, a message
-    /// or step refused, its cycle budget or the end of time reached): exit
-    /// status 1 at the command line, where bad input is 2.
+    /// or step refused, its cycle budget or the end of time reached, a
+    /// figure breaking a rule every result keeps): exit status 1 at the
+    /// command line, where bad input is 2.
     pub fn not_clean(&self) -> bool {
         use coherence::Error as C;
         use protocols::transfer::Failed;
         matches!(
             self,
-            RunError::Transfer(Failed::Stuck(_))
+            RunError::Broken(_)
+                | RunError::Transfer(Failed::Stuck(_))
                 | RunError::Coherence(C::Stuck { .. })
                 | RunError::Protocols(protocols::Error::Incomplete(_))
                 | RunError::Protocols(protocols::Error::Coherence(C::Stuck { .. }))
@@ -1866,11 +1892,11 @@ pub fn miss(
 ) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
     use coherence::miss;
     let (case, setup) = (m.case(), m.setup());
-    let (r, machine) = miss::run_with_machine(case, setup, p, coh)?;
+    let (r, machine) = miss::run_with_machine(case, setup, p.clone(), coh)?;
     let ledger = r.ledger;
     with(
         machine,
-        ok(
+        checked(
             serde_json::json!({
                 "case": case.name(),
                 "latency_cycles": r.latency.0,
@@ -1883,6 +1909,8 @@ pub fn miss(
                 r.latency.as_us(),
                 ledger.render()
             ),
+            &[&ledger],
+            p.pp_issue_width,
         ),
     )
 }
@@ -1893,6 +1921,7 @@ pub fn sharing(
     p: magic::MagicParams,
     coh: coherence::CohParams,
 ) -> Result<Report, RunError> {
+    let width = p.pp_issue_width;
     let r = coherence::sharing::run(x.workload(), p, coh)?;
     let table = format!(
         "sharing: {} readers, {} evicting, directory {}, hints {}\n\
@@ -1915,7 +1944,7 @@ pub fn sharing(
         r.hint_ledger.render(),
         r.write_ledger.render()
     );
-    ok(
+    checked(
         serde_json::json!({
             "readers": x.readers,
             "evicting": x.evicting,
@@ -1931,6 +1960,8 @@ pub fn sharing(
             "reclaims": r.reclaims,
         }),
         table,
+        &[&r.hint_ledger, &r.write_ledger],
+        width,
     )
 }
 
@@ -1959,10 +1990,11 @@ pub fn fetch_op(
     let most = protocols::am::Machines::Flash.max_nodes() - 1;
     magic::OutOfRange::check("remote_node", target, 0, most)?;
     user.validate()?;
+    let width = p.pp_issue_width;
     let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
     let ledger = r.machine.ledger();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
-    with(r.machine, ok(
+    with(r.machine, checked(
         serde_json::json!({
             "latency_cycles": latency.0,
             "startup_cycles": startup.0,
@@ -1972,6 +2004,8 @@ pub fn fetch_op(
             "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
             ledger.render()
         ),
+        &[&ledger],
+        width,
     ))
 }
 
@@ -2074,15 +2108,17 @@ pub fn pipeline(
         return Err(protocols::Error::Incomplete(h.to_string()).into());
     }
     let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
+    let json = serde_json::json!({
+        "completion": r.completion,
+        "sum_completion": r.sum_completion,
+        "sum_latency": r.sum_latency,
+        "events": r.events,
+    });
+    crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;
     let failed = (!report.is_clean())
         .then(|| format!("the run is not clean: {}", report.problems().join("; ")));
     let report = Report {
-        json: serde_json::json!({
-            "completion": r.completion,
-            "sum_completion": r.sum_completion,
-            "sum_latency": r.sum_latency,
-            "events": r.events,
-        }),
+        json,
         table: format!(
             "pipeline: {} nodes x {} messages, {:?}\ncompletion      {} cycles\nsum_completion  {}\nsum_latency     {}\nevents          {}\n\n{}",
             cfg.nodes,
@@ -2110,9 +2146,12 @@ pub fn remap(
     let t = x.technique.technique();
     user.validate()?;
     let (r, m) = experiments::remap_with(t, p, user)?;
+    let json = serde_json::to_value(&r)?;
+    let ledger = m.ledger();
+    crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;
     let report = Report {
-        json: serde_json::to_value(&r)?,
-        table: format!("{r}\n{}", m.ledger().render()),
+        json,
+        table: format!("{r}\n{}", ledger.render()),
         failed: (!r.data_ok).then(|| "the destination does not hold the source's bytes".into()),
     };
     Ok((report, m))

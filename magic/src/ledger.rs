@@ -17,7 +17,7 @@ use crate::time::Cycles;
 use serde::Serialize;
 
 /// Live counters of one handler on one node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct HandlerStats {
     /// Times the handler ran.
     pub invocations: u64,
@@ -38,6 +38,66 @@ pub struct HandlerStats {
 }
 
 impl HandlerStats {
+    /// The rules one handler's counters keep on a PP issuing `issue_width`
+    /// instructions a cycle, whatever its run did (listed in
+    /// [`Ledger::invariants`]); the rule broken and the figures that break
+    /// it otherwise. Every experiment's report is held to them
+    /// (`flashkit::invariants`), as every ledger is.
+    ///
+    /// ```
+    /// use magic::HandlerStats;
+    /// let s = HandlerStats { invocations: 2, busy: 10, max: 6, instructions: 18, loads: 3, stores: 1, ..HandlerStats::default() };
+    /// assert_eq!(s.invariants(2), Ok(()));
+    /// let (rule, _) = s.invariants(1).unwrap_err();
+    /// assert_eq!(rule, "instructions ≤ issue width × (busy − wait − outbox stall)");
+    /// ```
+    pub fn invariants(&self, issue_width: u32) -> Result<(), (&'static str, String)> {
+        let (inv, busy, max) = (
+            self.invocations as u128,
+            self.busy as u128,
+            self.max as u128,
+        );
+        if inv < 1 || busy < inv {
+            return Err((
+                "1 ≤ invocations ≤ busy",
+                format!("{inv} invocations, {busy} busy"),
+            ));
+        }
+        if max < 1 || max > busy || busy > inv * max {
+            return Err((
+                "1 ≤ max ≤ busy ≤ invocations × max",
+                format!("{max} max, {busy} busy, {inv} invocations"),
+            ));
+        }
+        let (wait, stall) = (self.wait as u128, self.outbox_stall as u128);
+        if wait + stall > busy {
+            return Err((
+                "wait + outbox stall ≤ busy",
+                format!("{wait} wait, {stall} outbox stall, {busy} busy"),
+            ));
+        }
+        let instrs = self.instructions as u128;
+        if instrs > issue_width as u128 * (busy - wait - stall) {
+            return Err((
+                "instructions ≤ issue width × (busy − wait − outbox stall)",
+                format!(
+                    "{instrs} instructions, {issue_width}-issue, {busy} busy, \
+                     {wait} wait, {stall} outbox stall"
+                ),
+            ));
+        }
+        if self.loads as u128 + self.stores as u128 > instrs {
+            return Err((
+                "loads + stores ≤ instructions",
+                format!(
+                    "{} loads, {} stores, {instrs} instructions",
+                    self.loads, self.stores
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn add(&mut self, o: &HandlerStats) {
         self.invocations += o.invocations;
         self.busy += o.busy;
@@ -378,46 +438,11 @@ impl Ledger {
                 return Err(Violation::new(row, "one row per handler and node", "two"));
             }
             let s = &r.stats;
-            let (inv, busy, max) = (s.invocations as u128, s.busy as u128, s.max as u128);
+            s.invariants(issue_width)
+                .map_err(|(rule, figures)| Violation::new(row.clone(), rule, figures))?;
+            let (inv, busy) = (s.invocations as u128, s.busy as u128);
+            let stall = s.outbox_stall as u128;
             let fail = |rule, figures: String| Err(Violation::new(row.clone(), rule, figures));
-            if inv < 1 || busy < inv {
-                return fail(
-                    "1 ≤ invocations ≤ busy",
-                    format!("{inv} invocations, {busy} busy"),
-                );
-            }
-            if max < 1 || max > busy || busy > inv * max {
-                return fail(
-                    "1 ≤ max ≤ busy ≤ invocations × max",
-                    format!("{max} max, {busy} busy, {inv} invocations"),
-                );
-            }
-            let (wait, stall) = (s.wait as u128, s.outbox_stall as u128);
-            if wait + stall > busy {
-                return fail(
-                    "wait + outbox stall ≤ busy",
-                    format!("{wait} wait, {stall} outbox stall, {busy} busy"),
-                );
-            }
-            let instrs = s.instructions as u128;
-            if instrs > issue_width as u128 * (busy - wait - stall) {
-                return fail(
-                    "instructions ≤ issue width × (busy − wait − outbox stall)",
-                    format!(
-                        "{instrs} instructions, {issue_width}-issue, {busy} busy, \
-                         {wait} wait, {stall} outbox stall"
-                    ),
-                );
-            }
-            if s.loads as u128 + s.stores as u128 > instrs {
-                return fail(
-                    "loads + stores ≤ instructions",
-                    format!(
-                        "{} loads, {} stores, {instrs} instructions",
-                        s.loads, s.stores
-                    ),
-                );
-            }
             let (el, _) = span(r.node);
             if !close(r.mean, busy as f64 / inv as f64) {
                 return fail(

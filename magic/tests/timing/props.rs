@@ -697,6 +697,8 @@ fn params() -> BoxedStrategy<MagicParams> {
             pp_issue_width: b.5 as u32,
             dcache_lines: 1 << b.6,
             mem_bytes: b.7,
+            // Each run sets its own (`Magic::set_budget`).
+            budget: MagicParams::default().budget,
             trace: false,
         })
         .boxed()
