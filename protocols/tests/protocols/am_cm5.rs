@@ -308,6 +308,9 @@ fn blocking_minus_non_blocking_at_16_bytes_is_about_a_round_trip() {
 #[test]
 fn the_suite_times_an_array_transfer_as_the_paper_did() {
     let us = |x: f64| Time((x * magic::time::TICKS_PER_US as f64) as u64);
+    // The sizes the fit sees: every power of two from 2 bytes to 64 KB.
+    let powers: Vec<u32> = (1..=16).map(|k| 1 << k).collect();
+    assert_eq!(suite::SIZES.to_vec(), powers);
     let (timer, barrier) = (7.8, 5.0);
     let reps = 4;
     for (layer, _) in FOUR_WORDS {
