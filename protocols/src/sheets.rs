@@ -154,6 +154,21 @@ fn rows<T: Serialize + DeserializeOwned>(
         .collect()
 }
 
+/// `rows` with two more columns: each key's provenance from `source`
+/// (its kind, and the citation or the reasoning).
+fn with_sources(
+    rows: Vec<(String, Vec<String>, String)>,
+    source: &dyn Fn(&str) -> Option<magic::costs::Source>,
+) -> Vec<(String, Vec<String>, String)> {
+    rows.into_iter()
+        .map(|(key, mut cells, range)| {
+            let (kind, why) = source(&key).map_or(("", ""), |s| (s.kind(), s.why()));
+            cells.extend([kind.to_string(), why.replace('|', "\\|")]);
+            (key, cells, range)
+        })
+        .collect()
+}
+
 fn others() -> Vec<Other> {
     use crate::am::{cm5::LayerCosts, sp::SpCosts};
     use magic::ni::{cm5::Cm5Params, sp::SpParams};
@@ -162,13 +177,19 @@ fn others() -> Vec<Other> {
         Other {
             table: "[costs.cmam]` and `[costs.cmaml]",
             what: "The CM-5's Active Message layers, in instructions of the \
-                   33 MHz processor (one a cycle); each table over its own \
-                   layer's values.",
-            columns: &["CMAM", "CMAML"],
-            rows: rows(
-                &[LayerCosts::cmam(), LayerCosts::cmaml()],
-                &|c: &LayerCosts| c.validate().is_ok(),
-                &same,
+                   33 MHz processor (one a cycle), or in steps of a transfer \
+                   call's set-up (a cached load, an instruction and a cached \
+                   store each: 6 cycles with `[network.cm5]`'s defaults); \
+                   each table over its own layer's values, each entry with \
+                   where its values come from.",
+            columns: &["CMAM", "CMAML", "source", "why these values"],
+            rows: with_sources(
+                rows(
+                    &[LayerCosts::cmam(), LayerCosts::cmaml()],
+                    &|c: &LayerCosts| c.validate().is_ok(),
+                    &same,
+                ),
+                &LayerCosts::source,
             ),
         },
         Other {

@@ -280,7 +280,7 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         ),
         (
             "[costs.cmaml]\nbogus = 2\n[miss]\n",
-            "s.toml:2: costs.cmaml.bogus: unknown field `bogus`, expected one of `request`, `reply`, `poll`, `poll_found`, `dispatch`, `segment`, `interrupt`, `interrupt_fast`, `xfer_call`, `xfer_stack_args`, `xfer_send`, `xfer_recv`, `segment_switch`, `shift_word`, `both_networks`",
+            "s.toml:2: costs.cmaml.bogus: unknown field `bogus`, expected one of `request`, `reply`, `poll`, `poll_found`, `dispatch`, `segment`, `interrupt`, `interrupt_fast`, `xfer_call`, `xfer_stack_args`, `xfer_send`, `xfer_recv`, `segment_switch`, `shift_word`, `xfer_check`, `xfer_select`, `xfer_address`, `xfer_prime_shift`, `xfer_prime_double`, `xfer_record`, `xfer_end`, `xfer_ack`, `both_networks`",
         ),
         // The experiment's key, as the file spells it.
         (

@@ -7,8 +7,10 @@
 //! register reads to poll and to take a packet, and the layer's own
 //! instructions. The instruction counts are the calibration: they are set so
 //! that each operation, measured by the suite the way the papers measured it,
-//! costs what docs/reference.md reports (CMAM 2.7 and CMAML in CMMD 3.1). Everything
-//! built from them — round trips, rings, bandwidths — is a prediction.
+//! costs what docs/reference.md reports (CMAM 2.7 and CMAML in CMMD 3.1),
+//! and the transfer call's set-up so that a 4-word array transfer does.
+//! Everything built from them — round trips, rings, bandwidths, the
+//! transfers' start-ups — is a prediction.
 //!
 //! A send the network refuses (it is holding as many of this node's packets
 //! as it can) is tried again after a poll, so a node that sends into a busy
@@ -16,19 +18,32 @@
 //! Replies travel on the right network, requests on the left, and a poll
 //! serves replies first.
 //!
-//! Blocks move through segments. The sender packetizes: each packet is a
-//! segment word (segment and offset) and 16 bytes, moved by the widest
-//! access the alignment allows (double words when source and destination
-//! are both double-word aligned, words otherwise, and for a byte-aligned
-//! destination words shifted into place). The receiver keeps the current
-//! segment's state (address, count) in registers: a packet of another
-//! segment saves it to memory and loads the other's. CMAML's `scopy`
-//! alternates its data packets between the two networks and takes its eight
-//! arguments on the stack.
+//! Blocks move through segments. The transfer call (CMAM_xfer, CMAML's
+//! `scopy`) does its set-up before the first packet, part by part
+//! ([`LayerCosts::xfer_parts`]): the call with its register window, its
+//! arguments (`scopy`'s eight on the stack), the argument checks, the choice
+//! of the alignment's copy, the segment address, the alignment's priming
+//! (a byte-aligned copy's first word and shift counts, CMAM's double-word
+//! routine's software pipeline) and the completion record the
+//! acknowledgement clears. These parts are sized together from the paper's
+//! 4-word array-transfer times; everything else about a transfer follows
+//! from per-packet and per-operation costs. The sender packetizes: each
+//! packet is a segment word (segment and offset) and 16 bytes, moved by the
+//! widest access the alignment allows (double words when source and
+//! destination are both double-word aligned, words otherwise, and for a
+//! byte-aligned destination words shifted into place). The receiver keeps
+//! the current segment's state (address, count) in registers: a packet of
+//! another segment misses, and looks the other up in the segment table in
+//! memory, storing the cached one's state back and loading the other's. The
+//! last packet runs the end-of-transfer handler (loaded from the segment's
+//! entry, which it frees), whose acknowledgement the sender's handler
+//! counts: a blocking call waits for it. CMAML's `scopy` alternates its
+//! data packets between the two networks.
 
 use super::{Align, Handler, Platform, Run, Step, MAX_COST};
 use crate::error::check;
 use crate::Error;
+use magic::costs::Source;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::time::TICKS_PER_CM5_CYCLE;
 use magic::{NodeId, Time};
@@ -62,7 +77,16 @@ pub enum Reception {
 /// A scenario's `[costs.cm5]` table: every entry may be left out, and takes
 /// CMAM's value then ([`LayerCosts::cmam`], the `Default`; each entry's CMAM
 /// and CMAML values are in parentheses); an unknown key is an error. Each
-/// count is at most [`MAX_COST`].
+/// count is at most [`MAX_COST`]. Where each value comes from is
+/// [`LayerCosts::source`] (rendered in docs/costs.md).
+///
+/// A block transfer's call does its set-up before the first packet in
+/// *steps* on the transfer's state in memory (`xfer_check`, `xfer_select`,
+/// `xfer_address`, `xfer_prime_shift`, `xfer_prime_double`, `xfer_record`):
+/// each loads an operand, operates on it and stores the result, a cached
+/// load, an instruction and a cached store (`[network.cm5]` `load + 1 +
+/// store` cycles, 6 by default). The call's parts are
+/// [`LayerCosts::xfer_parts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LayerCosts {
@@ -82,8 +106,9 @@ pub struct LayerCosts {
     pub interrupt: u64,
     /// The fast kernel path's part of taking one message by interrupt. (CMAM 251, CMAML 251)
     pub interrupt_fast: u64,
-    /// Starting a block transfer: checking the arguments and the alignment
-    /// and counting the packets. (CMAM 20, CMAML 20)
+    /// Calling the block-transfer routine and returning: the call, the
+    /// routine's register window (save, restore), the return, and its
+    /// first tests. (CMAM 20, CMAML 20)
     pub xfer_call: u64,
     /// Arguments of the transfer call passed on the stack (each stored by
     /// the caller and loaded by the callee). (CMAM 0, CMAML 8)
@@ -94,11 +119,47 @@ pub struct LayerCosts {
     /// in registers: compare, address, count). The NI's tag marks data
     /// packets, so no handler address is read or jumped through. (CMAM 4, CMAML 18)
     pub xfer_recv: u64,
-    /// Finding another segment's state: index and bounds check (its two
-    /// words are also saved and loaded, charged as memory accesses). (CMAM 4, CMAML 4)
+    /// A segment miss at the receiver, besides its memory accesses: a data
+    /// packet names another segment than the one whose state (address,
+    /// count) the registers hold, so the handler indexes the segment table
+    /// and checks the entry, writes the cached segment's address and count
+    /// back to its entry (two stores; none when the registers hold none)
+    /// and loads this one's (two loads). (CMAM 4, CMAML 4)
     pub segment_switch: u64,
     /// Shifting and merging one word into a byte-aligned destination. (CMAM 3, CMAML 3)
     pub shift_word: u64,
+    /// The call's argument checks, in steps: the node within the
+    /// partition, the count, the segment word. (CMAM 6, CMAML 14)
+    pub xfer_check: u64,
+    /// Choosing the copy for the alignment, in steps: the source's and the
+    /// destination's low bits, the bytes before the first whole word, the
+    /// whole packets and the tail. (CMAM 10, CMAML 16)
+    pub xfer_select: u64,
+    /// The segment address computation, in steps: the first packet's
+    /// segment word (segment and offset), the packet count and the last
+    /// packet's size. (CMAM 10, CMAML 28)
+    pub xfer_address: u64,
+    /// A byte-aligned copy's priming, in steps, besides its load of the
+    /// first source word: the two shift counts. (CMAM 1, CMAML 1)
+    pub xfer_prime_shift: u64,
+    /// A double-word copy's priming, in steps: its routine's
+    /// software-pipelined loop loads the first packet's double words ahead
+    /// and sets up its pointers and counts. (CMAM 13, CMAML 0)
+    pub xfer_prime_double: u64,
+    /// The completion record, in steps: the transfer counted outstanding
+    /// (with what CMAML's scopy runs when it is acknowledged), which the
+    /// acknowledgement's handler clears and a blocking call waits for.
+    /// (CMAM 7, CMAML 28)
+    pub xfer_record: u64,
+    /// The end-of-transfer work at the receiver, besides dispatching its
+    /// handler and its memory accesses (the handler and its argument
+    /// loaded from the segment's entry, the entry freed): the test of the
+    /// count and the entry's release. (CMAM 3, CMAML 3)
+    pub xfer_end: u64,
+    /// The acknowledgement's handler at the sender, besides a load and a
+    /// store of the outstanding count: the decrement and the test a
+    /// blocking call's wait sees. (CMAM 2, CMAML 2)
+    pub xfer_ack: u64,
     /// Data packets alternate between the two networks. (CMAM false, CMAML true)
     pub both_networks: bool,
 }
@@ -129,6 +190,14 @@ impl LayerCosts {
             ("xfer_recv", self.xfer_recv),
             ("segment_switch", self.segment_switch),
             ("shift_word", self.shift_word),
+            ("xfer_check", self.xfer_check),
+            ("xfer_select", self.xfer_select),
+            ("xfer_address", self.xfer_address),
+            ("xfer_prime_shift", self.xfer_prime_shift),
+            ("xfer_prime_double", self.xfer_prime_double),
+            ("xfer_record", self.xfer_record),
+            ("xfer_end", self.xfer_end),
+            ("xfer_ack", self.xfer_ack),
         ] {
             check(field, v, 0, MAX_COST)?;
         }
@@ -136,16 +205,18 @@ impl LayerCosts {
     }
 
     /// CMAM 2.7: request 1.49 us, reply 1.25, empty poll 0.85, receive 1.60,
-    /// a poll that takes one message 2.85.
+    /// a poll that takes one message 2.85; a non-blocking array transfer of
+    /// 4 words 8.6 / 8.6 / 10.7 us byte / word / double-word aligned.
     ///
-    /// The transfer's counts are not fitted. Derived: the send loop runs per
-    /// packet two instructions more than a single send (Karamcheti and
-    /// Chien count 18 + n per packet of a finite sequence, n = 4 words,
-    /// against 20 for a single packet). Model choices from the code's
-    /// structure: the data handler compares the segment, forms the address
-    /// and counts (4); a segment switch indexes the table and checks it
-    /// (4); a shift-and-merge is two shifts and an or (3); the call checks
-    /// arguments and alignment and divides into packets (20).
+    /// The transfer's per-packet counts are not fitted. Derived: the send
+    /// loop runs per packet two instructions more than a single send
+    /// (Karamcheti and Chien count 18 + n per packet of a finite sequence,
+    /// n = 4 words, against 20 for a single packet). Model choices from the
+    /// code's structure: the data handler compares the segment, forms the
+    /// address and counts (4); a segment miss indexes the table and checks
+    /// it (4); a shift-and-merge is two shifts and an or (3). The call's
+    /// set-up steps are sized together from the 4-word times (see
+    /// [`LayerCosts::source`]).
     pub fn cmam() -> LayerCosts {
         LayerCosts {
             request: 27,
@@ -162,13 +233,22 @@ impl LayerCosts {
             xfer_recv: 4,
             segment_switch: 4,
             shift_word: 3,
+            xfer_check: 6,
+            xfer_select: 10,
+            xfer_address: 10,
+            xfer_prime_shift: 1,
+            xfer_prime_double: 13,
+            xfer_record: 7,
+            xfer_end: 3,
+            xfer_ack: 2,
             both_networks: false,
         }
     }
 
     /// CMAML (CMMD 3.1): request 1.96 us, reply 1.28, empty poll 1.33,
     /// receive 2.01, a poll that takes one message 3.3; one message per
-    /// interrupt about 19 us (stock kernel), 9.6 (fast path). `scopy`
+    /// interrupt about 19 us (stock kernel), 9.6 (fast path); a
+    /// non-blocking `scopy` of 4 words 19.8 / 19.7 / 19.8 us. `scopy`
     /// takes 8 arguments on the stack and uses both networks; its send loop
     /// is derived as CMAM's, its data packets pass CMAML's longer dispatch
     /// loop.
@@ -190,8 +270,186 @@ impl LayerCosts {
             xfer_recv: 18,
             segment_switch: 4,
             shift_word: 3,
+            xfer_check: 14,
+            xfer_select: 16,
+            xfer_address: 28,
+            xfer_prime_shift: 1,
+            xfer_prime_double: 0,
+            xfer_record: 28,
+            xfer_end: 3,
+            xfer_ack: 2,
             both_networks: true,
         }
+    }
+
+    /// A step of the transfer call's set-up on `hw`: a cached load, an
+    /// instruction, a cached store (33 MHz cycles).
+    pub fn step(hw: &Cm5Params) -> u64 {
+        hw.load + 1 + hw.store
+    }
+
+    /// The transfer call's work before its first packet, part by part, in
+    /// 33 MHz cycles on `hw` for a block of alignment `align`: what a
+    /// non-blocking call of one packet costs besides that packet's loop
+    /// (the parts a call at another alignment skips are 0).
+    ///
+    /// ```
+    /// use protocols::am::{cm5::LayerCosts, Align};
+    /// let hw = magic::ni::cm5::Cm5Params::default();
+    /// let parts = LayerCosts::cmam().xfer_parts(Align::Word, &hw);
+    /// assert_eq!(parts[0], ("xfer_call", 20));
+    /// let cycles: u64 = parts.iter().map(|p| p.1).sum();
+    /// assert_eq!(cycles, 20 + (6 + 10 + 10 + 7) * 6);
+    /// ```
+    pub fn xfer_parts(&self, align: Align, hw: &Cm5Params) -> [(&'static str, u64); 8] {
+        let step = LayerCosts::step(hw);
+        let when = |a: Align, x: u64| if align == a { x } else { 0 };
+        [
+            ("xfer_call", self.xfer_call),
+            (
+                "xfer_stack_args",
+                self.xfer_stack_args * (hw.store + hw.load),
+            ),
+            ("xfer_check", self.xfer_check * step),
+            ("xfer_select", self.xfer_select * step),
+            ("xfer_address", self.xfer_address * step),
+            (
+                "xfer_prime_shift",
+                when(Align::Byte, hw.load + self.xfer_prime_shift * step),
+            ),
+            (
+                "xfer_prime_double",
+                when(Align::Double, self.xfer_prime_double * step),
+            ),
+            ("xfer_record", self.xfer_record * step),
+        ]
+    }
+
+    /// Where an entry's values come from (CMAM's and CMAML's), by key; `None`
+    /// for a key the table does not have. docs/costs.md renders it.
+    pub fn source(key: &str) -> Option<Source> {
+        use Source::{Choice, Derived};
+        Some(match key {
+            "request" => Derived(
+                "set so that the one-to-two benchmark measures the request send \
+                 of docs/reference.md, 1.49 us (CMAML 1.96), with the handler word, \
+                 4 argument writes (3 cycles each) and the status read (7)",
+            ),
+            "reply" => Derived(
+                "set so that the one-to-two benchmark measures the reply send, \
+                 1.25 us (1.28), with the same NI accesses as a request",
+            ),
+            "poll" => Derived(
+                "set so that an unsuccessful poll of both networks (two status \
+                 reads) measures 0.85 us (1.33)",
+            ),
+            "poll_found" => Derived(
+                "set so that a poll taking one message measures 2.85 us (3.3), \
+                 its receive and dispatch included",
+            ),
+            "dispatch" => Derived(
+                "set so that the two-to-one benchmark measures the receive with a \
+                 trivial handler, 1.60 us (2.01), with five NI reads",
+            ),
+            "segment" => Choice(
+                "a segment's entry allocated and its base, count and end handler \
+                 written when its first packet comes (the benchmarks open one per \
+                 block)",
+            ),
+            "interrupt" => Derived(
+                "set so that one message per interrupt costs about 19 us on the \
+                 stock kernel, the receive and dispatch included",
+            ),
+            "interrupt_fast" => Derived(
+                "set so that one message per interrupt costs about 9.6 us on the \
+                 fast kernel path with a minimal handler",
+            ),
+            "xfer_call" => Choice(
+                "call and delay slot, save, return and restore, and the first \
+                 tests (a count of zero returns at once): the transfer routines \
+                 are not leaf routines, unlike the single-packet sends",
+            ),
+            "xfer_stack_args" => Derived(
+                "from the paper's text: CMAML_scopy's 8 arguments do not fit a \
+                 register window and go through the stack (each a store by the \
+                 caller and a load by the callee); CMAM_xfer's 4 fit the out \
+                 registers",
+            ),
+            "xfer_send" => Derived(
+                "Karamcheti and Chien count 18 + n instructions per packet of a \
+                 finite sequence (n = 4) against 20 for a single-packet send: two \
+                 more than a request's count (27; CMAML 43)",
+            ),
+            "xfer_recv" => Choice(
+                "compare the packet's segment with the cached one, form the \
+                 address, count (4); CMAML's data packets also pass its longer \
+                 dispatch loop, 14 more (its dispatch 24 against CMAM's 10)",
+            ),
+            "segment_switch" => Derived(
+                "from the paper's text: both layers keep one segment's state in \
+                 registers, and a packet of another segment pays the lookup and \
+                 update of the segment structure in memory; index and check the \
+                 entry (4 instructions, a model choice), store the cached \
+                 segment's address and count, load the new one's",
+            ),
+            "shift_word" => Choice("two shifts and an or"),
+            "xfer_check" => Derived(
+                "one step for each of CMAM_xfer's 4 arguments, the count's sign \
+                 and its zero test (6); scopy checks its 8, its alignment \
+                 argument against the addresses, and the segment (14). Sized \
+                 with the other set-up steps from the 4-word times (xfer_record)",
+            ),
+            "xfer_select" => Derived(
+                "the source's and destination's offsets in a word and a double \
+                 word, the head before the first whole word, the whole packets, \
+                 the tail, the case's routine chosen (10); scopy also checks the \
+                 case against its alignment argument and for both networks \
+                 (16). Sized with the other set-up steps (xfer_record)",
+            ),
+            "xfer_address" => Derived(
+                "the first packet's segment word, the packet count, the last \
+                 packet's size, the NI's send address for the node (10); scopy \
+                 packs segment, offset and alignment, each given apart, and \
+                 sets up both networks' send addresses (28). Sized with the \
+                 other set-up steps (xfer_record)",
+            ),
+            "xfer_record" => Derived(
+                "the transfer counted outstanding for its acknowledgement (7); \
+                 scopy keeps more of its call for its completion (28). The four \
+                 set-up parts (check, select, address, record) are sized \
+                 together, their split following each part's work, so that a \
+                 non-blocking call of 4 words costs what Liu and Culler \
+                 measured (docs/reference.md): 8.6 / 8.6 / 10.7 us byte / word / \
+                 double-word aligned for CMAM_xfer, 19.8 / 19.7 / 19.8 for \
+                 CMAML_scopy, with the call, its arguments, the priming and one \
+                 packet's loop. The paper gives the times, not the parts",
+            ),
+            "xfer_prime_shift" => Choice(
+                "the two shift counts from the source's and destination's byte \
+                 offsets (besides the priming load of the first word)",
+            ),
+            "xfer_prime_double" => Derived(
+                "CMAM's double-word aligned 4-word time is 2.1 us above the word \
+                 and byte ones (10.7 against 8.6): its double-word routine primes a \
+                 software-pipelined loop (13 steps, with its packet loop 2 cycles \
+                 shorter than the word one's); CMAML's times do not depend on the \
+                 alignment (19.8 / 19.7 / 19.8), so 0",
+            ),
+            "xfer_end" => Choice(
+                "test the count, release the entry; with the dispatch of the end \
+                 handler and the loads of it and its argument from the entry and \
+                 the entry's store",
+            ),
+            "xfer_ack" => Choice(
+                "decrement the outstanding count and test it (with its load and \
+                 store): what a blocking call's wait loop sees",
+            ),
+            "both_networks" => Derived(
+                "from the paper's text: CMAML's scopy sends its data on both \
+                 networks, CMAM_xfer on the request network",
+            ),
+            _ => return None,
+        })
     }
 }
 
@@ -240,6 +498,14 @@ layer_patch!(
     xfer_recv: u64,
     segment_switch: u64,
     shift_word: u64,
+    xfer_check: u64,
+    xfer_select: u64,
+    xfer_address: u64,
+    xfer_prime_shift: u64,
+    xfer_prime_double: u64,
+    xfer_record: u64,
+    xfer_end: u64,
+    xfer_ack: u64,
     both_networks: bool,
 );
 
@@ -372,6 +638,23 @@ struct Sim<'a> {
     run: Run,
     /// Destinations of the packets sent since the scheduler last asked.
     woken: Vec<usize>,
+    /// Per node, the data packets it took, in order (only when asked for:
+    /// [`Cm5::run_traced`]).
+    trace: Option<Packets>,
+}
+
+/// Per node, the data packets it took, in order.
+pub type Packets = Vec<Vec<DataPacket>>;
+
+/// A data packet as its receiver took it ([`Cm5::run_traced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DataPacket {
+    /// Its sender.
+    pub from: NodeId,
+    /// The shared segment it names (0: its sender's own segment).
+    pub segment: u32,
+    /// Its data bytes.
+    pub bytes: u32,
 }
 
 impl Sim<'_> {
@@ -435,6 +718,15 @@ impl Sim<'_> {
     /// Run the handler of a message taken from the network.
     fn handle(&mut self, n: usize, from: NodeId, words: [u32; PACKET_WORDS]) {
         self.nodes[n].received += 1;
+        if words[0] == XFER_DONE {
+            // The acknowledgement's handler: the transfer's outstanding
+            // count, loaded, decremented and stored (what a blocking call
+            // waits to see reach zero).
+            let (hw, c) = (self.p.hw, self.p.costs);
+            self.count(n, "xfer-ack");
+            self.charge(n, "xfer-ack", 0, 0, c.xfer_ack + hw.load + hw.store);
+            return;
+        }
         if words[0] == Handler::Echo as u32
             && !self.send(n, from, Net::Right, 4, Handler::Nop, "reply")
         {
@@ -458,6 +750,13 @@ impl Sim<'_> {
         let shared = words[3] >> 16;
         let id = if shared > 0 { shared } else { 1 << 16 | from.0 };
         let (hw, c) = (self.p.hw, self.p.costs);
+        if let Some(trace) = self.trace.as_mut() {
+            trace[n].push(DataPacket {
+                from,
+                segment: shared,
+                bytes,
+            });
+        }
         if let std::collections::btree_map::Entry::Vacant(e) = self.nodes[n].segments.entry(id) {
             // The segment opens with its first packet.
             e.insert((0, total, Vec::new()));
@@ -492,10 +791,16 @@ impl Sim<'_> {
             seg.2.push(from);
         }
         if completes {
-            // The end-of-transfer handler: once per segment.
+            // The end-of-transfer handler, once per segment: its address
+            // and argument loaded from the segment's entry, dispatched; the
+            // entry freed, so the registers hold no segment any more.
             let (_, _, senders) = self.nodes[n].segments.remove(&id).expect("open");
+            if self.nodes[n].seg_cached == Some(id) {
+                self.nodes[n].seg_cached = None;
+            }
             self.count(n, "end-of-transfer");
-            self.charge(n, "end-of-transfer", 0, 0, c.dispatch);
+            let cyc = c.dispatch + c.xfer_end + 2 * hw.load + hw.store;
+            self.charge(n, "end-of-transfer", 0, 0, cyc);
             self.nodes[n].received += 1;
             for to in senders {
                 let mut w = [0u32; PACKET_WORDS];
@@ -528,13 +833,13 @@ impl Sim<'_> {
                 total,
                 packets: 0,
             });
-            let (hw, c) = (self.p.hw, self.p.costs);
-            // The call: its arguments (on the stack for CMAML), the checks;
-            // a byte-aligned copy primes its shifter with one more load.
-            let prime = if align == Align::Byte { hw.load } else { 0 };
-            let cyc = c.xfer_call + c.xfer_stack_args * (hw.store + hw.load) + prime;
+            // The call's work before its first packet, part by part: the
+            // call and its arguments (on the stack for CMAML), the set-up
+            // steps, the alignment's priming, the completion record.
             self.count(n, "xfer-call");
-            self.charge(n, "xfer-call", 0, 0, cyc);
+            for (_, cyc) in self.p.costs.xfer_parts(align, &self.p.hw) {
+                self.charge(n, "xfer-call", 0, 0, cyc);
+            }
         }
         self.store(n)
     }
@@ -830,6 +1135,24 @@ impl Platform for Cm5 {
     }
 
     fn run(&self, programs: &[Vec<Step>]) -> Result<Run, Error> {
+        self.simulate(programs, false).map(|x| x.0)
+    }
+}
+
+impl Cm5 {
+    /// Run the programs as [`Platform::run`] does, and also list, per
+    /// node, the data packets it took in the order it took them: what the
+    /// receiver's segment register cache saw.
+    pub fn run_traced(&self, programs: &[Vec<Step>]) -> Result<(Run, Packets), Error> {
+        self.simulate(programs, true)
+            .map(|(r, t)| (r, t.unwrap_or_default()))
+    }
+
+    fn simulate(
+        &self,
+        programs: &[Vec<Step>],
+        trace: bool,
+    ) -> Result<(Run, Option<Packets>), Error> {
         self.validate()?;
         super::check_programs(self.nodes, programs)?;
         if programs
@@ -858,6 +1181,7 @@ impl Platform for Cm5 {
                 .collect(),
             run: Run::default(),
             woken: Vec::new(),
+            trace: trace.then(|| vec![Vec::new(); self.nodes as usize]),
         };
         let budget = super::Budget {
             time: self.hw.budget,
@@ -865,6 +1189,27 @@ impl Platform for Cm5 {
             nodes: self.nodes,
             table: "network.cm5",
         };
-        super::drive(&mut sim, programs, budget)
+        let run = super::drive(&mut sim, programs, budget)?;
+        Ok((run, sim.trace.take()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LayerCosts;
+
+    /// Every entry of the layers' table says where its values come from
+    /// (docs/costs.md renders it), and nothing else has a source.
+    #[test]
+    fn every_entry_says_where_its_values_come_from() {
+        let serde_json::Value::Object(keys) = serde_json::to_value(LayerCosts::cmam()).unwrap()
+        else {
+            panic!("a table")
+        };
+        for key in keys.keys() {
+            let s = LayerCosts::source(key).unwrap_or_else(|| panic!("{key}: no source"));
+            assert!(s.why().len() > 10, "{key}: no reason");
+        }
+        assert_eq!(LayerCosts::source("bogus"), None);
     }
 }

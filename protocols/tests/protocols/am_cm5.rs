@@ -165,6 +165,9 @@ fn two_segments_miss_the_register_cache_and_receive_markedly_slower() {
 #[test]
 fn alignment_orders_bandwidth_and_blocking_adds_about_a_round_trip() {
     use protocols::am::Align;
+    // Per layer, per alignment (byte, word, double): the fits of the
+    // non-blocking and the blocking curves.
+    let mut peak = Vec::new();
     for layer in [Layer::Cmam, Layer::Cmaml] {
         let p = Cm5::new(4, layer);
         let rt = suite::round_trip(&p, 1).unwrap();
@@ -183,13 +186,266 @@ fn alignment_orders_bandwidth_and_blocking_adds_about_a_round_trip() {
                 nb.startup_us > 0.0 && bl.startup_us > 0.0,
                 "{layer:?}: {nb:?} {bl:?}"
             );
+            // Same asymptotic bandwidth, blocking or not.
+            let same = (nb.bandwidth_mb_s - bl.bandwidth_mb_s).abs();
+            assert!(same <= 0.01 * bl.bandwidth_mb_s, "{layer:?}: {nb:?} {bl:?}");
             let d = bl.startup_us - nb.startup_us;
             assert!(
-                (d - rt).abs() <= 0.5 * rt,
+                (d - rt).abs() <= 0.15 * rt,
                 "{layer:?}: {d:.2} against a round trip {rt:.2}"
             );
         }
+        peak.push(fits);
     }
+    // CMAML's peak array-transfer bandwidth is about 4/5 of CMAM's (the
+    // ratio of their receive overheads), at each alignment.
+    for (i, align) in ["byte", "word", "double"].into_iter().enumerate() {
+        for (mode, pick) in [
+            (
+                "non-blocking",
+                (|f: &(suite::Bulk, suite::Bulk)| f.0) as fn(&_) -> suite::Bulk,
+            ),
+            ("blocking", |f| f.1),
+        ] {
+            let (cmam, cmaml) = (pick(&peak[0][i]), pick(&peak[1][i]));
+            let r = cmaml.bandwidth_mb_s / cmam.bandwidth_mb_s;
+            assert!(
+                (0.75..=0.85).contains(&r),
+                "{mode} {align}: CMAML {:.2} MB/s, CMAM {:.2}: {r:.3}",
+                cmaml.bandwidth_mb_s,
+                cmam.bandwidth_mb_s
+            );
+        }
+    }
+}
+
+/// Liu and Culler's 4-word array-transfer times (docs/reference.md): the
+/// non-blocking call of CMAM_xfer and of CMAML_scopy, byte, word and
+/// double-word aligned.
+const FOUR_WORDS: [(Layer, [f64; 3]); 2] = [
+    (Layer::Cmam, [8.6, 8.6, 10.7]),
+    (Layer::Cmaml, [19.8, 19.7, 19.8]),
+];
+
+const ALIGNS: [protocols::am::Align; 3] = [
+    protocols::am::Align::Byte,
+    protocols::am::Align::Word,
+    protocols::am::Align::Double,
+];
+
+#[test]
+fn a_four_word_array_transfer_costs_what_was_measured_part_by_part() {
+    use magic::time::TICKS_PER_CM5_CYCLE;
+    for (layer, want) in FOUR_WORDS {
+        let p = Cm5::new(4, layer);
+        for (align, want) in ALIGNS.into_iter().zip(want) {
+            // The suite's figure, within 10% of the paper's.
+            let got = suite::array_transfer(&p, 16, align, false).unwrap();
+            assert!(
+                (got - want).abs() <= 0.10 * want,
+                "{layer:?} {align:?}: {got:.2} us, measured {want}"
+            );
+            // One call alone: the time to its return is the call's parts
+            // and one packet's loop, nothing else.
+            let mut progs = vec![Vec::new(); 4];
+            progs[0] = vec![
+                Step::Mark,
+                Step::Store {
+                    to: magic::NodeId(1),
+                    bytes: 16,
+                    align,
+                },
+                Step::Mark,
+                Step::Wait { received: 1 },
+            ];
+            progs[1] = vec![Step::Wait { received: 1 }];
+            let r = p.run(&progs).unwrap();
+            let parts = p.costs.xfer_parts(align, &p.hw);
+            let call: u64 = parts.iter().map(|x| x.1).sum();
+            assert_eq!(r.ops[&(0, "xfer-call")].busy, call * TICKS_PER_CM5_CYCLE);
+            let packet = r.ops[&(0, "xfer")];
+            assert_eq!(packet.calls, 1);
+            let us = Time(r.ops[&(0, "xfer-call")].busy + packet.busy).as_us();
+            assert!((r.between(0, 0, 1).unwrap() - us).abs() < 1e-9);
+            // Named work, not one constant: at least four parts, none
+            // more than half the call.
+            let named = parts.iter().filter(|x| x.1 > 0).count();
+            assert!(named >= 4, "{layer:?} {align:?}: {parts:?}");
+            for (name, c) in parts {
+                assert!(
+                    2 * c <= call,
+                    "{layer:?} {align:?}: {name} is {c} of {call}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn blocking_minus_non_blocking_at_16_bytes_is_about_a_round_trip() {
+    for (layer, _) in FOUR_WORDS {
+        let p = Cm5::new(4, layer);
+        let rt = suite::round_trip(&p, 1).unwrap();
+        for align in ALIGNS {
+            let bl = suite::array_transfer(&p, 16, align, true).unwrap();
+            let nb = suite::array_transfer(&p, 16, align, false).unwrap();
+            let d = bl - nb;
+            assert!(
+                (d - rt).abs() <= 0.10 * rt,
+                "{layer:?} {align:?}: {bl:.2} - {nb:.2} = {d:.2} us, round trip {rt:.2}"
+            );
+        }
+    }
+}
+
+/// The suite's array-transfer figure is what the paper's procedure
+/// measures: each iteration timed with `get_seconds()` (its 7.8 us of
+/// overhead, the clock read at its end, subtracted) and ended by a
+/// barrier, a non-blocking call's acknowledgement waited for untimed. The
+/// acknowledgement already orders the iterations (the receiver's last
+/// work for an array is its end-of-transfer handler), so the barrier
+/// changes no figure.
+#[test]
+fn the_suite_times_an_array_transfer_as_the_paper_did() {
+    let us = |x: f64| Time((x * magic::time::TICKS_PER_US as f64) as u64);
+    // The sizes the fit sees: every power of two from 2 bytes to 64 KB.
+    let powers: Vec<u32> = (1..=16).map(|k| 1 << k).collect();
+    assert_eq!(suite::SIZES.to_vec(), powers);
+    let (timer, barrier) = (7.8, 5.0);
+    let reps = 4;
+    for (layer, _) in FOUR_WORDS {
+        let p = Cm5::new(4, layer);
+        let poll = suite::poll_empty(&p).unwrap();
+        for bytes in [16, 256, 4096] {
+            for align in ALIGNS {
+                for blocking in [false, true] {
+                    let suite = suite::array_transfer(&p, bytes, align, blocking).unwrap();
+                    let mut progs = vec![Vec::new(); 4];
+                    let store = Step::Store {
+                        to: magic::NodeId(1),
+                        bytes,
+                        align,
+                    };
+                    for i in 0..reps {
+                        let ack = Step::Wait { received: i + 1 };
+                        let get_seconds = Step::Compute(us(timer));
+                        progs[0].extend([get_seconds, Step::Mark, store]);
+                        if blocking {
+                            progs[0].extend([ack, get_seconds, Step::Mark]);
+                        } else {
+                            progs[0].extend([get_seconds, Step::Mark, ack]);
+                        }
+                        progs[0].push(Step::Compute(us(barrier)));
+                        progs[1].extend([ack, Step::Compute(us(barrier))]);
+                    }
+                    let r = p.run(&progs).unwrap();
+                    let paper = (0..reps as usize)
+                        .map(|i| r.between(0, 2 * i, 2 * i + 1).unwrap() - timer)
+                        .sum::<f64>()
+                        / reps as f64;
+                    // The same, but where a blocking call waits: there its
+                    // poll loop sees the acknowledgement at another phase,
+                    // so the two may differ by up to one poll.
+                    let within = if blocking { poll } else { 1e-9 };
+                    assert!(
+                        (paper - suite).abs() <= within,
+                        "{layer:?} {bytes} B {align:?} blocking {blocking}: \
+                         the paper's way {paper:.2} us, the suite's {suite:.2}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn two_segments_miss_on_each_packet_that_switches_segment() {
+    let bytes = 4096u32;
+    for layer in [Layer::Cmam, Layer::Cmaml] {
+        let p = Cm5::new(4, layer);
+        for shared in [true, false] {
+            let mut progs = vec![Vec::new(); 4];
+            for s in [1usize, 2] {
+                progs[s] = vec![
+                    if shared {
+                        Step::StoreShared {
+                            to: magic::NodeId(0),
+                            bytes,
+                            align: protocols::am::Align::Double,
+                            segment: 1,
+                            total: 2 * bytes,
+                        }
+                    } else {
+                        Step::Store {
+                            to: magic::NodeId(0),
+                            bytes,
+                            align: protocols::am::Align::Double,
+                        }
+                    },
+                    Step::Wait { received: 1 },
+                ];
+            }
+            progs[0] = vec![Step::Wait {
+                received: if shared { 1 } else { 2 },
+            }];
+            let (r, trace) = p.run_traced(&progs).unwrap();
+            let packets = &trace[0];
+            assert_eq!(packets.len() as u32, 2 * bytes / 16);
+            // The register cache as the paper describes it, replayed over
+            // the packets in the order node 0 took them: a packet of
+            // another segment than the cached one misses (and saves the
+            // cached one's state if there is one); a segment's last packet
+            // frees it.
+            let key = |d: &protocols::am::cm5::DataPacket| {
+                if d.segment > 0 {
+                    (0, d.segment)
+                } else {
+                    (1, d.from.0)
+                }
+            };
+            let total = if shared { 2 * bytes } else { bytes };
+            let (mut cached, mut got) = (None, std::collections::BTreeMap::new());
+            let (mut misses, mut saves) = (0u64, 0u64);
+            for d in packets {
+                let k = key(d);
+                if cached != Some(k) {
+                    misses += 1;
+                    saves += cached.is_some() as u64;
+                    cached = Some(k);
+                }
+                let n = got.entry(k).or_insert(0u32);
+                *n += d.bytes;
+                if *n >= total && cached == Some(k) {
+                    cached = None;
+                }
+            }
+            let switch = r.ops[&(0, "segment-switch")];
+            assert_eq!(switch.calls, misses, "{layer:?} shared {shared}");
+            // Each miss pays the named cost: the lookup (segment_switch),
+            // the new state loaded, the cached one stored back.
+            let (c, hw) = (p.costs, p.hw);
+            let cycles = misses * (c.segment_switch + 2 * hw.load) + saves * 2 * hw.store;
+            assert_eq!(switch.busy, cycles * magic::time::TICKS_PER_CM5_CYCLE);
+            if shared {
+                assert_eq!(misses, 1, "{layer:?}: one segment, one miss");
+            } else {
+                // Two senders interleave: most packets switch.
+                assert!(
+                    2 * misses > packets.len() as u64,
+                    "{layer:?}: {misses} misses in {} packets",
+                    packets.len()
+                );
+            }
+        }
+    }
+    // Two segments bring CMAM's receive bandwidth down to about CMAML's
+    // into one.
+    let cmam = suite::two_to_one_segments(&Cm5::new(4, Layer::Cmam), 65536, false).unwrap();
+    let cmaml = suite::two_to_one_segments(&Cm5::new(4, Layer::Cmaml), 65536, true).unwrap();
+    assert!(
+        (cmam - cmaml).abs() <= 0.10 * cmaml,
+        "CMAM two segments {cmam:.0} us, CMAML one {cmaml:.0} us"
+    );
 }
 
 #[test]

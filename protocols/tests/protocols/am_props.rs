@@ -51,7 +51,7 @@ fn table<T: DeserializeOwned>(fields: &[&str], vals: &[u64]) -> T {
     serde_json::from_value(serde_json::Value::Object(m)).expect("a table of known fields")
 }
 
-const CM5_FIELDS: [&str; 14] = [
+const CM5_FIELDS: [&str; 22] = [
     "request",
     "reply",
     "poll",
@@ -66,6 +66,14 @@ const CM5_FIELDS: [&str; 14] = [
     "xfer_recv",
     "segment_switch",
     "shift_word",
+    "xfer_check",
+    "xfer_select",
+    "xfer_address",
+    "xfer_prime_shift",
+    "xfer_prime_double",
+    "xfer_record",
+    "xfer_end",
+    "xfer_ack",
 ];
 
 const SP_FIELDS: [&str; 17] = [
