@@ -966,3 +966,47 @@ fn a_slow_processor_interface_overlaps_the_parts_without_breaking_their_sum() {
         assert!(s.initiation >= pi_out, "pi_out {pi_out}: {s:?}");
     }
 }
+
+#[test]
+fn where_a_unit_is_slower_the_streams_wait_for_it_and_the_slowdown_says_so() {
+    // With MAGIC's 23 cycles, a clean receive line's invalidation leaves the
+    // interface just before a dirty sender's next get. An interface that
+    // answers in 27 holds that get: the ledger counts the waits, and the
+    // part the stream could not hide is named in the slowdown.
+    let dirty_clean = Config {
+        sender: SenderState::Dirty,
+        receiver: ReceiverState::Clean,
+        ..Config::default()
+    };
+    let mut slow_interface = dirty_clean.clone();
+    slow_interface.params.pc_state = magic::Cycles(27);
+    // Memory writes reaching the bus 30 cycles after they are handed over
+    // (not 8) run into the next handler's reads.
+    let mut slow_writes = Config::default();
+    slow_writes.params.mem_write_latency = magic::Cycles(30);
+    for (c, unit) in [
+        (slow_interface, magic::Unit::PcacheIf),
+        (slow_writes, magic::Unit::Memory),
+    ] {
+        let (uni, bi) = (go(c.clone()), go(both(&c)));
+        let what = format!("{unit:?}");
+        assert!(waiting(&bi, unit) > 0, "{what}");
+        let slower = bi.total.0 - uni.total.0;
+        assert!(
+            slower.abs_diff(bi.held_back.total()) <= bi.lines,
+            "{what}: {slower} against {:?}",
+            bi.held_back
+        );
+        let part = match unit {
+            magic::Unit::PcacheIf => bi.held_back.pcache_if,
+            _ => bi.held_back.memory,
+        };
+        assert!(part <= waiting(&bi, unit), "{what}: {part}");
+        if unit == magic::Unit::PcacheIf {
+            // The gets held behind the invalidations put off the stream.
+            assert!(part > 0, "{what}");
+            let base = go(both(&dirty_clean));
+            assert!(bi.total > base.total, "{what}");
+        }
+    }
+}
