@@ -68,6 +68,9 @@ pub(crate) struct Run {
     pub handler: HandlerId,
     pub nodes: u32,
     pub start: Cycles,
+    /// How long the message waited in its input queue once through the
+    /// inbox stage.
+    pub queued: Cycles,
     pub now: Cycles,
     /// The data buffer the message arrived in, until the handler sends or frees it.
     pub msg_buf: Option<BufId>,
@@ -77,6 +80,14 @@ pub(crate) struct Run {
     pub last_wire: Option<(Cycles, Cycles)>,
     /// The first step that would have taken the clock past the end of time.
     pub past_end: Option<PastEnd>,
+}
+
+impl Run {
+    /// Who the node's units book for: the running handler.
+    #[inline]
+    fn by(&self) -> u32 {
+        self.handler.0 as u32
+    }
 }
 
 impl<'a, S> Cx<'a, S> {
@@ -253,6 +264,27 @@ impl<'a, S> Cx<'a, S> {
         self.run.now - self.run.start
     }
 
+    /// How long the message this handler runs for waited in its input
+    /// queue once through the inbox stage: the PP's arbitration (it was
+    /// running other handlers, the inbox served a queue of higher priority
+    /// first, or no data buffer was free for the message's data). The
+    /// ledger's inbox `waiting` is this summed over the messages
+    /// dispatched.
+    pub fn queued(&self) -> Cycles {
+        self.run.queued
+    }
+
+    /// Cycles this node's memory and processor-cache interface have made
+    /// transfers wait while another handler's transfer held them, as
+    /// `(memory, processor-cache interface)`, since the ledger's counters
+    /// started (the units' `waiting`). Read before and after a step, the
+    /// difference is what that step waited behind other handlers' work (a
+    /// handler's transfers queuing behind its own are its own pace, not
+    /// counted).
+    pub fn unit_waits(&self) -> (Cycles, Cycles) {
+        (self.hw.mem.waited, self.hw.pcache.waited)
+    }
+
     /// The machine's parameters.
     pub fn params(&self) -> &MagicParams {
         self.params
@@ -377,7 +409,10 @@ impl<'a, S> Cx<'a, S> {
 
     fn dcache(&mut self, addr: u64) {
         if !self.hw.dcache.access(addr) {
-            let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
+            let t = self
+                .hw
+                .mem
+                .read_by(self.run.now, self.params.mem_first_dword, self.run.by());
             // A miss stalls the load itself (one step, not a separate wait).
             if t.last > self.run.now {
                 self.run.tally.wait += (t.last - self.run.now).0;
@@ -438,7 +473,10 @@ impl<'a, S> Cx<'a, S> {
     pub fn mem_read(&mut self, a: PAddr, b: BufId) -> Result<Ticket, Refused> {
         self.local(a, "memory read")?;
         self.check_buf(b, "memory read", None)?;
-        let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
+        let t = self
+            .hw
+            .mem
+            .read_by(self.run.now, self.params.mem_first_dword, self.run.by());
         self.mark(crate::trace::Track::Memory, "read", t.first, t.last);
         let bytes = self.hw.mem.line(a.line());
         let buf = self.hw.bufs.get_mut(b).expect("checked");
@@ -474,7 +512,10 @@ impl<'a, S> Cx<'a, S> {
             let b = second.unwrap_or(first).0 as u64;
             return Err(self.refuse(Refused::BadBuffer, "memory read", None, b));
         }
-        let t = self.hw.mem.read(self.run.now, self.params.mem_first_dword);
+        let t = self
+            .hw
+            .mem
+            .read_by(self.run.now, self.params.mem_first_dword, self.run.by());
         let bytes = self.hw.mem.line(a.line());
         let head = LINE_BYTES - shift;
         let f = self.hw.bufs.get_mut(first).expect("checked");
@@ -502,10 +543,11 @@ impl<'a, S> Cx<'a, S> {
         self.check_buf(b, "memory write", None)?;
         let buf = self.hw.bufs.get(b).expect("checked");
         let (bytes, ready) = (buf.bytes, buf.ready);
+        let by = self.run.by();
         let t = self
             .hw
             .mem
-            .write(self.run.now.max(ready), self.params.mem_write_latency);
+            .write_by(self.run.now.max(ready), self.params.mem_write_latency, by);
         self.mark(crate::trace::Track::Memory, "write", t.first, t.last);
         self.hw.mem.store_line(a.line(), &bytes);
         self.step("memory write", self.run.now, (t.last - self.run.start).0);
@@ -531,7 +573,11 @@ impl<'a, S> Cx<'a, S> {
         } else if self.hw.pcache.state(a) == LineState::Dirty && next != LineState::Dirty {
             return Err(self.refuse(Refused::NoBuffer, "intervention", None, a.0));
         }
-        let (iv, data) = self.hw.pcache.intervene(self.run.now, self.params, a, next);
+        let by = self.run.by();
+        let (iv, data) = self
+            .hw
+            .pcache
+            .intervene_by(self.run.now, self.params, a, next, by);
         let from = iv
             .done
             .saturating_sub(self.params.pc_line)
@@ -774,10 +820,11 @@ impl<'a, S> Cx<'a, S> {
             }
             None => (None, self.run.now),
         };
+        let by = self.run.by();
         let (arrive, free) =
             self.hw
                 .pcache
-                .reply(self.run.now.max(ready), self.params, bytes.is_some());
+                .reply_by(self.run.now.max(ready), self.params, bytes.is_some(), by);
         if let Some(b) = data {
             if self.run.msg_buf == Some(b) {
                 self.run.msg_buf = None;

@@ -3,7 +3,10 @@
 //! Per node and per handler: invocations, busy cycles, mean and max cycles per
 //! invocation, the cycles of stalls inside them, and their share of the PP's
 //! time. Per unit (inbox, PP, outbox, memory, processor-cache interface,
-//! network out): operations, busy cycles and utilization over the run.
+//! network out): operations, busy cycles, utilization over the run, and the
+//! cycles work waited for the unit (the inbox's: the PP's arbitration;
+//! memory's and the processor-cache interface's: behind another handler's
+//! transfer).
 //! A [`Ledger`] is a plain report: its `Display` is the handler table alone,
 //! [`Ledger::render`] both tables, its `Serialize` the JSON; tables and JSON
 //! round figures the one way [`crate::figures`] says. Columns have fixed
@@ -199,8 +202,12 @@ pub struct UnitRow {
     /// rounded as [`figures`] says).
     #[serde(serialize_with = "figures::ser_share")]
     pub utilization: f64,
-    /// Cycles messages or packets spent waiting in this unit's queues (inbox:
-    /// time in the input queues; outbox: time a handler stalled on a full lane).
+    /// Cycles messages, packets or transfers spent waiting for this unit
+    /// (inbox: time in the input queues once through its stage, the PP's
+    /// arbitration between them; outbox: time a handler stalled on a full
+    /// lane; memory and processor-cache interface: time a transfer waited
+    /// while another handler's held the unit, a handler's own transfers
+    /// queuing behind each other being its own pace).
     pub waiting: u64,
 }
 

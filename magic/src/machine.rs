@@ -1503,7 +1503,9 @@ impl<S: NodeState> Magic<S> {
                 && msg.addr.offset() < self.params.mem_bytes;
             let spec = if route.opts.speculative_read && local {
                 hw.bufs.alloc(t).map(|b| {
-                    let lt = hw.mem.read(t, self.params.mem_first_dword);
+                    let lt = hw
+                        .mem
+                        .read_by(t, self.params.mem_first_dword, route.handler.0 as u32);
                     let x = hw.bufs.get_mut(b).expect("just allocated");
                     x.bytes = hw.mem.line(msg.addr.line());
                     x.first_ready = lt.first;
@@ -1524,6 +1526,7 @@ impl<S: NodeState> Magic<S> {
                 handler: route.handler,
                 nodes: self.nodes,
                 start,
+                queued: t - queued.at,
                 now: start,
                 msg_buf: buf,
                 spec,
@@ -1828,8 +1831,8 @@ impl<S: NodeState> Magic<S> {
                         0,
                     ),
                     (hw.link.packets, hw.link.occupied.0, hw.link.stall.0),
-                    (hw.mem.ops, hw.mem.busy.0, 0),
-                    (hw.pcache.ops, hw.pcache.busy.0, 0),
+                    (hw.mem.ops, hw.mem.busy.0, hw.mem.waited.0),
+                    (hw.pcache.ops, hw.pcache.busy.0, hw.pcache.waited.0),
                     (hw.link.packets, hw.link.busy.0, 0),
                 ],
             })

@@ -4,6 +4,9 @@
 //! address is presented and one doubleword per cycle after that, so a whole
 //! line is in at cycle 29. A new address is accepted while the previous line is
 //! still streaming: only the data bus, one doubleword per cycle, is shared.
+//! A transfer that finds the bus held by another handler's waits for it, and
+//! the wait is counted (the ledger's `waiting`); one behind its own
+//! handler's earlier transfers is that handler's own pace.
 
 use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
 use crate::time::Cycles;
@@ -20,7 +23,6 @@ pub struct LineTiming {
 
 /// A node's main memory: the bytes of every line written (others read as
 /// zeros) and the timeline of its data bus.
-#[derive(Default)]
 pub struct Memory {
     /// Lines ever written; others read as zeros.
     lines: HashMap<u64, Box<[u8; LINE_BYTES]>>,
@@ -28,28 +30,67 @@ pub struct Memory {
     bus_free: Cycles,
     pub(crate) busy: Cycles,
     pub(crate) ops: u64,
+    /// Who booked the bus last (a handler's number, or [`ANYONE`]).
+    held_by: u32,
+    /// Cycles transfers waited for the data bus while another handler's
+    /// transfer held it.
+    pub(crate) waited: Cycles,
+}
+
+/// The owner of a transfer asked for through the public [`Memory::read`]
+/// and [`Memory::write`] (or the processor-cache interface's) rather than
+/// by a handler: a wait behind any other transfer counts.
+pub(crate) const ANYONE: u32 = u32::MAX;
+
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory {
+            lines: HashMap::default(),
+            bus_free: Cycles(0),
+            held_by: ANYONE,
+            busy: Cycles(0),
+            ops: 0,
+            waited: Cycles(0),
+        }
+    }
 }
 
 impl Memory {
     pub(crate) fn reset_counters(&mut self) {
-        (self.busy, self.ops) = (Cycles(0), 0);
+        (self.busy, self.ops, self.waited) = (Cycles(0), 0, Cycles(0));
     }
 
     /// Timing of a line read presented at `at`.
     pub fn read(&mut self, at: Cycles, first_dword: Cycles) -> LineTiming {
-        let first = (at + first_dword).max(self.bus_free);
-        self.stream(first)
+        self.stream(at + first_dword, ANYONE)
     }
 
     /// Timing of a line write handed over at `at`: after `latency` cycles on
     /// the way to memory, the buffer streams over the data bus as soon as it
     /// is free.
     pub fn write(&mut self, at: Cycles, latency: Cycles) -> LineTiming {
-        let first = (at + latency).max(self.bus_free);
-        self.stream(first)
+        self.stream(at + latency, ANYONE)
     }
 
-    fn stream(&mut self, first: Cycles) -> LineTiming {
+    /// [`Memory::read`] for handler `by`.
+    pub(crate) fn read_by(&mut self, at: Cycles, first_dword: Cycles, by: u32) -> LineTiming {
+        self.stream(at + first_dword, by)
+    }
+
+    /// [`Memory::write`] for handler `by`.
+    pub(crate) fn write_by(&mut self, at: Cycles, latency: Cycles, by: u32) -> LineTiming {
+        self.stream(at + latency, by)
+    }
+
+    /// Stream a line for `by` over the data bus from `want`, or once the
+    /// bus is free if an earlier transfer holds it then; the difference is
+    /// a wait when another handler's transfer held the bus.
+    fn stream(&mut self, want: Cycles, by: u32) -> LineTiming {
+        let first = want.max(self.bus_free);
+        if by != self.held_by || by == ANYONE {
+            self.waited += first - want;
+        }
+        self.held_by = by;
         let last = first + Cycles(LINE_DWORDS - 1);
         self.bus_free = last + Cycles(1);
         self.busy += Cycles(LINE_DWORDS);
@@ -128,6 +169,24 @@ mod tests {
         let c = m.read(Cycles(100), Cycles(14));
         assert_eq!(c.first, Cycles(114));
         assert_eq!(m.busy, Cycles(48));
+        assert_eq!(m.waited, Cycles(15), "the second read waited 15 cycles");
+    }
+
+    #[test]
+    fn a_wait_counts_behind_another_handlers_transfer_only() {
+        let mut m = Memory::default();
+        // Handler 1 reads twice, the second behind the first: its own pace.
+        m.read_by(Cycles(0), Cycles(14), 1);
+        let b = m.read_by(Cycles(1), Cycles(14), 1);
+        assert_eq!((b.first, m.waited), (Cycles(30), Cycles(0)));
+        // Handler 2's write finds the bus held by handler 1's read until 46.
+        let w = m.write_by(Cycles(30), Cycles(8), 2);
+        assert_eq!((w.first, m.waited), (Cycles(46), Cycles(8)));
+        // Handler 1 reads behind it: 62 against 54, another 8.
+        let r = m.read_by(Cycles(40), Cycles(14), 1);
+        assert_eq!((r.first, m.waited), (Cycles(62), Cycles(16)));
+        m.reset_counters();
+        assert_eq!(m.waited, Cycles(0));
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! An intervention learns the line's state after `pc_state` (23) cycles; a dirty
 //! line's first word follows at `pc_first_word` (28) and the whole line at
 //! `pc_line` (43). Interventions are not pipelined: the next one starts only
-//! when the previous one's data transfer has finished.
+//! when the previous one's data transfer has finished. One that waits for
+//! another handler's intervention or reply to finish counts the wait (the
+//! ledger's `waiting`), as memory's transfers do.
 
 use crate::ids::{PAddr, Region, LINE_BYTES};
+use crate::memory::ANYONE;
 use crate::params::MagicParams;
 use crate::time::Cycles;
 use hashbrown::HashMap;
@@ -44,12 +47,30 @@ struct CachedLine {
 
 /// The compute processor's cache of one node, as MAGIC sees it: each line's
 /// state and bytes, and the timeline of its interventions.
-#[derive(Default)]
 pub struct ProcCache {
     lines: HashMap<u64, CachedLine>,
     free_at: Cycles,
     pub(crate) busy: Cycles,
     pub(crate) ops: u64,
+    /// Who booked the interface last (a handler's number, or
+    /// [`ANYONE`]).
+    held_by: u32,
+    /// Cycles interventions and replies waited for the interface while
+    /// another handler's held it.
+    pub(crate) waited: Cycles,
+}
+
+impl Default for ProcCache {
+    fn default() -> ProcCache {
+        ProcCache {
+            lines: HashMap::default(),
+            free_at: Cycles(0),
+            held_by: ANYONE,
+            busy: Cycles(0),
+            ops: 0,
+            waited: Cycles(0),
+        }
+    }
 }
 
 /// Cache lines are keyed by their normal-space line address.
@@ -59,7 +80,7 @@ fn key(a: PAddr) -> u64 {
 
 impl ProcCache {
     pub(crate) fn reset_counters(&mut self) {
-        (self.busy, self.ops) = (Cycles(0), 0);
+        (self.busy, self.ops, self.waited) = (Cycles(0), 0, Cycles(0));
     }
 
     /// The state of the line holding `a` (any region: the normal-space line).
@@ -98,6 +119,17 @@ impl ProcCache {
         }
     }
 
+    /// When `by`'s transfer asked for at `at` can start: once the
+    /// interface is free, the wait counted when another handler held it.
+    fn take(&mut self, at: Cycles, by: u32) -> Cycles {
+        let start = at.max(self.free_at);
+        if by != self.held_by || by == ANYONE {
+            self.waited += start - at;
+        }
+        self.held_by = by;
+        start
+    }
+
     /// When the interface is done with every transfer booked so far.
     pub(crate) fn booked_until(&self) -> Cycles {
         self.free_at
@@ -107,7 +139,18 @@ impl ProcCache {
     /// it waits for the interface, which then carries it; returns when its
     /// first word reaches the processor and when the interface is free again.
     pub fn reply(&mut self, at: Cycles, p: &MagicParams, line: bool) -> (Cycles, Cycles) {
-        let start = at.max(self.free_at);
+        self.reply_by(at, p, line, ANYONE)
+    }
+
+    /// [`ProcCache::reply`] for handler `by`.
+    pub(crate) fn reply_by(
+        &mut self,
+        at: Cycles,
+        p: &MagicParams,
+        line: bool,
+        by: u32,
+    ) -> (Cycles, Cycles) {
+        let start = self.take(at, by);
         let held = Cycles(if line { crate::ids::LINE_DWORDS } else { 1 });
         self.free_at = start + held;
         self.busy += held;
@@ -125,7 +168,19 @@ impl ProcCache {
         a: PAddr,
         next: LineState,
     ) -> (Intervention, Option<[u8; LINE_BYTES]>) {
-        let start = at.max(self.free_at);
+        self.intervene_by(at, p, a, next, ANYONE)
+    }
+
+    /// [`ProcCache::intervene`] for handler `by`.
+    pub(crate) fn intervene_by(
+        &mut self,
+        at: Cycles,
+        p: &MagicParams,
+        a: PAddr,
+        next: LineState,
+        by: u32,
+    ) -> (Intervention, Option<[u8; LINE_BYTES]>) {
+        let start = self.take(at, by);
         let state = self.state(a);
         let (done, first, data) = match state {
             LineState::Dirty => (
@@ -188,5 +243,20 @@ mod tests {
         );
         assert_eq!(data2, None);
         assert_eq!(c.state(b), LineState::Uncached);
+        assert_eq!(c.waited, Cycles(33), "the second waited from 10 to 43");
+    }
+
+    #[test]
+    fn a_wait_counts_behind_another_handlers_intervention_only() {
+        let p = MagicParams::default();
+        let mut c = ProcCache::default();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x80);
+        // Handler 1's two interventions back to back: its own pace.
+        c.intervene_by(Cycles(0), &p, a, LineState::Uncached, 1);
+        c.intervene_by(Cycles(10), &p, a, LineState::Uncached, 1);
+        assert_eq!((c.booked_until(), c.waited), (Cycles(46), Cycles(0)));
+        // Handler 2's reply waits for it from 40 to 46.
+        let (_, free) = c.reply_by(Cycles(40), &p, true, 2);
+        assert_eq!((free, c.waited), (Cycles(62), Cycles(6)));
     }
 }

@@ -236,6 +236,63 @@ fn a_dirty_line_from_the_processor_cache_is_in_at_cycle_43() {
 }
 
 #[test]
+fn a_transfer_behind_another_handlers_waits_and_the_ledger_counts_the_wait() {
+    // `go` reads two lines back to back (the second behind its own first:
+    // its own pace), asks the processor cache for a clean line's state
+    // (the interface held to 23) and hands the PP to `read`.
+    fn go(cx: &mut C<'_>, _: &Msg, _: t::Go) {
+        let b = cx.alloc_buffer().unwrap();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x1000);
+        let t1 = cx.mem_read(a, b).unwrap();
+        let t2 = cx.mem_read(a, b).unwrap();
+        assert_eq!((t1.first, t2.first), (Cycles(14), Cycles(30)));
+        cx.pc_get(a, None, LineState::Uncached).unwrap();
+        cx.free_buffer_after(b, t2).unwrap();
+        assert_eq!(cx.unit_waits(), (Cycles(0), Cycles(0)));
+        cx.reschedule(cx.msg(T::Step { tag: 0 })).unwrap();
+        cx.busy(Cycles(1));
+    }
+    // Dispatched when `go` ends at 1, after a cycle in the software queue:
+    // its read wants the bus at 15 and has it at 46, its intervention the
+    // interface at 1 and has it at 23.
+    fn read(cx: &mut C<'_>, _: &Msg, _: t::Step) {
+        let queued = cx.queued().0;
+        let b = cx.alloc_buffer().unwrap();
+        let a = PAddr::new(Region::Normal, NodeId(0), 0x2000);
+        let t = cx.mem_read(a, b).unwrap();
+        let iv = cx.pc_get(a, None, LineState::Uncached).unwrap();
+        cx.free_buffer_after(b, t).unwrap();
+        let (m, p) = cx.unit_waits();
+        let s = cx.state();
+        s.at.push(("queued", queued, 0));
+        s.at.push(("read", t.first.0, m.0));
+        s.at.push(("state", iv.state_at.0, p.0));
+    }
+    let mut m = machine(
+        1,
+        Timing {
+            step: named!(read),
+            ..Timing::with(named!(go))
+        },
+    );
+    go_at_zero(&mut m);
+    assert_eq!(
+        m.state(NodeId(0)).unwrap().at,
+        vec![("queued", 1, 0), ("read", 46, 31), ("state", 46, 22)]
+    );
+    let l = m.ledger();
+    let waiting = |u| l.unit(Some(0), u).unwrap().waiting;
+    assert_eq!(
+        (
+            waiting(Unit::Inbox),
+            waiting(Unit::Memory),
+            waiting(Unit::PcacheIf)
+        ),
+        (1, 31, 22)
+    );
+}
+
+#[test]
 fn a_full_line_packet_arrives_40_plus_22_cycles_after_it_is_sent() {
     fn go(cx: &mut C<'_>, _: &Msg, _: t::Go) {
         let b = cx.alloc_buffer().unwrap();

@@ -222,6 +222,7 @@ fn transfer_prints_the_breakdown_as_json() {
         "receiver_handler_per_line",
         "network_cycles_per_line",
         "limited_by",
+        "held_back",
         "data_ok",
         "occupancy",
     ] {
@@ -1256,4 +1257,8 @@ fn a_transfer_within_one_line_prints_no_rate() {
     );
     let v = transfer_json(&["--direction", "bi"]);
     assert_eq!(v["limited_by"], "pp", "{v}");
+    // What held the stream back is the PP's arbitration: 371 of the 371
+    // cycles it takes longer than one way (15.63 us).
+    assert_eq!(v["held_back"]["pp_arbitration"], 371, "{v}");
+    assert_eq!(v["total_cycles"].as_u64(), Some(1563 + 371), "{v}");
 }

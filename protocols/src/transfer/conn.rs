@@ -13,7 +13,7 @@ use super::home;
 use super::msg::{xfer_msg, Answering, Refusal, XferMsg, XferOp};
 use super::state::{
     addr, command, complete_if_done, costs, queue, requeue, step_again, Accepted, CmdRecord,
-    RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
+    HeldBack, RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
 };
 use crate::os_side::{self, Frame};
 use crate::user::pages::PageTable;
@@ -212,6 +212,7 @@ fn setup(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Setup) {
                 got: 0,
                 written: Cycles(0),
                 deposits: 0,
+                held: HeldBack::default(),
             });
             let to = s.partner.map_or(me, |p| p.0);
             let space = XferMsg::Space {
@@ -287,6 +288,7 @@ fn component(cx: &mut C<'_>, m: &Msg, _msg: xfer_msg::Component) {
 /// Store the component `m` held in buffer `b` (on arrival, or once a stale
 /// page's new translation is in, or a buffer to merge with is free).
 fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
+    let units = cx.unit_waits();
     let Ok(XferMsg::Component { id, at: ro, len: n }) = cx.decode::<XferMsg>(m) else {
         cx.state().stats.dropped += 1;
         let _ = cx.free_buffer(b);
@@ -334,13 +336,16 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
     }
     let mode = cx.state().params.mode;
     let steps = c.recv_steps();
+    let data = cx.buffer_ticket(b).map_or(cx.now(), |x| x.ready);
     match modes::receiver_write_with(cx, mode, line, b, at..at + n as usize, &steps) {
         Ok(t) => {
             let _ = cx.free_buffer_after(b, t);
+            let held = write_held(cx, t, data, units);
             let s = cx.state();
             s.stats.marks.first_written.get_or_insert(t.ready);
             let r = &mut s.recvs[i];
             r.written = r.written.max(t.ready);
+            r.held = held;
         }
         Err(modes::ModeError::Busy { .. }) => {
             // No buffer for merging a part of a line, or the processor's
@@ -366,6 +371,30 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
         }
     }
     finish_component(cx, i, n);
+}
+
+/// What waits cost the end of a receive if the component whose memory
+/// write `t` just went out (its data in at `data`) is its last: the
+/// handler's dispatch wait, as far as it put off the write beyond the
+/// data's arrival; the write's own wait behind another handler's transfer;
+/// and the wait of the invalidation of a cached copy, as far as that
+/// finished the receive after the write. `units` are the node's unit waits
+/// before the component's store began.
+fn write_held(cx: &mut C<'_>, t: magic::Ticket, data: Cycles, units: (Cycles, Cycles)) -> HeldBack {
+    let (m, p) = cx.unit_waits();
+    let (memory, pcache) = ((m - units.0).0, (p - units.1).0);
+    let written = t.first + Cycles(magic::ids::LINE_DWORDS - 1);
+    // When the write was handed over: its data in, the handler at it.
+    let handed = t
+        .first
+        .saturating_sub(cx.params().mem_write_latency + Cycles(memory))
+        .max(data);
+    let after = t.ready.saturating_sub(written).0;
+    HeldBack {
+        pp_arbitration: cx.queued().0.min((handed - data).0),
+        memory: if after == 0 { memory } else { 0 },
+        pcache_if: pcache.min(after),
+    }
 }
 
 /// Count a stored component's `n` bytes into receive `i`.
@@ -475,7 +504,11 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, xfer_msg::Cleanup { id }: xfer_msg::Cleanup
     };
     let r = cx.state().recvs.remove(i);
     // Nothing is released or told before the last bytes are in memory (and
-    // any cached copy of the buffer is gone).
+    // any cached copy of the buffer is gone): a wait for the PP before this
+    // point costs the receive's end only what it put off the cleanup past
+    // that.
+    let (now, units) = (cx.now(), cx.unit_waits());
+    let late = cx.queued().min(now.saturating_sub(r.written)).0;
     cx.wait_until(r.written);
     for u in &r.span.uses {
         cx.instr(c.unlink);
@@ -490,6 +523,14 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, xfer_msg::Cleanup { id }: xfer_msg::Cleanup
             id,
         },
     );
+    // Its own transfers' waits behind other handlers' (the answer to the
+    // processor crossing its interface) put off telling the process.
+    let (m, p) = cx.unit_waits();
+    cx.state().stats.held_ending = r.held.plus(HeldBack {
+        pp_arbitration: late,
+        memory: (m - units.0).0,
+        pcache_if: (p - units.1).0,
+    });
 }
 
 /// The home (a third node) has a deposited line in memory.

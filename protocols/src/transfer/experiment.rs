@@ -17,7 +17,7 @@
 
 use super::cpu::{ConnEvent, ConnOp};
 use super::msg::XferOp;
-use super::state::{Strategy, Version, XferNode, XferParams};
+use super::state::{HeldBack, Strategy, Version, XferNode, XferParams};
 use super::unit::Transfer;
 use coherence::modes::Mode;
 use coherence::protocol::{self, CohParams, Coherent};
@@ -532,6 +532,13 @@ pub struct Outcome {
     pub network_per_line: f64,
     /// The stage whose time per line is the rate, `None` with `per_line`.
     pub limited_by: Option<Bound>,
+    /// What waits on the nodes' shared units cost the stream that ended
+    /// last (node 0's one way; both ways, whichever receive was told last):
+    /// the idle time they left on its sender's link, and what they put off
+    /// its end (see [`HeldBack`]). Both ways, each node's PP runs its own
+    /// sender's handler and the component handler of its partner's stream,
+    /// and this is what their waits for each other cost.
+    pub held_back: HeldBack,
     /// Every receive holds its part of the stream, and nothing around them
     /// changed, as the receiving process sees it: no stale line.
     pub data_ok: bool,
@@ -739,6 +746,7 @@ impl Outcome {
             "receiver_handler_per_line": value(Figure::FracCycles, self.receiver_handler_per_line),
             "network_cycles_per_line": value(Figure::FracCycles, self.network_per_line),
             "limited_by": self.limited_by,
+            "held_back": self.held_back,
             "data_ok": self.data_ok,
             "stale_lines": self.stale.len(),
             "stale": self.stale,
@@ -875,6 +883,18 @@ impl std::fmt::Display for Outcome {
             per(self.sender_handler_per_line),
             per(self.receiver_handler_per_line)
         )?;
+        if c.direction == Direction::Bi {
+            let h = &self.held_back;
+            writeln!(
+                f,
+                "waits that held the stream back: {} cycles, {} a line (PP arbitration {}, memory {}, pcache-if {})",
+                h.total(),
+                per(h.total() as f64 / self.lines.max(1) as f64),
+                h.pp_arbitration,
+                h.memory,
+                h.pcache_if,
+            )?;
+        }
         writeln!(f)?;
         write!(f, "{}", self.ledger.render())
     }
@@ -1761,6 +1781,19 @@ fn measure<S: WithTransfer>(
     };
     let limited_by =
         per_line.map(|_| Bound::of(c.direction, network, sender_handler, receiver_handler));
+    // The stream that ended last: its sender's link, its receiver's end.
+    let last = |n: NodeId| done(n).unwrap_or(Cycles(0));
+    let (ender, its_sender) = if senders.contains(&r0) && last(s0) > last(r0) {
+        (s0, r0)
+    } else {
+        (r0, s0)
+    };
+    let held_back = m
+        .state(its_sender)?
+        .xfer()
+        .stats
+        .held_sending
+        .plus(m.state(ender)?.xfer().stats.held_ending);
     let (stale, lines_seen) = data_check(c, &m, senders)?;
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
@@ -1776,6 +1809,7 @@ fn measure<S: WithTransfer>(
         receiver_handler_per_line: receiver_handler,
         network_per_line: network,
         limited_by,
+        held_back,
         data_ok: stale.is_empty(),
         stale,
         coherence,

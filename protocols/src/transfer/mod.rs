@@ -61,7 +61,7 @@ pub use experiment::{
 pub use magic::costs::Breakdown;
 pub use msg::{xfer_msg, Answering, Refusal, XferKind, XferMsg, XferOp};
 pub use state::{
-    Accepted, Carry, CmdRecord, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy, Version,
-    XferNode, XferParams, XferStats,
+    Accepted, Carry, CmdRecord, HeldBack, Marks, Outgoing, RecvOp, SendOp, Space, Span, Strategy,
+    Version, XferNode, XferParams, XferStats,
 };
 pub use unit::Transfer;

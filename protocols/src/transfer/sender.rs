@@ -42,7 +42,9 @@
 use super::conn;
 use super::costs::row;
 use super::msg::{xfer_msg, XferMsg};
-use super::state::{addr, costs, requeue, step_again, Carry, Strategy, Version, XferNode, C};
+use super::state::{
+    addr, costs, requeue, step_again, Carry, HeldBack, Strategy, Version, XferNode, C,
+};
 use coherence::directory::{DirEntry, DirState};
 use coherence::modes::Mode;
 use coherence::protocol;
@@ -66,6 +68,32 @@ struct Inv {
     /// last intervention: it takes one at a time and queues none, so the
     /// next get waits for it.
     pc_free: Cycles,
+    /// The waits of this invocation no idle time on the link has been
+    /// explained by yet: its dispatch's, and its transfers' behind other
+    /// handlers' work.
+    waits: HeldBack,
+    /// The node's unit waits when last looked at (`Cx::unit_waits`).
+    units: (Cycles, Cycles),
+}
+
+/// A component of this stream went on the wire from `start` to `end`:
+/// the link's idle time since the previous one is explained, as far as
+/// they go, by the invocation's waits so far.
+fn on_wire(cx: &mut C<'_>, start: Cycles, end: Cycles, inv: &mut Inv) {
+    let (m, p) = cx.unit_waits();
+    inv.waits.memory += (m - inv.units.0).0;
+    inv.waits.pcache_if += (p - inv.units.1).0;
+    inv.units = (m, p);
+    let stats = &mut cx.state().stats;
+    if let Some(prev) = stats.marks.last_wire {
+        let gap = start.saturating_sub(prev).0;
+        stats.held_sending.explain(gap, &mut inv.waits);
+    }
+    // Only the first component's gap can be the dispatch's doing: by the
+    // next, the handler is running.
+    inv.waits.pp_arbitration = 0;
+    stats.marks.first_wire.get_or_insert(start);
+    stats.marks.last_wire = Some(end);
 }
 
 /// Run `t` (a Table 2 `row`) with its loads and stores in the record.
@@ -683,6 +711,11 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Step) {
         state_updated: false,
         first_issue: None,
         pc_free: Cycles(0),
+        waits: HeldBack {
+            pp_arbitration: cx.queued().0,
+            ..HeldBack::default()
+        },
+        units: cx.unit_waits(),
     };
     charge(cx, k.send_init, row::INIT, &mut inv);
     let now = cx.now();
@@ -727,11 +760,10 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Step) {
             }
         };
         let m = component_msg(cx, &c);
-        let _ = cx.send(m, Some(buf));
-        if let Some((s, e)) = cx.last_wire() {
-            let marks = &mut cx.state().stats.marks;
-            marks.first_wire.get_or_insert(s);
-            marks.last_wire = Some(e);
+        if cx.send(m, Some(buf)).is_ok() {
+            if let Some((s, e)) = cx.last_wire() {
+                on_wire(cx, s, e, &mut inv);
+            }
         }
         advance(cx, &c, &mut inv);
         done += 1;

@@ -196,6 +196,9 @@ pub struct RecvOp {
     pub written: Cycles,
     /// Lines sent on to their home (a third node) and not yet acknowledged.
     pub deposits: u32,
+    /// What waits cost the end of the receive so far: its last
+    /// component's write (the cleanup's part is added when it runs).
+    pub held: HeldBack,
 }
 
 /// The buffer carried from one component to the next: the head of the next
@@ -292,6 +295,57 @@ pub struct Marks {
     pub last_component: Option<Cycles>,
 }
 
+/// What waits on a node's shared units cost a stream: of each wait, the
+/// part the stream could not hide (cycles of 10 ns). A wait held the
+/// stream back where it left the sender's link idle between two of the
+/// stream's components (a component late because its handler waited to be
+/// dispatched, or its data behind another handler's transfer), or where it
+/// delayed the end: the last component's memory write and the cleanup
+/// that tells the process. A wait the stream hid (the link still busy
+/// with components queued before it, the data not yet in) costs nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HeldBack {
+    /// Waiting for the PP, which was running other handlers (the inbox's
+    /// arbitration between its queues).
+    pub pp_arbitration: u64,
+    /// Waiting for memory's data bus, held by another handler's transfer.
+    pub memory: u64,
+    /// Waiting for the processor-cache interface, held by another
+    /// handler's intervention or reply.
+    pub pcache_if: u64,
+}
+
+impl HeldBack {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.pp_arbitration + self.memory + self.pcache_if
+    }
+
+    /// Both added.
+    pub fn plus(self, o: HeldBack) -> HeldBack {
+        HeldBack {
+            pp_arbitration: self.pp_arbitration + o.pp_arbitration,
+            memory: self.memory + o.memory,
+            pcache_if: self.pcache_if + o.pcache_if,
+        }
+    }
+
+    /// Explain `gap` cycles the stream lost with the waits in `w` (taken
+    /// in that order, each at most what is left of the gap), adding what
+    /// each explains to `self` and taking it out of `w`.
+    pub(crate) fn explain(&mut self, gap: u64, w: &mut HeldBack) {
+        let mut left = gap;
+        for (mine, theirs) in [
+            (&mut self.pp_arbitration, &mut w.pp_arbitration),
+            (&mut self.memory, &mut w.memory),
+            (&mut self.pcache_if, &mut w.pcache_if),
+        ] {
+            let x = left.min(*theirs);
+            (*mine, *theirs, left) = (*mine + x, *theirs - x, left - x);
+        }
+    }
+}
+
 /// Counters of one node's transfer activity.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct XferStats {
@@ -336,6 +390,12 @@ pub struct XferStats {
     pub outside_local: u64,
     /// Times stamped for the start-up breakdown.
     pub marks: Marks,
+    /// What waits cost this node's outgoing stream on its link: the idle
+    /// time between its components that the waits before each explain.
+    pub held_sending: HeldBack,
+    /// What waits cost the end of the last receive completed here: its
+    /// last component's memory write and its cleanup.
+    pub held_ending: HeldBack,
 }
 
 /// A node of the transfer machine.

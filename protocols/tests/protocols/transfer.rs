@@ -2,10 +2,11 @@
 //! other results: each figure here is read off a run of the model.
 
 use coherence::modes::Mode;
+use magic::figures::{text, Figure};
 use magic::NodeId;
 use protocols::transfer::{
-    run, run_with_machine, Bound, Config, Direction, Measured, ReceiverState, SenderState,
-    Strategy, Version,
+    run, run_with_machine, Bound, Config, Direction, HeldBack, Measured, ReceiverState,
+    SenderState, Strategy, Version,
 };
 
 fn go(c: Config) -> Measured {
@@ -256,30 +257,187 @@ fn bidirectional_transfers_share_each_pp_and_are_slower_in_every_state() {
     }
 }
 
+/// The sender (uncached, dirty) and receiver (uncached, clean) states of
+/// the bidirectional figures, with chunk 4; the dirty sender also with
+/// chunk 8, the paper's most optimized handler.
+fn bidirectional_states() -> Vec<Config> {
+    let mut v = Vec::new();
+    for (sender, handler) in [
+        (SenderState::Uncached, Version::Chunked(4)),
+        (SenderState::Dirty, Version::Chunked(4)),
+        (SenderState::Dirty, Version::Chunked(8)),
+    ] {
+        for receiver in [ReceiverState::Uncached, ReceiverState::Clean] {
+            v.push(Config {
+                sender,
+                receiver,
+                handler,
+                ..Config::default()
+            });
+        }
+    }
+    v
+}
+
+/// Both ways, on the same states.
+fn both(c: &Config) -> Config {
+    Config {
+        direction: Direction::Bi,
+        ..c.clone()
+    }
+}
+
+/// The ledger's `waiting` of `unit`, every node's summed.
+fn waiting(r: &Measured, unit: magic::Unit) -> u64 {
+    (0..r.ledger.nodes)
+        .filter_map(|n| r.ledger.unit(Some(n), unit))
+        .map(|u| u.waiting)
+        .sum()
+}
+
+#[test]
+fn both_ways_the_slowdown_is_the_waits_that_held_the_stream_back() {
+    for c in bidirectional_states() {
+        let (uni, bi) = (go(c.clone()), go(both(&c)));
+        let what = format!("{:?}/{:?} {:?}", c.sender, c.receiver, c.handler);
+        // One way nothing else runs on the PPs, and the sender's link
+        // idles only at its own handler's pace: nothing held it back.
+        assert_eq!(uni.held_back, HeldBack::default(), "{what}");
+        // Both ways, each PP runs its partner's component handler between
+        // its own sender's invocations. The stream's link idles while its
+        // transfer handler waits for the PP, and its last component and
+        // cleanup wait behind the node's own sending: that is all the
+        // slowdown, to a cycle a line.
+        let slower = bi.total.0 - uni.total.0;
+        let held = bi.held_back.total();
+        assert!(
+            slower.abs_diff(held) <= bi.lines,
+            "{what}: {slower} cycles slower, {held} held back ({:?})",
+            bi.held_back
+        );
+        assert!(bi.held_back.pp_arbitration > 0, "{what}");
+        // Each figure is a share of the waits the ledger counts on that
+        // unit: the inbox's (the PP's arbitration between its queues),
+        // memory's and the processor-cache interface's.
+        for (part, unit) in [
+            (bi.held_back.pp_arbitration, magic::Unit::Inbox),
+            (bi.held_back.memory, magic::Unit::Memory),
+            (bi.held_back.pcache_if, magic::Unit::PcacheIf),
+        ] {
+            assert!(part <= waiting(&bi, unit), "{what}: {unit:?} {part}");
+        }
+        let t = bi.to_string();
+        let line = format!(
+            "waits that held the stream back: {held} cycles, {} a line (PP arbitration {}, memory {}, pcache-if {})\n",
+            text(Figure::FracCycles, held as f64 / bi.lines as f64),
+            bi.held_back.pp_arbitration,
+            bi.held_back.memory,
+            bi.held_back.pcache_if
+        );
+        assert!(t.contains(&line), "{what}: {t}");
+        assert!(!uni.to_string().contains("held the stream back"), "{what}");
+    }
+}
+
+#[test]
+fn both_ways_the_streams_wait_for_each_other_at_the_pp_only() {
+    for c in bidirectional_states() {
+        let (uni, bi) = (go(c.clone()), go(both(&c)));
+        let what = format!("{:?}/{:?} {:?}", c.sender, c.receiver, c.handler);
+        let l = &bi.ledger;
+        let unit = |n: u32, u: magic::Unit| l.unit(Some(n), u).cloned().unwrap();
+        for n in 0..2 {
+            // The inbox holds each stream's messages while the PP runs
+            // the other's handlers: the sender's continuation behind the
+            // partner's components, components behind the node's own
+            // sending.
+            assert!(
+                unit(n, magic::Unit::Inbox).waiting > 2 * bi.lines,
+                "{what}: node {n}"
+            );
+            // Memory serves both streams: the send lines read (or written
+            // back from the processor's cache) and the receive lines
+            // written.
+            assert_eq!(unit(n, magic::Unit::Memory).ops, 2 * bi.lines, "{what}");
+            // Their transfers never meet: the PP issues every one of them,
+            // one handler at a time, and with FLASH's timing each
+            // handler's transfers are over before the next handler's
+            // reach the unit (a component's write, streaming past its
+            // handler's end, is off the bus before the next handler's
+            // first read reaches it; a clean receive line's invalidation
+            // leaves the interface 2 cycles before a dirty sender's next
+            // get). The units count every wait behind another handler's
+            // transfer; here there is none.
+            assert_eq!(unit(n, magic::Unit::Memory).waiting, 0, "{what}");
+            assert_eq!(unit(n, magic::Unit::PcacheIf).waiting, 0, "{what}");
+        }
+        // One way, the only waits for the PP are the command sequence's
+        // (each command write behind the one before).
+        assert!(waiting(&uni, magic::Unit::Inbox) < bi.lines, "{what}");
+    }
+}
+
+#[test]
+fn a_clean_receive_line_costs_both_ways_what_its_handler_holds_the_stream_back() {
+    for sender in [SenderState::Uncached, SenderState::Dirty] {
+        let at = |receiver| {
+            go(Config {
+                sender,
+                receiver,
+                direction: Direction::Bi,
+                ..Config::default()
+            })
+        };
+        let (u, c) = (at(ReceiverState::Uncached), at(ReceiverState::Clean));
+        let what = format!("{sender:?}");
+        // The invalidation of a clean receive line occupies the processor-
+        // cache interface until the state is back (`pc_state`, 23 cycles),
+        // on each node for its partner's stream.
+        let busy = |r: &Measured| r.ledger.unit(Some(0), magic::Unit::PcacheIf).unwrap().busy;
+        assert_eq!(busy(&c) - busy(&u), 23 * c.lines, "{what}");
+        // The component handler issues it and goes on (the receive is
+        // complete only when it is gone): the interface holds no one back,
+        // and what a clean line costs both ways is its handler's work on the
+        // shared PP, through the waits of the other stream for it.
+        assert_eq!(c.held_back.pcache_if, 0, "{what}");
+        let extra = c.total.0 as i64 - u.total.0 as i64;
+        let held = c.held_back.total() as i64 - u.held_back.total() as i64;
+        assert!(
+            extra.abs_diff(held) <= c.lines,
+            "{what}: {extra} against {held}"
+        );
+        // That work is 4 cycles a line (issuing the invalidation where an
+        // uncached line's handler issues the write alone); the stream
+        // feels at most that, less where the PP would have stalled on its
+        // outbox instead.
+        let handler = |r: &Measured| r.receiver_handler_per_line;
+        assert_eq!(handler(&c) - handler(&u), 4.0, "{what}");
+        assert!(extra > 0 && extra <= 4 * c.lines as i64, "{what}: {extra}");
+    }
+}
+
 #[test]
 fn both_ways_the_shared_pp_bounds_the_rate() {
     // Each PP runs its sender's handler and its partner's component
     // handler: their sum per line (49 cycles uncached, 78 dirty) is above
     // the link's 40, and the lines land that far apart.
-    for (sender, handler) in [
-        (SenderState::Uncached, Version::Chunked(4)),
-        (SenderState::Uncached, Version::Chunked(1)),
-        (SenderState::Dirty, Version::Chunked(4)),
-    ] {
-        let r = go(Config {
-            sender,
-            handler,
-            direction: Direction::Bi,
-            ..Config::default()
-        });
-        let what = format!("{sender:?} {handler:?}");
+    let mut states = bidirectional_states();
+    states.push(with(SenderState::Uncached, Version::Chunked(1)));
+    for c in states {
+        let r = go(both(&c));
+        let what = format!("{:?}/{:?} {:?}", c.sender, c.receiver, c.handler);
         let pp = r.sender_handler_per_line + r.receiver_handler_per_line;
         let rate = r.per_line.expect("32 lines: a rate");
         assert!(pp > r.network_per_line, "{what}: PP {pp}");
-        assert!(
-            (rate - pp).abs() < 0.1 * pp,
-            "{what}: {rate} against PP {pp}"
-        );
+        // In chunks of 8 (four invocations for 32 lines) the lines land in
+        // bursts, and the spacing from the first to the last is below the
+        // PP's mean; in chunks of up to 4 it is the PP's time a line.
+        if c.handler != Version::Chunked(8) {
+            assert!(
+                (rate - pp).abs() < 0.1 * pp,
+                "{what}: {rate} against PP {pp}"
+            );
+        }
         assert_eq!(r.limited_by, Some(Bound::Pp), "{what}");
         let pp_busy = r
             .ledger
@@ -806,5 +964,49 @@ fn a_slow_processor_interface_overlaps_the_parts_without_breaking_their_sum() {
         );
         // Most of the wait for the ACK is the interface's.
         assert!(s.initiation >= pi_out, "pi_out {pi_out}: {s:?}");
+    }
+}
+
+#[test]
+fn where_a_unit_is_slower_the_streams_wait_for_it_and_the_slowdown_says_so() {
+    // With MAGIC's 23 cycles, a clean receive line's invalidation leaves the
+    // interface just before a dirty sender's next get. An interface that
+    // answers in 27 holds that get: the ledger counts the waits, and the
+    // part the stream could not hide is named in the slowdown.
+    let dirty_clean = Config {
+        sender: SenderState::Dirty,
+        receiver: ReceiverState::Clean,
+        ..Config::default()
+    };
+    let mut slow_interface = dirty_clean.clone();
+    slow_interface.params.pc_state = magic::Cycles(27);
+    // Memory writes reaching the bus 30 cycles after they are handed over
+    // (not 8) run into the next handler's reads.
+    let mut slow_writes = Config::default();
+    slow_writes.params.mem_write_latency = magic::Cycles(30);
+    for (c, unit) in [
+        (slow_interface, magic::Unit::PcacheIf),
+        (slow_writes, magic::Unit::Memory),
+    ] {
+        let (uni, bi) = (go(c.clone()), go(both(&c)));
+        let what = format!("{unit:?}");
+        assert!(waiting(&bi, unit) > 0, "{what}");
+        let slower = bi.total.0 - uni.total.0;
+        assert!(
+            slower.abs_diff(bi.held_back.total()) <= bi.lines,
+            "{what}: {slower} against {:?}",
+            bi.held_back
+        );
+        let part = match unit {
+            magic::Unit::PcacheIf => bi.held_back.pcache_if,
+            _ => bi.held_back.memory,
+        };
+        assert!(part <= waiting(&bi, unit), "{what}: {part}");
+        if unit == magic::Unit::PcacheIf {
+            // The gets held behind the invalidations put off the stream.
+            assert!(part > 0, "{what}");
+            let base = go(both(&dirty_clean));
+            assert!(bi.total > base.total, "{what}");
+        }
     }
 }
