@@ -174,7 +174,18 @@ fn others() -> Vec<Other> {
         Other {
             table: "[costs.sp]",
             what: "SP AM, in instructions of the 66 MHz processor, and its \
-                   reliability protocol's counts and windows.",
+                   reliability protocol's counts and windows. Each entry's \
+                   provenance is in `SpCosts`'s documentation: the per-call \
+                   costs are derived from the paper's measured operations, \
+                   `bulk_packet` from its ~175 us to send a chunk of 36 \
+                   packets, the windows published, the rest model choices \
+                   with their reasons. `lengths_per_access` writes one down \
+                   that shapes the blocking bulk curve: the host hands the \
+                   adapter a chunk's packet lengths in one MicroChannel \
+                   access once the chunk is composed (the paper says only \
+                   that several can be written at once); a study that writes \
+                   them a few at a time lowers `bulk_packet` to keep 175 us \
+                   a chunk.",
             columns: &["default"],
             rows: rows(
                 &[SpCosts::default()],

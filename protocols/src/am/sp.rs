@@ -33,10 +33,15 @@
 //! request's own poll comes after its packet is out, off the path.
 //!
 //! Stores move in chunks of up to 36 packets, one sequence number and one
-//! ack each. A block of several chunks sends chunk N once chunk N-2 is
-//! acknowledged. A store that fits in one chunk goes out at once while the
-//! request window (75 packets) has room: back-to-back asynchronous stores
-//! overlap, each paying only its host-side issue cost.
+//! ack each. The host copies a chunk's packets into the send FIFO and
+//! writes their lengths into the adapter in one MicroChannel access (by
+//! default the whole chunk's; `lengths_per_access`), and the adapter sends
+//! them from there; the receiver takes each packet, and acknowledges the
+//! chunk when it has them all. A block of several chunks sends chunk N
+//! once chunk N-2 is acknowledged. A store that fits in one chunk goes out
+//! at once while the request window (75 packets) has room: back-to-back
+//! asynchronous stores overlap, each paying only its host-side issue cost.
+//! A blocking store returns when its last chunk's ack is in.
 
 use super::{Handler, Platform, Run, Step, MAX_COST};
 use crate::error::check;
@@ -124,43 +129,83 @@ pub const PACKET_DATA: u32 = 224;
 /// Packets in a bulk chunk (8064 bytes of data).
 pub const CHUNK_PACKETS: u32 = 36;
 
-/// The layer's instructions (66 MHz cycles) per operation.
+/// The layer's instructions (66 MHz cycles) per operation, and its
+/// protocol's counts and windows.
 ///
 /// A scenario's `[costs.sp]` table: every entry may be left out, and takes
 /// its default then (in parentheses); an unknown key is an error. Each count
-/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at least 1,
-/// and the windows hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
+/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at
+/// least 1, `lengths_per_access` from 1 to [`CHUNK_PACKETS`], and the windows
+/// hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
+///
+/// Each entry says where its value comes from: *published* (a figure of
+/// the SP paper, docs/reference.md), *derived* (worked out from published
+/// figures, saying how) or a *model choice* (with its reason). The
+/// published per-call costs include one MicroChannel access per send
+/// (`mc_access` of [`SpParams`], 1 us) and, for a request, its poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpCosts {
     /// A request of N words: `request + request_word * N`, plus one
-    /// MicroChannel access and an internal poll. (345)
+    /// MicroChannel access and an internal poll. Derived: `am_request_1`
+    /// takes 7.7 us with its poll (1.3) and its access (1), so 5.4 us of
+    /// instructions, 356 cycles for one word. (345)
     pub request: u64,
-    /// A request's instructions per argument word. (11)
+    /// A request's instructions per argument word. Derived:
+    /// `am_request_1` to `_4` grow by 0.5 us over 3 words. (11)
     pub request_word: u64,
-    /// A reply: `reply + reply_word * N`, plus one MicroChannel access. (189)
+    /// A reply: `reply + reply_word * N`, plus one MicroChannel access.
+    /// Derived: `am_reply_1`, 4.0 us less its access, is 198 cycles for one
+    /// word. (189)
     pub reply: u64,
-    /// A reply's instructions per argument word. (9)
+    /// A reply's instructions per argument word. Derived: `am_reply_1` to
+    /// `_4` grow by 0.4 us over 3 words. (9)
     pub reply_word: u64,
-    /// An empty poll (each message it takes is `per_message` more). (86)
+    /// An empty poll (each message it takes is `per_message` more).
+    /// Derived: 1.3 us. (86)
     pub poll: u64,
-    /// Each message a poll takes. (110)
+    /// Each message a poll takes. Derived: 1.8 us a message polled, less
+    /// its share of a lazy pop (1 us every `pop_every`). (110)
     pub per_message: u64,
-    /// Messages between lazy pops of the receive FIFO. (8)
+    /// Messages between lazy pops of the receive FIFO (one MicroChannel
+    /// access each). Model choice: the paper pops after a fixed number of
+    /// polled messages and does not say how many. (8)
     pub pop_every: u64,
-    /// An ack, NACK or keep-alive sent, and one taken. (60)
+    /// An ack, NACK or keep-alive sent (plus its MicroChannel access), and
+    /// one taken. Model choice: a header-only packet composed and flushed,
+    /// or read and its numbers applied; the paper gives no cost. (60)
     pub control: u64,
-    /// Each packet retransmitted (their lengths go in one access). (40)
+    /// Each packet retransmitted (their lengths go in one access). Model
+    /// choice: the packet is still in the send FIFO; its header's ack
+    /// numbers are renewed and its line flushed. (40)
     pub retransmit: u64,
-    /// Unsuccessful polls before a keep-alive. (2000)
+    /// Unsuccessful polls before a keep-alive. Model choice: the paper
+    /// counts polls as its timer and gives no count; 2000 polls are about
+    /// 2.6 ms, far above a round trip. (2000)
     pub keepalive_polls: u64,
-    /// The request window (packets sent and not yet acknowledged). (75)
+    /// The request window (packets sent and not yet acknowledged).
+    /// Published. (75)
     pub window_req: usize,
-    /// The reply window (packets sent and not yet acknowledged). (76)
+    /// The reply window (packets sent and not yet acknowledged).
+    /// Published. (76)
     pub window_rep: usize,
-    /// Sending one packet of a bulk chunk (copy into the send FIFO, flush);
-    /// the chunk's lengths go to the adapter in one access. (319)
+    /// Sending one packet of a bulk chunk: copy it into the send FIFO and
+    /// flush its lines; its length goes to the adapter with others, in one
+    /// MicroChannel access per `lengths_per_access` packets. Derived: the
+    /// paper's ~175 us to send a chunk is 36 packets of 319 cycles at
+    /// 66 MHz and the one access of its lengths. The paper gives the
+    /// chunk's cost, not its split, so a packet that holds less than 224
+    /// bytes costs as much (a model choice). (319)
     pub bulk_packet: u64,
+    /// Packets whose lengths the host writes into the adapter's
+    /// packet-length array in one MicroChannel access during a bulk
+    /// transfer; the adapter sends a packet once its length is there, so
+    /// it starts on a chunk after the first such group is composed. The
+    /// paper says several lengths can be written at once, not how many: a
+    /// model choice, the whole chunk (the chunk is the unit SP AM numbers
+    /// and acknowledges, and one access is the fewest), so a chunk leaves
+    /// once it is composed. From 1 to 36, a chunk's packets. (36)
+    pub lengths_per_access: u64,
     /// SP AM's own additions to a send, part of `request` and `reply`:
     /// flushing a 64-byte line of the message (a `dcbf` and its share of the
     /// `sync`), and the flow-control bookkeeping (take the sequence number,
@@ -172,7 +217,10 @@ pub struct SpCosts {
     /// The bookkeeping of a packet taken (sequence check, acks it carries),
     /// part of `per_message`; a model choice as above. (20)
     pub flow_recv: u64,
-    /// Taking one bulk packet (copy out of the receive FIFO). (166)
+    /// Taking one bulk packet: a message taken (`per_message`, 110) and
+    /// its 224 bytes copied out of the receive FIFO at 4 bytes a cycle
+    /// (56). Model choice: the paper gives no receive cost for bulk
+    /// data. (166)
     pub bulk_take: u64,
 }
 
@@ -199,6 +247,12 @@ impl SpCosts {
             check(field, v, 0, MAX_COST)?;
         }
         check("poll", self.poll, 1, MAX_COST)?;
+        check(
+            "lengths_per_access",
+            self.lengths_per_access,
+            1,
+            CHUNK_PACKETS as u64,
+        )?;
         check("pop_every", self.pop_every, 1, MAX_COST)?;
         check("keepalive_polls", self.keepalive_polls, 1, MAX_COST)?;
         let lo = CHUNK_PACKETS as usize;
@@ -224,6 +278,7 @@ impl Default for SpCosts {
             window_rep: 76,
             // About 175 us to send a chunk of 36 packets.
             bulk_packet: 319,
+            lengths_per_access: CHUNK_PACKETS as u64,
             bulk_take: 166,
             flush_line: 8,
             flow_send: 25,
@@ -668,13 +723,19 @@ impl Sim<'_> {
         true
     }
 
-    /// Put one chunk's packets on the adapter (its lengths in one access).
+    /// Put one chunk's packets on the adapter: each group of
+    /// `lengths_per_access` packets copied, then their lengths written in
+    /// one access, which lets the adapter send them.
     fn send_chunk(&mut self, n: usize, to: usize, chunk: u32, packets: u8, bytes: u32, last: bool) {
         let c = self.p.costs;
         self.count(n, "store");
-        self.charge(n, "store", c.bulk_packet * packets as u64, 1);
+        let group = c.lengths_per_access.clamp(1, CHUNK_PACKETS as u64) as u8;
         let mut left = bytes;
         for index in 0..packets {
+            if index % group == 0 {
+                let these = (packets - index).min(group);
+                self.charge(n, "store", c.bulk_packet * these as u64, 1);
+            }
             let b = left.min(PACKET_DATA);
             left -= b;
             let body = Body::Bulk {

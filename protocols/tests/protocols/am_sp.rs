@@ -229,3 +229,54 @@ fn a_lost_bulk_packet_is_sent_again_with_its_chunk() {
     assert!(r.reliability.retransmitted > 0);
     assert_eq!(r.run.received[1], 1, "the block arrived, once");
 }
+
+#[test]
+fn a_chunk_hands_the_adapter_its_lengths_in_groups_of_one_to_36() {
+    use protocols::am::sp::SpCosts;
+    for bad in [0, 37, u64::MAX] {
+        let costs = SpCosts {
+            lengths_per_access: bad,
+            ..SpCosts::default()
+        };
+        let e = Sp::with(4, costs, Default::default()).unwrap_err();
+        assert_eq!(e.field(), Some("lengths_per_access"), "{e}");
+        assert!(e.to_string().contains("from 1 to 36"), "{e}");
+    }
+    // One access a chunk (the default) or one a packet: the same packets
+    // and acks, the lengths' accesses apart; the adapter starts sooner.
+    let run = |group: u64| {
+        let mut p = Sp::new(4);
+        p.costs.lengths_per_access = group;
+        let mut progs = vec![Vec::new(); 4];
+        progs[0] = vec![
+            Step::Mark,
+            Step::Store {
+                to: NodeId(1),
+                bytes: 8064,
+                align: protocols::am::Align::Double,
+            },
+            Step::Wait { received: 1 },
+            Step::Mark,
+        ];
+        progs[1] = vec![Step::Wait { received: 1 }];
+        let r = p.run_detailed(&progs).unwrap();
+        let store = r.run.ops[&(0, "store")];
+        (
+            r.run.between(0, 0, 1).unwrap(),
+            store.calls,
+            store.ni_writes,
+        )
+    };
+    let (whole, calls, writes) = run(36);
+    assert_eq!((calls, writes), (1, 1));
+    let (each, calls, writes) = run(1);
+    assert_eq!((calls, writes), (1, 36));
+    // The adapter starts after one packet's issue instead of the chunk's,
+    // and the link then stays busy: the store ends 35 packets' issue
+    // (169 us) sooner.
+    let sooner = 35.0 * Sp::new(4).costs.bulk_packet as f64 / 66.0;
+    assert!(
+        (whole - each - sooner).abs() < 1.5,
+        "{each} against {whole}"
+    );
+}
