@@ -185,7 +185,8 @@ fn others() -> Vec<Other> {
                    access once the chunk is composed (the paper says only \
                    that several can be written at once); a study that writes \
                    them a few at a time lowers `bulk_packet` to keep 175 us \
-                   a chunk.",
+                   a chunk. [sp-bulk.md](sp-bulk.md) adds the bandwidth \
+                   benchmark's times up from these entries.",
             columns: &["default"],
             rows: rows(
                 &[SpCosts::default()],
