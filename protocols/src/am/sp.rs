@@ -34,9 +34,10 @@
 //!
 //! Stores move in chunks of up to 36 packets, one sequence number and one
 //! ack each. The host copies a chunk's packets into the send FIFO and
-//! writes their lengths into the adapter in one MicroChannel access (by
-//! default the whole chunk's; `lengths_per_access`), and the adapter sends
-//! them from there; the receiver takes each packet, and acknowledges the
+//! writes their lengths into the adapter a few at a time, one MicroChannel
+//! access a group (`lengths_per_access`, by default 4), and the adapter
+//! sends each group once its lengths are there, while the host composes
+//! the next; the receiver takes each packet, and acknowledges the
 //! chunk when it has them all. A block of several chunks sends chunk N
 //! once chunk N-2 is acknowledged. A store that fits in one chunk goes out
 //! at once while the request window (75 packets) has room: back-to-back
@@ -193,19 +194,23 @@ pub struct SpCosts {
     /// Sending one packet of a bulk chunk: copy it into the send FIFO and
     /// flush its lines; its length goes to the adapter with others, in one
     /// MicroChannel access per `lengths_per_access` packets. Derived: the
-    /// paper's ~175 us to send a chunk is 36 packets of 319 cycles at
-    /// 66 MHz and the one access of its lengths. The paper gives the
-    /// chunk's cost, not its split, so a packet that holds less than 224
-    /// bytes costs as much (a model choice). (319)
+    /// paper's ~175 us to send a chunk is 36 packets of 304 cycles at
+    /// 66 MHz and the 9 accesses of their lengths, 4 at a time. The paper
+    /// gives the chunk's cost, not its split, so a packet that holds less
+    /// than 224 bytes costs as much (a model choice). (304)
     pub bulk_packet: u64,
     /// Packets whose lengths the host writes into the adapter's
     /// packet-length array in one MicroChannel access during a bulk
     /// transfer; the adapter sends a packet once its length is there, so
     /// it starts on a chunk after the first such group is composed. The
     /// paper says several lengths can be written at once, not how many: a
-    /// model choice, the whole chunk (the chunk is the unit SP AM numbers
-    /// and acknowledges, and one access is the fewest), so a chunk leaves
-    /// once it is composed. From 1 to 36, a chunk's packets. (36)
+    /// model choice, 4. "Several" is a few, not a chunk's 36, and the
+    /// length array lets the adapter send a packet as soon as its slot is
+    /// written, so the adapter sends a chunk's first packets while the
+    /// host composes the rest; 4 lengths an access keep the accesses to 9
+    /// of a chunk's 175 us. Writing a whole chunk's at once would hold its
+    /// first packet back for the chunk's 175 us. From 1 to 36, a chunk's
+    /// packets. (4)
     pub lengths_per_access: u64,
     /// SP AM's own additions to a send, part of `request` and `reply`:
     /// flushing a 64-byte line of the message (a `dcbf` and its share of the
@@ -277,9 +282,10 @@ impl Default for SpCosts {
             keepalive_polls: 2000,
             window_req: 75,
             window_rep: 76,
-            // About 175 us to send a chunk of 36 packets.
-            bulk_packet: 319,
-            lengths_per_access: CHUNK_PACKETS as u64,
+            // About 175 us to send a chunk of 36 packets, lengths 4 an
+            // access.
+            bulk_packet: 304,
+            lengths_per_access: 4,
             bulk_take: 166,
             flush_line: 8,
             flow_send: 25,

@@ -242,8 +242,8 @@ fn a_chunk_hands_the_adapter_its_lengths_in_groups_of_one_to_36() {
         assert_eq!(e.field(), Some("lengths_per_access"), "{e}");
         assert!(e.to_string().contains("from 1 to 36"), "{e}");
     }
-    // One access a chunk (the default) or one a packet: the same packets
-    // and acks, the lengths' accesses apart; the adapter starts sooner.
+    // One access a chunk or one a packet: the same packets and acks, the
+    // lengths' accesses apart; the adapter starts sooner.
     let run = |group: u64| {
         let mut p = Sp::new(4);
         p.costs.lengths_per_access = group;
@@ -273,7 +273,7 @@ fn a_chunk_hands_the_adapter_its_lengths_in_groups_of_one_to_36() {
     assert_eq!((calls, writes), (1, 36));
     // The adapter starts after one packet's issue instead of the chunk's,
     // and the link then stays busy: the store ends 35 packets' issue
-    // (169 us) sooner.
+    // (161 us) sooner.
     let sooner = 35.0 * Sp::new(4).costs.bulk_packet as f64 / 66.0;
     assert!(
         (whole - each - sooner).abs() < 1.5,
