@@ -198,7 +198,11 @@ fn others() -> Vec<Other> {
                    keeps a chunk until then, to send it again): returning \
                    when its chunks are handed to the adapter, a 64-byte \
                    store would take 6 us against a get's 56, where the paper \
-                   finds a get only slightly slower. \
+                   finds a get only slightly slower. A store does not poll \
+                   after its issue, as a request does (the paper's request \
+                   cost counts its poll; a store waits for no reply), so \
+                   back-to-back stores pay their issue alone, the paper's \
+                   start-up of the pipelined stores. \
                    [sp-bulk.md](sp-bulk.md) adds the bandwidth benchmark's \
                    times up from these entries.",
             columns: &["default"],
