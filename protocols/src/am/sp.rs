@@ -113,6 +113,9 @@ pub enum Body {
         bytes: u32,
         /// The chunk is the block's last.
         last: bool,
+        /// For a store into a segment the receiver shares among senders:
+        /// the segment and its size (bytes), all senders together.
+        share: Option<(u16, u32)>,
     },
     /// A chunk is in.
     ChunkAck {
@@ -366,8 +369,8 @@ struct RecvChan {
 struct Peer {
     send: [SendChan; 2],
     recv: [RecvChan; 2],
-    /// Bulk: chunks sent and not acknowledged (number, packets, bytes, last).
-    chunks_out: VecDeque<(u32, u8, u32, bool)>,
+    /// Bulk: chunks sent and not acknowledged.
+    chunks_out: VecDeque<Chunk>,
     next_chunk: u32,
     /// Bulk in: the next chunk expected, and the packets of it seen.
     chunk_expected: u32,
@@ -382,11 +385,26 @@ struct Store {
     to: usize,
     bytes: u32,
     sent: u32,
+    /// A shared segment's number and size (`Step::StoreShared`).
+    share: Option<(u16, u32)>,
+}
+
+/// A chunk sent and not yet acknowledged.
+#[derive(Clone, Copy)]
+struct Chunk {
+    number: u32,
+    packets: u8,
+    bytes: u32,
+    /// The block's last chunk.
+    last: bool,
+    share: Option<(u16, u32)>,
 }
 
 struct Node {
     t: Time,
     store: Option<Store>,
+    /// Shared segments being filled: number and bytes in so far.
+    segments: Vec<(u16, u32)>,
     /// Blocks asked for by gets, to store back.
     gets: VecDeque<Store>,
     /// The program's own store step is under way (in `store`).
@@ -675,8 +693,9 @@ impl Sim<'_> {
                 chunk,
                 index,
                 packets,
+                bytes,
                 last,
-                ..
+                share,
             } => {
                 self.count(n, "bulk-in");
                 self.charge(n, "bulk-in", c.bulk_take, pop);
@@ -692,7 +711,23 @@ impl Sim<'_> {
                     peer.chunk_expected += 1;
                     peer.chunk_seen = 0;
                     self.control(n, from, Body::ChunkAck { chunk }, "ack");
-                    if last {
+                    if let Some((segment, total)) = share {
+                        // A shared segment is complete once every
+                        // sender's part is in, whichever comes last.
+                        let segs = &mut self.nodes[n].segments;
+                        let i = match segs.iter().position(|x| x.0 == segment) {
+                            Some(i) => i,
+                            None => {
+                                segs.push((segment, 0));
+                                segs.len() - 1
+                            }
+                        };
+                        segs[i].1 = segs[i].1.saturating_add(bytes);
+                        if segs[i].1 >= total {
+                            segs.swap_remove(i);
+                            self.nodes[n].received += 1;
+                        }
+                    } else if last {
                         // The end of the block: the store is complete.
                         self.nodes[n].received += 1;
                     }
@@ -703,10 +738,10 @@ impl Sim<'_> {
                 self.charge(n, "control", c.control, pop);
                 let node = &mut self.nodes[n];
                 let q = &mut node.peers[from].chunks_out;
-                while q.front().is_some_and(|x| x.0 <= chunk) {
+                while q.front().is_some_and(|x| x.number <= chunk) {
                     let done = q.pop_front().expect("front");
                     node.outstanding -= 1;
-                    if done.3 {
+                    if done.last {
                         // The store's completion function runs.
                         node.received += 1;
                     }
@@ -715,15 +750,15 @@ impl Sim<'_> {
             Body::ChunkNack { expected } => {
                 self.count(n, "control");
                 self.charge(n, "control", c.control, pop);
-                let again: Vec<(u32, u8, u32, bool)> = self.nodes[n].peers[from]
+                let again: Vec<Chunk> = self.nodes[n].peers[from]
                     .chunks_out
                     .iter()
-                    .filter(|x| x.0 >= expected)
+                    .filter(|x| x.number >= expected)
                     .copied()
                     .collect();
-                for (chunk, packets, bytes, last) in again {
-                    self.rel.retransmitted += packets as u64;
-                    self.send_chunk(n, from, chunk, packets, bytes, last);
+                for ch in again {
+                    self.rel.retransmitted += ch.packets as u64;
+                    self.send_chunk(n, from, ch);
                 }
             }
         }
@@ -733,7 +768,14 @@ impl Sim<'_> {
     /// Put one chunk's packets on the adapter: each group of
     /// `lengths_per_access` packets copied, then their lengths written in
     /// one access, which lets the adapter send them.
-    fn send_chunk(&mut self, n: usize, to: usize, chunk: u32, packets: u8, bytes: u32, last: bool) {
+    fn send_chunk(&mut self, n: usize, to: usize, ch: Chunk) {
+        let Chunk {
+            number: chunk,
+            packets,
+            bytes,
+            last,
+            share,
+        } = ch;
         let c = self.p.costs;
         self.count(n, "store");
         let group = c.lengths_per_access.clamp(1, CHUNK_PACKETS as u64) as u8;
@@ -751,6 +793,7 @@ impl Sim<'_> {
                 packets,
                 bytes,
                 last,
+                share,
             };
             self.put(n, to, b as u64, body);
         }
@@ -770,7 +813,7 @@ impl Sim<'_> {
             let out = &self.nodes[n].peers[st.to].chunks_out;
             let full = if st.bytes <= PACKET_DATA * CHUNK_PACKETS {
                 // One chunk: the request window bounds what is unacknowledged.
-                let held: usize = out.iter().map(|x| x.1 as usize).sum();
+                let held: usize = out.iter().map(|x| x.packets as usize).sum();
                 held + packets as usize > self.p.costs.window_req
             } else {
                 // Chunk N waits for the ack of chunk N-2.
@@ -784,9 +827,16 @@ impl Sim<'_> {
             let peer = &mut self.nodes[n].peers[st.to];
             let chunk = peer.next_chunk;
             peer.next_chunk += 1;
-            peer.chunks_out.push_back((chunk, packets, bytes, last));
+            let ch = Chunk {
+                number: chunk,
+                packets,
+                bytes,
+                last,
+                share: st.share,
+            };
+            peer.chunks_out.push_back(ch);
             self.nodes[n].outstanding += 1;
-            self.send_chunk(n, st.to, chunk, packets, bytes, last);
+            self.send_chunk(n, st.to, ch);
             if let Some(x) = self.nodes[n].store.as_mut() {
                 x.sent += bytes;
             }
@@ -817,6 +867,7 @@ impl Sim<'_> {
                 to: from,
                 bytes: arg.max(1),
                 sent: 0,
+                share: None,
             });
             return;
         }
@@ -912,12 +963,17 @@ impl super::Layer for Sim<'_> {
             Step::Reply { to, words } => self.send(n, to, Chan::Rep, words, Handler::Nop),
             Step::Get { from, bytes } => self.send_arg(n, from, Chan::Req, 1, Handler::Get, bytes),
             Step::Store { to, bytes, .. } | Step::StoreShared { to, bytes, .. } => {
+                let share = match s {
+                    Step::StoreShared { segment, total, .. } => Some((segment, total)),
+                    _ => None,
+                };
                 if !self.nodes[n].storing {
                     self.nodes[n].storing = true;
                     self.nodes[n].store = Some(Store {
                         to: to.0 as usize,
                         bytes: bytes.max(1),
                         sent: 0,
+                        share,
                     });
                 }
                 let done = self.store(n);
@@ -1045,6 +1101,7 @@ impl Sp {
                 .map(|_| Node {
                     t: Time::ZERO,
                     store: None,
+                    segments: Vec::new(),
                     gets: VecDeque::new(),
                     storing: false,
                     received: 0,

@@ -280,3 +280,24 @@ fn a_chunk_hands_the_adapter_its_lengths_in_groups_of_one_to_36() {
         "{each} against {whole}"
     );
 }
+
+#[test]
+fn two_senders_into_one_node_share_its_link_and_a_shared_segment_ends_with_both() {
+    use protocols::am::sp::PACKET_DATA;
+    let p = Sp::new(3);
+    let bytes = 65536u32;
+    let one = suite::two_to_one_segments(&p, bytes, true).unwrap();
+    let two = suite::two_to_one_segments(&p, bytes, false).unwrap();
+    // SP AM keeps no segment state: into one segment or two, the same
+    // packets, and the shared segment is in once both parts are.
+    assert_eq!(one, two);
+    // Both blocks pass the switch's one link out to the receiver, every
+    // packet with its header: the time is that link's, and a little more.
+    let packets = bytes.div_ceil(PACKET_DATA) as u64;
+    let on_link = 2 * (bytes as u64 + packets * magic::ni::sp::HEADER_BYTES);
+    let link_us = on_link as f64 / p.hw.switch_bytes_per_us as f64;
+    assert!(
+        one >= link_us && one < 1.05 * link_us,
+        "{one:.1} us against the link's {link_us:.1}"
+    );
+}
