@@ -195,7 +195,37 @@ fn others() -> Vec<Other> {
         Other {
             table: "[costs.sp]",
             what: "SP AM, in instructions of the 66 MHz processor, and its \
-                   reliability protocol's counts and windows.",
+                   reliability protocol's counts and windows. Each entry's \
+                   provenance is in `SpCosts`'s documentation: the per-call \
+                   costs are derived from the paper's measured operations, \
+                   `bulk_packet` from its ~175 us to send a chunk of 36 \
+                   packets, the windows published, the rest model choices \
+                   with their reasons. `lengths_per_access` writes one down \
+                   that shapes the blocking bulk curve: the host hands the \
+                   adapter a chunk's packet lengths 4 at a time, one \
+                   MicroChannel access each, so the adapter sends a chunk's \
+                   first packets while the host composes the rest (the paper \
+                   says only that several can be written at once); a study \
+                   that changes it changes `bulk_packet` to keep 175 us a \
+                   chunk. Two choices of mechanism go with them, where the \
+                   paper is silent. Chunk N waits for the ack of chunk N-2 \
+                   counting every chunk outstanding to the peer, whatever \
+                   its size and whichever store it belongs to: counted in \
+                   packets instead (the 75-packet window), back-to-back \
+                   asynchronous stores of 8 and 16 KB would move 34.9 MB/s \
+                   where blocking ones move 27 and 31, and the paper says \
+                   that above one chunk they are no better. And a blocking \
+                   store returns once its last chunk's ack is in (SP AM \
+                   keeps a chunk until then, to send it again): returning \
+                   when its chunks are handed to the adapter, a 64-byte \
+                   store would take 6 us against a get's 56, where the paper \
+                   finds a get only slightly slower. A store does not poll \
+                   after its issue, as a request does (the paper's request \
+                   cost counts its poll; a store waits for no reply), so \
+                   back-to-back stores pay their issue alone, the paper's \
+                   start-up of the pipelined stores. \
+                   [sp-bulk.md](sp-bulk.md) adds the bandwidth benchmark's \
+                   times up from these entries.",
             columns: &["default"],
             rows: rows(
                 &[SpCosts::default()],

@@ -10,7 +10,9 @@
 //! (one MicroChannel access per so many packets).
 //!
 //! The switch offers four routes between each pair of nodes, with a
-//! hardware latency and a link bandwidth; the adapters add a fixed latency
+//! hardware latency and a link bandwidth; each node's link into the switch
+//! and the switch's link out to it carry one packet at a time, so two
+//! senders into one node share its link. The adapters add a fixed latency
 //! (firmware) on each side. A fault-injection switch drops or delays a
 //! fraction of the packets (seeded, so runs repeat); the messaging layer on
 //! top must deliver every message exactly once and in order regardless.
@@ -40,22 +42,34 @@ pub const PACKET_BYTES: u64 = 256;
 #[serde(default, deny_unknown_fields)]
 pub struct SpParams {
     /// One MicroChannel access from the host (1 us; from 0 to 10 ms).
+    /// Published: about 1 us an access.
     pub mc_access: Time,
     /// MicroChannel DMA rate, bytes per microsecond (80; from 1 to
-    /// 1 000 000).
+    /// 1 000 000). Published: the 32-bit MicroChannel's 80 MB/s peak.
     pub mc_bytes_per_us: u64,
-    /// Switch hardware latency (0.5 us; from 0 to 10 ms).
+    /// Switch hardware latency (0.5 us; from 0 to 10 ms). Published:
+    /// about 500 ns.
     pub switch_latency: Time,
     /// Switch link rate, bytes per microsecond (40; from 1 to 1 000 000).
+    /// Published: about 40 MB/s. A packet's 32-byte header rides with its
+    /// data, so a stream of full packets moves 35 MB/s of data. A node's
+    /// link into the switch and the switch's link out to it each carry one
+    /// packet at a time at this rate.
     pub switch_bytes_per_us: u64,
     /// Adapter firmware latency, per side (7.21 us; from 0 to 10 ms).
+    /// Derived: what is left of the raw ping-pong's 46.6 to 47.0 us once
+    /// the host's work, the DMAs, the switch and the link are counted.
     pub adapter_latency: Time,
     /// Adapter firmware time per packet, per side: its occupancy (1 us;
-    /// from 0 to 10 ms).
+    /// from 0 to 10 ms). Model choice: the paper gives no per-packet
+    /// firmware time; with it a full packet holds an adapter side 4.2 us
+    /// (its DMA too), less than its 6.4 us on the link, so the adapters
+    /// keep up with a stream at the switch's rate.
     pub adapter_per_packet: Time,
-    /// Send FIFO entries, in packets (128; from 1 to 1 048 576).
+    /// Send FIFO entries, in packets (128; from 1 to 1 048 576). Published.
     pub send_fifo: usize,
     /// Receive FIFO entries, in packets (64; from 1 to 1 048 576).
+    /// Published.
     pub recv_fifo: usize,
     /// Fault injection: parts per million of packets dropped (0; from 0 to
     /// 1 000 000).
@@ -192,6 +206,8 @@ pub struct SpSwitch<P> {
     recv_free: Vec<Time>,
     /// Per node: when its link into the switch is free.
     link_free: Vec<Time>,
+    /// Per node: when the switch's link out to it is free.
+    port_free: Vec<Time>,
     /// Per node: packets on their way or in the receive FIFO, by arrival.
     fifo: Vec<VecDeque<SpPacket<P>>>,
     /// Counters since the switch was built.
@@ -215,6 +231,7 @@ impl<P: Copy> SpSwitch<P> {
             send_free: vec![Time::ZERO; nodes as usize],
             recv_free: vec![Time::ZERO; nodes as usize],
             link_free: vec![Time::ZERO; nodes as usize],
+            port_free: vec![Time::ZERO; nodes as usize],
             fifo: (0..nodes).map(|_| VecDeque::new()).collect(),
             stats: SwitchStats::default(),
         })
@@ -245,7 +262,12 @@ impl<P: Copy> SpSwitch<P> {
         let wire = at_rate(bytes, p.switch_bytes_per_us);
         let on = (start + p.adapter_latency + dma).max(self.link_free[s]);
         self.link_free[s] = on + wire;
-        let mut at = on + p.switch_latency + wire;
+        // Out of the switch on the receiver's link, one packet at a time:
+        // one sender's packets come at most a link's rate and never wait
+        // here; two senders' into one node share its link.
+        let out = (on + p.switch_latency).max(self.port_free[d]);
+        self.port_free[d] = out + wire;
+        let mut at = out + wire;
         self.stats.sent += 1;
         if p.drop_ppm > 0 && self.rng.u32(0..1_000_000) < p.drop_ppm {
             self.stats.dropped += 1;
@@ -326,6 +348,32 @@ mod tests {
         assert_eq!(s.next_arrival(NodeId(1)), Some(Time(want)));
         assert!(s.receive(NodeId(1), Time(want - 1)).is_none());
         assert_eq!(s.receive(NodeId(1), Time(want)).unwrap().body, 7);
+    }
+
+    #[test]
+    fn two_senders_into_one_node_share_its_link() {
+        let p = SpParams::default();
+        let wire = at_rate(256, p.switch_bytes_per_us);
+        // A stream from one sender never waits for the link out to its
+        // receiver: its packets come a link's time apart at most.
+        let mut one: SpSwitch<u32> = SpSwitch::new(p, 3).unwrap();
+        for i in 0..4 {
+            one.send(Time::ZERO, NodeId(1), NodeId(0), 224, i);
+        }
+        let mut got = Vec::new();
+        while let Some(q) = one.receive(NodeId(0), Time(u64::MAX / 2)) {
+            got.push(q.arrives.0);
+        }
+        assert!(got.windows(2).all(|w| w[1] - w[0] == wire.0), "{got:?}");
+        // Two senders at once: the second packet leaves the switch a
+        // link's time after the first.
+        let mut two: SpSwitch<u32> = SpSwitch::new(p, 3).unwrap();
+        two.send(Time::ZERO, NodeId(1), NodeId(0), 224, 1);
+        two.send(Time::ZERO, NodeId(2), NodeId(0), 224, 2);
+        let first = two.receive(NodeId(0), Time(u64::MAX / 2)).unwrap();
+        let second = two.receive(NodeId(0), Time(u64::MAX / 2)).unwrap();
+        assert_eq!(first.arrives, Time(got[0]));
+        assert_eq!(second.arrives.0 - first.arrives.0, wire.0);
     }
 
     #[test]

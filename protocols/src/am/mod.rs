@@ -130,8 +130,9 @@ pub enum Step {
     },
     /// As `Store`, into segment `segment` of the receiver, which several
     /// senders may share: it holds `total` bytes, and its end-of-transfer
-    /// handler runs once, when all are in (CMAM's segments; other layers
-    /// treat it as a store).
+    /// handler runs once, when all are in (CMAM's segments; SP AM counts
+    /// the segment once every sender's part is in; other layers treat it
+    /// as a store).
     StoreShared {
         /// The receiving node.
         to: NodeId,

@@ -33,10 +33,17 @@
 //! request's own poll comes after its packet is out, off the path.
 //!
 //! Stores move in chunks of up to 36 packets, one sequence number and one
-//! ack each. A block of several chunks sends chunk N once chunk N-2 is
-//! acknowledged. A store that fits in one chunk goes out at once while the
-//! request window (75 packets) has room: back-to-back asynchronous stores
-//! overlap, each paying only its host-side issue cost.
+//! ack each. The host copies a chunk's packets into the send FIFO and
+//! writes their lengths into the adapter a few at a time, one MicroChannel
+//! access a group (`lengths_per_access`, by default 4), and the adapter
+//! sends each group once its lengths are there, while the host composes
+//! the next; the receiver takes each packet, and acknowledges the
+//! chunk when it has them all. A block of several chunks sends chunk N
+//! once chunk N-2 is acknowledged. A store that fits in one chunk goes out
+//! at once while the request window (75 packets) has room: back-to-back
+//! asynchronous stores overlap, each paying only its host-side issue cost.
+//! A blocking store returns when its last chunk's ack is in. docs/sp-bulk.md
+//! adds the benchmark's times up step by step.
 
 use super::{Handler, Platform, Run, Step, MAX_COST};
 use crate::error::check;
@@ -106,6 +113,9 @@ pub enum Body {
         bytes: u32,
         /// The chunk is the block's last.
         last: bool,
+        /// For a store into a segment the receiver shares among senders:
+        /// the segment and its size (bytes), all senders together.
+        share: Option<(u16, u32)>,
     },
     /// A chunk is in.
     ChunkAck {
@@ -124,43 +134,87 @@ pub const PACKET_DATA: u32 = 224;
 /// Packets in a bulk chunk (8064 bytes of data).
 pub const CHUNK_PACKETS: u32 = 36;
 
-/// The layer's instructions (66 MHz cycles) per operation.
+/// The layer's instructions (66 MHz cycles) per operation, and its
+/// protocol's counts and windows.
 ///
 /// A scenario's `[costs.sp]` table: every entry may be left out, and takes
 /// its default then (in parentheses); an unknown key is an error. Each count
-/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at least 1,
-/// and the windows hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
+/// is at most [`MAX_COST`]; `poll`, `pop_every` and `keepalive_polls` are at
+/// least 1, `lengths_per_access` from 1 to [`CHUNK_PACKETS`], and the windows
+/// hold from [`CHUNK_PACKETS`] to [`MAX_WINDOW`] packets.
+///
+/// Each entry says where its value comes from: *published* (a figure of
+/// the SP paper, docs/reference.md), *derived* (worked out from published
+/// figures, saying how) or a *model choice* (with its reason). The
+/// published per-call costs include one MicroChannel access per send
+/// (`mc_access` of [`SpParams`], 1 us) and, for a request, its poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpCosts {
     /// A request of N words: `request + request_word * N`, plus one
-    /// MicroChannel access and an internal poll. (345)
+    /// MicroChannel access and an internal poll. Derived: `am_request_1`
+    /// takes 7.7 us with its poll (1.3) and its access (1), so 5.4 us of
+    /// instructions, 356 cycles for one word. (345)
     pub request: u64,
-    /// A request's instructions per argument word. (11)
+    /// A request's instructions per argument word. Derived:
+    /// `am_request_1` to `_4` grow by 0.5 us over 3 words. (11)
     pub request_word: u64,
-    /// A reply: `reply + reply_word * N`, plus one MicroChannel access. (189)
+    /// A reply: `reply + reply_word * N`, plus one MicroChannel access.
+    /// Derived: `am_reply_1`, 4.0 us less its access, is 198 cycles for one
+    /// word. (189)
     pub reply: u64,
-    /// A reply's instructions per argument word. (9)
+    /// A reply's instructions per argument word. Derived: `am_reply_1` to
+    /// `_4` grow by 0.4 us over 3 words. (9)
     pub reply_word: u64,
-    /// An empty poll (each message it takes is `per_message` more). (86)
+    /// An empty poll (each message it takes is `per_message` more).
+    /// Derived: 1.3 us. (86)
     pub poll: u64,
-    /// Each message a poll takes. (110)
+    /// Each message a poll takes. Derived: 1.8 us a message polled, less
+    /// its share of a lazy pop (1 us every `pop_every`). (110)
     pub per_message: u64,
-    /// Messages between lazy pops of the receive FIFO. (8)
+    /// Messages between lazy pops of the receive FIFO (one MicroChannel
+    /// access each). Model choice: the paper pops after a fixed number of
+    /// polled messages and does not say how many. (8)
     pub pop_every: u64,
-    /// An ack, NACK or keep-alive sent, and one taken. (60)
+    /// An ack, NACK or keep-alive sent (plus its MicroChannel access), and
+    /// one taken. Model choice: a header-only packet composed and flushed,
+    /// or read and its numbers applied; the paper gives no cost. (60)
     pub control: u64,
-    /// Each packet retransmitted (their lengths go in one access). (40)
+    /// Each packet retransmitted (their lengths go in one access). Model
+    /// choice: the packet is still in the send FIFO; its header's ack
+    /// numbers are renewed and its line flushed. (40)
     pub retransmit: u64,
-    /// Unsuccessful polls before a keep-alive. (2000)
+    /// Unsuccessful polls before a keep-alive. Model choice: the paper
+    /// counts polls as its timer and gives no count; 2000 polls are about
+    /// 2.6 ms, far above a round trip. (2000)
     pub keepalive_polls: u64,
-    /// The request window (packets sent and not yet acknowledged). (75)
+    /// The request window (packets sent and not yet acknowledged).
+    /// Published. (75)
     pub window_req: usize,
-    /// The reply window (packets sent and not yet acknowledged). (76)
+    /// The reply window (packets sent and not yet acknowledged).
+    /// Published. (76)
     pub window_rep: usize,
-    /// Sending one packet of a bulk chunk (copy into the send FIFO, flush);
-    /// the chunk's lengths go to the adapter in one access. (319)
+    /// Sending one packet of a bulk chunk: copy it into the send FIFO and
+    /// flush its lines; its length goes to the adapter with others, in one
+    /// MicroChannel access per `lengths_per_access` packets. Derived: the
+    /// paper's ~175 us to send a chunk is 36 packets of 304 cycles at
+    /// 66 MHz and the 9 accesses of their lengths, 4 at a time. The paper
+    /// gives the chunk's cost, not its split, so a packet that holds less
+    /// than 224 bytes costs as much (a model choice). (304)
     pub bulk_packet: u64,
+    /// Packets whose lengths the host writes into the adapter's
+    /// packet-length array in one MicroChannel access during a bulk
+    /// transfer; the adapter sends a packet once its length is there, so
+    /// it starts on a chunk after the first such group is composed. The
+    /// paper says several lengths can be written at once, not how many: a
+    /// model choice, 4. "Several" is a few, not a chunk's 36, and the
+    /// length array lets the adapter send a packet as soon as its slot is
+    /// written, so the adapter sends a chunk's first packets while the
+    /// host composes the rest; 4 lengths an access keep the accesses to 9
+    /// of a chunk's 175 us. Writing a whole chunk's at once would hold its
+    /// first packet back for the chunk's 175 us. From 1 to 36, a chunk's
+    /// packets. (4)
+    pub lengths_per_access: u64,
     /// SP AM's own additions to a send, part of `request` and `reply`:
     /// flushing a 64-byte line of the message (a `dcbf` and its share of the
     /// `sync`), and the flow-control bookkeeping (take the sequence number,
@@ -172,7 +226,10 @@ pub struct SpCosts {
     /// The bookkeeping of a packet taken (sequence check, acks it carries),
     /// part of `per_message`; a model choice as above. (20)
     pub flow_recv: u64,
-    /// Taking one bulk packet (copy out of the receive FIFO). (166)
+    /// Taking one bulk packet: a message taken (`per_message`, 110) and
+    /// its 224 bytes copied out of the receive FIFO at 4 bytes a cycle
+    /// (56). Model choice: the paper gives no receive cost for bulk
+    /// data. (166)
     pub bulk_take: u64,
 }
 
@@ -199,6 +256,12 @@ impl SpCosts {
             check(field, v, 0, MAX_COST)?;
         }
         check("poll", self.poll, 1, MAX_COST)?;
+        check(
+            "lengths_per_access",
+            self.lengths_per_access,
+            1,
+            CHUNK_PACKETS as u64,
+        )?;
         check("pop_every", self.pop_every, 1, MAX_COST)?;
         check("keepalive_polls", self.keepalive_polls, 1, MAX_COST)?;
         let lo = CHUNK_PACKETS as usize;
@@ -222,8 +285,10 @@ impl Default for SpCosts {
             keepalive_polls: 2000,
             window_req: 75,
             window_rep: 76,
-            // About 175 us to send a chunk of 36 packets.
-            bulk_packet: 319,
+            // About 175 us to send a chunk of 36 packets, lengths 4 an
+            // access.
+            bulk_packet: 304,
+            lengths_per_access: 4,
             bulk_take: 166,
             flush_line: 8,
             flow_send: 25,
@@ -304,8 +369,8 @@ struct RecvChan {
 struct Peer {
     send: [SendChan; 2],
     recv: [RecvChan; 2],
-    /// Bulk: chunks sent and not acknowledged (number, packets, bytes, last).
-    chunks_out: VecDeque<(u32, u8, u32, bool)>,
+    /// Bulk: chunks sent and not acknowledged.
+    chunks_out: VecDeque<Chunk>,
     next_chunk: u32,
     /// Bulk in: the next chunk expected, and the packets of it seen.
     chunk_expected: u32,
@@ -320,11 +385,26 @@ struct Store {
     to: usize,
     bytes: u32,
     sent: u32,
+    /// A shared segment's number and size (`Step::StoreShared`).
+    share: Option<(u16, u32)>,
+}
+
+/// A chunk sent and not yet acknowledged.
+#[derive(Clone, Copy)]
+struct Chunk {
+    number: u32,
+    packets: u8,
+    bytes: u32,
+    /// The block's last chunk.
+    last: bool,
+    share: Option<(u16, u32)>,
 }
 
 struct Node {
     t: Time,
     store: Option<Store>,
+    /// Shared segments being filled: number and bytes in so far.
+    segments: Vec<(u16, u32)>,
     /// Blocks asked for by gets, to store back.
     gets: VecDeque<Store>,
     /// The program's own store step is under way (in `store`).
@@ -613,8 +693,9 @@ impl Sim<'_> {
                 chunk,
                 index,
                 packets,
+                bytes,
                 last,
-                ..
+                share,
             } => {
                 self.count(n, "bulk-in");
                 self.charge(n, "bulk-in", c.bulk_take, pop);
@@ -630,7 +711,23 @@ impl Sim<'_> {
                     peer.chunk_expected += 1;
                     peer.chunk_seen = 0;
                     self.control(n, from, Body::ChunkAck { chunk }, "ack");
-                    if last {
+                    if let Some((segment, total)) = share {
+                        // A shared segment is complete once every
+                        // sender's part is in, whichever comes last.
+                        let segs = &mut self.nodes[n].segments;
+                        let i = match segs.iter().position(|x| x.0 == segment) {
+                            Some(i) => i,
+                            None => {
+                                segs.push((segment, 0));
+                                segs.len() - 1
+                            }
+                        };
+                        segs[i].1 = segs[i].1.saturating_add(bytes);
+                        if segs[i].1 >= total {
+                            segs.swap_remove(i);
+                            self.nodes[n].received += 1;
+                        }
+                    } else if last {
                         // The end of the block: the store is complete.
                         self.nodes[n].received += 1;
                     }
@@ -641,10 +738,10 @@ impl Sim<'_> {
                 self.charge(n, "control", c.control, pop);
                 let node = &mut self.nodes[n];
                 let q = &mut node.peers[from].chunks_out;
-                while q.front().is_some_and(|x| x.0 <= chunk) {
+                while q.front().is_some_and(|x| x.number <= chunk) {
                     let done = q.pop_front().expect("front");
                     node.outstanding -= 1;
-                    if done.3 {
+                    if done.last {
                         // The store's completion function runs.
                         node.received += 1;
                     }
@@ -653,28 +750,41 @@ impl Sim<'_> {
             Body::ChunkNack { expected } => {
                 self.count(n, "control");
                 self.charge(n, "control", c.control, pop);
-                let again: Vec<(u32, u8, u32, bool)> = self.nodes[n].peers[from]
+                let again: Vec<Chunk> = self.nodes[n].peers[from]
                     .chunks_out
                     .iter()
-                    .filter(|x| x.0 >= expected)
+                    .filter(|x| x.number >= expected)
                     .copied()
                     .collect();
-                for (chunk, packets, bytes, last) in again {
-                    self.rel.retransmitted += packets as u64;
-                    self.send_chunk(n, from, chunk, packets, bytes, last);
+                for ch in again {
+                    self.rel.retransmitted += ch.packets as u64;
+                    self.send_chunk(n, from, ch);
                 }
             }
         }
         true
     }
 
-    /// Put one chunk's packets on the adapter (its lengths in one access).
-    fn send_chunk(&mut self, n: usize, to: usize, chunk: u32, packets: u8, bytes: u32, last: bool) {
+    /// Put one chunk's packets on the adapter: each group of
+    /// `lengths_per_access` packets copied, then their lengths written in
+    /// one access, which lets the adapter send them.
+    fn send_chunk(&mut self, n: usize, to: usize, ch: Chunk) {
+        let Chunk {
+            number: chunk,
+            packets,
+            bytes,
+            last,
+            share,
+        } = ch;
         let c = self.p.costs;
         self.count(n, "store");
-        self.charge(n, "store", c.bulk_packet * packets as u64, 1);
+        let group = c.lengths_per_access.clamp(1, CHUNK_PACKETS as u64) as u8;
         let mut left = bytes;
         for index in 0..packets {
+            if index % group == 0 {
+                let these = (packets - index).min(group);
+                self.charge(n, "store", c.bulk_packet * these as u64, 1);
+            }
             let b = left.min(PACKET_DATA);
             left -= b;
             let body = Body::Bulk {
@@ -683,6 +793,7 @@ impl Sim<'_> {
                 packets,
                 bytes,
                 last,
+                share,
             };
             self.put(n, to, b as u64, body);
         }
@@ -702,7 +813,7 @@ impl Sim<'_> {
             let out = &self.nodes[n].peers[st.to].chunks_out;
             let full = if st.bytes <= PACKET_DATA * CHUNK_PACKETS {
                 // One chunk: the request window bounds what is unacknowledged.
-                let held: usize = out.iter().map(|x| x.1 as usize).sum();
+                let held: usize = out.iter().map(|x| x.packets as usize).sum();
                 held + packets as usize > self.p.costs.window_req
             } else {
                 // Chunk N waits for the ack of chunk N-2.
@@ -716,9 +827,16 @@ impl Sim<'_> {
             let peer = &mut self.nodes[n].peers[st.to];
             let chunk = peer.next_chunk;
             peer.next_chunk += 1;
-            peer.chunks_out.push_back((chunk, packets, bytes, last));
+            let ch = Chunk {
+                number: chunk,
+                packets,
+                bytes,
+                last,
+                share: st.share,
+            };
+            peer.chunks_out.push_back(ch);
             self.nodes[n].outstanding += 1;
-            self.send_chunk(n, st.to, chunk, packets, bytes, last);
+            self.send_chunk(n, st.to, ch);
             if let Some(x) = self.nodes[n].store.as_mut() {
                 x.sent += bytes;
             }
@@ -749,6 +867,7 @@ impl Sim<'_> {
                 to: from,
                 bytes: arg.max(1),
                 sent: 0,
+                share: None,
             });
             return;
         }
@@ -844,12 +963,17 @@ impl super::Layer for Sim<'_> {
             Step::Reply { to, words } => self.send(n, to, Chan::Rep, words, Handler::Nop),
             Step::Get { from, bytes } => self.send_arg(n, from, Chan::Req, 1, Handler::Get, bytes),
             Step::Store { to, bytes, .. } | Step::StoreShared { to, bytes, .. } => {
+                let share = match s {
+                    Step::StoreShared { segment, total, .. } => Some((segment, total)),
+                    _ => None,
+                };
                 if !self.nodes[n].storing {
                     self.nodes[n].storing = true;
                     self.nodes[n].store = Some(Store {
                         to: to.0 as usize,
                         bytes: bytes.max(1),
                         sent: 0,
+                        share,
                     });
                 }
                 let done = self.store(n);
@@ -977,6 +1101,7 @@ impl Sp {
                 .map(|_| Node {
                     t: Time::ZERO,
                     store: None,
+                    segments: Vec::new(),
                     gets: VecDeque::new(),
                     storing: false,
                     received: 0,

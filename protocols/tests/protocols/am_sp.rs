@@ -229,3 +229,75 @@ fn a_lost_bulk_packet_is_sent_again_with_its_chunk() {
     assert!(r.reliability.retransmitted > 0);
     assert_eq!(r.run.received[1], 1, "the block arrived, once");
 }
+
+#[test]
+fn a_chunk_hands_the_adapter_its_lengths_in_groups_of_one_to_36() {
+    use protocols::am::sp::SpCosts;
+    for bad in [0, 37, u64::MAX] {
+        let costs = SpCosts {
+            lengths_per_access: bad,
+            ..SpCosts::default()
+        };
+        let e = Sp::with(4, costs, Default::default()).unwrap_err();
+        assert_eq!(e.field(), Some("lengths_per_access"), "{e}");
+        assert!(e.to_string().contains("from 1 to 36"), "{e}");
+    }
+    // One access a chunk or one a packet: the same packets and acks, the
+    // lengths' accesses apart; the adapter starts sooner.
+    let run = |group: u64| {
+        let mut p = Sp::new(4);
+        p.costs.lengths_per_access = group;
+        let mut progs = vec![Vec::new(); 4];
+        progs[0] = vec![
+            Step::Mark,
+            Step::Store {
+                to: NodeId(1),
+                bytes: 8064,
+                align: protocols::am::Align::Double,
+            },
+            Step::Wait { received: 1 },
+            Step::Mark,
+        ];
+        progs[1] = vec![Step::Wait { received: 1 }];
+        let r = p.run_detailed(&progs).unwrap();
+        let store = r.run.ops[&(0, "store")];
+        (
+            r.run.between(0, 0, 1).unwrap(),
+            store.calls,
+            store.ni_writes,
+        )
+    };
+    let (whole, calls, writes) = run(36);
+    assert_eq!((calls, writes), (1, 1));
+    let (each, calls, writes) = run(1);
+    assert_eq!((calls, writes), (1, 36));
+    // The adapter starts after one packet's issue instead of the chunk's,
+    // and the link then stays busy: the store ends 35 packets' issue
+    // (161 us) sooner.
+    let sooner = 35.0 * Sp::new(4).costs.bulk_packet as f64 / 66.0;
+    assert!(
+        (whole - each - sooner).abs() < 1.5,
+        "{each} against {whole}"
+    );
+}
+
+#[test]
+fn two_senders_into_one_node_share_its_link_and_a_shared_segment_ends_with_both() {
+    use protocols::am::sp::PACKET_DATA;
+    let p = Sp::new(3);
+    let bytes = 65536u32;
+    let one = suite::two_to_one_segments(&p, bytes, true).unwrap();
+    let two = suite::two_to_one_segments(&p, bytes, false).unwrap();
+    // SP AM keeps no segment state: into one segment or two, the same
+    // packets, and the shared segment is in once both parts are.
+    assert_eq!(one, two);
+    // Both blocks pass the switch's one link out to the receiver, every
+    // packet with its header: the time is that link's, and a little more.
+    let packets = bytes.div_ceil(PACKET_DATA) as u64;
+    let on_link = 2 * (bytes as u64 + packets * magic::ni::sp::HEADER_BYTES);
+    let link_us = on_link as f64 / p.hw.switch_bytes_per_us as f64;
+    assert!(
+        one >= link_us && one < 1.05 * link_us,
+        "{one:.1} us against the link's {link_us:.1}"
+    );
+}

@@ -8,6 +8,7 @@ mod am_cm5;
 mod am_props;
 mod am_results;
 mod am_sp;
+mod am_sp_bulk;
 mod costs;
 mod modes_props;
 mod results;
