@@ -55,8 +55,8 @@ pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
     run, run_beside, run_with_machine, Bound, CoherenceActions, Config, ConfigError, Direction,
-    Failed, FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
-    StaleLine, Startup, WithTransfer, MAX_PARTS,
+    Failed, FlushTimes, Measured, Outcome, PageChange, PerLine, Placement, ReceiverState,
+    SenderState, Side, StageCycles, StaleLine, Startup, WithTransfer, MAX_PARTS,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{xfer_msg, Answering, Refusal, XferKind, XferMsg, XferOp};

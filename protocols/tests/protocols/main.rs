@@ -11,6 +11,7 @@ mod am_sp;
 mod costs;
 mod modes_props;
 mod results;
+mod results_props;
 mod transfer;
 mod transfer_props;
 mod user;
