@@ -445,7 +445,12 @@ impl Plan {
                     .filter(|(k, _)| !matches!(k.as_str(), "config" | "version"))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                cells("result", &serde_json::Value::Object(result), true, &mut cols);
+                cells(
+                    "result",
+                    &serde_json::Value::Object(result),
+                    true,
+                    &mut cols,
+                );
             }
             v => cells("result", v, true, &mut cols),
         }

@@ -34,8 +34,9 @@
 //! ([`msg`]) and the cost sheet ([`costs`]). [`Transfer`] installs them, with
 //! the coherence protocol, as one protocol; [`run()`] sets up a machine, runs
 //! one transfer experiment and measures it: its [`Outcome`] is plain data
-//! (printable, serializable, sendable); [`run_with_machine`] keeps the
-//! machine beside it.
+//! (printable, sendable, serializable and read back equal) that carries
+//! its [`Config`] and keeps the counts its figures come from;
+//! [`run_with_machine`] keeps the machine beside it.
 
 pub mod check;
 pub mod conn;
