@@ -302,6 +302,25 @@ fn a_transfers_json_reads_back_equal_and_its_config_measures_it_again() {
     slow.costs.send_init.instrs = 14;
     slow.coherence.hints = false;
     cs.push(slow);
+    // A page moved mid-transfer, and buffers homed at a third node with
+    // flushes: the options the configuration carries beyond the shapes.
+    cs.push(Config {
+        bytes: 8192,
+        change: Some(protocols::transfer::PageChange {
+            side: protocols::transfer::Side::Receive,
+            page: 1,
+            after: magic::Cycles(700),
+        }),
+        ..Config::default()
+    });
+    cs.push(Config {
+        sender: SenderState::Dirty,
+        mode: protocols::transfer::Mode::Global,
+        placement: protocols::transfer::Placement::Third,
+        strategy: protocols::transfer::Strategy::Collect,
+        flush: true,
+        ..Config::default()
+    });
     // Coherence off and a dirty sender: the stale lines are kept too.
     cs.push(Config {
         sender: SenderState::Dirty,
@@ -329,6 +348,13 @@ fn a_transfers_json_reads_back_equal_and_its_config_measures_it_again() {
         let cj = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Config>(&cj).unwrap(), c);
     }
+    // A planted bug is part of the configuration too.
+    let bugged = Config {
+        inject: Some(protocols::transfer::state::Bug::EarlyDone),
+        ..Config::default()
+    };
+    let cj = serde_json::to_string(&bugged).unwrap();
+    assert_eq!(serde_json::from_str::<Config>(&cj).unwrap(), bugged);
     let partial: Config = serde_json::from_str(r#"{"bytes": 300}"#).unwrap();
     assert_eq!(
         partial,
