@@ -628,11 +628,12 @@ impl StageCycles {
     ///
     /// ```
     /// use protocols::transfer::{Bound, Direction, StageCycles};
-    /// let s = StageCycles { sender_busy: 1439, network_busy: 1280, receiver_busy: 960,
-    ///                       landing: Some(1394), ..StageCycles::default() };
+    /// // The 4 KB transfer from a dirty send buffer: 32 lines.
+    /// let s = StageCycles { sender_busy: 1465, network_busy: 1280, receiver_busy: 1024,
+    ///                       landing: Some(1434), ..StageCycles::default() };
     /// let p = s.per_line(32, Direction::Uni);
-    /// assert_eq!(p.rate, Some(1394.0 / 31.0));
-    /// assert_eq!(p.sender_occupancy, 1439.0 / 32.0);
+    /// assert_eq!(p.rate, Some(1434.0 / 31.0)); // the table's 46.3
+    /// assert_eq!(p.sender_occupancy, 1465.0 / 32.0);
     /// assert_eq!(p.limited_by, Some(Bound::Sender));
     /// ```
     pub fn per_line(&self, lines: u64, direction: Direction) -> PerLine {
@@ -933,6 +934,16 @@ impl Outcome {
                 Err(format!("{k} disagrees with the rest of the result"))
             }
         };
+        for (stall, busy, k) in [
+            (w.sender_stall_cycles, w.sender_busy_cycles, "sender"),
+            (w.receiver_stall_cycles, w.receiver_busy_cycles, "receiver"),
+        ] {
+            if stall > busy {
+                return Err(format!(
+                    "{k}_stall_cycles is {stall}, more than the {busy} {k}_busy_cycles it is part of"
+                ));
+            }
+        }
         same("bytes", w.bytes == o.config.bytes)?;
         same("coherence", w.coherence == o.config.mode)?;
         same("flush", w.flush == o.config.flush)?;

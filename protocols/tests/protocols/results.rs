@@ -484,6 +484,15 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     assert!(e.starts_with("sender_occupancy_per_line is "), "{e}");
     let e = refused(&|v| v["occupancy"][0]["busy"] = 1.into());
     assert!(e.starts_with("occupancy (transfer."), "{e}");
+    let e = refused(&|v| v["sender_stall_cycles"] = (o.stages.sender_busy + 1).into());
+    assert_eq!(
+        e,
+        format!(
+            "sender_stall_cycles is {}, more than the {} sender_busy_cycles it is part of",
+            o.stages.sender_busy + 1,
+            o.stages.sender_busy
+        )
+    );
     let e = refused(&|v| v["bytes"] = 5.into());
     assert_eq!(e, "bytes disagrees with the rest of the result");
     let e = refused(&|v| v["wall_s"] = 0.5.into());
