@@ -24,7 +24,7 @@ use serde::Serialize;
 use smallvec::SmallVec;
 
 /// How much coherence a messaging handler keeps for message data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Memory as it is.

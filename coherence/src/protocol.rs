@@ -43,7 +43,7 @@ use smallvec::SmallVec;
 use std::collections::VecDeque;
 
 /// Where a line's home is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Placement {
     /// The node bits of the physical address (page placement by the OS).
     #[default]
@@ -125,7 +125,7 @@ magic::cost_sheet! {
 
 /// A known bug that can be planted in the protocol's handlers, so that a
 /// checker can be shown to find it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bug {
     /// The home forgets to mark an entry pending when it forwards a request
@@ -159,8 +159,11 @@ impl Bug {
 /// listed whole. The size FLASH used is not in the reference: a model choice.
 pub const POINTER_STORE: u32 = 8192;
 
-/// Parameters of the protocol (`[coherence]` in a scenario file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Parameters of the protocol (`[coherence]` in a scenario file). Its
+/// `Deserialize` reads them as they serialize (a result's configuration),
+/// a field left out keeping its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CohParams {
     /// Where lines are homed (by the address's node bits by default).
     pub placement: Placement,

@@ -430,13 +430,30 @@ impl Plan {
     /// The row of `point` with its run's report: `point`, every parameter
     /// (defaults included; machine and cost entries only where some point changes
     /// them), then `result.*`, every scalar of the report's JSON (a figure
-    /// the run leaves undefined, an empty cell).
+    /// the run leaves undefined, an empty cell) but the configuration and
+    /// the version a result carries (`config`, `version`): the parameters
+    /// are the row's own columns already.
     pub fn row(&self, point: &Point, report: &Report) -> Row {
         let mut cols = vec![("point".to_string(), point.index.to_string())];
         if let Ok(params) = serde_json::to_value(&point.scenario) {
             flatten("", &params, &mut cols);
         }
-        cells("result", &report.json, true, &mut cols);
+        match &report.json {
+            serde_json::Value::Object(m) => {
+                let result = m
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "config" | "version"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                cells(
+                    "result",
+                    &serde_json::Value::Object(result),
+                    true,
+                    &mut cols,
+                );
+            }
+            v => cells("result", v, true, &mut cols),
+        }
         cols.retain(|(k, _)| self.costs.keep(k));
         cols
     }

@@ -1,8 +1,11 @@
 //! How a figure prints: the one place that rounds.
 //!
-//! Results keep full precision in their structs; a table and the JSON of the
-//! same result both print a figure through this module, so they show the
-//! same value. Each kind of figure has a fixed number of decimals:
+//! Results keep full precision in their structs, and a table rounds a figure
+//! for people here, in one place. A result's JSON for machines holds the
+//! counts and its derived figures exact (the transfer's); JSON that still
+//! rounds (the ledger's own, and the experiments not yet made to keep
+//! their counts) rounds through [`value`], as its table does. Each kind of
+//! figure has a fixed number of decimals:
 //!
 //! | kind | decimals | example |
 //! |---|---|---|

@@ -141,8 +141,23 @@ pub struct HandlerRow {
     pub pp_share: f64,
 }
 
+impl HandlerRow {
+    /// The row of `handler`'s counters: its mean and its share of `span`
+    /// PP cycles ([`Ledger::span`]) computed from them, the one place they
+    /// are.
+    pub fn new(node: Option<u32>, handler: String, stats: HandlerStats, span: f64) -> HandlerRow {
+        HandlerRow {
+            node,
+            handler,
+            mean: stats.mean(),
+            pp_share: stats.busy as f64 / span,
+            stats,
+        }
+    }
+}
+
 /// The pipeline units, in the order the report lists them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
     /// The inbox: dispatching messages from the input queues to the PP.
@@ -211,6 +226,28 @@ pub struct UnitRow {
     pub waiting: u64,
 }
 
+impl UnitRow {
+    /// The row of a unit's counters: its utilization over `span` cycles
+    /// ([`Ledger::span`]) computed from them, the one place it is.
+    pub fn new(
+        node: Option<u32>,
+        unit: Unit,
+        ops: u64,
+        busy: u64,
+        waiting: u64,
+        span: f64,
+    ) -> UnitRow {
+        UnitRow {
+            node,
+            unit,
+            ops,
+            busy,
+            utilization: busy as f64 / span,
+            waiting,
+        }
+    }
+}
+
 /// The occupancy report of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ledger {
@@ -246,30 +283,18 @@ impl Ledger {
         names: &[String],
         nodes: &[NodeFigures<'_>],
     ) -> Ledger {
-        let el = elapsed.0.max(1) as f64;
+        let el = Ledger::span(elapsed, nodes.len() as u32, Some(0));
         let mut handlers = Vec::new();
         let mut units = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
+            let node = Some(i as u32);
             for (h, s) in n.handlers.iter().enumerate() {
                 if s.invocations > 0 {
-                    handlers.push(HandlerRow {
-                        node: Some(i as u32),
-                        handler: names[h].clone(),
-                        stats: *s,
-                        mean: s.mean(),
-                        pp_share: s.busy as f64 / el,
-                    });
+                    handlers.push(HandlerRow::new(node, names[h].clone(), *s, el));
                 }
             }
             for (u, &(ops, busy, waiting)) in Unit::ALL.iter().zip(n.units.iter()) {
-                units.push(UnitRow {
-                    node: Some(i as u32),
-                    unit: *u,
-                    ops,
-                    busy,
-                    utilization: busy as f64 / el,
-                    waiting,
-                });
+                units.push(UnitRow::new(node, *u, ops, busy, waiting, el));
             }
         }
         Ledger {
@@ -281,10 +306,21 @@ impl Ledger {
         }
     }
 
+    /// The cycles a row's share and utilization are over: the span the
+    /// counters cover (at least one cycle), times the nodes for a row
+    /// summed over them (`node` `None`).
+    pub fn span(elapsed: Cycles, nodes: u32, node: Option<u32>) -> f64 {
+        let el = elapsed.0.max(1) as f64;
+        match node {
+            Some(_) => el,
+            None => el * nodes.max(1) as f64,
+        }
+    }
+
     /// The same report with every node's rows summed into one row per handler
     /// and per unit (shares and utilizations are over all nodes' time).
     pub fn summed(&self) -> Ledger {
-        let el = self.elapsed.0.max(1) as f64 * self.nodes.max(1) as f64;
+        let el = Ledger::span(self.elapsed, self.nodes, None);
         let mut handlers: Vec<HandlerRow> = Vec::new();
         for r in &self.handlers {
             match handlers.iter_mut().find(|h| h.handler == r.handler) {
@@ -295,10 +331,10 @@ impl Ledger {
                 }),
             }
         }
-        for h in &mut handlers {
-            h.mean = h.stats.mean();
-            h.pp_share = h.stats.busy as f64 / el;
-        }
+        let handlers = handlers
+            .into_iter()
+            .map(|h| HandlerRow::new(None, h.handler, h.stats, el))
+            .collect();
         let units = Unit::ALL
             .iter()
             .map(|&u| {
@@ -306,14 +342,7 @@ impl Ledger {
                 let (ops, busy, waiting) = rows.fold((0, 0, 0), |a, r| {
                     (a.0 + r.ops, a.1 + r.busy, a.2 + r.waiting)
                 });
-                UnitRow {
-                    node: None,
-                    unit: u,
-                    ops,
-                    busy,
-                    utilization: busy as f64 / el,
-                    waiting,
-                }
+                UnitRow::new(None, u, ops, busy, waiting, el)
             })
             .collect();
         Ledger {

@@ -401,6 +401,29 @@ fn a_sweep_is_the_same_on_any_number_of_threads_and_in_shards() {
     ] {
         assert!(lines[0].split(',').any(|c| c == col), "{col}");
     }
+    // The result's counts are columns and its figures exact (the rate is
+    // the landing span over the spaces between the lines); the
+    // configuration and version a result carries are not columns: the
+    // parameters are the row's own.
+    let head: Vec<&str> = lines[0].split(',').collect();
+    assert!(
+        !head
+            .iter()
+            .any(|c| c.starts_with("result.config") || *c == "result.version"),
+        "{}",
+        lines[0]
+    );
+    let at = |col: &str| head.iter().position(|c| *c == col).expect(col);
+    for row in &lines[1..] {
+        let cells: Vec<&str> = row.split(',').collect();
+        let n = |col: &str| cells[at(col)].parse::<u64>().expect(col) as f64;
+        let rate: f64 = cells[at("result.per_line_cycles")].parse().unwrap();
+        assert_eq!(
+            rate,
+            n("result.landing_cycles") / (n("result.lines") - 1.0),
+            "{row}"
+        );
+    }
     // Shards write parts; merged, in any order, they are the whole sweep.
     let dir = scratch("shards");
     let mut parts = Vec::new();

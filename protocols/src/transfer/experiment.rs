@@ -26,7 +26,7 @@ use magic::{
     OutOfRange, PAddr, Protocol, Region, LINE_BYTES,
 };
 use os_shim::{Pid, Rights, VPage, PAGE_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const LINE: u64 = LINE_BYTES as u64;
 /// Virtual addresses of the buffers (page aligned; offsets are added).
@@ -42,7 +42,7 @@ pub const MAX_BYTES: u64 = 1 << 20;
 pub const MAX_PARTS: u32 = 4096;
 
 /// Where the send buffer's lines are at the start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SenderState {
     /// Only in memory.
@@ -56,7 +56,7 @@ pub enum SenderState {
 }
 
 /// Where the receive buffer's lines are at the start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReceiverState {
     /// Only in memory.
@@ -84,7 +84,7 @@ impl ReceiverState {
 }
 
 /// Where the buffers' memory is homed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
     /// At the transferring nodes: the send buffer at the sender, the receive
@@ -96,7 +96,7 @@ pub enum Placement {
 }
 
 /// Which way the data goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
     /// Node 0 sends to node 1.
@@ -106,7 +106,7 @@ pub enum Direction {
 }
 
 /// Which buffer a page change hits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Side {
     /// The send buffer (node 0's).
@@ -117,7 +117,7 @@ pub enum Side {
 
 /// The OS moves one page of a buffer to another frame while the transfer
 /// runs (the invalidation technique keeps MAGIC's addresses valid).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageChange {
     /// The buffer whose page moves.
     pub side: Side,
@@ -130,8 +130,11 @@ pub struct PageChange {
 
 /// One experiment. [`Config::default`] is the paper's 4 KB transfer between
 /// two uncached buffers with the chunked handler; each field says its
-/// default.
-#[derive(Clone, Debug)]
+/// default. It serializes whole (every parameter and cost, defaults
+/// included), as every [`Outcome`] carries it, and reads back the same, a
+/// field left out keeping its default and a field it does not have refused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Bytes sent (each direction); default 4096, at most [`MAX_BYTES`].
     pub bytes: u64,
@@ -473,7 +476,7 @@ impl ConfigError {
 }
 
 /// The fixed overhead of a transfer, in its parts (cycles).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Startup {
     /// The send's first command write to its ACK at the processor.
     pub initiation: u64,
@@ -489,18 +492,30 @@ pub struct Startup {
     pub total: u64,
 }
 
-/// What an experiment measured: plain data (`Send`, `Clone`, `Debug`), whose
-/// `Serialize` is the JSON the command line prints ([`Outcome::json`]).
-/// Figures keep full precision here; the table and the JSON round them the
-/// one way [`magic::figures`] says.
+/// What an experiment measured: plain data (`Send`, `Clone`, `Debug`,
+/// `PartialEq`) that carries what made it (the whole [`Config`] and the
+/// kit's version), so `run(&outcome.config)` measures it again, equal.
+///
+/// It keeps the counts the model produced (cycles, lines, the stages'
+/// busy cycles in [`StageCycles`], the ledger's counters); every derived
+/// figure (the per-line rates, the bound, µs, MB/s, the ledger's means and
+/// shares) is computed from them in one place, exactly. Its `Serialize` is
+/// the JSON the command line prints ([`Outcome::json`]): the counts as
+/// integers and the derived figures at full precision; its `Deserialize`
+/// reads that JSON back to an equal value, refusing a derived figure its
+/// counts do not give. The table (`Display`) rounds the one way
+/// [`magic::figures`] says.
 ///
 /// Two spans are reported, and they are different things: [`Outcome::total`]
 /// runs from the send's first command write to the last receive's
 /// completion told; the ledger's `elapsed` is the window its counters cover,
 /// from their reset (a cycle before the send is issued) to the machine's
 /// last event. The table names each for what it is.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
     /// The experiment.
     pub config: Config,
     /// The send's first command write to the last receive's completion told
@@ -513,6 +528,8 @@ pub struct Outcome {
     pub lines: u64,
     /// First component on the wire to the last off it.
     pub transfer: Cycles,
+    /// The cycle counts the per-line figures are computed from.
+    pub stages: StageCycles,
     /// Cycles between components landing in the receiver's memory (first
     /// to last): the rate of the pipeline's slowest stage. `None` when
     /// fewer than two components landed (a transfer within one line): one
@@ -562,6 +579,86 @@ pub struct Outcome {
     pub ledger: Ledger,
 }
 
+/// The cycle counts of the measured pass behind a transfer's per-line
+/// figures ([`StageCycles::per_line`] computes those from them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageCycles {
+    /// Busy cycles of the sender's handlers on node 0
+    /// (`transfer.send_step`, `transfer.fetched`), outbox stalls included.
+    pub sender_busy: u64,
+    /// Of those, the cycles stalled on a full outbox lane.
+    pub sender_stall: u64,
+    /// Busy cycles of the component handlers on node 1
+    /// (`transfer.component`, `transfer.retry`), outbox stalls included.
+    pub receiver_busy: u64,
+    /// Of those, the cycles stalled on a full outbox lane.
+    pub receiver_stall: u64,
+    /// Node 0's outgoing link's busy cycles.
+    pub network_busy: u64,
+    /// The first component's bytes in the receiver's memory to the last
+    /// component's: `None` when fewer than two landed.
+    pub landing: Option<u64>,
+}
+
+/// A transfer's per-line figures, derived from its [`StageCycles`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerLine {
+    /// The landing rate: the landing span over the spaces between lines
+    /// (`None` with fewer than two lines landed).
+    pub rate: Option<f64>,
+    /// The sender's busy cycles per line, stalls included.
+    pub sender_occupancy: f64,
+    /// The receiver's busy cycles per line, stalls included.
+    pub receiver_occupancy: f64,
+    /// The sender's busy cycles per line, stalls apart.
+    pub sender_handler: f64,
+    /// The receiver's busy cycles per line, stalls apart.
+    pub receiver_handler: f64,
+    /// The link's busy cycles per line.
+    pub network: f64,
+    /// The stage that bounds the rate ([`Bound::of`]), `None` with `rate`.
+    pub limited_by: Option<Bound>,
+}
+
+impl StageCycles {
+    /// The per-line figures of a transfer of `lines` lines made one way or
+    /// both: the one place they are computed. Each count is divided by
+    /// the lines (at least one), the landing span by the spaces between
+    /// them.
+    ///
+    /// ```
+    /// use protocols::transfer::{Bound, Direction, StageCycles};
+    /// // The 4 KB transfer from a dirty send buffer: 32 lines.
+    /// let s = StageCycles { sender_busy: 1465, network_busy: 1280, receiver_busy: 1024,
+    ///                       landing: Some(1434), ..StageCycles::default() };
+    /// let p = s.per_line(32, Direction::Uni);
+    /// assert_eq!(p.rate, Some(1434.0 / 31.0)); // the table's 46.3
+    /// assert_eq!(p.sender_occupancy, 1465.0 / 32.0);
+    /// assert_eq!(p.limited_by, Some(Bound::Sender));
+    /// ```
+    pub fn per_line(&self, lines: u64, direction: Direction) -> PerLine {
+        let per = |x: u64| x as f64 / lines.max(1) as f64;
+        let rate = self
+            .landing
+            .filter(|_| lines > 1)
+            .map(|x| x as f64 / (lines - 1) as f64);
+        let (sender, receiver) = (
+            per(self.sender_busy.saturating_sub(self.sender_stall)),
+            per(self.receiver_busy.saturating_sub(self.receiver_stall)),
+        );
+        let network = per(self.network_busy);
+        PerLine {
+            rate,
+            sender_occupancy: per(self.sender_busy),
+            receiver_occupancy: per(self.receiver_busy),
+            sender_handler: sender,
+            receiver_handler: receiver,
+            network,
+            limited_by: rate.map(|_| Bound::of(direction, network, sender, receiver)),
+        }
+    }
+}
+
 /// What bounds a transfer's per-line rate: the slowest stage of the
 /// pipeline, each stage's time per line without the outbox stalls (a
 /// handler stalled on a full outbox waits for the network, whose time that
@@ -572,7 +669,7 @@ pub struct Outcome {
 /// its own. Both ways (`Direction::Bi`), each node's one PP runs its own
 /// sender's handler and the component handler for its partner's stream, so
 /// the PP's stage is their sum; the link is still one per node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     /// The sending node's outgoing link.
@@ -636,8 +733,34 @@ impl Serialize for StaleLine {
     }
 }
 
+/// Reads a stale line as it serializes: the node, and the address in hex.
+impl<'de> Deserialize<'de> for StaleLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Line {
+            node: u32,
+            va: String,
+        }
+        let l = Line::deserialize(d)?;
+        let va =
+            l.va.strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "stale va {:?} is not an address in hex (0x...)",
+                        l.va
+                    ))
+                })?;
+        Ok(StaleLine {
+            node: NodeId(l.node),
+            va,
+        })
+    }
+}
+
 /// The coherence actions MAGIC took for message data in the measured pass.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoherenceActions {
     /// Dirty lines a MAGIC took from its own node's processor cache (a
     /// transferring node's, or a third-node home's).
@@ -656,7 +779,7 @@ impl CoherenceActions {
 }
 
 /// What the user programs' flushes took in the measured pass.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlushTimes {
     /// The sender's flush of its send buffer, in cycles.
     pub send_cycles: u64,
@@ -727,46 +850,326 @@ impl Outcome {
         (self.config.bytes * dirs) as f64 / self.total_us()
     }
 
-    /// The measurements as JSON (the occupancy ledger's handler rows with
-    /// them), figures rounded as the table prints them.
+    /// The processors' time ([`Outcome::processor`]) in microseconds.
+    pub fn processor_us(&self) -> f64 {
+        self.processor.as_us()
+    }
+
+    /// The measurements as JSON ([`Outcome`]'s `Serialize`): the
+    /// configuration and the version, the counts, the derived figures
+    /// exact, and the occupancy ledger's handler and unit rows.
     pub fn json(&self) -> serde_json::Value {
-        use magic::figures::{value, Figure};
-        serde_json::json!({
-            "bytes": self.config.bytes,
-            "lines": self.lines,
-            "total_cycles": self.total.0,
-            "total_us": value(Figure::Us, self.total_us()),
-            "bandwidth_mb_s": value(Figure::MbS, self.bandwidth_mb_s()),
-            "startup": self.startup,
-            "transfer_cycles": self.transfer.0,
-            "per_line_cycles": self.per_line.map(|x| value(Figure::FracCycles, x)),
-            "sender_occupancy_per_line": value(Figure::FracCycles, self.sender_occupancy_per_line),
-            "receiver_occupancy_per_line": value(Figure::FracCycles, self.receiver_occupancy_per_line),
-            "sender_handler_per_line": value(Figure::FracCycles, self.sender_handler_per_line),
-            "receiver_handler_per_line": value(Figure::FracCycles, self.receiver_handler_per_line),
-            "network_cycles_per_line": value(Figure::FracCycles, self.network_per_line),
-            "limited_by": self.limited_by,
-            "held_back": self.held_back,
-            "data_ok": self.data_ok,
-            "stale_lines": self.stale.len(),
-            "stale": self.stale,
-            "coherent": self.incoherent.is_none(),
-            "coherence_actions": self.coherence,
-            "processor_cycles": self.processor.0,
-            "processor_us": value(Figure::Us, self.processor.as_us()),
-            "coherence": self.config.mode,
-            "flush": self.config.flush,
-            "flushes": self.flush,
-            "occupancy_cycles": self.ledger.elapsed.0,
-            "occupancy": self.ledger.handlers,
-        })
+        // Serializing into a `Value` fails only on a map with keys that
+        // are not strings, which the result has none of.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The outcome its counts make: the derived figures computed from them.
+    fn from_counts(w: Wire) -> Result<Outcome, String> {
+        let stages = w.stages();
+        let c = w.config;
+        let p = stages.per_line(w.lines, c.direction);
+        let nodes = c.nodes();
+        let elapsed = Cycles(w.occupancy_cycles);
+        let handlers = w
+            .occupancy
+            .into_iter()
+            .map(|r| {
+                let span = Ledger::span(elapsed, nodes, r.node);
+                let row = magic::ledger::HandlerRow::new(r.node, r.handler, r.stats, span);
+                let at =
+                    |k: &str| format!("occupancy ({} on node {:?}).{k}", row.handler, row.node);
+                exact(&at("mean"), r.mean, row.mean)?;
+                exact(&at("pp_share"), r.pp_share, row.pp_share)?;
+                Ok(row)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let units = w
+            .units
+            .into_iter()
+            .map(|r| {
+                let span = Ledger::span(elapsed, nodes, r.node);
+                let row =
+                    magic::ledger::UnitRow::new(r.node, r.unit, r.ops, r.busy, r.waiting, span);
+                let at = format!("units ({} on node {:?}).utilization", r.unit.name(), r.node);
+                exact(&at, r.utilization, row.utilization)?;
+                Ok(row)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let o = Outcome {
+            version: w.version,
+            total: Cycles(w.total_cycles),
+            startup: w.startup,
+            lines: w.lines,
+            transfer: Cycles(w.transfer_cycles),
+            stages,
+            per_line: p.rate,
+            sender_occupancy_per_line: p.sender_occupancy,
+            receiver_occupancy_per_line: p.receiver_occupancy,
+            sender_handler_per_line: p.sender_handler,
+            receiver_handler_per_line: p.receiver_handler,
+            network_per_line: p.network,
+            limited_by: p.limited_by,
+            held_back: w.held_back,
+            data_ok: w.stale.is_empty(),
+            stale: w.stale,
+            coherence: w.coherence_actions,
+            processor: Cycles(w.processor_cycles),
+            flush: w.flushes,
+            incoherent: w.incoherent,
+            ledger: Ledger {
+                elapsed,
+                booked: Cycles(w.occupancy_booked_cycles),
+                nodes,
+                handlers,
+                units,
+            },
+            config: c,
+        };
+        // What the JSON repeats or derives must be what its counts give.
+        let same = |k: &str, ok: bool| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("{k} disagrees with the rest of the result"))
+            }
+        };
+        for (stall, busy, k) in [
+            (w.sender_stall_cycles, w.sender_busy_cycles, "sender"),
+            (w.receiver_stall_cycles, w.receiver_busy_cycles, "receiver"),
+        ] {
+            if stall > busy {
+                return Err(format!(
+                    "{k}_stall_cycles is {stall}, more than the {busy} {k}_busy_cycles it is part of"
+                ));
+            }
+        }
+        same("bytes", w.bytes == o.config.bytes)?;
+        same("coherence", w.coherence == o.config.mode)?;
+        same("flush", w.flush == o.config.flush)?;
+        same("stale_lines", w.stale_lines == o.stale.len())?;
+        same("data_ok", w.data_ok == o.data_ok)?;
+        same("coherent", w.coherent == o.incoherent.is_none())?;
+        same("limited_by", w.limited_by == o.limited_by)?;
+        same(
+            "occupancy_booked_cycles",
+            o.ledger.booked >= o.ledger.elapsed,
+        )?;
+        match (w.per_line_cycles, o.per_line) {
+            (Some(j), Some(x)) => exact("per_line_cycles", j, x)?,
+            (None, None) => {}
+            _ => same("per_line_cycles", false)?,
+        }
+        for (k, j, x) in [
+            ("total_us", w.total_us, o.total_us()),
+            ("bandwidth_mb_s", w.bandwidth_mb_s, o.bandwidth_mb_s()),
+            ("processor_us", w.processor_us, o.processor_us()),
+            (
+                "sender_occupancy_per_line",
+                w.sender_occupancy_per_line,
+                o.sender_occupancy_per_line,
+            ),
+            (
+                "receiver_occupancy_per_line",
+                w.receiver_occupancy_per_line,
+                o.receiver_occupancy_per_line,
+            ),
+            (
+                "sender_handler_per_line",
+                w.sender_handler_per_line,
+                o.sender_handler_per_line,
+            ),
+            (
+                "receiver_handler_per_line",
+                w.receiver_handler_per_line,
+                o.receiver_handler_per_line,
+            ),
+            (
+                "network_cycles_per_line",
+                w.network_cycles_per_line,
+                o.network_per_line,
+            ),
+        ] {
+            exact(k, j, x)?;
+        }
+        Ok(o)
+    }
+}
+
+/// A derived figure as the JSON holds it against the value its counts give.
+fn exact(field: &str, json: f64, counts: f64) -> Result<(), String> {
+    if json == counts {
+        Ok(())
+    } else {
+        Err(format!("{field} is {json}, but the counts give {counts}"))
+    }
+}
+
+/// A handler row as a result's JSON holds it: the counters, and the mean
+/// and share exact.
+#[derive(Serialize, Deserialize)]
+struct HandlerWire {
+    node: Option<u32>,
+    handler: String,
+    #[serde(flatten)]
+    stats: magic::HandlerStats,
+    mean: f64,
+    pp_share: f64,
+}
+
+/// A unit row as a result's JSON holds it: the counters, and the
+/// utilization exact.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitWire {
+    node: Option<u32>,
+    unit: magic::Unit,
+    ops: u64,
+    busy: u64,
+    utilization: f64,
+    waiting: u64,
+}
+
+/// The JSON of an [`Outcome`], key by key: the configuration and version,
+/// the counts under their own names, the derived figures beside them.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    version: String,
+    config: Config,
+    bytes: u64,
+    lines: u64,
+    total_cycles: u64,
+    total_us: f64,
+    bandwidth_mb_s: f64,
+    startup: Startup,
+    transfer_cycles: u64,
+    landing_cycles: Option<u64>,
+    per_line_cycles: Option<f64>,
+    sender_busy_cycles: u64,
+    sender_stall_cycles: u64,
+    receiver_busy_cycles: u64,
+    receiver_stall_cycles: u64,
+    network_busy_cycles: u64,
+    sender_occupancy_per_line: f64,
+    receiver_occupancy_per_line: f64,
+    sender_handler_per_line: f64,
+    receiver_handler_per_line: f64,
+    network_cycles_per_line: f64,
+    limited_by: Option<Bound>,
+    held_back: HeldBack,
+    data_ok: bool,
+    stale_lines: usize,
+    stale: Vec<StaleLine>,
+    coherent: bool,
+    incoherent: Option<String>,
+    coherence_actions: CoherenceActions,
+    processor_cycles: u64,
+    processor_us: f64,
+    coherence: Mode,
+    flush: bool,
+    flushes: FlushTimes,
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<HandlerWire>,
+    units: Vec<UnitWire>,
+}
+
+impl Wire {
+    fn stages(&self) -> StageCycles {
+        StageCycles {
+            sender_busy: self.sender_busy_cycles,
+            sender_stall: self.sender_stall_cycles,
+            receiver_busy: self.receiver_busy_cycles,
+            receiver_stall: self.receiver_stall_cycles,
+            network_busy: self.network_busy_cycles,
+            landing: self.landing_cycles,
+        }
+    }
+}
+
+impl From<&Outcome> for Wire {
+    fn from(o: &Outcome) -> Wire {
+        let s = &o.stages;
+        Wire {
+            version: o.version.clone(),
+            config: o.config.clone(),
+            bytes: o.config.bytes,
+            lines: o.lines,
+            total_cycles: o.total.0,
+            total_us: o.total_us(),
+            bandwidth_mb_s: o.bandwidth_mb_s(),
+            startup: o.startup,
+            transfer_cycles: o.transfer.0,
+            landing_cycles: s.landing,
+            per_line_cycles: o.per_line,
+            sender_busy_cycles: s.sender_busy,
+            sender_stall_cycles: s.sender_stall,
+            receiver_busy_cycles: s.receiver_busy,
+            receiver_stall_cycles: s.receiver_stall,
+            network_busy_cycles: s.network_busy,
+            sender_occupancy_per_line: o.sender_occupancy_per_line,
+            receiver_occupancy_per_line: o.receiver_occupancy_per_line,
+            sender_handler_per_line: o.sender_handler_per_line,
+            receiver_handler_per_line: o.receiver_handler_per_line,
+            network_cycles_per_line: o.network_per_line,
+            limited_by: o.limited_by,
+            held_back: o.held_back,
+            data_ok: o.data_ok,
+            stale_lines: o.stale.len(),
+            stale: o.stale.clone(),
+            coherent: o.incoherent.is_none(),
+            incoherent: o.incoherent.clone(),
+            coherence_actions: o.coherence,
+            processor_cycles: o.processor.0,
+            processor_us: o.processor_us(),
+            coherence: o.config.mode,
+            flush: o.config.flush,
+            flushes: o.flush,
+            occupancy_cycles: o.ledger.elapsed.0,
+            occupancy_booked_cycles: o.ledger.booked.0,
+            occupancy: o
+                .ledger
+                .handlers
+                .iter()
+                .map(|r| HandlerWire {
+                    node: r.node,
+                    handler: r.handler.clone(),
+                    stats: r.stats,
+                    mean: r.mean,
+                    pp_share: r.pp_share,
+                })
+                .collect(),
+            units: o
+                .ledger
+                .units
+                .iter()
+                .map(|r| UnitWire {
+                    node: r.node,
+                    unit: r.unit,
+                    ops: r.ops,
+                    busy: r.busy,
+                    utilization: r.utilization,
+                    waiting: r.waiting,
+                })
+                .collect(),
+        }
     }
 }
 
 /// The JSON the command line prints: [`Outcome::json`].
 impl Serialize for Outcome {
     fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
-        self.json().serialize(s)
+        Wire::from(self).serialize(s)
+    }
+}
+
+/// Reads [`Outcome::json`] back: the derived figures are computed from the
+/// counts again, and a JSON whose figures its counts do not give (edited,
+/// or rounded by an older kit) is refused naming the figure.
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Outcome::from_counts(Wire::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1755,32 +2158,34 @@ fn measure<S: WithTransfer>(
     let lines = m.state(r0)?.xfer().stats.components_received;
     let transfer = t4 - t3;
     let ledger = m.ledger();
-    let busy = |n: NodeId, names: &[&str], stalls: bool| -> f64 {
+    // Busy and outbox-stall cycles of some handlers on a node.
+    let busy = |n: NodeId, names: &[&str]| -> (u64, u64) {
         names
             .iter()
             .filter_map(|h| ledger.handler(Some(n.0), h))
-            .map(|r| (r.stats.busy - if stalls { 0 } else { r.stats.outbox_stall }) as f64)
-            .sum::<f64>()
+            .fold((0, 0), |(b, s), r| {
+                (b + r.stats.busy, s + r.stats.outbox_stall)
+            })
     };
-    let per = |x: f64| x / lines.max(1) as f64;
-    let sender_names = ["transfer.send_step", "transfer.fetched"];
-    let receiver_names = ["transfer.component", "transfer.retry"];
-    let sender_occ = per(busy(s0, &sender_names, true));
-    let receiver_occ = per(busy(r0, &receiver_names, true));
-    let sender_handler = per(busy(s0, &sender_names, false));
-    let receiver_handler = per(busy(r0, &receiver_names, false));
-    let network = per(ledger
-        .unit(Some(s0.0), magic::Unit::NetOut)
-        .map_or(0.0, |u| u.busy as f64));
-    // The rate the data lands at in the receiver's memory: the pipeline's
-    // slowest stage.
+    let (sender_busy, sender_stall) = busy(s0, &["transfer.send_step", "transfer.fetched"]);
+    let (receiver_busy, receiver_stall) = busy(r0, &["transfer.component", "transfer.retry"]);
+    // The rate the data lands at in the receiver's memory (the pipeline's
+    // slowest stage) is over the span from the first landing to the last.
     let rm = m.state(r0)?.xfer().stats.marks;
-    let per_line = match (rm.first_written, rm.last_component) {
-        (Some(a), Some(b)) if lines > 1 => Some((b - a).0 as f64 / (lines - 1) as f64),
-        _ => None,
+    let stages = StageCycles {
+        sender_busy,
+        sender_stall,
+        receiver_busy,
+        receiver_stall,
+        network_busy: ledger
+            .unit(Some(s0.0), magic::Unit::NetOut)
+            .map_or(0, |u| u.busy),
+        landing: match (rm.first_written, rm.last_component) {
+            (Some(a), Some(b)) if lines > 1 => Some((b - a).0),
+            _ => None,
+        },
     };
-    let limited_by =
-        per_line.map(|_| Bound::of(c.direction, network, sender_handler, receiver_handler));
+    let per = stages.per_line(lines, c.direction);
     // The stream that ended last: its sender's link, its receiver's end.
     let last = |n: NodeId| done(n).unwrap_or(Cycles(0));
     let (ender, its_sender) = if senders.contains(&r0) && last(s0) > last(r0) {
@@ -1797,18 +2202,20 @@ fn measure<S: WithTransfer>(
     let (stale, lines_seen) = data_check(c, &m, senders)?;
     let incoherent = check_coherent(&m, &lines_seen);
     let outcome = Outcome {
+        version: env!("CARGO_PKG_VERSION").to_string(),
         config: c.clone(),
         total: end - start,
         startup,
         lines,
         transfer,
-        per_line,
-        sender_occupancy_per_line: sender_occ,
-        receiver_occupancy_per_line: receiver_occ,
-        sender_handler_per_line: sender_handler,
-        receiver_handler_per_line: receiver_handler,
-        network_per_line: network,
-        limited_by,
+        stages,
+        per_line: per.rate,
+        sender_occupancy_per_line: per.sender_occupancy,
+        receiver_occupancy_per_line: per.receiver_occupancy,
+        sender_handler_per_line: per.sender_handler,
+        receiver_handler_per_line: per.receiver_handler,
+        network_per_line: per.network,
+        limited_by: per.limited_by,
         held_back,
         data_ok: stale.is_empty(),
         stale,

@@ -34,8 +34,9 @@
 //! ([`msg`]) and the cost sheet ([`costs`]). [`Transfer`] installs them, with
 //! the coherence protocol, as one protocol; [`run()`] sets up a machine, runs
 //! one transfer experiment and measures it: its [`Outcome`] is plain data
-//! (printable, serializable, sendable); [`run_with_machine`] keeps the
-//! machine beside it.
+//! (printable, sendable, serializable and read back equal) that carries
+//! its [`Config`] and keeps the counts its figures come from;
+//! [`run_with_machine`] keeps the machine beside it.
 
 pub mod check;
 pub mod conn;
@@ -55,8 +56,8 @@ pub use costs::TransferCosts;
 pub use cpu::{ConnCpu, ConnEvent, ConnOp, FlushCosts};
 pub use experiment::{
     run, run_beside, run_with_machine, Bound, CoherenceActions, Config, ConfigError, Direction,
-    Failed, FlushTimes, Measured, Outcome, PageChange, Placement, ReceiverState, SenderState, Side,
-    StaleLine, Startup, WithTransfer, MAX_PARTS,
+    Failed, FlushTimes, Measured, Outcome, PageChange, PerLine, Placement, ReceiverState,
+    SenderState, Side, StageCycles, StaleLine, Startup, WithTransfer, MAX_PARTS,
 };
 pub use magic::costs::Breakdown;
 pub use msg::{xfer_msg, Answering, Refusal, XferKind, XferMsg, XferOp};

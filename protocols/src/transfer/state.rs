@@ -20,7 +20,7 @@ use serde::Serialize;
 use std::collections::VecDeque;
 
 /// Which sender handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Version {
     /// One line per invocation, stalling for the processor cache.
     Base,
@@ -51,7 +51,7 @@ impl Version {
 
 /// How the sender keeps message data coherent when lines are dirty in a
 /// third node's cache (`global` only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Strategy {
     /// Fetch each dirty line a window ahead of the transfer.
     Pipelined,
@@ -60,7 +60,7 @@ pub enum Strategy {
 }
 
 /// A known bug that can be planted in the transfer's handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bug {
     /// The receiver completes a receive when its last line's worth of
@@ -303,7 +303,7 @@ pub struct Marks {
 /// delayed the end: the last component's memory write and the cleanup
 /// that tells the process. A wait the stream hid (the link still busy
 /// with components queued before it, the data not yet in) costs nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct HeldBack {
     /// Waiting for the PP, which was running other handlers (the inbox's
     /// arbitration between its queues).

@@ -12,6 +12,7 @@ mod am_sp_bulk;
 mod costs;
 mod modes_props;
 mod results;
+mod results_props;
 mod transfer;
 mod transfer_props;
 mod user;

@@ -1,6 +1,8 @@
 //! Results as a study keeps them: plain data that crosses threads, copies,
-//! prints and serializes; and a transfer's table, JSON and struct agree on
-//! every figure, each rounded the one way `magic::figures` says.
+//! prints and serializes; a transfer's table, JSON and struct agree on
+//! every figure (the table rounding the one way `magic::figures` says, the
+//! JSON exact); its JSON reads back equal, and its configuration measures
+//! it again.
 
 use magic::figures::{text, value, Figure};
 use protocols::transfer::{run, Config, Direction, Outcome, SenderState, Version};
@@ -9,8 +11,13 @@ use serde_json::Value;
 /// Compiles only for a type a study can keep.
 fn assert_result<T: Send + Clone + std::fmt::Debug + serde::Serialize>() {}
 
+/// Compiles only for a type that reads back what it writes, comparably.
+fn assert_round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq>() {}
+
 #[test]
 fn run_results_are_send_clone_debug_serialize() {
+    assert_round_trip::<Outcome>();
+    assert_round_trip::<Config>();
     assert_result::<Outcome>();
     assert_result::<protocols::transfer::Startup>();
     assert_result::<protocols::pipeline::PipelineRun>();
@@ -52,22 +59,10 @@ fn numbers(line: &str) -> Vec<String> {
 }
 
 /// One figure: the table's digits are the struct's value rounded, and the
-/// JSON holds those digits.
+/// JSON holds the struct's value exactly.
 fn agree(what: &str, table: &str, json: &Value, kind: Figure, x: f64) {
     assert_eq!(table, text(kind, x), "{what}: table against struct");
-    assert_eq!(
-        json.as_f64(),
-        Some(value(kind, x)),
-        "{what}: JSON against struct"
-    );
-    let t: f64 = table.parse().unwrap();
-    let j = json.as_f64().unwrap();
-    let j = if kind == Figure::Percent {
-        100.0 * j
-    } else {
-        j
-    };
-    assert!((t - j).abs() < 1e-9, "{what}: table {t} against JSON {j}");
+    assert_eq!(json.as_f64(), Some(x), "{what}: JSON against struct");
 }
 
 /// A whole number: table, JSON and struct the same.
@@ -226,7 +221,16 @@ fn table_json_and_struct_agree_on_every_figure_of_a_transfer() {
             );
             assert_eq!(cells[5], u.waiting.to_string());
         }
-        // The ledger's own JSON rounds its figures the same way.
+        // The transfer's JSON holds the unit rows too, exact.
+        let json_units = j["units"].as_array().unwrap();
+        assert_eq!(json_units.len(), o.ledger.units.len());
+        for (u, ju) in o.ledger.units.iter().zip(json_units) {
+            assert_eq!(ju["unit"], u.unit.name());
+            same("unit busy", &u.busy.to_string(), &ju["busy"], u.busy);
+            assert_eq!(ju["utilization"].as_f64(), Some(u.utilization));
+        }
+        // The ledger's own JSON (as experiments that keep no exact figures
+        // print it) rounds its figures the table's way.
         let lj = serde_json::to_value(&o.ledger).unwrap();
         for (u, ju) in o.ledger.units.iter().zip(lj["units"].as_array().unwrap()) {
             assert_eq!(
@@ -280,4 +284,219 @@ fn outcomes_cross_threads() {
     let copy = o.clone();
     assert_eq!(format!("{copy}"), format!("{o}"));
     assert!(format!("{o:?}").contains("total"));
+}
+
+/// A transfer's JSON reads back equal to the outcome that wrote it, and
+/// the configuration it carries (every machine parameter and cost, and the
+/// kit's version beside it) measures the same outcome again.
+#[test]
+fn a_transfers_json_reads_back_equal_and_its_config_measures_it_again() {
+    let mut cs = configs();
+    let mut slow = Config {
+        bytes: 1000,
+        src_offset: 8,
+        ..Config::default()
+    };
+    slow.params.mem_first_dword = magic::Cycles(20);
+    slow.costs.send_init.cycles = 12;
+    slow.costs.send_init.instrs = 14;
+    slow.coherence.hints = false;
+    cs.push(slow);
+    // A page moved mid-transfer, and buffers homed at a third node with
+    // flushes: the options the configuration carries beyond the shapes.
+    cs.push(Config {
+        bytes: 8192,
+        change: Some(protocols::transfer::PageChange {
+            side: protocols::transfer::Side::Receive,
+            page: 1,
+            after: magic::Cycles(700),
+        }),
+        ..Config::default()
+    });
+    cs.push(Config {
+        sender: SenderState::Dirty,
+        mode: protocols::transfer::Mode::Global,
+        placement: protocols::transfer::Placement::Third,
+        strategy: protocols::transfer::Strategy::Collect,
+        flush: true,
+        ..Config::default()
+    });
+    // Coherence off and a dirty sender: the stale lines are kept too.
+    cs.push(Config {
+        sender: SenderState::Dirty,
+        mode: protocols::transfer::Mode::None,
+        ..Config::default()
+    });
+    for c in cs {
+        let o = run(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        assert_eq!(o.config, c);
+        assert_eq!(o.version, env!("CARGO_PKG_VERSION"));
+        let text = serde_json::to_string(&o).unwrap();
+        let back: Outcome = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(back, o);
+        assert_eq!(back.to_string(), o.to_string(), "the table as well");
+        if c.mode == protocols::transfer::Mode::None {
+            assert!(!o.stale.is_empty(), "stale lines to carry");
+        }
+        let again = run(&back.config).unwrap();
+        assert_eq!(
+            again, o,
+            "{c:?}: the carried configuration measures it again"
+        );
+        // The configuration alone reads back too, and a partial one takes
+        // the defaults for what it leaves out.
+        let cj = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Config>(&cj).unwrap(), c);
+    }
+    // A planted bug is part of the configuration too.
+    let bugged = Config {
+        inject: Some(protocols::transfer::state::Bug::EarlyDone),
+        ..Config::default()
+    };
+    let cj = serde_json::to_string(&bugged).unwrap();
+    assert_eq!(serde_json::from_str::<Config>(&cj).unwrap(), bugged);
+    let partial: Config = serde_json::from_str(r#"{"bytes": 300}"#).unwrap();
+    assert_eq!(
+        partial,
+        Config {
+            bytes: 300,
+            ..Config::default()
+        }
+    );
+    let e = serde_json::from_str::<Config>(r#"{"byte": 300}"#).unwrap_err();
+    assert!(e.to_string().contains("unknown field `byte`"), "{e}");
+}
+
+/// Every derived figure of a transfer's JSON, recomputed from the counts
+/// the JSON holds, is the struct's value exactly (and so is the JSON's own).
+#[test]
+fn every_derived_figure_recomputes_exactly_from_the_counts_in_the_json() {
+    for c in configs() {
+        let o = run(&c).unwrap();
+        let j: Value = serde_json::from_str(&o.json().to_string()).unwrap();
+        let n = |k: &str| j[k].as_u64().unwrap_or_else(|| panic!("{k}: {j}"));
+        let (lines, bytes) = (n("lines"), n("bytes"));
+        let dirs = if c.direction == Direction::Bi { 2 } else { 1 };
+        let total_us = n("total_cycles") as f64 / 100.0;
+        let per = |k: &str| n(k) as f64 / lines as f64;
+        let sender = (n("sender_busy_cycles") - n("sender_stall_cycles")) as f64 / lines as f64;
+        let receiver =
+            (n("receiver_busy_cycles") - n("receiver_stall_cycles")) as f64 / lines as f64;
+        let network = per("network_busy_cycles");
+        let rate = n("landing_cycles") as f64 / (lines - 1) as f64;
+        for (k, from_counts, in_struct) in [
+            ("total_us", total_us, o.total_us()),
+            (
+                "bandwidth_mb_s",
+                (bytes * dirs) as f64 / total_us,
+                o.bandwidth_mb_s(),
+            ),
+            (
+                "processor_us",
+                n("processor_cycles") as f64 / 100.0,
+                o.processor_us(),
+            ),
+            ("per_line_cycles", rate, o.per_line.unwrap()),
+            (
+                "sender_occupancy_per_line",
+                per("sender_busy_cycles"),
+                o.sender_occupancy_per_line,
+            ),
+            (
+                "receiver_occupancy_per_line",
+                per("receiver_busy_cycles"),
+                o.receiver_occupancy_per_line,
+            ),
+            ("sender_handler_per_line", sender, o.sender_handler_per_line),
+            (
+                "receiver_handler_per_line",
+                receiver,
+                o.receiver_handler_per_line,
+            ),
+            ("network_cycles_per_line", network, o.network_per_line),
+        ] {
+            assert_eq!(from_counts, in_struct, "{k}: counts against struct");
+            assert_eq!(j[k].as_f64(), Some(in_struct), "{k}: JSON against struct");
+        }
+        // The bound: the slowest stage, stalls apart.
+        let bound = match c.direction {
+            Direction::Bi if network >= sender + receiver => "network",
+            Direction::Bi => "pp",
+            Direction::Uni if network >= sender && network >= receiver => "network",
+            Direction::Uni if sender >= receiver => "sender",
+            Direction::Uni => "receiver",
+        };
+        assert_eq!(j["limited_by"], bound);
+        assert_eq!(serde_json::to_value(o.limited_by).unwrap(), j["limited_by"]);
+        // The ledger's rows: a mean per invocation, a share of the window.
+        let window = n("occupancy_cycles") as f64;
+        let rows = j["occupancy"].as_array().unwrap();
+        for (r, h) in rows.iter().zip(&o.ledger.handlers) {
+            let busy = r["busy"].as_u64().unwrap() as f64;
+            let mean = busy / r["invocations"].as_u64().unwrap() as f64;
+            assert_eq!((mean, r["mean"].as_f64()), (h.mean, Some(h.mean)));
+            let share = busy / window;
+            assert_eq!(
+                (share, r["pp_share"].as_f64()),
+                (h.pp_share, Some(h.pp_share))
+            );
+        }
+        for (r, u) in j["units"].as_array().unwrap().iter().zip(&o.ledger.units) {
+            let share = r["busy"].as_u64().unwrap() as f64 / window;
+            assert_eq!(
+                (share, r["utilization"].as_f64()),
+                (u.utilization, Some(u.utilization))
+            );
+        }
+    }
+}
+
+/// A JSON whose derived figures its counts do not give (edited, or rounded
+/// as an older kit printed them) is refused, naming the figure; so are a
+/// key the result does not have and a repeated figure that disagrees.
+#[test]
+fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
+    let o = run(&Config {
+        sender: SenderState::Dirty,
+        ..Config::default()
+    })
+    .unwrap();
+    let j = o.json();
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<Outcome>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let rounded = magic::figures::value(Figure::FracCycles, o.per_line.unwrap());
+    assert_ne!(Some(rounded), o.per_line, "a rate rounding changes");
+    let e = refused(&|v| v["per_line_cycles"] = rounded.into());
+    assert_eq!(
+        e,
+        format!(
+            "per_line_cycles is {rounded:?}, but the counts give {:?}",
+            o.per_line.unwrap()
+        )
+    );
+    let e = refused(&|v| v["sender_busy_cycles"] = (o.stages.sender_busy + 1).into());
+    assert!(e.starts_with("sender_occupancy_per_line is "), "{e}");
+    let e = refused(&|v| v["occupancy"][0]["busy"] = 1.into());
+    assert!(e.starts_with("occupancy (transfer."), "{e}");
+    let e = refused(&|v| v["sender_stall_cycles"] = (o.stages.sender_busy + 1).into());
+    assert_eq!(
+        e,
+        format!(
+            "sender_stall_cycles is {}, more than the {} sender_busy_cycles it is part of",
+            o.stages.sender_busy + 1,
+            o.stages.sender_busy
+        )
+    );
+    let e = refused(&|v| v["bytes"] = 5.into());
+    assert_eq!(e, "bytes disagrees with the rest of the result");
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
+    let e = refused(&|v| v["total_cycles"] = (-1).into());
+    assert!(e.contains("invalid value"), "{e}");
 }

@@ -67,7 +67,7 @@ fn version() -> impl Strategy<Value = Version> {
 }
 
 prop_compose! {
-    fn config()(
+    pub(crate) fn config()(
         bytes in bytes(),
         (sender, mode) in sender_mode(),
         receiver in receiver(),

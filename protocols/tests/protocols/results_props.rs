@@ -1,0 +1,61 @@
+//! Round trip over random transfers (sizes up to 2 KB, the shapes of
+//! `transfer_props`, coherence off at times so that stale lines are kept,
+//! flushes, and machine parameters, a cost entry and coherence options
+//! away from their defaults): the JSON of a result reads back equal to it,
+//! and the configuration it carries measures it again.
+
+use super::transfer_props::config;
+use coherence::modes::Mode;
+use magic::Cycles;
+use proptest::prelude::*;
+use protocols::transfer::{run, Config, Outcome, SenderState};
+
+prop_compose! {
+    fn small_config()(
+        c in config(),
+        bytes in 1u64..=2048,
+        none in prop::bool::weighted(0.2),
+        flush in any::<bool>(),
+        mem_first_dword in 10u64..=20,
+        net_latency in 10u64..=40,
+        pi_out in 4u64..=8,
+        send_init in 9u32..=14,
+        hints in any::<bool>(),
+    ) -> Config {
+        let mut c = Config {
+            bytes,
+            receives: c.receives.min(bytes as u32),
+            sends: c.sends.min(bytes as u32),
+            flush,
+            ..c
+        };
+        if none && c.sender != SenderState::DirtyRemote {
+            c.mode = Mode::None;
+        }
+        c.params.mem_first_dword = Cycles(mem_first_dword);
+        c.params.net_latency = Cycles(net_latency);
+        c.params.pi_out = Cycles(pi_out);
+        c.costs.send_init.cycles = send_init;
+        c.coherence.hints = hints;
+        c
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_results_json_reads_back_equal_and_its_config_measures_it_again(c in small_config()) {
+        prop_assert!(c.validate().is_ok(), "{c:?}: {:?}", c.validate());
+        let o = run(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        let text = serde_json::to_string(&o).unwrap();
+        let back: Outcome = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &o);
+        let again = run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &o);
+    }
+}
