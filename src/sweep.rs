@@ -380,13 +380,14 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
                 e if e.not_clean() => Failure::Failed(format!("point {index}: {e}")),
                 e => Failure::Usage(format!("point {index}: {e}")),
             })?;
-            Ok((p, r))
+            // The row is made on the worker; the writer only writes it.
+            Ok(plan.row(&p, &r))
         },
         |n| bar.set_position(n as u64),
         |k, r: Result<_, Failure>| {
-            let (p, r) = r?;
+            let cols = r?;
             let mut chunk = String::new();
-            row(s.json, &mut target, &plan.row(&p, &r), k == 0, &mut chunk)?;
+            row(s.json, &mut target, &cols, k == 0, &mut chunk)?;
             target.sink.write(chunk.as_bytes())
         },
     );

@@ -9,8 +9,10 @@
 //! [`run_in_order`] runs points on worker threads and hands back each
 //! result in point order, as soon as every point before it is done, so the
 //! rows are the same on any number of threads; [`Plan::row`] turns a point
-//! and its report into the row's columns (every parameter, defaults
-//! included, then every scalar of the result).
+//! and its report into the row's columns (the experiment's parameters,
+//! defaults included, the machine's and the cost sheets' where the sweep
+//! varies them or sets them away from their defaults, then every scalar of
+//! the result).
 //!
 //! ```
 //! use flashkit::scenario::Source;
@@ -131,6 +133,21 @@ fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String
     }
 }
 
+/// The `result.*` cells of a run's JSON: every scalar, nulls as empty
+/// cells, but for the `config` and `version` a result may carry.
+fn result_cells(json: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match json {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if k != "config" && k != "version" {
+                    cells(&format!("result.{k}"), x, true, out);
+                }
+            }
+        }
+        x => cells("result", x, true, out),
+    }
+}
+
 /// A CSV header and one row: every scalar of `v`, by dotted key.
 pub fn csv_row(v: &serde_json::Value) -> String {
     csv_table(std::slice::from_ref(v))
@@ -164,10 +181,12 @@ pub fn csv_cell(s: &str) -> String {
     }
 }
 
-/// The machine parameters, cost-sheet entries and networks some point of the sweep
-/// sets away from their defaults: only those become columns (a scenario has
-/// some 200 of them). Decided for the whole sweep before it runs, so every
-/// shard has the same columns.
+/// The machine parameters, cost-sheet entries, networks and protocol
+/// options (the *quiet* tables, some 360 entries) that become columns: those
+/// the sweep varies, and those the scenario or some point sets away from
+/// their defaults. A quiet entry that is not a column is at its default in
+/// every row. Decided for the whole sweep before it runs, so every shard has
+/// the same columns.
 #[derive(Clone, Debug)]
 struct Changed {
     defaults: HashMap<String, String>,
@@ -359,7 +378,7 @@ impl Plan {
             |n| progress(n, total),
             |_, r| r,
         )?;
-        plan.costs = plan.changed();
+        plan.costs = plan.changed(threads);
         Ok(plan)
     }
 
@@ -367,23 +386,38 @@ impl Plan {
     /// key on its own (a value read for one key never moves another), so a
     /// column changes in some point exactly when it differs from its default
     /// in the scenario alone or with one axis's value set: the points
-    /// themselves need not be built again.
-    fn changed(&self) -> Changed {
+    /// themselves need not be built again. The scenarios are read on
+    /// `threads` workers.
+    fn changed(&self, threads: usize) -> Changed {
         let mut costs = Changed::new();
-        let mut note = |t: toml::Table| {
-            if let Ok(sc) = toml::Value::Table(t).try_into::<Scenario>() {
-                costs.note(&sc);
-            }
-        };
-        note(self.base.clone());
-        for a in &self.axes {
-            for v in &a.values {
+        // A varied key is a column even where every value is its default.
+        costs
+            .changed
+            .extend(self.axes.iter().map(|a| a.key.clone()));
+        // The scenario alone, then each value of each axis set on it.
+        let values: Vec<(&Axis, &toml::Value)> = self
+            .axes
+            .iter()
+            .flat_map(|a| a.values.iter().map(move |v| (a, v)))
+            .collect();
+        let _ = run_in_order(
+            values.len() + 1,
+            threads,
+            |i| {
                 let mut t = self.base.clone();
-                if set(&mut t, &a.key, v.clone()).is_ok() {
-                    note(t);
+                if let Some((a, v)) = i.checked_sub(1).map(|i| values[i]) {
+                    set(&mut t, &a.key, v.clone()).ok()?;
                 }
-            }
-        }
+                toml::Value::Table(t).try_into::<Scenario>().ok()
+            },
+            |_| {},
+            |_, sc: Option<Scenario>| {
+                if let Some(sc) = sc {
+                    costs.note(&sc);
+                }
+                Ok::<(), ()>(())
+            },
+        );
         costs
     }
 
@@ -427,16 +461,20 @@ impl Plan {
         })
     }
 
-    /// The row of `point` with its run's report: `point`, every parameter
-    /// (defaults included; machine and cost entries only where some point changes
-    /// them), then `result.*`, every scalar of the report's JSON (a figure
-    /// the run leaves undefined, an empty cell).
+    /// The row of `point` with its run's report: `point`, the parameters,
+    /// then `result.*`, every scalar of the report's JSON (a figure the run
+    /// leaves undefined, an empty cell; `config` and `version`, which a
+    /// result may carry, left out: the parameters are the row's own). The
+    /// parameters are every key of the experiment's table, defaults
+    /// included, and of the quiet tables (`machine`, `costs`, `network`,
+    /// `coherence`) those the sweep varies or the scenario or some point
+    /// sets away from their defaults.
     pub fn row(&self, point: &Point, report: &Report) -> Row {
         let mut cols = vec![("point".to_string(), point.index.to_string())];
         if let Ok(params) = serde_json::to_value(&point.scenario) {
             flatten("", &params, &mut cols);
         }
-        cells("result", &report.json, true, &mut cols);
+        result_cells(&report.json, &mut cols);
         cols.retain(|(k, _)| self.costs.keep(k));
         cols
     }
@@ -462,12 +500,12 @@ impl Plan {
                     index: i,
                     error: Box::new(error),
                 })?;
-                Ok((p, r))
+                // Each row is made on the worker that ran its point.
+                Ok(self.row(&p, &r))
             },
             |done| progress(done, total),
-            |_, r: Result<(Point, Report), SweepError>| {
-                let (p, r) = r?;
-                rows.push(self.row(&p, &r));
+            |_, r: Result<Row, SweepError>| {
+                rows.push(r?);
                 Ok::<(), SweepError>(())
             },
         )?;
@@ -482,9 +520,17 @@ pub const MAX_POINTS: usize = 1 << 20;
 
 /// Run `work` over items `0..count` on up to `threads` workers (at least
 /// one), and give each result to `each` in item order, as soon as every
-/// item before it is done. `done(n)` is called with the number of finished
-/// items each time one finishes. The first `Err` from `each` stops the
-/// workers and is returned; results not yet handed over are dropped.
+/// item before it is done and the calling thread is between items.
+/// `done(n)` is called with the number of finished items each time one
+/// finishes. The first `Err` from `each` stops the workers and is
+/// returned; results not yet handed over are dropped.
+///
+/// The calling thread is one of the workers. It takes the first item
+/// alone, and starts the `threads - 1` others only once the items left
+/// look to take longer than [`INLINE`] at the pace so far: a small run is
+/// done on the calling thread, starting no thread (on a busy machine a
+/// thread can take longer to start and stop than a small sweep takes), and
+/// a large one has every worker after its first item.
 ///
 /// Workers take items in order and run at most [`window`]`(threads)` items
 /// ahead of the first not yet handed over, so the results held back behind
@@ -494,7 +540,7 @@ pub fn run_in_order<R: Send, E>(
     threads: usize,
     work: impl Fn(usize) -> R + Sync,
     done: impl Fn(usize),
-    mut each: impl FnMut(usize, R) -> Result<(), E>,
+    each: impl FnMut(usize, R) -> Result<(), E>,
 ) -> Result<(), E> {
     let threads = threads.clamp(1, count.max(1));
     let ahead = window(threads);
@@ -503,52 +549,121 @@ pub fn run_in_order<R: Send, E>(
     // The number of results handed over, which workers wait on.
     let handed = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = std::sync::mpsc::channel();
+    let mut order = InOrder {
+        pending: BTreeMap::new(),
+        handed: 0,
+        finished: 0,
+        done,
+        each,
+        turn: &handed,
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (next, stop, work, handed) = (&next, &stop, &work, &handed);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count || stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let mut h = handed.0.lock().unwrap_or_else(|p| p.into_inner());
-                while i >= *h + ahead && !stop.load(Ordering::Relaxed) {
-                    h = handed.1.wait(h).unwrap_or_else(|p| p.into_inner());
-                }
-                drop(h);
-                if stop.load(Ordering::Relaxed) || tx.send((i, work(i))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut pending: BTreeMap<usize, R> = BTreeMap::new();
-        let (mut n, mut finished) = (0, 0);
-        let r = (|| {
-            for (i, r) in &rx {
-                finished += 1;
-                done(finished);
-                pending.insert(i, r);
-                let before = n;
-                while let Some(r) = pending.remove(&n) {
-                    each(n, r)?;
-                    n += 1;
-                }
-                if n > before {
-                    *handed.0.lock().unwrap_or_else(|p| p.into_inner()) = n;
-                    handed.1.notify_all();
+        // However the calling thread leaves (an error, a panic in `work`),
+        // the others stop rather than wait for their turn.
+        let _stop = Stop(&stop, &handed);
+        let mut tx = Some(tx);
+        let start = std::time::Instant::now();
+        let mut mine = 0usize;
+        // Items while there are any, the others' results between them.
+        loop {
+            while let Ok((i, r)) = rx.try_recv() {
+                order.take(i, r)?;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= count {
+                break;
+            }
+            // Too far ahead: the items before the window are the others'.
+            while i >= order.handed + ahead {
+                let Ok((j, r)) = rx.recv() else { break };
+                order.take(j, r)?;
+            }
+            let r = work(i);
+            order.take(i, r)?;
+            mine += 1;
+            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            let pace = start.elapsed() / n(mine);
+            let long = || {
+                pace.checked_mul(n(count - i - 1))
+                    .is_none_or(|t| t > INLINE)
+            };
+            if let Some(tx) = tx.take_if(|_| threads > 1 && long()) {
+                for _ in 1..threads {
+                    let tx = tx.clone();
+                    let (next, stop, work, handed) = (&next, &stop, &work, &handed);
+                    scope.spawn(move || loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= count || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let mut h = handed.0.lock().unwrap_or_else(|p| p.into_inner());
+                        while i >= *h + ahead && !stop.load(Ordering::Relaxed) {
+                            h = handed.1.wait(h).unwrap_or_else(|p| p.into_inner());
+                        }
+                        drop(h);
+                        if stop.load(Ordering::Relaxed) || tx.send((i, work(i))).is_err() {
+                            break;
+                        }
+                    });
                 }
             }
-            Ok(())
-        })();
-        stop.store(true, Ordering::Relaxed);
-        // Wake the workers waiting for their turn, to see the stop.
-        drop(handed.0.lock().unwrap_or_else(|p| p.into_inner()));
-        handed.1.notify_all();
-        drop(rx);
-        r
+        }
+        // Then the others' last (none if none started).
+        drop(tx);
+        for (i, r) in &rx {
+            order.take(i, r)?;
+        }
+        Ok(())
     })
+}
+
+/// How long the items left of a [`run_in_order`] must look to take, at the
+/// pace of those done so far, before the calling thread starts the other
+/// workers: 2 ms, some times what a thread takes to start and stop on an
+/// idle machine, and about what it can take on a busy one.
+pub const INLINE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The results finished but not yet handed over, the counts, and where
+/// they go.
+struct InOrder<'a, R, D, F> {
+    pending: BTreeMap<usize, R>,
+    handed: usize,
+    finished: usize,
+    done: D,
+    each: F,
+    turn: &'a (Mutex<usize>, Condvar),
+}
+
+impl<R, D: Fn(usize), F: FnMut(usize, R) -> Result<(), E>, E> InOrder<'_, R, D, F> {
+    /// Item `i`'s result: hand it over, and every one after it that was
+    /// waiting for it, and tell the workers how far the handing has come.
+    fn take(&mut self, i: usize, r: R) -> Result<(), E> {
+        self.finished += 1;
+        (self.done)(self.finished);
+        self.pending.insert(i, r);
+        let before = self.handed;
+        while let Some(r) = self.pending.remove(&self.handed) {
+            (self.each)(self.handed, r)?;
+            self.handed += 1;
+        }
+        if self.handed > before {
+            *self.turn.0.lock().unwrap_or_else(|p| p.into_inner()) = self.handed;
+            self.turn.1.notify_all();
+        }
+        Ok(())
+    }
+}
+
+/// Stops [`run_in_order`]'s workers when dropped, waking those waiting for
+/// their turn to see it.
+struct Stop<'a>(&'a AtomicBool, &'a (Mutex<usize>, Condvar));
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        drop(self.1 .0.lock().unwrap_or_else(|p| p.into_inner()));
+        self.1 .1.notify_all();
+    }
 }
 
 /// How far ahead of the first result not yet handed over [`run_in_order`]'s
