@@ -104,6 +104,28 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError>
     Ok(())
 }
 
+/// Refuse a key below one that is a value in the complete scenario
+/// (`costs.coherence.decode.cycles`: `decode` is a number, not a task).
+fn in_value(key: &str) -> Result<(), SweepError> {
+    let Ok(toml::Value::Table(mut t)) = toml::Value::try_from(Scenario::default()) else {
+        return Ok(());
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    for (n, part) in parts.iter().enumerate().take(parts.len() - 1) {
+        match t.remove(*part) {
+            Some(toml::Value::Table(sub)) => t = sub,
+            Some(_) => {
+                return Err(SweepError::InValue {
+                    key: key.to_string(),
+                    value: parts[..=n].join("."),
+                })
+            }
+            None => break,
+        }
+    }
+    Ok(())
+}
+
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
 /// `out`. Arrays (occupancy tables) and nulls (a setting not given) are
 /// left out: a row holds scalars.
@@ -251,6 +273,15 @@ pub enum SweepError {
         /// The key.
         key: String,
     },
+    /// A key below one that is a value, not a table
+    /// (`costs.coherence.decode.cycles`, where `decode` is a number).
+    #[error("{key}: {value} is a value, not a table: vary {value} itself")]
+    InValue {
+        /// The key as given.
+        key: String,
+        /// The value it is below.
+        value: String,
+    },
     /// One key on two axes.
     #[error("{key} is varied twice: give its values once")]
     Twice {
@@ -355,6 +386,7 @@ impl Plan {
             if !seen.insert(a.key.as_str()) {
                 return Err(SweepError::Twice { key: a.key.clone() });
             }
+            in_value(&a.key)?;
         }
         let total = axes
             .iter()
@@ -437,11 +469,13 @@ impl Plan {
         let mut t = self.base.clone();
         let mut rest = index;
         let mut chosen = Vec::new();
+        let mut values = Vec::new();
         for a in self.axes.iter().rev() {
             let v = a.values[rest % a.values.len()].clone();
             rest /= a.values.len();
             set(&mut t, &a.key, v.clone())?;
             chosen.push(format!("{}={v}", a.key));
+            values.push((a, v));
         }
         chosen.reverse();
         let chosen = chosen.join(", ");
@@ -449,10 +483,38 @@ impl Plan {
             path: &self.path,
             text: &self.text,
         };
-        let sc = scenario::parse(&src, t).map_err(|error| SweepError::Point {
-            index,
-            chosen: chosen.clone(),
-            error,
+        let sc = scenario::parse(&src, t).map_err(|mut error| {
+            // A key of a nested table is named in full (as the file's own
+            // keys are): the axis that sets it.
+            if let Some(k) = &error.key {
+                let end = format!(".{k}");
+                if let Some(a) = self
+                    .axes
+                    .iter()
+                    .find(|a| a.key.ends_with(&end) && a.key.split('.').count() > 2)
+                {
+                    error.key = Some(a.key.clone());
+                }
+            }
+            // An error the text cannot place (a value of the wrong type):
+            // the first axis whose value alone makes it, named as the file's
+            // keys are (bare in a table of the root, whole in a nested one).
+            if error.key.is_none() {
+                error.key = values.iter().rev().find_map(|(a, v)| {
+                    let mut alone = self.base.clone();
+                    set(&mut alone, &a.key, v.clone()).ok()?;
+                    let key = match a.key.split_once('.') {
+                        Some((_, k)) if !k.contains('.') => k.to_string(),
+                        _ => a.key.clone(),
+                    };
+                    scenario::parse(&src, alone).is_err().then_some(key)
+                });
+            }
+            SweepError::Point {
+                index,
+                chosen: chosen.clone(),
+                error,
+            }
         })?;
         Ok(Point {
             index,

@@ -88,3 +88,171 @@ fn a_sweeps_columns_are_the_experiments_keys_and_the_quiet_keys_it_moves() {
         .iter()
         .all(|k| !QUIET.iter().any(|q| k.starts_with(q))));
 }
+
+fn flashkit(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// One part of a cost entry is a key like any other: the other parts keep
+/// their values, and the figure moves with it.
+#[test]
+fn a_sweep_varies_one_part_of_a_cost_entry() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "costs.transfer.send_init.cycles=5,20",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let col = |k: &str| lines[0].iter().position(|c| *c == k).unwrap();
+    let (cycles, total) = (
+        col("costs.transfer.send_init.cycles"),
+        col("result.total_cycles"),
+    );
+    assert_eq!((lines[1][cycles], lines[2][cycles]), ("5", "20"));
+    let t: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l[total].parse().unwrap())
+        .collect();
+    assert_eq!(
+        t[1] - t[0],
+        15,
+        "the sender's set-up is on the transfer's path"
+    );
+    // The other parts of the entry keep their defaults.
+    let p = plan("[transfer]\n", &["costs.transfer.send_init.cycles=20"]);
+    let sc = p.point(0).unwrap().scenario;
+    let default = flashkit::scenario::Scenario::default()
+        .costs
+        .transfer
+        .send_init;
+    assert_eq!(sc.costs.transfer.send_init.cycles, 20);
+    assert_eq!(sc.costs.transfer.send_init.instrs, default.instrs);
+    assert_eq!(sc.costs.transfer.send_init.loads, default.loads);
+}
+
+/// A bad key below a table, or below a value, is one line naming it in full.
+#[test]
+fn a_bad_part_of_an_entry_is_one_line_naming_the_key() {
+    for (vary, names) in [
+        (
+            "costs.transfer.send_init.cyclez=5",
+            "costs.transfer.send_init.cyclez: unknown field `cyclez`",
+        ),
+        (
+            "costs.transfer.send_init.cycles=x",
+            "costs.transfer.send_init.cycles: invalid type",
+        ),
+        (
+            "costs.coherence.decode.cycles=5",
+            "costs.coherence.decode is a value, not a table",
+        ),
+        (
+            "costs.transfer.send_init.cycles=1",
+            "costs.transfer.send_init.instrs: must be at most 2",
+        ),
+    ] {
+        let (code, out, err) =
+            flashkit(&["sweep", "examples/transfer.toml", "--vary", vary, "--quiet"]);
+        assert_eq!(code, 2, "{vary}: {err}");
+        assert!(out.is_empty(), "{vary}: {out}");
+        assert_eq!(err.lines().count(), 1, "{vary}: {err}");
+        assert!(err.contains(names), "{vary}: {err}");
+    }
+}
+
+/// Every scalar key of a complete scenario can be varied: set to its
+/// default it is accepted, and an integer set one away from its default,
+/// where its range allows, is the point's value.
+#[test]
+fn string_keys_reach_every_field() {
+    use flashkit::scenario::{Experiment, Scenario};
+    let all = [
+        Experiment::Transfer,
+        Experiment::Miss,
+        Experiment::FetchOp,
+        Experiment::MessagingCosts,
+        Experiment::Logp,
+        Experiment::Pipeline,
+        Experiment::Remap,
+        Experiment::Suite,
+        Experiment::Study,
+        Experiment::Sharing,
+    ];
+    let (mut tried, mut moved) = (0, 0);
+    for (n, e) in all.into_iter().enumerate() {
+        let sc = Scenario::defaults(e);
+        let own = toml::Value::try_from(&sc).unwrap();
+        let mut leaves = Vec::new();
+        flatten("", &serde_json::to_value(&sc).unwrap(), &mut leaves);
+        // The quiet tables once (they are every experiment's), the
+        // experiment's own table for each.
+        let mine: Vec<&(String, String)> = leaves
+            .iter()
+            .filter(|(k, _)| n == 0 || !QUIET.iter().any(|q| k.starts_with(q)))
+            .collect();
+        let name = own
+            .as_table()
+            .unwrap()
+            .keys()
+            .find(|k| !QUIET.iter().any(|q| q.trim_end_matches('.') == k.as_str()))
+            .unwrap()
+            .clone();
+        let text = format!("[{name}]\n");
+        for (k, v) in mine {
+            let value = |k: &str| -> Option<String> {
+                let mut t = &own;
+                for part in k.split('.') {
+                    t = t.get(part)?;
+                }
+                Some(match t {
+                    toml::Value::String(s) => s.clone(),
+                    x => x.to_string(),
+                })
+            };
+            let Some(default) = value(k) else {
+                // A key the scenario serializes but TOML leaves out.
+                continue;
+            };
+            let p = plan(&text, &[&format!("{k}={default}")]);
+            let mut got = Vec::new();
+            let point = p.point(0).unwrap();
+            flatten(
+                "",
+                &serde_json::to_value(&point.scenario).unwrap(),
+                &mut got,
+            );
+            assert!(got.iter().any(|c| c.0 == *k && c.1 == *v), "{k}");
+            tried += 1;
+            if let Ok(i) = default.parse::<i64>() {
+                let src = Source {
+                    path: "s.toml",
+                    text: &text,
+                };
+                let axes = [Axis::parse(&format!("{k}={}", i + 1)).unwrap()];
+                if let Ok(p) = Plan::new(&src, &axes) {
+                    let mut got = Vec::new();
+                    let sc = p.point(0).unwrap().scenario;
+                    flatten("", &serde_json::to_value(&sc).unwrap(), &mut got);
+                    let want = (i + 1).to_string();
+                    assert!(got.iter().any(|c| c.0 == *k && c.1 == want), "{k}");
+                    moved += 1;
+                }
+            }
+        }
+    }
+    assert!(tried > 400, "{tried} keys");
+    assert!(moved > 300, "{moved} of {tried} keys moved");
+}
