@@ -30,6 +30,29 @@
 //! let cycles: Vec<u64> = rows.iter().map(|r| cell(r, "result.total_cycles").parse().unwrap()).collect();
 //! assert!(cycles[1] < cycles[0], "with dirty lines, chunking by 8 beats one line at a time");
 //! ```
+//!
+//! A sweep as data: [`Plan::run_records`] gives each point's complete
+//! scenario and result ([`Record`]), which [`jsonl`] writes as JSON Lines
+//! and [`csv`] (through [`Plan::record_row`]) as the CSV `flashkit sweep`
+//! writes; a record reads back, and its scenario runs again to its result.
+//!
+//! ```
+//! use flashkit::scenario::{self, Source};
+//! use flashkit::sweep::{self, Axis, Plan, Record};
+//!
+//! let src = Source { path: "study.toml", text: "[transfer]\nsender = \"dirty\"\n" };
+//! let plan = Plan::new(&src, &[Axis::parse("transfer.chunk=1,8").unwrap()]).unwrap();
+//! let records = plan.run_records(2, |_, _| {}).unwrap();
+//! let lines = sweep::jsonl(&records).unwrap();
+//! let rows: Vec<_> = records.iter().map(|r| plan.record_row(r)).collect();
+//! let table = sweep::csv(&rows);
+//! assert!(table.starts_with("point,transfer.bytes,"));
+//! assert_eq!(table.lines().count(), 3, "a header and two points");
+//!
+//! let back: Record = serde_json::from_str(lines.lines().nth(1).unwrap()).unwrap();
+//! assert_eq!((back.point, back.config.transfer.as_ref().unwrap().chunk), (1, 8));
+//! assert_eq!(scenario::run(&back.config).unwrap().json, back.result);
+//! ```
 
 use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -532,13 +555,44 @@ impl Plan {
     /// `coherence`) those the sweep varies or the scenario or some point
     /// sets away from their defaults.
     pub fn row(&self, point: &Point, report: &Report) -> Row {
-        let mut cols = vec![("point".to_string(), point.index.to_string())];
-        if let Ok(params) = serde_json::to_value(&point.scenario) {
+        self.columns(point.index, &point.scenario, &report.json)
+    }
+
+    /// The row of a [`Record`] (of this sweep): its columns as
+    /// [`Plan::row`] makes them.
+    pub fn record_row(&self, record: &Record) -> Row {
+        self.columns(record.point, &record.config, &record.result)
+    }
+
+    fn columns(&self, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
+        let mut cols = vec![("point".to_string(), index.to_string())];
+        if let Ok(params) = serde_json::to_value(sc) {
             flatten("", &params, &mut cols);
         }
-        result_cells(&report.json, &mut cols);
+        result_cells(result, &mut cols);
         cols.retain(|(k, _)| self.costs.keep(k));
         cols
+    }
+
+    /// The record of `point` with its run's report: its number, the kit's
+    /// version, its complete scenario and the result.
+    pub fn record(&self, point: Point, report: Report) -> Record {
+        Record {
+            point: point.index,
+            version: VERSION.to_string(),
+            config: point.scenario,
+            result: report.json,
+        }
+    }
+
+    /// Run every point as [`Plan::run`] does, and return each point's
+    /// [`Record`] (its complete scenario and its result), in order.
+    pub fn run_records(
+        &self,
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+    ) -> Result<Vec<Record>, SweepError> {
+        self.run_with(threads, progress, |p, r| self.record(p, r))
     }
 
     /// Run every point on `threads` workers and return the rows in order;
@@ -551,6 +605,16 @@ impl Plan {
         threads: usize,
         progress: impl Fn(usize, usize) + Sync,
     ) -> Result<Vec<Row>, SweepError> {
+        self.run_with(threads, progress, |p, r| self.row(&p, &r))
+    }
+
+    /// Every point run, and `make` of it and its report, in point order.
+    fn run_with<T: Send>(
+        &self,
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+        make: impl Fn(Point, Report) -> T + Sync,
+    ) -> Result<Vec<T>, SweepError> {
         let total = self.total;
         let mut rows = Vec::new();
         run_in_order(
@@ -563,16 +627,77 @@ impl Plan {
                     error: Box::new(error),
                 })?;
                 // Each row is made on the worker that ran its point.
-                Ok(self.row(&p, &r))
+                Ok(make(p, r))
             },
             |done| progress(done, total),
-            |_, r: Result<Row, SweepError>| {
+            |_, r: Result<T, SweepError>| {
                 rows.push(r?);
                 Ok::<(), SweepError>(())
             },
         )?;
         Ok(rows)
     }
+}
+
+/// The kit's version, as a [`Record`] carries it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One point of a sweep as data: its number, the kit's version, its
+/// complete scenario (every parameter, defaults included) and its result.
+/// A line of a sweep's JSON Lines ([`jsonl_line`]); it reads back with
+/// `serde_json::from_str`, and its scenario runs again with
+/// [`scenario::run`].
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    /// The point's number in the cross product.
+    pub point: usize,
+    /// The version of the kit that ran it.
+    pub version: String,
+    /// The point's complete scenario.
+    pub config: Scenario,
+    /// The result: the run's JSON.
+    pub result: serde_json::Value,
+}
+
+/// A sweep's rows as CSV: the header (the first row's columns), then a
+/// line a row. Rows of one plan line up.
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = String::new();
+    if let Some(first) = rows.first() {
+        out += &csv_header(first);
+    }
+    for r in rows {
+        out += &csv_line(r);
+    }
+    out
+}
+
+/// The CSV header of `row`'s columns, with its newline.
+pub fn csv_header(row: &Row) -> String {
+    csv_cells(row.iter().map(|c| c.0.as_str()))
+}
+
+/// `row`'s values as a CSV line, with its newline.
+pub fn csv_line(row: &Row) -> String {
+    csv_cells(row.iter().map(|c| c.1.as_str()))
+}
+
+fn csv_cells<'a>(cells: impl Iterator<Item = &'a str>) -> String {
+    let mut line = cells.map(csv_cell).collect::<Vec<_>>().join(",");
+    line.push('\n');
+    line
+}
+
+/// A sweep's records as JSON Lines: one [`Record`] a line.
+pub fn jsonl(records: &[Record]) -> Result<String, serde_json::Error> {
+    records.iter().map(jsonl_line).collect()
+}
+
+/// One [`Record`] as a line of JSON Lines, with its newline.
+pub fn jsonl_line(record: &Record) -> Result<String, serde_json::Error> {
+    let mut line = serde_json::to_string(record)?;
+    line.push('\n');
+    Ok(line)
 }
 
 /// The most points a sweep may have, 2^20: a plan builds each point when it

@@ -256,3 +256,95 @@ fn string_keys_reach_every_field() {
     assert!(tried > 400, "{tried} keys");
     assert!(moved > 300, "{moved} of {tried} keys moved");
 }
+
+fn sweep_out(extra: &[&str]) -> String {
+    let mut args = vec![
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2,8",
+        "--vary",
+        "transfer.sender=uncached,dirty",
+        "--vary",
+        "machine.net_latency=22,40",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = flashkit(&args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+/// `--format jsonl`: a line a point, each the point's complete scenario and
+/// its result, read back as a `Record`; the scenario reruns to the result.
+/// The library's writers write what the command does, byte for byte.
+#[test]
+fn json_lines_carry_each_points_complete_scenario_and_its_result() {
+    use flashkit::sweep::{csv, jsonl, Record};
+    let out = sweep_out(&["--format", "jsonl"]);
+    let text = std::fs::read_to_string("examples/transfer.toml").unwrap();
+    let p = plan(
+        &text,
+        &[
+            "transfer.chunk=1,2,8",
+            "transfer.sender=uncached,dirty",
+            "machine.net_latency=22,40",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 12);
+    for (i, line) in lines.iter().enumerate() {
+        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            line.starts_with(&format!("{{\"point\":{i},\"version\":")),
+            "{line}"
+        );
+        let keys: Vec<&str> = raw
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(keys, ["config", "point", "result", "version"]);
+        let r: Record = serde_json::from_str(line).unwrap();
+        assert_eq!(r.point, i);
+        assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+        // The complete scenario: every parameter, defaults included.
+        let want = serde_json::to_value(&p.point(i).unwrap().scenario).unwrap();
+        assert_eq!(raw["config"], want, "point {i}");
+        assert!(raw["config"]["costs"]["transfer"]["send_init"]["instrs"].is_u64());
+        assert_eq!(raw["config"]["machine"]["net_latency"], [22, 40][i % 2]);
+        // It runs again to the same result.
+        let again = flashkit::scenario::run(&r.config).unwrap();
+        assert_eq!(again.json, r.result, "point {i}");
+        assert!(r.result["total_cycles"].is_u64());
+    }
+    // The library writes the command's bytes, both formats.
+    let records = p.run_records(2, |_, _| {}).unwrap();
+    assert_eq!(jsonl(&records).unwrap(), out);
+    let rows: Vec<_> = records.iter().map(|r| p.record_row(r)).collect();
+    assert_eq!(rows, p.run(1, |_, _| {}).unwrap());
+    assert_eq!(csv(&rows), sweep_out(&[]));
+    // Sharded and merged, JSON Lines are the unsharded sweep's.
+    let dir = std::env::temp_dir().join(format!("flashkit-jsonl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut merge = vec!["merge".to_string()];
+    for i in [1, 0, 2] {
+        let f = dir.join(format!("part-{i}.jsonl"));
+        let f = f.to_str().unwrap();
+        let shard = format!("{i}/3");
+        sweep_out(&["--format", "jsonl", "--shard", &shard, "--out", f]);
+        let part = std::fs::read_to_string(f).unwrap();
+        assert!(
+            part.lines().next().unwrap().ends_with(" format=jsonl"),
+            "{part}"
+        );
+        merge.push(f.to_string());
+    }
+    let merge: Vec<&str> = merge.iter().map(|s| s.as_str()).collect();
+    let (code, merged, err) = flashkit(&merge);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(merged, out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
