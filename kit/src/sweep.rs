@@ -193,6 +193,15 @@ fn result_cells(json: &serde_json::Value, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// The `result.*` columns a sweep's row has for a run's JSON (`result`
+/// and the dotted key of each figure; a list, as the suite's tables, is
+/// left out). docs/sweeps.md lists each experiment's.
+pub fn result_columns(json: &serde_json::Value) -> Vec<String> {
+    let mut cols = Vec::new();
+    result_cells(json, &mut cols);
+    cols.into_iter().map(|c| c.0).collect()
+}
+
 /// A CSV header and one row: every scalar of `v`, by dotted key.
 pub fn csv_row(v: &serde_json::Value) -> String {
     csv_table(std::slice::from_ref(v))
