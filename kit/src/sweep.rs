@@ -815,9 +815,11 @@ pub fn run_in_order<R: Send, E>(
 
 /// How long the items left of a [`run_in_order`] must look to take, at the
 /// pace of those done so far, before the calling thread starts the other
-/// workers: 2 ms, some times what a thread takes to start and stop on an
-/// idle machine, and about what it can take on a busy one.
-pub const INLINE: std::time::Duration = std::time::Duration::from_millis(2);
+/// workers: 5 ms. On a busy machine (two cores, other work queued) starting
+/// and stopping workers for an 8-point sweep of some 5 ms took as much again
+/// (bench/sweep.sh); a run long enough to start them loses at most this
+/// much of its parallel time.
+pub const INLINE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The results finished but not yet handed over, the counts, and where
 /// they go.
