@@ -378,8 +378,14 @@ enum PlotKind {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SweepFormat {
+    /// A header, then a line a point: the point's number, its parameters
+    /// (docs/sweeps.md says which) and its result.
     Csv,
+    /// The CSV's columns as one JSON object a point (a JSON array).
     Json,
+    /// JSON Lines: one object a point, its complete scenario under
+    /// `config` and its result under `result`.
+    Jsonl,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -558,7 +564,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 shard: shard.as_deref(),
                 threads,
                 quiet,
-                json: format == SweepFormat::Json,
+                format: match format {
+                    SweepFormat::Csv => sweep::RowFormat::Csv,
+                    SweepFormat::Json => sweep::RowFormat::Json,
+                    SweepFormat::Jsonl => sweep::RowFormat::Jsonl,
+                },
                 out: out.as_deref(),
                 resume,
             })

@@ -26,7 +26,9 @@
 
 use crate::output::{self, Failure, Sink};
 use flashkit::scenario::{self, Source};
-use flashkit::sweep::{csv_cell, default_threads, run_in_order, Axis, Plan, SweepError};
+use flashkit::sweep::{
+    csv_header, csv_line, default_threads, jsonl_line, run_in_order, Axis, Plan, Row, SweepError,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// The most worker threads a command takes: more than any machine it runs
@@ -76,12 +78,45 @@ pub struct Sweep<'a> {
     pub threads: Option<usize>,
     /// No progress bar.
     pub quiet: bool,
-    /// JSON (a part: JSON Lines) instead of CSV.
-    pub json: bool,
+    /// The rows' format.
+    pub format: RowFormat,
     /// Write the part to this file rather than to standard output.
     pub out: Option<&'a str>,
     /// Keep the rows `out` already holds and run only the missing points.
     pub resume: bool,
+}
+
+/// How a sweep writes its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    /// CSV: a header, then a line a row ([`flashkit::sweep::csv_line`]).
+    Csv,
+    /// The CSV's columns as a JSON object a row (every value a string): a
+    /// JSON array, or in a part one object a line.
+    Json,
+    /// JSON Lines of [`flashkit::sweep::Record`]s: each point's complete
+    /// scenario under `config` and its result, counts as numbers.
+    Jsonl,
+}
+
+impl RowFormat {
+    /// As a part's first line names it.
+    fn name(self) -> &'static str {
+        match self {
+            RowFormat::Csv => "csv",
+            RowFormat::Json => "json",
+            RowFormat::Jsonl => "jsonl",
+        }
+    }
+
+    /// As an error names it.
+    fn shown(self) -> &'static str {
+        match self {
+            RowFormat::Csv => "CSV",
+            RowFormat::Json => "JSON",
+            RowFormat::Jsonl => "JSON Lines",
+        }
+    }
 }
 
 /// The first line of every part: what it marks out.
@@ -111,7 +146,7 @@ struct Mark {
     points: usize,
     shard: usize,
     of: usize,
-    json: bool,
+    format: RowFormat,
 }
 
 impl Mark {
@@ -122,7 +157,7 @@ impl Mark {
             self.points,
             self.shard,
             self.of,
-            if self.json { "json" } else { "csv" }
+            self.format.name()
         )
     }
 
@@ -133,7 +168,7 @@ impl Mark {
             points: 0,
             shard: 0,
             of: 0,
-            json: false,
+            format: RowFormat::Csv,
         };
         let mut seen = 0;
         for f in rest.split(' ') {
@@ -146,11 +181,9 @@ impl Mark {
                     (m.shard, m.of) = (i.parse().ok()?, n.parse().ok()?);
                 }
                 "format" => {
-                    m.json = match v {
-                        "json" => true,
-                        "csv" => false,
-                        _ => return None,
-                    }
+                    m.format = [RowFormat::Csv, RowFormat::Json, RowFormat::Jsonl]
+                        .into_iter()
+                        .find(|f| f.name() == v)?
                 }
                 _ => return None,
             }
@@ -160,13 +193,17 @@ impl Mark {
     }
 }
 
-/// The point a row is for: its first CSV cell, or its JSON object's "point".
-fn row_point(row: &str, json: bool) -> Option<usize> {
-    if json {
+/// The point a row is for: its first CSV cell, or its JSON object's
+/// "point" (a string in JSON, a number in JSON Lines).
+fn row_point(row: &str, format: RowFormat) -> Option<usize> {
+    let point = || -> Option<serde_json::Value> {
         let v: serde_json::Value = serde_json::from_str(row).ok()?;
-        v.as_object()?.get("point")?.as_str()?.parse().ok()
-    } else {
-        row.split(',').next()?.parse().ok()
+        v.as_object()?.get("point").cloned()
+    };
+    match format {
+        RowFormat::Csv => row.split(',').next()?.parse().ok(),
+        RowFormat::Json => point()?.as_str()?.parse().ok(),
+        RowFormat::Jsonl => usize::try_from(point()?.as_u64()?).ok(),
     }
 }
 
@@ -236,17 +273,17 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
                 m.shard,
                 m.of,
                 m.points,
-                if m.json { "JSON" } else { "CSV" },
+                m.format.shown(),
                 mark.shard,
                 mark.of,
                 mark.points,
-                if mark.json { "JSON" } else { "CSV" },
+                mark.format.shown(),
             ),
         }));
     }
     let mut len = first.len() + 1;
     let mut header = None;
-    if !mark.json {
+    if mark.format == RowFormat::Csv {
         if let Some(h) = lines.next() {
             len += h.len() + 1;
             header = Some(h.to_string());
@@ -254,7 +291,7 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
     }
     let mut kept = 0;
     for row in lines {
-        let p = row_point(row, mark.json);
+        let p = row_point(row, mark.format);
         if p.is_none() || p != order.get(kept) {
             return Err(usage(format!(
                 "row {} is not point {} of shard {}/{}: not a part this sweep wrote; remove it to start afresh",
@@ -323,7 +360,9 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     });
     bar.finish_and_clear();
     let plan = plan.map_err(|e| match e {
-        SweepError::NotATable { .. } | SweepError::Twice { .. } => usage(format!("--vary {e}")),
+        SweepError::NotATable { .. } | SweepError::Twice { .. } | SweepError::InValue { .. } => {
+            usage(format!("--vary {e}"))
+        }
         e => usage(e.to_string()),
     })?;
     let order = Shard {
@@ -336,7 +375,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         points: plan.total(),
         shard,
         of,
-        json: s.json,
+        format: s.format,
     };
     let resumed = match (s.out, s.resume) {
         (Some(path), true) => reopen(path, &mark, order)?,
@@ -380,13 +419,22 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
                 e if e.not_clean() => Failure::Failed(format!("point {index}: {e}")),
                 e => Failure::Usage(format!("point {index}: {e}")),
             })?;
-            Ok((p, r))
+            // The row is made on the worker; the writer only writes it.
+            Ok(match s.format {
+                RowFormat::Jsonl => Made::Line(
+                    jsonl_line(&plan.record(p, r))
+                        .map_err(|e| Failure::Failed(format!("point {index}: {e}")))?,
+                ),
+                _ => Made::Row(plan.row(&p, &r)),
+            })
         },
         |n| bar.set_position(n as u64),
         |k, r: Result<_, Failure>| {
-            let (p, r) = r?;
             let mut chunk = String::new();
-            row(s.json, &mut target, &plan.row(&p, &r), k == 0, &mut chunk)?;
+            match r? {
+                Made::Row(cols) => row(s.format, &mut target, &cols, k == 0, &mut chunk)?,
+                Made::Line(line) => chunk = line,
+            }
             target.sink.write(chunk.as_bytes())
         },
     );
@@ -394,7 +442,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     written?;
     if !target.part {
         // The table's end: a JSON array's bracket (an empty one if no rows).
-        if s.json {
+        if s.format == RowFormat::Json {
             let end = if todo == 0 { "[]\n" } else { "]\n" };
             target.sink.write(end.as_bytes())?;
         }
@@ -411,16 +459,23 @@ pub fn same_file(a: &str, b: &str) -> bool {
     }
 }
 
+/// A point's row as a worker makes it: its columns, or its JSON Lines
+/// record, written.
+enum Made {
+    Row(Row),
+    Line(String),
+}
+
 /// One row's text, with what goes before it: the header before a CSV
 /// table's or part's first row, the bracket or comma of a JSON array.
 fn row(
-    json: bool,
+    format: RowFormat,
     t: &mut Target,
-    cols: &[(String, String)],
+    cols: &Row,
     first: bool,
     chunk: &mut String,
 ) -> Result<(), Failure> {
-    if json {
+    if format == RowFormat::Json {
         let obj = serde_json::Value::Object(
             cols.iter()
                 .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
@@ -434,8 +489,8 @@ fn row(
         }
         return Ok(());
     }
-    let head: Vec<String> = cols.iter().map(|c| csv_cell(&c.0)).collect();
-    let head = head.join(",");
+    // The header as resumed parts keep it: without its newline.
+    let head = csv_header(cols).trim_end_matches('\n').to_string();
     match &t.header {
         None => {
             chunk.push_str(&head);
@@ -450,9 +505,7 @@ fn row(
         }
         Some(_) => {}
     }
-    let cells: Vec<String> = cols.iter().map(|c| csv_cell(&c.1)).collect();
-    chunk.push_str(&cells.join(","));
-    chunk.push('\n');
+    chunk.push_str(&csv_line(cols));
     Ok(())
 }
 
@@ -529,10 +582,12 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
         let mark = lines.next().and_then(Mark::parse).ok_or_else(|| {
             format!("{path}: not a sweep part (its first line is not `{MARK}...`; write parts with sweep --out)")
         })?;
-        let header = if mark.json { None } else { lines.next() };
+        let header = (mark.format == RowFormat::Csv)
+            .then(|| lines.next())
+            .flatten();
         let mut rows = Vec::new();
         for row in lines {
-            let p = row_point(row, mark.json)
+            let p = row_point(row, mark.format)
                 .filter(|&p| p < mark.points && p % mark.of == mark.shard)
                 .ok_or_else(|| {
                     format!(
@@ -569,14 +624,14 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                 p.path, m.shard, m.of, m.points, first.path, want.shard, want.of, want.points
             ));
         }
-        if m.json != want.json {
-            let f = |j: bool| if j { "JSON" } else { "CSV" };
+        if m.format != want.format {
+            let f = |f: RowFormat| f.shown();
             return Err(format!(
                 "{} is {}, {} {}: merge parts of one format",
                 p.path,
-                f(m.json),
+                f(m.format),
                 first.path,
-                f(want.json)
+                f(want.format)
             ));
         }
     }
@@ -653,7 +708,7 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
     let mut rows: Vec<(usize, &str)> = parts.iter().flat_map(|p| p.rows.iter().copied()).collect();
     rows.sort_unstable_by_key(|r| r.0);
     let mut out = String::new();
-    if want.json {
+    if want.format == RowFormat::Json {
         out.push('[');
         out.push_str(&rows.iter().map(|r| r.1).collect::<Vec<_>>().join(","));
         out.push_str("]\n");

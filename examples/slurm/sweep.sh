@@ -4,7 +4,7 @@
 #   sbatch --array=0-15 examples/slurm/sweep.sh SCENARIO OUTDIR --vary table.key=v1,v2,... [--vary ...]
 #
 # The array's size is the number of shards. Each task writes its part,
-# OUTDIR/part-<task>.csv (.jsonl with --format json), row by row; a task run
+# OUTDIR/part-<task>.csv (.jsonl with --format json or jsonl), row by row; a task run
 # again (a resubmitted index) keeps the rows its part holds and runs the rest.
 # SCENARIO and OUTDIR may be relative to the directory sbatch ran in. When
 # every task has finished, `flashkit merge OUTDIR/part-*.csv -o FILE` writes
@@ -31,7 +31,7 @@ case $scenario in /*) ;; *) scenario=$SLURM_SUBMIT_DIR/$scenario ;; esac
 case $outdir in /*) ;; *) outdir=$SLURM_SUBMIT_DIR/$outdir ;; esac
 shards=${SHARDS:-$SLURM_ARRAY_TASK_COUNT}
 ext=csv
-case " $* " in *" --format json "* | *" --format=json "*) ext=jsonl ;; esac
+case " $* " in *" --format json"[\ l]* | *" --format=json"[\ l]*) ext=jsonl ;; esac
 mkdir -p "$outdir"
 exec flashkit sweep "$scenario" "$@" --quiet \
     --shard "$SLURM_ARRAY_TASK_ID/$shards" \

@@ -9,8 +9,10 @@
 //! [`run_in_order`] runs points on worker threads and hands back each
 //! result in point order, as soon as every point before it is done, so the
 //! rows are the same on any number of threads; [`Plan::row`] turns a point
-//! and its report into the row's columns (every parameter, defaults
-//! included, then every scalar of the result).
+//! and its report into the row's columns (the experiment's parameters,
+//! defaults included, the machine's and the cost sheets' where the sweep
+//! varies them or sets them away from their defaults, then every scalar of
+//! the result).
 //!
 //! ```
 //! use flashkit::scenario::Source;
@@ -27,6 +29,29 @@
 //! assert_eq!(cell(&rows[1], "transfer.chunk"), "8");
 //! let cycles: Vec<u64> = rows.iter().map(|r| cell(r, "result.total_cycles").parse().unwrap()).collect();
 //! assert!(cycles[1] < cycles[0], "with dirty lines, chunking by 8 beats one line at a time");
+//! ```
+//!
+//! A sweep as data: [`Plan::run_records`] gives each point's complete
+//! scenario and result ([`Record`]), which [`jsonl`] writes as JSON Lines
+//! and [`csv`] (through [`Plan::record_row`]) as the CSV `flashkit sweep`
+//! writes; a record reads back, and its scenario runs again to its result.
+//!
+//! ```
+//! use flashkit::scenario::{self, Source};
+//! use flashkit::sweep::{self, Axis, Plan, Record};
+//!
+//! let src = Source { path: "study.toml", text: "[transfer]\nsender = \"dirty\"\n" };
+//! let plan = Plan::new(&src, &[Axis::parse("transfer.chunk=1,8").unwrap()]).unwrap();
+//! let records = plan.run_records(2, |_, _| {}).unwrap();
+//! let lines = sweep::jsonl(&records).unwrap();
+//! let rows: Vec<_> = records.iter().map(|r| plan.record_row(r)).collect();
+//! let table = sweep::csv(&rows);
+//! assert!(table.starts_with("point,transfer.bytes,"));
+//! assert_eq!(table.lines().count(), 3, "a header and two points");
+//!
+//! let back: Record = serde_json::from_str(lines.lines().nth(1).unwrap()).unwrap();
+//! assert_eq!((back.point, back.config.transfer.as_ref().unwrap().chunk), (1, 8));
+//! assert_eq!(scenario::run(&back.config).unwrap().json, back.result);
 //! ```
 
 use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
@@ -102,6 +127,28 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError>
     Ok(())
 }
 
+/// Refuse a key below one that is a value in the complete scenario
+/// (`costs.coherence.decode.cycles`: `decode` is a number, not a task).
+fn in_value(key: &str) -> Result<(), SweepError> {
+    let Ok(toml::Value::Table(mut t)) = toml::Value::try_from(Scenario::default()) else {
+        return Ok(());
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    for (n, part) in parts.iter().enumerate().take(parts.len() - 1) {
+        match t.remove(*part) {
+            Some(toml::Value::Table(sub)) => t = sub,
+            Some(_) => {
+                return Err(SweepError::InValue {
+                    key: key.to_string(),
+                    value: parts[..=n].join("."),
+                })
+            }
+            None => break,
+        }
+    }
+    Ok(())
+}
+
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
 /// `out`. Arrays (occupancy tables) and nulls (a setting not given) are
 /// left out: a row holds scalars.
@@ -129,6 +176,30 @@ fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
         x => out.push((prefix.to_string(), x.to_string())),
     }
+}
+
+/// The `result.*` cells of a run's JSON: every scalar, nulls as empty
+/// cells, but for the `config` and `version` a result may carry.
+fn result_cells(json: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match json {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if k != "config" && k != "version" {
+                    cells(&format!("result.{k}"), x, true, out);
+                }
+            }
+        }
+        x => cells("result", x, true, out),
+    }
+}
+
+/// The `result.*` columns a sweep's row has for a run's JSON (`result`
+/// and the dotted key of each figure; a list, as the suite's tables, is
+/// left out). docs/sweeps.md lists each experiment's.
+pub fn result_columns(json: &serde_json::Value) -> Vec<String> {
+    let mut cols = Vec::new();
+    result_cells(json, &mut cols);
+    cols.into_iter().map(|c| c.0).collect()
 }
 
 /// A CSV header and one row: every scalar of `v`, by dotted key.
@@ -164,10 +235,12 @@ pub fn csv_cell(s: &str) -> String {
     }
 }
 
-/// The machine parameters, cost-sheet entries and networks some point of the sweep
-/// sets away from their defaults: only those become columns (a scenario has
-/// some 200 of them). Decided for the whole sweep before it runs, so every
-/// shard has the same columns.
+/// The machine parameters, cost-sheet entries, networks and protocol
+/// options (the *quiet* tables, some 360 entries) that become columns: those
+/// the sweep varies, and those the scenario or some point sets away from
+/// their defaults. A quiet entry that is not a column is at its default in
+/// every row. Decided for the whole sweep before it runs, so every shard has
+/// the same columns.
 #[derive(Clone, Debug)]
 struct Changed {
     defaults: HashMap<String, String>,
@@ -231,6 +304,15 @@ pub enum SweepError {
     NotATable {
         /// The key.
         key: String,
+    },
+    /// A key below one that is a value, not a table
+    /// (`costs.coherence.decode.cycles`, where `decode` is a number).
+    #[error("{key}: {value} is a value, not a table: vary {value} itself")]
+    InValue {
+        /// The key as given.
+        key: String,
+        /// The value it is below.
+        value: String,
     },
     /// One key on two axes.
     #[error("{key} is varied twice: give its values once")]
@@ -336,6 +418,7 @@ impl Plan {
             if !seen.insert(a.key.as_str()) {
                 return Err(SweepError::Twice { key: a.key.clone() });
             }
+            in_value(&a.key)?;
         }
         let total = axes
             .iter()
@@ -359,7 +442,7 @@ impl Plan {
             |n| progress(n, total),
             |_, r| r,
         )?;
-        plan.costs = plan.changed();
+        plan.costs = plan.changed(threads);
         Ok(plan)
     }
 
@@ -367,23 +450,38 @@ impl Plan {
     /// key on its own (a value read for one key never moves another), so a
     /// column changes in some point exactly when it differs from its default
     /// in the scenario alone or with one axis's value set: the points
-    /// themselves need not be built again.
-    fn changed(&self) -> Changed {
+    /// themselves need not be built again. The scenarios are read on
+    /// `threads` workers.
+    fn changed(&self, threads: usize) -> Changed {
         let mut costs = Changed::new();
-        let mut note = |t: toml::Table| {
-            if let Ok(sc) = toml::Value::Table(t).try_into::<Scenario>() {
-                costs.note(&sc);
-            }
-        };
-        note(self.base.clone());
-        for a in &self.axes {
-            for v in &a.values {
+        // A varied key is a column even where every value is its default.
+        costs
+            .changed
+            .extend(self.axes.iter().map(|a| a.key.clone()));
+        // The scenario alone, then each value of each axis set on it.
+        let values: Vec<(&Axis, &toml::Value)> = self
+            .axes
+            .iter()
+            .flat_map(|a| a.values.iter().map(move |v| (a, v)))
+            .collect();
+        let _ = run_in_order(
+            values.len() + 1,
+            threads,
+            |i| {
                 let mut t = self.base.clone();
-                if set(&mut t, &a.key, v.clone()).is_ok() {
-                    note(t);
+                if let Some((a, v)) = i.checked_sub(1).map(|i| values[i]) {
+                    set(&mut t, &a.key, v.clone()).ok()?;
                 }
-            }
-        }
+                toml::Value::Table(t).try_into::<Scenario>().ok()
+            },
+            |_| {},
+            |_, sc: Option<Scenario>| {
+                if let Some(sc) = sc {
+                    costs.note(&sc);
+                }
+                Ok::<(), ()>(())
+            },
+        );
         costs
     }
 
@@ -403,11 +501,13 @@ impl Plan {
         let mut t = self.base.clone();
         let mut rest = index;
         let mut chosen = Vec::new();
+        let mut values = Vec::new();
         for a in self.axes.iter().rev() {
             let v = a.values[rest % a.values.len()].clone();
             rest /= a.values.len();
             set(&mut t, &a.key, v.clone())?;
             chosen.push(format!("{}={v}", a.key));
+            values.push((a, v));
         }
         chosen.reverse();
         let chosen = chosen.join(", ");
@@ -415,10 +515,38 @@ impl Plan {
             path: &self.path,
             text: &self.text,
         };
-        let sc = scenario::parse(&src, t).map_err(|error| SweepError::Point {
-            index,
-            chosen: chosen.clone(),
-            error,
+        let sc = scenario::parse(&src, t).map_err(|mut error| {
+            // A key of a nested table is named in full (as the file's own
+            // keys are): the axis that sets it.
+            if let Some(k) = &error.key {
+                let end = format!(".{k}");
+                if let Some(a) = self
+                    .axes
+                    .iter()
+                    .find(|a| a.key.ends_with(&end) && a.key.split('.').count() > 2)
+                {
+                    error.key = Some(a.key.clone());
+                }
+            }
+            // An error the text cannot place (a value of the wrong type):
+            // the first axis whose value alone makes it, named as the file's
+            // keys are (bare in a table of the root, whole in a nested one).
+            if error.key.is_none() {
+                error.key = values.iter().rev().find_map(|(a, v)| {
+                    let mut alone = self.base.clone();
+                    set(&mut alone, &a.key, v.clone()).ok()?;
+                    let key = match a.key.split_once('.') {
+                        Some((_, k)) if !k.contains('.') => k.to_string(),
+                        _ => a.key.clone(),
+                    };
+                    scenario::parse(&src, alone).is_err().then_some(key)
+                });
+            }
+            SweepError::Point {
+                index,
+                chosen: chosen.clone(),
+                error,
+            }
         })?;
         Ok(Point {
             index,
@@ -427,35 +555,53 @@ impl Plan {
         })
     }
 
-    /// The row of `point` with its run's report: `point`, every parameter
-    /// (defaults included; machine and cost entries only where some point changes
-    /// them), then `result.*`, every scalar of the report's JSON (a figure
-    /// the run leaves undefined, an empty cell) but the configuration and
-    /// the version a result carries (`config`, `version`): the parameters
-    /// are the row's own columns already.
+    /// The row of `point` with its run's report: `point`, the parameters,
+    /// then `result.*`, every scalar of the report's JSON (a figure the run
+    /// leaves undefined, an empty cell; `config` and `version`, which a
+    /// result may carry, left out: the parameters are the row's own). The
+    /// parameters are every key of the experiment's table, defaults
+    /// included, and of the quiet tables (`machine`, `costs`, `network`,
+    /// `coherence`) those the sweep varies or the scenario or some point
+    /// sets away from their defaults.
     pub fn row(&self, point: &Point, report: &Report) -> Row {
-        let mut cols = vec![("point".to_string(), point.index.to_string())];
-        if let Ok(params) = serde_json::to_value(&point.scenario) {
+        self.columns(point.index, &point.scenario, &report.json)
+    }
+
+    /// The row of a [`Record`] (of this sweep): its columns as
+    /// [`Plan::row`] makes them.
+    pub fn record_row(&self, record: &Record) -> Row {
+        self.columns(record.point, &record.config, &record.result)
+    }
+
+    fn columns(&self, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
+        let mut cols = vec![("point".to_string(), index.to_string())];
+        if let Ok(params) = serde_json::to_value(sc) {
             flatten("", &params, &mut cols);
         }
-        match &report.json {
-            serde_json::Value::Object(m) => {
-                let result = m
-                    .iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "config" | "version"))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                cells(
-                    "result",
-                    &serde_json::Value::Object(result),
-                    true,
-                    &mut cols,
-                );
-            }
-            v => cells("result", v, true, &mut cols),
-        }
+        result_cells(result, &mut cols);
         cols.retain(|(k, _)| self.costs.keep(k));
         cols
+    }
+
+    /// The record of `point` with its run's report: its number, the kit's
+    /// version, its complete scenario and the result.
+    pub fn record(&self, point: Point, report: Report) -> Record {
+        Record {
+            point: point.index,
+            version: VERSION.to_string(),
+            config: point.scenario,
+            result: report.json,
+        }
+    }
+
+    /// Run every point as [`Plan::run`] does, and return each point's
+    /// [`Record`] (its complete scenario and its result), in order.
+    pub fn run_records(
+        &self,
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+    ) -> Result<Vec<Record>, SweepError> {
+        self.run_with(threads, progress, |p, r| self.record(p, r))
     }
 
     /// Run every point on `threads` workers and return the rows in order;
@@ -468,6 +614,16 @@ impl Plan {
         threads: usize,
         progress: impl Fn(usize, usize) + Sync,
     ) -> Result<Vec<Row>, SweepError> {
+        self.run_with(threads, progress, |p, r| self.row(&p, &r))
+    }
+
+    /// Every point run, and `make` of it and its report, in point order.
+    fn run_with<T: Send>(
+        &self,
+        threads: usize,
+        progress: impl Fn(usize, usize) + Sync,
+        make: impl Fn(Point, Report) -> T + Sync,
+    ) -> Result<Vec<T>, SweepError> {
         let total = self.total;
         let mut rows = Vec::new();
         run_in_order(
@@ -479,17 +635,78 @@ impl Plan {
                     index: i,
                     error: Box::new(error),
                 })?;
-                Ok((p, r))
+                // Each row is made on the worker that ran its point.
+                Ok(make(p, r))
             },
             |done| progress(done, total),
-            |_, r: Result<(Point, Report), SweepError>| {
-                let (p, r) = r?;
-                rows.push(self.row(&p, &r));
+            |_, r: Result<T, SweepError>| {
+                rows.push(r?);
                 Ok::<(), SweepError>(())
             },
         )?;
         Ok(rows)
     }
+}
+
+/// The kit's version, as a [`Record`] carries it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One point of a sweep as data: its number, the kit's version, its
+/// complete scenario (every parameter, defaults included) and its result.
+/// A line of a sweep's JSON Lines ([`jsonl_line`]); it reads back with
+/// `serde_json::from_str`, and its scenario runs again with
+/// [`scenario::run`].
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    /// The point's number in the cross product.
+    pub point: usize,
+    /// The version of the kit that ran it.
+    pub version: String,
+    /// The point's complete scenario.
+    pub config: Scenario,
+    /// The result: the run's JSON.
+    pub result: serde_json::Value,
+}
+
+/// A sweep's rows as CSV: the header (the first row's columns), then a
+/// line a row. Rows of one plan line up.
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = String::new();
+    if let Some(first) = rows.first() {
+        out += &csv_header(first);
+    }
+    for r in rows {
+        out += &csv_line(r);
+    }
+    out
+}
+
+/// The CSV header of `row`'s columns, with its newline.
+pub fn csv_header(row: &Row) -> String {
+    csv_cells(row.iter().map(|c| c.0.as_str()))
+}
+
+/// `row`'s values as a CSV line, with its newline.
+pub fn csv_line(row: &Row) -> String {
+    csv_cells(row.iter().map(|c| c.1.as_str()))
+}
+
+fn csv_cells<'a>(cells: impl Iterator<Item = &'a str>) -> String {
+    let mut line = cells.map(csv_cell).collect::<Vec<_>>().join(",");
+    line.push('\n');
+    line
+}
+
+/// A sweep's records as JSON Lines: one [`Record`] a line.
+pub fn jsonl(records: &[Record]) -> Result<String, serde_json::Error> {
+    records.iter().map(jsonl_line).collect()
+}
+
+/// One [`Record`] as a line of JSON Lines, with its newline.
+pub fn jsonl_line(record: &Record) -> Result<String, serde_json::Error> {
+    let mut line = serde_json::to_string(record)?;
+    line.push('\n');
+    Ok(line)
 }
 
 /// The most points a sweep may have, 2^20: a plan builds each point when it
@@ -499,9 +716,17 @@ pub const MAX_POINTS: usize = 1 << 20;
 
 /// Run `work` over items `0..count` on up to `threads` workers (at least
 /// one), and give each result to `each` in item order, as soon as every
-/// item before it is done. `done(n)` is called with the number of finished
-/// items each time one finishes. The first `Err` from `each` stops the
-/// workers and is returned; results not yet handed over are dropped.
+/// item before it is done and the calling thread is between items.
+/// `done(n)` is called with the number of finished items each time one
+/// finishes. The first `Err` from `each` stops the workers and is
+/// returned; results not yet handed over are dropped.
+///
+/// The calling thread is one of the workers. It takes the first item
+/// alone, and starts the `threads - 1` others only once the items left
+/// look to take longer than [`INLINE`] at the pace so far: a small run is
+/// done on the calling thread, starting no thread (on a busy machine a
+/// thread can take longer to start and stop than a small sweep takes), and
+/// a large one has every worker after its first item.
 ///
 /// Workers take items in order and run at most [`window`]`(threads)` items
 /// ahead of the first not yet handed over, so the results held back behind
@@ -511,7 +736,7 @@ pub fn run_in_order<R: Send, E>(
     threads: usize,
     work: impl Fn(usize) -> R + Sync,
     done: impl Fn(usize),
-    mut each: impl FnMut(usize, R) -> Result<(), E>,
+    each: impl FnMut(usize, R) -> Result<(), E>,
 ) -> Result<(), E> {
     let threads = threads.clamp(1, count.max(1));
     let ahead = window(threads);
@@ -520,52 +745,123 @@ pub fn run_in_order<R: Send, E>(
     // The number of results handed over, which workers wait on.
     let handed = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = std::sync::mpsc::channel();
+    let mut order = InOrder {
+        pending: BTreeMap::new(),
+        handed: 0,
+        finished: 0,
+        done,
+        each,
+        turn: &handed,
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (next, stop, work, handed) = (&next, &stop, &work, &handed);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count || stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let mut h = handed.0.lock().unwrap_or_else(|p| p.into_inner());
-                while i >= *h + ahead && !stop.load(Ordering::Relaxed) {
-                    h = handed.1.wait(h).unwrap_or_else(|p| p.into_inner());
-                }
-                drop(h);
-                if stop.load(Ordering::Relaxed) || tx.send((i, work(i))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut pending: BTreeMap<usize, R> = BTreeMap::new();
-        let (mut n, mut finished) = (0, 0);
-        let r = (|| {
-            for (i, r) in &rx {
-                finished += 1;
-                done(finished);
-                pending.insert(i, r);
-                let before = n;
-                while let Some(r) = pending.remove(&n) {
-                    each(n, r)?;
-                    n += 1;
-                }
-                if n > before {
-                    *handed.0.lock().unwrap_or_else(|p| p.into_inner()) = n;
-                    handed.1.notify_all();
+        // However the calling thread leaves (an error, a panic in `work`),
+        // the others stop rather than wait for their turn.
+        let _stop = Stop(&stop, &handed);
+        let mut tx = Some(tx);
+        let start = std::time::Instant::now();
+        let mut mine = 0usize;
+        // Items while there are any, the others' results between them.
+        loop {
+            while let Ok((i, r)) = rx.try_recv() {
+                order.take(i, r)?;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= count {
+                break;
+            }
+            // Too far ahead: the items before the window are the others'.
+            while i >= order.handed + ahead {
+                let Ok((j, r)) = rx.recv() else { break };
+                order.take(j, r)?;
+            }
+            let r = work(i);
+            order.take(i, r)?;
+            mine += 1;
+            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            let pace = start.elapsed() / n(mine);
+            let long = || {
+                pace.checked_mul(n(count - i - 1))
+                    .is_none_or(|t| t > INLINE)
+            };
+            if let Some(tx) = tx.take_if(|_| threads > 1 && long()) {
+                for _ in 1..threads {
+                    let tx = tx.clone();
+                    let (next, stop, work, handed) = (&next, &stop, &work, &handed);
+                    scope.spawn(move || loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= count || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let mut h = handed.0.lock().unwrap_or_else(|p| p.into_inner());
+                        while i >= *h + ahead && !stop.load(Ordering::Relaxed) {
+                            h = handed.1.wait(h).unwrap_or_else(|p| p.into_inner());
+                        }
+                        drop(h);
+                        if stop.load(Ordering::Relaxed) || tx.send((i, work(i))).is_err() {
+                            break;
+                        }
+                    });
                 }
             }
-            Ok(())
-        })();
-        stop.store(true, Ordering::Relaxed);
-        // Wake the workers waiting for their turn, to see the stop.
-        drop(handed.0.lock().unwrap_or_else(|p| p.into_inner()));
-        handed.1.notify_all();
-        drop(rx);
-        r
+        }
+        // Then the others' last (none if none started).
+        drop(tx);
+        for (i, r) in &rx {
+            order.take(i, r)?;
+        }
+        Ok(())
     })
+}
+
+/// How long the items left of a [`run_in_order`] must look to take, at the
+/// pace of those done so far, before the calling thread starts the other
+/// workers: 5 ms. On a busy machine (two cores, other work queued) starting
+/// and stopping workers for an 8-point sweep of some 5 ms took as much again
+/// (bench/sweep.sh); a run long enough to start them loses at most this
+/// much of its parallel time.
+pub const INLINE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// The results finished but not yet handed over, the counts, and where
+/// they go.
+struct InOrder<'a, R, D, F> {
+    pending: BTreeMap<usize, R>,
+    handed: usize,
+    finished: usize,
+    done: D,
+    each: F,
+    turn: &'a (Mutex<usize>, Condvar),
+}
+
+impl<R, D: Fn(usize), F: FnMut(usize, R) -> Result<(), E>, E> InOrder<'_, R, D, F> {
+    /// Item `i`'s result: hand it over, and every one after it that was
+    /// waiting for it, and tell the workers how far the handing has come.
+    fn take(&mut self, i: usize, r: R) -> Result<(), E> {
+        self.finished += 1;
+        (self.done)(self.finished);
+        self.pending.insert(i, r);
+        let before = self.handed;
+        while let Some(r) = self.pending.remove(&self.handed) {
+            (self.each)(self.handed, r)?;
+            self.handed += 1;
+        }
+        if self.handed > before {
+            *self.turn.0.lock().unwrap_or_else(|p| p.into_inner()) = self.handed;
+            self.turn.1.notify_all();
+        }
+        Ok(())
+    }
+}
+
+/// Stops [`run_in_order`]'s workers when dropped, waking those waiting for
+/// their turn to see it.
+struct Stop<'a>(&'a AtomicBool, &'a (Mutex<usize>, Condvar));
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        drop(self.1 .0.lock().unwrap_or_else(|p| p.into_inner()));
+        self.1 .1.notify_all();
+    }
 }
 
 /// How far ahead of the first result not yet handed over [`run_in_order`]'s

@@ -24,6 +24,7 @@ mod pipeline;
 mod plot;
 mod scenario;
 mod suite;
+mod sweep;
 mod tidy;
 mod trace;
 mod transfer;

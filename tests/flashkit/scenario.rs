@@ -780,12 +780,14 @@ fn threads_follow_slurm_cpus_per_task() {
         eprintln!("skipped: no /proc to count threads in");
         return;
     }
-    // The main thread writes; the workers run points.
-    assert_eq!(threads_seen("1"), 2, "SLURM_CPUS_PER_TASK=1: one worker");
-    // The control: where the process may use two CPUs, two workers.
+    // The main thread is a worker and the writer: one worker starts no
+    // thread.
+    assert_eq!(threads_seen("1"), 1, "SLURM_CPUS_PER_TASK=1: one worker");
+    // The control: where the process may use two CPUs, two workers (the
+    // points are slow enough for the second to start).
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus >= 2 {
-        assert_eq!(threads_seen("2"), 3, "SLURM_CPUS_PER_TASK=2: two workers");
+        assert_eq!(threads_seen("2"), 2, "SLURM_CPUS_PER_TASK=2: two workers");
     } else {
         eprintln!("one CPU here: the two-worker control is not run");
     }
@@ -1033,21 +1035,25 @@ fn sweep_workers_run_a_bounded_way_ahead_of_the_first_unfinished_point() {
     use flashkit::sweep::{run_in_order, window};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
-    // Point 0 is slow; the others are quick. While point 0 runs, the
-    // workers take no point past the window: results held back behind a
-    // slow point are bounded, not the whole rest of the sweep.
+    // Point 1 is slow; the others are quick, point 0 slow enough (1 ms,
+    // with 9,999 to go) for the calling thread to start the other workers
+    // after it. While point 1 runs, the workers take no point past the
+    // window from point 1: results held back behind a slow point are
+    // bounded, not the whole rest of the sweep.
     let threads = 3;
     let furthest = AtomicUsize::new(0);
-    let zero_done = std::sync::atomic::AtomicBool::new(false);
+    let one_done = std::sync::atomic::AtomicBool::new(false);
     let mut order = Vec::new();
     run_in_order(
         10_000,
         threads,
         |i| {
             if i == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            } else if i == 1 {
                 std::thread::sleep(Duration::from_millis(300));
-                zero_done.store(true, Ordering::SeqCst);
-            } else if !zero_done.load(Ordering::SeqCst) {
+                one_done.store(true, Ordering::SeqCst);
+            } else if !one_done.load(Ordering::SeqCst) {
                 furthest.fetch_max(i, Ordering::SeqCst);
             }
             i * 2
@@ -1059,7 +1065,10 @@ fn sweep_workers_run_a_bounded_way_ahead_of_the_first_unfinished_point() {
         },
     )
     .unwrap();
-    assert!(furthest.load(Ordering::SeqCst) < window(threads));
+    // The others ran on while point 1 did, up to the window.
+    let furthest = furthest.load(Ordering::SeqCst);
+    assert!(furthest > 1, "no point was taken while point 1 ran");
+    assert!(furthest <= window(threads), "{furthest}");
     assert_eq!(order.len(), 10_000);
     assert!(order
         .iter()

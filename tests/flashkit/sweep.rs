@@ -1,0 +1,418 @@
+//! Sweeps from the library and the command: the columns a sweep's rows
+//! have, the keys it can vary, its JSON Lines, and the result columns the
+//! docs list.
+
+use flashkit::scenario::Source;
+use flashkit::sweep::{flatten, Axis, Plan, Row};
+
+/// The quiet tables: their entries are columns only where a sweep varies
+/// them or sets them away from their defaults.
+const QUIET: [&str; 4] = ["machine.", "costs.", "network.", "coherence."];
+
+fn plan(text: &str, axes: &[&str]) -> Plan {
+    let src = Source {
+        path: "s.toml",
+        text,
+    };
+    let axes: Vec<Axis> = axes.iter().map(|a| Axis::parse(a).unwrap()).collect();
+    Plan::new(&src, &axes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn keys(row: &Row) -> Vec<&str> {
+    row.iter().map(|c| c.0.as_str()).collect()
+}
+
+/// docs/sweeps.md's rule, held: `point`; every key of the experiment's
+/// table, defaults included; of the quiet tables, the keys varied (even
+/// where every value is the default) and those set away from their
+/// defaults by the file or a point, and no other; then the result.
+#[test]
+fn a_sweeps_columns_are_the_experiments_keys_and_the_quiet_keys_it_moves() {
+    let text = "[machine]\npi_in = 5\nnet_latency = 22\n[transfer]\nchunk = 2\n";
+    let p = plan(
+        text,
+        &[
+            "machine.net_latency=22",
+            "costs.flush.dirty_line=16,30",
+            "transfer.bytes=128,256",
+        ],
+    );
+    let rows = p.run(2, |_, _| {}).unwrap();
+    assert_eq!(rows.len(), 4);
+    let quiet = [
+        "costs.flush.dirty_line",
+        "machine.net_latency",
+        "machine.pi_in",
+    ];
+    for (i, row) in rows.iter().enumerate() {
+        let point = p.point(i).unwrap();
+        let mut all = Vec::new();
+        flatten(
+            "",
+            &serde_json::to_value(&point.scenario).unwrap(),
+            &mut all,
+        );
+        let want: Vec<&str> = std::iter::once("point")
+            .chain(
+                all.iter()
+                    .map(|c| c.0.as_str())
+                    .filter(|k| !QUIET.iter().any(|q| k.starts_with(q)) || quiet.contains(k)),
+            )
+            .collect();
+        let params: Vec<&str> = keys(row)
+            .into_iter()
+            .filter(|k| !k.starts_with("result."))
+            .collect();
+        assert_eq!(params, want, "point {i}");
+        // Every key of the experiment's table, defaults included.
+        for k in [
+            "transfer.sender",
+            "transfer.handler",
+            "transfer.receive_first",
+        ] {
+            assert!(params.contains(&k), "{k}");
+        }
+        // The values are the point's.
+        let cell = |k: &str| row.iter().find(|c| c.0 == k).unwrap().1.as_str();
+        assert_eq!(cell("machine.pi_in"), "5");
+        assert_eq!(cell("machine.net_latency"), "22");
+        assert_eq!(cell("costs.flush.dirty_line"), ["16", "30"][i / 2]);
+        assert_eq!(cell("transfer.bytes"), ["128", "256"][i % 2]);
+        assert!(keys(row).iter().any(|k| k.starts_with("result.")));
+    }
+    // A sweep that moves no quiet entry has none of them as columns.
+    let rows = plan("[transfer]\n", &["transfer.chunk=1,2"])
+        .run(1, |_, _| {})
+        .unwrap();
+    assert!(keys(&rows[0])
+        .iter()
+        .all(|k| !QUIET.iter().any(|q| k.starts_with(q))));
+}
+
+fn flashkit(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// One part of a cost entry is a key like any other: the other parts keep
+/// their values, and the figure moves with it.
+#[test]
+fn a_sweep_varies_one_part_of_a_cost_entry() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "costs.transfer.send_init.cycles=5,20",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let col = |k: &str| lines[0].iter().position(|c| *c == k).unwrap();
+    let (cycles, total) = (
+        col("costs.transfer.send_init.cycles"),
+        col("result.total_cycles"),
+    );
+    assert_eq!((lines[1][cycles], lines[2][cycles]), ("5", "20"));
+    let t: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l[total].parse().unwrap())
+        .collect();
+    assert_eq!(
+        t[1] - t[0],
+        15,
+        "the sender's set-up is on the transfer's path"
+    );
+    // The other parts of the entry keep their defaults.
+    let p = plan("[transfer]\n", &["costs.transfer.send_init.cycles=20"]);
+    let sc = p.point(0).unwrap().scenario;
+    let default = flashkit::scenario::Scenario::default()
+        .costs
+        .transfer
+        .send_init;
+    assert_eq!(sc.costs.transfer.send_init.cycles, 20);
+    assert_eq!(sc.costs.transfer.send_init.instrs, default.instrs);
+    assert_eq!(sc.costs.transfer.send_init.loads, default.loads);
+}
+
+/// A bad key below a table, or below a value, is one line naming it in full.
+#[test]
+fn a_bad_part_of_an_entry_is_one_line_naming_the_key() {
+    for (vary, names) in [
+        (
+            "costs.transfer.send_init.cyclez=5",
+            "costs.transfer.send_init.cyclez: unknown field `cyclez`",
+        ),
+        (
+            "costs.transfer.send_init.cycles=x",
+            "costs.transfer.send_init.cycles: invalid type",
+        ),
+        (
+            "costs.coherence.decode.cycles=5",
+            "costs.coherence.decode is a value, not a table",
+        ),
+        (
+            "costs.transfer.send_init.cycles=1",
+            "costs.transfer.send_init.instrs: must be at most 2",
+        ),
+    ] {
+        let (code, out, err) =
+            flashkit(&["sweep", "examples/transfer.toml", "--vary", vary, "--quiet"]);
+        assert_eq!(code, 2, "{vary}: {err}");
+        assert!(out.is_empty(), "{vary}: {out}");
+        assert_eq!(err.lines().count(), 1, "{vary}: {err}");
+        assert!(err.contains(names), "{vary}: {err}");
+    }
+}
+
+/// Every scalar key of a complete scenario can be varied: set to its
+/// default it is accepted, and an integer set one away from its default,
+/// where its range allows, is the point's value.
+#[test]
+fn string_keys_reach_every_field() {
+    use flashkit::scenario::{Experiment, Scenario};
+    let all = [
+        Experiment::Transfer,
+        Experiment::Miss,
+        Experiment::FetchOp,
+        Experiment::MessagingCosts,
+        Experiment::Logp,
+        Experiment::Pipeline,
+        Experiment::Remap,
+        Experiment::Suite,
+        Experiment::Study,
+        Experiment::Sharing,
+    ];
+    let (mut tried, mut moved) = (0, 0);
+    for (n, e) in all.into_iter().enumerate() {
+        let sc = Scenario::defaults(e);
+        let own = toml::Value::try_from(&sc).unwrap();
+        let mut leaves = Vec::new();
+        flatten("", &serde_json::to_value(&sc).unwrap(), &mut leaves);
+        // The quiet tables once (they are every experiment's), the
+        // experiment's own table for each.
+        let mine: Vec<&(String, String)> = leaves
+            .iter()
+            .filter(|(k, _)| n == 0 || !QUIET.iter().any(|q| k.starts_with(q)))
+            .collect();
+        let name = own
+            .as_table()
+            .unwrap()
+            .keys()
+            .find(|k| !QUIET.iter().any(|q| q.trim_end_matches('.') == k.as_str()))
+            .unwrap()
+            .clone();
+        let text = format!("[{name}]\n");
+        for (k, v) in mine {
+            let value = |k: &str| -> Option<String> {
+                let mut t = &own;
+                for part in k.split('.') {
+                    t = t.get(part)?;
+                }
+                Some(match t {
+                    toml::Value::String(s) => s.clone(),
+                    x => x.to_string(),
+                })
+            };
+            let Some(default) = value(k) else {
+                // A key the scenario serializes but TOML leaves out.
+                continue;
+            };
+            let p = plan(&text, &[&format!("{k}={default}")]);
+            let mut got = Vec::new();
+            let point = p.point(0).unwrap();
+            flatten(
+                "",
+                &serde_json::to_value(&point.scenario).unwrap(),
+                &mut got,
+            );
+            assert!(got.iter().any(|c| c.0 == *k && c.1 == *v), "{k}");
+            tried += 1;
+            if let Ok(i) = default.parse::<i64>() {
+                let src = Source {
+                    path: "s.toml",
+                    text: &text,
+                };
+                let axes = [Axis::parse(&format!("{k}={}", i + 1)).unwrap()];
+                if let Ok(p) = Plan::new(&src, &axes) {
+                    let mut got = Vec::new();
+                    let sc = p.point(0).unwrap().scenario;
+                    flatten("", &serde_json::to_value(&sc).unwrap(), &mut got);
+                    let want = (i + 1).to_string();
+                    assert!(got.iter().any(|c| c.0 == *k && c.1 == want), "{k}");
+                    moved += 1;
+                }
+            }
+        }
+    }
+    assert!(tried > 400, "{tried} keys");
+    assert!(moved > 300, "{moved} of {tried} keys moved");
+}
+
+fn sweep_out(extra: &[&str]) -> String {
+    let mut args = vec![
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2,8",
+        "--vary",
+        "transfer.sender=uncached,dirty",
+        "--vary",
+        "machine.net_latency=22,40",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = flashkit(&args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+/// `--format jsonl`: a line a point, each the point's complete scenario and
+/// its result, read back as a `Record`; the scenario reruns to the result.
+/// The library's writers write what the command does, byte for byte.
+#[test]
+fn json_lines_carry_each_points_complete_scenario_and_its_result() {
+    use flashkit::sweep::{csv, jsonl, Record};
+    let out = sweep_out(&["--format", "jsonl"]);
+    let text = std::fs::read_to_string("examples/transfer.toml").unwrap();
+    let p = plan(
+        &text,
+        &[
+            "transfer.chunk=1,2,8",
+            "transfer.sender=uncached,dirty",
+            "machine.net_latency=22,40",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 12);
+    for (i, line) in lines.iter().enumerate() {
+        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            line.starts_with(&format!("{{\"point\":{i},\"version\":")),
+            "{line}"
+        );
+        let keys: Vec<&str> = raw
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(keys, ["config", "point", "result", "version"]);
+        let r: Record = serde_json::from_str(line).unwrap();
+        assert_eq!(r.point, i);
+        assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+        // The complete scenario: every parameter, defaults included.
+        let want = serde_json::to_value(&p.point(i).unwrap().scenario).unwrap();
+        assert_eq!(raw["config"], want, "point {i}");
+        assert!(raw["config"]["costs"]["transfer"]["send_init"]["instrs"].is_u64());
+        assert_eq!(raw["config"]["machine"]["net_latency"], [22, 40][i % 2]);
+        // It runs again to the same result.
+        let again = flashkit::scenario::run(&r.config).unwrap();
+        assert_eq!(again.json, r.result, "point {i}");
+        assert!(r.result["total_cycles"].is_u64());
+    }
+    // The library writes the command's bytes, both formats.
+    let records = p.run_records(2, |_, _| {}).unwrap();
+    assert_eq!(jsonl(&records).unwrap(), out);
+    let rows: Vec<_> = records.iter().map(|r| p.record_row(r)).collect();
+    assert_eq!(rows, p.run(1, |_, _| {}).unwrap());
+    assert_eq!(csv(&rows), sweep_out(&[]));
+    // Sharded and merged, JSON Lines are the unsharded sweep's.
+    let dir = std::env::temp_dir().join(format!("flashkit-jsonl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut merge = vec!["merge".to_string()];
+    for i in [1, 0, 2] {
+        let f = dir.join(format!("part-{i}.jsonl"));
+        let f = f.to_str().unwrap();
+        let shard = format!("{i}/3");
+        sweep_out(&["--format", "jsonl", "--shard", &shard, "--out", f]);
+        let part = std::fs::read_to_string(f).unwrap();
+        assert!(
+            part.lines().next().unwrap().ends_with(" format=jsonl"),
+            "{part}"
+        );
+        merge.push(f.to_string());
+    }
+    let merge: Vec<&str> = merge.iter().map(|s| s.as_str()).collect();
+    let (code, merged, err) = flashkit(&merge);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(merged, out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where docs/sweeps.md's generated list of result columns begins and ends.
+const BEGIN: &str = "<!-- result columns: generated by tests/flashkit/sweep.rs; do not edit -->\n";
+const END: &str = "<!-- end of result columns -->\n";
+
+/// The result columns of every experiment, as docs/sweeps.md lists them:
+/// each experiment's run, its JSON flattened as a sweep's row flattens it.
+/// The pipeline and the suite run small (the shape of their results does
+/// not depend on their size).
+fn result_columns_section() -> String {
+    use flashkit::scenario::{self, Experiment, Scenario};
+    use flashkit::sweep::result_columns;
+    let mut out = String::from(BEGIN);
+    for &e in Experiment::ALL {
+        let mut sc = Scenario::defaults(e);
+        if let Some(p) = &mut sc.pipeline {
+            (p.nodes, p.msgs) = (4, 10);
+        }
+        if let Some(x) = &mut sc.suite {
+            x.benchmark = Some("one-to-one".into());
+        }
+        let json = serde_json::to_value(&sc).unwrap();
+        let table = json
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, v)| !v.is_null() && !QUIET.iter().any(|q| q.trim_end_matches('.') == *k))
+            .map(|(k, _)| k.clone())
+            .unwrap();
+        let r = scenario::run(&sc).unwrap_or_else(|err| panic!("[{table}]: {err}"));
+        let cols = result_columns(&r.json);
+        let mut line = format!("- `[{table}]`:");
+        if cols.is_empty() {
+            line += " none (its result is a list of tables, which a row leaves out).";
+        }
+        for (i, c) in cols.iter().enumerate() {
+            let name = c.strip_prefix("result.").unwrap();
+            let sep = if i + 1 < cols.len() { "," } else { "." };
+            let word = format!(" `{name}`{sep}");
+            if line.len() + word.len() > 80 {
+                out += &line;
+                out.push('\n');
+                line = " ".to_string();
+            }
+            line += &word;
+        }
+        out += &line;
+        out.push('\n');
+    }
+    out += END;
+    out
+}
+
+/// docs/sweeps.md lists the result columns the kit's results make; on a
+/// difference, the test prints the list to put there.
+#[test]
+fn the_docs_list_every_experiments_result_columns() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sweeps.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let want = result_columns_section();
+    let listed = doc
+        .find(BEGIN)
+        .and_then(|a| Some(&doc[a..a + doc[a..].find(END)? + END.len()]));
+    assert!(
+        listed == Some(want.as_str()),
+        "docs/sweeps.md's result columns differ from the kit's; put this there:\n{want}"
+    );
+}
