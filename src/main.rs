@@ -53,11 +53,13 @@ enum Command {
         series: Option<String>,
     },
     /// Run a scenario file (TOML): the machine's parameters and one
-    /// experiment. The files in examples/ are the commands' defaults.
+    /// experiment. The files in examples/ are the commands' defaults. A
+    /// saved result (the JSON --format json prints, with its `config`) runs
+    /// its configuration again.
     ///
     /// Example: flashkit run examples/transfer.toml --format json
     Run {
-        /// The scenario file.
+        /// The scenario file, or a saved result (JSON).
         #[arg(required_unless_present = "print_defaults")]
         file: Option<String>,
         /// Print the complete scenario of an experiment with every default
@@ -929,6 +931,10 @@ fn report(
 
 fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    // A saved result is JSON (a scenario, TOML, never opens with a brace).
+    if path.ends_with(".json") || text.trim_start().starts_with('{') {
+        return rerun(path, &text, trace, format);
+    }
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -938,6 +944,41 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
         Some(r) => Failure::Usage(src.in_tables(&scenario::tables_of(&s), r).to_string()),
         None => failure(e, Some(path)),
     })?;
+    report(Ok(r), trace, format)
+}
+
+/// Run a saved result's configuration again and print the result as a
+/// scenario's; where the new result differs from the saved one, one line
+/// on standard error says in which keys.
+fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
+    let saved = scenario::Saved::read(text).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let r = scenario::rerun(&saved, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    let (mut old, new) = (saved.json(), &r.0.json);
+    if trace.is_some() {
+        // The run was asked to record its timelines, and its config says so.
+        if let Some(t) = old.pointer_mut("/config/trace") {
+            *t = serde_json::Value::Bool(true);
+        }
+    }
+    if let (Some(old), Some(new)) = (old.as_object(), new.as_object()) {
+        let differ: Vec<&str> = old
+            .iter()
+            .filter(|(k, v)| new.get(k.as_str()) != Some(v))
+            .map(|(k, _)| k.as_str())
+            .chain(
+                new.keys()
+                    .filter(|k| !old.contains_key(*k))
+                    .map(|k| k.as_str()),
+            )
+            .collect();
+        if !differ.is_empty() {
+            output::say(&format!(
+                "note: the rerun differs from {path} (measured by flashkit {}) in {}",
+                saved.version(),
+                differ.join(", ")
+            ));
+        }
+    }
     report(Ok(r), trace, format)
 }
 

@@ -1761,11 +1761,19 @@ pub fn run_traced(
     let Some(t) = &s.transfer else {
         return Err(RunError::Kinds(s.kinds()));
     };
-    let c = t.config_in(s, trace);
-    let r = protocols::transfer::run_with_machine(&c)?;
+    transfer(&t.config_in(s, trace), trace)
+}
+
+/// Run a transfer's configuration as it stands; with `trace`, its
+/// timelines come back as Chrome trace-event JSON.
+fn transfer(
+    c: &protocols::transfer::Config,
+    trace: bool,
+) -> Result<(Report, Option<serde_json::Value>), RunError> {
+    let r = protocols::transfer::run_with_machine(c)?;
     let json = r.json();
-    crate::invariants::check(&json, &[&r.ledger], p.pp_issue_width)?;
-    let tr = chrome(r.machine.nodes(), r.machine.trace());
+    crate::invariants::check(&json, &[&r.ledger], c.params.pp_issue_width)?;
+    let tr = trace.then(|| magic::trace::chrome_json(r.machine.nodes(), &r.machine.trace()));
     // Without coherence, stale data is the result being measured, not a
     // failure of the model.
     let checked = c.mode != protocols::transfer::Mode::None;
@@ -1779,6 +1787,108 @@ pub fn run_traced(
         },
         tr,
     ))
+}
+
+/// A saved result the kit can run again: the JSON `flashkit run --format
+/// json` prints for an experiment whose result carries its configuration
+/// (`config`) and the kit's version (`version`), read back whole.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Saved {
+    /// A transfer's result.
+    Transfer(Box<protocols::transfer::Outcome>),
+}
+
+/// The experiments whose saved results [`Saved::read`] takes, and a key
+/// only that experiment's result has.
+const SAVED: [(&str, &str); 1] = [("transfer", "per_line_cycles")];
+
+/// Why a JSON text is not a result the kit can run again.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    /// JSON, but no experiment's result that carries its configuration.
+    #[error(
+        "not a result flashkit can rerun: that is the JSON `flashkit run --format json` prints \
+         for a {}, with its `config` and `version`",
+        SAVED.map(|k| k.0).join(", a ")
+    )]
+    NotAResult,
+    /// An experiment's result, but one it cannot read back (a field
+    /// missing or unknown, or a figure its counts do not give).
+    #[error("a {kind} result that does not read back: {error}")]
+    Bad {
+        /// The experiment.
+        kind: &'static str,
+        /// What is wrong with it, the field named.
+        error: serde_json::Error,
+    },
+}
+
+impl Saved {
+    /// Read a saved result: JSON whose top level carries `config` and
+    /// `version` beside one experiment's result, every figure what its
+    /// counts give.
+    ///
+    /// ```
+    /// use flashkit::protocols::transfer::{run, Config};
+    /// use flashkit::scenario::Saved;
+    /// let o = run(&Config::default()).unwrap();
+    /// let saved = Saved::read(&o.json().to_string()).unwrap();
+    /// assert_eq!(saved, Saved::Transfer(Box::new(o)));
+    /// assert!(Saved::read("{\"bytes\": 4096}").is_err());
+    /// ```
+    pub fn read(text: &str) -> Result<Saved, SavedError> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(SavedError::Json)?;
+        let m = v.as_object().ok_or(SavedError::NotAResult)?;
+        if !(m.contains_key("config") && m.contains_key("version")) {
+            return Err(SavedError::NotAResult);
+        }
+        let kind = SAVED
+            .iter()
+            .find(|(_, key)| m.contains_key(*key))
+            .ok_or(SavedError::NotAResult)?
+            .0;
+        let bad = |error| SavedError::Bad { kind, error };
+        match kind {
+            "transfer" => Ok(Saved::Transfer(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            _ => Err(SavedError::NotAResult),
+        }
+    }
+
+    /// The version of the kit that measured it.
+    pub fn version(&self) -> &str {
+        match self {
+            Saved::Transfer(o) => &o.version,
+        }
+    }
+
+    /// The result as JSON, as it was saved.
+    pub fn json(&self) -> serde_json::Value {
+        match self {
+            Saved::Transfer(o) => o.json(),
+        }
+    }
+}
+
+/// Run a saved result's configuration again: the same report a scenario
+/// with that configuration gives (with this kit's version), and with
+/// `trace` the run's timelines. The kit that measured it gives an equal
+/// result.
+pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::Value>), RunError> {
+    match saved {
+        Saved::Transfer(o) => {
+            let mut c = o.config.clone();
+            if trace {
+                c.trace = true;
+                c.params.trace = true;
+            }
+            transfer(&c, trace)
+        }
+    }
 }
 
 /// A MAGIC experiment's report, once its result and the ledgers its run

@@ -1329,3 +1329,87 @@ fn a_partial_task_table_keeps_the_tasks_other_parts() {
     assert_ne!(figures(rows[1]), figures(rows[2]), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_result_runs_its_configuration_again() {
+    let dir = scratch("rerun");
+    // A transfer away from its defaults: its machine, a cost and its table.
+    let toml = dir.join("t.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.transfer.send_init]\ncycles = 14\n\
+         [transfer]\nsender = \"dirty\"\nchunk = 8\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    // The same JSON, table and CSV as the scenario, known by the extension
+    // or by the content.
+    let text = dir.join("saved.txt");
+    std::fs::write(&text, &saved).unwrap();
+    for file in [&json, &text] {
+        assert_eq!(made(file, "json"), saved, "{}", file.display());
+        for format in ["table", "csv"] {
+            assert_eq!(made(file, format), made(&toml, format), "{format}");
+        }
+    }
+    // Pretty-printed, as a notebook might save it.
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let pretty = dir.join("pretty.json");
+    std::fs::write(&pretty, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    assert_eq!(made(&pretty, "json"), saved);
+    // Its configuration changed, it measures the change and says the
+    // result differs from the file's.
+    let mut changed = v.clone();
+    changed["config"]["params"]["net_latency"] = 22.into();
+    let f = dir.join("changed.json");
+    std::fs::write(&f, changed.to_string()).unwrap();
+    let (code, out, err) = flashkit(&["run", path(&f), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let rerun: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rerun["config"], changed["config"]);
+    assert_ne!(rerun["total_cycles"], v["total_cycles"]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("note: the rerun differs from") && err.contains("total_cycles"),
+        "{err}"
+    );
+    // What is no result the kit can rerun: one line, status 2.
+    let mut edited = v.clone();
+    edited["total_us"] = 9.5.into();
+    let mut refused = v.clone();
+    refused["config"]["receives"] = 0.into();
+    for (name, content, says) in [
+        ("not.json", "bytes = 4096".to_string(), "not JSON"),
+        (
+            "other.json",
+            r#"{"bytes": 4096, "lines": 32}"#.to_string(),
+            "not a result flashkit can rerun",
+        ),
+        (
+            "edited.json",
+            edited.to_string(),
+            "total_us is 9.5, but the counts give",
+        ),
+        ("refused.json", refused.to_string(), "receives"),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, content).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&f)]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert_eq!(out, "", "{name}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {}: ", path(&f))) && err.contains(says),
+            "{name}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
