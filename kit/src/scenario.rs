@@ -1796,11 +1796,13 @@ fn transfer(
 pub enum Saved {
     /// A transfer's result.
     Transfer(Box<protocols::transfer::Outcome>),
+    /// A read miss's result.
+    Miss(Box<coherence::miss::MissRun>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 1] = [("transfer", "per_line_cycles")];
+const SAVED: [(&str, &str); 2] = [("transfer", "per_line_cycles"), ("miss", "case")];
 
 /// Why a JSON text is not a result the kit can run again.
 #[derive(Debug, thiserror::Error)]
@@ -1855,6 +1857,9 @@ impl Saved {
             "transfer" => Ok(Saved::Transfer(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "miss" => Ok(Saved::Miss(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1863,6 +1868,7 @@ impl Saved {
     pub fn version(&self) -> &str {
         match self {
             Saved::Transfer(o) => &o.version,
+            Saved::Miss(r) => &r.version,
         }
     }
 
@@ -1870,6 +1876,7 @@ impl Saved {
     pub fn json(&self) -> serde_json::Value {
         match self {
             Saved::Transfer(o) => o.json(),
+            Saved::Miss(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1887,6 +1894,16 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
                 c.params.trace = true;
             }
             transfer(&c, trace)
+        }
+        Saved::Miss(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = miss_run(c.case, c.setup, p, c.coherence)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
         }
     }
 }
@@ -2000,26 +2017,31 @@ pub fn miss(
     p: magic::MagicParams,
     coh: coherence::CohParams,
 ) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
-    use coherence::miss;
-    let (case, setup) = (m.case(), m.setup());
-    let (r, machine) = miss::run_with_machine(case, setup, p.clone(), coh)?;
-    let ledger = r.ledger;
+    miss_run(m.case(), m.setup(), p, coh)
+}
+
+/// One read miss of `case` in `setup`: its report (the JSON its result
+/// serializes to) and the machine.
+fn miss_run(
+    case: coherence::miss::Case,
+    setup: coherence::miss::Setup,
+    p: magic::MagicParams,
+    coh: coherence::CohParams,
+) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
+    let (r, machine) = coherence::miss::run_with_machine(case, setup, p.clone(), coh)?;
+    let table = format!(
+        "{}: {} cycles ({:.2} us)\n\n{}",
+        case.name(),
+        r.latency,
+        r.latency_us(),
+        r.ledger.render()
+    );
     with(
         machine,
         checked(
-            serde_json::json!({
-                "case": case.name(),
-                "latency_cycles": r.latency.0,
-                "occupancy": ledger.handlers,
-            }),
-            format!(
-                "{}: {} cycles ({:.2} us)\n\n{}",
-                case.name(),
-                r.latency,
-                r.latency.as_us(),
-                ledger.render()
-            ),
-            &[&ledger],
+            serde_json::to_value(&r)?,
+            table,
+            &[&r.ledger],
             p.pp_issue_width,
         ),
     )

@@ -1413,3 +1413,40 @@ fn a_saved_result_runs_its_configuration_again() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_miss_runs_its_configuration_again() {
+    let dir = scratch("rerun-miss");
+    let toml = dir.join("m.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[coherence]\nacks = \"requester\"\n\
+         [costs.coherence]\ndecode = 6\n[miss]\ncase = \"remote-dirty\"\nnodes = 5\nowner = 3\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["setup"]["owner"], 3);
+    assert_eq!(v["config"]["params"]["net_latency"], 30);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    // A miss's result with a figure edited is refused, named.
+    let mut edited = v.clone();
+    edited["latency_us"] = 9.5.into();
+    std::fs::write(&json, edited.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&json)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a miss result that does not read back: latency_us is 9.5"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

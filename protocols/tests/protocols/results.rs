@@ -500,3 +500,124 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     let e = refused(&|v| v["total_cycles"] = (-1).into());
     assert!(e.contains("invalid value"), "{e}");
 }
+
+/// A read miss away from its defaults in every part of its configuration.
+fn miss_config(case: coherence::miss::Case) -> coherence::miss::Config {
+    use coherence::miss::{Config, Setup};
+    let mut c = Config {
+        case,
+        setup: Setup {
+            nodes: 5,
+            owner: 3,
+            offset: 0x8100,
+        },
+        ..Config::default()
+    };
+    c.params.net_latency = magic::Cycles(30);
+    c.params.mem_first_dword = magic::Cycles(18);
+    c.coherence.acks = coherence::Acks::Requester;
+    c.coherence.costs.decode = 6;
+    c
+}
+
+/// A miss's result carries its configuration and version: its JSON reads
+/// back equal, and the configuration measures it again, equal.
+#[test]
+fn a_misss_json_reads_back_equal_and_its_config_measures_it_again() {
+    use coherence::miss::{self, Case, MissRun};
+    assert_round_trip::<MissRun>();
+    assert_round_trip::<miss::Config>();
+    for case in Case::ALL {
+        for c in [
+            miss::Config {
+                case,
+                ..Default::default()
+            },
+            miss_config(case),
+        ] {
+            let r = miss::run_config(&c).unwrap();
+            assert_eq!(r.config, c);
+            assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+            let text = serde_json::to_string(&r).unwrap();
+            let back: MissRun = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, r, "{text}");
+            assert_eq!(miss::run_config(&back.config).unwrap(), r);
+        }
+        // The configuration is what ran: another machine, another latency.
+        assert_ne!(
+            miss::run_config(&miss_config(case)).unwrap().latency,
+            miss::run_config(&miss::Config {
+                case,
+                ..Default::default()
+            })
+            .unwrap()
+            .latency
+        );
+    }
+}
+
+/// A miss's JSON holds the counts behind its figures, and each figure is
+/// what they give, exactly; one they do not give is refused, named.
+#[test]
+fn a_misss_figures_recompute_exactly_from_the_counts_in_its_json() {
+    use coherence::miss::{self, Case, MissRun};
+    let r = miss::run_config(&miss_config(Case::RemoteDirty)).unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    let latency = n(&j, "latency_cycles");
+    assert_eq!(latency, r.latency.0);
+    assert_eq!(j["latency_us"].as_f64(), Some(latency as f64 / 100.0));
+    let elapsed = n(&j, "occupancy_cycles");
+    assert_eq!(elapsed, r.ledger.elapsed.0);
+    let rows = j["occupancy"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        let busy = n(row, "busy");
+        assert_eq!(
+            row["mean"].as_f64(),
+            Some(busy as f64 / n(row, "invocations") as f64),
+            "{row}"
+        );
+        assert_eq!(
+            row["pp_share"].as_f64(),
+            Some(busy as f64 / elapsed as f64),
+            "{row}"
+        );
+    }
+    let units = j["units"].as_array().unwrap();
+    assert_eq!(units.len(), 6 * 5);
+    for u in units {
+        assert_eq!(
+            u["utilization"].as_f64(),
+            Some(n(u, "busy") as f64 / elapsed as f64),
+            "{u}"
+        );
+    }
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<MissRun>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|v| v["latency_us"] = 1.9.into());
+    assert_eq!(
+        e,
+        format!(
+            "latency_us is 1.9, but the counts give {}",
+            latency as f64 / 100.0
+        )
+    );
+    let e = refused(&|v| v["occupancy"][0]["busy"] = 1.into());
+    assert!(e.starts_with("occupancy (coherence."), "{e}");
+    let e = refused(&|v| v["units"][1]["utilization"] = 0.5.into());
+    assert!(
+        e.starts_with("units (pp on node Some(0)).utilization is 0.5"),
+        "{e}"
+    );
+    let e = refused(&|v| v["case"] = "local-clean".into());
+    assert_eq!(e, "case disagrees with the rest of the result");
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
+}

@@ -1,7 +1,7 @@
 //! Round trip over random transfers (sizes up to 2 KB, the shapes of
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
-//! away from their defaults): the JSON of a result reads back equal to it,
+//! away from their defaults; read misses likewise): the JSON of a result reads back equal to it,
 //! and the configuration it carries measures it again.
 
 use super::transfer_props::config;
@@ -57,5 +57,60 @@ proptest! {
         prop_assert_eq!(&back, &o);
         let again = run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again, &o);
+    }
+}
+
+prop_compose! {
+    /// A read miss on 3 to 8 nodes, its dirty copy at any third node, its
+    /// line anywhere in the first megabyte, the machine, the protocol's
+    /// options and a cost away from their defaults.
+    fn miss_config()(
+        case in prop::sample::select(coherence::miss::Case::ALL.to_vec()),
+        nodes in 3u32..=8,
+        owner in 0u32..8,
+        offset in 0u64..(1 << 20),
+        net_latency in 10u64..=40,
+        mem_first_dword in 10u64..=20,
+        requester_acks in any::<bool>(),
+        hints in any::<bool>(),
+        decode in 2u32..=8,
+    ) -> coherence::miss::Config {
+        let mut c = coherence::miss::Config {
+            case,
+            setup: coherence::miss::Setup {
+                nodes,
+                owner: 2 + owner % (nodes - 2),
+                offset,
+            },
+            ..Default::default()
+        };
+        c.params.net_latency = Cycles(net_latency);
+        c.params.mem_first_dword = Cycles(mem_first_dword);
+        if requester_acks {
+            c.coherence.acks = coherence::Acks::Requester;
+        }
+        c.coherence.hints = hints;
+        c.coherence.costs.decode = decode;
+        c
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_misss_json_reads_back_equal_and_its_config_measures_it_again(c in miss_config()) {
+        use coherence::miss::{run_config, MissRun};
+        let r = run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: MissRun = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
     }
 }
