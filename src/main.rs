@@ -718,20 +718,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 output::say(&format!("error: {h}"));
                 return Err(Failure::Stuck);
             }
-            let r = pipeline::result(&m);
             if !report.is_clean() {
                 output::say("error: the run is not clean:");
                 for s in report.problems() {
                     output::say(&format!("  {s}"));
                 }
             }
-            let v = serde_json::json!({
-                "completion": r.completion,
-                "sum_completion": r.sum_completion,
-                "sum_latency": r.sum_latency,
-                "events": r.events,
-                "wall_s": wall_s,
-            });
+            let clean = report.is_clean();
+            let run = pipeline::summary(&cfg, &m, report);
+            let r = run.result;
+            // The run's JSON, and the event loop's wall-clock time beside it.
+            let mut v = serde_json::to_value(&run).map_err(|e| Failure::Failed(e.to_string()))?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("wall_s".into(), wall_s.into());
+            }
             match format {
                 Format::Json => out!("{v}"),
                 Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&v)),
@@ -748,10 +748,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         r.events as f64 / wall_s / 1e6,
                         wall_s
                     );
-                    out_raw!("{}", m.ledger().summed().render());
+                    out_raw!("{}", run.ledger.summed().render());
                 }
             }
-            if report.is_clean() {
+            if clean {
                 Ok(())
             } else {
                 Err(Failure::Stuck)

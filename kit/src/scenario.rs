@@ -1798,11 +1798,17 @@ pub enum Saved {
     Transfer(Box<protocols::transfer::Outcome>),
     /// A read miss's result.
     Miss(Box<coherence::miss::MissRun>),
+    /// The pipeline workload's run.
+    Pipeline(Box<protocols::pipeline::PipelineRun>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 2] = [("transfer", "per_line_cycles"), ("miss", "case")];
+const SAVED: [(&str, &str); 3] = [
+    ("transfer", "per_line_cycles"),
+    ("miss", "case"),
+    ("pipeline", "sum_latency"),
+];
 
 /// Why a JSON text is not a result the kit can run again.
 #[derive(Debug, thiserror::Error)]
@@ -1842,8 +1848,11 @@ impl Saved {
     /// assert!(Saved::read("{\"bytes\": 4096}").is_err());
     /// ```
     pub fn read(text: &str) -> Result<Saved, SavedError> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(SavedError::Json)?;
-        let m = v.as_object().ok_or(SavedError::NotAResult)?;
+        let mut v: serde_json::Value = serde_json::from_str(text).map_err(SavedError::Json)?;
+        let m = v.as_object_mut().ok_or(SavedError::NotAResult)?;
+        // The wall-clock time a command prints beside a result is no part
+        // of it.
+        m.remove("wall_s");
         if !(m.contains_key("config") && m.contains_key("version")) {
             return Err(SavedError::NotAResult);
         }
@@ -1860,6 +1869,9 @@ impl Saved {
             "miss" => Ok(Saved::Miss(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "pipeline" => Ok(Saved::Pipeline(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1869,6 +1881,7 @@ impl Saved {
         match self {
             Saved::Transfer(o) => &o.version,
             Saved::Miss(r) => &r.version,
+            Saved::Pipeline(r) => &r.version,
         }
     }
 
@@ -1877,6 +1890,7 @@ impl Saved {
         match self {
             Saved::Transfer(o) => o.json(),
             Saved::Miss(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Pipeline(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1902,6 +1916,12 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
                 ..c.params.clone()
             };
             let (r, m) = miss_run(c.case, c.setup, p, c.coherence)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::Pipeline(r) => {
+            let budget = magic::MagicParams::default().budget;
+            let (r, m) = pipeline_run(&r.config, budget, trace)?;
             let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
             Ok((r, tr))
         }
@@ -2228,8 +2248,17 @@ pub fn pipeline(
     budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
-    let cfg = x.config();
-    let mut m = protocols::pipeline::build(&cfg)?;
+    pipeline_run(&x.config(), budget, trace)
+}
+
+/// The pipeline workload `cfg` within `budget` cycles: its report (the JSON
+/// its run serializes to) and the machine.
+fn pipeline_run(
+    cfg: &protocols::pipeline::PipelineConfig,
+    budget: magic::Cycles,
+    trace: bool,
+) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
+    let mut m = protocols::pipeline::build(cfg)?;
     m.set_budget(budget)?;
     if trace {
         m.trace_on();
@@ -2239,16 +2268,12 @@ pub fn pipeline(
         // A halted run's figures are no result: none is printed.
         return Err(protocols::Error::Incomplete(h.to_string()).into());
     }
-    let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
-    let json = serde_json::json!({
-        "completion": r.completion,
-        "sum_completion": r.sum_completion,
-        "sum_latency": r.sum_latency,
-        "events": r.events,
-    });
-    crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;
     let failed = (!report.is_clean())
         .then(|| format!("the run is not clean: {}", report.problems().join("; ")));
+    let run = protocols::pipeline::summary(cfg, &m, report);
+    let json = serde_json::to_value(&run)?;
+    crate::invariants::check(&json, &[&run.ledger], m.params().pp_issue_width)?;
+    let (r, ledger) = (run.result, run.ledger);
     let report = Report {
         json,
         table: format!(

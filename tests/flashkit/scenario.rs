@@ -1450,3 +1450,42 @@ fn a_saved_miss_runs_its_configuration_again() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_pipeline_run_runs_again_with_its_wall_clock_time_beside_it() {
+    let dir = scratch("rerun-pipeline");
+    let (code, saved, err) = flashkit(&[
+        "pipeline",
+        "--nodes",
+        "4",
+        "--msgs",
+        "3",
+        "--pattern",
+        "shift",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert!(v["wall_s"].as_f64().is_some(), "{saved}");
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    let (code, out, err) = flashkit(&["run", path(&json), "--format", "json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // The same result; the wall-clock time stays with the command that
+    // timed its event loop.
+    v.as_object_mut().unwrap().remove("wall_s");
+    let rerun: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rerun, v);
+    // As the scenario with that workload prints it.
+    let toml = dir.join("p.toml");
+    std::fs::write(
+        &toml,
+        "[pipeline]\nnodes = 4\nmsgs = 3\npattern = \"shift\"\n",
+    )
+    .unwrap();
+    let (code, scenario, err) = flashkit(&["run", path(&toml), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, scenario);
+    let _ = std::fs::remove_dir_all(&dir);
+}

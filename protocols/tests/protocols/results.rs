@@ -621,3 +621,64 @@ fn a_misss_figures_recompute_exactly_from_the_counts_in_its_json() {
     let e = refused(&|v| v["wall_s"] = 0.5.into());
     assert!(e.contains("unknown field `wall_s`"), "{e}");
 }
+
+/// A pipeline run carries its workload and version; its JSON keeps the
+/// peers' counts at the top level (where the benchmarks read them), the
+/// ledger's counters with figures that are exactly theirs, and reads back
+/// equal; a figure its counts do not give, or the wall-clock time the
+/// command prints beside it, is no part of it.
+#[test]
+fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
+    use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineRun};
+    assert_round_trip::<PipelineRun>();
+    assert_round_trip::<PipelineConfig>();
+    let c = PipelineConfig {
+        nodes: 4,
+        msgs: 3,
+        pattern: Pattern::Shift,
+        costs: Default::default(),
+    };
+    let r = pipeline::run(&c).unwrap();
+    assert_eq!(r.config, c);
+    assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+    let j = serde_json::to_value(&r).unwrap();
+    for (k, x) in [
+        ("completion", r.result.completion),
+        ("sum_completion", r.result.sum_completion),
+        ("sum_latency", r.result.sum_latency),
+        ("events", r.result.events),
+        ("end_cycles", r.end.0),
+        ("occupancy_cycles", r.ledger.elapsed.0),
+    ] {
+        assert_eq!(j[k].as_u64(), Some(x), "{k}");
+    }
+    let elapsed = r.ledger.elapsed.0 as f64;
+    for row in j["occupancy"].as_array().unwrap() {
+        let busy = row["busy"].as_u64().unwrap() as f64;
+        let calls = row["invocations"].as_u64().unwrap() as f64;
+        assert_eq!(row["mean"].as_f64(), Some(busy / calls), "{row}");
+        assert_eq!(row["pp_share"].as_f64(), Some(busy / elapsed), "{row}");
+    }
+    for u in j["units"].as_array().unwrap() {
+        let busy = u["busy"].as_u64().unwrap() as f64;
+        assert_eq!(u["utilization"].as_f64(), Some(busy / elapsed), "{u}");
+    }
+    let back: PipelineRun = serde_json::from_value(j.clone()).unwrap();
+    assert_eq!(back, r);
+    assert_eq!(pipeline::run(&back.config).unwrap(), r);
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<PipelineRun>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|v| v["occupancy"][0]["mean"] = 1.5.into());
+    assert!(e.starts_with("occupancy (pipeline."), "{e}");
+    assert!(e.contains(".mean is 1.5, but the counts give"), "{e}");
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
+    let e = refused(&|v| v["config"]["nodes"] = "four".into());
+    assert!(e.contains("invalid type"), "{e}");
+}

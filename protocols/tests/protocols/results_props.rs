@@ -1,13 +1,15 @@
 //! Round trip over random transfers (sizes up to 2 KB, the shapes of
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
-//! away from their defaults; read misses likewise): the JSON of a result reads back equal to it,
-//! and the configuration it carries measures it again.
+//! away from their defaults), read misses and pipeline workloads likewise:
+//! the JSON of a result reads back equal to it, and the configuration it
+//! carries measures it again.
 
 use super::transfer_props::config;
 use coherence::modes::Mode;
 use magic::Cycles;
 use proptest::prelude::*;
+use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts, PipelineRun};
 use protocols::transfer::{run, Config, Outcome, SenderState};
 
 prop_compose! {
@@ -111,6 +113,48 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert_eq!(&back, &r);
         let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
+    }
+}
+
+prop_compose! {
+    /// A pipeline workload of 2 to 6 nodes and 1 to 4 messages each, any
+    /// pattern, its handlers' costs anywhere from 0 to 40 cycles.
+    fn pipeline_config()(
+        nodes in 2u32..=6,
+        msgs in 1u32..=4,
+        pattern in prop::sample::select(vec![Pattern::Ring, Pattern::Shift, Pattern::Rand]),
+        costs in [0u64..=40, 0u64..=40, 0u64..=40, 0u64..=40],
+    ) -> PipelineConfig {
+        PipelineConfig {
+            nodes,
+            msgs,
+            pattern,
+            costs: PipelineCosts {
+                setup: Cycles(costs[0]),
+                send: Cycles(costs[1]),
+                recv: Cycles(costs[2]),
+                done: Cycles(costs[3]),
+            },
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_pipelines_json_reads_back_equal_and_its_config_runs_it_again(c in pipeline_config()) {
+        let r = pipeline::run(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(r.config, c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: PipelineRun = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = pipeline::run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again, &r);
     }
 }
