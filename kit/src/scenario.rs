@@ -1800,14 +1800,17 @@ pub enum Saved {
     Miss(Box<coherence::miss::MissRun>),
     /// The pipeline workload's run.
     Pipeline(Box<protocols::pipeline::PipelineRun>),
+    /// A remote fetch-and-add's result.
+    FetchOp(Box<protocols::user::experiments::FetchOpResult>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 3] = [
+const SAVED: [(&str, &str); 4] = [
     ("transfer", "per_line_cycles"),
     ("miss", "case"),
     ("pipeline", "sum_latency"),
+    ("fetch-and-add", "startup_cycles"),
 ];
 
 /// Why a JSON text is not a result the kit can run again.
@@ -1872,6 +1875,9 @@ impl Saved {
             "pipeline" => Ok(Saved::Pipeline(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "fetch-and-add" => Ok(Saved::FetchOp(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1882,6 +1888,7 @@ impl Saved {
             Saved::Transfer(o) => &o.version,
             Saved::Miss(r) => &r.version,
             Saved::Pipeline(r) => &r.version,
+            Saved::FetchOp(r) => &r.version,
         }
     }
 
@@ -1891,6 +1898,7 @@ impl Saved {
             Saved::Transfer(o) => o.json(),
             Saved::Miss(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Pipeline(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1922,6 +1930,16 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
         Saved::Pipeline(r) => {
             let budget = magic::MagicParams::default().budget;
             let (r, m) = pipeline_run(&r.config, budget, trace)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::FetchOp(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = fetch_op_run(c.target, p, c.user)?;
             let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
             Ok((r, tr))
         }
@@ -2142,23 +2160,28 @@ pub fn fetch_op(
     let most = protocols::am::Machines::Flash.max_nodes() - 1;
     magic::OutOfRange::check("remote_node", target, 0, most)?;
     user.validate()?;
+    fetch_op_run(target, p, user)
+}
+
+/// A fetch-and-add at node `target`: its report (the JSON its result
+/// serializes to) and the machine.
+fn fetch_op_run(
+    target: u32,
+    p: magic::MagicParams,
+    user: protocols::user::UserParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let width = p.pp_issue_width;
-    let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
-    let ledger = r.machine.ledger();
+    let run = protocols::user::experiments::fetch_op_with(target, p, user)?;
+    let r = run.result();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
-    with(r.machine, checked(
-        serde_json::json!({
-            "latency_cycles": latency.0,
-            "startup_cycles": startup.0,
-            "occupancy": ledger.handlers,
-        }),
-        format!(
-            "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
-            ledger.render()
-        ),
-        &[&ledger],
-        width,
-    ))
+    let table = format!(
+        "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
+        r.ledger.render()
+    );
+    with(
+        run.machine,
+        checked(serde_json::to_value(&r)?, table, &[&r.ledger], width),
+    )
 }
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.

@@ -1489,3 +1489,37 @@ fn a_saved_pipeline_run_runs_again_with_its_wall_clock_time_beside_it() {
     assert_eq!(out, scenario);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_fetch_op_runs_its_configuration_again() {
+    let dir = scratch("rerun-fetch-op");
+    let toml = dir.join("f.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.user]\nreceive = 10\n[fetch_op]\nremote_node = 3\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["target"], 3);
+    assert_eq!(v["config"]["user"]["costs"]["receive"], 10);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    // A configuration the run refuses is the file's mistake, named.
+    let mut bad = v.clone();
+    bad["config"]["target"] = 5000.into();
+    std::fs::write(&json, bad.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&json)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("target"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -682,3 +682,50 @@ fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
     let e = refused(&|v| v["config"]["nodes"] = "four".into());
     assert!(e.contains("invalid type"), "{e}");
 }
+
+/// A fetch-and-add's result carries its configuration and version, keeps
+/// its counts, its ledger's figures exactly theirs, and reads back equal;
+/// the configuration measures it again, equal.
+#[test]
+fn a_fetch_ops_json_keeps_its_counts_and_reads_back_equal() {
+    use protocols::user::experiments::{fetch_op_config, FetchOpConfig, FetchOpResult};
+    assert_round_trip::<FetchOpResult>();
+    assert_round_trip::<FetchOpConfig>();
+    let mut c = FetchOpConfig {
+        target: 3,
+        ..Default::default()
+    };
+    c.params.net_latency = magic::Cycles(30);
+    c.user.costs.receive = 10;
+    for c in [FetchOpConfig::default(), c] {
+        let r = fetch_op_config(&c).unwrap().result();
+        assert_eq!(r.config, c);
+        assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!((r.old, r.new), (40, 42));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["latency_cycles"].as_u64(), Some(r.latency.0));
+        assert_eq!(j["startup_cycles"].as_u64(), Some(r.startup.0));
+        let elapsed = j["occupancy_cycles"].as_u64().unwrap() as f64;
+        for row in j["occupancy"].as_array().unwrap() {
+            let busy = row["busy"].as_u64().unwrap() as f64;
+            let calls = row["invocations"].as_u64().unwrap() as f64;
+            assert_eq!(row["mean"].as_f64(), Some(busy / calls), "{row}");
+            assert_eq!(row["pp_share"].as_f64(), Some(busy / elapsed), "{row}");
+        }
+        let back: FetchOpResult = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(fetch_op_config(&back.config).unwrap().result(), r);
+        let refused = |edit: &dyn Fn(&mut Value)| {
+            let mut v = j.clone();
+            edit(&mut v);
+            serde_json::from_value::<FetchOpResult>(v)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(&|v| v["occupancy"][0]["pp_share"] = 0.5.into());
+        assert!(e.contains(".pp_share is 0.5, but the counts give"), "{e}");
+        let e = refused(&|v| v["startup_cycles"] = (r.latency.0 + 1).into());
+        assert!(e.starts_with("startup_cycles is "), "{e}");
+    }
+}

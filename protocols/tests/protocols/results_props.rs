@@ -1,7 +1,8 @@
 //! Round trip over random transfers (sizes up to 2 KB, the shapes of
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
-//! away from their defaults), read misses and pipeline workloads likewise:
+//! away from their defaults), read misses, pipeline workloads and
+//! fetch-and-adds likewise:
 //! the JSON of a result reads back equal to it, and the configuration it
 //! carries measures it again.
 
@@ -11,6 +12,7 @@ use magic::Cycles;
 use proptest::prelude::*;
 use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts, PipelineRun};
 use protocols::transfer::{run, Config, Outcome, SenderState};
+use protocols::user::experiments::{fetch_op_config as run_fetch_op, FetchOpConfig, FetchOpResult};
 
 prop_compose! {
     fn small_config()(
@@ -156,5 +158,43 @@ proptest! {
         prop_assert_eq!(&back, &r);
         let again = pipeline::run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again, &r);
+    }
+}
+
+prop_compose! {
+    /// A fetch-and-add at any of nodes 0 to 8, on a machine, and with a
+    /// user-layer cost, away from their defaults.
+    fn fetch_op_config()(
+        target in 0u32..=8,
+        net_latency in 10u64..=40,
+        mem_first_dword in 10u64..=20,
+        receive in 1u32..=16,
+        records in 1usize..=8,
+    ) -> FetchOpConfig {
+        let mut c = FetchOpConfig { target, ..Default::default() };
+        c.params.net_latency = Cycles(net_latency);
+        c.params.mem_first_dword = Cycles(mem_first_dword);
+        c.user.costs.receive = receive;
+        c.user.records = records;
+        c
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_fetch_ops_json_reads_back_equal_and_its_config_measures_it_again(c in fetch_op_config()) {
+        let r = run_fetch_op(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?.result();
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: FetchOpResult = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = run_fetch_op(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again.result(), &r);
     }
 }
