@@ -1802,15 +1802,18 @@ pub enum Saved {
     Pipeline(Box<protocols::pipeline::PipelineRun>),
     /// A remote fetch-and-add's result.
     FetchOp(Box<protocols::user::experiments::FetchOpResult>),
+    /// A remap's result.
+    Remap(Box<protocols::user::experiments::RemapResult>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 4] = [
+const SAVED: [(&str, &str); 5] = [
     ("transfer", "per_line_cycles"),
     ("miss", "case"),
     ("pipeline", "sum_latency"),
     ("fetch-and-add", "startup_cycles"),
+    ("remap", "technique"),
 ];
 
 /// Why a JSON text is not a result the kit can run again.
@@ -1878,6 +1881,9 @@ impl Saved {
             "fetch-and-add" => Ok(Saved::FetchOp(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "remap" => Ok(Saved::Remap(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1889,6 +1895,7 @@ impl Saved {
             Saved::Miss(r) => &r.version,
             Saved::Pipeline(r) => &r.version,
             Saved::FetchOp(r) => &r.version,
+            Saved::Remap(r) => &r.version,
         }
     }
 
@@ -1899,6 +1906,7 @@ impl Saved {
             Saved::Miss(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Pipeline(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Remap(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1940,6 +1948,16 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
                 ..c.params.clone()
             };
             let (r, m) = fetch_op_run(c.target, p, c.user)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::Remap(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = remap_run(c.technique, p, c.user)?;
             let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
             Ok((r, tr))
         }
@@ -2322,10 +2340,18 @@ pub fn remap(
     p: magic::MagicParams,
     user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
-    use protocols::user::experiments;
-    let t = x.technique.technique();
     user.validate()?;
-    let (r, m) = experiments::remap_with(t, p, user)?;
+    remap_run(x.technique.technique(), p, user)
+}
+
+/// A remap with technique `t`: its report (the JSON its result serializes
+/// to) and the machine.
+fn remap_run(
+    t: protocols::user::experiments::Technique,
+    p: magic::MagicParams,
+    user: protocols::user::UserParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
+    let (r, m) = protocols::user::experiments::remap_with(t, p, user)?;
     let json = serde_json::to_value(&r)?;
     let ledger = m.ledger();
     crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;

@@ -1523,3 +1523,29 @@ fn a_saved_fetch_op_runs_its_configuration_again() {
     assert!(err.contains("target"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_remap_runs_its_configuration_again() {
+    let dir = scratch("rerun-remap");
+    let toml = dir.join("r.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.user]\nline = 12\n[remap]\ntechnique = \"tlb\"\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["technique"], "tlb");
+    assert_eq!(v["config"]["user"]["costs"]["line"], 12);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

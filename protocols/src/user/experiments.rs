@@ -301,12 +301,13 @@ fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
 }
 
 /// How MAGIC's physical addresses are kept valid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Technique {
     /// The OS waits until operations that hold it off drain.
     Holdoff,
-    /// Uses are marked stale and translated again.
+    /// Uses are marked stale and translated again (the default).
+    #[default]
     Invalidate,
     /// MAGIC translates through its software TLB.
     Tlb,
@@ -334,10 +335,33 @@ impl Technique {
     }
 }
 
-/// What a remap run measured.
-#[derive(Clone, Debug, Serialize)]
+/// One remap run, whole: the technique, the machine and the user layer's
+/// parameters. Every [`RemapResult`] carries it, so [`remap_config`]
+/// measures a saved result again; it reads back as it serializes, a field
+/// left out keeping its default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemapConfig {
+    /// The technique (default invalidate).
+    pub technique: Technique,
+    /// The machine (default FLASH's).
+    pub params: MagicParams,
+    /// The user layer's parameters (default [`UserParams::default`]).
+    pub user: UserParams,
+}
+
+/// What a remap run measured: counts, with what made them (its
+/// [`RemapConfig`] and the kit's version). Its JSON is the `flashkit remap
+/// --format json` output and reads back equal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RemapWire")]
 pub struct RemapResult {
-    /// The technique.
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The experiment.
+    pub config: RemapConfig,
+    /// The technique (`config.technique`).
     pub technique: Technique,
     /// The destination holds the source's bytes.
     pub data_ok: bool,
@@ -353,6 +377,43 @@ pub struct RemapResult {
     pub tlb_misses: u64,
     /// The first command write to the operation's completion.
     pub total_cycles: u64,
+}
+
+/// A remap's JSON as it reads: [`RemapResult`]'s fields, checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemapWire {
+    version: String,
+    config: RemapConfig,
+    technique: Technique,
+    data_ok: bool,
+    os_wait_cycles: u64,
+    processor_interrupts: u64,
+    stale_uses_detected: u64,
+    tlb_hits: u64,
+    tlb_misses: u64,
+    total_cycles: u64,
+}
+
+impl TryFrom<RemapWire> for RemapResult {
+    type Error = String;
+    fn try_from(w: RemapWire) -> Result<RemapResult, String> {
+        if w.technique != w.config.technique {
+            return Err("technique disagrees with the rest of the result".into());
+        }
+        Ok(RemapResult {
+            version: w.version,
+            config: w.config,
+            technique: w.technique,
+            data_ok: w.data_ok,
+            os_wait_cycles: w.os_wait_cycles,
+            processor_interrupts: w.processor_interrupts,
+            stale_uses_detected: w.stale_uses_detected,
+            tlb_hits: w.tlb_hits,
+            tlb_misses: w.tlb_misses,
+            total_cycles: w.total_cycles,
+        })
+    }
 }
 
 impl std::fmt::Display for RemapResult {
@@ -389,6 +450,12 @@ pub fn remap(
     remap_with(technique, params, UserParams::default())
 }
 
+/// Run the remap a [`RemapConfig`] describes (a saved [`RemapResult`]'s,
+/// say): the same result, equal, on this kit.
+pub fn remap_config(c: &RemapConfig) -> Result<(RemapResult, Magic<UserNode>), Error> {
+    remap_with(c.technique, c.params.clone(), c.user)
+}
+
 /// [`remap`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn remap_with(
     technique: Technique,
@@ -396,6 +463,16 @@ pub fn remap_with(
     up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), Error> {
     check_remap(&params)?;
+    up.validate()?;
+    let config = RemapConfig {
+        technique,
+        // Whether the run recorded its timelines is not part of what ran.
+        params: MagicParams {
+            trace: false,
+            ..params.clone()
+        },
+        user: up,
+    };
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
@@ -503,6 +580,8 @@ pub fn remap_with(
         .ok_or_else(|| incomplete("the translation change did not happen"))?;
     let s = &n.magic.stats;
     let result = RemapResult {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config,
         technique,
         data_ok,
         os_wait_cycles: waited,

@@ -729,3 +729,50 @@ fn a_fetch_ops_json_keeps_its_counts_and_reads_back_equal() {
         assert!(e.starts_with("startup_cycles is "), "{e}");
     }
 }
+
+/// A remap's result carries its configuration and version and reads back
+/// equal; the configuration measures it again, equal; a technique that
+/// disagrees with the configuration's is refused.
+#[test]
+fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again() {
+    use protocols::user::experiments::{remap_config, RemapConfig, RemapResult, Technique};
+    assert_round_trip::<RemapResult>();
+    assert_round_trip::<RemapConfig>();
+    for technique in [Technique::Holdoff, Technique::Invalidate, Technique::Tlb] {
+        let mut c = RemapConfig {
+            technique,
+            ..Default::default()
+        };
+        c.params.net_latency = magic::Cycles(30);
+        c.user.costs.receive = 10;
+        for c in [
+            RemapConfig {
+                technique,
+                ..Default::default()
+            },
+            c,
+        ] {
+            let (r, _) = remap_config(&c).unwrap();
+            assert_eq!(r.config, c);
+            assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+            assert!(r.data_ok);
+            let j = serde_json::to_value(&r).unwrap();
+            assert_eq!(j["total_cycles"].as_u64(), Some(r.total_cycles));
+            let back: RemapResult = serde_json::from_value(j.clone()).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(remap_config(&back.config).unwrap().0, r);
+            let mut v = j.clone();
+            v["technique"] = if technique == Technique::Tlb {
+                "holdoff"
+            } else {
+                "tlb"
+            }
+            .into();
+            let e = serde_json::from_value::<RemapResult>(v).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "technique disagrees with the rest of the result"
+            );
+        }
+    }
+}

@@ -1,10 +1,9 @@
 //! Round trip over random transfers (sizes up to 2 KB, the shapes of
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
-//! away from their defaults), read misses, pipeline workloads and
-//! fetch-and-adds likewise:
-//! the JSON of a result reads back equal to it, and the configuration it
-//! carries measures it again.
+//! away from their defaults), read misses, pipeline workloads,
+//! fetch-and-adds and remaps likewise: the JSON of a result reads back
+//! equal to it, and the configuration it carries measures it again.
 
 use super::transfer_props::config;
 use coherence::modes::Mode;
@@ -12,7 +11,10 @@ use magic::Cycles;
 use proptest::prelude::*;
 use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts, PipelineRun};
 use protocols::transfer::{run, Config, Outcome, SenderState};
-use protocols::user::experiments::{fetch_op_config as run_fetch_op, FetchOpConfig, FetchOpResult};
+use protocols::user::experiments::{
+    fetch_op_config as run_fetch_op, remap_config as run_remap, FetchOpConfig, FetchOpResult,
+    RemapConfig, RemapResult, Technique,
+};
 
 prop_compose! {
     fn small_config()(
@@ -196,5 +198,43 @@ proptest! {
         prop_assert_eq!(&back, &r);
         let again = run_fetch_op(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again.result(), &r);
+    }
+}
+
+prop_compose! {
+    /// A remap under any technique, on a machine and with user-layer
+    /// costs away from their defaults.
+    fn remap_config()(
+        technique in prop::sample::select(vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb]),
+        net_latency in 10u64..=40,
+        mem_first_dword in 10u64..=20,
+        line in 2u32..=20,
+        receive in 1u32..=16,
+    ) -> RemapConfig {
+        let mut c = RemapConfig { technique, ..Default::default() };
+        c.params.net_latency = Cycles(net_latency);
+        c.params.mem_first_dword = Cycles(mem_first_dword);
+        c.user.costs.line = line;
+        c.user.costs.receive = receive;
+        c
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again(c in remap_config()) {
+        let (r, _) = run_remap(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: RemapResult = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let (again, _) = run_remap(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
     }
 }
