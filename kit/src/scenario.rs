@@ -1816,6 +1816,17 @@ const SAVED: [(&str, &str); 5] = [
     ("remap", "technique"),
 ];
 
+/// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
+/// remap".
+fn saved_kinds() -> String {
+    let kinds = SAVED.map(|k| k.0);
+    match kinds.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or a {last}", rest.join(", a ")),
+        None => String::new(),
+    }
+}
+
 /// Why a JSON text is not a result the kit can run again.
 #[derive(Debug, thiserror::Error)]
 pub enum SavedError {
@@ -1826,7 +1837,7 @@ pub enum SavedError {
     #[error(
         "not a result flashkit can rerun: that is the JSON `flashkit run --format json` prints \
          for a {}, with its `config` and `version`",
-        SAVED.map(|k| k.0).join(", a ")
+        saved_kinds()
     )]
     NotAResult,
     /// An experiment's result, but one it cannot read back (a field
