@@ -1365,6 +1365,26 @@ fn a_saved_result_runs_its_configuration_again() {
     let pretty = dir.join("pretty.json");
     std::fs::write(&pretty, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     assert_eq!(made(&pretty, "json"), saved);
+    // Traced, the same result (its configuration saying it was traced) and
+    // the timelines written.
+    let trace = dir.join("trace.json");
+    let (code, out, err) = flashkit(&[
+        "run",
+        path(&json),
+        "--trace",
+        path(&trace),
+        "--format",
+        "json",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let mut traced: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(traced["config"]["trace"], true);
+    traced["config"]["trace"] = false.into();
+    assert_eq!(traced, v);
+    let timelines: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = timelines["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["ph"] == "X"), "{timelines}");
     // Its configuration changed, it measures the change and says the
     // result differs from the file's.
     let mut changed = v.clone();
