@@ -53,11 +53,13 @@ enum Command {
         series: Option<String>,
     },
     /// Run a scenario file (TOML): the machine's parameters and one
-    /// experiment. The files in examples/ are the commands' defaults.
+    /// experiment. The files in examples/ are the commands' defaults. A
+    /// saved result (the JSON --format json prints, with its `config`) runs
+    /// its configuration again.
     ///
     /// Example: flashkit run examples/transfer.toml --format json
     Run {
-        /// The scenario file.
+        /// The scenario file, or a saved result (JSON).
         #[arg(required_unless_present = "print_defaults")]
         file: Option<String>,
         /// Print the complete scenario of an experiment with every default
@@ -726,20 +728,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 output::say(&format!("error: {h}"));
                 return Err(Failure::Stuck);
             }
-            let r = pipeline::result(&m);
             if !report.is_clean() {
                 output::say("error: the run is not clean:");
                 for s in report.problems() {
                     output::say(&format!("  {s}"));
                 }
             }
-            let v = serde_json::json!({
-                "completion": r.completion,
-                "sum_completion": r.sum_completion,
-                "sum_latency": r.sum_latency,
-                "events": r.events,
-                "wall_s": wall_s,
-            });
+            let clean = report.is_clean();
+            let run = pipeline::summary(&cfg, &m, report);
+            let r = run.result;
+            // The run's JSON, and the event loop's wall-clock time beside it.
+            let mut v = serde_json::to_value(&run).map_err(|e| Failure::Failed(e.to_string()))?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("wall_s".into(), wall_s.into());
+            }
             match format {
                 Format::Json => out!("{v}"),
                 Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&v)),
@@ -756,10 +758,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         r.events as f64 / wall_s / 1e6,
                         wall_s
                     );
-                    out_raw!("{}", m.ledger().summed().render());
+                    out_raw!("{}", run.ledger.summed().render());
                 }
             }
-            if report.is_clean() {
+            if clean {
                 Ok(())
             } else {
                 Err(Failure::Stuck)
@@ -939,6 +941,10 @@ fn report(
 
 fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    // A saved result is JSON (a scenario, TOML, never opens with a brace).
+    if path.ends_with(".json") || text.trim_start().starts_with('{') {
+        return rerun(path, &text, trace, format);
+    }
     let src = scenario::Source { path, text: &text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -948,6 +954,41 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
         Some(r) => Failure::Usage(src.in_tables(&scenario::tables_of(&s), r).to_string()),
         None => failure(e, Some(path)),
     })?;
+    report(Ok(r), trace, format)
+}
+
+/// Run a saved result's configuration again and print the result as a
+/// scenario's; where the new result differs from the saved one, one line
+/// on standard error says in which keys.
+fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
+    let saved = scenario::Saved::read(text).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let r = scenario::rerun(&saved, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    let (mut old, new) = (saved.json(), &r.0.json);
+    if trace.is_some() {
+        // The run was asked to record its timelines, and its config says so.
+        if let Some(t) = old.pointer_mut("/config/trace") {
+            *t = serde_json::Value::Bool(true);
+        }
+    }
+    if let (Some(old), Some(new)) = (old.as_object(), new.as_object()) {
+        let differ: Vec<&str> = old
+            .iter()
+            .filter(|(k, v)| new.get(k.as_str()) != Some(v))
+            .map(|(k, _)| k.as_str())
+            .chain(
+                new.keys()
+                    .filter(|k| !old.contains_key(*k))
+                    .map(|k| k.as_str()),
+            )
+            .collect();
+        if !differ.is_empty() {
+            output::say(&format!(
+                "note: the rerun differs from {path} (measured by flashkit {}) in {}",
+                saved.version(),
+                differ.join(", ")
+            ));
+        }
+    }
     report(Ok(r), trace, format)
 }
 

@@ -15,16 +15,18 @@
 use crate::processor::Access;
 use crate::protocol::{self, CohParams};
 use crate::Error;
+use magic::ledger::{exact, ExactHandlerRow, ExactUnitRow};
 use magic::{Cycles, Ledger, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the missed line is (see the module's description).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Case {
     /// Homed at the requester, in no cache.
     LocalClean,
-    /// Homed at another node, in no cache.
+    /// Homed at another node, in no cache (the default).
+    #[default]
     RemoteClean,
     /// Homed at another node, dirty in a third node's cache.
     RemoteDirty,
@@ -44,11 +46,43 @@ impl Case {
     }
 }
 
+/// One miss experiment, whole: which miss, where its lines are, the
+/// machine and the protocol's options and costs. Every [`MissRun`] carries
+/// it, so [`run_config`] measures a saved result again; it serializes
+/// whole and reads back the same, a field left out keeping its default and
+/// a field it does not have refused.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Which miss (default remote-clean).
+    pub case: Case,
+    /// Where its lines are and who holds the dirty one (default
+    /// [`Setup::default`]).
+    pub setup: Setup,
+    /// The machine (default FLASH's, [`MagicParams::default`]).
+    pub params: MagicParams,
+    /// The directory protocol's options and costs (default
+    /// [`CohParams::default`]).
+    pub coherence: CohParams,
+}
+
 /// The outcome of one miss: plain data (`Send`, `Clone`, `Debug`,
-/// `Serialize`); [`run_with_machine`] keeps the machine beside it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `PartialEq`) that carries what made it (its [`Config`] and the kit's
+/// version); [`run_with_machine`] keeps the machine beside it.
+///
+/// Its `Serialize` is the JSON `flashkit miss --format json` prints: the
+/// configuration and version, the case, the latency's cycles and its µs
+/// exact, the word loaded and the word expected, and the ledger's counters
+/// with its figures exact; `Deserialize` reads that back to an equal value,
+/// refusing a figure its counts do not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct MissRun {
-    /// The case.
+    /// The version of the kit that measured it (`coherence`'s package
+    /// version).
+    pub version: String,
+    /// The experiment.
+    pub config: Config,
+    /// The case (`config.case`).
     pub case: Case,
     /// From the load's issue to its word, in cycles of 10 ns.
     pub latency: Cycles,
@@ -60,8 +94,85 @@ pub struct MissRun {
     pub ledger: Ledger,
 }
 
+impl MissRun {
+    /// The latency in microseconds: the one place it is computed.
+    pub fn latency_us(&self) -> f64 {
+        self.latency.as_us()
+    }
+}
+
+/// The JSON of a [`MissRun`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    version: String,
+    config: Config,
+    case: Case,
+    latency_cycles: u64,
+    latency_us: f64,
+    value: u64,
+    expected: u64,
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<ExactHandlerRow>,
+    units: Vec<ExactUnitRow>,
+}
+
+/// The JSON `flashkit miss --format json` prints.
+impl Serialize for MissRun {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        Wire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            case: self.case,
+            latency_cycles: self.latency.0,
+            latency_us: self.latency_us(),
+            value: self.value,
+            expected: self.expected,
+            occupancy_cycles: self.ledger.elapsed.0,
+            occupancy_booked_cycles: self.ledger.booked.0,
+            occupancy: self.ledger.exact_handlers(),
+            units: self.ledger.exact_units(),
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a miss's JSON back: the figures are computed from the counts
+/// again, and one the counts do not give is refused, naming it.
+impl<'de> Deserialize<'de> for MissRun {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        let read = || -> Result<MissRun, String> {
+            if w.case != w.config.case {
+                return Err("case disagrees with the rest of the result".into());
+            }
+            let ledger = Ledger::from_exact(
+                Cycles(w.occupancy_cycles),
+                Cycles(w.occupancy_booked_cycles),
+                w.config.setup.nodes,
+                w.occupancy,
+                w.units,
+            )?;
+            let r = MissRun {
+                version: w.version,
+                config: w.config,
+                case: w.case,
+                latency: Cycles(w.latency_cycles),
+                value: w.value,
+                expected: w.expected,
+                ledger,
+            };
+            exact("latency_us", w.latency_us, r.latency_us())?;
+            Ok(r)
+        };
+        read().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Where the experiment's lines are and who holds the dirty one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Setup {
     /// Nodes in the machine (3 or more; 3 by default).
     pub nodes: u32,
@@ -128,6 +239,12 @@ fn home(case: Case) -> NodeId {
     }
 }
 
+/// Run the miss a [`Config`] describes (a saved [`MissRun`]'s, say): the
+/// same result, equal, on this kit.
+pub fn run_config(c: &Config) -> Result<MissRun, Error> {
+    run_with(c.case, c.setup, c.params.clone(), c.coherence)
+}
+
 /// Run one miss on a fresh machine.
 pub fn run(case: Case, params: MagicParams, coh: CohParams) -> Result<MissRun, Error> {
     run_with(case, Setup::default(), params, coh)
@@ -154,6 +271,16 @@ pub fn run_with_machine(
     coh: CohParams,
 ) -> Result<(MissRun, Magic<protocol::CohNode>), Error> {
     s.validate(case, &params)?;
+    let config = Config {
+        case,
+        setup: s,
+        // Whether the run recorded its timelines is not part of what ran.
+        params: MagicParams {
+            trace: false,
+            ..params.clone()
+        },
+        coherence: coh,
+    };
     let home = home(case);
     let offset = s.offset & !127;
     let mut m = protocol::machine(params, coh, s.nodes)?;
@@ -211,6 +338,8 @@ pub fn run_with_machine(
             stuck: "no result reached the processor".into(),
         })?;
     let run = MissRun {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config,
         case,
         latency: r.latency(),
         value: r.value.unwrap_or_default(),

@@ -1761,11 +1761,19 @@ pub fn run_traced(
     let Some(t) = &s.transfer else {
         return Err(RunError::Kinds(s.kinds()));
     };
-    let c = t.config_in(s, trace);
-    let r = protocols::transfer::run_with_machine(&c)?;
+    transfer(&t.config_in(s, trace), trace)
+}
+
+/// Run a transfer's configuration as it stands; with `trace`, its
+/// timelines come back as Chrome trace-event JSON.
+fn transfer(
+    c: &protocols::transfer::Config,
+    trace: bool,
+) -> Result<(Report, Option<serde_json::Value>), RunError> {
+    let r = protocols::transfer::run_with_machine(c)?;
     let json = r.json();
-    crate::invariants::check(&json, &[&r.ledger], p.pp_issue_width)?;
-    let tr = chrome(r.machine.nodes(), r.machine.trace());
+    crate::invariants::check(&json, &[&r.ledger], c.params.pp_issue_width)?;
+    let tr = trace.then(|| magic::trace::chrome_json(r.machine.nodes(), &r.machine.trace()));
     // Without coherence, stale data is the result being measured, not a
     // failure of the model.
     let checked = c.mode != protocols::transfer::Mode::None;
@@ -1779,6 +1787,192 @@ pub fn run_traced(
         },
         tr,
     ))
+}
+
+/// A saved result the kit can run again: the JSON `flashkit run --format
+/// json` prints for an experiment whose result carries its configuration
+/// (`config`) and the kit's version (`version`), read back whole.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Saved {
+    /// A transfer's result.
+    Transfer(Box<protocols::transfer::Outcome>),
+    /// A read miss's result.
+    Miss(Box<coherence::miss::MissRun>),
+    /// The pipeline workload's run.
+    Pipeline(Box<protocols::pipeline::PipelineRun>),
+    /// A remote fetch-and-add's result.
+    FetchOp(Box<protocols::user::experiments::FetchOpResult>),
+    /// A remap's result.
+    Remap(Box<protocols::user::experiments::RemapResult>),
+}
+
+/// The experiments whose saved results [`Saved::read`] takes, and a key
+/// only that experiment's result has.
+const SAVED: [(&str, &str); 5] = [
+    ("transfer", "per_line_cycles"),
+    ("miss", "case"),
+    ("pipeline", "sum_latency"),
+    ("fetch-and-add", "startup_cycles"),
+    ("remap", "technique"),
+];
+
+/// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
+/// remap".
+fn saved_kinds() -> String {
+    let kinds = SAVED.map(|k| k.0);
+    match kinds.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or a {last}", rest.join(", a ")),
+        None => String::new(),
+    }
+}
+
+/// Why a JSON text is not a result the kit can run again.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    /// JSON, but no experiment's result that carries its configuration.
+    #[error(
+        "not a result flashkit can rerun: that is the JSON `flashkit run --format json` prints \
+         for a {}, with its `config` and `version`",
+        saved_kinds()
+    )]
+    NotAResult,
+    /// An experiment's result, but one it cannot read back (a field
+    /// missing or unknown, or a figure its counts do not give).
+    #[error("a {kind} result that does not read back: {error}")]
+    Bad {
+        /// The experiment.
+        kind: &'static str,
+        /// What is wrong with it, the field named.
+        error: serde_json::Error,
+    },
+}
+
+impl Saved {
+    /// Read a saved result: JSON whose top level carries `config` and
+    /// `version` beside one experiment's result, every figure what its
+    /// counts give.
+    ///
+    /// ```
+    /// use flashkit::protocols::transfer::{run, Config};
+    /// use flashkit::scenario::Saved;
+    /// let o = run(&Config::default()).unwrap();
+    /// let saved = Saved::read(&o.json().to_string()).unwrap();
+    /// assert_eq!(saved, Saved::Transfer(Box::new(o)));
+    /// assert!(Saved::read("{\"bytes\": 4096}").is_err());
+    /// ```
+    pub fn read(text: &str) -> Result<Saved, SavedError> {
+        let mut v: serde_json::Value = serde_json::from_str(text).map_err(SavedError::Json)?;
+        let m = v.as_object_mut().ok_or(SavedError::NotAResult)?;
+        // The wall-clock time a command prints beside a result is no part
+        // of it.
+        m.remove("wall_s");
+        if !(m.contains_key("config") && m.contains_key("version")) {
+            return Err(SavedError::NotAResult);
+        }
+        let kind = SAVED
+            .iter()
+            .find(|(_, key)| m.contains_key(*key))
+            .ok_or(SavedError::NotAResult)?
+            .0;
+        let bad = |error| SavedError::Bad { kind, error };
+        match kind {
+            "transfer" => Ok(Saved::Transfer(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "miss" => Ok(Saved::Miss(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "pipeline" => Ok(Saved::Pipeline(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "fetch-and-add" => Ok(Saved::FetchOp(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "remap" => Ok(Saved::Remap(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            _ => Err(SavedError::NotAResult),
+        }
+    }
+
+    /// The version of the kit that measured it.
+    pub fn version(&self) -> &str {
+        match self {
+            Saved::Transfer(o) => &o.version,
+            Saved::Miss(r) => &r.version,
+            Saved::Pipeline(r) => &r.version,
+            Saved::FetchOp(r) => &r.version,
+            Saved::Remap(r) => &r.version,
+        }
+    }
+
+    /// The result as JSON, as it was saved.
+    pub fn json(&self) -> serde_json::Value {
+        match self {
+            Saved::Transfer(o) => o.json(),
+            Saved::Miss(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Pipeline(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Remap(r) => serde_json::to_value(r).unwrap_or_default(),
+        }
+    }
+}
+
+/// Run a saved result's configuration again: the same report a scenario
+/// with that configuration gives (with this kit's version), and with
+/// `trace` the run's timelines. The kit that measured it gives an equal
+/// result.
+pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::Value>), RunError> {
+    match saved {
+        Saved::Transfer(o) => {
+            let mut c = o.config.clone();
+            if trace {
+                c.trace = true;
+                c.params.trace = true;
+            }
+            transfer(&c, trace)
+        }
+        Saved::Miss(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = miss_run(c.case, c.setup, p, c.coherence)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::Pipeline(r) => {
+            let budget = magic::MagicParams::default().budget;
+            let (r, m) = pipeline_run(&r.config, budget, trace)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::FetchOp(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = fetch_op_run(c.target, p, c.user)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+        Saved::Remap(r) => {
+            let c = &r.config;
+            let p = magic::MagicParams {
+                trace,
+                ..c.params.clone()
+            };
+            let (r, m) = remap_run(c.technique, p, c.user)?;
+            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
+            Ok((r, tr))
+        }
+    }
 }
 
 /// A MAGIC experiment's report, once its result and the ledgers its run
@@ -1890,26 +2084,31 @@ pub fn miss(
     p: magic::MagicParams,
     coh: coherence::CohParams,
 ) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
-    use coherence::miss;
-    let (case, setup) = (m.case(), m.setup());
-    let (r, machine) = miss::run_with_machine(case, setup, p.clone(), coh)?;
-    let ledger = r.ledger;
+    miss_run(m.case(), m.setup(), p, coh)
+}
+
+/// One read miss of `case` in `setup`: its report (the JSON its result
+/// serializes to) and the machine.
+fn miss_run(
+    case: coherence::miss::Case,
+    setup: coherence::miss::Setup,
+    p: magic::MagicParams,
+    coh: coherence::CohParams,
+) -> Result<(Report, magic::Magic<coherence::CohNode>), RunError> {
+    let (r, machine) = coherence::miss::run_with_machine(case, setup, p.clone(), coh)?;
+    let table = format!(
+        "{}: {} cycles ({:.2} us)\n\n{}",
+        case.name(),
+        r.latency,
+        r.latency_us(),
+        r.ledger.render()
+    );
     with(
         machine,
         checked(
-            serde_json::json!({
-                "case": case.name(),
-                "latency_cycles": r.latency.0,
-                "occupancy": ledger.handlers,
-            }),
-            format!(
-                "{}: {} cycles ({:.2} us)\n\n{}",
-                case.name(),
-                r.latency,
-                r.latency.as_us(),
-                ledger.render()
-            ),
-            &[&ledger],
+            serde_json::to_value(&r)?,
+            table,
+            &[&r.ledger],
             p.pp_issue_width,
         ),
     )
@@ -1990,23 +2189,28 @@ pub fn fetch_op(
     let most = protocols::am::Machines::Flash.max_nodes() - 1;
     magic::OutOfRange::check("remote_node", target, 0, most)?;
     user.validate()?;
+    fetch_op_run(target, p, user)
+}
+
+/// A fetch-and-add at node `target`: its report (the JSON its result
+/// serializes to) and the machine.
+fn fetch_op_run(
+    target: u32,
+    p: magic::MagicParams,
+    user: protocols::user::UserParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let width = p.pp_issue_width;
-    let r = protocols::user::experiments::fetch_op_with(target, p, user)?;
-    let ledger = r.machine.ledger();
+    let run = protocols::user::experiments::fetch_op_with(target, p, user)?;
+    let r = run.result();
     let (old, new, startup, latency) = (r.old, r.new, r.startup, r.latency);
-    with(r.machine, checked(
-        serde_json::json!({
-            "latency_cycles": latency.0,
-            "startup_cycles": startup.0,
-            "occupancy": ledger.handlers,
-        }),
-        format!(
-            "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
-            ledger.render()
-        ),
-        &[&ledger],
-        width,
-    ))
+    let table = format!(
+        "fetch-and-add at node {target}: old value {old}, new {new}\nstart-up  {startup} cycles\nlatency   {latency} cycles\n\n{}",
+        r.ledger.render()
+    );
+    with(
+        run.machine,
+        checked(serde_json::to_value(&r)?, table, &[&r.ledger], width),
+    )
 }
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
@@ -2096,8 +2300,17 @@ pub fn pipeline(
     budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
-    let cfg = x.config();
-    let mut m = protocols::pipeline::build(&cfg)?;
+    pipeline_run(&x.config(), budget, trace)
+}
+
+/// The pipeline workload `cfg` within `budget` cycles: its report (the JSON
+/// its run serializes to) and the machine.
+fn pipeline_run(
+    cfg: &protocols::pipeline::PipelineConfig,
+    budget: magic::Cycles,
+    trace: bool,
+) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
+    let mut m = protocols::pipeline::build(cfg)?;
     m.set_budget(budget)?;
     if trace {
         m.trace_on();
@@ -2107,16 +2320,12 @@ pub fn pipeline(
         // A halted run's figures are no result: none is printed.
         return Err(protocols::Error::Incomplete(h.to_string()).into());
     }
-    let (r, ledger) = (protocols::pipeline::result(&m), m.ledger());
-    let json = serde_json::json!({
-        "completion": r.completion,
-        "sum_completion": r.sum_completion,
-        "sum_latency": r.sum_latency,
-        "events": r.events,
-    });
-    crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;
     let failed = (!report.is_clean())
         .then(|| format!("the run is not clean: {}", report.problems().join("; ")));
+    let run = protocols::pipeline::summary(cfg, &m, report);
+    let json = serde_json::to_value(&run)?;
+    crate::invariants::check(&json, &[&run.ledger], m.params().pp_issue_width)?;
+    let (r, ledger) = (run.result, run.ledger);
     let report = Report {
         json,
         table: format!(
@@ -2142,10 +2351,18 @@ pub fn remap(
     p: magic::MagicParams,
     user: protocols::user::UserParams,
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
-    use protocols::user::experiments;
-    let t = x.technique.technique();
     user.validate()?;
-    let (r, m) = experiments::remap_with(t, p, user)?;
+    remap_run(x.technique.technique(), p, user)
+}
+
+/// A remap with technique `t`: its report (the JSON its result serializes
+/// to) and the machine.
+fn remap_run(
+    t: protocols::user::experiments::Technique,
+    p: magic::MagicParams,
+    user: protocols::user::UserParams,
+) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
+    let (r, m) = protocols::user::experiments::remap_with(t, p, user)?;
     let json = serde_json::to_value(&r)?;
     let ledger = m.ledger();
     crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;

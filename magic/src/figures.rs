@@ -2,10 +2,11 @@
 //!
 //! Results keep full precision in their structs, and a table rounds a figure
 //! for people here, in one place. A result's JSON for machines holds the
-//! counts and its derived figures exact (the transfer's); JSON that still
-//! rounds (the ledger's own, and the experiments not yet made to keep
-//! their counts) rounds through [`value`], as its table does. Each kind of
-//! figure has a fixed number of decimals:
+//! counts and its derived figures exact (the transfer's, a miss's, the
+//! pipeline's, a fetch-and-add's, a remap's); JSON that still rounds (the
+//! ledger's own, and the experiments not yet made to keep their counts)
+//! rounds through [`value`], as its table does. Each kind of figure has a
+//! fixed number of decimals:
 //!
 //! | kind | decimals | example |
 //! |---|---|---|

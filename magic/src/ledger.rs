@@ -17,7 +17,7 @@
 
 use crate::figures::{self, line, text, Figure};
 use crate::time::Cycles;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Live counters of one handler on one node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -270,6 +270,53 @@ pub struct Ledger {
     pub units: Vec<UnitRow>,
 }
 
+/// A handler row as a result's JSON holds it: its counters, and its mean
+/// and share exact (full precision), which [`Ledger::from_exact`]
+/// computes again from the counters and checks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExactHandlerRow {
+    /// `None` for a row summed over all nodes.
+    pub node: Option<u32>,
+    /// The handler's name, `protocol.handler`.
+    pub handler: String,
+    /// The handler's counters (flattened into the row).
+    #[serde(flatten)]
+    pub stats: HandlerStats,
+    /// Mean cycles per invocation, exact.
+    pub mean: f64,
+    /// Share of the PP time, exact.
+    pub pp_share: f64,
+}
+
+/// A unit row as a result's JSON holds it: its counters, and its
+/// utilization exact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExactUnitRow {
+    /// `None` for a row summed over all nodes.
+    pub node: Option<u32>,
+    /// Which unit.
+    pub unit: Unit,
+    /// Its operations.
+    pub ops: u64,
+    /// Its busy cycles.
+    pub busy: u64,
+    /// `busy` over the span, exact.
+    pub utilization: f64,
+    /// Cycles spent waiting for it.
+    pub waiting: u64,
+}
+
+/// A derived figure as a result's JSON holds it against the value its
+/// counts give: equal, or an error naming `field` and both values.
+pub fn exact(field: &str, json: f64, counts: f64) -> Result<(), String> {
+    if json == counts {
+        Ok(())
+    } else {
+        Err(format!("{field} is {json}, but the counts give {counts}"))
+    }
+}
+
 /// Per-node raw figures the machine hands the ledger.
 pub(crate) struct NodeFigures<'a> {
     pub handlers: &'a [HandlerStats],
@@ -304,6 +351,82 @@ impl Ledger {
             handlers,
             units,
         }
+    }
+
+    /// The handler rows as a result's JSON holds them, figures exact.
+    pub fn exact_handlers(&self) -> Vec<ExactHandlerRow> {
+        self.handlers
+            .iter()
+            .map(|r| ExactHandlerRow {
+                node: r.node,
+                handler: r.handler.clone(),
+                stats: r.stats,
+                mean: r.mean,
+                pp_share: r.pp_share,
+            })
+            .collect()
+    }
+
+    /// The unit rows as a result's JSON holds them, figures exact.
+    pub fn exact_units(&self) -> Vec<ExactUnitRow> {
+        self.units
+            .iter()
+            .map(|r| ExactUnitRow {
+                node: r.node,
+                unit: r.unit,
+                ops: r.ops,
+                busy: r.busy,
+                utilization: r.utilization,
+                waiting: r.waiting,
+            })
+            .collect()
+    }
+
+    /// The ledger a result's JSON holds, read back: each row's figures
+    /// computed again from its counters (the one place they are), and
+    /// refused, naming the row and figure, where the JSON's are not those;
+    /// `booked` before `elapsed` is refused too.
+    pub fn from_exact(
+        elapsed: Cycles,
+        booked: Cycles,
+        nodes: u32,
+        handlers: Vec<ExactHandlerRow>,
+        units: Vec<ExactUnitRow>,
+    ) -> Result<Ledger, String> {
+        if booked < elapsed {
+            return Err(format!(
+                "occupancy_booked_cycles is {booked}, less than the {elapsed} occupancy_cycles"
+            ));
+        }
+        let handlers = handlers
+            .into_iter()
+            .map(|r| {
+                let span = Ledger::span(elapsed, nodes, r.node);
+                let row = HandlerRow::new(r.node, r.handler, r.stats, span);
+                let at =
+                    |k: &str| format!("occupancy ({} on node {:?}).{k}", row.handler, row.node);
+                exact(&at("mean"), r.mean, row.mean)?;
+                exact(&at("pp_share"), r.pp_share, row.pp_share)?;
+                Ok(row)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let units = units
+            .into_iter()
+            .map(|r| {
+                let span = Ledger::span(elapsed, nodes, r.node);
+                let row = UnitRow::new(r.node, r.unit, r.ops, r.busy, r.waiting, span);
+                let at = format!("units ({} on node {:?}).utilization", r.unit.name(), r.node);
+                exact(&at, r.utilization, row.utilization)?;
+                Ok(row)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Ledger {
+            elapsed,
+            booked,
+            nodes,
+            handlers,
+            units,
+        })
     }
 
     /// The cycles a row's share and utilization are over: the span the

@@ -17,6 +17,7 @@
 //! node finishes one message before it sets up the next; the inbox serves
 //! received packets before the software queue.
 
+use magic::ledger::{ExactHandlerRow, ExactUnitRow};
 use magic::{
     Cx, Cycles, Dispatch, Install, Ledger, Magic, MagicParams, Msg, NodeId, NodeState, OutOfRange,
     Protocol, Region, RunReport,
@@ -101,7 +102,7 @@ magic::messages! {
 }
 
 /// How a node picks the destination of its j-th message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// (i + 1) mod N
@@ -112,8 +113,10 @@ pub enum Pattern {
     Rand,
 }
 
-/// A run of the scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// A run of the scenario: the whole of what it varies (the machine is
+/// [`pipeline_params`]'s), as every [`PipelineRun`] carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
     /// Nodes in the machine (2 to 256).
     pub nodes: u32,
@@ -293,7 +296,7 @@ impl Protocol for Pipeline {
 }
 
 /// The simulated results the peers agree on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipelineResult {
     /// Cycle at which the last message completed.
     pub completion: u64,
@@ -346,9 +349,22 @@ pub fn completed(m: &Magic<PipeNode>) -> u64 {
 }
 
 /// A whole run of the scenario, summarized: plain data (`Send`, `Clone`,
-/// `Debug`, `Serialize`), the machine left behind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `Debug`, `PartialEq`) that carries what made it (its
+/// [`PipelineConfig`] and the kit's version), so `run(&r.config)` gives it
+/// again, equal; the machine left behind.
+///
+/// Its `Serialize` is the JSON `flashkit pipeline --format json` prints
+/// (beside the event loop's wall-clock time, `wall_s`, which is no part of
+/// it): the configuration and version, the peers' figures at the top
+/// level, how the run ended, and the ledger's counters with their figures
+/// exact; `Deserialize` reads that back to an equal value, refusing a
+/// figure its counts do not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct PipelineRun {
+    /// The version of the kit that ran it (`protocols`' package version).
+    pub version: String,
+    /// The workload.
+    pub config: PipelineConfig,
     /// The figures the peers agree on.
     pub result: PipelineResult,
     /// The occupancy ledger of the whole run.
@@ -366,6 +382,83 @@ pub struct PipelineRun {
     /// What MAGIC refused or dropped: one line per node and cause, naming
     /// the first ([`magic::RunReport::refused`]).
     pub refused: Vec<String>,
+}
+
+/// The JSON of a [`PipelineRun`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    version: String,
+    config: PipelineConfig,
+    completion: u64,
+    sum_completion: u64,
+    sum_latency: u64,
+    events: u64,
+    end_cycles: u64,
+    limit_reached: bool,
+    halted: Option<String>,
+    stuck: Vec<String>,
+    refused: Vec<String>,
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<ExactHandlerRow>,
+    units: Vec<ExactUnitRow>,
+}
+
+/// The JSON `flashkit pipeline --format json` prints, `wall_s` apart.
+impl Serialize for PipelineRun {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        Wire {
+            version: self.version.clone(),
+            config: self.config,
+            completion: self.result.completion,
+            sum_completion: self.result.sum_completion,
+            sum_latency: self.result.sum_latency,
+            events: self.result.events,
+            end_cycles: self.end.0,
+            limit_reached: self.limit_reached,
+            halted: self.halted.clone(),
+            stuck: self.stuck.clone(),
+            refused: self.refused.clone(),
+            occupancy_cycles: self.ledger.elapsed.0,
+            occupancy_booked_cycles: self.ledger.booked.0,
+            occupancy: self.ledger.exact_handlers(),
+            units: self.ledger.exact_units(),
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a run's JSON back: the ledger's figures are computed from its
+/// counters again, and one they do not give is refused, naming it.
+impl<'de> Deserialize<'de> for PipelineRun {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        let ledger = Ledger::from_exact(
+            Cycles(w.occupancy_cycles),
+            Cycles(w.occupancy_booked_cycles),
+            w.config.nodes,
+            w.occupancy,
+            w.units,
+        )
+        .map_err(serde::de::Error::custom)?;
+        Ok(PipelineRun {
+            version: w.version,
+            config: w.config,
+            result: PipelineResult {
+                completion: w.completion,
+                sum_completion: w.sum_completion,
+                sum_latency: w.sum_latency,
+                events: w.events,
+            },
+            ledger,
+            end: Cycles(w.end_cycles),
+            limit_reached: w.limit_reached,
+            halted: w.halted,
+            stuck: w.stuck,
+            refused: w.refused,
+        })
+    }
 }
 
 impl PipelineRun {
@@ -398,14 +491,23 @@ impl PipelineRun {
 /// Build, run and summarize in one call.
 pub fn run(cfg: &PipelineConfig) -> Result<PipelineRun, crate::Error> {
     let mut m = build(cfg)?;
-    let report: RunReport = m.run();
-    Ok(PipelineRun {
-        result: result(&m),
+    let report = m.run();
+    Ok(summary(cfg, &m, report))
+}
+
+/// The run of `cfg` on machine `m`, which ran it ([`build`], then
+/// `Magic::run`, which returned `report`): the one place a [`PipelineRun`]
+/// is made from a machine.
+pub fn summary(cfg: &PipelineConfig, m: &Magic<PipeNode>, report: RunReport) -> PipelineRun {
+    PipelineRun {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: *cfg,
+        result: result(m),
         ledger: m.ledger(),
         end: report.end,
         limit_reached: report.limit_reached,
         halted: report.halted.map(|h| h.to_string()),
         stuck: report.stuck,
         refused: report.refused,
-    })
+    }
 }

@@ -37,16 +37,34 @@ fn pipeline_prints_the_results_as_json() {
     assert_eq!(v["sum_latency"], 17364);
     assert_eq!(v["events"], 4 * 3 * 129);
     assert!(v["wall_s"].as_f64().unwrap() >= 0.0);
+    // The run's configuration and the kit's version, the peers' figures,
+    // how the run ended, its ledger, and the wall-clock time beside them.
     let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
     assert_eq!(
         keys,
         [
             "completion",
+            "config",
+            "end_cycles",
             "events",
+            "halted",
+            "limit_reached",
+            "occupancy",
+            "occupancy_booked_cycles",
+            "occupancy_cycles",
+            "refused",
+            "stuck",
             "sum_completion",
             "sum_latency",
+            "units",
+            "version",
             "wall_s"
         ]
+    );
+    assert_eq!(
+        v["config"],
+        serde_json::json!({"nodes": 4, "msgs": 3, "pattern": "rand",
+            "costs": {"setup": 20, "send": 12, "recv": 10, "done": 16}})
     );
 }
 

@@ -1338,3 +1338,243 @@ fn a_partial_task_table_keeps_the_tasks_other_parts() {
     assert_ne!(figures(rows[1]), figures(rows[2]), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_result_runs_its_configuration_again() {
+    let dir = scratch("rerun");
+    // A transfer away from its defaults: its machine, a cost and its table.
+    let toml = dir.join("t.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.transfer.send_init]\ncycles = 14\n\
+         [transfer]\nsender = \"dirty\"\nchunk = 8\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    // The same JSON, table and CSV as the scenario, known by the extension
+    // or by the content.
+    let text = dir.join("saved.txt");
+    std::fs::write(&text, &saved).unwrap();
+    for file in [&json, &text] {
+        assert_eq!(made(file, "json"), saved, "{}", file.display());
+        for format in ["table", "csv"] {
+            assert_eq!(made(file, format), made(&toml, format), "{format}");
+        }
+    }
+    // Pretty-printed, as a notebook might save it.
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let pretty = dir.join("pretty.json");
+    std::fs::write(&pretty, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    assert_eq!(made(&pretty, "json"), saved);
+    // Traced, the same result (its configuration saying it was traced) and
+    // the timelines written.
+    let trace = dir.join("trace.json");
+    let (code, out, err) = flashkit(&[
+        "run",
+        path(&json),
+        "--trace",
+        path(&trace),
+        "--format",
+        "json",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let mut traced: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(traced["config"]["trace"], true);
+    traced["config"]["trace"] = false.into();
+    assert_eq!(traced, v);
+    let timelines: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = timelines["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["ph"] == "X"), "{timelines}");
+    // Its configuration changed, it measures the change and says the
+    // result differs from the file's.
+    let mut changed = v.clone();
+    changed["config"]["params"]["net_latency"] = 22.into();
+    let f = dir.join("changed.json");
+    std::fs::write(&f, changed.to_string()).unwrap();
+    let (code, out, err) = flashkit(&["run", path(&f), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let rerun: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rerun["config"], changed["config"]);
+    assert_ne!(rerun["total_cycles"], v["total_cycles"]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("note: the rerun differs from") && err.contains("total_cycles"),
+        "{err}"
+    );
+    // What is no result the kit can rerun: one line, status 2.
+    let mut edited = v.clone();
+    edited["total_us"] = 9.5.into();
+    let mut refused = v.clone();
+    refused["config"]["receives"] = 0.into();
+    for (name, content, says) in [
+        ("not.json", "bytes = 4096".to_string(), "not JSON"),
+        (
+            "other.json",
+            r#"{"bytes": 4096, "lines": 32}"#.to_string(),
+            "not a result flashkit can rerun",
+        ),
+        (
+            "edited.json",
+            edited.to_string(),
+            "total_us is 9.5, but the counts give",
+        ),
+        ("refused.json", refused.to_string(), "receives"),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, content).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&f)]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert_eq!(out, "", "{name}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {}: ", path(&f))) && err.contains(says),
+            "{name}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_saved_miss_runs_its_configuration_again() {
+    let dir = scratch("rerun-miss");
+    let toml = dir.join("m.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[coherence]\nacks = \"requester\"\n\
+         [costs.coherence]\ndecode = 6\n[miss]\ncase = \"remote-dirty\"\nnodes = 5\nowner = 3\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["setup"]["owner"], 3);
+    assert_eq!(v["config"]["params"]["net_latency"], 30);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    // A miss's result with a figure edited is refused, named.
+    let mut edited = v.clone();
+    edited["latency_us"] = 9.5.into();
+    std::fs::write(&json, edited.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&json)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a miss result that does not read back: latency_us is 9.5"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_saved_pipeline_run_runs_again_with_its_wall_clock_time_beside_it() {
+    let dir = scratch("rerun-pipeline");
+    let (code, saved, err) = flashkit(&[
+        "pipeline",
+        "--nodes",
+        "4",
+        "--msgs",
+        "3",
+        "--pattern",
+        "shift",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert!(v["wall_s"].as_f64().is_some(), "{saved}");
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    let (code, out, err) = flashkit(&["run", path(&json), "--format", "json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // The same result; the wall-clock time stays with the command that
+    // timed its event loop.
+    v.as_object_mut().unwrap().remove("wall_s");
+    let rerun: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rerun, v);
+    // As the scenario with that workload prints it.
+    let toml = dir.join("p.toml");
+    std::fs::write(
+        &toml,
+        "[pipeline]\nnodes = 4\nmsgs = 3\npattern = \"shift\"\n",
+    )
+    .unwrap();
+    let (code, scenario, err) = flashkit(&["run", path(&toml), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, scenario);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_saved_fetch_op_runs_its_configuration_again() {
+    let dir = scratch("rerun-fetch-op");
+    let toml = dir.join("f.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.user]\nreceive = 10\n[fetch_op]\nremote_node = 3\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["target"], 3);
+    assert_eq!(v["config"]["user"]["costs"]["receive"], 10);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    // A configuration the run refuses is the file's mistake, named.
+    let mut bad = v.clone();
+    bad["config"]["target"] = 5000.into();
+    std::fs::write(&json, bad.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&json)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("target"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_saved_remap_runs_its_configuration_again() {
+    let dir = scratch("rerun-remap");
+    let toml = dir.join("r.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[costs.user]\nline = 12\n[remap]\ntechnique = \"tlb\"\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["technique"], "tlb");
+    assert_eq!(v["config"]["user"]["costs"]["line"], 12);
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

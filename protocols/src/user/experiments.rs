@@ -6,9 +6,11 @@ use super::params::UserParams;
 use super::state::UserNode;
 use super::unit::machine;
 use crate::Error;
+use magic::ledger::{ExactHandlerRow, ExactUnitRow};
+use magic::Ledger;
 use magic::{Cycles, Magic, MagicParams, NodeId, PAddr, Region, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const PID: Pid = Pid(1);
 
@@ -51,10 +53,47 @@ pub fn check_remap(params: &MagicParams) -> Result<(), Error> {
     memory(params, REMAP_MEMORY, "remap")
 }
 
+/// One fetch-and-add, whole: the node whose memory holds the word, the
+/// machine and the user layer's parameters (its cost sheets among them).
+/// Every [`FetchOpResult`] carries it, so [`fetch_op_config`] measures a
+/// saved result again; it reads back as it serializes, a field left out
+/// keeping its default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchOpConfig {
+    /// The node whose memory holds the word (default 1; 0 to 4095).
+    pub target: u32,
+    /// The machine (default FLASH's).
+    pub params: MagicParams,
+    /// The user layer's parameters (default [`UserParams::default`]).
+    pub user: UserParams,
+}
+
+impl Default for FetchOpConfig {
+    fn default() -> Self {
+        FetchOpConfig {
+            target: 1,
+            params: MagicParams::default(),
+            user: UserParams::default(),
+        }
+    }
+}
+
 /// What a fetch-and-add run measured, without the machine (see
-/// [`FetchOpRun::result`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// [`FetchOpRun::result`]): plain data that carries what made it (its
+/// [`FetchOpConfig`] and the kit's version) and keeps its counts.
+///
+/// Its `Serialize` is the JSON `flashkit fetch-op --format json` prints:
+/// the configuration and version, the cycles, the word before and after,
+/// and the ledger's counters with their figures exact; `Deserialize` reads
+/// that back to an equal value, refusing a figure its counts do not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct FetchOpResult {
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The experiment.
+    pub config: FetchOpConfig,
     /// The first command write to the old value at the processor.
     pub latency: Cycles,
     /// The first command write to the ACK.
@@ -63,10 +102,82 @@ pub struct FetchOpResult {
     pub old: u64,
     /// And after.
     pub new: u64,
+    /// The run's occupancy ledger.
+    pub ledger: Ledger,
+}
+
+/// The JSON of a [`FetchOpResult`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FetchOpWire {
+    version: String,
+    config: FetchOpConfig,
+    latency_cycles: u64,
+    startup_cycles: u64,
+    old: u64,
+    new: u64,
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<ExactHandlerRow>,
+    units: Vec<ExactUnitRow>,
+}
+
+/// The JSON `flashkit fetch-op --format json` prints.
+impl Serialize for FetchOpResult {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        FetchOpWire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            latency_cycles: self.latency.0,
+            startup_cycles: self.startup.0,
+            old: self.old,
+            new: self.new,
+            occupancy_cycles: self.ledger.elapsed.0,
+            occupancy_booked_cycles: self.ledger.booked.0,
+            occupancy: self.ledger.exact_handlers(),
+            units: self.ledger.exact_units(),
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a fetch-and-add's JSON back: the ledger's figures are computed
+/// from its counters again, and one they do not give is refused, naming it.
+impl<'de> Deserialize<'de> for FetchOpResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = FetchOpWire::deserialize(d)?;
+        let read = || -> Result<FetchOpResult, String> {
+            if w.startup_cycles > w.latency_cycles {
+                return Err(format!(
+                    "startup_cycles is {}, more than the {} latency_cycles it is part of",
+                    w.startup_cycles, w.latency_cycles
+                ));
+            }
+            let ledger = Ledger::from_exact(
+                Cycles(w.occupancy_cycles),
+                Cycles(w.occupancy_booked_cycles),
+                fetch_op_nodes(w.config.target),
+                w.occupancy,
+                w.units,
+            )?;
+            Ok(FetchOpResult {
+                version: w.version,
+                config: w.config,
+                latency: Cycles(w.latency_cycles),
+                startup: Cycles(w.startup_cycles),
+                old: w.old,
+                new: w.new,
+                ledger,
+            })
+        };
+        read().map_err(serde::de::Error::custom)
+    }
 }
 
 /// What a fetch-and-add run measured, and the machine after it.
 pub struct FetchOpRun {
+    /// The experiment.
+    pub config: FetchOpConfig,
     /// The first command write to the old value at the processor.
     pub latency: Cycles,
     /// The first command write to the ACK.
@@ -77,6 +188,18 @@ pub struct FetchOpRun {
     pub new: u64,
     /// The machine after the run.
     pub machine: Magic<UserNode>,
+}
+
+/// The nodes of a fetch-and-add's machine: the target's and node 0, at
+/// least 2.
+fn fetch_op_nodes(target: u32) -> u32 {
+    (target + 1).max(2)
+}
+
+/// Run the fetch-and-add a [`FetchOpConfig`] describes (a saved
+/// [`FetchOpResult`]'s, say): the same result, equal, on this kit.
+pub fn fetch_op_config(c: &FetchOpConfig) -> Result<FetchOpRun, Error> {
+    fetch_op_with(c.target, c.params.clone(), c.user)
 }
 
 /// Process 1 on node 0 adds 2 to a word of a page of node `target`'s memory
@@ -93,7 +216,17 @@ pub fn fetch_op_with(
     up: UserParams,
 ) -> Result<FetchOpRun, Error> {
     check_fetch_op(target, &params)?;
-    let nodes = (target + 1).max(2);
+    up.validate()?;
+    let config = FetchOpConfig {
+        target,
+        // Whether the run recorded its timelines is not part of what ran.
+        params: MagicParams {
+            trace: false,
+            ..params.clone()
+        },
+        user: up,
+    };
+    let nodes = fetch_op_nodes(target);
     let mut m = machine(params, up, nodes)?;
     let t = NodeId(target);
     let word = PAddr(frame(t, 16).0 + 0x88);
@@ -136,6 +269,7 @@ pub fn fetch_op_with(
     let accepted = first_accept(&m, me).ok_or_else(|| incomplete("no accept"))?;
     let new = u64::from_le_bytes(m.memory(t)?.line(word.line())[8..16].try_into().expect("8"));
     Ok(FetchOpRun {
+        config,
         latency: done - first,
         startup: accepted - first,
         old,
@@ -148,6 +282,9 @@ impl FetchOpRun {
     /// The figures alone (to keep, print or send elsewhere).
     pub fn result(&self) -> FetchOpResult {
         FetchOpResult {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            config: self.config.clone(),
+            ledger: self.machine.ledger(),
             latency: self.latency,
             startup: self.startup,
             old: self.old,
@@ -164,12 +301,13 @@ fn first_accept(m: &Magic<UserNode>, n: NodeId) -> Option<Cycles> {
 }
 
 /// How MAGIC's physical addresses are kept valid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Technique {
     /// The OS waits until operations that hold it off drain.
     Holdoff,
-    /// Uses are marked stale and translated again.
+    /// Uses are marked stale and translated again (the default).
+    #[default]
     Invalidate,
     /// MAGIC translates through its software TLB.
     Tlb,
@@ -197,10 +335,33 @@ impl Technique {
     }
 }
 
-/// What a remap run measured.
-#[derive(Clone, Debug, Serialize)]
+/// One remap run, whole: the technique, the machine and the user layer's
+/// parameters. Every [`RemapResult`] carries it, so [`remap_config`]
+/// measures a saved result again; it reads back as it serializes, a field
+/// left out keeping its default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemapConfig {
+    /// The technique (default invalidate).
+    pub technique: Technique,
+    /// The machine (default FLASH's).
+    pub params: MagicParams,
+    /// The user layer's parameters (default [`UserParams::default`]).
+    pub user: UserParams,
+}
+
+/// What a remap run measured: counts, with what made them (its
+/// [`RemapConfig`] and the kit's version). Its JSON is the `flashkit remap
+/// --format json` output and reads back equal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RemapWire")]
 pub struct RemapResult {
-    /// The technique.
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The experiment.
+    pub config: RemapConfig,
+    /// The technique (`config.technique`).
     pub technique: Technique,
     /// The destination holds the source's bytes.
     pub data_ok: bool,
@@ -216,6 +377,43 @@ pub struct RemapResult {
     pub tlb_misses: u64,
     /// The first command write to the operation's completion.
     pub total_cycles: u64,
+}
+
+/// A remap's JSON as it reads: [`RemapResult`]'s fields, checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemapWire {
+    version: String,
+    config: RemapConfig,
+    technique: Technique,
+    data_ok: bool,
+    os_wait_cycles: u64,
+    processor_interrupts: u64,
+    stale_uses_detected: u64,
+    tlb_hits: u64,
+    tlb_misses: u64,
+    total_cycles: u64,
+}
+
+impl TryFrom<RemapWire> for RemapResult {
+    type Error = String;
+    fn try_from(w: RemapWire) -> Result<RemapResult, String> {
+        if w.technique != w.config.technique {
+            return Err("technique disagrees with the rest of the result".into());
+        }
+        Ok(RemapResult {
+            version: w.version,
+            config: w.config,
+            technique: w.technique,
+            data_ok: w.data_ok,
+            os_wait_cycles: w.os_wait_cycles,
+            processor_interrupts: w.processor_interrupts,
+            stale_uses_detected: w.stale_uses_detected,
+            tlb_hits: w.tlb_hits,
+            tlb_misses: w.tlb_misses,
+            total_cycles: w.total_cycles,
+        })
+    }
 }
 
 impl std::fmt::Display for RemapResult {
@@ -252,6 +450,12 @@ pub fn remap(
     remap_with(technique, params, UserParams::default())
 }
 
+/// Run the remap a [`RemapConfig`] describes (a saved [`RemapResult`]'s,
+/// say): the same result, equal, on this kit.
+pub fn remap_config(c: &RemapConfig) -> Result<(RemapResult, Magic<UserNode>), Error> {
+    remap_with(c.technique, c.params.clone(), c.user)
+}
+
 /// [`remap`] with the user layer's parameters `up` (its cost sheets, say).
 pub fn remap_with(
     technique: Technique,
@@ -259,6 +463,16 @@ pub fn remap_with(
     up: UserParams,
 ) -> Result<(RemapResult, Magic<UserNode>), Error> {
     check_remap(&params)?;
+    up.validate()?;
+    let config = RemapConfig {
+        technique,
+        // Whether the run recorded its timelines is not part of what ran.
+        params: MagicParams {
+            trace: false,
+            ..params.clone()
+        },
+        user: up,
+    };
     let mut m = machine(params, up, 2)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
@@ -366,6 +580,8 @@ pub fn remap_with(
         .ok_or_else(|| incomplete("the translation change did not happen"))?;
     let s = &n.magic.stats;
     let result = RemapResult {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config,
         technique,
         data_ok,
         os_wait_cycles: waited,

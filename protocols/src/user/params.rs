@@ -9,7 +9,7 @@ use crate::Error;
 use magic::costs::{Sheet, Source, Task};
 use magic::Cycles;
 use os_shim::OsCosts;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 magic::cost_sheet! {
     /// Instructions MAGIC's handlers issue per step of user-level messaging
@@ -47,7 +47,7 @@ magic::cost_sheet! {
 }
 
 /// A known bug that can be planted in user-level messaging's handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bug {
     /// Hold-off answers the OS's notice at once, before the operations
@@ -73,8 +73,11 @@ impl Bug {
     }
 }
 
-/// The parameters of user-level messaging on every node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// The parameters of user-level messaging on every node. They read back
+/// as they serialize (a result's configuration), a field left out keeping
+/// its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct UserParams {
     /// Operation records in MAGIC memory.
     pub records: usize,

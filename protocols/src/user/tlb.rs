@@ -7,10 +7,10 @@ use crate::error::check;
 use crate::Error;
 use magic::{OutOfRange, PAddr};
 use os_shim::{Pid, VPage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which entry of a full set makes room.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Replacement {
     /// The least recently used.
     Lru,
@@ -19,7 +19,8 @@ pub enum Replacement {
 }
 
 /// The software TLB's shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TlbParams {
     /// Entries in all.
     pub entries: usize,

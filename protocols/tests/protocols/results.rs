@@ -500,3 +500,279 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     let e = refused(&|v| v["total_cycles"] = (-1).into());
     assert!(e.contains("invalid value"), "{e}");
 }
+
+/// A read miss away from its defaults in every part of its configuration.
+fn miss_config(case: coherence::miss::Case) -> coherence::miss::Config {
+    use coherence::miss::{Config, Setup};
+    let mut c = Config {
+        case,
+        setup: Setup {
+            nodes: 5,
+            owner: 3,
+            offset: 0x8100,
+        },
+        ..Config::default()
+    };
+    c.params.net_latency = magic::Cycles(30);
+    c.params.mem_first_dword = magic::Cycles(18);
+    c.coherence.acks = coherence::Acks::Requester;
+    c.coherence.costs.decode = 6;
+    c
+}
+
+/// A miss's result carries its configuration and version: its JSON reads
+/// back equal, and the configuration measures it again, equal.
+#[test]
+fn a_misss_json_reads_back_equal_and_its_config_measures_it_again() {
+    use coherence::miss::{self, Case, MissRun};
+    assert_round_trip::<MissRun>();
+    assert_round_trip::<miss::Config>();
+    for case in Case::ALL {
+        for c in [
+            miss::Config {
+                case,
+                ..Default::default()
+            },
+            miss_config(case),
+        ] {
+            let r = miss::run_config(&c).unwrap();
+            assert_eq!(r.config, c);
+            assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+            let text = serde_json::to_string(&r).unwrap();
+            let back: MissRun = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, r, "{text}");
+            assert_eq!(miss::run_config(&back.config).unwrap(), r);
+        }
+        // The configuration is what ran: another machine, another latency.
+        assert_ne!(
+            miss::run_config(&miss_config(case)).unwrap().latency,
+            miss::run_config(&miss::Config {
+                case,
+                ..Default::default()
+            })
+            .unwrap()
+            .latency
+        );
+    }
+}
+
+/// A miss's JSON holds the counts behind its figures, and each figure is
+/// what they give, exactly; one they do not give is refused, named.
+#[test]
+fn a_misss_figures_recompute_exactly_from_the_counts_in_its_json() {
+    use coherence::miss::{self, Case, MissRun};
+    let r = miss::run_config(&miss_config(Case::RemoteDirty)).unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    let latency = n(&j, "latency_cycles");
+    assert_eq!(latency, r.latency.0);
+    assert_eq!(j["latency_us"].as_f64(), Some(latency as f64 / 100.0));
+    let elapsed = n(&j, "occupancy_cycles");
+    assert_eq!(elapsed, r.ledger.elapsed.0);
+    let rows = j["occupancy"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        let busy = n(row, "busy");
+        assert_eq!(
+            row["mean"].as_f64(),
+            Some(busy as f64 / n(row, "invocations") as f64),
+            "{row}"
+        );
+        assert_eq!(
+            row["pp_share"].as_f64(),
+            Some(busy as f64 / elapsed as f64),
+            "{row}"
+        );
+    }
+    let units = j["units"].as_array().unwrap();
+    assert_eq!(units.len(), 6 * 5);
+    for u in units {
+        assert_eq!(
+            u["utilization"].as_f64(),
+            Some(n(u, "busy") as f64 / elapsed as f64),
+            "{u}"
+        );
+    }
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<MissRun>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|v| v["latency_us"] = 1.9.into());
+    assert_eq!(
+        e,
+        format!(
+            "latency_us is 1.9, but the counts give {}",
+            latency as f64 / 100.0
+        )
+    );
+    let e = refused(&|v| v["occupancy"][0]["busy"] = 1.into());
+    assert!(e.starts_with("occupancy (coherence."), "{e}");
+    let e = refused(&|v| v["units"][1]["utilization"] = 0.5.into());
+    assert!(
+        e.starts_with("units (pp on node Some(0)).utilization is 0.5"),
+        "{e}"
+    );
+    let e = refused(&|v| v["case"] = "local-clean".into());
+    assert_eq!(e, "case disagrees with the rest of the result");
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
+}
+
+/// A pipeline run carries its workload and version; its JSON keeps the
+/// peers' counts at the top level (where the benchmarks read them), the
+/// ledger's counters with figures that are exactly theirs, and reads back
+/// equal; a figure its counts do not give, or the wall-clock time the
+/// command prints beside it, is no part of it.
+#[test]
+fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
+    use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineRun};
+    assert_round_trip::<PipelineRun>();
+    assert_round_trip::<PipelineConfig>();
+    let c = PipelineConfig {
+        nodes: 4,
+        msgs: 3,
+        pattern: Pattern::Shift,
+        costs: Default::default(),
+    };
+    let r = pipeline::run(&c).unwrap();
+    assert_eq!(r.config, c);
+    assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+    let j = serde_json::to_value(&r).unwrap();
+    for (k, x) in [
+        ("completion", r.result.completion),
+        ("sum_completion", r.result.sum_completion),
+        ("sum_latency", r.result.sum_latency),
+        ("events", r.result.events),
+        ("end_cycles", r.end.0),
+        ("occupancy_cycles", r.ledger.elapsed.0),
+    ] {
+        assert_eq!(j[k].as_u64(), Some(x), "{k}");
+    }
+    let elapsed = r.ledger.elapsed.0 as f64;
+    for row in j["occupancy"].as_array().unwrap() {
+        let busy = row["busy"].as_u64().unwrap() as f64;
+        let calls = row["invocations"].as_u64().unwrap() as f64;
+        assert_eq!(row["mean"].as_f64(), Some(busy / calls), "{row}");
+        assert_eq!(row["pp_share"].as_f64(), Some(busy / elapsed), "{row}");
+    }
+    for u in j["units"].as_array().unwrap() {
+        let busy = u["busy"].as_u64().unwrap() as f64;
+        assert_eq!(u["utilization"].as_f64(), Some(busy / elapsed), "{u}");
+    }
+    let back: PipelineRun = serde_json::from_value(j.clone()).unwrap();
+    assert_eq!(back, r);
+    assert_eq!(pipeline::run(&back.config).unwrap(), r);
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<PipelineRun>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|v| v["occupancy"][0]["mean"] = 1.5.into());
+    assert!(e.starts_with("occupancy (pipeline."), "{e}");
+    assert!(e.contains(".mean is 1.5, but the counts give"), "{e}");
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
+    let e = refused(&|v| v["config"]["nodes"] = "four".into());
+    assert!(e.contains("invalid type"), "{e}");
+}
+
+/// A fetch-and-add's result carries its configuration and version, keeps
+/// its counts, its ledger's figures exactly theirs, and reads back equal;
+/// the configuration measures it again, equal.
+#[test]
+fn a_fetch_ops_json_keeps_its_counts_and_reads_back_equal() {
+    use protocols::user::experiments::{fetch_op_config, FetchOpConfig, FetchOpResult};
+    assert_round_trip::<FetchOpResult>();
+    assert_round_trip::<FetchOpConfig>();
+    let mut c = FetchOpConfig {
+        target: 3,
+        ..Default::default()
+    };
+    c.params.net_latency = magic::Cycles(30);
+    c.user.costs.receive = 10;
+    for c in [FetchOpConfig::default(), c] {
+        let r = fetch_op_config(&c).unwrap().result();
+        assert_eq!(r.config, c);
+        assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!((r.old, r.new), (40, 42));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["latency_cycles"].as_u64(), Some(r.latency.0));
+        assert_eq!(j["startup_cycles"].as_u64(), Some(r.startup.0));
+        let elapsed = j["occupancy_cycles"].as_u64().unwrap() as f64;
+        for row in j["occupancy"].as_array().unwrap() {
+            let busy = row["busy"].as_u64().unwrap() as f64;
+            let calls = row["invocations"].as_u64().unwrap() as f64;
+            assert_eq!(row["mean"].as_f64(), Some(busy / calls), "{row}");
+            assert_eq!(row["pp_share"].as_f64(), Some(busy / elapsed), "{row}");
+        }
+        let back: FetchOpResult = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(fetch_op_config(&back.config).unwrap().result(), r);
+        let refused = |edit: &dyn Fn(&mut Value)| {
+            let mut v = j.clone();
+            edit(&mut v);
+            serde_json::from_value::<FetchOpResult>(v)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(&|v| v["occupancy"][0]["pp_share"] = 0.5.into());
+        assert!(e.contains(".pp_share is 0.5, but the counts give"), "{e}");
+        let e = refused(&|v| v["startup_cycles"] = (r.latency.0 + 1).into());
+        assert!(e.starts_with("startup_cycles is "), "{e}");
+    }
+}
+
+/// A remap's result carries its configuration and version and reads back
+/// equal; the configuration measures it again, equal; a technique that
+/// disagrees with the configuration's is refused.
+#[test]
+fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again() {
+    use protocols::user::experiments::{remap_config, RemapConfig, RemapResult, Technique};
+    assert_round_trip::<RemapResult>();
+    assert_round_trip::<RemapConfig>();
+    for technique in [Technique::Holdoff, Technique::Invalidate, Technique::Tlb] {
+        let mut c = RemapConfig {
+            technique,
+            ..Default::default()
+        };
+        c.params.net_latency = magic::Cycles(30);
+        c.user.costs.receive = 10;
+        for c in [
+            RemapConfig {
+                technique,
+                ..Default::default()
+            },
+            c,
+        ] {
+            let (r, _) = remap_config(&c).unwrap();
+            assert_eq!(r.config, c);
+            assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+            assert!(r.data_ok);
+            let j = serde_json::to_value(&r).unwrap();
+            assert_eq!(j["total_cycles"].as_u64(), Some(r.total_cycles));
+            let back: RemapResult = serde_json::from_value(j.clone()).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(remap_config(&back.config).unwrap().0, r);
+            let mut v = j.clone();
+            v["technique"] = if technique == Technique::Tlb {
+                "holdoff"
+            } else {
+                "tlb"
+            }
+            .into();
+            let e = serde_json::from_value::<RemapResult>(v).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "technique disagrees with the rest of the result"
+            );
+        }
+    }
+}
