@@ -416,3 +416,90 @@ fn the_docs_list_every_experiments_result_columns() {
         "docs/sweeps.md's result columns differ from the kit's; put this there:\n{want}"
     );
 }
+
+/// A sweep built in code, its axes closures over `transfer::Config`, gives
+/// the rows the string-key sweep of the same points gives, cell for cell:
+/// the experiment's keys, a machine parameter and one part of a cost entry
+/// among the axes, in the same order, on several threads.
+#[test]
+fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
+    use flashkit::protocols::transfer::{Config, SenderState, Version};
+    use flashkit::sweep::{self, TypedSweep};
+    let strings = plan(
+        "[transfer]\nbytes = 1024\n",
+        &[
+            "transfer.sender=uncached,dirty",
+            "transfer.chunk=1,8",
+            "machine.net_latency=22,30",
+            "costs.transfer.send_init.cycles=5,20",
+        ],
+    );
+    let want = strings.run(2, |_, _| {}).unwrap();
+    let typed = TypedSweep::new(Config {
+        bytes: 1024,
+        ..Config::default()
+    })
+    .vary(
+        "transfer.sender",
+        [SenderState::Uncached, SenderState::Dirty],
+        |c, s| c.sender = s,
+    )
+    .vary("transfer.chunk", [1, 8], |c, k| {
+        c.handler = Version::Chunked(k)
+    })
+    .vary("machine.net_latency", [22, 30], |c, l| {
+        c.params.net_latency = flashkit::magic::Cycles(l)
+    })
+    .vary("costs.transfer.send_init.cycles", [5, 20], |c, n| {
+        c.costs.send_init.cycles = n
+    });
+    let points = typed.run(2, |_, _| {}).unwrap();
+    assert_eq!(points.len(), 16);
+    for (i, p) in points.iter().enumerate() {
+        assert_eq!(p.point, i);
+    }
+    // The typed rows hold what was set, in the string sweep's order.
+    assert_eq!(points[15].config.sender, SenderState::Dirty);
+    assert_eq!(points[15].config.handler, Version::Chunked(8));
+    assert_eq!(points[15].config.costs.send_init.cycles, 20);
+    assert_eq!(points[14].config.costs.send_init.cycles, 5);
+    let got = typed.rows(&points);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+    assert_eq!(sweep::csv(&got), sweep::csv(&want));
+    // The varied cost part is a column, and it moves the result.
+    let cell = |r: &Row, k: &str| r.iter().find(|c| c.0 == k).map(|c| c.1.clone());
+    assert_eq!(
+        cell(&got[0], "costs.transfer.send_init.cycles").as_deref(),
+        Some("5")
+    );
+    assert_ne!(
+        cell(&got[0], "result.total_cycles"),
+        cell(&got[1], "result.total_cycles")
+    );
+    // The same points as a list of configurations: the same rows but for
+    // the quiet columns no axis names (here every one a point moves).
+    let list = TypedSweep::configs(points.iter().map(|p| p.config.clone()));
+    let again = list.run(1, |_, _| {}).unwrap();
+    assert_eq!(list.rows(&again), got);
+}
+
+/// A typed row reads back from its JSON: its configuration and its result
+/// equal the ones that wrote it.
+#[test]
+fn a_typed_row_reads_back_equal() {
+    use flashkit::protocols::transfer::{Config, Version};
+    use flashkit::sweep::{TypedRow, TypedSweep};
+    let typed = TypedSweep::configs([Config {
+        handler: Version::Chunked(2),
+        ..Config::default()
+    }]);
+    let rows = typed.run(1, |_, _| {}).unwrap();
+    let json = serde_json::to_string(&rows[0]).unwrap();
+    let back: TypedRow<Config> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.point, 0);
+    assert_eq!(back.config, rows[0].config);
+    assert_eq!(back.result, rows[0].result);
+}
