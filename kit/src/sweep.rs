@@ -200,6 +200,29 @@ fn result_cells(json: &serde_json::Value, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// Every column of a line of a sweep's JSON Lines, read as JSON (a
+/// [`Record`]): `point`, every parameter of its `config` by its key
+/// (`transfer.chunk`, `machine.net_latency`: all of them, defaults
+/// included, where a CSV row has those its sweep moves), `version`, and
+/// the `result.*` columns a row has. What [`crate::plot::from_jsonl`]
+/// plots.
+pub fn jsonl_cells(line: &serde_json::Value) -> Row {
+    let mut out = Vec::new();
+    match line {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                match k.as_str() {
+                    "config" => flatten("", x, &mut out),
+                    "result" => result_cells(x, &mut out),
+                    _ => cells(k, x, true, &mut out),
+                }
+            }
+        }
+        x => cells("", x, true, &mut out),
+    }
+    out
+}
+
 /// The `result.*` columns a sweep's row has for a run's JSON (`result`
 /// and the dotted key of each figure; a list, as the suite's tables, is
 /// left out). docs/sweeps.md lists each experiment's.
