@@ -469,6 +469,13 @@ fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
         assert_eq!(g, w);
     }
     assert_eq!(sweep::csv(&got), sweep::csv(&want));
+    // As records (JSON Lines), the same too: the scenario and the result.
+    let records = strings.run_records(2, |_, _| {}).unwrap();
+    let typed_lines: Vec<_> = points.iter().map(|p| p.record()).collect();
+    assert_eq!(
+        sweep::jsonl(&typed_lines).unwrap(),
+        sweep::jsonl(&records).unwrap()
+    );
     // The varied cost part is a column, and it moves the result.
     let cell = |r: &Row, k: &str| r.iter().find(|c| c.0 == k).map(|c| c.1.clone());
     assert_eq!(

@@ -29,7 +29,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::{columns, run_in_order, Changed, Row, SweepError, MAX_POINTS};
+use super::{columns, run_in_order, Changed, Record, Row, SweepError, MAX_POINTS, VERSION};
 use crate::scenario::{self, CostTables, RunError, Scenario, Transfer};
 use protocols::transfer;
 use serde::de::DeserializeOwned;
@@ -155,6 +155,21 @@ pub struct TypedRow<C: TypedConfig> {
     pub config: C,
     /// What the run gave.
     pub result: C::Result,
+}
+
+impl<C: TypedConfig> TypedRow<C> {
+    /// The row as a [`Record`]: its number, the kit's version, the
+    /// scenario that holds its configuration and its result's JSON, as a
+    /// line of `flashkit sweep --format jsonl` has them ([`super::jsonl`]
+    /// writes it; [`crate::plot::from_jsonl`] plots it).
+    pub fn record(&self) -> Record {
+        Record {
+            point: self.point,
+            version: VERSION.to_string(),
+            config: self.config.scenario(),
+            result: C::result_json(&self.result),
+        }
+    }
 }
 
 /// Sets one axis's value on a configuration.
