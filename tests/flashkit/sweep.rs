@@ -510,3 +510,43 @@ fn a_typed_row_reads_back_equal() {
     assert_eq!(back.config, rows[0].config);
     assert_eq!(back.result, rows[0].result);
 }
+
+/// A typed sweep refuses, before it runs a point, an axis given no values
+/// (not a sweep of no points), a name on two axes, and too many points.
+#[test]
+fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
+    use flashkit::protocols::transfer::{Config, Version};
+    use flashkit::sweep::{SweepError, TypedSweep};
+    let none: [u32; 0] = [];
+    let empty = TypedSweep::new(Config::default())
+        .vary("transfer.chunk", [1, 2], |c, k| {
+            c.handler = Version::Chunked(k)
+        })
+        .vary("transfer.bytes", none, |c, b| c.bytes = u64::from(b));
+    let e = empty.run(1, |_, _| panic!("no point runs")).unwrap_err();
+    assert!(matches!(e, SweepError::Axis { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "transfer.bytes: no values");
+    let listed = TypedSweep::configs([Config::default()])
+        .vary("transfer.bytes", none, |c, b| c.bytes = u64::from(b));
+    assert_eq!(
+        listed.total().unwrap_err().to_string(),
+        "transfer.bytes: no values"
+    );
+    let twice = TypedSweep::new(Config::default())
+        .vary("transfer.bytes", [128], |c, b| c.bytes = b)
+        .vary("transfer.bytes", [256], |c, b| c.bytes = b);
+    assert_eq!(
+        twice.total().unwrap_err().to_string(),
+        "transfer.bytes is varied twice: give its values once"
+    );
+    let wide: Vec<u64> = (0..1024).collect();
+    let many = TypedSweep::new(Config::default())
+        .vary("transfer.src_offset", wide.clone(), |c, o| c.src_offset = o)
+        .vary("transfer.dst_offset", wide, |c, o| c.dst_offset = o)
+        .vary("transfer.bytes", [128, 256], |c, b| c.bytes = b);
+    assert!(matches!(many.total(), Err(SweepError::TooMany { .. })));
+    assert!(matches!(
+        TypedSweep::configs([Config::default()]).point(1),
+        Err(SweepError::NoPoint { index: 1, total: 1 })
+    ));
+}

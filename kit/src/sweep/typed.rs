@@ -190,6 +190,8 @@ enum Points<C> {
 pub struct TypedSweep<C: TypedConfig> {
     points: Points<C>,
     names: Vec<String>,
+    /// The first axis given no values.
+    empty: Option<String>,
 }
 
 impl<C: TypedConfig> TypedSweep<C> {
@@ -202,6 +204,7 @@ impl<C: TypedConfig> TypedSweep<C> {
                 axes: Vec::new(),
             },
             names: Vec::new(),
+            empty: None,
         }
     }
 
@@ -210,6 +213,7 @@ impl<C: TypedConfig> TypedSweep<C> {
         TypedSweep {
             points: Points::List(points.into_iter().collect()),
             names: Vec::new(),
+            empty: None,
         }
     }
 
@@ -234,6 +238,9 @@ impl<C: TypedConfig> TypedSweep<C> {
             })
             .collect();
         self.names.push(name.to_string());
+        if values.is_empty() {
+            self.empty.get_or_insert_with(|| name.to_string());
+        }
         let axis = TypedAxis { values };
         match &mut self.points {
             Points::Axes { axes, .. } => axes.push(axis),
@@ -252,9 +259,21 @@ impl<C: TypedConfig> TypedSweep<C> {
         self
     }
 
-    /// How many points the sweep has; more than [`MAX_POINTS`] is
+    /// How many points the sweep has. An axis given no values is
+    /// [`SweepError::Axis`] (not a sweep of no points), a name given two
+    /// axes [`SweepError::Twice`], more than [`MAX_POINTS`] points
     /// [`SweepError::TooMany`].
     pub fn total(&self) -> Result<usize, SweepError> {
+        if let Some(name) = &self.empty {
+            return Err(SweepError::Axis {
+                given: name.clone(),
+                why: "no values",
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(n) = self.names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(SweepError::Twice { key: n.clone() });
+        }
         match &self.points {
             Points::List(l) if l.len() <= MAX_POINTS => Ok(l.len()),
             Points::List(l) => Err(SweepError::TooMany {
