@@ -59,7 +59,7 @@
 //! ```
 
 pub mod typed;
-pub use typed::{TypedConfig, TypedRow, TypedSweep};
+pub use typed::{TypedConfig, TypedRow, TypedSweep, Unheld};
 
 use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -371,6 +371,15 @@ pub enum SweepError {
         index: usize,
         /// The sweep's points.
         total: usize,
+    },
+    /// A typed point whose configuration sets what no scenario holds: its
+    /// row has no columns, no record.
+    #[error("point {index}: {error}")]
+    Unheld {
+        /// Its number.
+        index: usize,
+        /// The field.
+        error: typed::Unheld,
     },
     /// A point whose scenario is not valid.
     #[error("point {index} ({chosen}): {error}")]

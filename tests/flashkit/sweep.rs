@@ -463,7 +463,7 @@ fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
     assert_eq!(points[15].config.handler, Version::Chunked(8));
     assert_eq!(points[15].config.costs.send_init.cycles, 20);
     assert_eq!(points[14].config.costs.send_init.cycles, 5);
-    let got = typed.rows(&points);
+    let got = typed.rows(&points).unwrap();
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g, w);
@@ -471,7 +471,7 @@ fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
     assert_eq!(sweep::csv(&got), sweep::csv(&want));
     // As records (JSON Lines), the same too: the scenario and the result.
     let records = strings.run_records(2, |_, _| {}).unwrap();
-    let typed_lines: Vec<_> = points.iter().map(|p| p.record()).collect();
+    let typed_lines: Vec<_> = points.iter().map(|p| p.record().unwrap()).collect();
     assert_eq!(
         sweep::jsonl(&typed_lines).unwrap(),
         sweep::jsonl(&records).unwrap()
@@ -490,7 +490,7 @@ fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
     // the quiet columns no axis names (here every one a point moves).
     let list = TypedSweep::configs(points.iter().map(|p| p.config.clone()));
     let again = list.run(1, |_, _| {}).unwrap();
-    assert_eq!(list.rows(&again), got);
+    assert_eq!(list.rows(&again).unwrap(), got);
 }
 
 /// A typed row reads back from its JSON: its configuration and its result
@@ -549,4 +549,30 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
         TypedSweep::configs([Config::default()]).point(1),
         Err(SweepError::NoPoint { index: 1, total: 1 })
     ));
+}
+
+/// A typed configuration that sets what no scenario holds (a planted bug,
+/// homing by interleaving) keeps it in its typed row, but its columns and
+/// its record are refused naming the point and the field, not written
+/// without it.
+#[test]
+fn a_typed_row_a_scenario_cannot_hold_has_no_columns() {
+    use flashkit::protocols::transfer::{state::Bug, Config};
+    use flashkit::sweep::{SweepError, TypedSweep};
+    let typed = TypedSweep::configs([Config::default()]);
+    let rows = typed.run(1, |_, _| {}).unwrap();
+    assert!(typed.rows(&rows).is_ok());
+    let mut bugged = rows.clone();
+    bugged[0].config.inject = Some(Bug::EarlyDone);
+    let e = typed.rows(&bugged).unwrap_err();
+    assert!(matches!(e, SweepError::Unheld { index: 0, .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "point 0: inject is set, and a scenario cannot hold it: keep the typed rows"
+    );
+    let mut interleaved = rows;
+    interleaved[0].config.coherence.placement =
+        flashkit::coherence::protocol::Placement::Interleaved;
+    let e = interleaved[0].record().unwrap_err();
+    assert!(e.to_string().contains("coherence.placement is set"), "{e}");
 }

@@ -24,7 +24,7 @@
 //! assert!(typed[3].result.total < typed[2].result.total);
 //! assert_eq!(typed[3].config.handler, Version::Chunked(8));
 //! // The flat view, as `flashkit sweep` writes it.
-//! let table = sweep::csv(&points.rows(&typed));
+//! let table = sweep::csv(&points.rows(&typed)?);
 //! assert!(table.starts_with("point,transfer.bytes,"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -46,8 +46,10 @@ pub trait TypedConfig: Clone + Send + Sync + Serialize + DeserializeOwned {
     fn run(&self) -> Result<Self::Result, RunError>;
 
     /// The scenario that holds this configuration: its parameters, whose
-    /// keys are a row's columns.
-    fn scenario(&self) -> Scenario;
+    /// keys are a row's columns. A configuration that sets what no
+    /// scenario holds is [`Unheld`], naming the field: a row's columns
+    /// would not show it.
+    fn scenario(&self) -> Result<Scenario, Unheld>;
 
     /// The result as JSON, whose scalars are a row's `result.*` columns.
     fn result_json(result: &Self::Result) -> serde_json::Value {
@@ -66,14 +68,29 @@ impl TypedConfig for transfer::Config {
 
     /// The scenario whose `[transfer]` table, machine, cost sheets and
     /// protocol options are this configuration's. A scenario holds no page
-    /// change, planted bug or trace: those are the configuration's own.
-    fn scenario(&self) -> Scenario {
+    /// change (`change`), planted bug (`inject`, `coherence.inject`) or
+    /// homing other than by address (`coherence.placement`): a
+    /// configuration that sets one is [`Unheld`]. Recording a trace
+    /// (`trace`, `params.trace`) changes no figure and is left out.
+    fn scenario(&self) -> Result<Scenario, Unheld> {
         use scenario::{
             CoherenceKind, CoherenceOptions, DirectionKind, HandlerKind, Placement, Receiver,
             Sender, StrategyKind,
         };
         use transfer::{Direction, Mode, ReceiverState, SenderState, Strategy, Version};
         let c = self;
+        let unheld = [
+            ("change", c.change.is_some()),
+            ("inject", c.inject.is_some()),
+            ("coherence.inject", c.coherence.inject.is_some()),
+            (
+                "coherence.placement",
+                c.coherence.placement != coherence::CohParams::default().placement,
+            ),
+        ];
+        if let Some((field, _)) = unheld.iter().find(|u| u.1) {
+            return Err(Unheld { field });
+        }
         let (handler, chunk) = match c.handler {
             Version::Base => (HandlerKind::Base, Transfer::default().chunk),
             Version::Optimized => (HandlerKind::Optimized, Transfer::default().chunk),
@@ -122,7 +139,7 @@ impl TypedConfig for transfer::Config {
         };
         let mut machine = c.params.clone();
         machine.trace = false;
-        Scenario {
+        Ok(Scenario {
             machine,
             costs: CostTables {
                 transfer: c.costs,
@@ -140,8 +157,18 @@ impl TypedConfig for transfer::Config {
             },
             transfer: Some(t),
             ..Scenario::default()
-        }
+        })
     }
+}
+
+/// A configuration that sets what no scenario holds (a transfer's page
+/// change, a planted bug): its typed row keeps it, but a row's columns and a
+/// record's scenario could not show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field} is set, and a scenario cannot hold it: keep the typed rows")]
+pub struct Unheld {
+    /// The configuration's field, dotted (`change`, `coherence.inject`).
+    pub field: &'static str,
 }
 
 /// One point of a typed sweep: its number, its configuration and its
@@ -162,13 +189,22 @@ impl<C: TypedConfig> TypedRow<C> {
     /// scenario that holds its configuration and its result's JSON, as a
     /// line of `flashkit sweep --format jsonl` has them ([`super::jsonl`]
     /// writes it; [`crate::plot::from_jsonl`] plots it).
-    pub fn record(&self) -> Record {
-        Record {
+    /// A configuration a scenario cannot hold is
+    /// [`SweepError::Unheld`].
+    pub fn record(&self) -> Result<Record, SweepError> {
+        Ok(Record {
             point: self.point,
             version: VERSION.to_string(),
-            config: self.config.scenario(),
+            config: self.scenario()?,
             result: C::result_json(&self.result),
-        }
+        })
+    }
+
+    fn scenario(&self) -> Result<Scenario, SweepError> {
+        self.config.scenario().map_err(|error| SweepError::Unheld {
+            index: self.point,
+            error,
+        })
     }
 }
 
@@ -353,17 +389,22 @@ impl<C: TypedConfig> TypedSweep<C> {
     /// [`super::Plan::row`] makes them for the scenario that holds its
     /// configuration. The machine's, cost sheets', networks' and protocol
     /// options' columns are those an axis names and those some row sets
-    /// away from their defaults.
-    pub fn rows(&self, rows: &[TypedRow<C>]) -> Vec<Row> {
-        let scenarios: Vec<Scenario> = rows.iter().map(|r| r.config.scenario()).collect();
+    /// away from their defaults. A configuration a scenario cannot hold
+    /// is [`SweepError::Unheld`].
+    pub fn rows(&self, rows: &[TypedRow<C>]) -> Result<Vec<Row>, SweepError> {
+        let scenarios = rows
+            .iter()
+            .map(TypedRow::scenario)
+            .collect::<Result<Vec<Scenario>, _>>()?;
         let mut keep = Changed::new();
         keep.changed.extend(self.names.iter().cloned());
         for sc in &scenarios {
             keep.note(sc);
         }
-        rows.iter()
+        Ok(rows
+            .iter()
             .zip(&scenarios)
             .map(|(r, sc)| columns(&keep, r.point, sc, &C::result_json(&r.result)))
-            .collect()
+            .collect())
     }
 }
