@@ -29,13 +29,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Draw a plot (SVG or PNG, by the output's extension): computed from
-    /// the model, or from a sweep's CSV.
+    /// the model, or from a sweep's CSV or JSON Lines.
     ///
     /// Example: flashkit plot chunk --out chunk.svg
     Plot {
         /// per-line: time per line against lines sent; bandwidth: by handler
         /// and cache state; chunk: sender time against chunk factor; logp:
-        /// the platforms side by side; csv: from --csv FILE.
+        /// the platforms side by side; csv: from --csv FILE; jsonl: from
+        /// --jsonl FILE.
         #[arg(value_enum)]
         kind: PlotKind,
         /// The image to write (.svg or .png).
@@ -44,11 +45,15 @@ enum Command {
         /// For `csv`: the sweep's CSV, and its columns to plot.
         #[arg(long)]
         csv: Option<String>,
+        /// For `jsonl`: the sweep's JSON Lines (`--format jsonl`); its
+        /// columns are named as the CSV's are.
+        #[arg(long)]
+        jsonl: Option<String>,
         #[arg(long)]
         x: Option<String>,
         #[arg(long)]
         y: Option<String>,
-        /// For `csv`: one line per value of this column.
+        /// For `csv` and `jsonl`: one line per value of this column.
         #[arg(long)]
         series: Option<String>,
     },
@@ -376,6 +381,7 @@ enum PlotKind {
     Chunk,
     Logp,
     Csv,
+    Jsonl,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -514,6 +520,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             kind,
             out,
             csv,
+            jsonl,
             x,
             y,
             series,
@@ -532,6 +539,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     let text = std::fs::read_to_string(&f)
                         .map_err(|e| Failure::Usage(format!("{f}: {e}")))?;
                     plot::from_csv(&text, &x, &y, series.as_deref())
+                        .map_err(|e| format!("{f}: {e}"))
+                }
+                PlotKind::Jsonl => {
+                    let (Some(f), Some(x), Some(y)) = (jsonl, x, y) else {
+                        return Err(Failure::Usage(
+                            "plot jsonl needs --jsonl FILE --x COLUMN --y COLUMN".into(),
+                        ));
+                    };
+                    let text = std::fs::read_to_string(&f)
+                        .map_err(|e| Failure::Usage(format!("{f}: {e}")))?;
+                    plot::from_jsonl(&text, &x, &y, series.as_deref())
                         .map_err(|e| format!("{f}: {e}"))
                 }
             }

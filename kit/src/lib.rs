@@ -126,6 +126,12 @@ pub mod sweep;
 #[doc = include_str!("../../docs/handlers.md")]
 pub mod guide {}
 
+/// Scenarios and sweeps (`docs/sweeps.md`): the files, the columns, a
+/// sweep built in code, saved, read back and plotted (its example runs as
+/// this crate's test), splitting a sweep across machines.
+#[doc = include_str!("../../docs/sweeps.md")]
+pub mod sweeps_guide {}
+
 /// The README, whose library example runs as this crate's test.
 #[doc = include_str!("../../README.md")]
 pub mod readme {}

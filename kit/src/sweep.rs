@@ -31,6 +31,10 @@
 //! assert!(cycles[1] < cycles[0], "with dirty lines, chunking by 8 beats one line at a time");
 //! ```
 //!
+//! A sweep built in code rather than from string keys, its points
+//! configurations (`transfer::Config`s) and its rows typed (a configuration
+//! and its result), is a [`TypedSweep`]: [`typed`] shows one.
+//!
 //! A sweep as data: [`Plan::run_records`] gives each point's complete
 //! scenario and result ([`Record`]), which [`jsonl`] writes as JSON Lines
 //! and [`csv`] (through [`Plan::record_row`]) as the CSV `flashkit sweep`
@@ -53,6 +57,9 @@
 //! assert_eq!((back.point, back.config.transfer.as_ref().unwrap().chunk), (1, 8));
 //! assert_eq!(scenario::run(&back.config).unwrap().json, back.result);
 //! ```
+
+pub mod typed;
+pub use typed::{TypedConfig, TypedRow, TypedSweep, Unheld};
 
 use crate::scenario::{self, Report, RunError, Scenario, ScenarioError, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -191,6 +198,29 @@ fn result_cells(json: &serde_json::Value, out: &mut Vec<(String, String)>) {
         }
         x => cells("result", x, true, out),
     }
+}
+
+/// Every column of a line of a sweep's JSON Lines, read as JSON (a
+/// [`Record`]): `point`, every parameter of its `config` by its key
+/// (`transfer.chunk`, `machine.net_latency`: all of them, defaults
+/// included, where a CSV row has those its sweep moves), `version`, and
+/// the `result.*` columns a row has. What [`crate::plot::from_jsonl`]
+/// plots.
+pub fn jsonl_cells(line: &serde_json::Value) -> Row {
+    let mut out = Vec::new();
+    match line {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                match k.as_str() {
+                    "config" => flatten("", x, &mut out),
+                    "result" => result_cells(x, &mut out),
+                    _ => cells(k, x, true, &mut out),
+                }
+            }
+        }
+        x => cells("", x, true, &mut out),
+    }
+    out
 }
 
 /// The `result.*` columns a sweep's row has for a run's JSON (`result`
@@ -341,6 +371,15 @@ pub enum SweepError {
         index: usize,
         /// The sweep's points.
         total: usize,
+    },
+    /// A typed point whose configuration sets what no scenario holds: its
+    /// row has no columns, no record.
+    #[error("point {index}: {error}")]
+    Unheld {
+        /// Its number.
+        index: usize,
+        /// The field.
+        error: typed::Unheld,
     },
     /// A point whose scenario is not valid.
     #[error("point {index} ({chosen}): {error}")]
@@ -574,13 +613,7 @@ impl Plan {
     }
 
     fn columns(&self, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
-        let mut cols = vec![("point".to_string(), index.to_string())];
-        if let Ok(params) = serde_json::to_value(sc) {
-            flatten("", &params, &mut cols);
-        }
-        result_cells(result, &mut cols);
-        cols.retain(|(k, _)| self.costs.keep(k));
-        cols
+        columns(&self.costs, index, sc, result)
     }
 
     /// The record of `point` with its run's report: its number, the kit's
@@ -646,6 +679,18 @@ impl Plan {
         )?;
         Ok(rows)
     }
+}
+
+/// A row's columns: `point`, the parameters of `sc` that `keep` keeps,
+/// then `result.*`.
+fn columns(keep: &Changed, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
+    let mut cols = vec![("point".to_string(), index.to_string())];
+    if let Ok(params) = serde_json::to_value(sc) {
+        flatten("", &params, &mut cols);
+    }
+    result_cells(result, &mut cols);
+    cols.retain(|(k, _)| keep.keep(k));
+    cols
 }
 
 /// The kit's version, as a [`Record`] carries it.

@@ -228,3 +228,144 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The library's charts read a sweep's JSON Lines as well as its CSV: the
+/// same sweep, written both ways, plots the same chart, its columns named
+/// alike (a parameter by its key, a figure as `result.*`); a chart is
+/// `Clone` and `Debug`.
+#[test]
+fn a_sweeps_json_lines_plot_as_its_csv_does() {
+    use flashkit::plot;
+    use flashkit::scenario::Source;
+    use flashkit::sweep::{self, Axis, Plan};
+    let src = Source {
+        path: "s.toml",
+        text: "[transfer]\nbytes = 1024\n",
+    };
+    let axes = [
+        Axis::parse("transfer.sender=uncached,dirty").unwrap(),
+        Axis::parse("transfer.chunk=1,2,4").unwrap(),
+    ];
+    let plan = Plan::new(&src, &axes).unwrap();
+    let records = plan.run_records(1, |_, _| {}).unwrap();
+    let lines = sweep::jsonl(&records).unwrap();
+    let rows: Vec<_> = records.iter().map(|r| plan.record_row(r)).collect();
+    let csv = sweep::csv(&rows);
+    let (x, y, s) = (
+        "transfer.chunk",
+        "result.per_line_cycles",
+        Some("transfer.sender"),
+    );
+    let from_lines = plot::from_jsonl(&lines, x, y, s).unwrap();
+    let from_csv = plot::from_csv(&csv, x, y, s).unwrap();
+    assert_eq!(from_lines, from_csv);
+    assert_eq!(from_lines.series.len(), 2);
+    assert_eq!(from_lines.series[0].name, "transfer.sender = dirty");
+    assert_eq!(from_lines.series[0].points.len(), 3);
+    // Dirty lines: chunking lowers the time a line.
+    let dirty = &from_lines.series[0].points;
+    assert!(dirty[2].1 < dirty[0].1, "{dirty:?}");
+    // A quiet parameter the CSV leaves out is a column of every line.
+    let by_latency = plot::from_jsonl(&lines, "machine.net_latency", y, None).unwrap();
+    assert_eq!(by_latency.series[0].points.len(), 6);
+    let copy = from_lines.clone();
+    assert_eq!(copy, from_lines);
+    assert!(format!("{copy:?}").contains("transfer.sender = uncached"));
+    // What is wrong is named with its line.
+    let second = lines.lines().nth(1).unwrap();
+    for (text, want) in [
+        (
+            format!("{}\nnot json\n", lines.lines().next().unwrap()),
+            "line 2: not JSON",
+        ),
+        ("[1, 2]\n".to_string(), "line 1: not a JSON object"),
+        (format!("\n{second}\n"), "line 2: no column 'result.nope'"),
+        (String::new(), "the JSON Lines hold no line"),
+    ] {
+        let y = if want.contains("nope") {
+            "result.nope"
+        } else {
+            y
+        };
+        let err = plot::from_jsonl(&text, x, y, None).unwrap_err();
+        assert!(err.starts_with(want), "{err}");
+    }
+    let err = plot::from_jsonl(&lines, "transfer.sender", y, None).unwrap_err();
+    assert_eq!(err, "line 1: 'transfer.sender' is not a number");
+}
+
+/// `flashkit plot jsonl` draws a sweep's JSON Lines; a line that is not
+/// JSON is one line of error naming the file and the line, status 2.
+#[test]
+fn plot_reads_a_sweeps_json_lines() {
+    let dir = std::env::temp_dir().join(format!("flashkit-plot-jsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args([
+            "sweep",
+            "examples/transfer.toml",
+            "--quiet",
+            "--format",
+            "jsonl",
+        ])
+        .args([
+            "--vary",
+            "transfer.chunk=1,2",
+            "--vary",
+            "transfer.sender=uncached,dirty",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let lines = dir.join("sweep.jsonl");
+    std::fs::write(&lines, &out.stdout).unwrap();
+    let svg = dir.join("jsonl.svg");
+    let (lines_s, svg_s) = (lines.to_str().unwrap(), svg.to_str().unwrap());
+    let args = [
+        "jsonl",
+        "--jsonl",
+        lines_s,
+        "--x",
+        "transfer.chunk",
+        "--y",
+        "result.sender_occupancy_per_line",
+        "--series",
+        "transfer.sender",
+        "--out",
+        svg_s,
+    ];
+    let (code, err) = plot(&args);
+    if have_font() {
+        assert_eq!(code, 0, "{err}");
+        check_svg(
+            &svg,
+            &["transfer.sender = dirty", "transfer.sender = uncached"],
+        );
+    } else {
+        assert_eq!(code, 2);
+        assert!(err.contains("TrueType font"), "{err}");
+    }
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(&lines, format!("{first}\n# torn\n")).unwrap();
+    let (code, err) = plot(&args);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with(&format!("error: {lines_s}: line 2: not JSON")),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (code, err) = plot(&["jsonl", "--out", svg_s]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            "error: plot jsonl needs --jsonl FILE --x COLUMN --y COLUMN"
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

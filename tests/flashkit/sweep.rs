@@ -416,3 +416,163 @@ fn the_docs_list_every_experiments_result_columns() {
         "docs/sweeps.md's result columns differ from the kit's; put this there:\n{want}"
     );
 }
+
+/// A sweep built in code, its axes closures over `transfer::Config`, gives
+/// the rows the string-key sweep of the same points gives, cell for cell:
+/// the experiment's keys, a machine parameter and one part of a cost entry
+/// among the axes, in the same order, on several threads.
+#[test]
+fn a_typed_sweep_gives_the_string_key_sweeps_rows() {
+    use flashkit::protocols::transfer::{Config, SenderState, Version};
+    use flashkit::sweep::{self, TypedSweep};
+    let strings = plan(
+        "[transfer]\nbytes = 1024\n",
+        &[
+            "transfer.sender=uncached,dirty",
+            "transfer.chunk=1,8",
+            "machine.net_latency=22,30",
+            "costs.transfer.send_init.cycles=5,20",
+        ],
+    );
+    let want = strings.run(2, |_, _| {}).unwrap();
+    let typed = TypedSweep::new(Config {
+        bytes: 1024,
+        ..Config::default()
+    })
+    .vary(
+        "transfer.sender",
+        [SenderState::Uncached, SenderState::Dirty],
+        |c, s| c.sender = s,
+    )
+    .vary("transfer.chunk", [1, 8], |c, k| {
+        c.handler = Version::Chunked(k)
+    })
+    .vary("machine.net_latency", [22, 30], |c, l| {
+        c.params.net_latency = flashkit::magic::Cycles(l)
+    })
+    .vary("costs.transfer.send_init.cycles", [5, 20], |c, n| {
+        c.costs.send_init.cycles = n
+    });
+    let points = typed.run(2, |_, _| {}).unwrap();
+    assert_eq!(points.len(), 16);
+    for (i, p) in points.iter().enumerate() {
+        assert_eq!(p.point, i);
+    }
+    // The typed rows hold what was set, in the string sweep's order.
+    assert_eq!(points[15].config.sender, SenderState::Dirty);
+    assert_eq!(points[15].config.handler, Version::Chunked(8));
+    assert_eq!(points[15].config.costs.send_init.cycles, 20);
+    assert_eq!(points[14].config.costs.send_init.cycles, 5);
+    let got = typed.rows(&points).unwrap();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+    assert_eq!(sweep::csv(&got), sweep::csv(&want));
+    // As records (JSON Lines), the same too: the scenario and the result.
+    let records = strings.run_records(2, |_, _| {}).unwrap();
+    let typed_lines: Vec<_> = points.iter().map(|p| p.record().unwrap()).collect();
+    assert_eq!(
+        sweep::jsonl(&typed_lines).unwrap(),
+        sweep::jsonl(&records).unwrap()
+    );
+    // The varied cost part is a column, and it moves the result.
+    let cell = |r: &Row, k: &str| r.iter().find(|c| c.0 == k).map(|c| c.1.clone());
+    assert_eq!(
+        cell(&got[0], "costs.transfer.send_init.cycles").as_deref(),
+        Some("5")
+    );
+    assert_ne!(
+        cell(&got[0], "result.total_cycles"),
+        cell(&got[1], "result.total_cycles")
+    );
+    // The same points as a list of configurations: the same rows but for
+    // the quiet columns no axis names (here every one a point moves).
+    let list = TypedSweep::configs(points.iter().map(|p| p.config.clone()));
+    let again = list.run(1, |_, _| {}).unwrap();
+    assert_eq!(list.rows(&again).unwrap(), got);
+}
+
+/// A typed row reads back from its JSON: its configuration and its result
+/// equal the ones that wrote it.
+#[test]
+fn a_typed_row_reads_back_equal() {
+    use flashkit::protocols::transfer::{Config, Version};
+    use flashkit::sweep::{TypedRow, TypedSweep};
+    let typed = TypedSweep::configs([Config {
+        handler: Version::Chunked(2),
+        ..Config::default()
+    }]);
+    let rows = typed.run(1, |_, _| {}).unwrap();
+    let json = serde_json::to_string(&rows[0]).unwrap();
+    let back: TypedRow<Config> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.point, 0);
+    assert_eq!(back.config, rows[0].config);
+    assert_eq!(back.result, rows[0].result);
+}
+
+/// A typed sweep refuses, before it runs a point, an axis given no values
+/// (not a sweep of no points), a name on two axes, and too many points.
+#[test]
+fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
+    use flashkit::protocols::transfer::{Config, Version};
+    use flashkit::sweep::{SweepError, TypedSweep};
+    let none: [u32; 0] = [];
+    let empty = TypedSweep::new(Config::default())
+        .vary("transfer.chunk", [1, 2], |c, k| {
+            c.handler = Version::Chunked(k)
+        })
+        .vary("transfer.bytes", none, |c, b| c.bytes = u64::from(b));
+    let e = empty.run(1, |_, _| panic!("no point runs")).unwrap_err();
+    assert!(matches!(e, SweepError::Axis { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "transfer.bytes: no values");
+    let listed = TypedSweep::configs([Config::default()])
+        .vary("transfer.bytes", none, |c, b| c.bytes = u64::from(b));
+    assert_eq!(
+        listed.total().unwrap_err().to_string(),
+        "transfer.bytes: no values"
+    );
+    let twice = TypedSweep::new(Config::default())
+        .vary("transfer.bytes", [128], |c, b| c.bytes = b)
+        .vary("transfer.bytes", [256], |c, b| c.bytes = b);
+    assert_eq!(
+        twice.total().unwrap_err().to_string(),
+        "transfer.bytes is varied twice: give its values once"
+    );
+    let wide: Vec<u64> = (0..1024).collect();
+    let many = TypedSweep::new(Config::default())
+        .vary("transfer.src_offset", wide.clone(), |c, o| c.src_offset = o)
+        .vary("transfer.dst_offset", wide, |c, o| c.dst_offset = o)
+        .vary("transfer.bytes", [128, 256], |c, b| c.bytes = b);
+    assert!(matches!(many.total(), Err(SweepError::TooMany { .. })));
+    assert!(matches!(
+        TypedSweep::configs([Config::default()]).point(1),
+        Err(SweepError::NoPoint { index: 1, total: 1 })
+    ));
+}
+
+/// A typed configuration that sets what no scenario holds (a planted bug,
+/// homing by interleaving) keeps it in its typed row, but its columns and
+/// its record are refused naming the point and the field, not written
+/// without it.
+#[test]
+fn a_typed_row_a_scenario_cannot_hold_has_no_columns() {
+    use flashkit::protocols::transfer::{state::Bug, Config};
+    use flashkit::sweep::{SweepError, TypedSweep};
+    let typed = TypedSweep::configs([Config::default()]);
+    let rows = typed.run(1, |_, _| {}).unwrap();
+    assert!(typed.rows(&rows).is_ok());
+    let mut bugged = rows.clone();
+    bugged[0].config.inject = Some(Bug::EarlyDone);
+    let e = typed.rows(&bugged).unwrap_err();
+    assert!(matches!(e, SweepError::Unheld { index: 0, .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "point 0: inject is set, and a scenario cannot hold it: keep the typed rows"
+    );
+    let mut interleaved = rows;
+    interleaved[0].config.coherence.placement =
+        flashkit::coherence::protocol::Placement::Interleaved;
+    let e = interleaved[0].record().unwrap_err();
+    assert!(e.to_string().contains("coherence.placement is set"), "{e}");
+}

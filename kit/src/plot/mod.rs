@@ -1,4 +1,5 @@
-//! Plots: charts computed from the model or read from a sweep's CSV, and
+//! Plots: charts computed from the model or read from a sweep's CSV or
+//! JSON Lines, and
 //! (with the `plot` feature) drawn as SVG or PNG with plotters. Labels are
 //! laid out with a TrueType font found on the machine (DejaVu or Liberation
 //! Sans, or `FLASHKIT_FONT`).
@@ -11,6 +12,7 @@ pub use draw::render;
 use protocols::transfer::{self, Config, SenderState, Version};
 
 /// One named series of (x, y) points.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     /// Its legend.
     pub name: String,
@@ -21,6 +23,7 @@ pub struct Series {
 }
 
 /// A chart: axes, and the series drawn on them.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
     /// The title above the plot.
     pub title: String,
@@ -229,25 +232,76 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
     };
     let (xi, yi) = (col(x)?, col(y)?);
     let si = series.map(col).transpose()?;
-    let mut by: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    let mut points = Vec::new();
     for (n, l) in lines.enumerate() {
         let cells: Vec<&str> = l.split(',').collect();
+        let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         // A cell is named by its row (the header is row 1) and column.
-        let num = |i: usize, name: &str| {
-            let cell = cells.get(i).copied().unwrap_or("");
-            match cell.parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(v),
-                Ok(_) => Err(format!(
-                    "row {}, column '{name}': '{cell}' is not a finite number",
-                    n + 2
-                )),
-                Err(_) => Err(format!("row {}: '{name}' is not a number", n + 2)),
-            }
-        };
-        let key = si.map_or(String::new(), |i| cells.get(i).unwrap_or(&"").to_string());
-        by.entry(key).or_default().push((num(xi, x)?, num(yi, y)?));
+        let at = format!("row {}", n + 2);
+        let key = si.map_or(String::new(), |i| cell(i).to_string());
+        points.push((key, number(&at, x, cell(xi))?, number(&at, y, cell(yi))?));
     }
-    Ok(Chart {
+    Ok(chart(x, y, series, points))
+}
+
+/// A chart from a sweep's JSON Lines (`flashkit sweep --format jsonl`, or
+/// [`crate::sweep::jsonl`]): `y` against `x`, one series per value of
+/// `series` (if given), each named as a CSV column of the same sweep is
+/// (`transfer.chunk`, `machine.net_latency`, `result.per_line_cycles`;
+/// [`crate::sweep::jsonl_cells`] lists a line's). A line that is not a JSON
+/// object, a column a line lacks, and a value of `x` or `y` that is not a
+/// finite number are errors naming the line.
+pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
+    let mut points = Vec::new();
+    for (n, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let at = format!("line {}", n + 1);
+        let v: serde_json::Value =
+            serde_json::from_str(l).map_err(|e| format!("{at}: not JSON: {e}"))?;
+        if !v.is_object() {
+            return Err(format!("{at}: not a JSON object"));
+        }
+        let cells = crate::sweep::jsonl_cells(&v);
+        let cell = |name: &str| {
+            cells
+                .iter()
+                .find(|c| c.0 == name)
+                .map(|c| c.1.as_str())
+                .ok_or_else(|| {
+                    let names: Vec<&str> = cells.iter().map(|c| c.0.as_str()).collect();
+                    format!("{at}: no column '{name}' (columns: {})", names.join(", "))
+                })
+        };
+        let key = series.map(cell).transpose()?.unwrap_or("").to_string();
+        points.push((key, number(&at, x, cell(x)?)?, number(&at, y, cell(y)?)?));
+    }
+    if points.is_empty() {
+        return Err("the JSON Lines hold no line".into());
+    }
+    Ok(chart(x, y, series, points))
+}
+
+/// A cell of column `name` at `at` (`row 3`, `line 2`) as a finite number.
+fn number(at: &str, name: &str, cell: &str) -> Result<f64, String> {
+    match cell.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(format!(
+            "{at}, column '{name}': '{cell}' is not a finite number"
+        )),
+        Err(_) => Err(format!("{at}: '{name}' is not a number")),
+    }
+}
+
+/// `y` against `x` from (series value, x, y) points: a series per value,
+/// in the values' order as text, each series's points in x order.
+fn chart(x: &str, y: &str, series: Option<&str>, points: Vec<(String, f64, f64)>) -> Chart {
+    let mut by: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for (k, px, py) in points {
+        by.entry(k).or_default().push((px, py));
+    }
+    Chart {
         title: format!("{y} against {x}"),
         x: x.into(),
         y: y.into(),
@@ -269,5 +323,5 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
                 }
             })
             .collect(),
-    })
+    }
 }
