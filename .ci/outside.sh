@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A crate outside the workspace that depends on the library by path, as a
-# study would: it builds and runs the README's library example, and its
-# dependency tree holds none of the command line's crates.
+# A crate outside the workspace that depends on the library by path (and on
+# serde_json, as the README's set-up says), as a study would: it builds and
+# runs the README's library example, and its dependency tree holds none of
+# the command line's crates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit="$PWD/kit"
@@ -17,6 +18,7 @@ publish = false
 
 [dependencies]
 flashkit = { path = "$kit" }
+serde_json = "1"
 
 [workspace]
 TOML
