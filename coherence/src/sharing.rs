@@ -12,11 +12,13 @@
 use crate::processor::Access;
 use crate::protocol::{self, CohParams};
 use crate::Error;
+use magic::ledger::{exact, ExactHandlerRow, ExactUnitRow};
 use magic::{Cycles, Ledger, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Sharing {
     /// Nodes reading the line (1 to 4094); the machine has two more nodes,
     /// the home and the writer.
@@ -34,10 +36,38 @@ impl Default for Sharing {
     }
 }
 
-/// What the phases cost.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One sharing experiment, whole: the workload, the machine and the
+/// protocol's options and costs. Every [`SharingRun`] carries it, so
+/// [`run_config`] runs a saved result again; it serializes whole and reads
+/// back the same, a field left out keeping its default and a field it does
+/// not have refused.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The workload (default [`Sharing::default`]).
+    pub sharing: Sharing,
+    /// The machine (default FLASH's, [`MagicParams::default`]).
+    pub params: MagicParams,
+    /// The directory protocol's options and costs (default
+    /// [`CohParams::default`]).
+    pub coherence: CohParams,
+}
+
+/// What the phases cost: plain data that carries what made it (its
+/// [`Config`] and the kit's version) and keeps its counts.
+///
+/// Its `Serialize` is the JSON `flashkit run --format json` prints for a
+/// `[sharing]` scenario: the configuration and version, the workload, the
+/// counts with the cycles per hint and per invalidation exact, and each
+/// phase's ledger (its counters, its figures exact); `Deserialize` reads
+/// that back to an equal value, refusing a figure its counts do not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct SharingRun {
-    /// The workload.
+    /// The version of the kit that ran it (`coherence`'s package version).
+    pub version: String,
+    /// The experiment.
+    pub config: Config,
+    /// The workload (`config.sharing`).
     pub sharing: Sharing,
     /// Nodes in the machine.
     pub nodes: u32,
@@ -64,15 +94,137 @@ pub struct SharingRun {
 }
 
 impl SharingRun {
-    /// The home's cycles per hint taken (0 without hints).
+    /// The home's cycles per hint taken (0 without hints): the one place
+    /// it is computed.
     pub fn per_hint(&self) -> f64 {
         self.hint_cycles as f64 / self.hints.max(1) as f64
     }
 
     /// The home's cycles for the write per invalidation sent (the whole
-    /// write's when it sent none).
+    /// write's when it sent none): the one place it is computed.
     pub fn per_invalidation(&self) -> f64 {
         self.write_cycles as f64 / self.invalidations.max(1) as f64
+    }
+}
+
+/// A phase's ledger as a sharing result's JSON holds it: its counters,
+/// its figures exact.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireLedger {
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<ExactHandlerRow>,
+    units: Vec<ExactUnitRow>,
+}
+
+impl WireLedger {
+    fn new(l: &Ledger) -> Self {
+        WireLedger {
+            occupancy_cycles: l.elapsed.0,
+            occupancy_booked_cycles: l.booked.0,
+            occupancy: l.exact_handlers(),
+            units: l.exact_units(),
+        }
+    }
+
+    fn read(self, phase: &str, nodes: u32) -> Result<Ledger, String> {
+        Ledger::from_exact(
+            Cycles(self.occupancy_cycles),
+            Cycles(self.occupancy_booked_cycles),
+            nodes,
+            self.occupancy,
+            self.units,
+        )
+        .map_err(|e| format!("{phase}: {e}"))
+    }
+}
+
+/// The JSON of a [`SharingRun`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    version: String,
+    config: Config,
+    readers: u32,
+    evicting: u32,
+    directory: String,
+    nodes: u32,
+    hints: u64,
+    hint_cycles: u64,
+    per_hint: f64,
+    invalidations: u64,
+    write_cycles: u64,
+    per_invalidation: f64,
+    write_latency_cycles: u64,
+    links: u32,
+    reclaims: u64,
+    hint_ledger: WireLedger,
+    write_ledger: WireLedger,
+}
+
+/// The JSON `flashkit run --format json` prints for a `[sharing]` scenario.
+impl Serialize for SharingRun {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        Wire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            readers: self.sharing.readers,
+            evicting: self.sharing.evicting,
+            directory: self.config.coherence.format.name().to_string(),
+            nodes: self.nodes,
+            hints: self.hints,
+            hint_cycles: self.hint_cycles,
+            per_hint: self.per_hint(),
+            invalidations: self.invalidations,
+            write_cycles: self.write_cycles,
+            per_invalidation: self.per_invalidation(),
+            write_latency_cycles: self.write_latency.0,
+            links: self.links,
+            reclaims: self.reclaims,
+            hint_ledger: WireLedger::new(&self.hint_ledger),
+            write_ledger: WireLedger::new(&self.write_ledger),
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a sharing result's JSON back: the figures are computed from the
+/// counts again, and one the counts do not give is refused, naming it.
+impl<'de> Deserialize<'de> for SharingRun {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        let read = || -> Result<SharingRun, String> {
+            let s = w.config.sharing;
+            if (w.readers, w.evicting) != (s.readers, s.evicting)
+                || w.directory != w.config.coherence.format.name()
+                || w.nodes != s.readers.saturating_add(2)
+            {
+                return Err(
+                    "readers, evicting, directory or nodes disagree with the result's config"
+                        .into(),
+                );
+            }
+            let r = SharingRun {
+                version: w.version,
+                config: w.config,
+                sharing: s,
+                nodes: w.nodes,
+                hints: w.hints,
+                hint_cycles: w.hint_cycles,
+                invalidations: w.invalidations,
+                write_cycles: w.write_cycles,
+                write_latency: Cycles(w.write_latency_cycles),
+                links: w.links,
+                reclaims: w.reclaims,
+                hint_ledger: w.hint_ledger.read("hint_ledger", w.nodes)?,
+                write_ledger: w.write_ledger.read("write_ledger", w.nodes)?,
+            };
+            exact("per_hint", w.per_hint, r.per_hint())?;
+            exact("per_invalidation", w.per_invalidation, r.per_invalidation())?;
+            Ok(r)
+        };
+        read().map_err(serde::de::Error::custom)
     }
 }
 
@@ -115,9 +267,24 @@ impl Sharing {
     }
 }
 
+/// Run the workload a [`Config`] describes (a saved [`SharingRun`]'s, say):
+/// the same result, equal, on this kit.
+pub fn run_config(c: &Config) -> Result<SharingRun, Error> {
+    run(c.sharing, c.params.clone(), c.coherence)
+}
+
 /// Run the workload on a fresh machine.
 pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun, Error> {
     s.validate(&params)?;
+    let config = Config {
+        sharing: s,
+        // Whether the run recorded its timelines is not part of what ran.
+        params: MagicParams {
+            trace: false,
+            ..params.clone()
+        },
+        coherence: coh,
+    };
     let nodes = s.readers + 2;
     let mut m = protocol::machine(params, coh, nodes)?;
     let line = PAddr::new(Region::Normal, NodeId(0), LINE);
@@ -155,6 +322,8 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
             stuck: "no result reached the writer's processor".into(),
         })?;
     Ok(SharingRun {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config,
         sharing: s,
         nodes,
         hints,

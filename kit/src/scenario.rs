@@ -1708,9 +1708,7 @@ pub fn run_traced(
     }
     if let Some(x) = &s.sharing {
         if trace {
-            return Err(RunError::Refused(
-                "the sharing workload reports its phases' ledgers, not a trace",
-            ));
+            return Err(RunError::Refused(SHARING_TRACE));
         }
         let coh = s.coherence.params(s.costs.coherence);
         return Ok((sharing(x, p, coh)?, None));
@@ -1804,16 +1802,19 @@ pub enum Saved {
     FetchOp(Box<protocols::user::experiments::FetchOpResult>),
     /// A remap's result.
     Remap(Box<protocols::user::experiments::RemapResult>),
+    /// The sharing workload's result.
+    Sharing(Box<coherence::sharing::SharingRun>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 5] = [
+const SAVED: [(&str, &str); 6] = [
     ("transfer", "per_line_cycles"),
     ("miss", "case"),
     ("pipeline", "sum_latency"),
     ("fetch-and-add", "startup_cycles"),
     ("remap", "technique"),
+    ("sharing workload", "per_invalidation"),
 ];
 
 /// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
@@ -1895,6 +1896,9 @@ impl Saved {
             "remap" => Ok(Saved::Remap(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "sharing workload" => Ok(Saved::Sharing(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1907,6 +1911,7 @@ impl Saved {
             Saved::Pipeline(r) => &r.version,
             Saved::FetchOp(r) => &r.version,
             Saved::Remap(r) => &r.version,
+            Saved::Sharing(r) => &r.version,
         }
     }
 
@@ -1918,6 +1923,7 @@ impl Saved {
             Saved::Pipeline(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Remap(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Sharing(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1971,6 +1977,17 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             let (r, m) = remap_run(c.technique, p, c.user)?;
             let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
             Ok((r, tr))
+        }
+        Saved::Sharing(r) => {
+            if trace {
+                return Err(RunError::Refused(SHARING_TRACE));
+            }
+            let c = &r.config;
+            let x = SharingCase {
+                readers: c.sharing.readers,
+                evicting: c.sharing.evicting,
+            };
+            Ok((sharing(&x, c.params.clone(), c.coherence)?, None))
         }
     }
 }
@@ -2114,6 +2131,9 @@ fn miss_run(
     )
 }
 
+/// Why a sharing workload is not traced.
+const SHARING_TRACE: &str = "the sharing workload reports its phases' ledgers, not a trace";
+
 /// Run the sharing workload.
 pub fn sharing(
     x: &SharingCase,
@@ -2144,20 +2164,7 @@ pub fn sharing(
         r.write_ledger.render()
     );
     checked(
-        serde_json::json!({
-            "readers": x.readers,
-            "evicting": x.evicting,
-            "directory": coh.format.name(),
-            "hints": r.hints,
-            "hint_cycles": r.hint_cycles,
-            "per_hint": r.per_hint(),
-            "invalidations": r.invalidations,
-            "write_cycles": r.write_cycles,
-            "per_invalidation": r.per_invalidation(),
-            "write_latency_cycles": r.write_latency.0,
-            "links": r.links,
-            "reclaims": r.reclaims,
-        }),
+        serde_json::to_value(&r)?,
         table,
         &[&r.hint_ledger, &r.write_ledger],
         width,

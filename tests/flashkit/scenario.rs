@@ -1578,3 +1578,48 @@ fn a_saved_remap_runs_its_configuration_again() {
     assert_eq!(made(&json, "table"), made(&toml, "table"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_saved_sharing_run_runs_its_configuration_again() {
+    let dir = scratch("rerun-sharing");
+    let toml = dir.join("s.toml");
+    std::fs::write(
+        &toml,
+        "[machine]\nnet_latency = 30\n[coherence]\ndirectory = \"dynamic-pointer\"\n\
+         [costs.coherence]\ndecode = 6\n[sharing]\nreaders = 12\nevicting = 5\n",
+    )
+    .unwrap();
+    let made = |file: &std::path::Path, format: &str| {
+        let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        assert_eq!(err, "", "{}", file.display());
+        out
+    };
+    let saved = made(&toml, "json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(v["config"]["sharing"]["readers"], 12);
+    assert_eq!(v["config"]["params"]["net_latency"], 30);
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    // The counts are in it, and the figures are what they give, exactly.
+    let per_hint = v["hint_cycles"].as_u64().unwrap() as f64 / v["hints"].as_u64().unwrap() as f64;
+    assert_eq!(v["per_hint"].as_f64(), Some(per_hint));
+    let json = dir.join("saved.json");
+    std::fs::write(&json, &saved).unwrap();
+    assert_eq!(made(&json, "json"), saved);
+    assert_eq!(made(&json, "table"), made(&toml, "table"));
+    // Traced, it is refused as the scenario is.
+    let (code, _, err) = flashkit(&["run", path(&json), "--trace", path(&dir.join("t.json"))]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a trace"), "{err}");
+    // A figure edited is refused, named.
+    let mut edited = v.clone();
+    edited["per_invalidation"] = 9.5.into();
+    std::fs::write(&json, edited.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&json)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a sharing workload result that does not read back: per_invalidation is 9.5"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -23,6 +23,9 @@ fn run_results_are_send_clone_debug_serialize() {
     assert_result::<protocols::pipeline::PipelineRun>();
     assert_result::<protocols::pipeline::PipelineResult>();
     assert_result::<coherence::miss::MissRun>();
+    assert_round_trip::<coherence::sharing::SharingRun>();
+    assert_round_trip::<coherence::sharing::Config>();
+    assert_result::<coherence::sharing::SharingRun>();
     assert_result::<coherence::AccessResult>();
     assert_result::<coherence::CohStats>();
     assert_result::<magic::Ledger>();
@@ -775,4 +778,84 @@ fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again() {
             );
         }
     }
+}
+
+/// A sharing run carries its workload, machine and protocol options and
+/// the kit's version; its JSON keeps the counts, the cycles per hint and
+/// per invalidation exactly what they give, and each phase's ledger with
+/// its counters; it reads back equal, and a figure its counts do not give
+/// is refused, named.
+#[test]
+fn a_sharing_runs_json_keeps_its_counts_and_reads_back_equal() {
+    use coherence::sharing::{self, Config, Sharing, SharingRun};
+    let mut c = Config {
+        sharing: Sharing {
+            readers: 10,
+            evicting: 4,
+        },
+        ..Default::default()
+    };
+    c.coherence.format = coherence::DirFormat::DynamicPointer;
+    c.coherence.costs.decode = 6;
+    c.params.net_latency = magic::Cycles(25);
+    let r = sharing::run_config(&c).unwrap();
+    assert_eq!(r.config, c);
+    assert_eq!(r.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!((r.hints, r.invalidations), (4, 6));
+    let j = serde_json::to_value(&r).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert_eq!(j["config"]["coherence"]["costs"]["decode"], 6);
+    assert_eq!(j["directory"], "dynamic-pointer");
+    assert_eq!(n(&j, "nodes"), 12);
+    assert_eq!(
+        j["per_hint"].as_f64(),
+        Some(n(&j, "hint_cycles") as f64 / n(&j, "hints") as f64)
+    );
+    assert_eq!(
+        j["per_invalidation"].as_f64(),
+        Some(n(&j, "write_cycles") as f64 / n(&j, "invalidations") as f64)
+    );
+    assert_eq!(n(&j, "write_latency_cycles"), r.write_latency.0);
+    for (phase, l) in [
+        ("hint_ledger", &r.hint_ledger),
+        ("write_ledger", &r.write_ledger),
+    ] {
+        let elapsed = n(&j[phase], "occupancy_cycles");
+        assert_eq!(elapsed, l.elapsed.0, "{phase}");
+        let rows = j[phase]["occupancy"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{phase}");
+        for row in rows {
+            assert_eq!(
+                row["pp_share"].as_f64(),
+                Some(n(row, "busy") as f64 / elapsed as f64),
+                "{phase}: {row}"
+            );
+        }
+    }
+    let back: SharingRun = serde_json::from_value(j.clone()).unwrap();
+    assert_eq!(back, r);
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<SharingRun>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|v| v["per_hint"] = 1.5.into());
+    assert!(
+        e.starts_with("per_hint is 1.5, but the counts give "),
+        "{e}"
+    );
+    let e = refused(&|v| v["hint_cycles"] = 1.into());
+    assert!(e.starts_with("per_hint is "), "{e}");
+    let e = refused(&|v| v["write_ledger"]["occupancy"][0]["busy"] = 1.into());
+    assert!(e.starts_with("write_ledger: occupancy (coherence."), "{e}");
+    let e = refused(&|v| v["readers"] = 3.into());
+    assert_eq!(
+        e,
+        "readers, evicting, directory or nodes disagree with the result's config"
+    );
+    let e = refused(&|v| v["wall_s"] = 0.5.into());
+    assert!(e.contains("unknown field `wall_s`"), "{e}");
 }

@@ -2,8 +2,9 @@
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
 //! away from their defaults), read misses, pipeline workloads,
-//! fetch-and-adds and remaps likewise: the JSON of a result reads back
-//! equal to it, and the configuration it carries measures it again.
+//! fetch-and-adds, remaps and sharing workloads likewise: the JSON of a
+//! result reads back equal to it, and the configuration it carries
+//! measures it again.
 
 use super::transfer_props::config;
 use coherence::modes::Mode;
@@ -235,6 +236,62 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert_eq!(&back, &r);
         let (again, _) = run_remap(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
+    }
+}
+
+prop_compose! {
+    /// A sharing workload of 1 to 12 readers, any of them evicting, under
+    /// either directory format (a pointer store small enough to reclaim
+    /// lists at times), the machine, the protocol's options and a cost
+    /// away from their defaults.
+    fn sharing_config()(
+        readers in 1u32..=12,
+        evicting in 0u32..=12,
+        dynamic in any::<bool>(),
+        pointer_store in 1u32..=16,
+        net_latency in 10u64..=40,
+        requester_acks in any::<bool>(),
+        hints in any::<bool>(),
+        decode in 2u32..=8,
+    ) -> coherence::sharing::Config {
+        let mut c = coherence::sharing::Config {
+            sharing: coherence::sharing::Sharing {
+                readers,
+                evicting: evicting.min(readers),
+            },
+            ..Default::default()
+        };
+        c.params.net_latency = Cycles(net_latency);
+        if dynamic {
+            c.coherence.format = coherence::DirFormat::DynamicPointer;
+            c.coherence.pointer_store = pointer_store;
+        }
+        if requester_acks {
+            c.coherence.acks = coherence::Acks::Requester;
+        }
+        c.coherence.hints = hints;
+        c.coherence.costs.decode = decode;
+        c
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_sharing_runs_json_reads_back_equal_and_its_config_runs_it_again(c in sharing_config()) {
+        use coherence::sharing::{run_config, SharingRun};
+        let r = run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: SharingRun = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again, &r);
     }
 }
