@@ -1944,39 +1944,23 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
         }
         Saved::Miss(r) => {
             let c = &r.config;
-            let p = magic::MagicParams {
-                trace,
-                ..c.params.clone()
-            };
-            let (r, m) = miss_run(c.case, c.setup, p, c.coherence)?;
-            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
-            Ok((r, tr))
+            let (r, m) = miss_run(c.case, c.setup, tracing(&c.params, trace), c.coherence)?;
+            Ok((r, timelines(&m, trace)))
         }
         Saved::Pipeline(r) => {
             let budget = magic::MagicParams::default().budget;
             let (r, m) = pipeline_run(&r.config, budget, trace)?;
-            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
-            Ok((r, tr))
+            Ok((r, timelines(&m, trace)))
         }
         Saved::FetchOp(r) => {
             let c = &r.config;
-            let p = magic::MagicParams {
-                trace,
-                ..c.params.clone()
-            };
-            let (r, m) = fetch_op_run(c.target, p, c.user)?;
-            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
-            Ok((r, tr))
+            let (r, m) = fetch_op_run(c.target, tracing(&c.params, trace), c.user)?;
+            Ok((r, timelines(&m, trace)))
         }
         Saved::Remap(r) => {
             let c = &r.config;
-            let p = magic::MagicParams {
-                trace,
-                ..c.params.clone()
-            };
-            let (r, m) = remap_run(c.technique, p, c.user)?;
-            let tr = trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()));
-            Ok((r, tr))
+            let (r, m) = remap_run(c.technique, tracing(&c.params, trace), c.user)?;
+            Ok((r, timelines(&m, trace)))
         }
         Saved::Sharing(r) => {
             if trace {
@@ -2418,4 +2402,17 @@ pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, RunError> {
         table: tables.iter().map(|t| format!("{t}\n")).collect(),
         failed: None,
     })
+}
+
+/// A saved configuration's machine, recording its timelines when `trace`.
+fn tracing(params: &magic::MagicParams, trace: bool) -> magic::MagicParams {
+    magic::MagicParams {
+        trace,
+        ..params.clone()
+    }
+}
+
+/// A rerun machine's timelines as Chrome trace-event JSON, when asked for.
+fn timelines<S: magic::NodeState>(m: &magic::Magic<S>, trace: bool) -> Option<serde_json::Value> {
+    trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()))
 }
