@@ -802,6 +802,18 @@ enum Figure {
     Text(String),
 }
 
+impl Figure {
+    /// The number it is, if it is one (a figure written without a
+    /// fraction, `19` for `19.0`, is one).
+    fn number(&self) -> Option<f64> {
+        match *self {
+            Figure::Count(n) => Some(n as f64),
+            Figure::Num(x) => Some(x),
+            Figure::Text(_) => None,
+        }
+    }
+}
+
 /// The JSON of a [`Table`], key by key.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -874,7 +886,8 @@ fn read_table(w: TableWire<Option<Figure>>) -> Result<Table, String> {
                 (Some(Figure::Text(t)), None) => Cell::Label(t),
                 (Some(Figure::Count(n)), None) => Cell::Count(n),
                 (Some(Figure::Num(x)), None) if fitted => Cell::Fit(x, fit_decimals(&w.units[j])),
-                (Some(Figure::Num(x)), Some(c)) => {
+                (Some(f), Some(c)) if f.number().is_some() => {
+                    let x = f.number().unwrap_or(f64::NAN);
                     let cell = match c {
                         CellCounts::Span(s) => Cell::Us(s),
                         CellCounts::Rate(r) => Cell::MbS {
