@@ -922,6 +922,7 @@ fn read_table(w: TableWire<Option<Figure>>) -> Result<Table, String> {
         rows,
     })
 }
+
 impl std::fmt::Display for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "== {}", self.benchmark)?;
