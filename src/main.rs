@@ -842,7 +842,7 @@ fn suite(
         return report(Ok((r, None)), None, format);
     }
     // One CSV block per benchmark (their columns differ), a blank line apart.
-    for t in r.json.as_array().into_iter().flatten() {
+    for t in r.json["tables"].as_array().into_iter().flatten() {
         // Labels as they are, numbers as JSON writes them, missing empty.
         let cells = |v: &serde_json::Value| -> Vec<String> {
             v.as_array()

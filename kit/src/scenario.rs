@@ -969,6 +969,20 @@ impl MessagingCosts {
             CostProtocol::Indefinite => Delivery::Indefinite,
         }
     }
+
+    /// The study's configuration.
+    pub fn config(&self) -> protocols::am::costs::CostsConfig {
+        use protocols::am::costs::{CostsConfig, Network};
+        CostsConfig {
+            protocol: self.delivery(),
+            words: self.words,
+            packet_words: self.packet_words,
+            network: match self.network {
+                CostNetwork::Cm5 => Network::Cm5,
+                CostNetwork::Ordered => Network::Ordered,
+            },
+        }
+    }
 }
 
 /// A platform's LogP figures from the benchmark suite (`flashkit logp`).
@@ -1727,25 +1741,19 @@ pub fn run_traced(
     }
     if let Some(x) = &s.suite {
         if trace {
-            return Err(RunError::Refused(
-                "a trace records MAGIC's timelines: the suite runs the AM platforms' own machines",
-            ));
+            return Err(RunError::Refused(SUITE_TRACE));
         }
         return suite(x, s).map(|r| (r, None));
     }
     if let Some(c) = &s.messaging_costs {
         if trace {
-            return Err(RunError::Refused(
-                "a trace records MAGIC's timelines: the cost study runs on the CM-5 model",
-            ));
+            return Err(RunError::Refused(COSTS_TRACE));
         }
         return messaging_costs(c).map(|r| (r, None));
     }
     if let Some(l) = &s.logp {
         if trace {
-            return Err(RunError::Refused(
-                "a trace records MAGIC's timelines: logp runs the AM suite's own machines",
-            ));
+            return Err(RunError::Refused(LOGP_TRACE));
         }
         return logp(l, s).map(|r| (r, None));
     }
@@ -1804,17 +1812,26 @@ pub enum Saved {
     Remap(Box<protocols::user::experiments::RemapResult>),
     /// The sharing workload's result.
     Sharing(Box<coherence::sharing::SharingRun>),
+    /// A platform's LogP figures.
+    Logp(Box<protocols::am::suite::LogpResult>),
+    /// The benchmark suite's tables.
+    Suite(Box<protocols::am::suite::SuiteResult>),
+    /// The messaging cost study's counts.
+    Costs(Box<protocols::am::costs::FeatureCosts>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and a key
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 6] = [
+const SAVED: [(&str, &str); 9] = [
     ("transfer", "per_line_cycles"),
     ("miss", "case"),
     ("pipeline", "sum_latency"),
     ("fetch-and-add", "startup_cycles"),
     ("remap", "technique"),
     ("sharing workload", "per_invalidation"),
+    ("LogP measurement", "ring_us"),
+    ("suite", "tables"),
+    ("cost study", "features"),
 ];
 
 /// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
@@ -1899,6 +1916,15 @@ impl Saved {
             "sharing workload" => Ok(Saved::Sharing(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "LogP measurement" => Ok(Saved::Logp(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "suite" => Ok(Saved::Suite(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "cost study" => Ok(Saved::Costs(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1912,6 +1938,9 @@ impl Saved {
             Saved::FetchOp(r) => &r.version,
             Saved::Remap(r) => &r.version,
             Saved::Sharing(r) => &r.version,
+            Saved::Logp(r) => &r.version,
+            Saved::Suite(r) => &r.version,
+            Saved::Costs(r) => &r.version,
         }
     }
 
@@ -1924,6 +1953,9 @@ impl Saved {
             Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Remap(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Sharing(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Logp(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Suite(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Costs(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1973,8 +2005,39 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             };
             Ok((sharing(&x, c.params.clone(), c.coherence)?, None))
         }
+        Saved::Logp(r) => {
+            if trace {
+                return Err(RunError::Refused(LOGP_TRACE));
+            }
+            let r = protocols::am::suite::logp_config(&r.config)?;
+            Ok((logp_report(&r)?, None))
+        }
+        Saved::Suite(r) => {
+            if trace {
+                return Err(RunError::Refused(SUITE_TRACE));
+            }
+            Ok((suite_run(&r.config)?, None))
+        }
+        Saved::Costs(r) => {
+            if trace {
+                return Err(RunError::Refused(COSTS_TRACE));
+            }
+            let r = protocols::am::costs::run_config(&r.config)?;
+            Ok((costs_report(&r)?, None))
+        }
     }
 }
+
+/// Why the suite is not traced.
+const SUITE_TRACE: &str =
+    "a trace records MAGIC's timelines: the suite runs the AM platforms' own machines";
+
+/// Why the cost study is not traced.
+const COSTS_TRACE: &str =
+    "a trace records MAGIC's timelines: the cost study runs on the CM-5 model";
+
+/// Why a LogP measurement is not traced.
+const LOGP_TRACE: &str = "a trace records MAGIC's timelines: logp runs the AM suite's own machines";
 
 /// A MAGIC experiment's report, once its result and the ledgers its run
 /// kept hold the rules every result keeps ([`crate::invariants`]).
@@ -2206,36 +2269,57 @@ fn fetch_op_run(
 
 /// A messaging protocol's instruction counts on the CM-5 model, by feature.
 pub fn messaging_costs(c: &MessagingCosts) -> Result<Report, RunError> {
-    use protocols::am::costs::{self, Network};
-    let r = costs::run(
-        c.delivery(),
-        c.words,
-        c.packet_words,
-        match c.network {
-            CostNetwork::Cm5 => Network::Cm5,
-            CostNetwork::Ordered => Network::Ordered,
-        },
-    )?;
-    ok(serde_json::to_value(&r)?, r.to_string())
+    costs_report(&protocols::am::costs::run_config(&c.config())?)
+}
+
+/// A cost study's report: the JSON its result serializes to, its table.
+fn costs_report(r: &protocols::am::costs::FeatureCosts) -> Result<Report, RunError> {
+    ok(serde_json::to_value(r)?, r.to_string())
 }
 
 /// The platform a `logp` or `suite` names, with the scenario's costs and
-/// networks (and `[machine]` for FLASH).
+/// networks (and `[machine]` for FLASH), as data.
+pub fn platform_config(
+    k: PlatformKind,
+    nodes: u32,
+    s: &Scenario,
+) -> protocols::am::config::PlatformConfig {
+    use protocols::am::config::PlatformConfig;
+    let c = &s.costs;
+    let (cm5, sp) = (s.network.cm5, s.network.sp);
+    match k {
+        PlatformKind::Cm5 => PlatformConfig::Cm5 {
+            nodes,
+            costs: c.cmam,
+            network: cm5,
+        },
+        PlatformKind::Cm5Cmaml => PlatformConfig::Cm5Cmaml {
+            nodes,
+            costs: c.cmaml,
+            network: cm5,
+        },
+        PlatformKind::Sp => PlatformConfig::Sp {
+            nodes,
+            costs: c.sp,
+            network: sp,
+        },
+        PlatformKind::Flash => PlatformConfig::Flash {
+            nodes,
+            costs: c.am,
+            command: c.command,
+            machine: s.machine.clone(),
+        },
+    }
+}
+
+/// The platform a `logp` or `suite` names, with the scenario's costs and
+/// networks (and `[machine]` for FLASH): [`platform_config`]'s, built.
 pub fn platform(
     k: PlatformKind,
     nodes: u32,
     s: &Scenario,
 ) -> Result<Box<dyn protocols::am::Platform>, protocols::Error> {
-    use protocols::am::cm5::{Cm5, Layer};
-    use protocols::am::{flash::Flash, sp::Sp};
-    let c = &s.costs;
-    let (cm5, sp) = (s.network.cm5, s.network.sp);
-    Ok(match k {
-        PlatformKind::Cm5 => Box::new(Cm5::with(nodes, Layer::Cmam, c.cmam, cm5)?),
-        PlatformKind::Cm5Cmaml => Box::new(Cm5::with(nodes, Layer::Cmaml, c.cmaml, cm5)?),
-        PlatformKind::Sp => Box::new(Sp::with(nodes, c.sp, sp)?),
-        PlatformKind::Flash => Box::new(Flash::with(nodes, c.am, c.command, s.machine.clone())?),
-    })
+    platform_config(k, nodes, s).build()
 }
 
 /// A platform's LogP figures from the benchmark suite.
@@ -2246,10 +2330,16 @@ pub fn logp_figures(l: &Logp, s: &Scenario) -> Result<protocols::am::suite::LogP
 
 /// A platform's LogP figures as a report.
 pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
+    let c = platform_config(l.platform, l.nodes, s);
+    logp_report(&protocols::am::suite::logp_config(&c)?)
+}
+
+/// A LogP result's report: the JSON it serializes to, its table.
+fn logp_report(r: &protocols::am::suite::LogpResult) -> Result<Report, RunError> {
     use std::fmt::Write as _;
-    let f = logp_figures(l, s)?;
+    let f = &r.logp;
     use magic::figures::{text, Figure};
-    let mut t = format!("platform {} ({} nodes)\n", f.platform, l.nodes);
+    let mut t = format!("platform {} ({} nodes)\n", f.platform, r.config.nodes());
     for (k, kind, v, unit) in [
         (
             "send overhead (one-to-two)",
@@ -2279,7 +2369,7 @@ pub fn logp(l: &Logp, s: &Scenario) -> Result<Report, RunError> {
     ] {
         let _ = writeln!(t, "  {k:<32} {:>8} {unit}", text(kind, v));
     }
-    ok(serde_json::to_value(&f)?, t)
+    ok(serde_json::to_value(r)?, t)
 }
 
 /// The pipeline workload: the peers' simulated results and the ledger (the
@@ -2367,41 +2457,22 @@ fn remap_run(
 
 /// The benchmark suite's tables for a platform (one benchmark, or all).
 pub fn suite(x: &Suite, s: &Scenario) -> Result<Report, RunError> {
-    use protocols::am::cm5::{Cm5, Layer, Reception};
-    use protocols::am::suite;
-    let plat = platform(x.platform, x.nodes, s)?;
-    let cmaml = x.platform == PlatformKind::Cm5Cmaml;
-    let names: Vec<String> = match &x.benchmark {
-        Some(b) => vec![b.clone()],
-        None => suite::BENCHMARKS
-            .iter()
-            .map(|s| s.to_string())
-            .chain(cmaml.then(|| "interrupt".to_string()))
-            .collect(),
+    let c = protocols::am::suite::SuiteConfig {
+        platform: platform_config(x.platform, x.nodes, s),
+        benchmark: x.benchmark.clone(),
     };
-    let mut tables = Vec::new();
-    for n in names {
-        let t = if n == "interrupt" {
-            if !cmaml {
-                return Err(RunError::Refused(
-                    "interrupt-driven reception is CMAML's: use platform cm5-cmaml",
-                ));
-            }
-            let mut stock = Cm5::with(x.nodes, Layer::Cmaml, s.costs.cmaml, s.network.cm5)?;
-            stock.reception = Reception::Interrupts { fast: false };
-            let mut fast = stock.clone();
-            fast.reception = Reception::Interrupts { fast: true };
-            vec![suite::interrupt_table(&stock, &fast)?]
-        } else {
-            suite::table(plat.as_ref(), &n)?
-        };
-        tables.extend(t);
+    suite_run(&c)
+}
+
+/// The suite a configuration describes, run: its report.
+fn suite_run(c: &protocols::am::suite::SuiteConfig) -> Result<Report, RunError> {
+    use protocols::am::{config::PlatformConfig, suite};
+    let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
+    if c.benchmark.as_deref() == Some("interrupt") && !cmaml {
+        return Err(RunError::Refused(suite::INTERRUPT_IS_CMAMLS));
     }
-    Ok(Report {
-        json: serde_json::to_value(&tables)?,
-        table: tables.iter().map(|t| format!("{t}\n")).collect(),
-        failed: None,
-    })
+    let r = suite::run(c)?;
+    ok(serde_json::to_value(&r)?, r.to_string())
 }
 
 /// A saved configuration's machine, recording its timelines when `trace`.

@@ -3,9 +3,9 @@
 //! Results keep full precision in their structs, and a table rounds a figure
 //! for people here, in one place. A result's JSON for machines holds the
 //! counts and its derived figures exact (the transfer's, a miss's, the
-//! pipeline's, a fetch-and-add's, a remap's); JSON that still rounds (the
-//! ledger's own, and the experiments not yet made to keep their counts)
-//! rounds through [`value`], as its table does. Each kind of figure has a
+//! pipeline's, a fetch-and-add's, a remap's, the AM suite's); JSON that
+//! still rounds (the ledger's own, and the experiments not yet made to keep
+//! their counts) rounds through [`value`], as its table does. Each kind of figure has a
 //! fixed number of decimals:
 //!
 //! | kind | decimals | example |

@@ -443,7 +443,11 @@ fn suite_json_cells_are_numbers_and_every_table_names_its_units() {
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    let tables = v.as_array().unwrap();
+    // The tables, beside the run that made them and the kit's version.
+    assert_eq!(v["config"]["platform"]["platform"], "cm5");
+    assert_eq!(v["config"]["platform"]["nodes"], 8);
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    let tables = v["tables"].as_array().unwrap();
     assert!(tables.len() >= 12, "{out}");
     for t in tables {
         let cols = t["columns"].as_array().unwrap();
@@ -465,18 +469,31 @@ fn suite_json_cells_are_numbers_and_every_table_names_its_units() {
     let one_to_two = &tables[1];
     assert_eq!(one_to_two["rows"][0][0], "request");
     assert!(one_to_two["rows"][0][1].as_f64().unwrap() > 1.0);
-    // CSV writes the same numbers as text.
+    // A figure is exact, what the counts beside it give.
+    let counts = &one_to_two["counts"][0][1];
+    let ticks = counts["ticks"].as_u64().unwrap() as f64;
+    let repeats = counts["repeats"].as_u64().unwrap() as f64;
+    assert_eq!(repeats, 1024.0);
+    assert_eq!(
+        one_to_two["rows"][0][1].as_f64(),
+        Some(ticks / magic::time::TICKS_PER_US as f64 / repeats)
+    );
+    assert_eq!(one_to_two["counts"][0][0], serde_json::Value::Null);
+    // CSV writes the same numbers as text, exact as the JSON's.
     let (code, out, _) = flashkit(&[
         "suite",
         "--platform",
         "cm5",
+        "--nodes",
+        "8",
         "--benchmark",
         "one-to-two",
         "--format",
         "csv",
     ]);
     assert_eq!(code, 0);
-    assert!(out.contains("request,1.5"), "{out}");
+    let request = format!("request,{}", one_to_two["rows"][0][1]);
+    assert!(out.lines().any(|l| l == request), "{out}");
 }
 
 #[test]

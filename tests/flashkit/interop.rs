@@ -79,7 +79,7 @@ fn kit_round_trips(platform: &str, nodes: u32) -> Vec<(u32, f64)> {
         "json",
     ]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    v[0]["rows"]
+    v["tables"][0]["rows"]
         .as_array()
         .unwrap()
         .iter()

@@ -1623,3 +1623,100 @@ fn a_saved_sharing_run_runs_its_configuration_again() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The AM suite's experiments and the cost study, saved and run again:
+/// (the scenario, a value its saved configuration holds, a figure edited
+/// and what the refusal says).
+#[test]
+fn a_saved_am_result_runs_its_configuration_again() {
+    type Case = (
+        &'static str,
+        &'static str,
+        (&'static str, serde_json::Value),
+        (&'static str, serde_json::Value, &'static str),
+    );
+    let cases: [Case; 4] = [
+        (
+            "logp",
+            "[network.sp]\nswitch_latency = 20000\n[costs.sp]\nrequest = 300\n\
+             [logp]\nplatform = \"sp\"\nnodes = 3\n",
+            ("/config/network/switch_latency", 20000.into()),
+            (
+                "/round_trip_us",
+                9.5.into(),
+                "a LogP measurement result that does not read back: round_trip_us is 9.5",
+            ),
+        ),
+        (
+            "flash-logp",
+            "[machine]\nnet_latency = 30\n[costs.am]\ndeliver = 10\n\
+             [logp]\nplatform = \"flash\"\nnodes = 3\n",
+            ("/config/machine/net_latency", 30.into()),
+            (
+                "/bulk/startup_us",
+                9.5.into(),
+                "bulk.startup_us is 9.5, but the counts give",
+            ),
+        ),
+        (
+            "suite",
+            "[network.cm5]\nfixed_latency = 60000\n[costs.cmaml]\nrequest = 30\n\
+             [suite]\nplatform = \"cm5-cmaml\"\nbenchmark = \"swap\"\nnodes = 3\n",
+            ("/config/platform/costs/request", 30.into()),
+            (
+                "/tables/0/rows/1/2",
+                9.5.into(),
+                "a suite result that does not read back: swap: rows[1][2] is 9.5",
+            ),
+        ),
+        (
+            "costs",
+            "[messaging_costs]\nprotocol = \"indefinite\"\nwords = 64\npacket_words = 8\n",
+            ("/config/packet_words", 8.into()),
+            (
+                "/total/source",
+                1.into(),
+                "a cost study result that does not read back: total.source is 1",
+            ),
+        ),
+    ];
+    let dir = scratch("rerun-am");
+    for (name, toml, (key, holds), (edit, value, says)) in cases {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, toml).unwrap();
+        let made = |file: &std::path::Path, format: &str| {
+            let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+            assert_eq!(code, 0, "{}: {err}", file.display());
+            assert_eq!(err, "", "{}", file.display());
+            out
+        };
+        let saved = made(&file, "json");
+        let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+        assert_eq!(v.pointer(key), Some(&holds), "{name}: {saved}");
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{name}");
+        let json = dir.join(format!("{name}.json"));
+        std::fs::write(&json, &saved).unwrap();
+        // The same result and the same table as the scenario's.
+        assert_eq!(made(&json, "json"), saved, "{name}");
+        assert_eq!(made(&json, "table"), made(&file, "table"), "{name}");
+        // Traced, refused as the scenario is.
+        let trace = dir.join("t.json");
+        for f in [&file, &json] {
+            let (code, _, err) = flashkit(&["run", path(f), "--trace", path(&trace)]);
+            assert_eq!(code, 2, "{name}: {err}");
+            assert!(
+                err.contains("a trace records MAGIC's timelines"),
+                "{name}: {err}"
+            );
+        }
+        // A figure edited is refused, named.
+        let mut edited = v.clone();
+        *edited.pointer_mut(edit).unwrap() = value;
+        std::fs::write(&json, edited.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&json)]);
+        assert_eq!((code, out.as_str()), (2, ""), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -381,7 +381,7 @@ fn result_columns_section() -> String {
         let cols = result_columns(&r.json);
         let mut line = format!("- `[{table}]`:");
         if cols.is_empty() {
-            line += " none (its result is a list of tables, which a row leaves out).";
+            line += " none (its tables are a list, which a row leaves out).";
         }
         for (i, c) in cols.iter().enumerate() {
             let name = c.strip_prefix("result.").unwrap();

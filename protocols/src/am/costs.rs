@@ -20,12 +20,12 @@ use crate::error::check;
 use crate::Error;
 use magic::ni::cm5::{Cm5Network, Cm5Params, Net, PACKET_WORDS};
 use magic::{NodeId, OutOfRange, Time};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The three delivery protocols the study runs: how a block of words gets
 /// from one node to the other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Delivery {
     /// One 4-word datagram: no ordering, no overflow safety, no reliability.
@@ -39,7 +39,7 @@ pub enum Delivery {
 }
 
 /// The network under the protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
     /// The CM-5's: unordered, may refuse packets, no delivery guarantee.
@@ -49,7 +49,8 @@ pub enum Network {
 }
 
 /// Instructions at the source and destination.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Side {
     /// At the source.
     pub source: u64,
@@ -58,7 +59,8 @@ pub struct Side {
 }
 
 /// Instructions per feature the protocol serves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Features {
     /// Delivering the data at all.
     pub base: Side,
@@ -71,7 +73,8 @@ pub struct Features {
 }
 
 /// Instructions over every feature.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Total {
     /// At the source.
     pub source: u64,
@@ -81,18 +84,48 @@ pub struct Total {
     pub total: u64,
 }
 
-/// What a run counted: the packets and acknowledgements it took, and the
-/// instructions each feature cost at the source and the destination.
-#[derive(Clone, Debug, Serialize)]
-pub struct FeatureCosts {
+/// One run of the cost study, whole (`[messaging_costs]`): the protocol,
+/// the words it moves, the words a packet carries and the network. Every
+/// [`FeatureCosts`] carries it, so [`run_config`] counts a saved result
+/// again; it reads back as it serializes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostsConfig {
     /// The delivery protocol run.
     pub protocol: Delivery,
+    /// Data words moved (1 to [`MAX_WORDS`]; 4 for the single packet).
+    pub words: u64,
+    /// Data words a packet carries (1 to [`MAX_WORDS`], even for the
+    /// indefinite protocol; 4 for the single packet).
+    pub packet_words: u64,
     /// The network under it.
     pub network: Network,
-    /// Data words moved.
-    pub words: u64,
-    /// Data words a packet carries.
-    pub packet_words: u64,
+}
+
+impl Default for CostsConfig {
+    /// One single-packet message on the CM-5's network.
+    fn default() -> Self {
+        CostsConfig {
+            protocol: Delivery::Single,
+            words: 4,
+            packet_words: 4,
+            network: Network::Cm5,
+        }
+    }
+}
+
+/// What a run counted: the packets and acknowledgements it took, and the
+/// instructions each feature cost at the source and the destination, with
+/// what made it (its [`CostsConfig`] and the kit's version). Every figure
+/// is a count; its JSON reads back equal, refusing totals the features do
+/// not sum to and packets the words do not take.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FeatureCosts {
+    /// The version of the kit that counted it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The run.
+    pub config: CostsConfig,
     /// Packets the data took.
     pub packets: u64,
     /// Arrivals that came ahead of their turn (and were buffered).
@@ -103,6 +136,79 @@ pub struct FeatureCosts {
     pub features: Features,
     /// Instructions in all.
     pub total: Total,
+}
+
+/// The JSON of a [`FeatureCosts`], key by key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeatureCostsWire {
+    version: String,
+    config: CostsConfig,
+    packets: u64,
+    out_of_order: u64,
+    acks: u64,
+    features: Features,
+    total: Total,
+}
+
+/// Reads a cost study's JSON back, refusing totals the features do not
+/// sum to and packets the words do not take.
+impl<'de> Deserialize<'de> for FeatureCosts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let w = FeatureCostsWire::deserialize(d)?;
+        let c = w.config;
+        validate(c.protocol, c.words, c.packet_words).map_err(D::Error::custom)?;
+        let packets = c.words.div_ceil(c.packet_words);
+        if w.packets != packets {
+            return Err(D::Error::custom(format!(
+                "packets is {}, but {} words in packets of {} take {packets}",
+                w.packets, c.words, c.packet_words
+            )));
+        }
+        let total = total(&w.features);
+        for (field, json, sum) in [
+            ("total.source", w.total.source, total.source),
+            ("total.destination", w.total.destination, total.destination),
+            ("total.total", w.total.total, total.total),
+        ] {
+            if json != sum {
+                return Err(D::Error::custom(format!(
+                    "{field} is {json}, but the features sum to {sum}"
+                )));
+            }
+        }
+        Ok(FeatureCosts {
+            version: w.version,
+            config: c,
+            packets,
+            out_of_order: w.out_of_order,
+            acks: w.acks,
+            features: w.features,
+            total,
+        })
+    }
+}
+
+/// The instructions over every feature: the one place they are summed.
+fn total(f: &Features) -> Total {
+    let source =
+        f.base.source + f.buffer_management.source + f.in_order.source + f.fault_tolerance.source;
+    let destination = f.base.destination
+        + f.buffer_management.destination
+        + f.in_order.destination
+        + f.fault_tolerance.destination;
+    Total {
+        source,
+        destination,
+        total: source + destination,
+    }
+}
+
+/// Run the study a [`CostsConfig`] describes (a saved [`FeatureCosts`]'s,
+/// say): the same counts, equal, on this kit.
+pub fn run_config(c: &CostsConfig) -> Result<FeatureCosts, Error> {
+    run(c.protocol, c.words, c.packet_words, c.network)
 }
 
 #[derive(Clone, Copy)]
@@ -460,26 +566,19 @@ pub fn run(
         }
     }
     let f = a.0;
-    let source =
-        f.base.source + f.buffer_management.source + f.in_order.source + f.fault_tolerance.source;
-    let destination = f.base.destination
-        + f.buffer_management.destination
-        + f.in_order.destination
-        + f.fault_tolerance.destination;
     Ok(FeatureCosts {
-        protocol,
-        network,
-        words,
-        packet_words,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: CostsConfig {
+            protocol,
+            words,
+            packet_words,
+            network,
+        },
         packets: p,
         out_of_order,
         acks,
         features: f,
-        total: Total {
-            source,
-            destination,
-            total: source + destination,
-        },
+        total: total(&f),
     })
 }
 
@@ -488,7 +587,7 @@ impl std::fmt::Display for FeatureCosts {
         writeln!(
             f,
             "{:?} protocol, {} words in {} packets of {} words, {:?} network ({} out of order, {} acks)",
-            self.protocol, self.words, self.packets, self.packet_words, self.network, self.out_of_order, self.acks
+            self.config.protocol, self.config.words, self.packets, self.config.packet_words, self.config.network, self.out_of_order, self.acks
         )?;
         writeln!(f, "{:<20} {:>8} {:>12}", "feature", "source", "destination")?;
         let x = &self.features;

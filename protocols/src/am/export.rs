@@ -264,15 +264,15 @@ pub fn loggopsim(l: &LogP, nodes: u32) -> Result<Vec<File>, Error> {
         },
         File {
             name: "pingpong.goal",
-            text: pingpong_goal(l.platform),
+            text: pingpong_goal(&l.platform),
         },
         File {
             name: "ring.goal",
-            text: ring_goal(l.platform, nodes),
+            text: ring_goal(&l.platform, nodes),
         },
         File {
             name: "bulk.goal",
-            text: bulk_goal(l.platform),
+            text: bulk_goal(&l.platform),
         },
     ])
 }
@@ -720,7 +720,8 @@ mod tests {
 
     fn figures(rt: f64, bw: f64) -> LogP {
         LogP {
-            platform: "test",
+            platform: "test".into(),
+            counts: Default::default(),
             send_overhead_us: 1.5,
             reply_overhead_us: 1.25,
             recv_overhead_us: 1.75,

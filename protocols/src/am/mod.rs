@@ -9,6 +9,7 @@
 //! - [`cm5`]: CMAM and CMAML on the CM-5 network interface.
 
 pub mod cm5;
+pub mod config;
 pub mod costs;
 pub mod export;
 pub mod flash;
@@ -218,10 +219,16 @@ impl Run {
     /// Microseconds between marks `a` and `b` (`a` first) of a node; an
     /// error if the node did not record both.
     pub fn between(&self, node: u32, a: usize, b: usize) -> Result<f64, Error> {
+        Ok(Time(self.ticks_between(node, a, b)?).as_us())
+    }
+
+    /// [`Run::between`] in ticks ([`magic::time::TICKS_PER_US`] a
+    /// microsecond), the count it is computed from.
+    pub fn ticks_between(&self, node: u32, a: usize, b: usize) -> Result<u64, Error> {
         let m = self.marks.get(node as usize);
         let t = |i: usize| m.and_then(|m| m.get(i)).copied();
         match (t(a), t(b)) {
-            (Some(ta), Some(tb)) if ta <= tb => Ok(Time(tb.0 - ta.0).as_us()),
+            (Some(ta), Some(tb)) if ta <= tb => Ok(tb.0 - ta.0),
             _ => Err(Error::Incomplete(format!(
                 "node {node} did not record marks {a} and {b} in order"
             ))),

@@ -2,10 +2,11 @@
 //! workload program written against [`Step`], run on any [`Platform`], and
 //! reduced to the figure the papers print.
 
+use super::config::PlatformConfig;
 use super::{Handler, Platform, Run, Step, MAX_NODES};
 use crate::Error;
 use magic::{NodeId, Time};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Messages per measurement of the message benchmarks (Liu and Culler's
 /// loop count: 1024 sends per sender).
@@ -15,6 +16,44 @@ pub const MSGS: u64 = 1024;
 /// papers give no count; as many as the message loops, so the random part
 /// of the path delays averages out).
 pub const ROUND_TRIPS: u64 = 1024;
+
+/// What a benchmark measured: a stretch of simulated time and the
+/// repetitions (messages, polls, round trips, transfers) it covers, the
+/// counts a per-repetition time is computed from ([`Span::us`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    /// Simulated time, in ticks ([`magic::time::TICKS_PER_US`] a
+    /// microsecond): the unit every platform's clock counts in.
+    pub ticks: u64,
+    /// The repetitions it covers (at least 1).
+    pub repeats: u64,
+}
+
+/// No time over one repetition.
+impl Default for Span {
+    fn default() -> Self {
+        Span {
+            ticks: 0,
+            repeats: 1,
+        }
+    }
+}
+
+impl Span {
+    /// Microseconds per repetition: the one place a span becomes a time.
+    pub fn us(self) -> f64 {
+        Time(self.ticks).as_us() / self.repeats as f64
+    }
+}
+
+/// Node `node`'s ticks between its first two marks, over `repeats`.
+fn span(r: &Run, node: u32, repeats: u64) -> Result<Span, Error> {
+    Ok(Span {
+        ticks: r.ticks_between(node, 0, 1)?,
+        repeats,
+    })
+}
 
 fn req(to: u32, handler: Handler) -> Step {
     Step::Request {
@@ -42,6 +81,11 @@ fn idle(p: &dyn Platform, need: u32, what: &'static str) -> Result<Vec<Vec<Step>
 /// nodes 1 and 2, then waits for each to acknowledge its half; total over
 /// 1024. Neither receiver holds it back, so this is the send overhead.
 pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, Error> {
+    Ok(one_to_two_span(p, reply)?.us())
+}
+
+/// [`one_to_two`]'s counts.
+pub fn one_to_two_span(p: &dyn Platform, reply: bool) -> Result<Span, Error> {
     let mut progs = idle(p, 3, "one-to-two")?;
     progs[0].push(Step::Mark);
     for i in 0..MSGS {
@@ -59,8 +103,7 @@ pub fn one_to_two(p: &dyn Platform, reply: bool) -> Result<f64, Error> {
     for r in [1, 2] {
         progs[r] = vec![Step::Wait { received: MSGS / 2 }, ack(0)];
     }
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / MSGS as f64)
+    span(&p.run(&progs)?, 0, MSGS)
 }
 
 /// A one-word reply acknowledging what arrived.
@@ -74,13 +117,17 @@ fn ack(to: u32) -> Step {
 /// Two-to-one: nodes 1 and 2 send 1024 messages each to node 0, which
 /// times its wait for all 2048: the receive overhead, handler included.
 pub fn two_to_one(p: &dyn Platform) -> Result<f64, Error> {
+    Ok(two_to_one_span(p)?.us())
+}
+
+/// [`two_to_one`]'s counts.
+pub fn two_to_one_span(p: &dyn Platform) -> Result<Span, Error> {
     let mut progs = idle(p, 3, "two-to-one")?;
     for s in [1, 2] {
         progs[s] = (0..MSGS).map(|_| req(0, Handler::Nop)).collect();
     }
     progs[0] = vec![Step::Mark, Step::Wait { received: 2 * MSGS }, Step::Mark];
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / (2 * MSGS) as f64)
+    span(&p.run(&progs)?, 0, 2 * MSGS)
 }
 
 /// One-to-one: node 0 sends 1024 messages to node 1 in a loop, then waits
@@ -88,28 +135,41 @@ pub fn two_to_one(p: &dyn Platform) -> Result<f64, Error> {
 /// sender and receiver bounds it (re-sends included when the receiver falls
 /// behind and the network backs up).
 pub fn one_to_one(p: &dyn Platform) -> Result<f64, Error> {
+    Ok(one_to_one_span(p)?.us())
+}
+
+/// [`one_to_one`]'s counts.
+pub fn one_to_one_span(p: &dyn Platform) -> Result<Span, Error> {
     let mut progs = idle(p, 2, "one-to-one")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| req(1, Handler::Nop)));
     progs[0].extend([Step::Wait { received: 1 }, Step::Mark]);
     progs[1] = vec![Step::Wait { received: MSGS }, ack(0)];
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / MSGS as f64)
+    span(&p.run(&progs)?, 0, MSGS)
 }
 
 /// An empty poll: node 0 polls a quiet network 1024 times.
 pub fn poll_empty(p: &dyn Platform) -> Result<f64, Error> {
+    Ok(poll_empty_span(p)?.us())
+}
+
+/// [`poll_empty`]'s counts.
+pub fn poll_empty_span(p: &dyn Platform) -> Result<Span, Error> {
     let mut progs = idle(p, 1, "the empty poll")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| Step::Poll));
     progs[0].push(Step::Mark);
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / MSGS as f64)
+    span(&p.run(&progs)?, 0, MSGS)
 }
 
 /// A poll that takes one message: node 0 asks node 1 for a reply, computes
 /// until it is surely in, then polls once and takes it.
 pub fn poll_one(p: &dyn Platform) -> Result<f64, Error> {
+    Ok(poll_one_span(p)?.us())
+}
+
+/// [`poll_one`]'s counts.
+pub fn poll_one_span(p: &dyn Platform) -> Result<Span, Error> {
     let n = ROUND_TRIPS;
     let settle = Time(300 * magic::time::TICKS_PER_US);
     let mut progs = idle(p, 2, "the successful poll")?;
@@ -139,12 +199,20 @@ pub fn poll_one(p: &dyn Platform) -> Result<f64, Error> {
             "poll_one: {got} of {n} replies taken by single polls"
         )));
     }
-    Ok(Time(total).as_us() / n as f64)
+    Ok(Span {
+        ticks: total,
+        repeats: n,
+    })
 }
 
 /// Round trip: node 0 sends a one-word request to `to`, whose handler
 /// replies; node 0 waits for the reply before the next (2L + 4o).
 pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, Error> {
+    Ok(round_trip_span(p, to)?.us())
+}
+
+/// [`round_trip`]'s counts.
+pub fn round_trip_span(p: &dyn Platform, to: u32) -> Result<Span, Error> {
     let n = ROUND_TRIPS;
     let mut progs = idle(p, 2, "the round trip")?;
     crate::error::check("to", to, 1, p.nodes() - 1)?;
@@ -159,14 +227,18 @@ pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, Error> {
     }
     progs[0].push(Step::Mark);
     progs[to as usize].push(Step::Wait { received: n });
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / n as f64)
+    span(&p.run(&progs)?, 0, n)
 }
 
 /// Ring: every node sends 1024 messages to its right neighbour in a loop,
 /// *then* polls until 1024 have come from its left; time per message at
 /// the slowest node. Traffic is local, so about send plus receive overhead.
 pub fn ring(p: &dyn Platform) -> Result<f64, Error> {
+    Ok(ring_span(p)?.us())
+}
+
+/// [`ring`]'s counts: the slowest node's time.
+pub fn ring_span(p: &dyn Platform) -> Result<Span, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "the ring")?;
     for i in 0..n {
@@ -179,56 +251,297 @@ pub fn ring(p: &dyn Platform) -> Result<f64, Error> {
     }
     let r = p.run(&progs)?;
     let worst = (0..n)
-        .map(|i| r.between(i, 0, 1))
+        .map(|i| r.ticks_between(i, 0, 1))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
-        .fold(0.0, f64::max);
-    Ok(worst / MSGS as f64)
+        .fold(0, u64::max);
+    Ok(Span {
+        ticks: worst,
+        repeats: MSGS,
+    })
 }
 
-/// The LogP view of a platform (what `flashkit logp` prints).
-#[derive(Clone, Debug, Serialize)]
+/// The counts behind a platform's LogP figures: each benchmark's span and
+/// the bulk transfer's curve.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogpCounts {
+    /// One-to-two, requests.
+    pub send_overhead: Span,
+    /// One-to-two, replies.
+    pub reply_overhead: Span,
+    /// Two-to-one.
+    pub recv_overhead: Span,
+    /// Empty polls.
+    pub poll_empty: Span,
+    /// Polls that take one message.
+    pub poll_one: Span,
+    /// Round trips, node 0 to node 1.
+    pub round_trip: Span,
+    /// The ring, at its slowest node.
+    pub ring: Span,
+    /// The blocking array transfer at double-word alignment, every size of
+    /// [`SIZES`].
+    pub bulk: Vec<CurvePoint>,
+}
+
+/// One size of a transfer curve: the bytes of a block and the span of its
+/// transfers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CurvePoint {
+    /// Bytes a transfer moves.
+    pub bytes: u32,
+    /// The transfers' simulated time, in ticks.
+    pub ticks: u64,
+    /// The transfers timed.
+    pub repeats: u64,
+}
+
+impl CurvePoint {
+    /// Its span.
+    pub fn span(self) -> Span {
+        Span {
+            ticks: self.ticks,
+            repeats: self.repeats,
+        }
+    }
+
+    /// (bytes, microseconds per transfer): a point to fit.
+    pub fn point(self) -> (f64, f64) {
+        (self.bytes as f64, self.span().us())
+    }
+}
+
+/// The LogP view of a platform (what `flashkit logp` prints): the counts
+/// and the figures they give ([`LogP::from_counts`], exact). Its JSON holds
+/// both, and reads back equal, refusing a figure its counts do not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LogP {
     /// The platform's name.
-    pub platform: &'static str,
+    pub platform: String,
+    /// What the benchmarks measured.
+    pub counts: LogpCounts,
     /// Send overhead: a request's cost to its sender (microseconds, one-to-two).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub send_overhead_us: f64,
     /// A reply's cost to its sender (microseconds, one-to-two).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub reply_overhead_us: f64,
     /// Receive overhead, handler included (microseconds, two-to-one).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub recv_overhead_us: f64,
     /// A poll that finds nothing (microseconds).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub poll_empty_us: f64,
     /// A poll that takes one message (microseconds).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub poll_one_us: f64,
     /// Round trip of a one-word request and its reply, node 0 to node 1
     /// (microseconds).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub round_trip_us: f64,
     /// Time per message around the ring, at the slowest node (microseconds).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub ring_us: f64,
     /// The bulk transfer's fit.
     pub bulk: Bulk,
 }
 
+/// The JSON of a [`LogP`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogpWire {
+    platform: String,
+    counts: LogpCounts,
+    send_overhead_us: f64,
+    reply_overhead_us: f64,
+    recv_overhead_us: f64,
+    poll_empty_us: f64,
+    poll_one_us: f64,
+    round_trip_us: f64,
+    ring_us: f64,
+    bulk: Bulk,
+}
+
+impl LogP {
+    /// The figures `counts` give: each span's microseconds per repetition,
+    /// the bulk curve's fit.
+    pub fn from_counts(platform: String, counts: LogpCounts) -> LogP {
+        let c = &counts;
+        LogP {
+            platform,
+            send_overhead_us: c.send_overhead.us(),
+            reply_overhead_us: c.reply_overhead.us(),
+            recv_overhead_us: c.recv_overhead.us(),
+            poll_empty_us: c.poll_empty.us(),
+            poll_one_us: c.poll_one.us(),
+            round_trip_us: c.round_trip.us(),
+            ring_us: c.ring.us(),
+            bulk: fit(&c.bulk.iter().map(|q| q.point()).collect::<Vec<_>>()),
+            counts,
+        }
+    }
+
+    fn wire(&self) -> LogpWire {
+        LogpWire {
+            platform: self.platform.clone(),
+            counts: self.counts.clone(),
+            send_overhead_us: self.send_overhead_us,
+            reply_overhead_us: self.reply_overhead_us,
+            recv_overhead_us: self.recv_overhead_us,
+            poll_empty_us: self.poll_empty_us,
+            poll_one_us: self.poll_one_us,
+            round_trip_us: self.round_trip_us,
+            ring_us: self.ring_us,
+            bulk: self.bulk,
+        }
+    }
+}
+
+/// The JSON `flashkit logp --format json` prints (within its result).
+impl Serialize for LogP {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.wire().serialize(s)
+    }
+}
+
+/// Reads a LogP's JSON back: the figures are computed from the counts
+/// again, and one they do not give is refused, naming it.
+impl<'de> Deserialize<'de> for LogP {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = LogpWire::deserialize(d)?;
+        let l = LogP::from_counts(w.platform.clone(), w.counts.clone());
+        let want = l.wire();
+        let exact = |field: &str, json: f64, counts: f64| -> Result<(), D::Error> {
+            same(field, json, counts).map_err(serde::de::Error::custom)
+        };
+        for (field, json, counts) in [
+            (
+                "send_overhead_us",
+                w.send_overhead_us,
+                want.send_overhead_us,
+            ),
+            (
+                "reply_overhead_us",
+                w.reply_overhead_us,
+                want.reply_overhead_us,
+            ),
+            (
+                "recv_overhead_us",
+                w.recv_overhead_us,
+                want.recv_overhead_us,
+            ),
+            ("poll_empty_us", w.poll_empty_us, want.poll_empty_us),
+            ("poll_one_us", w.poll_one_us, want.poll_one_us),
+            ("round_trip_us", w.round_trip_us, want.round_trip_us),
+            ("ring_us", w.ring_us, want.ring_us),
+            ("bulk.startup_us", w.bulk.startup_us, want.bulk.startup_us),
+            (
+                "bulk.bandwidth_mb_s",
+                w.bulk.bandwidth_mb_s,
+                want.bulk.bandwidth_mb_s,
+            ),
+            (
+                "bulk.n_half_bytes",
+                w.bulk.n_half_bytes,
+                want.bulk.n_half_bytes,
+            ),
+        ] {
+            exact(field, json, counts)?;
+        }
+        Ok(l)
+    }
+}
+
+/// A figure read back against the one its counts give: equal (a figure
+/// that is no number, as a fit over a flat curve gives, equal to one that
+/// is none either), or an error naming `field` and both.
+fn same(field: &str, json: f64, counts: f64) -> Result<(), String> {
+    if json.is_nan() && counts.is_nan() {
+        return Ok(());
+    }
+    magic::ledger::exact(field, json, counts)
+}
+
 /// The LogP view of a platform: every benchmark behind [`LogP`].
 pub fn logp(p: &dyn Platform) -> Result<LogP, Error> {
-    Ok(LogP {
-        platform: p.name(),
-        send_overhead_us: one_to_two(p, false)?,
-        reply_overhead_us: one_to_two(p, true)?,
-        recv_overhead_us: two_to_one(p)?,
-        poll_empty_us: poll_empty(p)?,
-        poll_one_us: poll_one(p)?,
-        round_trip_us: round_trip(p, 1)?,
-        ring_us: ring(p)?,
-        bulk: bulk(p)?,
+    let counts = LogpCounts {
+        send_overhead: one_to_two_span(p, false)?,
+        reply_overhead: one_to_two_span(p, true)?,
+        recv_overhead: two_to_one_span(p)?,
+        poll_empty: poll_empty_span(p)?,
+        poll_one: poll_one_span(p)?,
+        round_trip: round_trip_span(p, 1)?,
+        ring: ring_span(p)?,
+        bulk: array_curve_counts(p, super::Align::Double, true)?,
+    };
+    Ok(LogP::from_counts(p.name().to_string(), counts))
+}
+
+/// A platform's LogP figures as a result that carries what made it: the
+/// platform's configuration and the kit's version beside the figures. Its
+/// JSON is the figures' with `config` and `version` added at the top, and
+/// reads back equal; [`logp_config`] measures it again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogpResult {
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The platform it ran on.
+    pub config: PlatformConfig,
+    /// The figures and their counts.
+    pub logp: LogP,
+}
+
+impl Serialize for LogpResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let mut v = serde_json::to_value(&self.logp).map_err(S::Error::custom)?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("version".into(), self.version.clone().into());
+            let c = serde_json::to_value(&self.config).map_err(S::Error::custom)?;
+            m.insert("config".into(), c);
+        }
+        v.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LogpResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let (version, config, rest) =
+            carried(serde_json::Value::deserialize(d)?).map_err(D::Error::custom)?;
+        Ok(LogpResult {
+            version,
+            config,
+            logp: serde_json::from_value(rest).map_err(D::Error::custom)?,
+        })
+    }
+}
+
+/// A result's JSON taken apart: its `version`, its `config` and the rest.
+fn carried<C: serde::de::DeserializeOwned>(
+    mut v: serde_json::Value,
+) -> Result<(String, C, serde_json::Value), serde_json::Error> {
+    use serde::de::Error as _;
+    let m = v
+        .as_object_mut()
+        .ok_or_else(|| serde_json::Error::custom("a result is a JSON object"))?;
+    let version = m
+        .remove("version")
+        .ok_or_else(|| serde_json::Error::missing_field("version"))?;
+    let config = m
+        .remove("config")
+        .ok_or_else(|| serde_json::Error::missing_field("config"))?;
+    Ok((
+        serde_json::from_value(version)?,
+        serde_json::from_value(config)?,
+        v,
+    ))
+}
+
+/// Measure the LogP figures of the platform `c` describes (a saved
+/// [`LogpResult`]'s, say): the same result, equal, on this kit.
+pub fn logp_config(c: &PlatformConfig) -> Result<LogpResult, Error> {
+    let p = c.build()?;
+    Ok(LogpResult {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: c.clone(),
+        logp: logp(p.as_ref())?,
     })
 }
 
@@ -256,6 +569,19 @@ pub fn ops_of(p: &dyn Platform) -> Result<Run, Error> {
 /// node 0 computes and takes each by interrupt. Returns the processor time
 /// node 0 loses per message, and the share of its time that is.
 pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), Error> {
+    let (lost, whole) = interrupt_span(p, interval)?;
+    Ok((lost.us(), share(lost.ticks, whole)))
+}
+
+/// A part of a span of ticks as a share of the whole: the one place the
+/// interrupt load's share is computed.
+fn share(part: u64, whole: u64) -> f64 {
+    Time(part).as_us() / Time(whole).as_us()
+}
+
+/// [`interrupt_load`]'s counts: the processor time node 0 lost, over the
+/// messages, and the ticks of its whole run.
+pub fn interrupt_span(p: &dyn Platform, interval: Time) -> Result<(Span, u64), Error> {
     let n = MSGS / 4;
     let mut progs = idle(p, 2, "the interrupt load")?;
     crate::error::check("interval", interval, Time::ZERO, MAX_INTERVAL)?;
@@ -276,8 +602,11 @@ pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), Er
         .filter_map(|op| r.ops.get(&(0, *op)))
         .map(|s| s.busy)
         .sum();
-    let lost = Time(lost).as_us();
-    Ok((lost / n as f64, lost / r.between(0, 0, 1)?))
+    let lost = Span {
+        ticks: lost,
+        repeats: n,
+    };
+    Ok((lost, r.ticks_between(0, 0, 1)?))
 }
 
 /// The longest interval between messages of the interrupt load (1 s).
@@ -288,49 +617,133 @@ pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, Error> {
     interrupt_load(p, interval).map(|x| x.0)
 }
 
-/// A cell of a table: a label, a number shown to so many decimals, or
-/// nothing (the platform lacks the operation).
+/// A cell of a table: a label, a count, a figure with the counts it is
+/// computed from, a fit over the table before it, or nothing (the
+/// platform lacks the operation).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     /// Text.
     Label(String),
-    /// A number and the decimals it is shown with.
-    Num(f64, u8),
+    /// A count (bytes, nodes, calls, instructions), shown whole.
+    Count(u64),
+    /// Microseconds per repetition of a span, shown to 2 decimals.
+    Us(Span),
+    /// Megabytes a second: `bytes` moved per repetition of `span`
+    /// ([`mb_s`]), shown to 2 decimals.
+    MbS {
+        /// Bytes moved per repetition.
+        bytes: u64,
+        /// The span they took.
+        span: Span,
+    },
+    /// A share in percent: `part` ticks of `whole`, shown whole.
+    Percent {
+        /// Ticks of the part.
+        part: u64,
+        /// Ticks of the whole.
+        whole: u64,
+    },
+    /// A least-squares fit's figure over the curve table before it, and
+    /// the decimals it is shown with.
+    Fit(f64, u8),
     /// Nothing: the platform lacks the operation (`-`, JSON `null`).
     Missing,
 }
 
 impl Cell {
-    /// The number, if the cell holds one.
+    /// The number, if the cell holds one: exact, computed from its counts.
     pub fn num(&self) -> Option<f64> {
-        match self {
-            Cell::Num(x, _) => Some(*x),
+        match *self {
+            Cell::Count(n) => Some(n as f64),
+            Cell::Us(s) => Some(s.us()),
+            Cell::MbS { bytes, span } => Some(mb_s(bytes, span)),
+            Cell::Percent { part, whole } => Some(100.0 * share(part, whole)),
+            Cell::Fit(x, _) => Some(x),
+            Cell::Label(_) | Cell::Missing => None,
+        }
+    }
+
+    /// The counts behind the cell's figure, as its table's JSON holds them.
+    pub fn counts(&self) -> Option<CellCounts> {
+        match *self {
+            Cell::Us(s) => Some(CellCounts::Span(s)),
+            Cell::MbS { bytes, span } => Some(CellCounts::Rate(RateCounts {
+                bytes,
+                ticks: span.ticks,
+                repeats: span.repeats,
+            })),
+            Cell::Percent { part, whole } => Some(CellCounts::Share(ShareCounts { part, whole })),
             _ => None,
         }
     }
+
+    /// Decimals the table shows it with.
+    fn decimals(&self) -> usize {
+        match self {
+            Cell::Us(_) | Cell::MbS { .. } => 2,
+            Cell::Fit(_, d) => *d as usize,
+            _ => 0,
+        }
+    }
+}
+
+/// The counts behind a cell's figure in a table's JSON: a span's ticks
+/// and repetitions (microseconds), a rate's bytes beside them (MB/s), or a
+/// share's part and whole (percent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CellCounts {
+    /// A rate's.
+    Rate(RateCounts),
+    /// A span's.
+    Span(Span),
+    /// A share's.
+    Share(ShareCounts),
+}
+
+/// The counts of a rate cell ([`Cell::MbS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateCounts {
+    /// Bytes moved per repetition.
+    pub bytes: u64,
+    /// The span's ticks.
+    pub ticks: u64,
+    /// Its repetitions.
+    pub repeats: u64,
+}
+
+/// The counts of a share cell ([`Cell::Percent`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareCounts {
+    /// Ticks of the part.
+    pub part: u64,
+    /// Ticks of the whole.
+    pub whole: u64,
 }
 
 impl std::fmt::Display for Cell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Cell::Label(s) => f.write_str(s),
-            Cell::Num(x, d) => write!(f, "{x:.*}", *d as usize),
             Cell::Missing => f.write_str("-"),
+            Cell::Count(n) => write!(f, "{n}"),
+            c => write!(f, "{:.*}", c.decimals(), c.num().unwrap_or(f64::NAN)),
         }
     }
 }
 
-/// JSON: a label is a string, a number a number (rounded as shown), a
-/// missing cell null.
+/// JSON: a label is a string, a count an integer, a figure a number
+/// (exact; its counts are beside it, in its table's `counts`), a missing
+/// cell null.
 impl Serialize for Cell {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Cell::Label(x) => s.serialize_str(x),
-            Cell::Num(x, d) => {
-                let k = 10f64.powi(*d as i32);
-                s.serialize_f64((x * k).round() / k)
-            }
+            Cell::Count(n) => s.serialize_u64(*n),
             Cell::Missing => s.serialize_none(),
+            c => s.serialize_f64(c.num().unwrap_or(f64::NAN)),
         }
     }
 }
@@ -339,7 +752,7 @@ impl Serialize for Cell {
 /// curve has no bandwidth).
 fn num(x: f64, d: u8) -> Cell {
     if x.is_finite() {
-        Cell::Num(x, d)
+        Cell::Fit(x, d)
     } else {
         Cell::Missing
     }
@@ -349,26 +762,165 @@ fn lab(x: impl ToString) -> Cell {
     Cell::Label(x.to_string())
 }
 
-fn us(x: f64) -> Cell {
-    Cell::Num(x, 2)
+fn count(x: u64) -> Cell {
+    Cell::Count(x)
 }
 
-fn count(x: u64) -> Cell {
-    Cell::Num(x as f64, 0)
+fn us(s: Span) -> Cell {
+    Cell::Us(s)
+}
+
+fn rate(bytes: u64, span: Span) -> Cell {
+    Cell::MbS { bytes, span }
 }
 
 /// One benchmark's table, as the papers print it; `units` names each
 /// column's unit (none for a label column).
-#[derive(Clone, Debug, Serialize)]
+///
+/// Its JSON holds the rows' figures exact (`rows`) and, cell for cell, the
+/// counts each is computed from (`counts`: null for a label, a count, a
+/// fit or a missing cell); it reads back equal, refusing a figure its
+/// counts do not give and a fit table its curve does not give.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Table {
     /// The benchmark's name.
-    pub benchmark: &'static str,
+    pub benchmark: String,
     /// The column headings.
-    pub columns: Vec<&'static str>,
+    pub columns: Vec<String>,
     /// Each column's unit (`None` for a label column).
-    pub units: Vec<Option<&'static str>>,
+    pub units: Vec<Option<String>>,
     /// The rows, a cell per column.
     pub rows: Vec<Vec<Cell>>,
+}
+
+/// A figure of a table's JSON as it reads back.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Figure {
+    Count(u64),
+    Num(f64),
+    Text(String),
+}
+
+impl Figure {
+    /// The number it is, if it is one (a figure written without a
+    /// fraction, `19` for `19.0`, is one).
+    fn number(&self) -> Option<f64> {
+        match *self {
+            Figure::Count(n) => Some(n as f64),
+            Figure::Num(x) => Some(x),
+            Figure::Text(_) => None,
+        }
+    }
+}
+
+/// The JSON of a [`Table`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableWire<R> {
+    benchmark: String,
+    columns: Vec<String>,
+    units: Vec<Option<String>>,
+    rows: Vec<Vec<R>>,
+    counts: Vec<Vec<Option<CellCounts>>>,
+}
+
+impl Serialize for Table {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TableWire {
+            benchmark: self.benchmark.clone(),
+            columns: self.columns.clone(),
+            units: self.units.clone(),
+            rows: self.rows.clone(),
+            counts: self
+                .rows
+                .iter()
+                .map(|r| r.iter().map(Cell::counts).collect())
+                .collect(),
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads one table back; a fit's cells stand as read until the table is
+/// checked against its curve ([`read_tables`]).
+impl<'de> Deserialize<'de> for Table {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = TableWire::<Option<Figure>>::deserialize(d)?;
+        read_table(w).map_err(serde::de::Error::custom)
+    }
+}
+
+fn read_table(w: TableWire<Option<Figure>>) -> Result<Table, String> {
+    let b = &w.benchmark;
+    if w.units.len() != w.columns.len() {
+        return Err(format!(
+            "{b}: {} units for {} columns",
+            w.units.len(),
+            w.columns.len()
+        ));
+    }
+    if w.counts.len() != w.rows.len() {
+        return Err(format!(
+            "{b}: counts for {} rows of {}",
+            w.counts.len(),
+            w.rows.len()
+        ));
+    }
+    let fitted = FITS.iter().any(|f| f.1 == b);
+    let mut rows = Vec::new();
+    for (i, (row, counts)) in w.rows.into_iter().zip(w.counts).enumerate() {
+        if row.len() != w.columns.len() || counts.len() != row.len() {
+            return Err(format!(
+                "{b}: row {i} has {} cells and {} counts for {} columns",
+                row.len(),
+                counts.len(),
+                w.columns.len()
+            ));
+        }
+        let mut cells = Vec::new();
+        for (j, (figure, counts)) in row.into_iter().zip(counts).enumerate() {
+            let at = format!("{b}: rows[{i}][{j}]");
+            let cell = match (figure, counts) {
+                (None, None) => Cell::Missing,
+                (Some(Figure::Text(t)), None) => Cell::Label(t),
+                (Some(Figure::Count(n)), None) => Cell::Count(n),
+                (Some(Figure::Num(x)), None) if fitted => Cell::Fit(x, fit_decimals(&w.units[j])),
+                (Some(f), Some(c)) if f.number().is_some() => {
+                    let x = f.number().unwrap_or(f64::NAN);
+                    let cell = match c {
+                        CellCounts::Span(s) => Cell::Us(s),
+                        CellCounts::Rate(r) => Cell::MbS {
+                            bytes: r.bytes,
+                            span: Span {
+                                ticks: r.ticks,
+                                repeats: r.repeats,
+                            },
+                        },
+                        CellCounts::Share(s) => Cell::Percent {
+                            part: s.part,
+                            whole: s.whole,
+                        },
+                    };
+                    same(&at, x, cell.num().unwrap_or(f64::NAN))?;
+                    cell
+                }
+                _ => {
+                    return Err(format!(
+                        "{at} is no label, count or figure with the counts it is computed from"
+                    ))
+                }
+            };
+            cells.push(cell);
+        }
+        rows.push(cells);
+    }
+    Ok(Table {
+        benchmark: w.benchmark,
+        columns: w.columns,
+        units: w.units,
+        rows,
+    })
 }
 
 impl std::fmt::Display for Table {
@@ -396,7 +948,11 @@ impl std::fmt::Display for Table {
                 .collect::<Vec<_>>()
                 .join("  ")
         };
-        writeln!(f, "{}", line(self.columns.clone()))?;
+        writeln!(
+            f,
+            "{}",
+            line(self.columns.iter().map(String::as_str).collect())
+        )?;
         for r in &text {
             writeln!(f, "{}", line(r.iter().map(String::as_str).collect()))?;
         }
@@ -405,17 +961,78 @@ impl std::fmt::Display for Table {
 }
 
 /// A table whose columns are (name, unit) pairs.
-fn tab(
-    benchmark: &'static str,
-    cols: &[(&'static str, Option<&'static str>)],
-    rows: Vec<Vec<Cell>>,
-) -> Table {
+fn tab(benchmark: &str, cols: &[(&str, Option<&str>)], rows: Vec<Vec<Cell>>) -> Table {
     Table {
-        benchmark,
-        columns: cols.iter().map(|c| c.0).collect(),
-        units: cols.iter().map(|c| c.1).collect(),
+        benchmark: benchmark.to_string(),
+        columns: cols.iter().map(|c| c.0.to_string()).collect(),
+        units: cols.iter().map(|c| c.1.map(str::to_string)).collect(),
         rows,
     }
+}
+
+/// The fit tables, each after the curve table it fits: (curve, fit).
+const FITS: [(&str, &str); 2] = [("array-transfer", ARRAY_FIT), ("bandwidth", BANDWIDTH_FIT)];
+
+/// The array transfer's fit table.
+const ARRAY_FIT: &str = "array-transfer fit (T = start-up + bytes / bandwidth)";
+
+/// The bandwidth benchmark's fit table.
+const BANDWIDTH_FIT: &str = "bandwidth r-infinity and n1/2";
+
+/// The decimals a fit's figure is shown with, by its column's unit.
+fn fit_decimals(unit: &Option<String>) -> u8 {
+    match unit.as_deref() {
+        Some("us") | Some("MB/s") => 2,
+        _ => 0,
+    }
+}
+
+/// The fit table of a curve table, if it has one: computed from the
+/// curve's cells, the one place a fit table is made.
+fn fit_of(curve: &Table) -> Result<Option<Table>, String> {
+    match curve.benchmark.as_str() {
+        "array-transfer" => array_fit(curve).map(Some),
+        "bandwidth" => bandwidth_fit(curve).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Tables read back: each fit table must be what the curve table before it
+/// gives, and is then that.
+pub fn read_tables(tables: Vec<Table>) -> Result<Vec<Table>, String> {
+    let mut out: Vec<Table> = Vec::with_capacity(tables.len());
+    for t in tables {
+        let Some(&(curve, _)) = FITS.iter().find(|f| f.1 == t.benchmark) else {
+            out.push(t);
+            continue;
+        };
+        let want = match out.last() {
+            Some(prev) if prev.benchmark == curve => fit_of(prev)?,
+            _ => None,
+        };
+        let Some(want) = want else {
+            return Err(format!(
+                "{}: a fit without its {curve} table before it",
+                t.benchmark
+            ));
+        };
+        let shape = |t: &Table| (t.columns.clone(), t.units.clone(), t.rows.len());
+        if shape(&t) != shape(&want) {
+            return Err(format!("{}: not the fit its curve gives", t.benchmark));
+        }
+        for (i, (got, w)) in t.rows.iter().zip(&want.rows).enumerate() {
+            for (j, (g, w)) in got.iter().zip(w).enumerate() {
+                let at = format!("{}: rows[{i}][{j}]", t.benchmark);
+                match (g.num(), w.num()) {
+                    (Some(g), Some(w)) => same(&at, g, w)?,
+                    _ if g == w => {}
+                    _ => return Err(format!("{at} is {g}, but the curve gives {w}")),
+                }
+            }
+        }
+        out.push(want);
+    }
+    Ok(out)
 }
 
 const US: Option<&str> = Some("us");
@@ -447,43 +1064,42 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
         "one-to-one" => vec![tab(
             "one-to-one",
             &[("us per message", US)],
-            vec![vec![us(one_to_one(p)?)]],
+            vec![vec![us(one_to_one_span(p)?)]],
         )],
         "one-to-two" => vec![tab(
             "one-to-two",
             &[("operation", NONE), ("us per send", US)],
             vec![
-                vec![lab("request"), us(one_to_two(p, false)?)],
-                vec![lab("reply"), us(one_to_two(p, true)?)],
+                vec![lab("request"), us(one_to_two_span(p, false)?)],
+                vec![lab("reply"), us(one_to_two_span(p, true)?)],
             ],
         )],
         "two-to-one" => vec![tab(
             "two-to-one",
             &[("us per message received", US)],
-            vec![vec![us(two_to_one(p)?)]],
+            vec![vec![us(two_to_one_span(p)?)]],
         )],
         "round-trip" => {
-            let rows = round_trips(p)?
-                .into_iter()
-                .map(|(d, t)| vec![count(d as u64), us(t)])
-                .collect();
+            let rows = (1..p.nodes())
+                .map(|d| Ok(vec![count(d as u64), us(round_trip_span(p, d)?)]))
+                .collect::<Result<_, Error>>()?;
             vec![tab("round-trip", &[("to node", NODE), ("us", US)], rows)]
         }
         "ring" => vec![tab(
             "ring",
             &[("nodes", Some("nodes")), ("us per message", US)],
-            vec![vec![count(p.nodes() as u64), us(ring(p)?)]],
+            vec![vec![count(p.nodes() as u64), us(ring_span(p)?)]],
         )],
         "poll" => vec![tab(
             "poll",
             &[("poll", NONE), ("us", US)],
             vec![
-                vec![lab("unsuccessful"), us(poll_empty(p)?)],
-                vec![lab("one message"), us(poll_one(p)?)],
+                vec![lab("unsuccessful"), us(poll_empty_span(p)?)],
+                vec![lab("one message"), us(poll_one_span(p)?)],
             ],
         )],
         "traverse" => {
-            let rows = traverse(p)?
+            let rows = traverse_spans(p)?
                 .into_iter()
                 .map(|(i, a, b)| vec![count(i as u64), us(a), us(b)])
                 .collect();
@@ -502,9 +1118,9 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
             let rows = [256u32, 4096, 65536]
                 .into_iter()
                 .map(|b| {
-                    let one = two_to_one_segments(p, b, true)?;
-                    let two = two_to_one_segments(p, b, false)?;
-                    let mb = |t: f64| Cell::Num(2.0 * b as f64 / t, 2);
+                    let one = two_to_one_segments_span(p, b, true)?;
+                    let two = two_to_one_segments_span(p, b, false)?;
+                    let mb = |t: Span| rate(2 * u64::from(b), t);
                     Ok(vec![count(b as u64), us(one), mb(one), us(two), mb(two)])
                 })
                 .collect::<Result<_, Error>>()?;
@@ -524,8 +1140,8 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
             let rows = [64u32, 1024, 16384, 65536]
                 .into_iter()
                 .map(|b| {
-                    let t = swap(p, b)?;
-                    Ok(vec![count(b as u64), us(t), Cell::Num(b as f64 / t, 2)])
+                    let t = swap_span(p, b)?;
+                    Ok(vec![count(b as u64), us(t), rate(b.into(), t)])
                 })
                 .collect::<Result<_, Error>>()?;
             vec![tab(
@@ -549,7 +1165,10 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
                         count(*n as u64),
                         lab(op),
                         count(s.calls),
-                        us(s.mean_us()),
+                        us(Span {
+                            ticks: s.busy,
+                            repeats: s.calls.max(1),
+                        }),
                         count(s.ni_reads),
                         count(s.ni_writes),
                         count(s.instructions),
@@ -580,6 +1199,114 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
     })
 }
 
+/// One run of the suite, whole: the platform and the benchmark (none: all
+/// of them, and on CMAML its interrupt-driven reception, `interrupt`).
+/// Every [`SuiteResult`] carries it, so [`run`] measures a saved result
+/// again; it reads back as it serializes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    /// The platform.
+    pub platform: PlatformConfig,
+    /// One benchmark of [`BENCHMARKS`] (or `interrupt` on CMAML), or all.
+    #[serde(default)]
+    pub benchmark: Option<String>,
+}
+
+/// The suite's tables for a platform, with what made them: plain data
+/// whose JSON (`flashkit suite --format json`) holds the configuration, the
+/// kit's version and the tables, each table's figures exact beside their
+/// counts; it reads back equal, refusing a figure its counts (or a fit its
+/// curve) do not give.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteResult {
+    /// The version of the kit that measured it (`protocols`' package
+    /// version).
+    pub version: String,
+    /// The run.
+    pub config: SuiteConfig,
+    /// The tables, in the order they print.
+    pub tables: Vec<Table>,
+}
+
+/// The JSON of a [`SuiteResult`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteWire {
+    version: String,
+    config: SuiteConfig,
+    tables: Vec<Table>,
+}
+
+impl Serialize for SuiteResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SuiteWire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            tables: self.tables.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SuiteResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = SuiteWire::deserialize(d)?;
+        Ok(SuiteResult {
+            version: w.version,
+            config: w.config,
+            tables: read_tables(w.tables).map_err(serde::de::Error::custom)?,
+        })
+    }
+}
+
+impl std::fmt::Display for SuiteResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for t in &self.tables {
+            writeln!(f, "{t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the interrupt benchmark runs on CMAML alone.
+pub const INTERRUPT_IS_CMAMLS: &str =
+    "interrupt-driven reception is CMAML's: use platform cm5-cmaml";
+
+/// Run the suite a [`SuiteConfig`] describes (a saved [`SuiteResult`]'s,
+/// say): its tables, equal to the saved ones on this kit.
+pub fn run(c: &SuiteConfig) -> Result<SuiteResult, Error> {
+    let plat = c.platform.build()?;
+    let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
+    let names: Vec<&str> = match &c.benchmark {
+        Some(b) => vec![b.as_str()],
+        None => BENCHMARKS
+            .iter()
+            .copied()
+            .chain(cmaml.then_some("interrupt"))
+            .collect(),
+    };
+    let mut tables = Vec::new();
+    for n in names {
+        if n != "interrupt" {
+            tables.extend(table(plat.as_ref(), n)?);
+            continue;
+        }
+        let Some(mut stock) = c.platform.cm5_partition()?.filter(|_| cmaml) else {
+            return Err(Error::Program(INTERRUPT_IS_CMAMLS.into()));
+        };
+        stock.reception = super::cm5::Reception::Interrupts { fast: false };
+        let mut fast = stock.clone();
+        fast.reception = super::cm5::Reception::Interrupts { fast: true };
+        tables.push(interrupt_table(&stock, &fast)?);
+    }
+    Ok(SuiteResult {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: c.clone(),
+        tables,
+    })
+}
+
 /// Interrupt-driven reception against the interval between messages, on
 /// the stock kernel path and the fast one.
 pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Table, Error> {
@@ -587,15 +1314,13 @@ pub fn interrupt_table(stock: &dyn Platform, fast: &dyn Platform) -> Result<Tabl
         .into_iter()
         .map(|i| {
             let at = Time(i * magic::time::TICKS_PER_US);
-            let (a, sa) = interrupt_load(stock, at)?;
-            let (b, sb) = interrupt_load(fast, at)?;
-            Ok(vec![
-                count(i),
-                us(a),
-                Cell::Num(100.0 * sa, 0),
-                us(b),
-                Cell::Num(100.0 * sb, 0),
-            ])
+            let (a, wa) = interrupt_span(stock, at)?;
+            let (b, wb) = interrupt_span(fast, at)?;
+            let lost = |part: Span, whole: u64| Cell::Percent {
+                part: part.ticks,
+                whole,
+            };
+            Ok(vec![count(i), us(a), lost(a, wa), us(b), lost(b, wb)])
         })
         .collect::<Result<_, Error>>()?;
     Ok(tab(
@@ -630,6 +1355,16 @@ pub fn array_transfer(
     align: super::Align,
     blocking: bool,
 ) -> Result<f64, Error> {
+    Ok(array_transfer_span(p, bytes, align, blocking)?.us())
+}
+
+/// [`array_transfer`]'s counts.
+pub fn array_transfer_span(
+    p: &dyn Platform,
+    bytes: u32,
+    align: super::Align,
+    blocking: bool,
+) -> Result<Span, Error> {
     let mut progs = idle(p, 2, "the array transfer")?;
     check_bytes(bytes)?;
     let store = Step::Store {
@@ -659,7 +1394,10 @@ pub fn array_transfer(
         .chunks_exact(2)
         .map(|w| w[1].0.saturating_sub(w[0].0))
         .sum();
-    Ok(Time(total).as_us() / REPEAT as f64)
+    Ok(Span {
+        ticks: total,
+        repeats: REPEAT,
+    })
 }
 
 /// The most bytes one block of a benchmark may hold ([`STREAM`], 1 MB).
@@ -670,17 +1408,15 @@ fn check_bytes(bytes: u32) -> Result<(), Error> {
     crate::error::check("bytes", bytes, 1, MAX_BYTES)
 }
 
-/// A least-squares fit of T(x) = c + x / B.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// A least-squares fit of T(x) = c + x / B, exact (its JSON too).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Bulk {
     /// Start-up time, the fit's constant c (microseconds).
-    #[serde(serialize_with = "magic::figures::ser_us")]
     pub startup_us: f64,
     /// Asymptotic bandwidth, the fit's B (MB/s).
-    #[serde(serialize_with = "magic::figures::ser_mb_s")]
     pub bandwidth_mb_s: f64,
     /// The size at which half the asymptotic bandwidth is reached (c * B).
-    #[serde(serialize_with = "magic::figures::ser_count")]
     pub n_half_bytes: f64,
 }
 
@@ -719,17 +1455,59 @@ pub fn array_curve(
     align: super::Align,
     blocking: bool,
 ) -> Result<Vec<(f64, f64)>, Error> {
+    Ok(array_curve_counts(p, align, blocking)?
+        .into_iter()
+        .map(CurvePoint::point)
+        .collect())
+}
+
+/// [`array_curve`]'s counts.
+pub fn array_curve_counts(
+    p: &dyn Platform,
+    align: super::Align,
+    blocking: bool,
+) -> Result<Vec<CurvePoint>, Error> {
     SIZES
         .iter()
-        .map(|&x| Ok((x as f64, array_transfer(p, x, align, blocking)?)))
+        .map(|&bytes| {
+            let s = array_transfer_span(p, bytes, align, blocking)?;
+            Ok(CurvePoint {
+                bytes,
+                ticks: s.ticks,
+                repeats: s.repeats,
+            })
+        })
         .collect()
 }
 
 /// The array-transfer tables: time per transfer by size, blocking and not,
 /// at each destination alignment; then each column's fit.
 pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
+    let curves = ARRAY_COLUMNS
+        .iter()
+        .map(|c| array_curve_counts(p, c.1, c.0))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let rows = SIZES
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            std::iter::once(count(x as u64))
+                .chain(curves.iter().map(|c| us(c[i].span())))
+                .collect()
+        })
+        .collect();
+    let mut head = vec![("bytes", BYTES)];
+    head.extend(ARRAY_COLUMNS.iter().map(|c| (c.2, US)));
+    let curve = tab("array-transfer", &head, rows);
+    let fits = array_fit(&curve).map_err(Error::Incomplete)?;
+    Ok(vec![curve, fits])
+}
+
+/// The array transfer's columns: (blocking, alignment, heading, the fit's
+/// label).
+const ARRAY_COLUMNS: [(bool, super::Align, &str, &str); 6] = {
     use super::Align;
-    let cols = [
+    [
         (true, Align::Byte, "blocking byte us", "blocking, byte"),
         (true, Align::Word, "blocking word us", "blocking, word"),
         (
@@ -756,48 +1534,53 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
             "non-blocking double us",
             "non-blocking, double",
         ),
-    ];
-    let curves = cols
-        .iter()
-        .map(|c| array_curve(p, c.1, c.0))
-        .collect::<Result<Vec<_>, Error>>()?;
-    let rows = SIZES
+    ]
+};
+
+/// A count cell's value, or an error naming the table and the cell.
+fn count_at(t: &Table, i: usize, j: usize) -> Result<u64, String> {
+    match t.rows.get(i).and_then(|r| r.get(j)) {
+        Some(Cell::Count(n)) => Ok(*n),
+        _ => Err(format!("{}: rows[{i}][{j}] is no count", t.benchmark)),
+    }
+}
+
+/// The array transfer's fit table, from its curve table: each column's
+/// least-squares fit over (bytes, microseconds per transfer).
+fn array_fit(curve: &Table) -> Result<Table, String> {
+    let fits = ARRAY_COLUMNS
         .iter()
         .enumerate()
-        .map(|(i, &x)| {
-            std::iter::once(count(x as u64))
-                .chain(curves.iter().map(|c| us(c[i].1)))
-                .collect()
-        })
-        .collect();
-    let mut head = vec![("bytes", BYTES)];
-    head.extend(cols.iter().map(|c| (c.2, US)));
-    let fits = cols
-        .iter()
-        .zip(&curves)
-        .map(|(c, v)| {
-            let f = fit(v);
-            vec![
+        .map(|(k, c)| {
+            let points = (0..curve.rows.len())
+                .map(|i| match curve.rows[i].get(k + 1) {
+                    Some(Cell::Us(s)) => Ok((count_at(curve, i, 0)? as f64, s.us())),
+                    _ => Err(format!(
+                        "{}: rows[{i}][{}] is no span",
+                        curve.benchmark,
+                        k + 1
+                    )),
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let f = fit(&points);
+            Ok(vec![
                 lab(c.3),
                 num(f.startup_us, 2),
                 num(f.bandwidth_mb_s, 2),
                 num(f.n_half_bytes, 0),
-            ]
+            ])
         })
-        .collect();
-    Ok(vec![
-        tab("array-transfer", &head, rows),
-        tab(
-            "array-transfer fit (T = start-up + bytes / bandwidth)",
-            &[
-                ("transfer, alignment", NONE),
-                ("start-up us", US),
-                ("MB/s", MBS),
-                ("n1/2 bytes", BYTES),
-            ],
-            fits,
-        ),
-    ])
+        .collect::<Result<_, String>>()?;
+    Ok(tab(
+        ARRAY_FIT,
+        &[
+            ("transfer, alignment", NONE),
+            ("start-up us", US),
+            ("MB/s", MBS),
+            ("n1/2 bytes", BYTES),
+        ],
+        fits,
+    ))
 }
 
 /// Traverse, step `i`: every node `j` and its partner `j xor i` exchange
@@ -807,6 +1590,12 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
 /// barrier. Average over the nodes of the time per message sent and
 /// received.
 pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, Error> {
+    Ok(traverse_span(p, i, poll_each)?.us())
+}
+
+/// [`traverse_step`]'s counts: the nodes' times summed, over the messages
+/// they all sent.
+pub fn traverse_span(p: &dyn Platform, i: u32, poll_each: bool) -> Result<Span, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "traverse")?;
     let pairs: Vec<u32> = (0..n).filter(|&j| (j ^ i) < n).collect();
@@ -822,11 +1611,14 @@ pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, E
         prog.extend([Step::Wait { received: MSGS }, Step::Mark]);
     }
     let r = p.run(&progs)?;
-    let sum: f64 = pairs
+    let sum: u64 = pairs
         .iter()
-        .map(|&j| r.between(j, 0, 1))
-        .sum::<Result<f64, _>>()?;
-    Ok(sum / pairs.len() as f64 / MSGS as f64)
+        .map(|&j| r.ticks_between(j, 0, 1))
+        .sum::<Result<u64, _>>()?;
+    Ok(Span {
+        ticks: sum,
+        repeats: pairs.len() as u64 * MSGS,
+    })
 }
 
 /// The steps traverse runs: every power of two (each stands for the steps
@@ -845,9 +1637,17 @@ pub fn traverse_steps(nodes: u32) -> Vec<u32> {
 /// Traverse by step: (step, us per message, us per message with a poll
 /// after each send).
 pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, Error> {
+    Ok(traverse_spans(p)?
+        .into_iter()
+        .map(|(i, a, b)| (i, a.us(), b.us()))
+        .collect())
+}
+
+/// [`traverse`]'s counts.
+pub fn traverse_spans(p: &dyn Platform) -> Result<Vec<(u32, Span, Span)>, Error> {
     traverse_steps(p.nodes())
         .into_iter()
-        .map(|i| Ok((i, traverse_step(p, i, false)?, traverse_step(p, i, true)?)))
+        .map(|i| Ok((i, traverse_span(p, i, false)?, traverse_span(p, i, true)?)))
         .collect()
 }
 
@@ -855,6 +1655,11 @@ pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, Error> {
 /// receiving while it sends; time until its own array is acknowledged and
 /// the other one is in (the slower node), microseconds.
 pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
+    Ok(swap_span(p, bytes)?.us())
+}
+
+/// [`swap`]'s counts: the slower node's ticks.
+pub fn swap_span(p: &dyn Platform, bytes: u32) -> Result<Span, Error> {
     let mut progs = idle(p, 2, "the swap")?;
     check_bytes(bytes)?;
     for (me, other) in [(0u32, 1u32), (1, 0)] {
@@ -871,13 +1676,21 @@ pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
         ];
     }
     let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)?.max(r.between(1, 0, 1)?))
+    Ok(Span {
+        ticks: r.ticks_between(0, 0, 1)?.max(r.ticks_between(1, 0, 1)?),
+        repeats: 1,
+    })
 }
 
 /// Two-to-one array transfer: nodes 1 and 2 each send node 0 `bytes` at
 /// once, into two halves of one segment they share or into a segment each;
 /// node 0's time from the start until all is in, microseconds.
 pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result<f64, Error> {
+    Ok(two_to_one_segments_span(p, bytes, shared)?.us())
+}
+
+/// [`two_to_one_segments`]'s counts.
+pub fn two_to_one_segments_span(p: &dyn Platform, bytes: u32, shared: bool) -> Result<Span, Error> {
     let mut progs = idle(p, 3, "two-to-one into segments")?;
     check_bytes(bytes)?;
     for s in [1usize, 2] {
@@ -902,8 +1715,7 @@ pub fn two_to_one_segments(p: &dyn Platform, bytes: u32, shared: bool) -> Result
     }
     let ends = if shared { 1 } else { 2 };
     progs[0] = vec![Step::Mark, Step::Wait { received: ends }, Step::Mark];
-    let r = p.run(&progs)?;
-    r.between(0, 0, 1)
+    span(&p.run(&progs)?, 0, 1)
 }
 
 /// The bytes the pipelined bandwidth benchmark moves at every size (1 MB).
@@ -916,6 +1728,11 @@ pub const BW_SIZES: [u32; 9] = [16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1
 /// of `bytes`, waiting for its completion before the next; microseconds
 /// per operation.
 pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Error> {
+    Ok(blocking_span(p, bytes, get)?.us())
+}
+
+/// [`blocking_op`]'s counts.
+pub fn blocking_span(p: &dyn Platform, bytes: u32, get: bool) -> Result<Span, Error> {
     let mut progs = idle(p, 2, "the blocking store and get")?;
     check_bytes(bytes)?;
     let k = (STREAM / bytes).clamp(1, 8) as u64;
@@ -939,14 +1756,24 @@ pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Error
     if !get {
         progs[1] = vec![Step::Wait { received: k }];
     }
-    let r = p.run(&progs)?;
-    Ok(r.between(0, 0, 1)? / k as f64)
+    span(&p.run(&progs)?, 0, k)
 }
 
 /// Pipelined bandwidth: 1 MB moved from node 0 to node 1 as back-to-back
 /// stores of `bytes` (asynchronous: none waits for the one before), timed
 /// until every one is acknowledged; MB/s.
 pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
+    Ok(mb_s(STREAM.into(), pipelined_span(p, bytes)?))
+}
+
+/// Megabytes a second (bytes a microsecond) of `bytes` moved per
+/// repetition of `span`: the one place a rate is computed.
+pub fn mb_s(bytes: u64, span: Span) -> f64 {
+    bytes as f64 / span.us()
+}
+
+/// [`pipelined`]'s counts: the whole stream's ticks.
+pub fn pipelined_span(p: &dyn Platform, bytes: u32) -> Result<Span, Error> {
     let mut progs = idle(p, 2, "the pipelined stores")?;
     check_bytes(bytes)?;
     let k = STREAM.div_ceil(bytes) as u64;
@@ -958,8 +1785,7 @@ pub fn pipelined(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
     }));
     progs[0].extend([Step::Wait { received: k }, Step::Mark]);
     progs[1] = vec![Step::Wait { received: k }];
-    let r = p.run(&progs)?;
-    Ok(STREAM as f64 / r.between(0, 0, 1)?)
+    span(&p.run(&progs)?, 0, 1)
 }
 
 /// The size at which a bandwidth curve first reaches half its last value,
@@ -999,24 +1825,58 @@ pub struct Bandwidth {
 /// per blocking get, MB/s pipelined).
 pub type BwPoint = (u32, f64, Option<f64>, Option<f64>);
 
+/// One size of the bandwidth benchmark, as counts: the bytes of an
+/// operation, the blocking stores' and gets' spans (none where the layer
+/// has no get) and the pipelined stream's (from 64 bytes up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BwCounts {
+    /// Bytes an operation moves.
+    pub bytes: u32,
+    /// The blocking stores.
+    pub store: Span,
+    /// The blocking gets.
+    pub get: Option<Span>,
+    /// The pipelined stream of [`STREAM`] bytes.
+    pub pipelined: Option<Span>,
+}
+
+/// The bandwidth benchmark's counts, size by size.
+pub fn bandwidth_counts(p: &dyn Platform) -> Result<Vec<BwCounts>, Error> {
+    BW_SIZES
+        .iter()
+        .map(|&bytes| {
+            Ok(BwCounts {
+                bytes,
+                store: blocking_span(p, bytes, false)?,
+                get: if p.has_get() {
+                    Some(blocking_span(p, bytes, true)?)
+                } else {
+                    None
+                },
+                // The asynchronous curve starts at 64 bytes.
+                pipelined: if bytes >= 64 {
+                    Some(pipelined_span(p, bytes)?)
+                } else {
+                    None
+                },
+            })
+        })
+        .collect()
+}
+
 /// Run the bandwidth benchmark (the SP paper's method) on a platform.
 pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, Error> {
-    let mut points = Vec::new();
-    for &x in &BW_SIZES {
-        let st = blocking_op(p, x, false)?;
-        let get = if p.has_get() {
-            Some(blocking_op(p, x, true)?)
-        } else {
-            None
-        };
-        // The asynchronous curve starts at 64 bytes.
-        let pipe = if x >= 64 {
-            Some(pipelined(p, x)?)
-        } else {
-            None
-        };
-        points.push((x, st, get, pipe));
-    }
+    let points: Vec<BwPoint> = bandwidth_counts(p)?
+        .into_iter()
+        .map(|q| {
+            (
+                q.bytes,
+                q.store.us(),
+                q.get.map(Span::us),
+                q.pipelined.map(|s| mb_s(STREAM.into(), s)),
+            )
+        })
+        .collect();
     let pts = |f: &dyn Fn(&BwPoint) -> Option<f64>| {
         points
             .iter()
@@ -1038,47 +1898,72 @@ pub fn bandwidth(p: &dyn Platform) -> Result<Bandwidth, Error> {
 /// The bandwidth tables: per size, MB/s of blocking stores and gets and of
 /// the pipelined stream; then r-infinity and n1/2 of each.
 pub fn bandwidth_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
-    let b = bandwidth(p)?;
-    let mb = |x: u32, t: f64| Cell::Num(x as f64 / t, 2);
-    let rows = b
-        .points
-        .iter()
-        .map(|&(x, st, get, pipe)| {
+    let rows = bandwidth_counts(p)?
+        .into_iter()
+        .map(|q| {
+            let x = u64::from(q.bytes);
             vec![
-                count(x as u64),
-                mb(x, st),
-                get.map_or(Cell::Missing, |t| mb(x, t)),
-                pipe.map_or(Cell::Missing, |m| Cell::Num(m, 2)),
+                count(x),
+                rate(x, q.store),
+                q.get.map_or(Cell::Missing, |t| rate(x, t)),
+                q.pipelined
+                    .map_or(Cell::Missing, |t| rate(STREAM.into(), t)),
             ]
         })
         .collect();
-    let fit_row = |name: &str, f: Option<Bulk>| match f {
-        Some(f) => vec![lab(name), num(f.bandwidth_mb_s, 2), num(f.n_half_bytes, 0)],
-        None => vec![lab(name), Cell::Missing, Cell::Missing],
+    let curve = tab(
+        "bandwidth",
+        &[
+            ("bytes", BYTES),
+            ("blocking store MB/s", MBS),
+            ("blocking get MB/s", MBS),
+            ("pipelined store MB/s", MBS),
+        ],
+        rows,
+    );
+    let fits = bandwidth_fit(&curve).map_err(Error::Incomplete)?;
+    Ok(vec![curve, fits])
+}
+
+/// The bandwidth benchmark's fit table, from its curve table: the blocking
+/// store's and get's fits (T = c + n/B over their spans) and the pipelined
+/// curve's last point and n1/2.
+fn bandwidth_fit(curve: &Table) -> Result<Table, String> {
+    // (bytes, the column's cell) down one column, the missing left out.
+    let column = |j: usize| -> Result<Vec<(f64, u64, Span)>, String> {
+        let mut out = Vec::new();
+        for (i, r) in curve.rows.iter().enumerate() {
+            match r.get(j) {
+                Some(Cell::MbS { bytes, span }) => {
+                    out.push((count_at(curve, i, 0)? as f64, *bytes, *span))
+                }
+                Some(Cell::Missing) => {}
+                _ => return Err(format!("{}: rows[{i}][{j}] is no rate", curve.benchmark)),
+            }
+        }
+        Ok(out)
     };
-    Ok(vec![
-        tab(
-            "bandwidth",
-            &[
-                ("bytes", BYTES),
-                ("blocking store MB/s", MBS),
-                ("blocking get MB/s", MBS),
-                ("pipelined store MB/s", MBS),
-            ],
-            rows,
-        ),
-        tab(
-            "bandwidth r-infinity and n1/2",
-            &[("mode", NONE), ("MB/s", MBS), ("n1/2 bytes", BYTES)],
+    let fit_row = |name: &str, j: usize| -> Result<Vec<Cell>, String> {
+        let points: Vec<(f64, f64)> = column(j)?.iter().map(|q| (q.0, q.2.us())).collect();
+        Ok(if points.is_empty() {
+            vec![lab(name), Cell::Missing, Cell::Missing]
+        } else {
+            let f = fit(&points);
+            vec![lab(name), num(f.bandwidth_mb_s, 2), num(f.n_half_bytes, 0)]
+        })
+    };
+    let pipe: Vec<(f64, f64)> = column(3)?.iter().map(|q| (q.0, mb_s(q.1, q.2))).collect();
+    Ok(tab(
+        BANDWIDTH_FIT,
+        &[("mode", NONE), ("MB/s", MBS), ("n1/2 bytes", BYTES)],
+        vec![
+            fit_row("blocking store (fit)", 1)?,
+            fit_row("blocking get (fit)", 2)?,
             vec![
-                fit_row("blocking store (fit)", Some(b.store)),
-                fit_row("blocking get (fit)", b.get),
-                vec![
-                    lab("pipelined store (curve)"),
-                    num(b.pipelined_mb_s, 2),
-                    num(b.pipelined_n_half_bytes, 0),
-                ],
+                lab("pipelined store (curve)"),
+                num(pipe.last().map_or(f64::NAN, |c| c.1), 2),
+                num(n_half(&pipe), 0),
             ],
-        ),
-    ])
+        ],
+    ))
 }

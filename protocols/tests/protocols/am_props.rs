@@ -350,7 +350,8 @@ fn fetch_op_target_is_checked() {
 fn exports_at_their_extremes() {
     use protocols::am::export::{self, Network};
     let l = suite::LogP {
-        platform: "x",
+        platform: "x".into(),
+        counts: Default::default(),
         send_overhead_us: 1.0,
         reply_overhead_us: 1.0,
         recv_overhead_us: 1.0,

@@ -26,6 +26,12 @@ fn run_results_are_send_clone_debug_serialize() {
     assert_round_trip::<coherence::sharing::SharingRun>();
     assert_round_trip::<coherence::sharing::Config>();
     assert_result::<coherence::sharing::SharingRun>();
+    assert_round_trip::<protocols::am::suite::LogpResult>();
+    assert_round_trip::<protocols::am::suite::SuiteResult>();
+    assert_round_trip::<protocols::am::costs::FeatureCosts>();
+    assert_round_trip::<protocols::am::config::PlatformConfig>();
+    assert_result::<protocols::am::suite::LogpResult>();
+    assert_result::<protocols::am::suite::SuiteResult>();
     assert_result::<coherence::AccessResult>();
     assert_result::<coherence::CohStats>();
     assert_result::<magic::Ledger>();
@@ -858,4 +864,82 @@ fn a_sharing_runs_json_keeps_its_counts_and_reads_back_equal() {
     );
     let e = refused(&|v| v["wall_s"] = 0.5.into());
     assert!(e.contains("unknown field `wall_s`"), "{e}");
+}
+
+/// The AM suite's results and the cost study's refuse, naming it, a figure
+/// their counts do not give (a fit its curve does not give, a total its
+/// features do not sum to), and read back what they wrote.
+#[test]
+fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
+    use protocols::am::config::PlatformConfig;
+    use protocols::am::costs::{self, CostsConfig, Delivery, FeatureCosts};
+    use protocols::am::suite::{self, logp_config, LogpResult, SuiteConfig, SuiteResult};
+    fn refused<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(
+        r: &T,
+        edit: &dyn Fn(&mut Value),
+    ) -> String {
+        let mut v = serde_json::to_value(r).unwrap();
+        assert_eq!(&serde_json::from_value::<T>(v.clone()).unwrap(), r);
+        edit(&mut v);
+        serde_json::from_value::<T>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+    let l = logp_config(&PlatformConfig::sp(3)).unwrap();
+    let study = |c: &CostsConfig| costs::run_config(c).unwrap();
+    let tables = |b: &str| {
+        suite::run(&SuiteConfig {
+            platform: PlatformConfig::cm5(3),
+            benchmark: Some(b.into()),
+        })
+        .unwrap()
+    };
+    let (array, bw) = (tables("array-transfer"), tables("bandwidth"));
+    let finite = study(&CostsConfig {
+        protocol: Delivery::Finite,
+        words: 16,
+        packet_words: 4,
+        ..CostsConfig::default()
+    });
+    for (e, says) in [
+        (
+            refused::<LogpResult>(&l, &|v| v["ring_us"] = 9.5.into()),
+            "ring_us is 9.5, but the counts give",
+        ),
+        (
+            refused::<LogpResult>(&l, &|v| v["counts"]["bulk"][3]["ticks"] = 1.into()),
+            "bulk.startup_us is ",
+        ),
+        (
+            refused::<LogpResult>(&l, &|v| v["config"]["nodes"] = "3".into()),
+            "invalid type",
+        ),
+        (
+            refused::<SuiteResult>(&array, &|v| v["tables"][0]["rows"][0][1] = 9.5.into()),
+            "array-transfer: rows[0][1] is 9.5, but the counts give",
+        ),
+        (
+            refused::<SuiteResult>(&array, &|v| v["tables"][1]["rows"][0][2] = 9.5.into()),
+            "rows[0][2] is 9.5, but the counts give",
+        ),
+        (
+            refused::<SuiteResult>(&bw, &|v| v["tables"][1]["rows"][2][1] = 9.5.into()),
+            "bandwidth r-infinity and n1/2: rows[2][1] is 9.5",
+        ),
+        (
+            refused::<SuiteResult>(&bw, &|v| v["tables"][0]["counts"][0][1] = Value::Null),
+            "bandwidth: rows[0][1] is no label, count or figure with the counts",
+        ),
+        (
+            refused::<FeatureCosts>(&finite, &|v| v["total"]["total"] = 1.into()),
+            "total.total is 1, but the features sum to",
+        ),
+        (
+            refused::<FeatureCosts>(&finite, &|v| v["packets"] = 5.into()),
+            "packets is 5, but 16 words in packets of 4 take 4",
+        ),
+    ] {
+        assert!(e.contains(says), "{e}, not {says}");
+    }
 }

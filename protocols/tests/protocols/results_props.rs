@@ -2,14 +2,18 @@
 //! `transfer_props`, coherence off at times so that stale lines are kept,
 //! flushes, and machine parameters, a cost entry and coherence options
 //! away from their defaults), read misses, pipeline workloads,
-//! fetch-and-adds, remaps and sharing workloads likewise: the JSON of a
-//! result reads back equal to it, and the configuration it carries
-//! measures it again.
+//! fetch-and-adds, remaps, sharing workloads, the AM suite's LogP figures
+//! and tables on small random platforms, and the cost study likewise: the
+//! JSON of a result reads back equal to it, and the configuration it
+//! carries measures it again.
 
 use super::transfer_props::config;
 use coherence::modes::Mode;
-use magic::Cycles;
+use magic::{Cycles, Time};
 use proptest::prelude::*;
+use protocols::am::config::PlatformConfig;
+use protocols::am::costs::{self, CostsConfig, Delivery, FeatureCosts, Network};
+use protocols::am::suite::{self, logp_config, LogpResult, SuiteConfig, SuiteResult};
 use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts, PipelineRun};
 use protocols::transfer::{run, Config, Outcome, SenderState};
 use protocols::user::experiments::{
@@ -292,6 +296,140 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert_eq!(&back, &r);
         let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
+    }
+}
+
+prop_compose! {
+    /// A platform of the AM suite on 3 or 4 nodes: any of the four, a
+    /// layer's cost and a network's (or the machine's) parameter away
+    /// from their defaults.
+    fn platform_config()(
+        kind in 0usize..4,
+        nodes in 3u32..=4,
+        request in 10u64..=40,
+        sp_request in 200u64..=400,
+        deliver in 4u32..=12,
+        fixed_latency in 40_000u64..=70_000,
+        switch_latency in 6_600u64..=26_400,
+        net_latency in 10u64..=40,
+    ) -> PlatformConfig {
+        let mut c = match kind {
+            0 => PlatformConfig::cm5(nodes),
+            1 => PlatformConfig::cm5_cmaml(nodes),
+            2 => PlatformConfig::sp(nodes),
+            _ => PlatformConfig::flash(nodes),
+        };
+        match &mut c {
+            PlatformConfig::Cm5 { costs, network, .. }
+            | PlatformConfig::Cm5Cmaml { costs, network, .. } => {
+                costs.request = request;
+                network.fixed_latency = Time(fixed_latency);
+            }
+            PlatformConfig::Sp { costs, network, .. } => {
+                costs.request = sp_request;
+                network.switch_latency = Time(switch_latency);
+            }
+            PlatformConfig::Flash { costs, machine, .. } => {
+                costs.deliver = deliver;
+                machine.net_latency = Cycles(net_latency);
+            }
+        }
+        c
+    }
+}
+
+/// Cases of the AM suite's properties: each runs whole benchmarks, so
+/// fewer than the others' (`PROPTEST_CASES` raises them).
+fn am_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: am_cases(),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_logps_json_reads_back_equal_and_its_config_measures_it_again(c in platform_config()) {
+        let r = logp_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: LogpResult = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        // The figures are what the counts give, exactly.
+        prop_assert_eq!(r.logp.round_trip_us, r.logp.counts.round_trip.us());
+        let again = logp_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
+    }
+
+    #[test]
+    fn a_suites_json_reads_back_equal_and_its_config_runs_it_again(
+        platform in platform_config(),
+        benchmark in prop::sample::select(vec![
+            "one-to-two", "round-trip", "poll", "traverse", "array-transfer",
+            "two-to-one-segments", "swap", "bandwidth", "operations", "interrupt",
+        ]),
+    ) {
+        let interrupt = benchmark == "interrupt";
+        let cmaml = matches!(platform, PlatformConfig::Cm5Cmaml { .. });
+        let c = SuiteConfig { platform, benchmark: Some(benchmark.to_string()) };
+        let r = match suite::run(&c) {
+            Err(e) if interrupt && !cmaml => {
+                prop_assert!(e.to_string().contains("CMAML"), "{e}");
+                return Ok(());
+            }
+            r => r.map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?,
+        };
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: SuiteResult = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = suite::run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&again, &r);
+    }
+}
+
+prop_compose! {
+    /// A cost study: any protocol and network, up to 64 words in packets
+    /// of up to 16 (even for the indefinite protocol; the single packet's
+    /// 4 and 4).
+    fn costs_config()(
+        protocol in prop::sample::select(vec![Delivery::Single, Delivery::Finite, Delivery::Indefinite]),
+        network in prop::sample::select(vec![Network::Cm5, Network::Ordered]),
+        words in 1u64..=64,
+        half in 1u64..=8,
+    ) -> CostsConfig {
+        let (words, packet_words) = match protocol {
+            Delivery::Single => (4, 4),
+            Delivery::Finite => (words, 2 * half - 1),
+            Delivery::Indefinite => (words, 2 * half),
+        };
+        CostsConfig { protocol, words, packet_words, network }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_cost_studys_json_reads_back_equal_and_its_config_counts_it_again(c in costs_config()) {
+        let r = costs::run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        prop_assert_eq!(&r.config, &c);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: FeatureCosts = serde_json::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &r);
+        let again = costs::run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&again, &r);
     }
 }
