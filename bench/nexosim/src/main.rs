@@ -77,7 +77,10 @@ enum Job {
     Setup,
     /// Sending a packet, held at its end while the outbox is full.
     Send,
-    Recv { last: bool, start: u64 },
+    Recv {
+        last: bool,
+        start: u64,
+    },
 }
 
 /// What a node has seen complete, read once the run is over.
