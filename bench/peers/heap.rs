@@ -26,7 +26,9 @@
 //! FIFO), so it is not an event on the wire: the sender keeps its packets
 //! until they arrive (at most four: three in the outbox, one in flight,
 //! since the flight is shorter than the wire), and one event per packet,
-//! named by the sender, hands the oldest to its destination. Packets reach
+//! named by the sender, hands the oldest to its destination. For the same
+//! reason a send knows when it starts how long it will be held for a slot,
+//! so its end is one event. Packets reach
 //! an inbox in arrival order, so the inbox is a queue, sorted by source only
 //! among the packets of one cycle.
 
@@ -65,9 +67,9 @@ pub enum Pattern {
 enum Job {
     Idle,
     Setup,
+    /// Sending a packet, and holding it at the send's end while the outbox
+    /// is full.
     Send,
-    /// A sent packet that found the outbox full, held until a slot frees.
-    Held,
     Recv,
 }
 
@@ -108,6 +110,18 @@ struct Node {
     kept_len: usize,
     /// Arrived packets not yet received, by (arrival, source).
     inbox: VecDeque<Packet>,
+}
+
+impl Node {
+    /// When the outbox next has a free slot, seen at `t`: the outbox is full
+    /// while its third-newest packet is on the wire.
+    fn outbox_free(&self, t: u64) -> u64 {
+        if self.kept_len < OUTBOX {
+            return t;
+        }
+        let third = self.kept[(self.kept_head + self.kept_len - OUTBOX) % KEPT];
+        t.max(third.arrive - LATENCY)
+    }
 }
 
 /// One run of the workload.
@@ -221,17 +235,11 @@ impl Sim {
         let node = &mut self.nodes[i as usize];
         match node.job {
             Job::Setup => node.set_up = true,
-            Job::Send | Job::Held => {
-                // The outbox is full while its third-newest packet is on the wire.
-                if node.kept_len >= OUTBOX {
-                    let third = node.kept[(node.kept_head + node.kept_len - OUTBOX) % KEPT];
-                    let free = third.arrive - LATENCY;
-                    if free > t {
-                        node.job = Job::Held;
-                        self.at(free, i, DONE);
-                        return;
-                    }
-                }
+            Job::Send => {
+                debug_assert!(
+                    node.outbox_free(t) <= t,
+                    "the send ended with the outbox full"
+                );
                 let begin = t.max(node.wire_free);
                 node.wire_free = begin + WIRE;
                 let last = node.pkt + 1 == PACKETS;
@@ -306,8 +314,12 @@ impl Sim {
                 self.at(t + RECV + if p.last { LAST } else { 0 }, i, DONE);
             } else if node.msg < self.msgs {
                 if node.set_up {
+                    // Held at its end until the outbox has a free slot;
+                    // nothing but this processor changes the outbox, so when
+                    // is known now.
                     node.job = Job::Send;
-                    self.at(t + SEND, i, DONE);
+                    let ends = (t + SEND).max(node.outbox_free(t));
+                    self.at(ends, i, DONE);
                 } else {
                     let to = self.dest(i);
                     let node = &mut self.nodes[i as usize];
