@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Engine benchmark: flashkit vs. two reference peers on the "pipeline" workload
+# Engine benchmark: flashkit vs. three peers on the "pipeline" workload
 # (its definition is in each peer's header comment and in README.md, Benchmark).
-#   - peers/simpy_model.py : what a user would otherwise write (SimPy 4)
 #   - peers/heap.rs        : hand-written std-only BinaryHeap loop (near the single-core limit)
-# All three must agree exactly on completion / sum of completions / sum of latencies
-# before any timing counts (exit 1 if not). Speed targets are reported as PASS/MISS
-# but never fail the script: this is a benchmark, not a test.
+#   - nexosim/             : the workload as user code of nexosim 1.0, the Rust
+#                            discrete-event framework, on one thread
+#   - peers/simpy_model.py : what a user would otherwise write (SimPy 4)
+# All must agree exactly on completion / sum of completions / sum of latencies
+# before any timing counts (exit 1 if not). Each round runs every implementation
+# once, in turn; the figures are medians over the rounds and ratios of medians, with
+# the range of the rounds' own ratios beside them. Speed targets are reported as
+# PASS/MISS but never fail the script: this is a benchmark, not a test.
 #
 # Usage: bench/peers.sh            (from anywhere; it cd's to the repo root)
 # Environment:
@@ -13,7 +17,8 @@
 #   NODES          node counts, space separated                (default 64)
 #   MSGS           messages per node, space separated          (default 1000)
 #   PATTERNS       destination patterns: ring|shift|rand       (default "rand ring")
-#   REPS           interleaved rounds per run                  (default 3)
+#   REPS           interleaved rounds per run                  (default 5)
+#   PEERS          peers to run, space separated               (default "heap nexosim simpy")
 #   SKIP_FLASHKIT  =1: skip building/running flashkit and its checks
 #                  (lets the peer half of this script be exercised on its own)
 set -euo pipefail
@@ -23,16 +28,20 @@ PEERS_DIR=${PEERS_DIR:-bench/peers}
 NODES=${NODES:-64}
 MSGS=${MSGS:-1000}
 PATTERNS=${PATTERNS:-rand ring}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
+PEERS=${PEERS:-heap nexosim simpy}
 SKIP_FLASHKIT=${SKIP_FLASHKIT:-0}
 
 FLASHKIT=target/release/flashkit
-HEAP=target/bench/magic_heap
+HEAP=target/bench/heap
+NEXOSIM_DIR=bench/nexosim
+NEXOSIM=$NEXOSIM_DIR/target/release/flashkit-nexosim-peer
 SIMPY="$PEERS_DIR/simpy_model.py"
 
-# Targets: flashkit must beat SimPy by a wide margin and stay close to the hand-written loop.
+# Targets: flashkit must beat SimPy by a wide margin and take at most half the
+# hand-written loop's time.
 TARGET_VS_SIMPY=50    # flashkit events/s / SimPy events/s  >=
-TARGET_VS_HEAP=2.0    # flashkit wall / heap wall            <=
+TARGET_VS_HEAP=0.5    # flashkit wall / heap wall            <=
 
 die() { echo "peers.sh: $*" >&2; exit 1; }
 
@@ -47,19 +56,34 @@ median() {
 calc() { awk "function div(a, b) { return b == 0 ? \"inf\" : a / b } BEGIN { print $1 }"; }
 
 # ---- setup -------------------------------------------------------------------------------
-[[ -f "$PEERS_DIR/heap.rs" && -f "$SIMPY" ]] ||
-  die "reference peers not found in '$PEERS_DIR' (set PEERS_DIR; need heap.rs and simpy_model.py)"
+has_peer() { [[ " $PEERS " == *" $1 "* ]]; }
+for p in $PEERS; do
+  [[ $p == heap || $p == nexosim || $p == simpy ]] || die "PEERS: unknown peer '$p' (heap, nexosim, simpy)"
+done
+[[ -n ${PEERS// /} ]] || die "PEERS is empty (heap, nexosim, simpy)"
 
 if [[ $SKIP_FLASHKIT != 1 ]]; then
   cargo build --release >&2
   [[ -x $FLASHKIT ]] || die "cargo build succeeded but $FLASHKIT is missing (CARGO_TARGET_DIR set?)"
 fi
 
-# target-cpu=native: give the hand-written peer its best shot; it is the bar to measure against.
-mkdir -p target/bench
-rustc -C opt-level=3 -C target-cpu=native -o "$HEAP" "$PEERS_DIR/heap.rs"
+if has_peer heap; then
+  [[ -f "$PEERS_DIR/heap.rs" ]] || die "the heap peer is not in '$PEERS_DIR' (set PEERS_DIR)"
+  mkdir -p target/bench
+  rustc -C opt-level=3 -o "$HEAP" "$PEERS_DIR/heap.rs"
+fi
 
-python3 -c 'import simpy' 2>/dev/null || python3 -m pip install --quiet simpy
+if has_peer nexosim; then
+  # Its own Cargo project, outside the workspace, with its own target/ (CARGO_TARGET_DIR
+  # would move it, so it is unset here).
+  env -u CARGO_TARGET_DIR cargo build --release --quiet --manifest-path "$NEXOSIM_DIR/Cargo.toml" >&2
+  [[ -x $NEXOSIM ]] || die "cargo build succeeded but $NEXOSIM is missing"
+fi
+
+if has_peer simpy; then
+  [[ -f "$SIMPY" ]] || die "the SimPy peer is not in '$PEERS_DIR' (set PEERS_DIR)"
+  python3 -c 'import simpy' 2>/dev/null || python3 -m pip install --quiet simpy
+fi
 
 # ---- one invocation of each implementation -------------------------------------------------
 # Each sets R_COMPLETION R_SUM_DONE R_SUM_LAT R_WALL (wall = event-loop time in seconds, as
@@ -81,7 +105,7 @@ print(d["completion"], d["sum_completion"], d["sum_latency"], d["events"], d["wa
     echo "  note: flashkit reports events=$R_EVENTS, expected $CANON (rates use $CANON)" >&2
 }
 
-# Both peers print: completion sum_completion sum_latency events wall_s
+# The peers print: completion sum_completion sum_latency events wall_s
 parse_peer() {  # NAME OUTPUT
   local re='^([0-9]+) ([0-9]+) ([0-9]+) ([0-9]+) ([0-9.]+)$'
   [[ $2 =~ $re ]] || die "cannot parse the $1 peer's output: $2"
@@ -93,6 +117,12 @@ run_heap() {  # N M PATTERN
   local out
   out=$("$HEAP" "$1" "$2" "$3" 1) || die "heap peer failed on N=$1 M=$2 $3"
   parse_peer heap "$out"
+}
+
+run_nexosim() {  # N M PATTERN
+  local out
+  out=$("$NEXOSIM" "$1" "$2" "$3" 1) || die "nexosim peer failed on N=$1 M=$2 $3"
+  parse_peer nexosim "$out"
 }
 
 run_simpy() {  # N M PATTERN
@@ -132,20 +162,39 @@ verdict() {  # VALUE OP TARGET  (OP is >= or <=)
   fi
 }
 
+# One ratio line: LABEL A B [OP TARGET]. The ratio of A's median wall to B's, the range
+# of the rounds' own A/B ratios, and the verdict against the target if one is given.
+ratio_line() {
+  local -n a="WALLS_$2" b="WALLS_$3"
+  local k r lo hi rounds=()
+  r=$(calc "div($(median "${a[@]}"), $(median "${b[@]}"))")
+  for ((k = 0; k < ${#a[@]}; k++)); do rounds+=("$(calc "div(${a[k]}, ${b[k]})")"); done
+  lo=$(printf '%s\n' "${rounds[@]}" | sort -g | head -n 1)
+  hi=$(printf '%s\n' "${rounds[@]}" | sort -g | tail -n 1)
+  printf '  %-36s = %8.3f  (rounds %.3f-%.3f)' "$1" "$r" "$lo" "$hi"
+  if [[ $# -ge 5 ]]; then
+    printf '  target %s %s: %s' "$4" "$5" "$(verdict "$r" "$4" "$5")"
+  fi
+  echo
+}
+
 # ---- the runs ------------------------------------------------------------------------------
+IMPLS=()
 if [[ $SKIP_FLASHKIT == 1 ]]; then
   echo "SKIP_FLASHKIT=1: peers only, flashkit not built or run"
-  IMPLS=(heap simpy)
 else
-  IMPLS=(flashkit heap simpy)
+  IMPLS=(flashkit)
 fi
+for p in heap nexosim simpy; do
+  if has_peer "$p"; then IMPLS+=("$p"); fi
+done
 
 for n in $NODES; do
   for m in $MSGS; do
     for p in $PATTERNS; do
-      CANON=$((n * m * (1 + 4 * 32)))  # model events, counted the same way for all three
+      CANON=$((n * m * (1 + 4 * 32)))  # model events, counted the same way for all
       EXPECT='' EXPECT_FROM=''
-      WALLS_flashkit=() WALLS_heap=() WALLS_simpy=()
+      WALLS_flashkit=() WALLS_heap=() WALLS_nexosim=() WALLS_simpy=()
       # Interleave rounds so machine noise hits every implementation alike.
       for ((r = 0; r < REPS; r++)); do
         for impl in "${IMPLS[@]}"; do measure "$impl" "$n" "$m" "$p"; done
@@ -153,23 +202,25 @@ for n in $NODES; do
 
       echo "== N=$n M=$m $p: $CANON model events, $REPS interleaved rounds =="
       echo "  all agree: $EXPECT"
-      heap=$(median "${WALLS_heap[@]}")
-      simpy=$(median "${WALLS_simpy[@]}")
+      for impl in "${IMPLS[@]}"; do
+        walls_of="WALLS_$impl[@]"
+        report_impl "$impl" "$(median "${!walls_of}")"
+      done
       if [[ $SKIP_FLASHKIT != 1 ]]; then
-        fk=$(median "${WALLS_flashkit[@]}")
-        report_impl flashkit "$fk"
-      fi
-      report_impl heap "$heap"
-      report_impl simpy "$simpy"
-      if [[ $SKIP_FLASHKIT != 1 ]]; then
-        vs_simpy=$(calc "div($simpy, $fk)")  # = flashkit events/s / SimPy events/s
-        vs_heap=$(calc "div($fk, $heap)")
-        printf '  flashkit events/s / SimPy events/s = %8.1f  (target >= %s)  %s\n' \
-          "$vs_simpy" "$TARGET_VS_SIMPY" "$(verdict "$vs_simpy" '>=' "$TARGET_VS_SIMPY")"
-        printf '  flashkit wall / heap wall          = %8.2f  (target <= %s) %s\n' \
-          "$vs_heap" "$TARGET_VS_HEAP" "$(verdict "$vs_heap" '<=' "$TARGET_VS_HEAP")"
-      else
-        printf '  heap events/s / SimPy events/s     = %8.1f  (for reference)\n' "$(calc "div($simpy, $heap)")"
+        if has_peer heap; then
+          ratio_line "flashkit wall / heap wall" flashkit heap '<=' "$TARGET_VS_HEAP"
+        fi
+        if has_peer nexosim; then
+          ratio_line "nexosim wall / flashkit wall" nexosim flashkit
+        fi
+        if has_peer simpy; then
+          # SimPy's wall over flashkit's is flashkit's events/s over SimPy's.
+          ratio_line "flashkit events/s / SimPy events/s" simpy flashkit '>=' "$TARGET_VS_SIMPY"
+        fi
+      elif has_peer heap; then
+        for impl in nexosim simpy; do
+          if has_peer "$impl"; then ratio_line "$impl wall / heap wall" "$impl" heap; fi
+        done
       fi
     done
   done

@@ -17,6 +17,20 @@
 //! processor serves arrived packets (by arrival, source, message, packet)
 //! before its own work, and every event of a cycle is applied before any
 //! idle processor picks its next job in it.
+//!
+//! How the loop is built. Nothing in a cycle depends on the order its events
+//! are applied in (each touches one node's own state, or appends to an
+//! inbox that keeps its own order), so the queue needs no sequence numbers:
+//! an event is one `u64`, its cycle above the node and a bit for its kind.
+//! A packet's times are known when it enters the outbox (its wire is a
+//! FIFO), so it is not an event on the wire: the sender keeps its packets
+//! until they arrive (at most four: three in the outbox, one in flight,
+//! since the flight is shorter than the wire), and one event per packet,
+//! named by the sender, hands the oldest to its destination. For the same
+//! reason a send knows when it starts how long it will be held for a slot,
+//! so its end is one event. Packets reach
+//! an inbox in arrival order, so the inbox is a queue, sorted by source only
+//! among the packets of one cycle.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -30,60 +44,12 @@ const LAST: u64 = 16;
 const WIRE: u64 = 40;
 const LATENCY: u64 = 22;
 const OUTBOX: usize = 3;
+/// A sender's packets not yet arrived: the outbox and one in flight.
+const KEPT: usize = 4;
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    /// A packet reaches its destination: (source, message, packet, setup start).
-    Arrive {
-        src: u32,
-        msg: u32,
-        pkt: u32,
-        start: u64,
-    },
-    /// A node's processor finishes its job.
-    Done,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Ev {
-    at: u64,
-    seq: u64,
-    node: u32,
-    kind: Kind,
-}
-
-/// An arrived packet: (arrival, source, message, packet, setup start), in
-/// the order a processor serves them.
-type Arrived = (u64, u32, u32, u32, u64);
-
-/// What a processor is doing.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Job {
-    Idle,
-    Setup,
-    Send,
-    /// A packet that found the outbox full, held until a slot frees.
-    Held,
-    Recv {
-        last: bool,
-        start: u64,
-    },
-}
-
-struct Node {
-    job: Job,
-    /// Arrived packets, earliest first.
-    inbox: BinaryHeap<Reverse<Arrived>>,
-    msg: u32,
-    pkt: u32,
-    /// The message being sent: its destination and setup start; `None`
-    /// before its setup.
-    sending: Option<(u32, u64)>,
-    lcg: u64,
-    /// When each packet in the outbox leaves the wire.
-    outbox: VecDeque<u64>,
-    wire_free: u64,
-}
+/// The most cycles a run can take per message: if every job, wire and
+/// flight of it came one after another.
+const CYCLES_PER_MSG: u64 = SETUP + LAST + PACKETS as u64 * (SEND + WIRE + LATENCY + RECV);
 
 /// How a node picks its messages' destinations.
 #[derive(Clone, Copy)]
@@ -96,11 +62,79 @@ pub enum Pattern {
     Rand,
 }
 
+/// What a processor is doing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Job {
+    Idle,
+    Setup,
+    /// Sending a packet, and holding it at the send's end while the outbox
+    /// is full.
+    Send,
+    Recv,
+}
+
+/// A packet between its sender's processor and its destination's inbox.
+#[derive(Clone, Copy, Default)]
+struct Packet {
+    /// When it arrives (its end on the wire plus the flight).
+    arrive: u64,
+    /// Its message's setup start (the latency is measured from it).
+    start: u64,
+    /// The node it goes to, or (in an inbox) the node it came from.
+    node: u32,
+    /// Whether it is its message's last.
+    last: bool,
+}
+
+struct Node {
+    job: Job,
+    /// On the list of nodes that pick a job at the end of this cycle.
+    touched: bool,
+    /// Whether the message `msg` is set up.
+    set_up: bool,
+    /// The packet being received: its message's last, and that message's start.
+    recv_last: bool,
+    recv_start: u64,
+    /// Messages fully sent, and packets sent of the next.
+    msg: u32,
+    pkt: u32,
+    /// The message being sent: destination and setup start.
+    to: u32,
+    start: u64,
+    lcg: u64,
+    /// When the wire is next free.
+    wire_free: u64,
+    /// Packets sent and not arrived, oldest first, in a ring.
+    kept: [Packet; KEPT],
+    kept_head: usize,
+    kept_len: usize,
+    /// Arrived packets not yet received, by (arrival, source).
+    inbox: VecDeque<Packet>,
+}
+
+impl Node {
+    /// When the outbox next has a free slot, seen at `t`: the outbox is full
+    /// while its third-newest packet is on the wire.
+    fn outbox_free(&self, t: u64) -> u64 {
+        if self.kept_len < OUTBOX {
+            return t;
+        }
+        let third = self.kept[(self.kept_head + self.kept_len - OUTBOX) % KEPT];
+        t.max(third.arrive - LATENCY)
+    }
+}
+
 /// One run of the workload.
 pub struct Sim {
     nodes: Vec<Node>,
-    heap: BinaryHeap<Reverse<Ev>>,
-    seq: u64,
+    /// Events, earliest first: `cycle << shift | node << 1 | kind`, kind 0
+    /// for "the node's processor ends its job" and 1 for "the node's oldest
+    /// kept packet arrives".
+    queue: BinaryHeap<Reverse<u64>>,
+    shift: u32,
+    node_mask: u32,
+    /// Nodes to pick a job at the end of this cycle.
+    touched: Vec<u32>,
     msgs: u32,
     pattern: Pattern,
     /// When the last message completed.
@@ -111,27 +145,46 @@ pub struct Sim {
     pub sum_latency: u64,
 }
 
+const DONE: u64 = 0;
+const ARRIVE: u64 = 1;
+
 impl Sim {
-    /// `n` nodes sending `msgs` messages each.
+    /// `n` nodes sending `msgs` messages each. Panics, saying why, where `n`
+    /// is below 2 or the run's cycles could outgrow the queue's keys or the
+    /// sums.
     pub fn new(n: u32, msgs: u32, pattern: Pattern) -> Sim {
+        assert!(n >= 2, "the workload needs at least 2 nodes, got {}", n);
+        if let Err(e) = Sim::fits(n, msgs) {
+            panic!("{}", e);
+        }
+        let shift = 1 + (32 - (n - 1).leading_zeros());
         let nodes = (0..n)
             .map(|i| Node {
                 job: Job::Idle,
-                inbox: BinaryHeap::new(),
+                touched: true,
+                set_up: false,
+                recv_last: false,
+                recv_start: 0,
                 msg: 0,
                 pkt: 0,
-                sending: None,
+                to: 0,
+                start: 0,
                 lcg: (i as u64)
                     .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                     .wrapping_add(1),
-                outbox: VecDeque::with_capacity(OUTBOX),
                 wire_free: 0,
+                kept: [Packet::default(); KEPT],
+                kept_head: 0,
+                kept_len: 0,
+                inbox: VecDeque::with_capacity(16),
             })
             .collect();
         Sim {
             nodes,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: BinaryHeap::with_capacity(4 * n as usize),
+            shift,
+            node_mask: (1 << (shift - 1)) - 1,
+            touched: (0..n).collect(),
             msgs,
             pattern,
             completion: 0,
@@ -140,154 +193,169 @@ impl Sim {
         }
     }
 
-    fn at(&mut self, at: u64, node: u32, kind: Kind) {
-        self.seq += 1;
-        self.heap.push(Reverse(Ev {
-            at,
-            seq: self.seq,
-            node,
-            kind,
-        }));
+    /// Whether `n` nodes sending `msgs` messages each fit the loop's
+    /// integers: every cycle the run can reach below the queue key's cycle
+    /// field, and the sum of completions below 2^64.
+    pub fn fits(n: u32, msgs: u32) -> Result<(), String> {
+        let shift = 1 + (32 - n.saturating_sub(1).leading_zeros());
+        let total = n as u128 * msgs as u128;
+        let cycles = total * CYCLES_PER_MSG as u128;
+        if cycles >= 1u128 << (64 - shift) || total * cycles >= 1u128 << 64 {
+            return Err(format!(
+                "{n} nodes sending {msgs} messages each may outgrow the loop's 64-bit cycle keys and sums"
+            ));
+        }
+        Ok(())
     }
 
-    fn dest(&mut self, i: u32, j: u32) -> u32 {
+    #[inline]
+    fn at(&mut self, cycle: u64, node: u32, kind: u64) {
+        self.queue
+            .push(Reverse((cycle << self.shift) | ((node as u64) << 1) | kind));
+    }
+
+    fn dest(&mut self, i: u32) -> u32 {
         let n = self.nodes.len() as u32;
+        let node = &mut self.nodes[i as usize];
         match self.pattern {
             Pattern::Ring => (i + 1) % n,
-            Pattern::Shift => (i + 1 + j % (n - 1)) % n,
+            Pattern::Shift => (i + 1 + node.msg % (n - 1)) % n,
             Pattern::Rand => {
-                let x = &mut self.nodes[i as usize].lcg;
-                *x = x
+                node.lcg = node
+                    .lcg
                     .wrapping_mul(6_364_136_223_846_793_005)
                     .wrapping_add(1_442_695_040_888_963_407);
-                (i + 1 + ((*x >> 33) % (n as u64 - 1)) as u32) % n
+                (i + 1 + ((node.lcg >> 33) % (n as u64 - 1)) as u32) % n
             }
         }
     }
 
-    /// Put node `i`'s finished packet into its outbox at `t`, or hold it.
-    fn enqueue(&mut self, i: u32, t: u64) -> bool {
+    /// Node `i`'s processor ends its job at `t`.
+    fn done(&mut self, i: u32, t: u64) {
         let node = &mut self.nodes[i as usize];
-        while node.outbox.front().is_some_and(|&e| e <= t) {
-            node.outbox.pop_front();
-        }
-        if node.outbox.len() >= OUTBOX {
-            // Held until the packet on the wire leaves it.
-            let free = node.outbox[0];
-            node.job = Job::Held;
-            self.at(free, i, Kind::Done);
-            return false;
-        }
-        let (to, start) = node.sending.expect("a message is being sent");
-        let begin = t.max(node.wire_free);
-        node.wire_free = begin + WIRE;
-        node.outbox.push_back(node.wire_free);
-        let (msg, pkt) = (node.msg, node.pkt);
-        node.pkt += 1;
-        if node.pkt == PACKETS {
-            node.pkt = 0;
-            node.msg += 1;
-            node.sending = None;
-        }
-        self.at(
-            begin + WIRE + LATENCY,
-            to,
-            Kind::Arrive {
-                src: i,
-                msg,
-                pkt,
-                start,
-            },
-        );
-        true
-    }
-
-    /// The job node `i`'s processor finished at `t`.
-    fn finish(&mut self, i: u32, t: u64) {
-        match self.nodes[i as usize].job {
-            Job::Setup | Job::Idle => {}
-            Job::Send | Job::Held => {
-                if !self.enqueue(i, t) {
-                    return;
-                }
-            }
-            Job::Recv { last, start } => {
+        match node.job {
+            Job::Setup => node.set_up = true,
+            Job::Send => {
+                debug_assert!(
+                    node.outbox_free(t) <= t,
+                    "the send ended with the outbox full"
+                );
+                let begin = t.max(node.wire_free);
+                node.wire_free = begin + WIRE;
+                let last = node.pkt + 1 == PACKETS;
+                debug_assert!(node.kept_len < KEPT);
+                node.kept[(node.kept_head + node.kept_len) % KEPT] = Packet {
+                    arrive: begin + WIRE + LATENCY,
+                    start: node.start,
+                    node: node.to,
+                    last,
+                };
+                node.kept_len += 1;
                 if last {
+                    node.pkt = 0;
+                    node.msg += 1;
+                    node.set_up = false;
+                } else {
+                    node.pkt += 1;
+                }
+                self.at(begin + WIRE + LATENCY, i, ARRIVE);
+            }
+            Job::Recv => {
+                if node.recv_last {
                     self.completion = self.completion.max(t);
                     self.sum_completion += t;
-                    self.sum_latency += t - start;
+                    self.sum_latency += t - node.recv_start;
+                }
+            }
+            Job::Idle => unreachable!("an idle processor has no job to end"),
+        }
+        let node = &mut self.nodes[i as usize];
+        node.job = Job::Idle;
+        if !node.touched {
+            node.touched = true;
+            self.touched.push(i);
+        }
+    }
+
+    /// Node `i`'s oldest kept packet arrives at `t`.
+    fn arrive(&mut self, i: u32, t: u64) {
+        let sender = &mut self.nodes[i as usize];
+        let p = sender.kept[sender.kept_head];
+        sender.kept_head = (sender.kept_head + 1) % KEPT;
+        sender.kept_len -= 1;
+        debug_assert_eq!(p.arrive, t);
+        let to = p.node;
+        let node = &mut self.nodes[to as usize];
+        // Among the packets of this cycle, by source.
+        let mut at = node.inbox.len();
+        while at > 0 && node.inbox[at - 1].arrive == t && node.inbox[at - 1].node > i {
+            at -= 1;
+        }
+        node.inbox.insert(at, Packet { node: i, ..p });
+        if node.job == Job::Idle && !node.touched {
+            node.touched = true;
+            self.touched.push(to);
+        }
+    }
+
+    /// Every idle processor touched in cycle `t` picks its next job.
+    fn pick(&mut self, t: u64) {
+        let touched = std::mem::take(&mut self.touched);
+        for &i in &touched {
+            let node = &mut self.nodes[i as usize];
+            node.touched = false;
+            if node.job != Job::Idle {
+                continue;
+            }
+            if let Some(p) = node.inbox.pop_front() {
+                node.job = Job::Recv;
+                node.recv_last = p.last;
+                node.recv_start = p.start;
+                self.at(t + RECV + if p.last { LAST } else { 0 }, i, DONE);
+            } else if node.msg < self.msgs {
+                if node.set_up {
+                    // Held at its end until the outbox has a free slot;
+                    // nothing but this processor changes the outbox, so when
+                    // is known now.
+                    node.job = Job::Send;
+                    let ends = (t + SEND).max(node.outbox_free(t));
+                    self.at(ends, i, DONE);
+                } else {
+                    let to = self.dest(i);
+                    let node = &mut self.nodes[i as usize];
+                    node.to = to;
+                    node.start = t;
+                    node.job = Job::Setup;
+                    self.at(t + SETUP, i, DONE);
                 }
             }
         }
-        self.nodes[i as usize].job = Job::Idle;
-    }
-
-    /// An idle processor picks its next job at `t`.
-    fn pick(&mut self, i: u32, t: u64) {
-        let node = &mut self.nodes[i as usize];
-        if let Some(&Reverse((arr, _, _, pkt, start))) = node.inbox.peek() {
-            if arr <= t {
-                node.inbox.pop();
-                let last = pkt + 1 == PACKETS;
-                node.job = Job::Recv { last, start };
-                let cost = RECV + if last { LAST } else { 0 };
-                self.at(t + cost, i, Kind::Done);
-                return;
-            }
-        }
-        if node.msg == self.msgs {
-            return;
-        }
-        if node.sending.is_none() {
-            let j = node.msg;
-            let to = self.dest(i, j);
-            let node = &mut self.nodes[i as usize];
-            node.sending = Some((to, t));
-            node.job = Job::Setup;
-            self.at(t + SETUP, i, Kind::Done);
-        } else {
-            node.job = Job::Send;
-            self.at(t + SEND, i, Kind::Done);
-        }
+        self.touched = touched;
+        self.touched.clear();
     }
 
     /// Run until every message is complete.
     pub fn run(&mut self) {
-        let n = self.nodes.len() as u32;
-        let mut touched: Vec<u32> = (0..n).collect();
         let mut t = 0;
         loop {
-            // Every idle processor touched at `t` picks a job.
-            touched.sort_unstable();
-            touched.dedup();
-            for &i in &touched {
-                if self.nodes[i as usize].job == Job::Idle {
-                    self.pick(i, t);
+            match self.queue.peek() {
+                Some(&Reverse(key)) if key >> self.shift == t => {
+                    self.queue.pop();
+                    let i = (key >> 1) as u32 & self.node_mask;
+                    if key & 1 == DONE {
+                        self.done(i, t);
+                    } else {
+                        self.arrive(i, t);
+                    }
                 }
-            }
-            touched.clear();
-            let Some(&Reverse(first)) = self.heap.peek() else {
-                break;
-            };
-            t = first.at;
-            // Apply every event stamped `t`.
-            while let Some(&Reverse(e)) = self.heap.peek() {
-                if e.at != t {
-                    break;
+                _ => {
+                    // The cycle's events are applied: its idle processors pick.
+                    self.pick(t);
+                    match self.queue.peek() {
+                        Some(&Reverse(key)) => t = key >> self.shift,
+                        None => break,
+                    }
                 }
-                self.heap.pop();
-                match e.kind {
-                    Kind::Arrive {
-                        src,
-                        msg,
-                        pkt,
-                        start,
-                    } => self.nodes[e.node as usize]
-                        .inbox
-                        .push(Reverse((t, src, msg, pkt, start))),
-                    Kind::Done => self.finish(e.node, t),
-                }
-                touched.push(e.node);
             }
         }
     }
@@ -316,6 +384,10 @@ fn main() {
         eprintln!("{usage} (NODES at least 2, MSGS and REPS at least 1)");
         std::process::exit(2);
     }
+    if let Err(e) = Sim::fits(n, m) {
+        eprintln!("heap: {e}");
+        std::process::exit(2);
+    }
     let mut best = f64::INFINITY;
     let mut out = (0, 0, 0);
     for _ in 0..reps {
@@ -326,5 +398,5 @@ fn main() {
         out = (s.completion, s.sum_completion, s.sum_latency);
     }
     let events = n as u64 * m as u64 * (1 + 4 * PACKETS as u64);
-    println!("{} {} {} {} {:.3}", out.0, out.1, out.2, events, best);
+    println!("{} {} {} {} {:.6}", out.0, out.1, out.2, events, best);
 }
