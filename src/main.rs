@@ -732,6 +732,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     PatternArg::Rand => Pattern::Rand,
                 },
                 costs: Default::default(),
+                budget: magic::params::DEFAULT_BUDGET,
             };
             cfg.validate()
                 .map_err(|e| Failure::Usage(out_of_range(&e)))?;

@@ -692,7 +692,8 @@ fn done_cost() -> u64 {
 }
 
 impl Pipeline {
-    /// The workload's configuration.
+    /// The workload's configuration, within the default cycle budget
+    /// ([`pipeline`] gives it a scenario's `[machine] budget`).
     pub fn config(&self) -> protocols::pipeline::PipelineConfig {
         use magic::Cycles;
         use protocols::pipeline::{Pattern, PipelineConfig, PipelineCosts};
@@ -710,6 +711,7 @@ impl Pipeline {
                 recv: Cycles(self.recv_cycles),
                 done: Cycles(self.done_cycles),
             },
+            budget: magic::params::DEFAULT_BUDGET,
         }
     }
 }
@@ -1948,8 +1950,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             Ok((r, timelines(&m, trace)))
         }
         Saved::Pipeline(r) => {
-            let budget = magic::MagicParams::default().budget;
-            let (r, m) = pipeline_run(&r.config, budget, trace)?;
+            let (r, m) = pipeline_run(&r.config, trace)?;
             Ok((r, timelines(&m, trace)))
         }
         Saved::FetchOp(r) => {
@@ -2291,18 +2292,20 @@ pub fn pipeline(
     budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
-    pipeline_run(&x.config(), budget, trace)
+    let cfg = protocols::pipeline::PipelineConfig {
+        budget,
+        ..x.config()
+    };
+    pipeline_run(&cfg, trace)
 }
 
-/// The pipeline workload `cfg` within `budget` cycles: its report (the JSON
-/// its run serializes to) and the machine.
+/// The pipeline workload `cfg` (within its cycle budget): its report (the
+/// JSON its run serializes to) and the machine.
 fn pipeline_run(
     cfg: &protocols::pipeline::PipelineConfig,
-    budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
     let mut m = protocols::pipeline::build(cfg)?;
-    m.set_budget(budget)?;
     if trace {
         m.trace_on();
     }
