@@ -1008,6 +1008,13 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
             ));
         }
     }
+    if let (Format::Csv, scenario::Saved::Study(_)) = (format, &saved) {
+        // A study's CSV is its rows', as `flashkit study --format csv` writes it.
+        let s: flashkit::study::Study =
+            serde_json::from_value(r.0.json).map_err(|e| Failure::Failed(e.to_string()))?;
+        out_raw!("{}", s.csv());
+        return Ok(());
+    }
     report(Ok(r), trace, format)
 }
 

@@ -415,7 +415,7 @@ impl StudyMode {
 /// One point of the coherence-mode study (`[study]`; `flashkit study
 /// coherence` runs them all): a transfer with the chunked handler and the
 /// buffers aligned, under one mode, buffer states and placement.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StudyPoint {
     /// The coherence mode (default local).
@@ -461,6 +461,21 @@ impl StudyPoint {
         }
     }
 
+    /// The transfer this point runs on `base`'s machine, with its cost
+    /// sheets, coherence options and tracing: `base` with the point's
+    /// fields set (what [`Transfer::config_in`] gives on a scenario whose
+    /// machine and sheets `base` holds).
+    pub fn config_on(&self, base: &protocols::transfer::Config) -> protocols::transfer::Config {
+        protocols::transfer::Config {
+            trace: base.trace,
+            costs: base.costs,
+            command_costs: base.command_costs,
+            coherence: base.coherence,
+            flush_costs: base.flush_costs,
+            ..self.transfer().config(base.params.clone())
+        }
+    }
+
     /// Why the mode cannot serve this point, if it cannot; `Err` for a
     /// value no mode takes (the field named).
     pub fn refusal(
@@ -478,9 +493,24 @@ impl StudyPoint {
     }
 }
 
-/// One run of the study.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One run of the study: what made it (the point, the transfer
+/// configuration it ran with its machine, cost sheets and coherence
+/// options, and the kit's version), the counts the model produced, and the
+/// figures derived from them exactly ([`Row::figures`], the one place).
+///
+/// Its JSON holds the configuration under `config`, the version under
+/// `version`, the point's fields, the counts under their own names
+/// (`total_cycles`, `processor_cycles`, ...) and the figures at full
+/// precision; it reads back equal, refusing a figure its counts do not
+/// give and a configuration that is not the point's transfer. The table
+/// ([`Row::line`]) rounds them.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The version of the kit that measured it (`flashkit`'s package
+    /// version).
+    pub version: String,
+    /// The transfer the point ran ([`StudyPoint::config_on`]).
+    pub config: protocols::transfer::Config,
     /// The coherence mode.
     pub mode: StudyMode,
     /// Where the send buffer's lines started.
@@ -491,11 +521,12 @@ pub struct Row {
     pub placement: Placement,
     /// Bytes sent.
     pub bytes: u64,
-    /// The transfer's total (with the flushes, when the mode has them).
-    #[serde(serialize_with = "magic::figures::ser_us")]
+    /// The transfer's total, in cycles (with the flushes, when the mode
+    /// has them).
+    pub total: magic::Cycles,
+    /// The total in microseconds.
     pub total_us: f64,
     /// Bytes over the total.
-    #[serde(serialize_with = "magic::figures::ser_mb_s")]
     pub bandwidth_mb_s: f64,
     /// Lines the receiving process would read wrong.
     pub stale_lines: u64,
@@ -510,10 +541,166 @@ pub struct Row {
     pub invalidations: u64,
     /// Dirty lines MAGIC fetched from another node's cache by messages.
     pub fetches: u64,
-    /// What the user processes' processors spent: their commands and
-    /// their flushes, both nodes.
-    #[serde(serialize_with = "magic::figures::ser_us")]
+    /// What the user processes' processors spent, in cycles: their
+    /// commands and their flushes, both nodes.
+    pub processor: magic::Cycles,
+    /// The processors' time in microseconds.
     pub processor_us: f64,
+}
+
+/// A row's figures derived from its counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowFigures {
+    /// The total in microseconds.
+    pub total_us: f64,
+    /// Bytes over the total, in MB/s.
+    pub bandwidth_mb_s: f64,
+    /// The processors' time in microseconds.
+    pub processor_us: f64,
+}
+
+impl Row {
+    /// The figures `bytes`, the `total` and the `processor` time give: the
+    /// one place a row's derived figures are computed (as the transfer's
+    /// own, [`protocols::transfer::Outcome::total_us`] and its kin, give
+    /// them for a transfer one way).
+    pub fn figures(bytes: u64, total: magic::Cycles, processor: magic::Cycles) -> RowFigures {
+        let total_us = total.as_us();
+        RowFigures {
+            total_us,
+            bandwidth_mb_s: bytes as f64 / total_us,
+            processor_us: processor.as_us(),
+        }
+    }
+
+    /// The point the row ran.
+    pub fn point(&self) -> StudyPoint {
+        StudyPoint {
+            mode: self.mode,
+            sender: self.sender,
+            receiver: self.receiver,
+            placement: self.placement,
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// The JSON of a [`Row`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowWire {
+    version: String,
+    config: protocols::transfer::Config,
+    mode: StudyMode,
+    sender: Sender,
+    receiver: Receiver,
+    placement: Placement,
+    bytes: u64,
+    total_cycles: u64,
+    total_us: f64,
+    bandwidth_mb_s: f64,
+    stale_lines: u64,
+    data_ok: bool,
+    coherence_messages: u64,
+    interventions: u64,
+    invalidations: u64,
+    fetches: u64,
+    processor_cycles: u64,
+    processor_us: f64,
+}
+
+impl Serialize for Row {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        RowWire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            mode: self.mode,
+            sender: self.sender,
+            receiver: self.receiver,
+            placement: self.placement,
+            bytes: self.bytes,
+            total_cycles: self.total.0,
+            total_us: self.total_us,
+            bandwidth_mb_s: self.bandwidth_mb_s,
+            stale_lines: self.stale_lines,
+            data_ok: self.data_ok,
+            coherence_messages: self.coherence_messages,
+            interventions: self.interventions,
+            invalidations: self.invalidations,
+            fetches: self.fetches,
+            processor_cycles: self.processor.0,
+            processor_us: self.processor_us,
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a row's JSON back: the figures are computed from its counts
+/// again, and one they do not give, a total of coherence actions that is
+/// not their sum, or a configuration that is not the point's transfer is
+/// refused, naming the key.
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let w = RowWire::deserialize(d)?;
+        let f = Row::figures(
+            w.bytes,
+            magic::Cycles(w.total_cycles),
+            magic::Cycles(w.processor_cycles),
+        );
+        let row = Row {
+            version: w.version,
+            config: w.config,
+            mode: w.mode,
+            sender: w.sender,
+            receiver: w.receiver,
+            placement: w.placement,
+            bytes: w.bytes,
+            total: magic::Cycles(w.total_cycles),
+            total_us: f.total_us,
+            bandwidth_mb_s: f.bandwidth_mb_s,
+            stale_lines: w.stale_lines,
+            data_ok: w.data_ok,
+            coherence_messages: w.coherence_messages,
+            interventions: w.interventions,
+            invalidations: w.invalidations,
+            fetches: w.fetches,
+            processor: magic::Cycles(w.processor_cycles),
+            processor_us: f.processor_us,
+        };
+        for (k, json, counts) in [
+            ("total_us", w.total_us, f.total_us),
+            ("bandwidth_mb_s", w.bandwidth_mb_s, f.bandwidth_mb_s),
+            ("processor_us", w.processor_us, f.processor_us),
+        ] {
+            magic::ledger::exact(k, json, counts).map_err(D::Error::custom)?;
+        }
+        let sum = row
+            .interventions
+            .checked_add(row.invalidations)
+            .and_then(|x| x.checked_add(row.fetches));
+        if sum != Some(row.coherence_messages) {
+            return Err(D::Error::custom(format!(
+                "coherence_messages is {}, but interventions, invalidations and fetches add up \
+                 to {}",
+                row.coherence_messages,
+                sum.map_or("more than 2^64".to_string(), |x| x.to_string())
+            )));
+        }
+        if row.data_ok != (row.stale_lines == 0) {
+            return Err(D::Error::custom(format!(
+                "data_ok is {}, but stale_lines is {}",
+                row.data_ok, row.stale_lines
+            )));
+        }
+        if row.point().config_on(&row.config) != row.config {
+            return Err(D::Error::custom(
+                "config is not the transfer of the row's point (its bytes, mode, sender, \
+                 receiver and placement, the chunked handler, the buffers aligned)",
+            ));
+        }
+        Ok(row)
+    }
 }
 
 /// A traced run's timelines: its machine's nodes and slices.
@@ -534,28 +721,57 @@ pub fn study_point(
     {
         return Err(RunError::Mode(why));
     }
-    let c = p.transfer().config_in(base, trace);
+    study_run(p, p.transfer().config_in(base, trace))
+}
+
+/// Run one point as transfer configuration `c` (the point's transfer,
+/// [`StudyPoint::config_on`]); a point its mode cannot serve is
+/// [`RunError::Mode`]. With `c.trace`, the measured pass's timelines come
+/// back too.
+pub fn study_config(
+    p: &StudyPoint,
+    c: &protocols::transfer::Config,
+) -> Result<(Row, Option<Timelines>), RunError> {
+    if let Some(why) = p
+        .refusal(c.params.clone())
+        .map_err(|e| RunError::Transfer(protocols::transfer::Failed::Config(e)))?
+    {
+        return Err(RunError::Mode(why));
+    }
+    study_run(p, p.config_on(c))
+}
+
+/// Run point `p` as its transfer `c`: the one place a [`Row`] is made.
+fn study_run(
+    p: &StudyPoint,
+    c: protocols::transfer::Config,
+) -> Result<(Row, Option<Timelines>), RunError> {
     let r = protocols::transfer::run_with_machine(&c)?;
     // The row keeps a few of the run's figures; the run is held whole.
-    crate::invariants::check(&r.json(), &[&r.ledger], base.machine.pp_issue_width)?;
+    crate::invariants::check(&r.json(), &[&r.ledger], c.params.pp_issue_width)?;
     let a = r.coherence;
+    let f = Row::figures(p.bytes, r.total, r.processor);
+    let timelines = c.trace.then(|| (r.machine.nodes(), r.machine.trace()));
     let row = Row {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: c,
         mode: p.mode,
         sender: p.sender,
         receiver: p.receiver,
         placement: p.placement,
         bytes: p.bytes,
-        total_us: r.total_us(),
-        bandwidth_mb_s: r.bandwidth_mb_s(),
+        total: r.total,
+        total_us: f.total_us,
+        bandwidth_mb_s: f.bandwidth_mb_s,
         stale_lines: r.stale.len() as u64,
         data_ok: r.data_ok,
         coherence_messages: a.total(),
         interventions: a.interventions,
         invalidations: a.invalidations,
         fetches: a.fetches,
-        processor_us: r.processor.as_us(),
+        processor: r.processor,
+        processor_us: f.processor_us,
     };
-    let timelines = trace.then(|| (r.machine.nodes(), r.machine.trace()));
     Ok((row, timelines))
 }
 
@@ -1806,17 +2022,23 @@ pub enum Saved {
     Remap(Box<protocols::user::experiments::RemapResult>),
     /// The sharing workload's result.
     Sharing(Box<coherence::sharing::SharingRun>),
+    /// One row of the coherence-mode study (a `[study]` scenario's result).
+    StudyRow(Box<Row>),
+    /// The coherence-mode study, whole.
+    Study(Box<crate::study::Study>),
 }
 
-/// The experiments whose saved results [`Saved::read`] takes, and a key
+/// The experiments whose saved results [`Saved::read`] takes, and the keys
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 6] = [
-    ("transfer", "per_line_cycles"),
-    ("miss", "case"),
-    ("pipeline", "sum_latency"),
-    ("fetch-and-add", "startup_cycles"),
-    ("remap", "technique"),
-    ("sharing workload", "per_invalidation"),
+const SAVED: [(&str, &[&str]); 8] = [
+    ("transfer", &["per_line_cycles"]),
+    ("miss", &["case"]),
+    ("pipeline", &["sum_latency"]),
+    ("fetch-and-add", &["startup_cycles"]),
+    ("remap", &["technique"]),
+    ("sharing workload", &["per_invalidation"]),
+    ("study row", &["coherence_messages"]),
+    ("study", &["rows", "refused"]),
 ];
 
 /// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
@@ -1878,7 +2100,7 @@ impl Saved {
         }
         let kind = SAVED
             .iter()
-            .find(|(_, key)| m.contains_key(*key))
+            .find(|(_, keys)| keys.iter().all(|k| m.contains_key(*k)))
             .ok_or(SavedError::NotAResult)?
             .0;
         let bad = |error| SavedError::Bad { kind, error };
@@ -1901,6 +2123,12 @@ impl Saved {
             "sharing workload" => Ok(Saved::Sharing(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "study row" => Ok(Saved::StudyRow(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "study" => Ok(Saved::Study(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1914,6 +2142,8 @@ impl Saved {
             Saved::FetchOp(r) => &r.version,
             Saved::Remap(r) => &r.version,
             Saved::Sharing(r) => &r.version,
+            Saved::StudyRow(r) => &r.version,
+            Saved::Study(s) => &s.version,
         }
     }
 
@@ -1926,6 +2156,8 @@ impl Saved {
             Saved::FetchOp(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Remap(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Sharing(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::StudyRow(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Study(s) => serde_json::to_value(s).unwrap_or_default(),
         }
     }
 }
@@ -1974,8 +2206,39 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             };
             Ok((sharing(&x, c.params.clone(), c.coherence)?, None))
         }
+        Saved::StudyRow(r) => {
+            let mut c = r.config.clone();
+            if trace {
+                c.trace = true;
+                c.params.trace = true;
+            }
+            let (row, m) = study_config(&r.point(), &c)?;
+            Ok((
+                row.report(),
+                m.map(|m| magic::trace::chrome_json(m.0, &m.1)),
+            ))
+        }
+        Saved::Study(s) => {
+            if trace {
+                return Err(RunError::Refused(STUDY_TRACE));
+            }
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let s = crate::study::run_config(&s.config, threads, |_, _| {})?;
+            Ok((
+                Report {
+                    json: serde_json::to_value(&s)?,
+                    table: s.to_string(),
+                    failed: None,
+                },
+                None,
+            ))
+        }
     }
 }
+
+/// Why a whole study cannot be traced.
+const STUDY_TRACE: &str =
+    "a trace records one run's timelines, and a study is many: rerun one of its rows traced";
 
 /// A MAGIC experiment's report, once its result and the ledgers its run
 /// kept hold the rules every result keeps ([`crate::invariants`]).

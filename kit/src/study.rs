@@ -21,13 +21,14 @@
 //! ```
 
 use crate::scenario::{
-    header, Placement, Receiver, RunError, Scenario, Sender, StudyMode, StudyPoint,
+    header, study_config, Placement, Receiver, RunError, Scenario, Sender, StudyMode, StudyPoint,
 };
-pub use crate::scenario::{study_point as point, Row, Timelines};
-use serde::Serialize;
+pub use crate::scenario::{study_point as point, Row, RowFigures, Timelines};
+use serde::{Deserialize, Serialize};
 
 /// A combination a mode cannot serve.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Refusal {
     /// The coherence mode.
     pub mode: StudyMode,
@@ -41,13 +42,80 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// The study's rows, in the order of its points, and its refusals.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// What a study runs: its size, and the transfer each point changes (its
+/// machine, cost sheets and coherence options; [`StudyPoint::config_on`]
+/// sets a point's fields in it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyConfig {
+    /// Bytes each point sends.
+    pub bytes: u64,
+    /// The transfer the points change.
+    pub base: protocols::transfer::Config,
+}
+
+impl StudyConfig {
+    /// The study of `bytes` on scenario `base`'s machine, with its cost
+    /// sheets and coherence options.
+    pub fn on(base: &Scenario, bytes: u64) -> StudyConfig {
+        let first = StudyPoint {
+            bytes,
+            ..StudyPoint::default()
+        };
+        StudyConfig {
+            bytes,
+            base: first.transfer().config_in(base, false),
+        }
+    }
+}
+
+/// The study's rows, in the order of its points, and its refusals, with
+/// what made them (its configuration and the kit's version): its JSON
+/// reads back equal, and [`run_config`] of its configuration gives it
+/// again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StudyWire")]
 pub struct Study {
+    /// The version of the kit that ran it (`flashkit`'s package version).
+    pub version: String,
+    /// What it ran.
+    pub config: StudyConfig,
     /// One per combination run.
     pub rows: Vec<Row>,
     /// One per combination a mode refused.
     pub refused: Vec<Refusal>,
+}
+
+/// A study's JSON as read, before its rows are held to its configuration.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StudyWire {
+    version: String,
+    config: StudyConfig,
+    rows: Vec<Row>,
+    refused: Vec<Refusal>,
+}
+
+impl TryFrom<StudyWire> for Study {
+    type Error = String;
+
+    /// A study whose rows ran transfers other than its own points' is
+    /// refused, naming the first.
+    fn try_from(w: StudyWire) -> Result<Study, String> {
+        for (i, r) in w.rows.iter().enumerate() {
+            if r.bytes != w.config.bytes || r.point().config_on(&w.config.base) != r.config {
+                return Err(format!(
+                    "rows[{i}].config is not its point's transfer on the study's config.base"
+                ));
+            }
+        }
+        Ok(Study {
+            version: w.version,
+            config: w.config,
+            rows: w.rows,
+            refused: w.refused,
+        })
+    }
 }
 
 /// The modes in the order the study lists them: cheapest promise first.
@@ -91,16 +159,28 @@ pub fn run(
     threads: usize,
     progress: impl Fn(usize, usize) + Sync,
 ) -> Result<Study, RunError> {
-    let pts = points(bytes);
+    run_config(&StudyConfig::on(base, bytes), threads, progress)
+}
+
+/// Run the study `config` describes, as [`run`] does: what a saved study's
+/// configuration gives again.
+pub fn run_config(
+    config: &StudyConfig,
+    threads: usize,
+    progress: impl Fn(usize, usize) + Sync,
+) -> Result<Study, RunError> {
+    let pts = points(config.bytes);
     let total = pts.len();
     let mut study = Study {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: config.clone(),
         rows: Vec::new(),
         refused: Vec::new(),
     };
     crate::sweep::run_in_order(
         total,
         threads,
-        |i| point(&pts[i], base, false),
+        |i| study_config(&pts[i], &config.base),
         |done| progress(done, total),
         |i, r| {
             let p = &pts[i];
@@ -219,12 +299,21 @@ fn which(these: &[&Refusal]) -> String {
 }
 
 impl Study {
-    /// The rows as CSV, a header first (the refusals are in the JSON).
+    /// The rows as CSV, a header first: each row's counts and figures, by
+    /// name (the configurations, the version and the refusals are in the
+    /// JSON).
     pub fn csv(&self) -> String {
         let rows: Vec<serde_json::Value> = self
             .rows
             .iter()
-            .map(|r| serde_json::to_value(r).unwrap_or_default())
+            .map(|r| {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("config");
+                    m.remove("version");
+                }
+                v
+            })
             .collect();
         crate::sweep::csv_table(&rows)
     }
