@@ -775,6 +775,162 @@ fn study_run(
     Ok((row, timelines))
 }
 
+/// A combination a mode cannot serve.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// The coherence mode.
+    pub mode: StudyMode,
+    /// Where the send buffer's lines started.
+    pub sender: Sender,
+    /// Where the receive buffer's lines started.
+    pub receiver: Receiver,
+    /// Where the buffers are homed.
+    pub placement: Placement,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a study runs: its size, and the transfer each point changes (its
+/// machine, cost sheets and coherence options; [`StudyPoint::config_on`]
+/// sets a point's fields in it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyConfig {
+    /// Bytes each point sends.
+    pub bytes: u64,
+    /// The transfer the points change.
+    pub base: protocols::transfer::Config,
+}
+
+impl StudyConfig {
+    /// The study of `bytes` on scenario `base`'s machine, with its cost
+    /// sheets and coherence options.
+    pub fn on(base: &Scenario, bytes: u64) -> StudyConfig {
+        let first = StudyPoint {
+            bytes,
+            ..StudyPoint::default()
+        };
+        StudyConfig {
+            bytes,
+            base: first.transfer().config_in(base, false),
+        }
+    }
+}
+
+/// The study's rows, in the order of its points, and its refusals, with
+/// what made them (its configuration and the kit's version): its JSON
+/// reads back equal, and [`crate::study::run_config`] of its
+/// configuration gives it again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StudyWire")]
+pub struct Study {
+    /// The version of the kit that ran it (`flashkit`'s package version).
+    pub version: String,
+    /// What it ran.
+    pub config: StudyConfig,
+    /// One per combination run.
+    pub rows: Vec<Row>,
+    /// One per combination a mode refused.
+    pub refused: Vec<Refusal>,
+}
+
+/// A study's JSON as read, before its rows are held to its configuration.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StudyWire {
+    version: String,
+    config: StudyConfig,
+    rows: Vec<Row>,
+    refused: Vec<Refusal>,
+}
+
+impl TryFrom<StudyWire> for Study {
+    type Error = String;
+
+    /// A study whose rows ran transfers other than its own points' is
+    /// refused, naming the first.
+    fn try_from(w: StudyWire) -> Result<Study, String> {
+        for (i, r) in w.rows.iter().enumerate() {
+            if r.bytes != w.config.bytes || r.point().config_on(&w.config.base) != r.config {
+                return Err(format!(
+                    "rows[{i}].config is not its point's transfer on the study's config.base"
+                ));
+            }
+        }
+        Ok(Study {
+            version: w.version,
+            config: w.config,
+            rows: w.rows,
+            refused: w.refused,
+        })
+    }
+}
+
+/// The modes in the order the study lists them: cheapest promise first.
+pub const STUDY_MODES: [StudyMode; 4] = [
+    StudyMode::None,
+    StudyMode::NoneFlush,
+    StudyMode::Local,
+    StudyMode::Global,
+];
+
+/// Every combination of mode, sender state, receiver state and placement
+/// for `bytes`, in the order the study lists them.
+pub fn study_points(bytes: u64) -> Vec<StudyPoint> {
+    let mut v = Vec::new();
+    for &mode in &STUDY_MODES {
+        for &sender in Sender::ALL {
+            for &receiver in Receiver::ALL {
+                for &placement in Placement::ALL {
+                    v.push(StudyPoint {
+                        mode,
+                        sender,
+                        receiver,
+                        placement,
+                        bytes,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+impl Study {
+    /// The study of `config` before any point has run: no row, no
+    /// refusal, this kit's version.
+    pub fn new(config: StudyConfig) -> Study {
+        Study {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            config,
+            rows: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// Add point `p`'s run, `r`, to the study: its row, or its refusal
+    /// when its mode cannot serve it; any other error ends the study.
+    pub fn add(
+        &mut self,
+        p: &StudyPoint,
+        r: Result<(Row, Option<Timelines>), RunError>,
+    ) -> Result<(), RunError> {
+        match r {
+            Ok((row, _)) => self.rows.push(row),
+            Err(RunError::Mode(reason)) => self.refused.push(Refusal {
+                mode: p.mode,
+                sender: p.sender,
+                receiver: p.receiver,
+                placement: p.placement,
+                reason,
+            }),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
 /// The study table's columns (name, width, right-aligned).
 const STUDY_COLUMNS: [(&str, usize, bool); 10] = [
     ("mode", 10, false),
@@ -2025,12 +2181,14 @@ pub enum Saved {
     /// One row of the coherence-mode study (a `[study]` scenario's result).
     StudyRow(Box<Row>),
     /// The coherence-mode study, whole.
-    Study(Box<crate::study::Study>),
+    Study(Box<Study>),
+    /// An exhaustive check's report.
+    Check(Box<crate::check::CheckReport>),
 }
 
 /// The experiments whose saved results [`Saved::read`] takes, and the keys
 /// only that experiment's result has.
-const SAVED: [(&str, &[&str]); 8] = [
+const SAVED: [(&str, &[&str]); 9] = [
     ("transfer", &["per_line_cycles"]),
     ("miss", &["case"]),
     ("pipeline", &["sum_latency"]),
@@ -2039,6 +2197,7 @@ const SAVED: [(&str, &[&str]); 8] = [
     ("sharing workload", &["per_invalidation"]),
     ("study row", &["coherence_messages"]),
     ("study", &["rows", "refused"]),
+    ("check", &["runs", "violations"]),
 ];
 
 /// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
@@ -2129,6 +2288,9 @@ impl Saved {
             "study" => Ok(Saved::Study(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "check" => Ok(Saved::Check(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -2144,6 +2306,7 @@ impl Saved {
             Saved::Sharing(r) => &r.version,
             Saved::StudyRow(r) => &r.version,
             Saved::Study(s) => &s.version,
+            Saved::Check(r) => &r.version,
         }
     }
 
@@ -2158,6 +2321,7 @@ impl Saved {
             Saved::Sharing(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::StudyRow(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Study(s) => serde_json::to_value(s).unwrap_or_default(),
+            Saved::Check(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -2222,8 +2386,13 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             if trace {
                 return Err(RunError::Refused(STUDY_TRACE));
             }
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let s = crate::study::run_config(&s.config, threads, |_, _| {})?;
+            // Point by point, in order (`study::run_config` runs them on
+            // workers, to the same study).
+            let c = &s.config;
+            let mut s = Study::new(c.clone());
+            for p in study_points(c.bytes) {
+                s.add(&p, study_config(&p, &c.base))?;
+            }
             Ok((
                 Report {
                     json: serde_json::to_value(&s)?,
@@ -2233,8 +2402,33 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
                 None,
             ))
         }
+        Saved::Check(r) => {
+            if trace {
+                return Err(RunError::Refused(CHECK_TRACE));
+            }
+            let r = crate::check::run(&r.config, None)?;
+            let failed = (r.violations > 0).then(|| {
+                format!(
+                    "check {}: {}",
+                    r.config.check.name(),
+                    r.violation.as_deref().unwrap_or("a violation")
+                )
+            });
+            Ok((
+                Report {
+                    json: serde_json::to_value(&r)?,
+                    table: r.to_string(),
+                    failed,
+                },
+                None,
+            ))
+        }
     }
 }
+
+/// Why a check cannot be traced.
+const CHECK_TRACE: &str =
+    "a trace records one run's timelines, and a check explores every order of its moves";
 
 /// Why a whole study cannot be traced.
 const STUDY_TRACE: &str =
@@ -2294,6 +2488,9 @@ pub enum RunError {
     /// The result breaks a rule every result keeps: a model bug, named.
     #[error(transparent)]
     Broken(#[from] crate::invariants::Broken),
+    /// A check's configuration refused (the field named).
+    #[error(transparent)]
+    Check(#[from] crate::check::CheckError),
 }
 
 impl RunError {
@@ -2306,7 +2503,8 @@ impl RunError {
             | RunError::Coherence(coherence::Error::OutOfRange(e))
             | RunError::Coherence(coherence::Error::Build(magic::BuildError::Params(e)))
             | RunError::Transfer(Failed::Config(ConfigError::Range(e)))
-            | RunError::Protocols(protocols::Error::OutOfRange(e)) => Some(e),
+            | RunError::Protocols(protocols::Error::OutOfRange(e))
+            | RunError::Check(crate::check::CheckError::Range(e)) => Some(e),
             _ => None,
         }
     }

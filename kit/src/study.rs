@@ -21,132 +21,12 @@
 //! ```
 
 use crate::scenario::{
-    header, study_config, Placement, Receiver, RunError, Scenario, Sender, StudyMode, StudyPoint,
+    header, study_config, Placement, Receiver, RunError, Scenario, Sender, StudyMode,
 };
-pub use crate::scenario::{study_point as point, Row, RowFigures, Timelines};
-use serde::{Deserialize, Serialize};
-
-/// A combination a mode cannot serve.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Refusal {
-    /// The coherence mode.
-    pub mode: StudyMode,
-    /// Where the send buffer's lines started.
-    pub sender: Sender,
-    /// Where the receive buffer's lines started.
-    pub receiver: Receiver,
-    /// Where the buffers are homed.
-    pub placement: Placement,
-    /// Why.
-    pub reason: String,
-}
-
-/// What a study runs: its size, and the transfer each point changes (its
-/// machine, cost sheets and coherence options; [`StudyPoint::config_on`]
-/// sets a point's fields in it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyConfig {
-    /// Bytes each point sends.
-    pub bytes: u64,
-    /// The transfer the points change.
-    pub base: protocols::transfer::Config,
-}
-
-impl StudyConfig {
-    /// The study of `bytes` on scenario `base`'s machine, with its cost
-    /// sheets and coherence options.
-    pub fn on(base: &Scenario, bytes: u64) -> StudyConfig {
-        let first = StudyPoint {
-            bytes,
-            ..StudyPoint::default()
-        };
-        StudyConfig {
-            bytes,
-            base: first.transfer().config_in(base, false),
-        }
-    }
-}
-
-/// The study's rows, in the order of its points, and its refusals, with
-/// what made them (its configuration and the kit's version): its JSON
-/// reads back equal, and [`run_config`] of its configuration gives it
-/// again.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StudyWire")]
-pub struct Study {
-    /// The version of the kit that ran it (`flashkit`'s package version).
-    pub version: String,
-    /// What it ran.
-    pub config: StudyConfig,
-    /// One per combination run.
-    pub rows: Vec<Row>,
-    /// One per combination a mode refused.
-    pub refused: Vec<Refusal>,
-}
-
-/// A study's JSON as read, before its rows are held to its configuration.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StudyWire {
-    version: String,
-    config: StudyConfig,
-    rows: Vec<Row>,
-    refused: Vec<Refusal>,
-}
-
-impl TryFrom<StudyWire> for Study {
-    type Error = String;
-
-    /// A study whose rows ran transfers other than its own points' is
-    /// refused, naming the first.
-    fn try_from(w: StudyWire) -> Result<Study, String> {
-        for (i, r) in w.rows.iter().enumerate() {
-            if r.bytes != w.config.bytes || r.point().config_on(&w.config.base) != r.config {
-                return Err(format!(
-                    "rows[{i}].config is not its point's transfer on the study's config.base"
-                ));
-            }
-        }
-        Ok(Study {
-            version: w.version,
-            config: w.config,
-            rows: w.rows,
-            refused: w.refused,
-        })
-    }
-}
-
-/// The modes in the order the study lists them: cheapest promise first.
-pub const MODES: [StudyMode; 4] = [
-    StudyMode::None,
-    StudyMode::NoneFlush,
-    StudyMode::Local,
-    StudyMode::Global,
-];
-
-/// Every combination of mode, sender state, receiver state and placement
-/// for `bytes`, in the order the study lists them.
-pub fn points(bytes: u64) -> Vec<StudyPoint> {
-    let mut v = Vec::new();
-    for &mode in &MODES {
-        for &sender in Sender::ALL {
-            for &receiver in Receiver::ALL {
-                for &placement in Placement::ALL {
-                    v.push(StudyPoint {
-                        mode,
-                        sender,
-                        receiver,
-                        placement,
-                        bytes,
-                    });
-                }
-            }
-        }
-    }
-    v
-}
+pub use crate::scenario::{
+    study_point as point, study_points as points, Refusal, Row, RowFigures, Study, StudyConfig,
+    Timelines, STUDY_MODES as MODES,
+};
 
 /// Run every point of [`points`]`(bytes)` on `base`'s machine and cost
 /// sheets, on `threads` workers; `progress(done, total)` is called as
@@ -171,32 +51,13 @@ pub fn run_config(
 ) -> Result<Study, RunError> {
     let pts = points(config.bytes);
     let total = pts.len();
-    let mut study = Study {
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        config: config.clone(),
-        rows: Vec::new(),
-        refused: Vec::new(),
-    };
+    let mut study = Study::new(config.clone());
     crate::sweep::run_in_order(
         total,
         threads,
         |i| study_config(&pts[i], &config.base),
         |done| progress(done, total),
-        |i, r| {
-            let p = &pts[i];
-            match r {
-                Ok((row, _)) => study.rows.push(row),
-                Err(RunError::Mode(reason)) => study.refused.push(Refusal {
-                    mode: p.mode,
-                    sender: p.sender,
-                    receiver: p.receiver,
-                    placement: p.placement,
-                    reason,
-                }),
-                Err(e) => return Err(e),
-            }
-            Ok(())
-        },
+        |i, r| study.add(&pts[i], r),
     )?;
     Ok(study)
 }
