@@ -5,6 +5,12 @@
 //! what it buys (`stale_lines`: lines the receiving process would read
 //! wrong). A combination a mode cannot serve is listed with its reason.
 //!
+//! A row carries the transfer its point ran and the kit's version, and
+//! keeps its cycle counts beside the figures derived from them; the study
+//! carries its [`StudyConfig`]. Both read back equal from their JSON, and
+//! [`run_config`] (or [`crate::scenario::study_config`], for a row) runs a
+//! saved one again.
+//!
 //! ```
 //! use flashkit::scenario::{Placement, Receiver, Scenario, Sender, StudyMode, StudyPoint};
 //! use flashkit::study;
@@ -18,6 +24,11 @@
 //! // The flush is the user's processor's work; local coherence is MAGIC's.
 //! assert!(flushed.processor_us > local.processor_us);
 //! assert!(local.interventions == 32 && flushed.interventions == 0);
+//! // A row read back from its JSON is the row; its configuration runs it again.
+//! let back: study::Row = serde_json::from_str(&serde_json::to_string(&local).unwrap()).unwrap();
+//! assert_eq!(back, local);
+//! let (again, _) = flashkit::scenario::study_config(&back.point(), &back.config).unwrap();
+//! assert_eq!(again, local);
 //! ```
 
 use crate::scenario::{
