@@ -2163,7 +2163,8 @@ fn transfer(
 
 /// A saved result the kit can run again: the JSON `flashkit run --format
 /// json` prints for an experiment whose result carries its configuration
-/// (`config`) and the kit's version (`version`), read back whole.
+/// (`config`) and the kit's version (`version`), or `flashkit study
+/// coherence` or `flashkit check` prints, read back whole.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Saved {
     /// A transfer's result.
@@ -2219,8 +2220,8 @@ pub enum SavedError {
     Json(serde_json::Error),
     /// JSON, but no experiment's result that carries its configuration.
     #[error(
-        "not a result flashkit can rerun: that is the JSON `flashkit run --format json` prints \
-         for a {}, with its `config` and `version`",
+        "not a result flashkit can rerun: that is the JSON `flashkit run` (or `study`, or \
+         `check`) prints with `--format json` for a {}, with its `config` and `version`",
         saved_kinds()
     )]
     NotAResult,
