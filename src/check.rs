@@ -5,11 +5,11 @@ use crate::output::{self, Failure};
 use crate::{out_of_range, Format};
 use clap::{Args, ValueEnum};
 use coherence::check::CoherenceCheck;
+use flashkit::check::{CheckConfig, CheckReport, Model};
 use magic::check::{Bounds, Progress, Report};
 use protocols::transfer::check::TransferCheck;
 use protocols::user::check::HoldoffCheck;
 use protocols::user::experiments::Technique;
-use serde::Serialize;
 
 /// Which protocol's handlers to check.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,12 +24,17 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
-    fn name(self) -> &'static str {
+    /// The library's name for the check.
+    fn kind(self) -> flashkit::check::CheckKind {
         match self {
-            CheckKind::Coherence => "coherence",
-            CheckKind::Holdoff => "holdoff",
-            CheckKind::Transfer => "transfer",
+            CheckKind::Coherence => flashkit::check::CheckKind::Coherence,
+            CheckKind::Holdoff => flashkit::check::CheckKind::Holdoff,
+            CheckKind::Transfer => flashkit::check::CheckKind::Transfer,
         }
+    }
+
+    fn name(self) -> &'static str {
+        self.kind().name()
     }
 
     fn bugs(self) -> Vec<&'static str> {
@@ -157,28 +162,6 @@ pub struct CheckArgs {
     max_states: usize,
 }
 
-/// What one search of a check explored.
-#[derive(Serialize)]
-struct Run {
-    config: serde_json::Value,
-    #[serde(flatten)]
-    report: Report,
-}
-
-/// A check's report: the totals over its searches, and each search.
-#[derive(Serialize)]
-struct Outcome {
-    check: &'static str,
-    states: u64,
-    transitions: u64,
-    depth: u32,
-    complete: bool,
-    violations: u32,
-    violation: Option<String>,
-    trace: Vec<String>,
-    runs: Vec<Run>,
-}
-
 /// A flag the check does not take, as the one line the user sees.
 fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
     let given = |x: bool, flag: &str| x.then(|| flag.to_string());
@@ -208,10 +191,6 @@ fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
     bad.map(|f| format!("{f} does not apply to check {}", kind.name()))
 }
 
-fn json<T: Serialize>(x: &T) -> serde_json::Value {
-    serde_json::to_value(x).unwrap_or(serde_json::Value::Null)
-}
-
 /// Run `flashkit check KIND` with `a`'s bounds.
 pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failure> {
     if a.inject.as_deref() == Some("list") {
@@ -237,31 +216,11 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 })?,
         ),
     };
-    let bounds = Bounds {
-        max_states: a.max_states,
-        progress: Some(&PROGRESS),
-        ..Bounds::default()
-    };
-    bounds
-        .validate()
-        .map_err(|e| Failure::Usage(out_of_range(&e)))?;
-    // Each search, with the configuration it ran (its `run` refuses bounds
-    // out of range, naming the field).
-    fn search<C: Serialize>(
-        c: &C,
-        report: Result<Report, magic::OutOfRange>,
-    ) -> Result<Run, Failure> {
-        let report = report.map_err(|e| Failure::Usage(out_of_range(&e)))?;
-        Ok(Run {
-            config: json(c),
-            report,
-        })
-    }
-    let mut runs = Vec::new();
+    let mut models = Vec::new();
     match kind {
         CheckKind::Coherence => {
             let d = CoherenceCheck::default();
-            let c = CoherenceCheck {
+            models.push(Model::Coherence(CoherenceCheck {
                 nodes: a.nodes.unwrap_or(d.nodes),
                 lines: a.lines.unwrap_or(d.lines),
                 ops: a.ops.unwrap_or(d.ops),
@@ -272,8 +231,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 hints: a.hints.unwrap_or(d.hints),
                 forwards: a.forwards.unwrap_or(d.forwards),
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
-            };
-            runs.push(search(&c, shown(kind, (0, 1), bounds, || c.run(bounds)))?);
+            }));
         }
         CheckKind::Holdoff => {
             let d = HoldoffCheck::default();
@@ -281,56 +239,59 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 Some(t) => vec![t.technique()],
                 None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
             };
-            let n = techniques.len();
-            for (i, technique) in techniques.into_iter().enumerate() {
-                let c = HoldoffCheck {
+            for technique in techniques {
+                models.push(Model::Holdoff(HoldoffCheck {
                     technique,
                     lines: a.lines.unwrap_or(d.lines),
                     changes: a.changes.unwrap_or(d.changes),
                     ops: a.ops.unwrap_or(d.ops),
                     buffers: a.buffers.unwrap_or(d.buffers),
                     inject: bug.map(|i| protocols::user::check::Bug::ALL[i]),
-                };
-                runs.push(search(&c, shown(kind, (i, n), bounds, || c.run(bounds)))?);
+                }));
             }
         }
         CheckKind::Transfer => {
             let d = TransferCheck::default();
-            let c = TransferCheck {
+            models.push(Model::Transfer(TransferCheck {
                 lines: a.lines.unwrap_or(d.lines),
                 receives: a.receives.unwrap_or(d.receives),
                 chunk: a.chunk.unwrap_or(d.chunk),
                 buffers: a.buffers.unwrap_or(d.buffers),
                 offset: a.offset.unwrap_or(d.offset),
                 inject: bug.map(|i| protocols::transfer::check::Bug::ALL[i]),
-            };
-            runs.push(search(&c, shown(kind, (0, 1), bounds, || c.run(bounds)))?);
+            }));
         }
     }
-    let first = runs.iter().find(|r| r.report.violations > 0);
-    let o = Outcome {
-        check: kind.name(),
-        states: runs.iter().map(|r| r.report.states).sum(),
-        transitions: runs.iter().map(|r| r.report.transitions).sum(),
-        depth: runs.iter().map(|r| r.report.depth).max().unwrap_or(0),
-        complete: runs.iter().all(|r| r.report.complete),
-        violations: runs.iter().map(|r| r.report.violations).sum(),
-        violation: first.and_then(|r| r.report.violation.clone()),
-        trace: first.map(|r| r.report.trace.clone()).unwrap_or_default(),
-        runs,
-    };
+    let config = CheckConfig::new(kind.kind(), a.max_states, models);
+    let bounds = config.bounds(Some(&PROGRESS));
+    bounds
+        .validate()
+        .map_err(|e| Failure::Usage(out_of_range(&e)))?;
+    // Each search in turn (its `run` refuses bounds out of range, naming
+    // the field).
+    let n = config.searches.len();
+    let mut runs: Vec<Report> = Vec::new();
+    for (i, s) in config.searches.iter().enumerate() {
+        let report = shown(kind, (i, n), bounds, || s.model.run(bounds))
+            .map_err(|e| Failure::Usage(out_of_range(&e)))?;
+        runs.push(report);
+    }
+    let o: CheckReport = flashkit::check::report(config, runs);
     match format {
         Format::Json => out!(
             "{}",
             serde_json::to_string_pretty(&o).map_err(|e| Failure::Failed(e.to_string()))?
         ),
-        Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&json(&o))),
-        Format::Table => out_raw!("{}", table(&o)),
+        Format::Csv => out_raw!(
+            "{}",
+            flashkit::sweep::csv_row(&serde_json::to_value(&o).unwrap_or_default())
+        ),
+        Format::Table => out_raw!("{o}"),
     }
     if o.violations > 0 {
         output::say(&format!(
             "error: check {}: {}",
-            o.check,
+            o.config.check.name(),
             o.violation.as_deref().unwrap_or("a violation")
         ));
         return Err(Failure::Stuck);
@@ -389,48 +350,4 @@ fn shown<T>(
     });
     bar.finish_and_clear();
     r
-}
-
-fn table(o: &Outcome) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "check {}", o.check);
-    for r in &o.runs {
-        let cfg = r
-            .config
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "  {cfg}: {} states, {} transitions, depth {}, {}, {} violation(s)",
-            r.report.states,
-            r.report.transitions,
-            r.report.depth,
-            if r.report.complete {
-                "complete"
-            } else {
-                "not complete"
-            },
-            r.report.violations
-        );
-    }
-    let _ = writeln!(s, "states       {}", o.states);
-    let _ = writeln!(s, "transitions  {}", o.transitions);
-    let _ = writeln!(s, "depth        {}", o.depth);
-    let _ = writeln!(s, "complete     {}", o.complete);
-    let _ = writeln!(s, "violations   {}", o.violations);
-    if let Some(v) = &o.violation {
-        let _ = writeln!(s, "violation    {v}");
-        let _ = writeln!(s, "trace (a shortest):");
-        for t in &o.trace {
-            let _ = writeln!(s, "  {t}");
-        }
-    }
-    s
 }

@@ -732,6 +732,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     PatternArg::Rand => Pattern::Rand,
                 },
                 costs: Default::default(),
+                budget: magic::params::DEFAULT_BUDGET,
             };
             cfg.validate()
                 .map_err(|e| Failure::Usage(out_of_range(&e)))?;
@@ -1006,6 +1007,13 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
                 differ.join(", ")
             ));
         }
+    }
+    if let (Format::Csv, scenario::Saved::Study(_)) = (format, &saved) {
+        // A study's CSV is its rows', as `flashkit study --format csv` writes it.
+        let s: flashkit::study::Study =
+            serde_json::from_value(r.0.json).map_err(|e| Failure::Failed(e.to_string()))?;
+        out_raw!("{}", s.csv());
+        return Ok(());
     }
     report(Ok(r), trace, format)
 }

@@ -44,6 +44,7 @@ fn a_run_in_steady_state_does_not_allocate() {
             msgs: 400,
             pattern,
             costs: Default::default(),
+            budget: magic::params::DEFAULT_BUDGET,
         };
         let mut m = pipeline::build(&cfg).unwrap();
         // Warm up: queues and slabs reach their working size.

@@ -23,13 +23,14 @@ use crate::processor::Access;
 use crate::protocol::{self, canonical, CohNode, CohParams, Forwards, Placement};
 use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub use crate::protocol::Bug;
 
 /// The configuration a coherence check explores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CoherenceCheck {
     /// Nodes, each with a processor (2 to 4).
     pub nodes: u32,
@@ -104,6 +105,25 @@ impl CoherenceCheck {
         Ok(explore(self, bounds))
     }
 
+    /// The machine and the protocol's parameters (its options, cost
+    /// sheet and planted bug) the check builds its machine with.
+    pub fn params(&self) -> (MagicParams, CohParams) {
+        let coh = CohParams {
+            format: self.format,
+            pointer_store: self.pointer_store,
+            acks: self.acks,
+            hints: self.hints,
+            forwards: self.forwards,
+            inject: self.inject,
+            ..CohParams::default()
+        };
+        let params = MagicParams {
+            data_buffers: self.buffers as usize,
+            ..MagicParams::default()
+        };
+        (params, coh)
+    }
+
     fn line(&self, l: u32) -> PAddr {
         let raw = PAddr::new(
             Region::Normal,
@@ -122,19 +142,7 @@ impl Model for CoherenceCheck {
     type Node = CohNode;
 
     fn build(&self) -> Result<Magic<CohNode>, String> {
-        let coh = CohParams {
-            format: self.format,
-            pointer_store: self.pointer_store,
-            acks: self.acks,
-            hints: self.hints,
-            forwards: self.forwards,
-            inject: self.inject,
-            ..CohParams::default()
-        };
-        let params = MagicParams {
-            data_buffers: self.buffers as usize,
-            ..MagicParams::default()
-        };
+        let (params, coh) = self.params();
         protocol::machine(params, coh, self.nodes).map_err(|e| e.to_string())
     }
 

@@ -111,6 +111,7 @@ pub use magic;
 pub use os_shim;
 pub use protocols;
 
+pub mod check;
 pub mod fuzzing;
 pub mod invariants;
 pub mod plot;

@@ -415,7 +415,7 @@ impl StudyMode {
 /// One point of the coherence-mode study (`[study]`; `flashkit study
 /// coherence` runs them all): a transfer with the chunked handler and the
 /// buffers aligned, under one mode, buffer states and placement.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StudyPoint {
     /// The coherence mode (default local).
@@ -461,6 +461,21 @@ impl StudyPoint {
         }
     }
 
+    /// The transfer this point runs on `base`'s machine, with its cost
+    /// sheets, coherence options and tracing: `base` with the point's
+    /// fields set (what [`Transfer::config_in`] gives on a scenario whose
+    /// machine and sheets `base` holds).
+    pub fn config_on(&self, base: &protocols::transfer::Config) -> protocols::transfer::Config {
+        protocols::transfer::Config {
+            trace: base.trace,
+            costs: base.costs,
+            command_costs: base.command_costs,
+            coherence: base.coherence,
+            flush_costs: base.flush_costs,
+            ..self.transfer().config(base.params.clone())
+        }
+    }
+
     /// Why the mode cannot serve this point, if it cannot; `Err` for a
     /// value no mode takes (the field named).
     pub fn refusal(
@@ -478,9 +493,24 @@ impl StudyPoint {
     }
 }
 
-/// One run of the study.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One run of the study: what made it (the point, the transfer
+/// configuration it ran with its machine, cost sheets and coherence
+/// options, and the kit's version), the counts the model produced, and the
+/// figures derived from them exactly ([`Row::figures`], the one place).
+///
+/// Its JSON holds the configuration under `config`, the version under
+/// `version`, the point's fields, the counts under their own names
+/// (`total_cycles`, `processor_cycles`, ...) and the figures at full
+/// precision; it reads back equal, refusing a figure its counts do not
+/// give and a configuration that is not the point's transfer. The table
+/// ([`Row::line`]) rounds them.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The version of the kit that measured it (`flashkit`'s package
+    /// version).
+    pub version: String,
+    /// The transfer the point ran ([`StudyPoint::config_on`]).
+    pub config: protocols::transfer::Config,
     /// The coherence mode.
     pub mode: StudyMode,
     /// Where the send buffer's lines started.
@@ -491,11 +521,12 @@ pub struct Row {
     pub placement: Placement,
     /// Bytes sent.
     pub bytes: u64,
-    /// The transfer's total (with the flushes, when the mode has them).
-    #[serde(serialize_with = "magic::figures::ser_us")]
+    /// The transfer's total, in cycles (with the flushes, when the mode
+    /// has them).
+    pub total: magic::Cycles,
+    /// The total in microseconds.
     pub total_us: f64,
     /// Bytes over the total.
-    #[serde(serialize_with = "magic::figures::ser_mb_s")]
     pub bandwidth_mb_s: f64,
     /// Lines the receiving process would read wrong.
     pub stale_lines: u64,
@@ -510,10 +541,166 @@ pub struct Row {
     pub invalidations: u64,
     /// Dirty lines MAGIC fetched from another node's cache by messages.
     pub fetches: u64,
-    /// What the user processes' processors spent: their commands and
-    /// their flushes, both nodes.
-    #[serde(serialize_with = "magic::figures::ser_us")]
+    /// What the user processes' processors spent, in cycles: their
+    /// commands and their flushes, both nodes.
+    pub processor: magic::Cycles,
+    /// The processors' time in microseconds.
     pub processor_us: f64,
+}
+
+/// A row's figures derived from its counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowFigures {
+    /// The total in microseconds.
+    pub total_us: f64,
+    /// Bytes over the total, in MB/s.
+    pub bandwidth_mb_s: f64,
+    /// The processors' time in microseconds.
+    pub processor_us: f64,
+}
+
+impl Row {
+    /// The figures `bytes`, the `total` and the `processor` time give: the
+    /// one place a row's derived figures are computed (as the transfer's
+    /// own, [`protocols::transfer::Outcome::total_us`] and its kin, give
+    /// them for a transfer one way).
+    pub fn figures(bytes: u64, total: magic::Cycles, processor: magic::Cycles) -> RowFigures {
+        let total_us = total.as_us();
+        RowFigures {
+            total_us,
+            bandwidth_mb_s: bytes as f64 / total_us,
+            processor_us: processor.as_us(),
+        }
+    }
+
+    /// The point the row ran.
+    pub fn point(&self) -> StudyPoint {
+        StudyPoint {
+            mode: self.mode,
+            sender: self.sender,
+            receiver: self.receiver,
+            placement: self.placement,
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// The JSON of a [`Row`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowWire {
+    version: String,
+    config: protocols::transfer::Config,
+    mode: StudyMode,
+    sender: Sender,
+    receiver: Receiver,
+    placement: Placement,
+    bytes: u64,
+    total_cycles: u64,
+    total_us: f64,
+    bandwidth_mb_s: f64,
+    stale_lines: u64,
+    data_ok: bool,
+    coherence_messages: u64,
+    interventions: u64,
+    invalidations: u64,
+    fetches: u64,
+    processor_cycles: u64,
+    processor_us: f64,
+}
+
+impl Serialize for Row {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        RowWire {
+            version: self.version.clone(),
+            config: self.config.clone(),
+            mode: self.mode,
+            sender: self.sender,
+            receiver: self.receiver,
+            placement: self.placement,
+            bytes: self.bytes,
+            total_cycles: self.total.0,
+            total_us: self.total_us,
+            bandwidth_mb_s: self.bandwidth_mb_s,
+            stale_lines: self.stale_lines,
+            data_ok: self.data_ok,
+            coherence_messages: self.coherence_messages,
+            interventions: self.interventions,
+            invalidations: self.invalidations,
+            fetches: self.fetches,
+            processor_cycles: self.processor.0,
+            processor_us: self.processor_us,
+        }
+        .serialize(s)
+    }
+}
+
+/// Reads a row's JSON back: the figures are computed from its counts
+/// again, and one they do not give, a total of coherence actions that is
+/// not their sum, or a configuration that is not the point's transfer is
+/// refused, naming the key.
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let w = RowWire::deserialize(d)?;
+        let f = Row::figures(
+            w.bytes,
+            magic::Cycles(w.total_cycles),
+            magic::Cycles(w.processor_cycles),
+        );
+        let row = Row {
+            version: w.version,
+            config: w.config,
+            mode: w.mode,
+            sender: w.sender,
+            receiver: w.receiver,
+            placement: w.placement,
+            bytes: w.bytes,
+            total: magic::Cycles(w.total_cycles),
+            total_us: f.total_us,
+            bandwidth_mb_s: f.bandwidth_mb_s,
+            stale_lines: w.stale_lines,
+            data_ok: w.data_ok,
+            coherence_messages: w.coherence_messages,
+            interventions: w.interventions,
+            invalidations: w.invalidations,
+            fetches: w.fetches,
+            processor: magic::Cycles(w.processor_cycles),
+            processor_us: f.processor_us,
+        };
+        for (k, json, counts) in [
+            ("total_us", w.total_us, f.total_us),
+            ("bandwidth_mb_s", w.bandwidth_mb_s, f.bandwidth_mb_s),
+            ("processor_us", w.processor_us, f.processor_us),
+        ] {
+            magic::ledger::exact(k, json, counts).map_err(D::Error::custom)?;
+        }
+        let sum = row
+            .interventions
+            .checked_add(row.invalidations)
+            .and_then(|x| x.checked_add(row.fetches));
+        if sum != Some(row.coherence_messages) {
+            return Err(D::Error::custom(format!(
+                "coherence_messages is {}, but interventions, invalidations and fetches add up \
+                 to {}",
+                row.coherence_messages,
+                sum.map_or("more than 2^64".to_string(), |x| x.to_string())
+            )));
+        }
+        if row.data_ok != (row.stale_lines == 0) {
+            return Err(D::Error::custom(format!(
+                "data_ok is {}, but stale_lines is {}",
+                row.data_ok, row.stale_lines
+            )));
+        }
+        if row.point().config_on(&row.config) != row.config {
+            return Err(D::Error::custom(
+                "config is not the transfer of the row's point (its bytes, mode, sender, \
+                 receiver and placement, the chunked handler, the buffers aligned)",
+            ));
+        }
+        Ok(row)
+    }
 }
 
 /// A traced run's timelines: its machine's nodes and slices.
@@ -534,29 +721,214 @@ pub fn study_point(
     {
         return Err(RunError::Mode(why));
     }
-    let c = p.transfer().config_in(base, trace);
+    study_run(p, p.transfer().config_in(base, trace))
+}
+
+/// Run one point as transfer configuration `c` (the point's transfer,
+/// [`StudyPoint::config_on`]); a point its mode cannot serve is
+/// [`RunError::Mode`]. With `c.trace`, the measured pass's timelines come
+/// back too.
+pub fn study_config(
+    p: &StudyPoint,
+    c: &protocols::transfer::Config,
+) -> Result<(Row, Option<Timelines>), RunError> {
+    if let Some(why) = p
+        .refusal(c.params.clone())
+        .map_err(|e| RunError::Transfer(protocols::transfer::Failed::Config(e)))?
+    {
+        return Err(RunError::Mode(why));
+    }
+    study_run(p, p.config_on(c))
+}
+
+/// Run point `p` as its transfer `c`: the one place a [`Row`] is made.
+fn study_run(
+    p: &StudyPoint,
+    c: protocols::transfer::Config,
+) -> Result<(Row, Option<Timelines>), RunError> {
     let r = protocols::transfer::run_with_machine(&c)?;
     // The row keeps a few of the run's figures; the run is held whole.
-    crate::invariants::check(&r.json(), &[&r.ledger], base.machine.pp_issue_width)?;
+    crate::invariants::check(&r.json(), &[&r.ledger], c.params.pp_issue_width)?;
     let a = r.coherence;
+    let f = Row::figures(p.bytes, r.total, r.processor);
+    let timelines = c.trace.then(|| (r.machine.nodes(), r.machine.trace()));
     let row = Row {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: c,
         mode: p.mode,
         sender: p.sender,
         receiver: p.receiver,
         placement: p.placement,
         bytes: p.bytes,
-        total_us: r.total_us(),
-        bandwidth_mb_s: r.bandwidth_mb_s(),
+        total: r.total,
+        total_us: f.total_us,
+        bandwidth_mb_s: f.bandwidth_mb_s,
         stale_lines: r.stale.len() as u64,
         data_ok: r.data_ok,
         coherence_messages: a.total(),
         interventions: a.interventions,
         invalidations: a.invalidations,
         fetches: a.fetches,
-        processor_us: r.processor.as_us(),
+        processor: r.processor,
+        processor_us: f.processor_us,
     };
-    let timelines = trace.then(|| (r.machine.nodes(), r.machine.trace()));
     Ok((row, timelines))
+}
+
+/// A combination a mode cannot serve.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// The coherence mode.
+    pub mode: StudyMode,
+    /// Where the send buffer's lines started.
+    pub sender: Sender,
+    /// Where the receive buffer's lines started.
+    pub receiver: Receiver,
+    /// Where the buffers are homed.
+    pub placement: Placement,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a study runs: its size, and the transfer each point changes (its
+/// machine, cost sheets and coherence options; [`StudyPoint::config_on`]
+/// sets a point's fields in it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyConfig {
+    /// Bytes each point sends.
+    pub bytes: u64,
+    /// The transfer the points change.
+    pub base: protocols::transfer::Config,
+}
+
+impl StudyConfig {
+    /// The study of `bytes` on scenario `base`'s machine, with its cost
+    /// sheets and coherence options.
+    pub fn on(base: &Scenario, bytes: u64) -> StudyConfig {
+        let first = StudyPoint {
+            bytes,
+            ..StudyPoint::default()
+        };
+        StudyConfig {
+            bytes,
+            base: first.transfer().config_in(base, false),
+        }
+    }
+}
+
+/// The study's rows, in the order of its points, and its refusals, with
+/// what made them (its configuration and the kit's version): its JSON
+/// reads back equal, and [`crate::study::run_config`] of its
+/// configuration gives it again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StudyWire")]
+pub struct Study {
+    /// The version of the kit that ran it (`flashkit`'s package version).
+    pub version: String,
+    /// What it ran.
+    pub config: StudyConfig,
+    /// One per combination run.
+    pub rows: Vec<Row>,
+    /// One per combination a mode refused.
+    pub refused: Vec<Refusal>,
+}
+
+/// A study's JSON as read, before its rows are held to its configuration.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StudyWire {
+    version: String,
+    config: StudyConfig,
+    rows: Vec<Row>,
+    refused: Vec<Refusal>,
+}
+
+impl TryFrom<StudyWire> for Study {
+    type Error = String;
+
+    /// A study whose rows ran transfers other than its own points' is
+    /// refused, naming the first.
+    fn try_from(w: StudyWire) -> Result<Study, String> {
+        for (i, r) in w.rows.iter().enumerate() {
+            if r.bytes != w.config.bytes || r.point().config_on(&w.config.base) != r.config {
+                return Err(format!(
+                    "rows[{i}].config is not its point's transfer on the study's config.base"
+                ));
+            }
+        }
+        Ok(Study {
+            version: w.version,
+            config: w.config,
+            rows: w.rows,
+            refused: w.refused,
+        })
+    }
+}
+
+/// The modes in the order the study lists them: cheapest promise first.
+pub const STUDY_MODES: [StudyMode; 4] = [
+    StudyMode::None,
+    StudyMode::NoneFlush,
+    StudyMode::Local,
+    StudyMode::Global,
+];
+
+/// Every combination of mode, sender state, receiver state and placement
+/// for `bytes`, in the order the study lists them.
+pub fn study_points(bytes: u64) -> Vec<StudyPoint> {
+    let mut v = Vec::new();
+    for &mode in &STUDY_MODES {
+        for &sender in Sender::ALL {
+            for &receiver in Receiver::ALL {
+                for &placement in Placement::ALL {
+                    v.push(StudyPoint {
+                        mode,
+                        sender,
+                        receiver,
+                        placement,
+                        bytes,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+impl Study {
+    /// The study of `config` before any point has run: no row, no
+    /// refusal, this kit's version.
+    pub fn new(config: StudyConfig) -> Study {
+        Study {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            config,
+            rows: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// Add point `p`'s run, `r`, to the study: its row, or its refusal
+    /// when its mode cannot serve it; any other error ends the study.
+    pub fn add(
+        &mut self,
+        p: &StudyPoint,
+        r: Result<(Row, Option<Timelines>), RunError>,
+    ) -> Result<(), RunError> {
+        match r {
+            Ok((row, _)) => self.rows.push(row),
+            Err(RunError::Mode(reason)) => self.refused.push(Refusal {
+                mode: p.mode,
+                sender: p.sender,
+                receiver: p.receiver,
+                placement: p.placement,
+                reason,
+            }),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
 }
 
 /// The study table's columns (name, width, right-aligned).
@@ -692,7 +1064,8 @@ fn done_cost() -> u64 {
 }
 
 impl Pipeline {
-    /// The workload's configuration.
+    /// The workload's configuration, within the default cycle budget
+    /// ([`pipeline`] gives it a scenario's `[machine] budget`).
     pub fn config(&self) -> protocols::pipeline::PipelineConfig {
         use magic::Cycles;
         use protocols::pipeline::{Pattern, PipelineConfig, PipelineCosts};
@@ -710,6 +1083,7 @@ impl Pipeline {
                 recv: Cycles(self.recv_cycles),
                 done: Cycles(self.done_cycles),
             },
+            budget: magic::params::DEFAULT_BUDGET,
         }
     }
 }
@@ -1797,7 +2171,8 @@ fn transfer(
 
 /// A saved result the kit can run again: the JSON `flashkit run --format
 /// json` prints for an experiment whose result carries its configuration
-/// (`config`) and the kit's version (`version`), read back whole.
+/// (`config`) and the kit's version (`version`), or `flashkit study
+/// coherence` or `flashkit check` prints, read back whole.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Saved {
     /// A transfer's result.
@@ -1818,20 +2193,29 @@ pub enum Saved {
     Suite(Box<protocols::am::suite::SuiteResult>),
     /// The messaging cost study's counts.
     Costs(Box<protocols::am::costs::FeatureCosts>),
+    /// One row of the coherence-mode study (a `[study]` scenario's result).
+    StudyRow(Box<Row>),
+    /// The coherence-mode study, whole.
+    Study(Box<Study>),
+    /// An exhaustive check's report.
+    Check(Box<crate::check::CheckReport>),
 }
 
-/// The experiments whose saved results [`Saved::read`] takes, and a key
+/// The experiments whose saved results [`Saved::read`] takes, and the keys
 /// only that experiment's result has.
-const SAVED: [(&str, &str); 9] = [
-    ("transfer", "per_line_cycles"),
-    ("miss", "case"),
-    ("pipeline", "sum_latency"),
-    ("fetch-and-add", "startup_cycles"),
-    ("remap", "technique"),
-    ("sharing workload", "per_invalidation"),
-    ("LogP measurement", "ring_us"),
-    ("suite", "tables"),
-    ("cost study", "features"),
+const SAVED: [(&str, &[&str]); 12] = [
+    ("transfer", &["per_line_cycles"]),
+    ("miss", &["case"]),
+    ("pipeline", &["sum_latency"]),
+    ("fetch-and-add", &["startup_cycles"]),
+    ("remap", &["technique"]),
+    ("sharing workload", &["per_invalidation"]),
+    ("LogP measurement", &["ring_us"]),
+    ("suite", &["tables"]),
+    ("cost study", &["features"]),
+    ("study row", &["coherence_messages"]),
+    ("study", &["rows", "refused"]),
+    ("check", &["runs", "violations"]),
 ];
 
 /// The experiments [`SAVED`] names, in words: "transfer, a miss ... or a
@@ -1853,8 +2237,8 @@ pub enum SavedError {
     Json(serde_json::Error),
     /// JSON, but no experiment's result that carries its configuration.
     #[error(
-        "not a result flashkit can rerun: that is the JSON `flashkit run --format json` prints \
-         for a {}, with its `config` and `version`",
+        "not a result flashkit can rerun: that is the JSON `flashkit run` (or `study`, or \
+         `check`) prints with `--format json` for a {}, with its `config` and `version`",
         saved_kinds()
     )]
     NotAResult,
@@ -1893,7 +2277,7 @@ impl Saved {
         }
         let kind = SAVED
             .iter()
-            .find(|(_, key)| m.contains_key(*key))
+            .find(|(_, keys)| keys.iter().all(|k| m.contains_key(*k)))
             .ok_or(SavedError::NotAResult)?
             .0;
         let bad = |error| SavedError::Bad { kind, error };
@@ -1925,6 +2309,15 @@ impl Saved {
             "cost study" => Ok(Saved::Costs(Box::new(
                 serde_json::from_value(v).map_err(bad)?,
             ))),
+            "study row" => Ok(Saved::StudyRow(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "study" => Ok(Saved::Study(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
+            "check" => Ok(Saved::Check(Box::new(
+                serde_json::from_value(v).map_err(bad)?,
+            ))),
             _ => Err(SavedError::NotAResult),
         }
     }
@@ -1941,6 +2334,9 @@ impl Saved {
             Saved::Logp(r) => &r.version,
             Saved::Suite(r) => &r.version,
             Saved::Costs(r) => &r.version,
+            Saved::StudyRow(r) => &r.version,
+            Saved::Study(s) => &s.version,
+            Saved::Check(r) => &r.version,
         }
     }
 
@@ -1956,6 +2352,9 @@ impl Saved {
             Saved::Logp(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Suite(r) => serde_json::to_value(r).unwrap_or_default(),
             Saved::Costs(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::StudyRow(r) => serde_json::to_value(r).unwrap_or_default(),
+            Saved::Study(s) => serde_json::to_value(s).unwrap_or_default(),
+            Saved::Check(r) => serde_json::to_value(r).unwrap_or_default(),
         }
     }
 }
@@ -1980,8 +2379,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             Ok((r, timelines(&m, trace)))
         }
         Saved::Pipeline(r) => {
-            let budget = magic::MagicParams::default().budget;
-            let (r, m) = pipeline_run(&r.config, budget, trace)?;
+            let (r, m) = pipeline_run(&r.config, trace)?;
             Ok((r, timelines(&m, trace)))
         }
         Saved::FetchOp(r) => {
@@ -2025,6 +2423,59 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             let r = protocols::am::costs::run_config(&r.config)?;
             Ok((costs_report(&r)?, None))
         }
+        Saved::StudyRow(r) => {
+            let mut c = r.config.clone();
+            if trace {
+                c.trace = true;
+                c.params.trace = true;
+            }
+            let (row, m) = study_config(&r.point(), &c)?;
+            Ok((
+                row.report(),
+                m.map(|m| magic::trace::chrome_json(m.0, &m.1)),
+            ))
+        }
+        Saved::Study(s) => {
+            if trace {
+                return Err(RunError::Refused(STUDY_TRACE));
+            }
+            // Point by point, in order (`study::run_config` runs them on
+            // workers, to the same study).
+            let c = &s.config;
+            let mut s = Study::new(c.clone());
+            for p in study_points(c.bytes) {
+                s.add(&p, study_config(&p, &c.base))?;
+            }
+            Ok((
+                Report {
+                    json: serde_json::to_value(&s)?,
+                    table: s.to_string(),
+                    failed: None,
+                },
+                None,
+            ))
+        }
+        Saved::Check(r) => {
+            if trace {
+                return Err(RunError::Refused(CHECK_TRACE));
+            }
+            let r = crate::check::run(&r.config, None)?;
+            let failed = (r.violations > 0).then(|| {
+                format!(
+                    "check {}: {}",
+                    r.config.check.name(),
+                    r.violation.as_deref().unwrap_or("a violation")
+                )
+            });
+            Ok((
+                Report {
+                    json: serde_json::to_value(&r)?,
+                    table: r.to_string(),
+                    failed,
+                },
+                None,
+            ))
+        }
     }
 }
 
@@ -2038,6 +2489,13 @@ const COSTS_TRACE: &str =
 
 /// Why a LogP measurement is not traced.
 const LOGP_TRACE: &str = "a trace records MAGIC's timelines: logp runs the AM suite's own machines";
+/// Why a check cannot be traced.
+const CHECK_TRACE: &str =
+    "a trace records one run's timelines, and a check explores every order of its moves";
+
+/// Why a whole study cannot be traced.
+const STUDY_TRACE: &str =
+    "a trace records one run's timelines, and a study is many: rerun one of its rows traced";
 
 /// A MAGIC experiment's report, once its result and the ledgers its run
 /// kept hold the rules every result keeps ([`crate::invariants`]).
@@ -2093,6 +2551,9 @@ pub enum RunError {
     /// The result breaks a rule every result keeps: a model bug, named.
     #[error(transparent)]
     Broken(#[from] crate::invariants::Broken),
+    /// A check's configuration refused (the field named).
+    #[error(transparent)]
+    Check(#[from] crate::check::CheckError),
 }
 
 impl RunError {
@@ -2105,7 +2566,8 @@ impl RunError {
             | RunError::Coherence(coherence::Error::OutOfRange(e))
             | RunError::Coherence(coherence::Error::Build(magic::BuildError::Params(e)))
             | RunError::Transfer(Failed::Config(ConfigError::Range(e)))
-            | RunError::Protocols(protocols::Error::OutOfRange(e)) => Some(e),
+            | RunError::Protocols(protocols::Error::OutOfRange(e))
+            | RunError::Check(crate::check::CheckError::Range(e)) => Some(e),
             _ => None,
         }
     }
@@ -2381,18 +2843,20 @@ pub fn pipeline(
     budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
-    pipeline_run(&x.config(), budget, trace)
+    let cfg = protocols::pipeline::PipelineConfig {
+        budget,
+        ..x.config()
+    };
+    pipeline_run(&cfg, trace)
 }
 
-/// The pipeline workload `cfg` within `budget` cycles: its report (the JSON
-/// its run serializes to) and the machine.
+/// The pipeline workload `cfg` (within its cycle budget): its report (the
+/// JSON its run serializes to) and the machine.
 fn pipeline_run(
     cfg: &protocols::pipeline::PipelineConfig,
-    budget: magic::Cycles,
     trace: bool,
 ) -> Result<(Report, magic::Magic<protocols::pipeline::PipeNode>), RunError> {
     let mut m = protocols::pipeline::build(cfg)?;
-    m.set_budget(budget)?;
     if trace {
         m.trace_on();
     }

@@ -5,6 +5,12 @@
 //! what it buys (`stale_lines`: lines the receiving process would read
 //! wrong). A combination a mode cannot serve is listed with its reason.
 //!
+//! A row carries the transfer its point ran and the kit's version, and
+//! keeps its cycle counts beside the figures derived from them; the study
+//! carries its [`StudyConfig`]. Both read back equal from their JSON, and
+//! [`run_config`] (or [`crate::scenario::study_config`], for a row) runs a
+//! saved one again.
+//!
 //! ```
 //! use flashkit::scenario::{Placement, Receiver, Scenario, Sender, StudyMode, StudyPoint};
 //! use flashkit::study;
@@ -18,67 +24,20 @@
 //! // The flush is the user's processor's work; local coherence is MAGIC's.
 //! assert!(flushed.processor_us > local.processor_us);
 //! assert!(local.interventions == 32 && flushed.interventions == 0);
+//! // A row read back from its JSON is the row; its configuration runs it again.
+//! let back: study::Row = serde_json::from_str(&serde_json::to_string(&local).unwrap()).unwrap();
+//! assert_eq!(back, local);
+//! let (again, _) = flashkit::scenario::study_config(&back.point(), &back.config).unwrap();
+//! assert_eq!(again, local);
 //! ```
 
 use crate::scenario::{
-    header, Placement, Receiver, RunError, Scenario, Sender, StudyMode, StudyPoint,
+    header, study_config, Placement, Receiver, RunError, Scenario, Sender, StudyMode,
 };
-pub use crate::scenario::{study_point as point, Row, Timelines};
-use serde::Serialize;
-
-/// A combination a mode cannot serve.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    /// The coherence mode.
-    pub mode: StudyMode,
-    /// Where the send buffer's lines started.
-    pub sender: Sender,
-    /// Where the receive buffer's lines started.
-    pub receiver: Receiver,
-    /// Where the buffers are homed.
-    pub placement: Placement,
-    /// Why.
-    pub reason: String,
-}
-
-/// The study's rows, in the order of its points, and its refusals.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Study {
-    /// One per combination run.
-    pub rows: Vec<Row>,
-    /// One per combination a mode refused.
-    pub refused: Vec<Refusal>,
-}
-
-/// The modes in the order the study lists them: cheapest promise first.
-pub const MODES: [StudyMode; 4] = [
-    StudyMode::None,
-    StudyMode::NoneFlush,
-    StudyMode::Local,
-    StudyMode::Global,
-];
-
-/// Every combination of mode, sender state, receiver state and placement
-/// for `bytes`, in the order the study lists them.
-pub fn points(bytes: u64) -> Vec<StudyPoint> {
-    let mut v = Vec::new();
-    for &mode in &MODES {
-        for &sender in Sender::ALL {
-            for &receiver in Receiver::ALL {
-                for &placement in Placement::ALL {
-                    v.push(StudyPoint {
-                        mode,
-                        sender,
-                        receiver,
-                        placement,
-                        bytes,
-                    });
-                }
-            }
-        }
-    }
-    v
-}
+pub use crate::scenario::{
+    study_point as point, study_points as points, Refusal, Row, RowFigures, Study, StudyConfig,
+    Timelines, STUDY_MODES as MODES,
+};
 
 /// Run every point of [`points`]`(bytes)` on `base`'s machine and cost
 /// sheets, on `threads` workers; `progress(done, total)` is called as
@@ -91,32 +50,25 @@ pub fn run(
     threads: usize,
     progress: impl Fn(usize, usize) + Sync,
 ) -> Result<Study, RunError> {
-    let pts = points(bytes);
+    run_config(&StudyConfig::on(base, bytes), threads, progress)
+}
+
+/// Run the study `config` describes, as [`run`] does: what a saved study's
+/// configuration gives again.
+pub fn run_config(
+    config: &StudyConfig,
+    threads: usize,
+    progress: impl Fn(usize, usize) + Sync,
+) -> Result<Study, RunError> {
+    let pts = points(config.bytes);
     let total = pts.len();
-    let mut study = Study {
-        rows: Vec::new(),
-        refused: Vec::new(),
-    };
+    let mut study = Study::new(config.clone());
     crate::sweep::run_in_order(
         total,
         threads,
-        |i| point(&pts[i], base, false),
+        |i| study_config(&pts[i], &config.base),
         |done| progress(done, total),
-        |i, r| {
-            let p = &pts[i];
-            match r {
-                Ok((row, _)) => study.rows.push(row),
-                Err(RunError::Mode(reason)) => study.refused.push(Refusal {
-                    mode: p.mode,
-                    sender: p.sender,
-                    receiver: p.receiver,
-                    placement: p.placement,
-                    reason,
-                }),
-                Err(e) => return Err(e),
-            }
-            Ok(())
-        },
+        |i, r| study.add(&pts[i], r),
     )?;
     Ok(study)
 }
@@ -219,12 +171,21 @@ fn which(these: &[&Refusal]) -> String {
 }
 
 impl Study {
-    /// The rows as CSV, a header first (the refusals are in the JSON).
+    /// The rows as CSV, a header first: each row's counts and figures, by
+    /// name (the configurations, the version and the refusals are in the
+    /// JSON).
     pub fn csv(&self) -> String {
         let rows: Vec<serde_json::Value> = self
             .rows
             .iter()
-            .map(|r| serde_json::to_value(r).unwrap_or_default())
+            .map(|r| {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("config");
+                    m.remove("version");
+                }
+                v
+            })
             .collect();
         crate::sweep::csv_table(&rows)
     }

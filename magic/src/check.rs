@@ -362,7 +362,8 @@ impl PartialEq for Progress {
 impl Eq for Progress {}
 
 /// What a search found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Report {
     /// Distinct states reached (the initial one included).
     pub states: u64,

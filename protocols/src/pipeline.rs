@@ -126,6 +126,16 @@ pub struct PipelineConfig {
     pub pattern: Pattern,
     /// The handlers' costs.
     pub costs: PipelineCosts,
+    /// The run's cycle budget (a scenario's `[machine] budget`; 1 to
+    /// [`magic::params::MAX_BUDGET`], [`magic::params::DEFAULT_BUDGET`] when a saved
+    /// configuration leaves it out): a run that needs more stops, not
+    /// clean, and has no result.
+    #[serde(default = "default_budget")]
+    pub budget: Cycles,
+}
+
+fn default_budget() -> Cycles {
+    magic::params::DEFAULT_BUDGET
 }
 
 impl PipelineConfig {
@@ -133,6 +143,7 @@ impl PipelineConfig {
     pub fn validate(&self) -> Result<(), OutOfRange> {
         let most = crate::am::Machines::Flash.max_nodes();
         OutOfRange::check("nodes", self.nodes, 2, most)?;
+        OutOfRange::check("budget", self.budget, Cycles(1), magic::params::MAX_BUDGET)?;
         if self.msgs == 0 {
             return Err(OutOfRange::new("msgs", "at least 1", 0));
         }
@@ -322,7 +333,11 @@ pub fn pipeline_params() -> MagicParams {
 /// The machine with the scenario's handlers installed and every message posted.
 pub fn build(cfg: &PipelineConfig) -> Result<Magic<PipeNode>, crate::Error> {
     cfg.validate()?;
-    let mut m = Magic::with(pipeline_params(), cfg.nodes, &Pipeline { config: *cfg })?;
+    let params = MagicParams {
+        budget: cfg.budget,
+        ..pipeline_params()
+    };
+    let mut m = Magic::with(params, cfg.nodes, &Pipeline { config: *cfg })?;
     // The processor posts the whole batch at cycle 0; each message's last
     // send sets up the next through the software queue.
     for n in 0..cfg.nodes {

@@ -27,7 +27,7 @@ fn small_bounds_are_exhausted_without_a_violation() {
     for (kind, bounds, least) in SMALL {
         let (code, v, err) = check(kind, bounds, &[]);
         assert_eq!(code, 0, "check {kind}: {err}");
-        assert_eq!(v["check"], kind);
+        assert_eq!(v["config"]["check"], kind);
         assert_eq!(v["complete"], true, "check {kind}: {v}");
         assert_eq!(v["violations"], 0, "check {kind}: {v}");
         assert!(v["trace"].as_array().unwrap().is_empty());
@@ -41,11 +41,16 @@ fn small_bounds_are_exhausted_without_a_violation() {
     }
     // Hold-off checks its three techniques in turn.
     let (_, v, _) = check("holdoff", SMALL[1].1, &[]);
-    let techniques: Vec<_> = v["runs"]
+    let techniques: Vec<_> = v["config"]["searches"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r["config"]["technique"].as_str().unwrap().to_string())
+        .map(|s| {
+            s["model"]["holdoff"]["technique"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(techniques, ["holdoff", "invalidate", "tlb"]);
 }

@@ -64,7 +64,8 @@ fn pipeline_prints_the_results_as_json() {
     assert_eq!(
         v["config"],
         serde_json::json!({"nodes": 4, "msgs": 3, "pattern": "rand",
-            "costs": {"setup": 20, "send": 12, "recv": 10, "done": 16}})
+            "costs": {"setup": 20, "send": 12, "recv": 10, "done": 16},
+            "budget": 100_000_000_000u64})
     );
 }
 

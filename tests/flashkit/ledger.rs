@@ -11,6 +11,7 @@ fn pipeline_occupancy_table() {
         msgs: 2,
         pattern: Pattern::Rand,
         costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
     };
     let run = pipeline::run(&cfg).unwrap();
     assert!(run.is_clean());
@@ -29,6 +30,7 @@ fn ledger_json_has_the_rows_of_the_table() {
         msgs: 1,
         pattern: Pattern::Ring,
         costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
     };
     let ledger = pipeline::run(&cfg).unwrap().ledger;
     let v: serde_json::Value = serde_json::to_value(&ledger).unwrap();

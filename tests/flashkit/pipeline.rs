@@ -35,6 +35,7 @@ fn check(rows: &[(u32, u32, Pattern, u64, u64, u64)]) {
             msgs,
             pattern,
             costs: Default::default(),
+            budget: magic::params::DEFAULT_BUDGET,
         };
         let run = pipeline::run(&cfg).unwrap();
         assert!(run.is_clean(), "{cfg:?}: {:?}", run.stuck);
@@ -79,6 +80,7 @@ fn runs_are_identical_byte_for_byte() {
         msgs: 20,
         pattern: Pattern::Rand,
         costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
     };
     let a = pipeline::run(&cfg).unwrap();
     let b = pipeline::run(&cfg).unwrap();
@@ -100,6 +102,7 @@ fn asking_ahead_changes_no_result() {
             msgs,
             pattern: Pattern::Rand,
             costs: Default::default(),
+            budget: magic::params::DEFAULT_BUDGET,
         };
         let runs: Vec<_> = [false, true]
             .into_iter()
@@ -166,6 +169,7 @@ fn a_pipeline_run_at_its_budget_is_not_clean() {
             recv: big,
             done: big,
         },
+        budget: magic::params::DEFAULT_BUDGET,
     };
     let run = pipeline::run(&cfg).unwrap();
     assert!(!run.is_clean());

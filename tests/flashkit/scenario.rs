@@ -1443,6 +1443,185 @@ fn a_saved_result_runs_its_configuration_again() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A saved result made by a command: its arguments (a scenario file's
+/// text is written first and named by `{toml}`), the exit status it gives,
+/// and edits of its JSON the rerun refuses or stops on.
+struct SavedCase {
+    name: &'static str,
+    toml: &'static str,
+    make: &'static [&'static str],
+    code: i32,
+    /// The key its configuration must hold, and its value.
+    holds: (&'static str, serde_json::Value),
+    /// An edit (a JSON pointer and a value), the exit status and words of
+    /// the one error line the rerun then gives.
+    edits: &'static [(&'static str, &'static str, i32, &'static str)],
+}
+
+/// A saved study row, a saved study whole, a saved check report (clean and
+/// with a planted bug) and a pipeline run within a scenario's budget each
+/// run again to the same JSON, table and CSV as the command that made
+/// them; an edited one is refused naming what is wrong, and an edited
+/// budget is kept.
+#[test]
+fn a_saved_study_check_or_budgeted_pipeline_runs_its_configuration_again() {
+    use serde_json::json;
+    let cases = [
+        SavedCase {
+            name: "study-row",
+            toml: "[machine]\nnet_latency = 30\n[costs.flush]\ndirty_line = 24\n\
+                   [study]\nmode = \"none-flush\"\nsender = \"dirty\"\nbytes = 1024\n",
+            make: &["run", "{toml}"],
+            code: 0,
+            holds: ("/config/params/net_latency", json!(30)),
+            edits: &[
+                (
+                    "/total_us",
+                    "9.5",
+                    2,
+                    "total_us is 9.5, but the counts give",
+                ),
+                (
+                    "/config/bytes",
+                    "2048",
+                    2,
+                    "config is not the transfer of the row's point",
+                ),
+                ("/coherence_messages", "3", 2, "coherence_messages is 3"),
+                ("/config/params/net_latency", "22", 0, ""),
+            ],
+        },
+        SavedCase {
+            name: "study",
+            toml: "",
+            make: &[
+                "study",
+                "coherence",
+                "--bytes",
+                "256",
+                "--threads",
+                "2",
+                "--quiet",
+            ],
+            code: 0,
+            holds: ("/config/bytes", json!(256)),
+            edits: &[
+                ("/rows/3/bandwidth_mb_s", "1.5", 2, "bandwidth_mb_s is 1.5"),
+                (
+                    "/config/base/params/net_latency",
+                    "30",
+                    2,
+                    "rows[0].config is not its point's transfer",
+                ),
+            ],
+        },
+        SavedCase {
+            name: "check",
+            toml: "",
+            make: &["check", "transfer", "--lines", "2", "--receives", "1"],
+            code: 0,
+            holds: ("/config/searches/0/model/transfer/lines", json!(2)),
+            edits: &[
+                ("/states", "1", 2, "states is not what the runs give"),
+                (
+                    "/config/searches/0/machine/data_buffers",
+                    "9",
+                    2,
+                    "searches[0].machine is not what its model builds",
+                ),
+                ("/config/max_states", "0", 2, "max_states"),
+            ],
+        },
+        SavedCase {
+            name: "check-bug",
+            toml: "",
+            make: &[
+                "check",
+                "coherence",
+                "--nodes",
+                "2",
+                "--inject",
+                "skip-invalidation",
+            ],
+            code: 1,
+            holds: (
+                "/config/searches/0/model/coherence/inject",
+                json!("skip-invalidation"),
+            ),
+            edits: &[],
+        },
+        SavedCase {
+            name: "pipeline",
+            toml: "[machine]\nbudget = 5000000\n[pipeline]\nnodes = 4\nmsgs = 2\n",
+            make: &["run", "{toml}"],
+            code: 0,
+            holds: ("/config/budget", json!(5_000_000)),
+            edits: &[("/config/budget", "100", 1, "cycle budget of 100 cycles")],
+        },
+    ];
+    let dir = scratch("rerun-table");
+    for c in &cases {
+        let toml = dir.join(format!("{}.toml", c.name));
+        std::fs::write(&toml, c.toml).unwrap();
+        let made = |format: &str| {
+            let mut args: Vec<&str> = c
+                .make
+                .iter()
+                .map(|a| if *a == "{toml}" { path(&toml) } else { a })
+                .collect();
+            args.extend(["--format", format]);
+            let (code, out, err) = flashkit(&args);
+            assert_eq!(code, c.code, "{}: {err}", c.name);
+            (out, err)
+        };
+        let (saved, _) = made("json");
+        let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+        assert_eq!(v.pointer(c.holds.0), Some(&c.holds.1), "{}", c.name);
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{}", c.name);
+        let json = dir.join(format!("{}.json", c.name));
+        std::fs::write(&json, &saved).unwrap();
+        let rerun = |file: &std::path::Path, format: &str| {
+            let (code, out, err) = flashkit(&["run", path(file), "--format", format]);
+            (code, out, err)
+        };
+        // The same JSON (a command may print it pretty), table and CSV, and
+        // the same error line when the check finds its planted bug.
+        let (code, out, err) = rerun(&json, "json");
+        assert_eq!(code, c.code, "{}: {err}", c.name);
+        let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(again, v, "{}", c.name);
+        for format in ["table", "csv"] {
+            let (want, want_err) = made(format);
+            let (code, out, err) = rerun(&json, format);
+            assert_eq!(
+                (code, &out, &err),
+                (c.code, &want, &want_err),
+                "{} {format}",
+                c.name
+            );
+        }
+        for (at, value, code, says) in c.edits {
+            let mut edited = v.clone();
+            *edited.pointer_mut(at).unwrap() = serde_json::from_str(value).unwrap();
+            let f = dir.join(format!("{}-edited.json", c.name));
+            std::fs::write(&f, edited.to_string()).unwrap();
+            let (got, out, err) = rerun(&f, "json");
+            assert_eq!(got, *code, "{} {at}: {err}", c.name);
+            if *code == 0 {
+                // A configuration changed is measured, and the rerun says
+                // it differs from the file.
+                let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+                assert_eq!(again.pointer(at), edited.pointer(at), "{} {at}", c.name);
+                assert!(err.starts_with("note: the rerun differs from"), "{err}");
+            } else {
+                assert_eq!(err.lines().count(), 1, "{} {at}: {err}", c.name);
+                assert!(err.contains(says), "{} {at}: {err}", c.name);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_saved_miss_runs_its_configuration_again() {
     let dir = scratch("rerun-miss");

@@ -22,12 +22,13 @@ use super::experiment::{begin_pass, data_check, prepare, Config};
 use super::state::{Version, XferNode};
 use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, LINE_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use super::state::Bug;
 
 /// The configuration a transfer check explores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TransferCheck {
     /// Lines sent (1 to 8).
     pub lines: u32,
@@ -74,7 +75,9 @@ impl TransferCheck {
         Ok(explore(self, bounds))
     }
 
-    fn config(&self) -> Config {
+    /// The transfer the check builds its machine for: its machine, cost
+    /// sheets and planted bug.
+    pub fn config(&self) -> Config {
         Config {
             bytes: self.lines as u64 * LINE_BYTES as u64,
             receives: self.receives,

@@ -31,7 +31,7 @@ use super::unit::machine;
 use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use super::params::Bug;
 
@@ -47,7 +47,8 @@ impl Bug {
 }
 
 /// The configuration a hold-off check explores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HoldoffCheck {
     /// How MAGIC keeps its physical addresses valid.
     pub technique: Technique,
@@ -105,6 +106,20 @@ fn at(f: PAddr, l: u64) -> magic::LineAddr {
 }
 
 impl HoldoffCheck {
+    /// The machine and the user layer's parameters (its cost sheets and
+    /// planted bug) the check builds its machine with.
+    pub fn params(&self) -> (MagicParams, UserParams) {
+        let params = MagicParams {
+            data_buffers: self.buffers as usize,
+            ..MagicParams::default()
+        };
+        let up = UserParams {
+            inject: self.inject,
+            ..UserParams::default()
+        };
+        (params, up)
+    }
+
     /// Refuse bounds outside the documented ranges, naming the field.
     pub fn validate(&self) -> Result<(), OutOfRange> {
         OutOfRange::check("lines", self.lines, 1, 32)?;
@@ -189,14 +204,7 @@ impl Model for HoldoffCheck {
     type Node = UserNode;
 
     fn build(&self) -> Result<Magic<UserNode>, String> {
-        let params = MagicParams {
-            data_buffers: self.buffers as usize,
-            ..MagicParams::default()
-        };
-        let up = UserParams {
-            inject: self.inject,
-            ..UserParams::default()
-        };
+        let (params, up) = self.params();
         let mut m = machine(params, up, 2).map_err(|e| e.to_string())?;
         self.setup(&mut m)?;
         Ok(m)

@@ -646,6 +646,7 @@ fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
         msgs: 3,
         pattern: Pattern::Shift,
         costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
     };
     let r = pipeline::run(&c).unwrap();
     assert_eq!(r.config, c);
