@@ -155,6 +155,10 @@ pub struct CheckArgs {
     /// 7 GB and hours.
     #[arg(long, default_value_t = 2_000_000)]
     max_states: usize,
+    /// Threads the search uses, 0 for one per core (default 0). The report
+    /// is the same whatever the number.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
 }
 
 /// What one search of a check explored.
@@ -240,6 +244,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
     let bounds = Bounds {
         max_states: a.max_states,
         progress: Some(&PROGRESS),
+        threads: a.threads,
         ..Bounds::default()
     };
     bounds

@@ -21,7 +21,7 @@
 use crate::directory::{Acks, DirFormat, DirState};
 use crate::processor::Access;
 use crate::protocol::{self, canonical, CohNode, CohParams, Forwards, Placement};
-use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
+use magic::check::{explore_restoring, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -101,7 +101,7 @@ impl CoherenceCheck {
     /// Search the configuration's whole space (up to `bounds`).
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore(self, bounds))
+        Ok(explore_restoring(self, bounds))
     }
 
     fn line(&self, l: u32) -> PAddr {

@@ -89,6 +89,34 @@ pub struct Proc {
     pub(crate) evicted: Option<(PAddr, Evicted)>,
 }
 
+/// `clone_from` reuses the storage of the processor it overwrites.
+impl Clone for Proc {
+    fn clone(&self) -> Self {
+        Proc {
+            program: self.program.clone(),
+            current: self.current,
+            results: self.results.clone(),
+            stray_fills: self.stray_fills,
+            evicted: self.evicted,
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let Proc {
+            program,
+            current,
+            results,
+            stray_fills,
+            evicted,
+        } = src;
+        self.program.clone_from(program);
+        self.current = *current;
+        self.results.clone_from(results);
+        self.stray_fills = *stray_fills;
+        self.evicted = *evicted;
+    }
+}
+
 /// Byte offset of a word within its line.
 fn word_at(a: PAddr) -> usize {
     (a.offset() as usize % LINE_BYTES) & !7

@@ -300,6 +300,50 @@ pub struct CohNode {
     pub stats: CohStats,
 }
 
+/// A node's state, as a search keeps it; `clone_from` reuses the storage
+/// of the node it overwrites.
+impl Clone for CohNode {
+    fn clone(&self) -> Self {
+        CohNode {
+            id: self.id,
+            nodes: self.nodes,
+            params: self.params,
+            dir: self.dir.clone(),
+            store: self.store.clone(),
+            misses: self.misses.clone(),
+            writebacks: self.writebacks.clone(),
+            deferred: self.deferred.clone(),
+            proc: self.proc.clone(),
+            stats: self.stats,
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let CohNode {
+            id,
+            nodes,
+            params,
+            dir,
+            store,
+            misses,
+            writebacks,
+            deferred,
+            proc,
+            stats,
+        } = src;
+        self.id = *id;
+        self.nodes = *nodes;
+        self.params = *params;
+        self.dir.clone_from(dir);
+        self.store.clone_from(store);
+        self.misses.clone_from(misses);
+        self.writebacks.clone_from(writebacks);
+        self.deferred.clone_from(deferred);
+        self.proc.clone_from(proc);
+        self.stats = *stats;
+    }
+}
+
 /// A forward that waits for this node's own fill of its line.
 #[derive(Clone, Copy, Debug)]
 struct Deferred {

@@ -12,6 +12,24 @@ use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
 use crate::time::Cycles;
 use hashbrown::HashMap;
 
+/// Make `dst` hold what `src` holds, reusing its entries' storage where a
+/// key is in both (a restored snapshot allocates only for new keys).
+pub(crate) fn map_clone_from<K, V>(dst: &mut HashMap<K, V>, src: &HashMap<K, V>)
+where
+    K: Eq + std::hash::Hash + Copy,
+    V: Clone,
+{
+    dst.retain(|k, _| src.contains_key(k));
+    for (k, v) in src {
+        match dst.get_mut(k) {
+            Some(d) => d.clone_from(v),
+            None => {
+                dst.insert(*k, v.clone());
+            }
+        }
+    }
+}
+
 /// When a line moved over the memory bus: first and last doubleword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineTiming {
@@ -52,6 +70,24 @@ impl Default for Memory {
             ops: 0,
             waited: Cycles(0),
         }
+    }
+}
+
+impl Clone for Memory {
+    fn clone(&self) -> Self {
+        Memory {
+            lines: self.lines.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        map_clone_from(&mut self.lines, &src.lines);
+        self.bus_free = src.bus_free;
+        self.busy = src.busy;
+        self.ops = src.ops;
+        self.held_by = src.held_by;
+        self.waited = src.waited;
     }
 }
 

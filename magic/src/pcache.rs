@@ -40,6 +40,7 @@ pub struct Intervention {
     pub first_word_at: Option<Cycles>,
 }
 
+#[derive(Clone, Copy)]
 struct CachedLine {
     state: LineState,
     bytes: [u8; LINE_BYTES],
@@ -76,6 +77,24 @@ impl Default for ProcCache {
 /// Cache lines are keyed by their normal-space line address.
 fn key(a: PAddr) -> u64 {
     a.with_region(Region::Normal).0 / LINE_BYTES as u64
+}
+
+impl Clone for ProcCache {
+    fn clone(&self) -> Self {
+        ProcCache {
+            lines: self.lines.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        crate::memory::map_clone_from(&mut self.lines, &src.lines);
+        self.free_at = src.free_at;
+        self.busy = src.busy;
+        self.ops = src.ops;
+        self.held_by = src.held_by;
+        self.waited = src.waited;
+    }
 }
 
 impl ProcCache {

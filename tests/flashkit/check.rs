@@ -283,3 +283,34 @@ fn a_search_stops_at_its_state_cap_and_posts_its_progress() {
         )
     );
 }
+
+/// The search's thread count changes nothing in its report: the same
+/// states, transitions and depth, the same first violation and the same
+/// shortest trace, with or without a planted bug.
+#[test]
+fn thread_count_changes_nothing_in_a_checks_report() {
+    let bounds: &[&str] = &["--nodes", "3", "--ops", "1"];
+    let bug = coherence::check::Bug::ALL[0].name();
+    for more in [&[][..], &["--inject", bug][..]] {
+        let runs: Vec<_> = ["1", "2", "3"]
+            .iter()
+            .map(|t| {
+                let mut m = more.to_vec();
+                m.extend(["--threads", t]);
+                check("coherence", bounds, &m)
+            })
+            .collect();
+        assert!(
+            runs[0].1["states"].as_u64().unwrap_or(0) > 1,
+            "{:?}",
+            runs[0]
+        );
+        if !more.is_empty() {
+            assert_eq!(runs[0].1["violations"], 1, "{bug} not found: {}", runs[0].1);
+        }
+        for r in &runs[1..] {
+            assert_eq!(r.0, runs[0].0);
+            assert_eq!(r.1, runs[0].1, "a thread count changed the report");
+        }
+    }
+}
