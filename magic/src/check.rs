@@ -459,8 +459,12 @@ enum Expansion<S> {
     /// No move is left: what [`Model::finished`] said.
     Finished(Result<(), String>),
     /// Each move made, up to the first that broke something.
-    Moves(Vec<(Move, Result<Option<Found<S>>, String>)>),
+    Moves(Vec<(Move, Child<S>)>),
 }
+
+/// What one move led to: a state not seen before its batch, one seen, or
+/// what it broke.
+type Child<S> = Result<Option<Found<S>>, String>;
 
 /// A state a move reached that was not among those seen before its batch:
 /// its fingerprint and the machine.
