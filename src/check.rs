@@ -159,6 +159,12 @@ pub struct CheckArgs {
     /// is the same whatever the number.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Store states up to a renaming of the nodes that play the same role
+    /// (coherence: every node that is no line's home), on or off (default
+    /// on; each run's report says which ran).
+    #[arg(long, default_value = "on",
+          value_parser = clap::builder::PossibleValuesParser::new(["on", "off"]))]
+    symmetry: String,
 }
 
 /// What one search of a check explored.
@@ -245,6 +251,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         max_states: a.max_states,
         progress: Some(&PROGRESS),
         threads: a.threads,
+        symmetry: a.symmetry == "on",
         ..Bounds::default()
     };
     bounds

@@ -26,6 +26,7 @@
 //! States are not copied: a state is rebuilt from the initial machine by
 //! replaying its moves, which the engine's determinism makes exact.
 
+use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};
 use crate::node::{Ev, TO_PROCESSOR};
 use crate::params::InQueue;
@@ -33,6 +34,86 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// A renaming of a machine's nodes: node `n` becomes `node(n)` (see
+/// [`Model::symmetric`]). Nodes past the renaming keep their numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renaming {
+    to: Vec<u32>,
+    from: Vec<u32>,
+}
+
+impl Renaming {
+    /// The renaming that sends node `n` to `to[n]`; `None` if `to` is not
+    /// a permutation of `0..to.len()`.
+    pub fn new(to: Vec<u32>) -> Option<Renaming> {
+        let mut from = vec![u32::MAX; to.len()];
+        for (n, &t) in to.iter().enumerate() {
+            let slot = from.get_mut(t as usize)?;
+            if *slot != u32::MAX {
+                return None;
+            }
+            *slot = n as u32;
+        }
+        Some(Renaming { to, from })
+    }
+
+    /// What node `n` becomes.
+    pub fn node(&self, n: u32) -> u32 {
+        self.to.get(n as usize).copied().unwrap_or(n)
+    }
+
+    /// The node that becomes node `n`.
+    pub fn from(&self, n: u32) -> u32 {
+        self.from.get(n as usize).copied().unwrap_or(n)
+    }
+
+    /// Every renaming of `nodes` nodes that permutes the nodes of `among`
+    /// and keeps the others, the identity first.
+    ///
+    /// ```
+    /// use magic::check::Renaming;
+    /// let all = Renaming::permuting(4, &[1, 2, 3]);
+    /// assert_eq!(all.len(), 6);
+    /// assert!(all.iter().all(|r| r.node(0) == 0));
+    /// assert_eq!((all[1].node(2), all[1].from(3)), (3, 2));
+    /// ```
+    pub fn permuting(nodes: u32, among: &[u32]) -> Vec<Renaming> {
+        let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
+        among.sort_unstable();
+        among.dedup();
+        let mut out = Vec::new();
+        let mut perm = among.clone();
+        loop {
+            let mut to: Vec<u32> = (0..nodes).collect();
+            for (a, p) in among.iter().zip(&perm) {
+                to[*a as usize] = *p;
+            }
+            out.extend(Renaming::new(to));
+            // The next permutation in lexicographic order.
+            let Some(i) = (1..perm.len()).rev().find(|&i| perm[i - 1] < perm[i]) else {
+                break;
+            };
+            let j = (i..perm.len())
+                .rev()
+                .find(|&j| perm[j] > perm[i - 1])
+                .unwrap_or(i);
+            perm.swap(i - 1, j);
+            perm[i..].reverse();
+        }
+        out
+    }
+}
+
+/// A line's bytes into `out`, each 8-byte word as `word` gives it.
+pub(crate) fn encode_line(bytes: &[u8], word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+    for w in bytes.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..w.len()].copy_from_slice(w);
+        let r = word(u64::from_le_bytes(b)).to_le_bytes();
+        out.extend_from_slice(&r[..w.len()]);
+    }
+}
 
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +250,86 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
+    /// by `r`: the nodes in the renamed order, and the nodes a message or a
+    /// data word names renamed (the payload's and the data's as `model`
+    /// renames them).
+    pub fn encode_hardware_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        out: &mut Vec<u8>,
+    ) {
+        let word = |w: u64| model.rename_data(w, r);
+        for j in 0..self.hw.len() as u32 {
+            let hw = &self.hw[r.from(j) as usize];
+            hw.pcache.encode_words(&word, out);
+            hw.mem.encode_words(&word, out);
+            for q in &hw.queues {
+                out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+                for e in q {
+                    self.encode_packet_renamed(model, r, e.pkt, out);
+                }
+            }
+            out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
+            out.push(hw.pp_running as u8);
+            let d = hw.drops();
+            for x in [
+                d.unhandled,
+                d.bad_address,
+                d.bad_buffer,
+                d.bad_node,
+                d.swq_full,
+                d.too_long,
+                d.undecodable,
+            ] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        if let Some(held) = &self.held {
+            let chan = |i: usize| {
+                let c = held[i].chan;
+                (r.node(c.src), r.node(c.dst), c.path)
+            };
+            let mut order: Vec<usize> = (0..held.len()).collect();
+            order.sort_by_key(|&i| (chan(i), i));
+            out.extend_from_slice(&(held.len() as u32).to_le_bytes());
+            for i in order {
+                let (src, dst, path) = chan(i);
+                out.extend_from_slice(&src.to_le_bytes());
+                out.extend_from_slice(&dst.to_le_bytes());
+                out.push(path);
+                self.encode_packet_renamed(model, r, held[i].pkt, out);
+            }
+        }
+    }
+
+    fn encode_packet_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        pkt: u32,
+        out: &mut Vec<u8>,
+    ) {
+        let m = model.rename_message(self, &self.packets.msg(pkt), r);
+        out.push(m.mtype.0);
+        out.push(m.lane as u8);
+        out.extend_from_slice(&r.node(m.src.0).to_le_bytes());
+        out.extend_from_slice(&r.node(m.dest.0).to_le_bytes());
+        out.extend_from_slice(&m.addr.0.to_le_bytes());
+        out.extend_from_slice(&m.len.to_le_bytes());
+        for w in m.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        match self.packets.data(pkt) {
+            Some(d) => {
+                out.push(1);
+                encode_line(d, &|w| model.rename_data(w, r), out);
+            }
+            None => out.push(0),
+        }
+    }
+
     fn encode_packet(&self, pkt: u32, out: &mut Vec<u8>) {
         let m = self.packets.msg(pkt);
         out.push(m.mtype.0);
@@ -223,6 +384,38 @@ pub trait Model {
 
     /// What must hold at every instant: checked after each one.
     fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
+
+    /// The nodes that play the same role (the reference model's
+    /// scalarset): any permutation of them, every value that names a node
+    /// renamed with it, gives a state that behaves the same. With
+    /// [`Bounds::symmetry`] on, the search stores each state in the least
+    /// encoding over those permutations, so a state and its renamings are
+    /// explored once. The default: none.
+    fn symmetric(&self, _m: &Magic<Self::Node>) -> Vec<u32> {
+        Vec::new()
+    }
+
+    /// [`Model::encode`] of the machine with its nodes renamed by `r`:
+    /// the node states in the renamed order ([`Renaming::from`]) and every
+    /// node a state names as [`Renaming::node`] gives it. A model that
+    /// declares [`Model::symmetric`] nodes must give it; the default is
+    /// [`Model::encode`].
+    fn encode_renamed(&self, m: &Magic<Self::Node>, _r: &Renaming, out: &mut Vec<u8>) {
+        self.encode(m, out);
+    }
+
+    /// `msg` with the nodes its payload names renamed by `r` (the explorer
+    /// renames its source and destination itself). The default: as is.
+    fn rename_message(&self, _m: &Magic<Self::Node>, msg: &Msg, _r: &Renaming) -> Msg {
+        *msg
+    }
+
+    /// An 8-byte data word (a line's bytes, little-endian) with the node it
+    /// names renamed by `r`: a written value that carries its writer. The
+    /// default: as is.
+    fn rename_data(&self, word: u64, _r: &Renaming) -> u64 {
+        word
+    }
 
     /// What must hold when no move is left: every operation done, nothing
     /// stuck, nothing refused. The default asks the machine's own report
@@ -281,6 +474,10 @@ pub struct Bounds {
     /// same whatever the number.
     #[serde(skip)]
     pub threads: usize,
+    /// Store each state in its least encoding over the permutations of the
+    /// model's [`Model::symmetric`] nodes (on by default); off, the plain
+    /// search.
+    pub symmetry: bool,
 }
 
 impl Default for Bounds {
@@ -290,6 +487,7 @@ impl Default for Bounds {
             settle_instants: 1_000_000,
             progress: None,
             threads: 0,
+            symmetry: true,
         }
     }
 }
@@ -377,6 +575,9 @@ pub struct Report {
     pub depth: u32,
     /// The bounded space was exhausted: every state reachable was reached.
     pub complete: bool,
+    /// States were stored up to a renaming of the model's symmetric nodes
+    /// (see [`Model::symmetric`]); false for the plain search.
+    pub symmetry: bool,
     /// Violations found (the search stops at the first).
     pub violations: u32,
     /// What the violation was.
@@ -488,6 +689,7 @@ fn expand<M>(
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
     seen: &hashbrown::HashSet<u128>,
+    perms: &[Renaming],
     buf: &mut Vec<u8>,
 ) -> Expansion<M::Node>
 where
@@ -511,9 +713,7 @@ where
             out.push((mv, Err(e)));
             break;
         }
-        buf.clear();
-        encode(model, m, buf);
-        let fp = fingerprint(buf);
+        let fp = state_print(model, m, perms, buf);
         let found = if seen.contains(&fp) {
             None
         } else {
@@ -573,14 +773,17 @@ where
         }
     }
     let root = &scratch[0];
+    let perms = renamings(model, bounds, root);
+    let perms = &perms[..];
+    report.symmetry = !perms.is_empty();
     let mut buf = Vec::new();
-    encode(model, root, &mut buf);
+    let fp = state_print(model, root, perms, &mut buf);
     let Some(snap) = root.snapshot() else {
         fail(&mut report, "the machine did not settle".into(), Vec::new());
         return report;
     };
     let mut seen = hashbrown::HashSet::new();
-    seen.insert(fingerprint(&buf));
+    seen.insert(fp);
     let mut visits: Vec<Visit> = vec![Visit {
         parent: u32::MAX,
         mv: Move::Act(0),
@@ -596,7 +799,7 @@ where
             let m = &mut scratch[0];
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, &seen, &mut buf))
+                .map(|(_, s)| expand(model, bounds, m, s, &seen, perms, &mut buf))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
@@ -610,7 +813,7 @@ where
                             let mut buf = Vec::new();
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(model, bounds, m, s, seen, &mut buf))
+                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -700,9 +903,9 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
             return report;
         }
     };
-    buf.clear();
-    encode(model, &root, &mut buf);
-    seen.insert(fingerprint(&buf));
+    let perms = renamings(model, bounds, &root);
+    report.symmetry = !perms.is_empty();
+    seen.insert(state_print(model, &root, &perms, &mut buf));
     visits.push(Visit {
         parent: u32::MAX,
         mv: Move::Act(0),
@@ -755,9 +958,7 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 fail(&mut report, e, trace);
                 return report;
             }
-            buf.clear();
-            encode(model, machine, &mut buf);
-            if seen.insert(fingerprint(&buf)) {
+            if seen.insert(state_print(model, machine, &perms, &mut buf)) {
                 if visits.len() >= max_states {
                     post(&report);
                     return report;
@@ -782,6 +983,43 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
 fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
     m.encode_hardware(out);
     model.encode(m, out);
+}
+
+/// The renamings a search takes states up to: none for the plain search.
+fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Renaming> {
+    if !bounds.symmetry {
+        return Vec::new();
+    }
+    let among = model.symmetric(m);
+    if among.len() < 2 {
+        return Vec::new();
+    }
+    Renaming::permuting(m.nodes(), &among)
+}
+
+/// The state's fingerprint: of its encoding, or with `perms`, of the least
+/// of its renamed encodings.
+fn state_print<M: Model>(
+    model: &M,
+    m: &Magic<M::Node>,
+    perms: &[Renaming],
+    buf: &mut Vec<u8>,
+) -> u128 {
+    buf.clear();
+    if perms.is_empty() {
+        encode(model, m, buf);
+        return fingerprint(buf);
+    }
+    let mut best: Option<Vec<u8>> = None;
+    for r in perms {
+        buf.clear();
+        m.encode_hardware_renamed(model, r, buf);
+        model.encode_renamed(m, r, buf);
+        if best.as_ref().is_none_or(|b| **buf < **b) {
+            best = Some(buf.clone());
+        }
+    }
+    fingerprint(best.as_deref().unwrap_or(buf))
 }
 
 fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {

@@ -166,6 +166,20 @@ impl Memory {
         }
     }
 
+    /// As `encode`, each 8-byte word of each line given as `word` gives it
+    /// (a renaming of the nodes a value names).
+    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+        let lines: Vec<_> = self
+            .written()
+            .filter(|(_, b)| b.iter().any(|&x| x != 0))
+            .collect();
+        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
+        for (l, b) in lines {
+            out.extend_from_slice(&l.0.to_le_bytes());
+            crate::check::encode_line(b, word, out);
+        }
+    }
+
     /// Store a whole line (functional: no time).
     pub fn store_line(&mut self, l: LineAddr, bytes: &[u8; LINE_BYTES]) {
         match self.lines.get_mut(&l.0) {

@@ -128,6 +128,20 @@ impl ProcCache {
         }
     }
 
+    /// As `encode`, each 8-byte word of each line's bytes given as `word`
+    /// gives it (a renaming of the nodes a value names).
+    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
+        keys.sort_unstable();
+        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        for k in keys {
+            let l = &self.lines[&k];
+            out.extend_from_slice(&k.to_le_bytes());
+            out.push(l.state as u8);
+            crate::check::encode_line(&l.bytes, word, out);
+        }
+    }
+
     /// Put a line in a state with the given bytes (used by the processor model
     /// and by experiments preparing a starting point). `Uncached` drops it.
     pub fn set(&mut self, a: PAddr, state: LineState, bytes: [u8; LINE_BYTES]) {
