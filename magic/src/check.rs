@@ -1010,16 +1010,16 @@ fn state_print<M: Model>(
         encode(model, m, buf);
         return fingerprint(buf);
     }
-    let mut best: Option<Vec<u8>> = None;
-    for r in perms {
+    let mut best = Vec::with_capacity(buf.capacity());
+    for (i, r) in perms.iter().enumerate() {
         buf.clear();
         m.encode_hardware_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if best.as_ref().is_none_or(|b| **buf < **b) {
-            best = Some(buf.clone());
+        if i == 0 || *buf < best {
+            std::mem::swap(buf, &mut best);
         }
     }
-    fingerprint(best.as_deref().unwrap_or(buf))
+    fingerprint(&best)
 }
 
 fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {
@@ -1108,6 +1108,7 @@ type Invariant<S> = Box<dyn Fn(&[S]) -> Result<(), String> + Send + Sync>;
 type AtRest<S> = Box<dyn Fn(&Magic<S>) -> Result<(), String> + Send + Sync>;
 type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>) + Send + Sync>;
 type Build<S> = Box<dyn Fn() -> Result<Magic<S>, String> + Send + Sync>;
+type EncodeRenamed<S> = Box<dyn Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync>;
 
 /// A protocol author's check: a machine of the author's handlers (built
 /// through [`crate::MagicBuilder`] or [`Magic::with`]), the author's
@@ -1140,13 +1141,18 @@ type Build<S> = Box<dyn Fn() -> Result<Magic<S>, String> + Send + Sync>;
 /// })
 /// .invariant(|nodes: &[Idle]| if nodes.len() == 2 { Ok(()) } else { Err("lost a node".into()) });
 /// let r = check.run(Bounds::default());
-/// assert!(r.complete && r.violations == 0 && r.states == 1);
+/// assert!(r.complete && r.violations == 0 && r.states == 1 && !r.symmetry);
+/// // The two nodes play the same role, and their state names no node.
+/// let check = check.symmetric([0, 1], |_: &Idle, _, _| {});
+/// assert!(check.run(Bounds::default()).symmetry);
 /// ```
 pub struct Checker<S> {
     build: Build<S>,
     invariants: Vec<Invariant<S>>,
     at_rest: Vec<AtRest<S>>,
     encode: Option<Encode<S>>,
+    symmetric: Vec<u32>,
+    encode_renamed: Option<EncodeRenamed<S>>,
 }
 
 impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
@@ -1158,6 +1164,8 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
             invariants: Vec::new(),
             at_rest: Vec::new(),
             encode: None,
+            symmetric: Vec::new(),
+            encode_renamed: None,
         }
     }
 
@@ -1190,6 +1198,21 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
         self
     }
 
+    /// The nodes that play the same role ([`Model::symmetric`]), and a node
+    /// state's canonical encoding with the nodes it names renamed by the
+    /// [`Renaming`] (and without times, which would keep renamed states
+    /// apart). Messages and data are taken to name no node but their source
+    /// and destination.
+    pub fn symmetric(
+        mut self,
+        nodes: impl IntoIterator<Item = u32>,
+        encode: impl Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
+        self.symmetric = nodes.into_iter().collect();
+        self.encode_renamed = Some(Box::new(encode));
+        self
+    }
+
     /// Search every order of the machine's deliveries within `bounds`
     /// ([`explore_restoring`]).
     pub fn run(&self, bounds: Bounds) -> Report {
@@ -1218,6 +1241,24 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Model for Checker<S> 
 
     fn invariant(&self, m: &Magic<S>) -> Result<(), String> {
         self.invariants.iter().try_for_each(|f| f(m.states()))
+    }
+
+    fn symmetric(&self, _m: &Magic<S>) -> Vec<u32> {
+        match self.encode_renamed {
+            Some(_) => self.symmetric.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    fn encode_renamed(&self, m: &Magic<S>, r: &Renaming, out: &mut Vec<u8>) {
+        let Some(f) = &self.encode_renamed else {
+            return self.encode(m, out);
+        };
+        for j in 0..m.nodes() {
+            if let Some(s) = m.states().get(r.from(j) as usize) {
+                f(s, r, out);
+            }
+        }
     }
 
     fn finished(&self, m: &Magic<S>) -> Result<(), String> {

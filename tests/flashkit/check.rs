@@ -220,7 +220,10 @@ fn symmetry_shrinks_the_coherence_space_and_still_finds_every_bug() {
     assert_eq!(off["runs"][0]["symmetry"], false);
     assert_eq!(on["runs"][0]["symmetry"], true);
     assert_eq!(on["complete"], true);
-    let (a, b) = (off["states"].as_u64().unwrap(), on["states"].as_u64().unwrap());
+    let (a, b) = (
+        off["states"].as_u64().unwrap(),
+        on["states"].as_u64().unwrap(),
+    );
     assert!(a * 2 >= b * 3, "{a} states plain, {b} with symmetry");
     for bug in coherence::check::Bug::ALL {
         let runs = ["on", "off"].map(|s| {
