@@ -311,7 +311,7 @@ impl<S: NodeState> Magic<S> {
         pkt: u32,
         out: &mut Vec<u8>,
     ) {
-        let m = model.rename_message(self, &self.packets.msg(pkt), r);
+        let m = model.rename_message(self, self.packets.msg(pkt), r);
         out.push(m.mtype.0);
         out.push(m.lane as u8);
         out.extend_from_slice(&r.node(m.src.0).to_le_bytes());
