@@ -245,11 +245,19 @@ fn symmetry_shrinks_the_coherence_space_and_still_finds_every_bug() {
 
 /// The default bounds, on the release build (`.ci/run` runs it with
 /// `--ignored`): each check exhausts its space without a violation, past
-/// 1000 states. Measured: coherence 328 625 states in 15 s, holdoff 34 381
-/// in 4.4 s, transfer 6 464 in 0.7 s.
+/// 1000 states. Measured: coherence 269 226 states with node symmetry
+/// (537 624 without), holdoff 34 381 in 4.4 s, transfer 6 464 in 0.7 s.
 #[test]
 #[ignore = "the default bounds: run on the release build"]
 fn default_bounds_are_exhausted_without_a_violation() {
+    // The plain search keeps its count; node symmetry takes at least a
+    // third off it.
+    let (code, off, err) = check("coherence", &[], &["--symmetry", "off"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(off["states"], 537_624, "{off}");
+    let (_, on, _) = check("coherence", &[], &[]);
+    let on = on["states"].as_u64().unwrap();
+    assert!(on * 3 <= 537_624 * 2, "{on} states with symmetry");
     for (kind, least) in [
         ("coherence", 300_000),
         ("holdoff", 30_000),
