@@ -155,8 +155,8 @@ pub struct CheckArgs {
     /// 7 GB and hours.
     #[arg(long, default_value_t = 2_000_000)]
     max_states: usize,
-    /// Threads the search uses, 0 for one per core (default 0). The report
-    /// is the same whatever the number.
+    /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
+    /// The report is the same whatever the number.
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Store states up to a renaming of the nodes that play the same role

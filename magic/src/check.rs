@@ -456,6 +456,9 @@ pub const MAX_STATES: usize = 100_000_000;
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
 pub const MAX_SETTLE_INSTANTS: u64 = 100_000_000;
 
+/// The most threads a search may be given ([`Bounds::threads`]).
+pub const MAX_THREADS: usize = 64;
+
 /// How far a search goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Bounds {
@@ -470,8 +473,9 @@ pub struct Bounds {
     /// show (a progress bar); `None` for nowhere.
     #[serde(skip)]
     pub progress: Option<&'static Progress>,
-    /// Threads the search uses, 0 for one per core. The report is the
-    /// same whatever the number.
+    /// Threads the search uses, 0 for one per core, at most
+    /// [`MAX_THREADS`] ([`explore_restoring`] given more uses that many).
+    /// The report is the same whatever the number.
     #[serde(skip)]
     pub threads: usize,
     /// Store each state in its least encoding over the permutations of the
@@ -505,6 +509,7 @@ impl Bounds {
     /// ```
     pub fn validate(&self) -> Result<(), crate::OutOfRange> {
         crate::OutOfRange::check("max_states", self.max_states, 1, MAX_STATES)?;
+        crate::OutOfRange::check("threads", self.threads, 0, MAX_THREADS)?;
         crate::OutOfRange::check(
             "settle_instants",
             self.settle_instants,
@@ -748,7 +753,8 @@ where
     let threads = match bounds.threads {
         0 => cores(),
         n => n,
-    };
+    }
+    .min(MAX_THREADS);
     let post = |r: &Report| {
         if let Some(p) = bounds.progress {
             p.post(r);
