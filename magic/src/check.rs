@@ -105,16 +105,6 @@ impl Renaming {
     }
 }
 
-/// A line's bytes into `out`, each 8-byte word as `word` gives it.
-pub(crate) fn encode_line(bytes: &[u8], word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
-    for w in bytes.chunks(8) {
-        let mut b = [0u8; 8];
-        b[..w.len()].copy_from_slice(w);
-        let r = word(u64::from_le_bytes(b)).to_le_bytes();
-        out.extend_from_slice(&r[..w.len()]);
-    }
-}
-
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Move {
@@ -324,7 +314,7 @@ impl<S: NodeState> Magic<S> {
         match self.packets.data(pkt) {
             Some(d) => {
                 out.push(1);
-                encode_line(d, &|w| model.rename_data(w, r), out);
+                crate::memory::encode_line(d, &|w| model.rename_data(w, r), out);
             }
             None => out.push(0),
         }

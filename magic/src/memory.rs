@@ -12,6 +12,16 @@ use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
 use crate::time::Cycles;
 use hashbrown::HashMap;
 
+/// A line's bytes into `out`, each 8-byte word as `word` gives it.
+pub(crate) fn encode_line(bytes: &[u8], word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+    for w in bytes.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..w.len()].copy_from_slice(w);
+        let r = word(u64::from_le_bytes(b)).to_le_bytes();
+        out.extend_from_slice(&r[..w.len()]);
+    }
+}
+
 /// Make `dst` hold what `src` holds, reusing its entries' storage where a
 /// key is in both (a restored snapshot allocates only for new keys).
 pub(crate) fn map_clone_from<K, V>(dst: &mut HashMap<K, V>, src: &HashMap<K, V>)
@@ -176,7 +186,7 @@ impl Memory {
         out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
         for (l, b) in lines {
             out.extend_from_slice(&l.0.to_le_bytes());
-            crate::check::encode_line(b, word, out);
+            encode_line(b, word, out);
         }
     }
 

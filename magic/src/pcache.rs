@@ -138,7 +138,7 @@ impl ProcCache {
             let l = &self.lines[&k];
             out.extend_from_slice(&k.to_le_bytes());
             out.push(l.state as u8);
-            crate::check::encode_line(&l.bytes, word, out);
+            crate::memory::encode_line(&l.bytes, word, out);
         }
     }
 
