@@ -162,9 +162,17 @@ pub struct CheckArgs {
     /// Store states up to a renaming of the nodes that play the same role
     /// (coherence: every node that is no line's home), on or off (default
     /// on; each run's report says which ran).
-    #[arg(long, default_value = "on",
-          value_parser = clap::builder::PossibleValuesParser::new(["on", "off"]))]
-    symmetry: String,
+    #[arg(long, value_enum, default_value_t = Symmetry::On)]
+    symmetry: Symmetry,
+}
+
+/// Whether a search takes states up to a renaming of symmetric nodes.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Symmetry {
+    /// States up to a renaming of the nodes that play the same role.
+    On,
+    /// The plain search.
+    Off,
 }
 
 /// What one search of a check explored.
@@ -251,7 +259,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         max_states: a.max_states,
         progress: Some(&PROGRESS),
         threads: a.threads,
-        symmetry: a.symmetry == "on",
+        symmetry: a.symmetry == Symmetry::On,
         ..Bounds::default()
     };
     bounds
