@@ -259,7 +259,7 @@ fn default_bounds_are_exhausted_without_a_violation() {
     let on = on["states"].as_u64().unwrap();
     assert!(on * 3 <= 537_624 * 2, "{on} states with symmetry");
     for (kind, least) in [
-        ("coherence", 300_000),
+        ("coherence", 250_000),
         ("holdoff", 30_000),
         ("transfer", 6_000),
     ] {
