@@ -160,6 +160,24 @@ pub struct CheckArgs {
     /// 7 GB and hours.
     #[arg(long, default_value_t = 2_000_000)]
     max_states: usize,
+    /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
+    /// The report is the same whatever the number.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Store states up to a renaming of the nodes that play the same role
+    /// (coherence: every node that is no line's home), on or off (default
+    /// on; each run's report says which ran).
+    #[arg(long, value_enum, default_value_t = Symmetry::On)]
+    symmetry: Symmetry,
+}
+
+/// Whether a search takes states up to a renaming of symmetric nodes.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Symmetry {
+    /// States up to a renaming of the nodes that play the same role.
+    On,
+    /// The plain search.
+    Off,
 }
 
 /// A flag the check does not take, as the one line the user sees.
@@ -262,8 +280,12 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
             }));
         }
     }
-    let config = CheckConfig::new(kind.kind(), a.max_states, models);
-    let bounds = config.bounds(Some(&PROGRESS));
+    let mut config = CheckConfig::new(kind.kind(), a.max_states, models);
+    config.symmetry = a.symmetry == Symmetry::On;
+    let bounds = Bounds {
+        threads: a.threads,
+        ..config.bounds(Some(&PROGRESS))
+    };
     bounds
         .validate()
         .map_err(|e| Failure::Usage(out_of_range(&e)))?;

@@ -19,10 +19,13 @@
 //!   dropped, and each directory entry is idle and agrees with the caches.
 
 use crate::directory::{Acks, DirFormat, DirState};
+use crate::msg::CohMsg;
 use crate::processor::Access;
 use crate::protocol::{self, canonical, CohNode, CohParams, Forwards, Placement};
-use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
-use magic::{Cycles, LineState, Magic, MagicParams, NodeId, OutOfRange, PAddr, Region};
+use magic::check::{
+    explore_restoring, nothing_dropped, nothing_stuck, Bounds, Model, Renaming, Report,
+};
+use magic::{Cycles, LineState, Magic, MagicParams, Msg, NodeId, OutOfRange, PAddr, Region};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -102,7 +105,7 @@ impl CoherenceCheck {
     /// Search the configuration's whole space (up to `bounds`).
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore(self, bounds))
+        Ok(explore_restoring(self, bounds))
     }
 
     /// The machine and the protocol's parameters (its options, cost
@@ -131,6 +134,21 @@ impl CoherenceCheck {
             BASE + l as u64 * 128,
         );
         canonical(Placement::NodeBits, self.nodes, raw)
+    }
+
+    /// The value node `n`'s processor stores as its access number `op`
+    /// (from 0): it names its writer, so a search's symmetry renames it
+    /// (see [`CoherenceCheck::writer`]).
+    fn value(n: u32, op: u32) -> u64 {
+        (n as u64 + 1) * 1000 + op as u64 + 1
+    }
+
+    /// The writer and access number of a value [`CoherenceCheck::value`]
+    /// gave (`None` for any other word, zero included).
+    fn writer(&self, v: u64) -> Option<(u32, u64)> {
+        let (n, op) = (v / 1000, v % 1000);
+        (n >= 1 && n <= self.nodes as u64 && op >= 1 && op <= self.ops as u64)
+            .then(|| (n as u32 - 1, op))
     }
 
     fn issued(node: &CohNode) -> u32 {
@@ -174,7 +192,7 @@ impl Model for CoherenceCheck {
         let op = Self::issued(node);
         let access = match k {
             0 => Access::Load(line),
-            1 => Access::Store(line, (n as u64 + 1) * 1000 + op as u64 + 1),
+            1 => Access::Store(line, Self::value(n, op)),
             _ => Access::Evict(line),
         };
         node.proc.push([access]);
@@ -195,7 +213,7 @@ impl Model for CoherenceCheck {
             0 => format!("n{n} processor: load L{l} ({line})"),
             1 => format!(
                 "n{n} processor: store {} to L{l} ({line})",
-                (n as u64 + 1) * 1000 + op as u64 + 1
+                Self::value(n, op)
             ),
             _ => format!("n{n} processor: evict L{l} ({line})"),
         }
@@ -204,6 +222,51 @@ impl Model for CoherenceCheck {
     fn encode(&self, m: &Magic<CohNode>, out: &mut Vec<u8>) {
         for s in m.states() {
             s.encode(out);
+        }
+    }
+
+    /// Every node that is no line's home: the nodes play the same role
+    /// but for the lines homed on them, and the homes stay put.
+    fn symmetric(&self, m: &Magic<CohNode>) -> Vec<u32> {
+        let homes: Vec<u32> = (0..self.lines).map(|l| self.line(l).node().0).collect();
+        (0..m.nodes()).filter(|n| !homes.contains(n)).collect()
+    }
+
+    fn encode_renamed(&self, m: &Magic<CohNode>, r: &Renaming, out: &mut Vec<u8>) {
+        let node = |n: NodeId| NodeId(r.node(n.0));
+        let value = |v: u64| self.rename_data(v, r);
+        for j in 0..m.nodes() {
+            if let Ok(s) = m.state(NodeId(r.from(j))) {
+                s.encode_renamed(&node, &value, out);
+            }
+        }
+    }
+
+    fn rename_message(&self, m: &Magic<CohNode>, msg: &Msg, r: &Renaming) -> Msg {
+        let node = |n: NodeId| NodeId(r.node(n.0));
+        let renamed = match m.decode::<CohMsg>(msg) {
+            Ok(CohMsg::FwdGet { requester }) => CohMsg::FwdGet {
+                requester: node(requester),
+            },
+            Ok(CohMsg::FwdGetX { requester }) => CohMsg::FwdGetX {
+                requester: node(requester),
+            },
+            Ok(CohMsg::Inval { collector }) => CohMsg::Inval {
+                collector: node(collector),
+            },
+            _ => return *msg,
+        };
+        m.msg(msg.src, renamed)
+            .to(msg.dest)
+            .addr(msg.addr)
+            .len(msg.len)
+            .lane(msg.lane)
+    }
+
+    fn rename_data(&self, word: u64, r: &Renaming) -> u64 {
+        match self.writer(word) {
+            Some((n, op)) => (r.node(n) as u64 + 1) * 1000 + op,
+            None => word,
         }
     }
 

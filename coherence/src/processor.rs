@@ -89,6 +89,34 @@ pub struct Proc {
     pub(crate) evicted: Option<(PAddr, Evicted)>,
 }
 
+/// `clone_from` reuses the storage of the processor it overwrites.
+impl Clone for Proc {
+    fn clone(&self) -> Self {
+        Proc {
+            program: self.program.clone(),
+            current: self.current,
+            results: self.results.clone(),
+            stray_fills: self.stray_fills,
+            evicted: self.evicted,
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let Proc {
+            program,
+            current,
+            results,
+            stray_fills,
+            evicted,
+        } = src;
+        self.program.clone_from(program);
+        self.current = *current;
+        self.results.clone_from(results);
+        self.stray_fills = *stray_fills;
+        self.evicted = *evicted;
+    }
+}
+
 /// Byte offset of a word within its line.
 fn word_at(a: PAddr) -> usize {
     (a.offset() as usize % LINE_BYTES) & !7
@@ -161,11 +189,13 @@ impl Proc {
 
     /// The program's state, canonically (no times): accesses left, the one
     /// waiting, and what each finished one did.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Each value stored or loaded is as `value` gives it (a renaming of
+    /// the writer a value names).
+    pub(crate) fn encode_renamed(&self, value: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
         let access = |out: &mut Vec<u8>, a: &Access| {
             let (k, addr, v) = match *a {
                 Access::Load(x) => (0u8, x.0, 0),
-                Access::Store(x, v) => (1, x.0, v),
+                Access::Store(x, v) => (1, x.0, value(v)),
                 Access::Evict(x) => (2, x.0, 0),
                 Access::Think(c) => (3, 0, c.0),
             };
@@ -185,7 +215,7 @@ impl Proc {
         out.extend_from_slice(&(self.results.len() as u32).to_le_bytes());
         for r in &self.results {
             access(out, &r.access);
-            out.extend_from_slice(&r.value.unwrap_or(u64::MAX).to_le_bytes());
+            out.extend_from_slice(&r.value.map_or(u64::MAX, value).to_le_bytes());
         }
         out.extend_from_slice(&self.stray_fills.to_le_bytes());
     }

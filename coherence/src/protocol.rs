@@ -300,6 +300,50 @@ pub struct CohNode {
     pub stats: CohStats,
 }
 
+/// A node's state, as a search keeps it; `clone_from` reuses the storage
+/// of the node it overwrites.
+impl Clone for CohNode {
+    fn clone(&self) -> Self {
+        CohNode {
+            id: self.id,
+            nodes: self.nodes,
+            params: self.params,
+            dir: self.dir.clone(),
+            store: self.store.clone(),
+            misses: self.misses.clone(),
+            writebacks: self.writebacks.clone(),
+            deferred: self.deferred.clone(),
+            proc: self.proc.clone(),
+            stats: self.stats,
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let CohNode {
+            id,
+            nodes,
+            params,
+            dir,
+            store,
+            misses,
+            writebacks,
+            deferred,
+            proc,
+            stats,
+        } = src;
+        self.id = *id;
+        self.nodes = *nodes;
+        self.params = *params;
+        self.dir.clone_from(dir);
+        self.store.clone_from(store);
+        self.misses.clone_from(misses);
+        self.writebacks.clone_from(writebacks);
+        self.deferred.clone_from(deferred);
+        self.proc.clone_from(proc);
+        self.stats = *stats;
+    }
+}
+
 /// A forward that waits for this node's own fill of its line.
 #[derive(Clone, Copy, Debug)]
 struct Deferred {
@@ -355,6 +399,18 @@ impl CohNode {
     /// in line order with sets sorted; no times, no counters of work done,
     /// no NAK retry counts (a retry loop returns to the state it left).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_renamed(&|n| n, &|v| v, out);
+    }
+
+    /// As [`CohNode::encode`], with every node the state names as `rename`
+    /// gives it and every value stored or loaded as `value` gives it (a
+    /// search's symmetry: see `magic::check::Model::symmetric`).
+    pub fn encode_renamed(
+        &self,
+        rename: &dyn Fn(NodeId) -> NodeId,
+        value: &dyn Fn(u64) -> u64,
+        out: &mut Vec<u8>,
+    ) {
         fn sorted<V>(m: &HashMap<u64, V>) -> Vec<(&u64, &V)> {
             let mut v: Vec<_> = m.iter().collect();
             v.sort_unstable_by_key(|x| *x.0);
@@ -362,7 +418,7 @@ impl CohNode {
         }
         let node = |out: &mut Vec<u8>, n: NodeId| out.extend_from_slice(&n.0.to_le_bytes());
         let set = |out: &mut Vec<u8>, s: &directory::Sharers, ordered: bool| {
-            let mut v: Vec<NodeId> = s.iter().collect();
+            let mut v: Vec<NodeId> = s.iter().map(rename).collect();
             if !ordered {
                 v.sort_unstable();
             }
@@ -377,7 +433,7 @@ impl CohNode {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(e.pending as u8 | (e.local as u8) << 1 | (e.dirty as u8) << 2);
             out.push(e.shr_vld as u8);
-            node(out, e.head.unwrap_or(NodeId(u32::MAX)));
+            node(out, e.head.map_or(NodeId(u32::MAX), rename));
             set(out, &e.shr, ordered);
             set(out, &e.inv, false);
         }
@@ -405,11 +461,11 @@ impl CohNode {
             out.push(ds.len() as u8);
             for d in ds {
                 out.extend_from_slice(&d.msg.mtype.0.to_le_bytes());
-                node(out, d.requester);
+                node(out, rename(d.requester));
                 out.push(d.exclusive as u8);
             }
         }
-        self.proc.encode(out);
+        self.proc.encode_renamed(value, out);
         out.extend_from_slice(&self.stats.protocol_errors.to_le_bytes());
     }
 

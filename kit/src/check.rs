@@ -144,6 +144,11 @@ impl Search {
     }
 }
 
+/// The default of [`CheckConfig::symmetry`].
+fn symmetry_on() -> bool {
+    true
+}
+
 /// What a check runs: which check, its bounds, and its searches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +160,11 @@ pub struct CheckConfig {
     /// Instants a machine may take to settle after a move
     /// ([`Bounds::settle_instants`]).
     pub settle_instants: u64,
+    /// States stored up to a renaming of the nodes that play the same role
+    /// ([`Bounds::symmetry`]; on unless the check was run `--symmetry off`,
+    /// and on for a saved check that predates the key).
+    #[serde(default = "symmetry_on")]
+    pub symmetry: bool,
     /// The searches, in the order they run.
     pub searches: Vec<Search>,
 }
@@ -167,17 +177,21 @@ impl CheckConfig {
             check: kind,
             max_states,
             settle_instants: Bounds::default().settle_instants,
+            symmetry: Bounds::default().symmetry,
             searches: models.into_iter().map(Search::of).collect(),
         }
     }
 
     /// The bounds each search runs within, posting its progress to
-    /// `progress`.
+    /// `progress`, on as many threads as the machine has cores (the report
+    /// is the same whatever the number: set [`Bounds::threads`] to choose).
     pub fn bounds(&self, progress: Option<&'static Progress>) -> Bounds {
         Bounds {
             max_states: self.max_states,
             settle_instants: self.settle_instants,
             progress,
+            symmetry: self.symmetry,
+            ..Bounds::default()
         }
     }
 

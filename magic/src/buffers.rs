@@ -8,6 +8,7 @@ use crate::ids::{BufId, LINE_BYTES};
 use crate::time::Cycles;
 use std::collections::VecDeque;
 
+#[derive(Clone)]
 pub(crate) struct Buffer {
     pub bytes: [u8; LINE_BYTES],
     /// When the first doubleword of the current contents is in.
@@ -42,6 +43,26 @@ pub struct BufferPool {
     returning: VecDeque<(Cycles, u16)>,
     pub(crate) allocs: u64,
     pub(crate) failures: u64,
+}
+
+impl Clone for BufferPool {
+    fn clone(&self) -> Self {
+        BufferPool {
+            bufs: self.bufs.clone(),
+            free: self.free.clone(),
+            returning: self.returning.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        self.bufs.clone_from(&src.bufs);
+        self.size = src.size;
+        self.free.clone_from(&src.free);
+        self.returning.clone_from(&src.returning);
+        self.allocs = src.allocs;
+        self.failures = src.failures;
+    }
 }
 
 impl BufferPool {

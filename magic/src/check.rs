@@ -26,6 +26,7 @@
 //! States are not copied: a state is rebuilt from the initial machine by
 //! replaying its moves, which the engine's determinism makes exact.
 
+use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};
 use crate::node::{Ev, TO_PROCESSOR};
 use crate::params::InQueue;
@@ -33,6 +34,76 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// A renaming of a machine's nodes: node `n` becomes `node(n)` (see
+/// [`Model::symmetric`]). Nodes past the renaming keep their numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renaming {
+    to: Vec<u32>,
+    from: Vec<u32>,
+}
+
+impl Renaming {
+    /// The renaming that sends node `n` to `to[n]`; `None` if `to` is not
+    /// a permutation of `0..to.len()`.
+    pub fn new(to: Vec<u32>) -> Option<Renaming> {
+        let mut from = vec![u32::MAX; to.len()];
+        for (n, &t) in to.iter().enumerate() {
+            let slot = from.get_mut(t as usize)?;
+            if *slot != u32::MAX {
+                return None;
+            }
+            *slot = n as u32;
+        }
+        Some(Renaming { to, from })
+    }
+
+    /// What node `n` becomes.
+    pub fn node(&self, n: u32) -> u32 {
+        self.to.get(n as usize).copied().unwrap_or(n)
+    }
+
+    /// The node that becomes node `n`.
+    pub fn from(&self, n: u32) -> u32 {
+        self.from.get(n as usize).copied().unwrap_or(n)
+    }
+
+    /// Every renaming of `nodes` nodes that permutes the nodes of `among`
+    /// and keeps the others, the identity first.
+    ///
+    /// ```
+    /// use magic::check::Renaming;
+    /// let all = Renaming::permuting(4, &[1, 2, 3]);
+    /// assert_eq!(all.len(), 6);
+    /// assert!(all.iter().all(|r| r.node(0) == 0));
+    /// assert_eq!((all[1].node(2), all[1].from(3)), (3, 2));
+    /// ```
+    pub fn permuting(nodes: u32, among: &[u32]) -> Vec<Renaming> {
+        let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
+        among.sort_unstable();
+        among.dedup();
+        let mut out = Vec::new();
+        let mut perm = among.clone();
+        loop {
+            let mut to: Vec<u32> = (0..nodes).collect();
+            for (a, p) in among.iter().zip(&perm) {
+                to[*a as usize] = *p;
+            }
+            out.extend(Renaming::new(to));
+            // The next permutation in lexicographic order.
+            let Some(i) = (1..perm.len()).rev().find(|&i| perm[i - 1] < perm[i]) else {
+                break;
+            };
+            let j = (i..perm.len())
+                .rev()
+                .find(|&j| perm[j] > perm[i - 1])
+                .unwrap_or(i);
+            perm.swap(i - 1, j);
+            perm[i..].reverse();
+        }
+        out
+    }
+}
 
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +240,86 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
+    /// by `r`: the nodes in the renamed order, and the nodes a message or a
+    /// data word names renamed (the payload's and the data's as `model`
+    /// renames them).
+    pub fn encode_hardware_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        out: &mut Vec<u8>,
+    ) {
+        let word = |w: u64| model.rename_data(w, r);
+        for j in 0..self.hw.len() as u32 {
+            let hw = &self.hw[r.from(j) as usize];
+            hw.pcache.encode_words(&word, out);
+            hw.mem.encode_words(&word, out);
+            for q in &hw.queues {
+                out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+                for e in q {
+                    self.encode_packet_renamed(model, r, e.pkt, out);
+                }
+            }
+            out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
+            out.push(hw.pp_running as u8);
+            let d = hw.drops();
+            for x in [
+                d.unhandled,
+                d.bad_address,
+                d.bad_buffer,
+                d.bad_node,
+                d.swq_full,
+                d.too_long,
+                d.undecodable,
+            ] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        if let Some(held) = &self.held {
+            let chan = |i: usize| {
+                let c = held[i].chan;
+                (r.node(c.src), r.node(c.dst), c.path)
+            };
+            let mut order: Vec<usize> = (0..held.len()).collect();
+            order.sort_by_key(|&i| (chan(i), i));
+            out.extend_from_slice(&(held.len() as u32).to_le_bytes());
+            for i in order {
+                let (src, dst, path) = chan(i);
+                out.extend_from_slice(&src.to_le_bytes());
+                out.extend_from_slice(&dst.to_le_bytes());
+                out.push(path);
+                self.encode_packet_renamed(model, r, held[i].pkt, out);
+            }
+        }
+    }
+
+    fn encode_packet_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        pkt: u32,
+        out: &mut Vec<u8>,
+    ) {
+        let m = model.rename_message(self, self.packets.msg(pkt), r);
+        out.push(m.mtype.0);
+        out.push(m.lane as u8);
+        out.extend_from_slice(&r.node(m.src.0).to_le_bytes());
+        out.extend_from_slice(&r.node(m.dest.0).to_le_bytes());
+        out.extend_from_slice(&m.addr.0.to_le_bytes());
+        out.extend_from_slice(&m.len.to_le_bytes());
+        for w in m.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        match self.packets.data(pkt) {
+            Some(d) => {
+                out.push(1);
+                crate::memory::encode_line(d, &|w| model.rename_data(w, r), out);
+            }
+            None => out.push(0),
+        }
+    }
+
     fn encode_packet(&self, pkt: u32, out: &mut Vec<u8>) {
         let m = self.packets.msg(pkt);
         out.push(m.mtype.0);
@@ -224,6 +375,38 @@ pub trait Model {
     /// What must hold at every instant: checked after each one.
     fn invariant(&self, m: &Magic<Self::Node>) -> Result<(), String>;
 
+    /// The nodes that play the same role (the reference model's
+    /// scalarset): any permutation of them, every value that names a node
+    /// renamed with it, gives a state that behaves the same. With
+    /// [`Bounds::symmetry`] on, the search stores each state in the least
+    /// encoding over those permutations, so a state and its renamings are
+    /// explored once. The default: none.
+    fn symmetric(&self, _m: &Magic<Self::Node>) -> Vec<u32> {
+        Vec::new()
+    }
+
+    /// [`Model::encode`] of the machine with its nodes renamed by `r`:
+    /// the node states in the renamed order ([`Renaming::from`]) and every
+    /// node a state names as [`Renaming::node`] gives it. A model that
+    /// declares [`Model::symmetric`] nodes must give it; the default is
+    /// [`Model::encode`].
+    fn encode_renamed(&self, m: &Magic<Self::Node>, _r: &Renaming, out: &mut Vec<u8>) {
+        self.encode(m, out);
+    }
+
+    /// `msg` with the nodes its payload names renamed by `r` (the explorer
+    /// renames its source and destination itself). The default: as is.
+    fn rename_message(&self, _m: &Magic<Self::Node>, msg: &Msg, _r: &Renaming) -> Msg {
+        *msg
+    }
+
+    /// An 8-byte data word (a line's bytes, little-endian) with the node it
+    /// names renamed by `r`: a written value that carries its writer. The
+    /// default: as is.
+    fn rename_data(&self, word: u64, _r: &Renaming) -> u64 {
+        word
+    }
+
     /// What must hold when no move is left: every operation done, nothing
     /// stuck, nothing refused. The default asks the machine's own report
     /// ([`nothing_stuck`], [`nothing_dropped`]).
@@ -263,6 +446,9 @@ pub const MAX_STATES: usize = 100_000_000;
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
 pub const MAX_SETTLE_INSTANTS: u64 = 100_000_000;
 
+/// The most threads a search may be given ([`Bounds::threads`]).
+pub const MAX_THREADS: usize = 64;
+
 /// How far a search goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Bounds {
@@ -277,6 +463,15 @@ pub struct Bounds {
     /// show (a progress bar); `None` for nowhere.
     #[serde(skip)]
     pub progress: Option<&'static Progress>,
+    /// Threads the search uses, 0 for one per core, at most
+    /// [`MAX_THREADS`] ([`explore_restoring`] given more uses that many).
+    /// The report is the same whatever the number.
+    #[serde(skip)]
+    pub threads: usize,
+    /// Store each state in its least encoding over the permutations of the
+    /// model's [`Model::symmetric`] nodes (on by default); off, the plain
+    /// search.
+    pub symmetry: bool,
 }
 
 impl Default for Bounds {
@@ -285,6 +480,8 @@ impl Default for Bounds {
             max_states: 2_000_000,
             settle_instants: 1_000_000,
             progress: None,
+            threads: 0,
+            symmetry: true,
         }
     }
 }
@@ -302,6 +499,7 @@ impl Bounds {
     /// ```
     pub fn validate(&self) -> Result<(), crate::OutOfRange> {
         crate::OutOfRange::check("max_states", self.max_states, 1, MAX_STATES)?;
+        crate::OutOfRange::check("threads", self.threads, 0, MAX_THREADS)?;
         crate::OutOfRange::check(
             "settle_instants",
             self.settle_instants,
@@ -373,6 +571,9 @@ pub struct Report {
     pub depth: u32,
     /// The bounded space was exhausted: every state reachable was reached.
     pub complete: bool,
+    /// States were stored up to a renaming of the model's symmetric nodes
+    /// (see [`Model::symmetric`]); false for the plain search.
+    pub symmetry: bool,
     /// Violations found (the search stops at the first).
     pub violations: u32,
     /// What the violation was.
@@ -396,7 +597,284 @@ fn fingerprint(bytes: &[u8]) -> u128 {
     ((a.finish() as u128) << 64) | b.finish() as u128
 }
 
-/// Search every order of `model`'s moves, breadth first, within `bounds`.
+/// A settled machine's state, all of it that changes as it runs: restored
+/// into a machine built by the same model, it makes that machine the one
+/// it was taken from (the handlers, parameters and message types are the
+/// same by construction, and a settled engine holds no event).
+struct Snapshot<S> {
+    clock: crate::engine::Idle,
+    /// Each node's units, its data cache's tags left out ...
+    hw: Vec<crate::node::NodeHw>,
+    /// ... and kept here, the ones in use only.
+    tags: Vec<crate::dcache::SparseTags>,
+    state: Vec<S>,
+    packets: crate::node::Packets,
+    dirty: Vec<u32>,
+    stats: Vec<crate::ledger::HandlerStats>,
+    ledger_from: crate::time::Cycles,
+    held: Option<Vec<crate::node::Held>>,
+}
+
+impl<S: NodeState + Clone> Magic<S> {
+    /// The machine's state, if it is settled (no event scheduled, not halted).
+    fn snapshot(&self) -> Option<Snapshot<S>> {
+        if self.halt.is_some() {
+            return None;
+        }
+        Some(Snapshot {
+            clock: self.engine.idle()?,
+            hw: self.hw.iter().map(|h| h.without_tags()).collect(),
+            tags: self.hw.iter().map(|h| h.dcache.sparse()).collect(),
+            state: self.state.clone(),
+            packets: self.packets.clone(),
+            dirty: self.dirty.clone(),
+            stats: self.stats.clone(),
+            ledger_from: self.ledger_from,
+            held: self.held.clone(),
+        })
+    }
+
+    /// Make this machine the one `s` was taken from.
+    fn restore(&mut self, s: &Snapshot<S>) {
+        self.engine.set_idle(s.clock);
+        self.hw.clone_from(&s.hw);
+        for (h, t) in self.hw.iter_mut().zip(&s.tags) {
+            h.dcache.set_sparse(t);
+        }
+        self.state.clone_from(&s.state);
+        self.packets.clone_from(&s.packets);
+        self.dirty.clone_from(&s.dirty);
+        self.stats.clone_from(&s.stats);
+        self.ledger_from = s.ledger_from;
+        self.held.clone_from(&s.held);
+        self.halt = None;
+    }
+}
+
+/// What one state's moves led to, in the order of its moves.
+enum Expansion<S> {
+    /// No move is left: what [`Model::finished`] said.
+    Finished(Result<(), String>),
+    /// Each move made, up to the first that broke something.
+    Moves(Vec<(Move, Child<S>)>),
+}
+
+/// What one move led to: a state not seen before its batch, one seen, or
+/// what it broke.
+type Child<S> = Result<Option<Found<S>>, String>;
+
+/// A state a move reached that was not among those seen before its batch:
+/// its fingerprint and the machine.
+type Found<S> = (u128, Box<Snapshot<S>>);
+
+/// States expanded at once, per thread: their results are merged in the
+/// frontier's order, so the batch size changes nothing but the memory.
+const BATCH: usize = 512;
+
+/// The threads a search uses when [`Bounds::threads`] is 0.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Make every move of the state `s` on `m` (a scratch machine of the same
+/// model), stopping at the first that breaks something. A state reached
+/// that `seen` already holds is not kept.
+fn expand<M>(
+    model: &M,
+    bounds: Bounds,
+    m: &mut Magic<M::Node>,
+    s: &Snapshot<M::Node>,
+    seen: &hashbrown::HashSet<u128>,
+    perms: &[Renaming],
+    buf: &mut Vec<u8>,
+) -> Expansion<M::Node>
+where
+    M: Model,
+    M::Node: Clone,
+{
+    m.restore(s);
+    let mut moves: Vec<Move> = m.deliveries().into_iter().map(Move::Deliver).collect();
+    let mut acts = Vec::new();
+    model.actions(m, &mut acts);
+    moves.extend(acts.into_iter().map(Move::Act));
+    if moves.is_empty() {
+        return Expansion::Finished(model.finished(m));
+    }
+    let mut out = Vec::with_capacity(moves.len());
+    for (k, &mv) in moves.iter().enumerate() {
+        if k > 0 {
+            m.restore(s);
+        }
+        if let Err(e) = make(model, bounds, m, mv) {
+            out.push((mv, Err(e)));
+            break;
+        }
+        let fp = state_print(model, m, perms, buf);
+        let found = if seen.contains(&fp) {
+            None
+        } else {
+            match m.snapshot() {
+                Some(snap) => Some((fp, Box::new(snap))),
+                None => {
+                    out.push((mv, Err("the machine did not settle".to_string())));
+                    break;
+                }
+            }
+        };
+        out.push((mv, Ok(found)));
+    }
+    Expansion::Moves(out)
+}
+
+/// Search every order of `model`'s moves, breadth first, within `bounds`,
+/// keeping each state's machine (its snapshot, restored into a scratch
+/// machine to make each move) rather than replaying its moves: the same
+/// report as [`explore`], in a fraction of the time.
+///
+/// States are expanded [`Bounds::threads`] at a time, and what they led to
+/// is taken in the order a one-thread search takes it: the report (states,
+/// transitions, depth, the first violation and its shortest trace) is the
+/// same whatever the number of threads.
+pub fn explore_restoring<M>(model: &M, bounds: Bounds) -> Report
+where
+    M: Model + Sync,
+    M::Node: Clone + Send + Sync,
+{
+    let max_states = bounds.max_states.min(MAX_STATES);
+    let threads = match bounds.threads {
+        0 => cores(),
+        n => n,
+    }
+    .min(MAX_THREADS);
+    let post = |r: &Report| {
+        if let Some(p) = bounds.progress {
+            p.post(r);
+        }
+    };
+    let mut report = Report::default();
+    post(&report);
+    let fail = |report: &mut Report, msg: String, trace: Vec<String>| {
+        report.violations += 1;
+        report.violation = Some(msg);
+        report.trace = trace;
+    };
+    // One scratch machine per thread, into which states are restored.
+    let mut scratch = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        match start(model, bounds) {
+            Ok(m) => scratch.push(m),
+            Err(e) => {
+                fail(&mut report, e, Vec::new());
+                return report;
+            }
+        }
+    }
+    let root = &scratch[0];
+    let perms = renamings(model, bounds, root);
+    let perms = &perms[..];
+    report.symmetry = !perms.is_empty();
+    let mut buf = Vec::new();
+    let fp = state_print(model, root, perms, &mut buf);
+    let Some(snap) = root.snapshot() else {
+        fail(&mut report, "the machine did not settle".into(), Vec::new());
+        return report;
+    };
+    let mut seen = hashbrown::HashSet::new();
+    seen.insert(fp);
+    let mut visits: Vec<Visit> = vec![Visit {
+        parent: u32::MAX,
+        mv: Move::Act(0),
+        depth: 0,
+    }];
+    let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
+    frontier.push_back((0, Box::new(snap)));
+    report.states = 1;
+    while !frontier.is_empty() {
+        let n = frontier.len().min(BATCH * threads);
+        let batch: Vec<_> = frontier.drain(..n).collect();
+        let results: Vec<Expansion<M::Node>> = if threads == 1 || n == 1 {
+            let m = &mut scratch[0];
+            batch
+                .iter()
+                .map(|(_, s)| expand(model, bounds, m, s, &seen, perms, &mut buf))
+                .collect()
+        } else {
+            let per = n.div_ceil(threads);
+            let seen = &seen;
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = batch
+                    .chunks(per)
+                    .zip(scratch.iter_mut())
+                    .map(|(chunk, m)| {
+                        sc.spawn(move || {
+                            let mut buf = Vec::new();
+                            chunk
+                                .iter()
+                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            })
+        };
+        for ((v, _), x) in batch.iter().zip(results) {
+            let v = *v;
+            match x {
+                Expansion::Finished(Ok(())) => {}
+                Expansion::Finished(Err(e)) => {
+                    let trace = describe_path(model, bounds, &path_to(&visits, v));
+                    fail(&mut report, e, trace);
+                    return report;
+                }
+                Expansion::Moves(children) => {
+                    let depth = visits[v as usize].depth + 1;
+                    for (mv, child) in children {
+                        report.transitions += 1;
+                        match child {
+                            Err(e) => {
+                                let mut p = path_to(&visits, v);
+                                p.push(mv);
+                                let trace = describe_path(model, bounds, &p);
+                                fail(&mut report, e, trace);
+                                return report;
+                            }
+                            Ok(None) => {}
+                            Ok(Some((fp, snap))) => {
+                                if seen.insert(fp) {
+                                    if visits.len() >= max_states {
+                                        post(&report);
+                                        return report;
+                                    }
+                                    visits.push(Visit {
+                                        parent: v,
+                                        mv,
+                                        depth,
+                                    });
+                                    report.states += 1;
+                                    report.depth = report.depth.max(depth);
+                                    frontier.push_back(((visits.len() - 1) as u32, snap));
+                                    post(&report);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    report.complete = true;
+    post(&report);
+    report
+}
+
+/// Search every order of `model`'s moves, breadth first, within `bounds`,
+/// on one thread, rebuilding each state by replaying its moves from the
+/// initial machine: for a model whose node state cannot be cloned or sent
+/// between threads. [`explore_restoring`] is the same search, faster.
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     let max_states = bounds.max_states.min(MAX_STATES);
     let post = |r: &Report| {
@@ -422,9 +900,9 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
             return report;
         }
     };
-    buf.clear();
-    encode(model, &root, &mut buf);
-    seen.insert(fingerprint(&buf));
+    let perms = renamings(model, bounds, &root);
+    report.symmetry = !perms.is_empty();
+    seen.insert(state_print(model, &root, &perms, &mut buf));
     visits.push(Visit {
         parent: u32::MAX,
         mv: Move::Act(0),
@@ -477,9 +955,7 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 fail(&mut report, e, trace);
                 return report;
             }
-            buf.clear();
-            encode(model, machine, &mut buf);
-            if seen.insert(fingerprint(&buf)) {
+            if seen.insert(state_print(model, machine, &perms, &mut buf)) {
                 if visits.len() >= max_states {
                     post(&report);
                     return report;
@@ -504,6 +980,43 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
 fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
     m.encode_hardware(out);
     model.encode(m, out);
+}
+
+/// The renamings a search takes states up to: none for the plain search.
+fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Renaming> {
+    if !bounds.symmetry {
+        return Vec::new();
+    }
+    let among = model.symmetric(m);
+    if among.len() < 2 {
+        return Vec::new();
+    }
+    Renaming::permuting(m.nodes(), &among)
+}
+
+/// The state's fingerprint: of its encoding, or with `perms`, of the least
+/// of its renamed encodings.
+fn state_print<M: Model>(
+    model: &M,
+    m: &Magic<M::Node>,
+    perms: &[Renaming],
+    buf: &mut Vec<u8>,
+) -> u128 {
+    buf.clear();
+    if perms.is_empty() {
+        encode(model, m, buf);
+        return fingerprint(buf);
+    }
+    let mut best = Vec::with_capacity(buf.capacity());
+    for (i, r) in perms.iter().enumerate() {
+        buf.clear();
+        m.encode_hardware_renamed(model, r, buf);
+        model.encode_renamed(m, r, buf);
+        if i == 0 || *buf < best {
+            std::mem::swap(buf, &mut best);
+        }
+    }
+    fingerprint(&best)
 }
 
 fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {
@@ -588,14 +1101,19 @@ fn describe_path<M: Model>(model: &M, bounds: Bounds, path: &[Move]) -> Vec<Stri
     out
 }
 
-type Invariant<S> = Box<dyn Fn(&[S]) -> Result<(), String>>;
-type AtRest<S> = Box<dyn Fn(&Magic<S>) -> Result<(), String>>;
-type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>)>;
+type Invariant<S> = Box<dyn Fn(&[S]) -> Result<(), String> + Send + Sync>;
+type AtRest<S> = Box<dyn Fn(&Magic<S>) -> Result<(), String> + Send + Sync>;
+type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>) + Send + Sync>;
+type Build<S> = Box<dyn Fn() -> Result<Magic<S>, String> + Send + Sync>;
+type EncodeRenamed<S> = Box<dyn Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync>;
 
 /// A protocol author's check: a machine of the author's handlers (built
 /// through [`crate::MagicBuilder`] or [`Magic::with`]), the author's
 /// invariants over the node states, searched by [`explore`] like the kit's
 /// own protocols.
+///
+/// The node state is cloned to keep a state and shared between the
+/// search's threads (`Clone + Send + Sync`), as are the closures.
 ///
 /// A node state is encoded by its `Debug` text unless [`Checker::encode`]
 /// gives a canonical encoding. `Debug` text that holds times keeps states
@@ -605,7 +1123,7 @@ type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>)>;
 /// use magic::check::{Bounds, Checker};
 /// use magic::{Magic, MagicParams, NodeState};
 ///
-/// #[derive(Debug, Default)]
+/// #[derive(Clone, Debug, Default)]
 /// struct Idle;
 /// impl NodeState for Idle {}
 /// struct Nothing;
@@ -620,54 +1138,86 @@ type Encode<S> = Box<dyn Fn(&S, crate::time::Cycles, &mut Vec<u8>)>;
 /// })
 /// .invariant(|nodes: &[Idle]| if nodes.len() == 2 { Ok(()) } else { Err("lost a node".into()) });
 /// let r = check.run(Bounds::default());
-/// assert!(r.complete && r.violations == 0 && r.states == 1);
+/// assert!(r.complete && r.violations == 0 && r.states == 1 && !r.symmetry);
+/// // The two nodes play the same role, and their state names no node.
+/// let check = check.symmetric([0, 1], |_: &Idle, _, _| {});
+/// assert!(check.run(Bounds::default()).symmetry);
 /// ```
 pub struct Checker<S> {
-    build: Box<dyn Fn() -> Result<Magic<S>, String>>,
+    build: Build<S>,
     invariants: Vec<Invariant<S>>,
     at_rest: Vec<AtRest<S>>,
     encode: Option<Encode<S>>,
+    symmetric: Vec<u32>,
+    encode_renamed: Option<EncodeRenamed<S>>,
 }
 
-impl<S: NodeState + std::fmt::Debug> Checker<S> {
+impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// A check of the machines `build` makes (each one the same, ready to
     /// run: processors started, data in place).
-    pub fn new(build: impl Fn() -> Result<Magic<S>, String> + 'static) -> Self {
+    pub fn new(build: impl Fn() -> Result<Magic<S>, String> + Send + Sync + 'static) -> Self {
         Checker {
             build: Box::new(build),
             invariants: Vec::new(),
             at_rest: Vec::new(),
             encode: None,
+            symmetric: Vec::new(),
+            encode_renamed: None,
         }
     }
 
     /// What must hold of the node states at every instant.
-    pub fn invariant(mut self, f: impl Fn(&[S]) -> Result<(), String> + 'static) -> Self {
+    pub fn invariant(
+        mut self,
+        f: impl Fn(&[S]) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
         self.invariants.push(Box::new(f));
         self
     }
 
     /// What must hold of the machine when no move is left (beside nothing
     /// being stuck or refused, which is always checked).
-    pub fn at_rest(mut self, f: impl Fn(&Magic<S>) -> Result<(), String> + 'static) -> Self {
+    pub fn at_rest(
+        mut self,
+        f: impl Fn(&Magic<S>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
         self.at_rest.push(Box::new(f));
         self
     }
 
     /// A node state's canonical encoding (given the current cycle, so
     /// times can be made relative), in place of its `Debug` text.
-    pub fn encode(mut self, f: impl Fn(&S, crate::time::Cycles, &mut Vec<u8>) + 'static) -> Self {
+    pub fn encode(
+        mut self,
+        f: impl Fn(&S, crate::time::Cycles, &mut Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
         self.encode = Some(Box::new(f));
         self
     }
 
-    /// Search every order of the machine's deliveries within `bounds`.
+    /// The nodes that play the same role ([`Model::symmetric`]), and a node
+    /// state's canonical encoding with the nodes it names renamed by the
+    /// [`Renaming`] (and without times, which would keep renamed states
+    /// apart). Messages and data are taken to name no node but their source
+    /// and destination.
+    pub fn symmetric(
+        mut self,
+        nodes: impl IntoIterator<Item = u32>,
+        encode: impl Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
+        self.symmetric = nodes.into_iter().collect();
+        self.encode_renamed = Some(Box::new(encode));
+        self
+    }
+
+    /// Search every order of the machine's deliveries within `bounds`
+    /// ([`explore_restoring`]).
     pub fn run(&self, bounds: Bounds) -> Report {
-        explore(self, bounds)
+        explore_restoring(self, bounds)
     }
 }
 
-impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
+impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Model for Checker<S> {
     type Node = S;
 
     fn build(&self) -> Result<Magic<S>, String> {
@@ -688,6 +1238,24 @@ impl<S: NodeState + std::fmt::Debug> Model for Checker<S> {
 
     fn invariant(&self, m: &Magic<S>) -> Result<(), String> {
         self.invariants.iter().try_for_each(|f| f(m.states()))
+    }
+
+    fn symmetric(&self, _m: &Magic<S>) -> Vec<u32> {
+        match self.encode_renamed {
+            Some(_) => self.symmetric.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    fn encode_renamed(&self, m: &Magic<S>, r: &Renaming, out: &mut Vec<u8>) {
+        let Some(f) = &self.encode_renamed else {
+            return self.encode(m, out);
+        };
+        for j in 0..m.nodes() {
+            if let Some(s) = m.states().get(r.from(j) as usize) {
+                f(s, r, out);
+            }
+        }
     }
 
     fn finished(&self, m: &Magic<S>) -> Result<(), String> {

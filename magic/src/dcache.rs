@@ -15,6 +15,57 @@ pub struct DCache {
     pub(crate) misses: u64,
 }
 
+/// A data cache's tags, the ones in use only (see [`DCache::sparse`]).
+pub(crate) type SparseTags = Option<Vec<(u32, u64)>>;
+
+impl DCache {
+    /// The same cache with its tags left out (see [`DCache::sparse`]).
+    pub(crate) fn without_tags(&self) -> DCache {
+        DCache {
+            tags: Vec::new(),
+            ..*self
+        }
+    }
+
+    /// The tags in use, by index (`None`: none made yet): the cache's
+    /// contents in a few bytes rather than one word a line.
+    pub(crate) fn sparse(&self) -> SparseTags {
+        if self.tags.is_empty() {
+            return None;
+        }
+        let used = self.tags.iter().enumerate();
+        let used = used.filter(|(_, t)| **t != u64::MAX);
+        Some(used.map(|(i, t)| (i as u32, *t)).collect())
+    }
+
+    /// Make the tags those `s` holds (as [`DCache::sparse`] gave them).
+    pub(crate) fn set_sparse(&mut self, s: &SparseTags) {
+        self.tags.clear();
+        if let Some(s) = s {
+            self.tags.resize(self.lines, u64::MAX);
+            for &(i, t) in s {
+                self.tags[i as usize] = t;
+            }
+        }
+    }
+}
+
+impl Clone for DCache {
+    fn clone(&self) -> Self {
+        DCache {
+            tags: self.tags.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        self.tags.clone_from(&src.tags);
+        self.lines = src.lines;
+        self.hits = src.hits;
+        self.misses = src.misses;
+    }
+}
+
 impl DCache {
     /// An empty cache of `lines` lines of 128 bytes; `lines` is a power of
     /// two up to `MagicParams::MAX_DCACHE_LINES` (as `MagicParams::validate`

@@ -81,6 +81,17 @@ pub struct Engine<E> {
     late: u64,
 }
 
+/// An empty engine's clock and counts: all an engine that holds no event
+/// is (see `Engine::idle`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Idle {
+    now: Time,
+    base: u64,
+    seq: u64,
+    popped: u64,
+    late: u64,
+}
+
 impl<E: Copy> Default for Engine<E> {
     fn default() -> Self {
         Self::new()
@@ -310,6 +321,37 @@ impl<E: Copy> Engine<E> {
     /// Events that were scheduled for an instant already past.
     pub fn late(&self) -> u64 {
         self.late
+    }
+
+    /// The engine's clock and counts, if it holds no event.
+    pub(crate) fn idle(&self) -> Option<Idle> {
+        self.is_empty().then_some(Idle {
+            now: self.now,
+            base: self.base,
+            seq: self.seq,
+            popped: self.popped,
+            late: self.late,
+        })
+    }
+
+    /// Make this engine the empty one `s` was taken from: any event it
+    /// holds is dropped, and its clock and counts become `s`'s.
+    pub(crate) fn set_idle(&mut self, s: Idle) {
+        if !self.is_empty() {
+            for slot in self.slots.iter_mut() {
+                slot.evs.clear();
+                slot.read = 0;
+            }
+            self.occupied = [0; WORDS];
+            self.in_wheel = 0;
+            self.far.clear();
+            self.odd.clear();
+        }
+        self.now = s.now;
+        self.base = s.base;
+        self.seq = s.seq;
+        self.popped = s.popped;
+        self.late = s.late;
     }
 }
 

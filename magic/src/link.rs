@@ -25,7 +25,7 @@ pub struct Departure {
 
 /// A node's outbox and outgoing link: a timeline per lane of the packets
 /// waiting for the wire, and when the wire is next free.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct OutLink {
     /// When the wire is next free.
     free_at: Cycles,

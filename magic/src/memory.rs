@@ -12,6 +12,34 @@ use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
 use crate::time::Cycles;
 use hashbrown::HashMap;
 
+/// A line's bytes into `out`, each 8-byte word as `word` gives it.
+pub(crate) fn encode_line(bytes: &[u8], word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+    for w in bytes.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..w.len()].copy_from_slice(w);
+        let r = word(u64::from_le_bytes(b)).to_le_bytes();
+        out.extend_from_slice(&r[..w.len()]);
+    }
+}
+
+/// Make `dst` hold what `src` holds, reusing its entries' storage where a
+/// key is in both (a restored snapshot allocates only for new keys).
+pub(crate) fn map_clone_from<K, V>(dst: &mut HashMap<K, V>, src: &HashMap<K, V>)
+where
+    K: Eq + std::hash::Hash + Copy,
+    V: Clone,
+{
+    dst.retain(|k, _| src.contains_key(k));
+    for (k, v) in src {
+        match dst.get_mut(k) {
+            Some(d) => d.clone_from(v),
+            None => {
+                dst.insert(*k, v.clone());
+            }
+        }
+    }
+}
+
 /// When a line moved over the memory bus: first and last doubleword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineTiming {
@@ -52,6 +80,24 @@ impl Default for Memory {
             ops: 0,
             waited: Cycles(0),
         }
+    }
+}
+
+impl Clone for Memory {
+    fn clone(&self) -> Self {
+        Memory {
+            lines: self.lines.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        map_clone_from(&mut self.lines, &src.lines);
+        self.bus_free = src.bus_free;
+        self.busy = src.busy;
+        self.ops = src.ops;
+        self.held_by = src.held_by;
+        self.waited = src.waited;
     }
 }
 
@@ -127,6 +173,20 @@ impl Memory {
         for (l, b) in lines {
             out.extend_from_slice(&l.0.to_le_bytes());
             out.extend_from_slice(b);
+        }
+    }
+
+    /// As `encode`, each 8-byte word of each line given as `word` gives it
+    /// (a renaming of the nodes a value names).
+    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+        let lines: Vec<_> = self
+            .written()
+            .filter(|(_, b)| b.iter().any(|&x| x != 0))
+            .collect();
+        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
+        for (l, b) in lines {
+            out.extend_from_slice(&l.0.to_le_bytes());
+            encode_line(b, word, out);
         }
     }
 

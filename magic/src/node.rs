@@ -28,7 +28,7 @@ pub(crate) enum Ev {
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
 /// message without data costs no line of storage.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Packets {
     slots: Vec<Packet>,
     free: Vec<u32>,
@@ -319,6 +319,68 @@ pub(crate) struct NodeHw {
     /// While an explorer holds deliveries: software-queue entries held
     /// (they count against the queue's capacity).
     pub(crate) software_held: Option<u32>,
+}
+
+impl NodeHw {
+    /// A copy without its data cache's tags (see `DCache::sparse`).
+    pub(crate) fn without_tags(&self) -> NodeHw {
+        NodeHw {
+            queues: self.queues.clone(),
+            watch: self.watch.clone(),
+            trace: self.trace.clone(),
+            bufs: self.bufs.clone(),
+            link: self.link.clone(),
+            lost: self.lost.clone(),
+            mem: self.mem.clone(),
+            pcache: self.pcache.clone(),
+            dcache: self.dcache.without_tags(),
+            to_processor: self.to_processor.clone(),
+            ..*self
+        }
+    }
+}
+
+impl Clone for NodeHw {
+    fn clone(&self) -> Self {
+        NodeHw {
+            queues: self.queues.clone(),
+            watch: self.watch.clone(),
+            trace: self.trace.clone(),
+            bufs: self.bufs.clone(),
+            link: self.link.clone(),
+            lost: self.lost.clone(),
+            mem: self.mem.clone(),
+            pcache: self.pcache.clone(),
+            dcache: self.dcache.clone(),
+            to_processor: self.to_processor.clone(),
+            ..*self
+        }
+    }
+
+    /// Field by field, reusing this node's storage.
+    fn clone_from(&mut self, src: &Self) {
+        for (q, s) in self.queues.iter_mut().zip(&src.queues) {
+            q.clone_from(s);
+        }
+        self.wake_at = src.wake_at;
+        self.pp_busy = src.pp_busy;
+        self.pp_until = src.pp_until;
+        self.dispatched = src.dispatched;
+        self.net_delivered = src.net_delivered;
+        self.inbox_wait = src.inbox_wait;
+        self.pp_running = src.pp_running;
+        self.dirty = src.dirty;
+        self.watch.clone_from(&src.watch);
+        self.trace.clone_from(&src.trace);
+        self.bufs.clone_from(&src.bufs);
+        self.link.clone_from(&src.link);
+        self.lost.clone_from(&src.lost);
+        self.mem.clone_from(&src.mem);
+        self.pcache.clone_from(&src.pcache);
+        self.dcache.clone_from(&src.dcache);
+        self.to_processor.clone_from(&src.to_processor);
+        self.software_held = src.software_held;
+    }
 }
 
 impl NodeHw {

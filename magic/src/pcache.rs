@@ -40,6 +40,7 @@ pub struct Intervention {
     pub first_word_at: Option<Cycles>,
 }
 
+#[derive(Clone, Copy)]
 struct CachedLine {
     state: LineState,
     bytes: [u8; LINE_BYTES],
@@ -78,6 +79,24 @@ fn key(a: PAddr) -> u64 {
     a.with_region(Region::Normal).0 / LINE_BYTES as u64
 }
 
+impl Clone for ProcCache {
+    fn clone(&self) -> Self {
+        ProcCache {
+            lines: self.lines.clone(),
+            ..*self
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        crate::memory::map_clone_from(&mut self.lines, &src.lines);
+        self.free_at = src.free_at;
+        self.busy = src.busy;
+        self.ops = src.ops;
+        self.held_by = src.held_by;
+        self.waited = src.waited;
+    }
+}
+
 impl ProcCache {
     pub(crate) fn reset_counters(&mut self) {
         (self.busy, self.ops, self.waited) = (Cycles(0), 0, Cycles(0));
@@ -106,6 +125,20 @@ impl ProcCache {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(l.state as u8);
             out.extend_from_slice(&l.bytes);
+        }
+    }
+
+    /// As `encode`, each 8-byte word of each line's bytes given as `word`
+    /// gives it (a renaming of the nodes a value names).
+    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
+        keys.sort_unstable();
+        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        for k in keys {
+            let l = &self.lines[&k];
+            out.extend_from_slice(&k.to_le_bytes());
+            out.push(l.state as u8);
+            crate::memory::encode_line(&l.bytes, word, out);
         }
     }
 

@@ -62,7 +62,7 @@ pub struct Sent {
 }
 
 /// What a watched node's handlers did.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Watch {
     pub steps: Vec<Step>,
     pub sent: Vec<Sent>,

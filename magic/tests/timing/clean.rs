@@ -32,7 +32,7 @@ messages! {
 }
 
 /// Node state: when the processor should step next (`None`: idle).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Node {
     step_at: Option<Cycles>,
 }
