@@ -354,7 +354,8 @@ pub fn run(
 
 impl std::fmt::Display for CheckReport {
     /// The report as `flashkit check` prints it: a line per search (its
-    /// model's fields), the totals, and the violation with its trace.
+    /// model's fields, and whether its states were taken up to node
+    /// symmetry), the totals, and the violation with its trace.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "check {}", self.config.check.name())?;
         for (s, r) in self.config.searches.iter().zip(&self.runs) {
@@ -371,8 +372,13 @@ impl std::fmt::Display for CheckReport {
                 .unwrap_or_default();
             writeln!(
                 f,
-                "  {cfg}: {} states, {} transitions, depth {}, {}, {} violation(s)",
+                "  {cfg}: {} states{}, {} transitions, depth {}, {}, {} violation(s)",
                 r.states,
+                if r.symmetry {
+                    " (up to node symmetry)"
+                } else {
+                    ""
+                },
                 r.transitions,
                 r.depth,
                 if r.complete {
