@@ -18,7 +18,7 @@
 //! sequence); they never share a time with a wheel event. Every structure
 //! keeps its capacity, so a run in steady state does not allocate per event.
 
-use crate::time::Time;
+use crate::time::{Time, TICKS_PER_SYSTEM_CYCLE};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -117,6 +117,19 @@ impl<E: Copy> Engine<E> {
         }
     }
 
+    /// `t` in whole quanta and the ticks left over. A machine's quantum is
+    /// nearly always the system cycle: dividing by that constant is a
+    /// multiplication, where a division by a quantum read at run time is
+    /// a slow instruction on the path of every event.
+    #[inline]
+    fn quanta(&self, t: Time) -> (u64, u64) {
+        if self.quantum == TICKS_PER_SYSTEM_CYCLE {
+            (t.0 / TICKS_PER_SYSTEM_CYCLE, t.0 % TICKS_PER_SYSTEM_CYCLE)
+        } else {
+            (t.0 / self.quantum, t.0 % self.quantum)
+        }
+    }
+
     /// The time of the event most recently taken (the model's present).
     #[inline]
     pub fn now(&self) -> Time {
@@ -135,7 +148,8 @@ impl<E: Copy> Engine<E> {
             at
         };
         self.seq += 1;
-        if !at.0.is_multiple_of(self.quantum) {
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
             self.odd.push(Entry {
                 at,
                 seq: self.seq,
@@ -143,7 +157,6 @@ impl<E: Copy> Engine<E> {
             });
             return;
         }
-        let q = at.0 / self.quantum;
         // `q >= base` (the event is not in the past): no overflow near the
         // clock's end.
         if q.saturating_sub(self.base) < SLOTS as u64 {
@@ -228,17 +241,18 @@ impl<E: Copy> Engine<E> {
             return;
         }
         self.now = t;
-        let q = t.0 / self.quantum;
+        let q = self.quanta(t).0;
         if q > self.base {
             self.base = q;
             let base = self.base;
             while self
                 .far
                 .peek()
-                .is_some_and(|e| (e.at.0 / self.quantum).saturating_sub(base) < SLOTS as u64)
+                .is_some_and(|e| self.quanta(e.at).0.saturating_sub(base) < SLOTS as u64)
             {
                 let e = self.far.pop().expect("peeked");
-                self.put(e.at.0 / self.quantum, e.ev);
+                let q = self.quanta(e.at).0;
+                self.put(q, e.ev);
             }
         }
     }
@@ -257,7 +271,8 @@ impl<E: Copy> Engine<E> {
     #[inline]
     pub(crate) fn pop_next_at(&mut self, at: Time) -> Option<E> {
         debug_assert!(at >= self.now);
-        if !at.0.is_multiple_of(self.quantum) {
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
             if self.odd.peek().is_some_and(|e| e.at == at) {
                 self.advance(at);
                 self.popped += 1;
@@ -266,7 +281,6 @@ impl<E: Copy> Engine<E> {
             return None;
         }
         self.advance(at);
-        let q = at.0 / self.quantum;
         if q.saturating_sub(self.base) >= SLOTS as u64 {
             return None;
         }
