@@ -339,13 +339,21 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
         let base = self.claim::<V::Message>();
         let project = self.project;
+        // The one type number this handler takes, found once here: a
+        // dispatch compares it and decodes the payload as `V`'s kind, known
+        // when this is compiled, with no look-up of the kind.
+        let own = base.and_then(|b| {
+            u8::try_from(V::KIND.index())
+                .ok()
+                .and_then(|i| b.checked_add(i))
+        });
         let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
-            let kind = base.and_then(|b| message::kind_at::<V::Message>(b, msg.mtype));
-            let m = kind
-                .filter(|&k| k == V::KIND)
-                .and_then(|k| message::decode_words::<V::Message>(k, &msg.words))
-                .and_then(V::from_message);
+            let m = if own == Some(msg.mtype.0) {
+                message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
+            } else {
+                None
+            };
             match m {
                 Some(m) => f(&mut cx, msg, m),
                 None => cx.undecodable(msg.mtype),
