@@ -236,6 +236,7 @@ impl<E: Copy> Engine<E> {
     }
 
     /// Move time to `t` and pull the far events its window now covers.
+    #[inline]
     fn advance(&mut self, t: Time) {
         if t == self.now {
             return;
@@ -244,16 +245,24 @@ impl<E: Copy> Engine<E> {
         let q = self.quanta(t).0;
         if q > self.base {
             self.base = q;
-            let base = self.base;
-            while self
-                .far
-                .peek()
-                .is_some_and(|e| self.quanta(e.at).0.saturating_sub(base) < SLOTS as u64)
-            {
-                let e = self.far.pop().expect("peeked");
-                let q = self.quanta(e.at).0;
-                self.put(q, e.ev);
+            if !self.far.is_empty() {
+                self.pull_far();
             }
+        }
+    }
+
+    /// Move the far events the window now covers into the wheel.
+    #[inline(never)]
+    fn pull_far(&mut self) {
+        let base = self.base;
+        while self
+            .far
+            .peek()
+            .is_some_and(|e| self.quanta(e.at).0.saturating_sub(base) < SLOTS as u64)
+        {
+            let e = self.far.pop().expect("peeked");
+            let q = self.quanta(e.at).0;
+            self.put(q, e.ev);
         }
     }
 
