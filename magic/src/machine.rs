@@ -1258,6 +1258,7 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    #[inline]
     pub(crate) fn apply(&mut self, t: Cycles, ev: Ev) {
         if let Some(held) = self.held.as_mut() {
             if let Some(h) = crate::node::Held::of(ev, &self.packets) {
@@ -1298,42 +1299,52 @@ impl<S: NodeState> Magic<S> {
                 }
                 self.mark(node);
             }
-            Ev::ProcStep { node } => {
-                let mut requests = SmallVec::new();
-                let hw = &mut self.hw[node as usize];
-                let step = self.state[node as usize].processor_step(&mut Processor {
-                    node: NodeId(node),
-                    now: t,
-                    cache: &mut hw.pcache,
-                    memory: &mut hw.mem,
-                    requests: &mut requests,
-                    reg: &self.reg,
-                    trace: &mut hw.trace,
-                });
-                self.processor_after(node, t, step, requests);
-            }
-            Ev::ProcDeliver { node, pkt } => {
-                let (msg, data) = self.packets.take(pkt);
-                let mut requests = SmallVec::new();
-                let hw = &mut self.hw[node as usize];
-                let step = self.state[node as usize].processor_receive(
-                    &mut Processor {
-                        node: NodeId(node),
-                        now: t,
-                        cache: &mut hw.pcache,
-                        memory: &mut hw.mem,
-                        requests: &mut requests,
-                        reg: &self.reg,
-                        trace: &mut hw.trace,
-                    },
-                    &msg,
-                    data.as_ref(),
-                );
-                match step {
-                    Some(step) => self.processor_after(node, t, step, requests),
-                    None => hw.to_processor.push((t, msg)),
-                }
-            }
+            Ev::ProcStep { node } => self.step_processor(t, node),
+            Ev::ProcDeliver { node, pkt } => self.deliver_to_processor(t, node, pkt),
+        }
+    }
+
+    /// Node `node`'s compute processor takes a step (out of the line of
+    /// MAGIC's own events, the many).
+    #[inline(never)]
+    fn step_processor(&mut self, t: Cycles, node: u32) {
+        let mut requests = SmallVec::new();
+        let hw = &mut self.hw[node as usize];
+        let step = self.state[node as usize].processor_step(&mut Processor {
+            node: NodeId(node),
+            now: t,
+            cache: &mut hw.pcache,
+            memory: &mut hw.mem,
+            requests: &mut requests,
+            reg: &self.reg,
+            trace: &mut hw.trace,
+        });
+        self.processor_after(node, t, step, requests);
+    }
+
+    /// Packet `pkt` reaches node `node`'s compute processor (out of the
+    /// line of MAGIC's own events).
+    #[inline(never)]
+    fn deliver_to_processor(&mut self, t: Cycles, node: u32, pkt: u32) {
+        let (msg, data) = self.packets.take(pkt);
+        let mut requests = SmallVec::new();
+        let hw = &mut self.hw[node as usize];
+        let step = self.state[node as usize].processor_receive(
+            &mut Processor {
+                node: NodeId(node),
+                now: t,
+                cache: &mut hw.pcache,
+                memory: &mut hw.mem,
+                requests: &mut requests,
+                reg: &self.reg,
+                trace: &mut hw.trace,
+            },
+            &msg,
+            data.as_ref(),
+        );
+        match step {
+            Some(step) => self.processor_after(node, t, step, requests),
+            None => hw.to_processor.push((t, msg)),
         }
     }
 
