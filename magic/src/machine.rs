@@ -209,7 +209,7 @@ impl Processor<'_> {
 
 /// What a registered handler runs: the protocol's function behind its
 /// projection onto the machine's node state and its message decoding.
-type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) + Send + Sync>;
+type Call<S> = Box<dyn for<'a, 'c> Fn(&'c mut Cx<'a, S>, &Msg) + Send + Sync>;
 
 pub(crate) struct HandlerEntry<S> {
     pub(crate) protocol: &'static str,
@@ -347,7 +347,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 .ok()
                 .and_then(|i| b.checked_add(i))
         });
-        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
             let m = if own == Some(msg.mtype.0) {
                 message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
@@ -375,7 +375,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     ) -> Handler<M> {
         let base = self.claim::<M>();
         let project = self.project;
-        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
             let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
             match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
@@ -1553,7 +1553,7 @@ impl<S: NodeState> Magic<S> {
                 last_wire: None,
                 past_end: None,
             };
-            let cx = Cx {
+            let mut cx = Cx {
                 run: &mut out,
                 hw,
                 state: &mut self.state[n as usize],
@@ -1564,7 +1564,7 @@ impl<S: NodeState> Magic<S> {
                 params: &self.params,
             };
             let entry = &self.handlers[route.handler.0 as usize];
-            (entry.call)(cx, &msg);
+            (entry.call)(&mut cx, &msg);
             if let Some(p) = out.past_end {
                 let what = format!("{}'s {} step", entry.full_name(), p.step);
                 self.halt.get_or_insert(Halt::EndOfTime {
