@@ -309,6 +309,40 @@ impl<E: Copy> Engine<E> {
         Some(ev)
     }
 
+    /// Take every wheel event stamped `at` at once, in order, into `batch`
+    /// (empty on the call: its vector goes to the spares, and the slot's
+    /// comes out), for a caller that knows `at` is `next_time()` or the
+    /// present instant. `false`, taking nothing, when `at` is not a whole
+    /// quantum or its slot holds nothing: [`Engine::pop_next_at`] takes
+    /// such events one by one.
+    pub(crate) fn take_instant(&mut self, at: Time, batch: &mut Vec<E>) -> bool {
+        debug_assert!(at >= self.now && batch.is_empty());
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
+            return false;
+        }
+        self.advance(at);
+        if q.saturating_sub(self.base) >= SLOTS as u64 {
+            return false;
+        }
+        let i = (q as usize) & (SLOTS - 1);
+        let slot = &mut self.slots[i];
+        if slot.read >= slot.evs.len() {
+            return false;
+        }
+        let read = std::mem::take(&mut slot.read);
+        let evs = std::mem::take(&mut slot.evs);
+        self.occupied[i / 64] &= !(1 << (i % 64));
+        let mine = std::mem::replace(batch, evs);
+        self.spare.push(mine);
+        if read > 0 {
+            batch.drain(..read);
+        }
+        self.in_wheel -= batch.len();
+        self.popped += batch.len() as u64;
+        true
+    }
+
     /// Take the next event in (time, sequence) order and advance `now` to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
         let t = self.next_time()?;
@@ -507,5 +541,62 @@ mod tests {
         assert_eq!(e.pop(), Some((Time(4), 'c')));
         assert!(e.is_empty());
         assert_eq!(e.late(), 1);
+    }
+
+    #[test]
+    fn an_instant_taken_whole_is_the_order_popping_gives() {
+        // Two engines fed alike: one popped an event at a time, the other
+        // taking whole instants (after a first event popped alone, and with
+        // events scheduled for the present while the instant is applied).
+        let feed = |e: &mut Engine<u32>| {
+            for (t, id) in [
+                (528, 1),
+                (264, 2),
+                (528, 3),
+                (600, 4),
+                (264, 5),
+                (528 * 1100, 6),
+            ] {
+                e.schedule(Time(t), id);
+            }
+        };
+        let (mut one, mut whole) = (
+            Engine::with_quantum(TICKS_PER_SYSTEM_CYCLE),
+            Engine::with_quantum(TICKS_PER_SYSTEM_CYCLE),
+        );
+        feed(&mut one);
+        feed(&mut whole);
+        let mut popped = Vec::new();
+        while let Some((t, id)) = one.pop() {
+            popped.push((t, id));
+            if id < 3 {
+                one.schedule(t, id + 10);
+            }
+        }
+        let mut taken = Vec::new();
+        let mut batch = Vec::new();
+        let first = whole.pop().expect("an event");
+        taken.push(first);
+        whole.schedule(first.0, first.1 + 10);
+        while let Some(t) = whole.next_time() {
+            loop {
+                batch.clear();
+                if !whole.take_instant(t, &mut batch) {
+                    batch.extend(whole.pop_next_at(t));
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                for &id in &batch {
+                    taken.push((t, id));
+                    if id < 3 {
+                        whole.schedule(t, id + 10);
+                    }
+                }
+            }
+        }
+        assert_eq!(taken, popped);
+        assert_eq!(taken.len(), 8);
+        assert_eq!((whole.popped(), whole.pending()), (8, 0));
     }
 }

@@ -1150,36 +1150,36 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn instant(&mut self, t: Time) {
         let c = t.to_cycles_floor();
-        if self.ahead {
-            self.apply_batched(t, c);
-        } else {
-            while let Some(ev) = self.engine.pop_next_at(t) {
-                self.apply(c, ev);
-            }
-        }
+        self.apply_batched(t, c);
         self.arbitrate(c);
     }
 
     /// Apply the events stamped `t` in order, a batch at a time (those
-    /// scheduled for `t` while applying a batch form the next), asking for
-    /// the state of the events a few places ahead early.
+    /// scheduled for `t` while applying a batch form the next: the engine
+    /// hands over its slot of the instant whole), asking a large machine
+    /// for the state of the events a few places ahead early.
     fn apply_batched(&mut self, t: Time, c: Cycles) {
         let mut batch = std::mem::take(&mut self.batch);
         loop {
             batch.clear();
-            while let Some(ev) = self.engine.pop_next_at(t) {
-                batch.push(ev);
+            if !self.engine.take_instant(t, &mut batch) {
+                while let Some(ev) = self.engine.pop_next_at(t) {
+                    batch.push(ev);
+                }
             }
             if batch.is_empty() {
                 break;
             }
             for i in 0..batch.len() {
-                if let Some(&ahead) = batch.get(i + AHEAD) {
-                    self.prefetch_event(ahead);
+                if self.ahead {
+                    if let Some(&ahead) = batch.get(i + AHEAD) {
+                        self.prefetch_event(ahead);
+                    }
                 }
                 self.apply(c, batch[i]);
             }
         }
+        batch.clear();
         self.batch = batch;
     }
 
