@@ -18,7 +18,7 @@
 //! sequence); they never share a time with a wheel event. Every structure
 //! keeps its capacity, so a run in steady state does not allocate per event.
 
-use crate::time::Time;
+use crate::time::{Time, TICKS_PER_SYSTEM_CYCLE};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -128,6 +128,19 @@ impl<E: Copy> Engine<E> {
         }
     }
 
+    /// `t` in whole quanta and the ticks left over. A machine's quantum is
+    /// nearly always the system cycle: dividing by that constant is a
+    /// multiplication, where a division by a quantum read at run time is
+    /// a slow instruction on the path of every event.
+    #[inline]
+    fn quanta(&self, t: Time) -> (u64, u64) {
+        if self.quantum == TICKS_PER_SYSTEM_CYCLE {
+            (t.0 / TICKS_PER_SYSTEM_CYCLE, t.0 % TICKS_PER_SYSTEM_CYCLE)
+        } else {
+            (t.0 / self.quantum, t.0 % self.quantum)
+        }
+    }
+
     /// The time of the event most recently taken (the model's present).
     #[inline]
     pub fn now(&self) -> Time {
@@ -146,7 +159,8 @@ impl<E: Copy> Engine<E> {
             at
         };
         self.seq += 1;
-        if !at.0.is_multiple_of(self.quantum) {
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
             self.odd.push(Entry {
                 at,
                 seq: self.seq,
@@ -154,7 +168,6 @@ impl<E: Copy> Engine<E> {
             });
             return;
         }
-        let q = at.0 / self.quantum;
         // `q >= base` (the event is not in the past): no overflow near the
         // clock's end.
         if q.saturating_sub(self.base) < SLOTS as u64 {
@@ -234,23 +247,33 @@ impl<E: Copy> Engine<E> {
     }
 
     /// Move time to `t` and pull the far events its window now covers.
+    #[inline]
     fn advance(&mut self, t: Time) {
         if t == self.now {
             return;
         }
         self.now = t;
-        let q = t.0 / self.quantum;
+        let q = self.quanta(t).0;
         if q > self.base {
             self.base = q;
-            let base = self.base;
-            while self
-                .far
-                .peek()
-                .is_some_and(|e| (e.at.0 / self.quantum).saturating_sub(base) < SLOTS as u64)
-            {
-                let e = self.far.pop().expect("peeked");
-                self.put(e.at.0 / self.quantum, e.ev);
+            if !self.far.is_empty() {
+                self.pull_far();
             }
+        }
+    }
+
+    /// Move the far events the window now covers into the wheel.
+    #[inline(never)]
+    fn pull_far(&mut self) {
+        let base = self.base;
+        while self
+            .far
+            .peek()
+            .is_some_and(|e| self.quanta(e.at).0.saturating_sub(base) < SLOTS as u64)
+        {
+            let e = self.far.pop().expect("peeked");
+            let q = self.quanta(e.at).0;
+            self.put(q, e.ev);
         }
     }
 
@@ -268,7 +291,8 @@ impl<E: Copy> Engine<E> {
     #[inline]
     pub(crate) fn pop_next_at(&mut self, at: Time) -> Option<E> {
         debug_assert!(at >= self.now);
-        if !at.0.is_multiple_of(self.quantum) {
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
             if self.odd.peek().is_some_and(|e| e.at == at) {
                 self.advance(at);
                 self.popped += 1;
@@ -277,7 +301,6 @@ impl<E: Copy> Engine<E> {
             return None;
         }
         self.advance(at);
-        let q = at.0 / self.quantum;
         if q.saturating_sub(self.base) >= SLOTS as u64 {
             return None;
         }
@@ -295,6 +318,40 @@ impl<E: Copy> Engine<E> {
         self.in_wheel -= 1;
         self.popped += 1;
         Some(ev)
+    }
+
+    /// Take every wheel event stamped `at` at once, in order, into `batch`
+    /// (empty on the call: its vector goes to the spares, and the slot's
+    /// comes out), for a caller that knows `at` is `next_time()` or the
+    /// present instant. `false`, taking nothing, when `at` is not a whole
+    /// quantum or its slot holds nothing: [`Engine::pop_next_at`] takes
+    /// such events one by one.
+    pub(crate) fn take_instant(&mut self, at: Time, batch: &mut Vec<E>) -> bool {
+        debug_assert!(at >= self.now && batch.is_empty());
+        let (q, odd) = self.quanta(at);
+        if odd != 0 {
+            return false;
+        }
+        self.advance(at);
+        if q.saturating_sub(self.base) >= SLOTS as u64 {
+            return false;
+        }
+        let i = (q as usize) & (SLOTS - 1);
+        let slot = &mut self.slots[i];
+        if slot.read >= slot.evs.len() {
+            return false;
+        }
+        let read = std::mem::take(&mut slot.read);
+        let evs = std::mem::take(&mut slot.evs);
+        self.occupied[i / 64] &= !(1 << (i % 64));
+        let mine = std::mem::replace(batch, evs);
+        self.spare.push(mine);
+        if read > 0 {
+            batch.drain(..read);
+        }
+        self.in_wheel -= batch.len();
+        self.popped += batch.len() as u64;
+        true
     }
 
     /// Take the next event in (time, sequence) order and advance `now` to it.
@@ -526,5 +583,62 @@ mod tests {
         assert_eq!(e.pop(), Some((Time(4), 'c')));
         assert!(e.is_empty());
         assert_eq!(e.late(), 1);
+    }
+
+    #[test]
+    fn an_instant_taken_whole_is_the_order_popping_gives() {
+        // Two engines fed alike: one popped an event at a time, the other
+        // taking whole instants (after a first event popped alone, and with
+        // events scheduled for the present while the instant is applied).
+        let feed = |e: &mut Engine<u32>| {
+            for (t, id) in [
+                (528, 1),
+                (264, 2),
+                (528, 3),
+                (600, 4),
+                (264, 5),
+                (528 * 1100, 6),
+            ] {
+                e.schedule(Time(t), id);
+            }
+        };
+        let (mut one, mut whole) = (
+            Engine::with_quantum(TICKS_PER_SYSTEM_CYCLE),
+            Engine::with_quantum(TICKS_PER_SYSTEM_CYCLE),
+        );
+        feed(&mut one);
+        feed(&mut whole);
+        let mut popped = Vec::new();
+        while let Some((t, id)) = one.pop() {
+            popped.push((t, id));
+            if id < 3 {
+                one.schedule(t, id + 10);
+            }
+        }
+        let mut taken = Vec::new();
+        let mut batch = Vec::new();
+        let first = whole.pop().expect("an event");
+        taken.push(first);
+        whole.schedule(first.0, first.1 + 10);
+        while let Some(t) = whole.next_time() {
+            loop {
+                batch.clear();
+                if !whole.take_instant(t, &mut batch) {
+                    batch.extend(whole.pop_next_at(t));
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                for &id in &batch {
+                    taken.push((t, id));
+                    if id < 3 {
+                        whole.schedule(t, id + 10);
+                    }
+                }
+            }
+        }
+        assert_eq!(taken, popped);
+        assert_eq!(taken.len(), 8);
+        assert_eq!((whole.popped(), whole.pending()), (8, 0));
     }
 }

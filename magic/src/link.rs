@@ -66,13 +66,12 @@ impl OutLink {
     ) -> Departure {
         let slots = slots.max(1);
         let q = &mut self.waiting[lane as usize];
-        q.retain(|s| *s > at);
+        drop_started(q, at);
         let mut accepted = at;
         if q.len() >= slots {
             // Wait until enough waiting packets have gone on the wire.
             accepted = q[q.len() - slots];
-            let acc = accepted;
-            q.retain(|s| *s > acc);
+            drop_started(q, accepted);
         }
         let start = (accepted + stage).max(self.free_at).max(ready);
         let end = start + wire;
@@ -92,6 +91,21 @@ impl OutLink {
             start,
             end,
         }
+    }
+}
+
+/// Forget the waiting packets that are on the wire by `at`: start times
+/// ascend, so they are a prefix of the lane's (a few packets at most, one
+/// or none as a rule: a scan from the front and a shift in place).
+#[inline]
+fn drop_started(q: &mut SmallVec<[Cycles; 4]>, at: Cycles) {
+    let k = q.iter().take_while(|s| **s <= at).count();
+    if k > 0 {
+        let n = q.len();
+        for i in k..n {
+            q[i - k] = q[i];
+        }
+        q.truncate(n - k);
     }
 }
 

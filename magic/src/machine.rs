@@ -209,7 +209,7 @@ impl Processor<'_> {
 
 /// What a registered handler runs: the protocol's function behind its
 /// projection onto the machine's node state and its message decoding.
-type Call<S> = Box<dyn for<'a> Fn(Cx<'a, S>, &Msg) + Send + Sync>;
+type Call<S> = Box<dyn for<'a, 'c> Fn(&'c mut Cx<'a, S>, &Msg) + Send + Sync>;
 
 pub(crate) struct HandlerEntry<S> {
     pub(crate) protocol: &'static str,
@@ -339,13 +339,21 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
         let base = self.claim::<V::Message>();
         let project = self.project;
-        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+        // The one type number this handler takes, found once here: a
+        // dispatch compares it and decodes the payload as `V`'s kind, known
+        // when this is compiled, with no look-up of the kind.
+        let own = base.and_then(|b| {
+            u8::try_from(V::KIND.index())
+                .ok()
+                .and_then(|i| b.checked_add(i))
+        });
+        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
-            let kind = base.and_then(|b| message::kind_at::<V::Message>(b, msg.mtype));
-            let m = kind
-                .filter(|&k| k == V::KIND)
-                .and_then(|k| message::decode_words::<V::Message>(k, &msg.words))
-                .and_then(V::from_message);
+            let m = if own == Some(msg.mtype.0) {
+                message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
+            } else {
+                None
+            };
             match m {
                 Some(m) => f(&mut cx, msg, m),
                 None => cx.undecodable(msg.mtype),
@@ -367,7 +375,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     ) -> Handler<M> {
         let base = self.claim::<M>();
         let project = self.project;
-        let call: Call<S> = Box::new(move |cx: Cx<'_, S>, msg: &Msg| {
+        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
             let mut cx = cx.project(project);
             let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
             match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
@@ -1142,36 +1150,36 @@ impl<S: NodeState> Magic<S> {
 
     pub(crate) fn instant(&mut self, t: Time) {
         let c = t.to_cycles_floor();
-        if self.ahead {
-            self.apply_batched(t, c);
-        } else {
-            while let Some(ev) = self.engine.pop_next_at(t) {
-                self.apply(c, ev);
-            }
-        }
+        self.apply_batched(t, c);
         self.arbitrate(c);
     }
 
     /// Apply the events stamped `t` in order, a batch at a time (those
-    /// scheduled for `t` while applying a batch form the next), asking for
-    /// the state of the events a few places ahead early.
+    /// scheduled for `t` while applying a batch form the next: the engine
+    /// hands over its slot of the instant whole), asking a large machine
+    /// for the state of the events a few places ahead early.
     fn apply_batched(&mut self, t: Time, c: Cycles) {
         let mut batch = std::mem::take(&mut self.batch);
         loop {
             batch.clear();
-            while let Some(ev) = self.engine.pop_next_at(t) {
-                batch.push(ev);
+            if !self.engine.take_instant(t, &mut batch) {
+                while let Some(ev) = self.engine.pop_next_at(t) {
+                    batch.push(ev);
+                }
             }
             if batch.is_empty() {
                 break;
             }
             for i in 0..batch.len() {
-                if let Some(&ahead) = batch.get(i + AHEAD) {
-                    self.prefetch_event(ahead);
+                if self.ahead {
+                    if let Some(&ahead) = batch.get(i + AHEAD) {
+                        self.prefetch_event(ahead);
+                    }
                 }
                 self.apply(c, batch[i]);
             }
         }
+        batch.clear();
         self.batch = batch;
     }
 
@@ -1250,6 +1258,7 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    #[inline]
     pub(crate) fn apply(&mut self, t: Cycles, ev: Ev) {
         if let Some(held) = self.held.as_mut() {
             if let Some(h) = crate::node::Held::of(ev, &self.packets) {
@@ -1290,42 +1299,52 @@ impl<S: NodeState> Magic<S> {
                 }
                 self.mark(node);
             }
-            Ev::ProcStep { node } => {
-                let mut requests = SmallVec::new();
-                let hw = &mut self.hw[node as usize];
-                let step = self.state[node as usize].processor_step(&mut Processor {
-                    node: NodeId(node),
-                    now: t,
-                    cache: &mut hw.pcache,
-                    memory: &mut hw.mem,
-                    requests: &mut requests,
-                    reg: &self.reg,
-                    trace: &mut hw.trace,
-                });
-                self.processor_after(node, t, step, requests);
-            }
-            Ev::ProcDeliver { node, pkt } => {
-                let (msg, data) = self.packets.take(pkt);
-                let mut requests = SmallVec::new();
-                let hw = &mut self.hw[node as usize];
-                let step = self.state[node as usize].processor_receive(
-                    &mut Processor {
-                        node: NodeId(node),
-                        now: t,
-                        cache: &mut hw.pcache,
-                        memory: &mut hw.mem,
-                        requests: &mut requests,
-                        reg: &self.reg,
-                        trace: &mut hw.trace,
-                    },
-                    &msg,
-                    data.as_ref(),
-                );
-                match step {
-                    Some(step) => self.processor_after(node, t, step, requests),
-                    None => hw.to_processor.push((t, msg)),
-                }
-            }
+            Ev::ProcStep { node } => self.step_processor(t, node),
+            Ev::ProcDeliver { node, pkt } => self.deliver_to_processor(t, node, pkt),
+        }
+    }
+
+    /// Node `node`'s compute processor takes a step (out of the line of
+    /// MAGIC's own events, the many).
+    #[inline(never)]
+    fn step_processor(&mut self, t: Cycles, node: u32) {
+        let mut requests = SmallVec::new();
+        let hw = &mut self.hw[node as usize];
+        let step = self.state[node as usize].processor_step(&mut Processor {
+            node: NodeId(node),
+            now: t,
+            cache: &mut hw.pcache,
+            memory: &mut hw.mem,
+            requests: &mut requests,
+            reg: &self.reg,
+            trace: &mut hw.trace,
+        });
+        self.processor_after(node, t, step, requests);
+    }
+
+    /// Packet `pkt` reaches node `node`'s compute processor (out of the
+    /// line of MAGIC's own events).
+    #[inline(never)]
+    fn deliver_to_processor(&mut self, t: Cycles, node: u32, pkt: u32) {
+        let (msg, data) = self.packets.take(pkt);
+        let mut requests = SmallVec::new();
+        let hw = &mut self.hw[node as usize];
+        let step = self.state[node as usize].processor_receive(
+            &mut Processor {
+                node: NodeId(node),
+                now: t,
+                cache: &mut hw.pcache,
+                memory: &mut hw.mem,
+                requests: &mut requests,
+                reg: &self.reg,
+                trace: &mut hw.trace,
+            },
+            &msg,
+            data.as_ref(),
+        );
+        match step {
+            Some(step) => self.processor_after(node, t, step, requests),
+            None => hw.to_processor.push((t, msg)),
         }
     }
 
@@ -1534,7 +1553,7 @@ impl<S: NodeState> Magic<S> {
                 last_wire: None,
                 past_end: None,
             };
-            let cx = Cx {
+            let mut cx = Cx {
                 run: &mut out,
                 hw,
                 state: &mut self.state[n as usize],
@@ -1545,7 +1564,7 @@ impl<S: NodeState> Magic<S> {
                 params: &self.params,
             };
             let entry = &self.handlers[route.handler.0 as usize];
-            (entry.call)(cx, &msg);
+            (entry.call)(&mut cx, &msg);
             if let Some(p) = out.past_end {
                 let what = format!("{}'s {} step", entry.full_name(), p.step);
                 self.halt.get_or_insert(Halt::EndOfTime {
