@@ -107,7 +107,7 @@ pub struct Finc {
 }
 
 /// A node's part: the processor's program and the answers it got.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FincNode {
     /// Asks still to make.
     left: u64,
