@@ -209,20 +209,7 @@ impl<S: NodeState> Magic<S> {
                     self.encode_packet(e.pkt, out);
                 }
             }
-            out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
-            out.push(hw.pp_running as u8);
-            let d = hw.drops();
-            for x in [
-                d.unhandled,
-                d.bad_address,
-                d.bad_buffer,
-                d.bad_node,
-                d.swq_full,
-                d.too_long,
-                d.undecodable,
-            ] {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
+            encode_held_and_drops(hw, out);
         }
         if let Some(held) = &self.held {
             // By channel, in order within each: the order across channels
@@ -261,20 +248,7 @@ impl<S: NodeState> Magic<S> {
                     self.encode_packet_renamed(model, r, e.pkt, out);
                 }
             }
-            out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
-            out.push(hw.pp_running as u8);
-            let d = hw.drops();
-            for x in [
-                d.unhandled,
-                d.bad_address,
-                d.bad_buffer,
-                d.bad_node,
-                d.swq_full,
-                d.too_long,
-                d.undecodable,
-            ] {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
+            encode_held_and_drops(hw, out);
         }
         if let Some(held) = &self.held {
             let chan = |i: usize| {
@@ -1262,5 +1236,24 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Model for Checker<S> 
         nothing_stuck(m)?;
         nothing_dropped(m)?;
         self.at_rest.iter().try_for_each(|f| f(m))
+    }
+}
+
+/// A node's buffers held, whether its PP is running, and its drops: the
+/// part of its encoding no renaming touches.
+fn encode_held_and_drops(hw: &crate::node::NodeHw, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(hw.bufs.held() as u32).to_le_bytes());
+    out.push(hw.pp_running as u8);
+    let d = hw.drops();
+    for x in [
+        d.unhandled,
+        d.bad_address,
+        d.bad_buffer,
+        d.bad_node,
+        d.swq_full,
+        d.too_long,
+        d.undecodable,
+    ] {
+        out.extend_from_slice(&x.to_le_bytes());
     }
 }

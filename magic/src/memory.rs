@@ -13,7 +13,7 @@ use crate::time::Cycles;
 use hashbrown::HashMap;
 
 /// A line's bytes into `out`, each 8-byte word as `word` gives it.
-pub(crate) fn encode_line(bytes: &[u8], word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+pub(crate) fn encode_line(bytes: &[u8], word: &impl Fn(u64) -> u64, out: &mut Vec<u8>) {
     for w in bytes.chunks(8) {
         let mut b = [0u8; 8];
         b[..w.len()].copy_from_slice(w);
@@ -165,20 +165,12 @@ impl Memory {
     /// Every line that is not all zeros, in address order, into `out`
     /// (the explorer's canonical encoding: no timing, no counters).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        let lines: Vec<_> = self
-            .written()
-            .filter(|(_, b)| b.iter().any(|&x| x != 0))
-            .collect();
-        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
-        for (l, b) in lines {
-            out.extend_from_slice(&l.0.to_le_bytes());
-            out.extend_from_slice(b);
-        }
+        self.encode_words(&|w| w, out);
     }
 
     /// As `encode`, each 8-byte word of each line given as `word` gives it
     /// (a renaming of the nodes a value names).
-    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+    pub(crate) fn encode_words(&self, word: &impl Fn(u64) -> u64, out: &mut Vec<u8>) {
         let lines: Vec<_> = self
             .written()
             .filter(|(_, b)| b.iter().any(|&x| x != 0))

@@ -343,17 +343,8 @@ impl NodeHw {
 impl Clone for NodeHw {
     fn clone(&self) -> Self {
         NodeHw {
-            queues: self.queues.clone(),
-            watch: self.watch.clone(),
-            trace: self.trace.clone(),
-            bufs: self.bufs.clone(),
-            link: self.link.clone(),
-            lost: self.lost.clone(),
-            mem: self.mem.clone(),
-            pcache: self.pcache.clone(),
             dcache: self.dcache.clone(),
-            to_processor: self.to_processor.clone(),
-            ..*self
+            ..self.without_tags()
         }
     }
 

@@ -117,20 +117,12 @@ impl ProcCache {
     /// Every cached line with its state and bytes, in address order, into
     /// `out` (the explorer's canonical encoding: no timing, no counters).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
-        keys.sort_unstable();
-        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-        for k in keys {
-            let l = &self.lines[&k];
-            out.extend_from_slice(&k.to_le_bytes());
-            out.push(l.state as u8);
-            out.extend_from_slice(&l.bytes);
-        }
+        self.encode_words(&|w| w, out);
     }
 
     /// As `encode`, each 8-byte word of each line's bytes given as `word`
     /// gives it (a renaming of the nodes a value names).
-    pub(crate) fn encode_words(&self, word: &dyn Fn(u64) -> u64, out: &mut Vec<u8>) {
+    pub(crate) fn encode_words(&self, word: &impl Fn(u64) -> u64, out: &mut Vec<u8>) {
         let mut keys: Vec<u64> = self.lines.keys().copied().collect();
         keys.sort_unstable();
         out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
