@@ -562,6 +562,91 @@ struct Visit {
     depth: u32,
 }
 
+/// What a breadth-first search has found so far: its report, the
+/// fingerprints of the states it has seen and how it reached each, shared
+/// by the restoring and the replaying search.
+struct Search {
+    report: Report,
+    seen: hashbrown::HashSet<u128>,
+    visits: Vec<Visit>,
+    max_states: usize,
+    progress: Option<&'static Progress>,
+}
+
+/// What became of a state a move led to.
+enum Admitted {
+    /// A new state, numbered.
+    New(u32),
+    /// One seen before.
+    Seen,
+    /// New, but the search holds as many states as its bounds allow: it
+    /// stops, incomplete.
+    Full,
+}
+
+impl Search {
+    fn new(bounds: Bounds) -> Search {
+        let found = Search {
+            report: Report::default(),
+            seen: hashbrown::HashSet::new(),
+            visits: Vec::new(),
+            max_states: bounds.max_states.min(MAX_STATES),
+            progress: bounds.progress,
+        };
+        found.post();
+        found
+    }
+
+    fn post(&self) {
+        if let Some(p) = self.progress {
+            p.post(&self.report);
+        }
+    }
+
+    /// The initial state, fingerprint `fp`.
+    fn root(&mut self, fp: u128) {
+        self.seen.insert(fp);
+        self.visits.push(Visit {
+            parent: u32::MAX,
+            mv: Move::Act(0),
+            depth: 0,
+        });
+        self.report.states = 1;
+    }
+
+    /// The state with fingerprint `fp`, reached from state `parent` by
+    /// `mv` at `depth`.
+    fn admit(&mut self, parent: u32, mv: Move, depth: u32, fp: u128) -> Admitted {
+        if !self.seen.insert(fp) {
+            return Admitted::Seen;
+        }
+        if self.visits.len() >= self.max_states {
+            self.post();
+            return Admitted::Full;
+        }
+        self.visits.push(Visit { parent, mv, depth });
+        self.report.states += 1;
+        self.report.depth = self.report.depth.max(depth);
+        self.post();
+        Admitted::New((self.visits.len() - 1) as u32)
+    }
+
+    /// The report of a search stopped by a violation, with its trace.
+    fn fail(mut self, msg: String, trace: Vec<String>) -> Report {
+        self.report.violations += 1;
+        self.report.violation = Some(msg);
+        self.report.trace = trace;
+        self.report
+    }
+
+    /// The report of a search that took every state within its bounds.
+    fn finish(mut self) -> Report {
+        self.report.complete = true;
+        self.post();
+        self.report
+    }
+}
+
 fn fingerprint(bytes: &[u8]) -> u128 {
     let mut a = std::hash::DefaultHasher::new();
     a.write(bytes);
@@ -714,67 +799,44 @@ where
     M: Model + Sync,
     M::Node: Clone + Send + Sync,
 {
-    let max_states = bounds.max_states.min(MAX_STATES);
     let threads = match bounds.threads {
         0 => cores(),
         n => n,
     }
     .min(MAX_THREADS);
-    let post = |r: &Report| {
-        if let Some(p) = bounds.progress {
-            p.post(r);
-        }
-    };
-    let mut report = Report::default();
-    post(&report);
-    let fail = |report: &mut Report, msg: String, trace: Vec<String>| {
-        report.violations += 1;
-        report.violation = Some(msg);
-        report.trace = trace;
-    };
+    let mut found = Search::new(bounds);
     // One scratch machine per thread, into which states are restored.
     let mut scratch = Vec::with_capacity(threads);
     for _ in 0..threads {
         match start(model, bounds) {
             Ok(m) => scratch.push(m),
-            Err(e) => {
-                fail(&mut report, e, Vec::new());
-                return report;
-            }
+            Err(e) => return found.fail(e, Vec::new()),
         }
     }
     let root = &scratch[0];
     let perms = renamings(model, bounds, root);
     let perms = &perms[..];
-    report.symmetry = !perms.is_empty();
+    found.report.symmetry = !perms.is_empty();
     let mut buf = Vec::new();
     let fp = state_print(model, root, perms, &mut buf);
     let Some(snap) = root.snapshot() else {
-        fail(&mut report, "the machine did not settle".into(), Vec::new());
-        return report;
+        return found.fail("the machine did not settle".into(), Vec::new());
     };
-    let mut seen = hashbrown::HashSet::new();
-    seen.insert(fp);
-    let mut visits: Vec<Visit> = vec![Visit {
-        parent: u32::MAX,
-        mv: Move::Act(0),
-        depth: 0,
-    }];
+    found.root(fp);
     let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
     frontier.push_back((0, Box::new(snap)));
-    report.states = 1;
     while !frontier.is_empty() {
         let n = frontier.len().min(BATCH * threads);
         let batch: Vec<_> = frontier.drain(..n).collect();
+        let seen = &found.seen;
         let results: Vec<Expansion<M::Node>> = if threads == 1 || n == 1 {
             let m = &mut scratch[0];
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, &seen, perms, &mut buf))
+                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
-            let seen = &seen;
             std::thread::scope(|sc| {
                 let handles: Vec<_> = batch
                     .chunks(per)
@@ -797,52 +859,35 @@ where
         };
         for ((v, _), x) in batch.iter().zip(results) {
             let v = *v;
-            match x {
-                Expansion::Finished(Ok(())) => {}
+            let children = match x {
+                Expansion::Finished(Ok(())) => continue,
                 Expansion::Finished(Err(e)) => {
-                    let trace = describe_path(model, bounds, &path_to(&visits, v));
-                    fail(&mut report, e, trace);
-                    return report;
+                    let trace = describe_path(model, bounds, &path_to(&found.visits, v));
+                    return found.fail(e, trace);
                 }
-                Expansion::Moves(children) => {
-                    let depth = visits[v as usize].depth + 1;
-                    for (mv, child) in children {
-                        report.transitions += 1;
-                        match child {
-                            Err(e) => {
-                                let mut p = path_to(&visits, v);
-                                p.push(mv);
-                                let trace = describe_path(model, bounds, &p);
-                                fail(&mut report, e, trace);
-                                return report;
-                            }
-                            Ok(None) => {}
-                            Ok(Some((fp, snap))) => {
-                                if seen.insert(fp) {
-                                    if visits.len() >= max_states {
-                                        post(&report);
-                                        return report;
-                                    }
-                                    visits.push(Visit {
-                                        parent: v,
-                                        mv,
-                                        depth,
-                                    });
-                                    report.states += 1;
-                                    report.depth = report.depth.max(depth);
-                                    frontier.push_back(((visits.len() - 1) as u32, snap));
-                                    post(&report);
-                                }
-                            }
-                        }
+                Expansion::Moves(children) => children,
+            };
+            let depth = found.visits[v as usize].depth + 1;
+            for (mv, child) in children {
+                found.report.transitions += 1;
+                match child {
+                    Err(e) => {
+                        let mut p = path_to(&found.visits, v);
+                        p.push(mv);
+                        let trace = describe_path(model, bounds, &p);
+                        return found.fail(e, trace);
                     }
+                    Ok(None) => {}
+                    Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp) {
+                        Admitted::New(w) => frontier.push_back((w, snap)),
+                        Admitted::Seen => {}
+                        Admitted::Full => return found.report,
+                    },
                 }
             }
         }
     }
-    report.complete = true;
-    post(&report);
-    report
+    found.finish()
 }
 
 /// Search every order of `model`'s moves, breadth first, within `bounds`,
@@ -850,49 +895,23 @@ where
 /// initial machine: for a model whose node state cannot be cloned or sent
 /// between threads. [`explore_restoring`] is the same search, faster.
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
-    let max_states = bounds.max_states.min(MAX_STATES);
-    let post = |r: &Report| {
-        if let Some(p) = bounds.progress {
-            p.post(r);
-        }
-    };
-    let mut report = Report::default();
-    post(&report);
-    let mut seen = hashbrown::HashSet::new();
-    let mut visits: Vec<Visit> = Vec::new();
+    let mut found = Search::new(bounds);
     let mut queue = VecDeque::new();
     let mut buf = Vec::new();
-    let fail = |report: &mut Report, msg: String, trace: Vec<String>| {
-        report.violations += 1;
-        report.violation = Some(msg);
-        report.trace = trace;
-    };
     let root = match start(model, bounds) {
         Ok(m) => m,
-        Err(e) => {
-            fail(&mut report, e, Vec::new());
-            return report;
-        }
+        Err(e) => return found.fail(e, Vec::new()),
     };
     let perms = renamings(model, bounds, &root);
-    report.symmetry = !perms.is_empty();
-    seen.insert(state_print(model, &root, &perms, &mut buf));
-    visits.push(Visit {
-        parent: u32::MAX,
-        mv: Move::Act(0),
-        depth: 0,
-    });
+    found.report.symmetry = !perms.is_empty();
+    found.root(state_print(model, &root, &perms, &mut buf));
     queue.push_back(0u32);
-    report.states = 1;
     let mut moves = Vec::new();
     while let Some(v) = queue.pop_front() {
-        let path = path_to(&visits, v);
+        let path = path_to(&found.visits, v);
         let m = match replay(model, bounds, &path) {
             Ok(m) => m,
-            Err(e) => {
-                fail(&mut report, format!("replay diverged: {e}"), Vec::new());
-                return report;
-            }
+            Err(e) => return found.fail(format!("replay diverged: {e}"), Vec::new()),
         };
         moves.clear();
         moves.extend(m.deliveries().into_iter().map(Move::Deliver));
@@ -902,53 +921,36 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
         if moves.is_empty() {
             if let Err(e) = model.finished(&m) {
                 let trace = describe_path(model, bounds, &path);
-                fail(&mut report, e, trace);
-                return report;
+                return found.fail(e, trace);
             }
             continue;
         }
-        let depth = visits[v as usize].depth + 1;
+        let depth = found.visits[v as usize].depth + 1;
         let last = moves.len() - 1;
         let mut base = Some(m);
         for (k, &mv) in moves.iter().enumerate() {
-            report.transitions += 1;
+            found.report.transitions += 1;
             // The machine at `v` serves its last move as is; the others replay.
             let kept = if k == last { base.take() } else { None };
             let mut machine = match kept.map_or_else(|| replay(model, bounds, &path), Ok) {
                 Ok(m) => m,
-                Err(e) => {
-                    fail(&mut report, format!("replay diverged: {e}"), Vec::new());
-                    return report;
-                }
+                Err(e) => return found.fail(format!("replay diverged: {e}"), Vec::new()),
             };
             let machine = &mut machine;
             if let Err(e) = make(model, bounds, machine, mv) {
                 let mut p = path.clone();
                 p.push(mv);
                 let trace = describe_path(model, bounds, &p);
-                fail(&mut report, e, trace);
-                return report;
+                return found.fail(e, trace);
             }
-            if seen.insert(state_print(model, machine, &perms, &mut buf)) {
-                if visits.len() >= max_states {
-                    post(&report);
-                    return report;
-                }
-                visits.push(Visit {
-                    parent: v,
-                    mv,
-                    depth,
-                });
-                report.states += 1;
-                report.depth = report.depth.max(depth);
-                queue.push_back((visits.len() - 1) as u32);
-                post(&report);
+            match found.admit(v, mv, depth, state_print(model, machine, &perms, &mut buf)) {
+                Admitted::New(w) => queue.push_back(w),
+                Admitted::Seen => {}
+                Admitted::Full => return found.report,
             }
         }
     }
-    report.complete = true;
-    post(&report);
-    report
+    found.finish()
 }
 
 fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
