@@ -150,7 +150,26 @@ pub struct Processor<'a> {
     trace: &'a mut Option<Vec<crate::trace::Slice>>,
 }
 
-impl Processor<'_> {
+impl<'a> Processor<'a> {
+    /// Node `node`'s processor at cycle `now`, on its hardware `hw`.
+    fn of(
+        hw: &'a mut crate::node::NodeHw,
+        reg: &'a Registry,
+        node: NodeId,
+        now: Cycles,
+        requests: &'a mut Requests,
+    ) -> Processor<'a> {
+        Processor {
+            node,
+            now,
+            cache: &mut hw.pcache,
+            memory: &mut hw.mem,
+            requests,
+            reg,
+            trace: &mut hw.trace,
+        }
+    }
+
     /// This node.
     pub fn node(&self) -> NodeId {
         self.node
@@ -1310,15 +1329,13 @@ impl<S: NodeState> Magic<S> {
     fn step_processor(&mut self, t: Cycles, node: u32) {
         let mut requests = SmallVec::new();
         let hw = &mut self.hw[node as usize];
-        let step = self.state[node as usize].processor_step(&mut Processor {
-            node: NodeId(node),
-            now: t,
-            cache: &mut hw.pcache,
-            memory: &mut hw.mem,
-            requests: &mut requests,
-            reg: &self.reg,
-            trace: &mut hw.trace,
-        });
+        let step = self.state[node as usize].processor_step(&mut Processor::of(
+            hw,
+            &self.reg,
+            NodeId(node),
+            t,
+            &mut requests,
+        ));
         self.processor_after(node, t, step, requests);
     }
 
@@ -1330,15 +1347,7 @@ impl<S: NodeState> Magic<S> {
         let mut requests = SmallVec::new();
         let hw = &mut self.hw[node as usize];
         let step = self.state[node as usize].processor_receive(
-            &mut Processor {
-                node: NodeId(node),
-                now: t,
-                cache: &mut hw.pcache,
-                memory: &mut hw.mem,
-                requests: &mut requests,
-                reg: &self.reg,
-                trace: &mut hw.trace,
-            },
+            &mut Processor::of(hw, &self.reg, NodeId(node), t, &mut requests),
             &msg,
             data.as_ref(),
         );
