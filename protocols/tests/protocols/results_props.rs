@@ -12,14 +12,37 @@ use coherence::modes::Mode;
 use magic::{Cycles, Time};
 use proptest::prelude::*;
 use protocols::am::config::PlatformConfig;
-use protocols::am::costs::{self, CostsConfig, Delivery, FeatureCosts, Network};
-use protocols::am::suite::{self, logp_config, LogpResult, SuiteConfig, SuiteResult};
-use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts, PipelineRun};
+use protocols::am::costs::{self, CostsConfig, Delivery, Network};
+use protocols::am::suite::{self, logp_config, SuiteConfig};
+use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineCosts};
 use protocols::transfer::{run, Config, Outcome, SenderState};
 use protocols::user::experiments::{
-    fetch_op_config as run_fetch_op, remap_config as run_remap, FetchOpConfig, FetchOpResult,
-    RemapConfig, RemapResult, Technique,
+    fetch_op_config as run_fetch_op, remap_config as run_remap, FetchOpConfig, RemapConfig,
+    Technique,
 };
+
+/// What every result keeps: it carries `c`, the configuration that made
+/// it; its JSON reads back equal to it; and the configuration read back
+/// gives it again.
+fn carries_reads_back_and_reruns<C, R, E: std::fmt::Display>(
+    c: &C,
+    r: &R,
+    config: impl Fn(&R) -> &C,
+    rerun: impl Fn(&C) -> Result<R, E>,
+) -> Result<(), TestCaseError>
+where
+    C: PartialEq + std::fmt::Debug,
+    R: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    prop_assert_eq!(config(r), c);
+    let text = serde_json::to_string(r).unwrap();
+    let back: R =
+        serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+    prop_assert_eq!(&back, r);
+    let again = rerun(config(&back)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&again, r);
+    Ok(())
+}
 
 prop_compose! {
     fn small_config()(
@@ -114,15 +137,9 @@ proptest! {
 
     #[test]
     fn a_misss_json_reads_back_equal_and_its_config_measures_it_again(c in miss_config()) {
-        use coherence::miss::{run_config, MissRun};
+        use coherence::miss::run_config;
         let r = run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: MissRun = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, run_config)?;
     }
 }
 
@@ -161,13 +178,7 @@ proptest! {
     #[test]
     fn a_pipelines_json_reads_back_equal_and_its_config_runs_it_again(c in pipeline_config()) {
         let r = pipeline::run(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(r.config, c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: PipelineRun = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = pipeline::run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, pipeline::run)?;
     }
 }
 
@@ -199,13 +210,7 @@ proptest! {
     #[test]
     fn a_fetch_ops_json_reads_back_equal_and_its_config_measures_it_again(c in fetch_op_config()) {
         let r = run_fetch_op(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?.result();
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: FetchOpResult = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = run_fetch_op(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again.result(), &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, |c| run_fetch_op(c).map(|x| x.result()))?;
     }
 }
 
@@ -237,13 +242,7 @@ proptest! {
     #[test]
     fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again(c in remap_config()) {
         let (r, _) = run_remap(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: RemapResult = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let (again, _) = run_remap(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, |c| run_remap(c).map(|x| x.0))?;
     }
 }
 
@@ -291,15 +290,9 @@ proptest! {
 
     #[test]
     fn a_sharing_runs_json_reads_back_equal_and_its_config_runs_it_again(c in sharing_config()) {
-        use coherence::sharing::{run_config, SharingRun};
+        use coherence::sharing::run_config;
         let r = run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: SharingRun = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, run_config)?;
     }
 }
 
@@ -360,15 +353,9 @@ proptest! {
     #[test]
     fn a_logps_json_reads_back_equal_and_its_config_measures_it_again(c in platform_config()) {
         let r = logp_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: LogpResult = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
         // The figures are what the counts give, exactly.
         prop_assert_eq!(r.logp.round_trip_us, r.logp.counts.round_trip.us());
-        let again = logp_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, logp_config)?;
     }
 
     #[test]
@@ -389,13 +376,7 @@ proptest! {
             }
             r => r.map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?,
         };
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: SuiteResult = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = suite::run(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, suite::run)?;
     }
 }
 
@@ -427,12 +408,6 @@ proptest! {
     #[test]
     fn a_cost_studys_json_reads_back_equal_and_its_config_counts_it_again(c in costs_config()) {
         let r = costs::run_config(&c).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
-        prop_assert_eq!(&r.config, &c);
-        let text = serde_json::to_string(&r).unwrap();
-        let back: FeatureCosts = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-        prop_assert_eq!(&back, &r);
-        let again = costs::run_config(&back.config).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&again, &r);
+        carries_reads_back_and_reruns(&c, &r, |r| &r.config, costs::run_config)?;
     }
 }
