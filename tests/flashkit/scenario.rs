@@ -1647,16 +1647,29 @@ fn a_saved_miss_runs_its_configuration_again() {
     assert_eq!(made(&json, "json"), saved);
     assert_eq!(made(&json, "table"), made(&toml, "table"));
     // A miss's result with a figure edited is refused, named.
-    let mut edited = v.clone();
-    edited["latency_us"] = 9.5.into();
-    std::fs::write(&json, edited.to_string()).unwrap();
-    let (code, _, err) = flashkit(&["run", path(&json)]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("a miss result that does not read back: latency_us is 9.5"),
-        "{err}"
+    a_figure_edited_is_refused(
+        &json,
+        &v,
+        "latency_us",
+        "a miss result that does not read back: latency_us is 9.5",
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The saved result `v`, written to `json` with its figure `key` edited to
+/// 9.5, is refused in one line with status 2 that says `says`.
+fn a_figure_edited_is_refused(
+    json: &std::path::Path,
+    v: &serde_json::Value,
+    key: &str,
+    says: &str,
+) {
+    let mut edited = v.clone();
+    edited[key] = 9.5.into();
+    std::fs::write(json, edited.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(json)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(says), "{err}");
 }
 
 #[test]
@@ -1791,14 +1804,11 @@ fn a_saved_sharing_run_runs_its_configuration_again() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a trace"), "{err}");
     // A figure edited is refused, named.
-    let mut edited = v.clone();
-    edited["per_invalidation"] = 9.5.into();
-    std::fs::write(&json, edited.to_string()).unwrap();
-    let (code, _, err) = flashkit(&["run", path(&json)]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("a sharing workload result that does not read back: per_invalidation is 9.5"),
-        "{err}"
+    a_figure_edited_is_refused(
+        &json,
+        &v,
+        "per_invalidation",
+        "a sharing workload result that does not read back: per_invalidation is 9.5",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
