@@ -358,33 +358,36 @@ fn the_suite_times_an_array_transfer_as_the_paper_did() {
     }
 }
 
+/// Four nodes' programs: nodes 1 and 2 each store `bytes`, double-word
+/// aligned, into node 0, as two halves of one shared `segment` or as
+/// transfers of their own, and wait for completion; node 0 does nothing.
+fn two_senders_to_node_0(bytes: u32, segment: Option<u16>) -> Vec<Vec<Step>> {
+    let to = magic::NodeId(0);
+    let align = protocols::am::Align::Double;
+    let mut progs = vec![Vec::new(); 4];
+    for s in [1usize, 2] {
+        let store = match segment {
+            Some(segment) => Step::StoreShared {
+                to,
+                bytes,
+                align,
+                segment,
+                total: 2 * bytes,
+            },
+            None => Step::Store { to, bytes, align },
+        };
+        progs[s] = vec![store, Step::Wait { received: 1 }];
+    }
+    progs
+}
+
 #[test]
 fn two_segments_miss_on_each_packet_that_switches_segment() {
     let bytes = 4096u32;
     for layer in [Layer::Cmam, Layer::Cmaml] {
         let p = Cm5::new(4, layer);
         for shared in [true, false] {
-            let mut progs = vec![Vec::new(); 4];
-            for s in [1usize, 2] {
-                progs[s] = vec![
-                    if shared {
-                        Step::StoreShared {
-                            to: magic::NodeId(0),
-                            bytes,
-                            align: protocols::am::Align::Double,
-                            segment: 1,
-                            total: 2 * bytes,
-                        }
-                    } else {
-                        Step::Store {
-                            to: magic::NodeId(0),
-                            bytes,
-                            align: protocols::am::Align::Double,
-                        }
-                    },
-                    Step::Wait { received: 1 },
-                ];
-            }
+            let mut progs = two_senders_to_node_0(bytes, shared.then_some(1));
             progs[0] = vec![Step::Wait {
                 received: if shared { 1 } else { 2 },
             }];
@@ -465,31 +468,10 @@ fn a_swap_sends_while_it_receives_so_each_way_gets_about_half() {
 
 #[test]
 fn a_shared_segment_ends_once_for_both_senders() {
-    use protocols::am::Align;
     let p = Cm5::new(4, Layer::Cmam);
     let run = |shared: bool| {
-        let mut progs = vec![Vec::new(); 4];
-        for s in [1usize, 2] {
-            progs[s] = vec![
-                if shared {
-                    Step::StoreShared {
-                        to: magic::NodeId(0),
-                        bytes: 1024,
-                        align: Align::Double,
-                        segment: 7,
-                        total: 2048,
-                    }
-                } else {
-                    Step::Store {
-                        to: magic::NodeId(0),
-                        bytes: 1024,
-                        align: Align::Double,
-                    }
-                },
-                Step::Wait { received: 1 },
-            ];
-        }
-        p.run(&progs).unwrap()
+        p.run(&two_senders_to_node_0(1024, shared.then_some(7)))
+            .unwrap()
     };
     let one = run(true);
     let two = run(false);

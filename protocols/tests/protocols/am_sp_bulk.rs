@@ -242,7 +242,20 @@ fn blocking_store(p: &Sp, bytes: u32) -> Sum {
         .map(|i| s.pop(i * packets) + s.pop(i * ch.len() as u64))
         .sum();
     let (tail, wait) = tail(&s, prev, last, ch.len());
-    let mut rows = vec![
+    let mut rows = data_rows(&s, &ch, bytes).to_vec();
+    rows.extend(tail.into_iter().map(|(w, sh, t)| row(w, sh, t)));
+    rows.push(pops_row(pops, k));
+    Sum {
+        rows,
+        wait: us(wait),
+    }
+}
+
+/// The rows every bulk transfer of `bytes` in chunks `ch` begins its data
+/// with: the first chunk's issue, its first packet onto the link, and the
+/// link carrying every packet.
+fn data_rows(s: &Steps<'_>, ch: &[Vec<u64>], bytes: u32) -> [Row; 3] {
+    [
         row(
             "issue: the first group of packets copied and flushed, their lengths written",
             "bulk_packet, lengths_per_access, mc_access",
@@ -258,16 +271,15 @@ fn blocking_store(p: &Sp, bytes: u32) -> Sum {
             "switch_bytes_per_us",
             s.link(bytes),
         ),
-    ];
-    rows.extend(tail.into_iter().map(|(w, sh, t)| row(w, sh, t)));
-    rows.push(Row {
+    ]
+}
+
+/// The lazy pops of the receive FIFOs over `k` repetitions, as their mean.
+fn pops_row(pops: u64, k: u64) -> Row {
+    Row {
         what: "lazy pops of the receive FIFOs on the way (mean)",
         sheet: "pop_every, mc_access",
         us: us(pops) / k as f64,
-    });
-    Sum {
-        rows,
-        wait: us(wait),
     }
 }
 
@@ -301,30 +313,12 @@ fn blocking_get(p: &Sp, bytes: u32) -> Sum {
             s.adapter_out(4) + s.wire(4) + s.to_fifo(4),
         ),
         row("the owner takes it", "per_message", s.cycles(c.per_message)),
-        row(
-            "issue: the first group of packets copied and flushed, their lengths written",
-            "bulk_packet, lengths_per_access, mc_access",
-            s.first_group(ch[0].len()),
-        ),
-        row(
-            "the sending adapter puts the first packet on the link",
-            "adapter_latency, mc_bytes_per_us",
-            s.adapter_out(ch[0][0]),
-        ),
-        row(
-            "the link: every packet with its 32-byte header",
-            "switch_bytes_per_us",
-            s.link(bytes),
-        ),
     ];
+    rows.extend(data_rows(&s, &ch, bytes));
     // The requester's take ends the get, with its ack sent in the same
     // call; nothing comes back.
     rows.extend(tail.into_iter().take(4).map(|(w, sh, t)| row(w, sh, t)));
-    rows.push(Row {
-        what: "lazy pops of the receive FIFOs on the way (mean)",
-        sheet: "pop_every, mc_access",
-        us: us(pops) / k as f64,
-    });
+    rows.push(pops_row(pops, k));
     // The owner's poll finds the request; the requester's finds the data.
     Sum {
         rows,
