@@ -91,24 +91,6 @@ impl Run {
 }
 
 impl<'a, S> Cx<'a, S> {
-    /// The same context over a part of the node state (a protocol beside
-    /// others sees only its own), borrowed field by field from this one:
-    /// the handler's call passes the context by reference, and the part is
-    /// built from its fields, not from a copy of it.
-    #[inline]
-    pub(crate) fn project<T>(&mut self, f: fn(&mut S) -> &mut T) -> Cx<'_, T> {
-        Cx {
-            run: &mut *self.run,
-            hw: &mut *self.hw,
-            state: f(&mut *self.state),
-            engine: &mut *self.engine,
-            packets: &mut *self.packets,
-            table: self.table,
-            reg: self.reg,
-            params: self.params,
-        }
-    }
-
     /// A message whose payload did not decode as its handler's type.
     pub(crate) fn undecodable(&mut self, t: MsgType) {
         let first = self.first("dispatch", Some(t), 0);

@@ -226,9 +226,75 @@ impl<'a> Processor<'a> {
     }
 }
 
-/// What a registered handler runs: the protocol's function behind its
-/// projection onto the machine's node state and its message decoding.
+/// What a registered handler runs: one function made for the handler when
+/// it is registered, in which the protocol's function, its part of the node
+/// state and its message's decoding are all known to the compiler (the
+/// handler's body is compiled into it). The dispatch makes this one call.
 type Call<S> = Box<dyn for<'a, 'c> Fn(&'c mut Cx<'a, S>, &Msg) + Send + Sync>;
+
+/// Where a protocol's state is in the machine's node state `S`: the whole of
+/// it (a machine of one protocol), or the part a function picks (a protocol
+/// beside others).
+pub(crate) enum Part<S, T> {
+    /// `T` is `S`: only ever made by [`Part::whole`], so finding `T` in an
+    /// `S` is a comparison of two types the compiler settles, at no cost.
+    Whole,
+    /// The part `.0` picks.
+    Picked(fn(&mut S) -> &mut T),
+}
+
+impl<S, T> Clone for Part<S, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S, T> Copy for Part<S, T> {}
+
+impl<S> Part<S, S> {
+    /// The whole node state.
+    pub(crate) fn whole() -> Self {
+        Part::Whole
+    }
+}
+
+/// Call `f` with `cx` over `part` of its node state. Inlined into each
+/// handler's call, so the whole state is passed on as it is.
+#[inline(always)]
+fn with_part<S: 'static, T: 'static>(
+    cx: &mut Cx<'_, S>,
+    part: Part<S, T>,
+    f: impl FnOnce(&mut Cx<'_, T>),
+) {
+    let Cx {
+        run,
+        hw,
+        state,
+        engine,
+        packets,
+        table,
+        reg,
+        params,
+    } = cx;
+    let state: &mut T = match part {
+        // `T` is `S` (see `Part::whole`): the downcast always succeeds and
+        // compiles to nothing.
+        Part::Whole => match (&mut **state as &mut dyn core::any::Any).downcast_mut::<T>() {
+            Some(t) => t,
+            None => return,
+        },
+        Part::Picked(pick) => pick(state),
+    };
+    f(&mut Cx {
+        run,
+        hw,
+        state,
+        engine,
+        packets,
+        table,
+        reg,
+        params,
+    })
+}
 
 pub(crate) struct HandlerEntry<S> {
     pub(crate) protocol: &'static str,
@@ -316,7 +382,7 @@ impl<M> Copy for Handler<M> {}
 pub struct Install<'b, S, T> {
     b: &'b mut MagicBuilder<S>,
     protocol: &'static str,
-    project: fn(&mut S) -> &mut T,
+    part: Part<S, T>,
 }
 
 impl<S: 'static, T: 'static> Install<'_, S, T> {
@@ -343,7 +409,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         Install {
             b: self.b,
             protocol: name,
-            project: self.project,
+            part: self.part,
         }
     }
 
@@ -355,9 +421,15 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     /// because the types differ. The first handler of a message type gives
     /// it its block of type numbers; another protocol's claim on it is an
     /// error that `build` reports, and so is a second handler of one name.
-    pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
+    ///
+    /// `f` is a plain function (a [`HandlerFn`]); named as itself rather
+    /// than as a pointer, its body is compiled into the handler's call.
+    pub fn handler<V: Variant, F>(&mut self, name: &'static str, f: F) -> Handler<V>
+    where
+        F: Fn(&mut Cx<'_, T>, &Msg, V) + Copy + Send + Sync + 'static,
+    {
         let base = self.claim::<V::Message>();
-        let project = self.project;
+        let part = self.part;
         // The one type number this handler takes, found once here: a
         // dispatch compares it and decodes the payload as `V`'s kind, known
         // when this is compiled, with no look-up of the kind.
@@ -367,14 +439,13 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 .and_then(|i| b.checked_add(i))
         });
         let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let mut cx = cx.project(project);
             let m = if own == Some(msg.mtype.0) {
                 message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
             } else {
                 None
             };
             match m {
-                Some(m) => f(&mut cx, msg, m),
+                Some(m) => with_part(cx, part, |cx| f(cx, msg, m)),
                 None => cx.undecodable(msg.mtype),
             }
         });
@@ -387,18 +458,16 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     /// routes name their kinds ([`Install::route_kind`]), so this opts out
     /// of the check [`Install::handler`] gives: a kind routed here by
     /// mistake reaches `f`, which must match on what it gets.
-    pub fn handler_of_all<M: Message>(
-        &mut self,
-        name: &'static str,
-        f: HandlerFn<T, M>,
-    ) -> Handler<M> {
+    pub fn handler_of_all<M: Message, F>(&mut self, name: &'static str, f: F) -> Handler<M>
+    where
+        F: Fn(&mut Cx<'_, T>, &Msg, M) + Copy + Send + Sync + 'static,
+    {
         let base = self.claim::<M>();
-        let project = self.project;
+        let part = self.part;
         let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let mut cx = cx.project(project);
             let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
             match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
-                Some(m) => f(&mut cx, msg, m),
+                Some(m) => with_part(cx, part, |cx| f(cx, msg, m)),
                 None => cx.undecodable(msg.mtype),
             }
         });
@@ -548,6 +617,14 @@ impl<S: 'static> MagicBuilder<S> {
     where
         P::Node: 'static,
     {
+        self.install_on(p, Part::Picked(project))
+    }
+
+    /// Install protocol `p` on `part` of the node state (see `install`).
+    pub(crate) fn install_on<P: Protocol>(&mut self, p: &P, part: Part<S, P::Node>) -> &mut Self
+    where
+        P::Node: 'static,
+    {
         let ty = core::any::type_name::<P>();
         if !self.claim_name(p.name(), short_type(ty), Some(ty)) {
             return self;
@@ -558,7 +635,7 @@ impl<S: 'static> MagicBuilder<S> {
         let mut i = Install {
             b: self,
             protocol: p.name(),
-            project,
+            part,
         };
         p.install(&mut i);
         self
@@ -577,7 +654,7 @@ impl<S: 'static> MagicBuilder<S> {
         Install {
             b: self,
             protocol: name,
-            project,
+            part: Part::Picked(project),
         }
     }
 
@@ -758,7 +835,7 @@ impl<N: NodeState + 'static> Magic<N> {
         p: &P,
     ) -> Result<Magic<N>, BuildError> {
         let mut b = MagicBuilder::new(params, nodes);
-        b.install(p, |s| s);
+        b.install_on(p, Part::whole());
         b.build(|n| p.node(n, nodes))
     }
 }
