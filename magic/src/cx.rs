@@ -788,7 +788,9 @@ impl<'a, S> Cx<'a, S> {
                 .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
             return Ok(());
         }
-        self.hw.queues[InQueue::Software as usize].push_back(Queued::new(self.packets, pkt, at));
+        // A continuation carries no data.
+        let data = false;
+        self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at, data });
         Ok(())
     }
 

@@ -67,7 +67,7 @@ pub struct Engine<E> {
     quantum: u64,
     /// Quantum index of `now`: the wheel holds quanta `base .. base + SLOTS`.
     base: u64,
-    slots: Box<[Slot<E>]>,
+    slots: Box<[Slot<E>; SLOTS]>,
     /// Empty event vectors kept for their capacity, last freed on top.
     spare: Vec<Vec<E>>,
     /// Bit per slot: has unread events.
@@ -111,12 +111,10 @@ impl<E: Copy> Engine<E> {
             now: Time::ZERO,
             quantum: quantum.max(1),
             base: 0,
-            slots: (0..SLOTS)
-                .map(|_| Slot {
-                    evs: Vec::new(),
-                    read: 0,
-                })
-                .collect(),
+            slots: Box::new(std::array::from_fn(|_| Slot {
+                evs: Vec::new(),
+                read: 0,
+            })),
             spare: Vec::new(),
             occupied: [0; WORDS],
             in_wheel: 0,
@@ -152,33 +150,50 @@ impl<E: Copy> Engine<E> {
     /// and counted ([`Engine::late`]) so the run reports it.
     #[inline]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        let at = if at < self.now {
-            self.late += 1;
-            self.now
-        } else {
-            at
-        };
+        let at = if at < self.now { self.take_late() } else { at };
         self.seq += 1;
         let (q, odd) = self.quanta(at);
         if odd != 0 {
-            self.odd.push(Entry {
-                at,
-                seq: self.seq,
-                ev,
-            });
-            return;
+            return self.push_odd(at, ev);
         }
         // `q >= base` (the event is not in the past): no overflow near the
         // clock's end.
         if q.saturating_sub(self.base) < SLOTS as u64 {
             self.put(q, ev);
         } else {
-            self.far.push(Entry {
-                at,
-                seq: self.seq,
-                ev,
-            });
+            self.push_far(at, ev);
         }
+    }
+
+    /// An event for the past: counted, and applied at the present instant.
+    #[cold]
+    #[inline(never)]
+    fn take_late(&mut self) -> Time {
+        self.late += 1;
+        self.now
+    }
+
+    /// An event at an off-quantum time, into its heap (out of the line of
+    /// the wheel's events, the many, on a machine of one clock).
+    #[inline(never)]
+    fn push_odd(&mut self, at: Time, ev: E) {
+        self.odd.push(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        });
+    }
+
+    /// An event past the wheel's window, into its heap (out of the line of
+    /// the wheel's events).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, at: Time, ev: E) {
+        self.far.push(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        });
     }
 
     #[inline]

@@ -1365,23 +1365,29 @@ impl<S: NodeState> Magic<S> {
         match ev {
             Ev::Deliver { node, q, pkt } => {
                 let new = Queued::new(&self.packets, pkt, t);
-                let src = self.packets.msg(pkt).src;
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
                 let mut pos = queue.len();
                 if matches!(q, InQueue::NetReply | InQueue::NetRequest) {
                     hw.net_delivered += 1;
-                    // Simultaneous arrivals enter lowest source first.
+                    // Simultaneous arrivals enter lowest source first (the
+                    // source is read only when there is a tie to break).
                     while pos > 0 {
                         let prev = queue[pos - 1];
-                        if prev.at == t && self.packets.msg(prev.pkt).src > src {
+                        if prev.at == t
+                            && self.packets.msg(prev.pkt).src > self.packets.msg(pkt).src
+                        {
                             pos -= 1;
                         } else {
                             break;
                         }
                     }
                 }
-                queue.insert(pos, new);
+                if pos == queue.len() {
+                    queue.push_back(new);
+                } else {
+                    queue.insert(pos, new);
+                }
                 self.mark(node);
             }
             Ev::PpDone { node } => {
@@ -1603,10 +1609,11 @@ impl<S: NodeState> Magic<S> {
             let start = t;
             // The speculative read needs a data buffer of its own; with none
             // free, the inbox does not start it.
-            let local = msg.addr.region() == Region::Normal
+            let spec = if route.opts.speculative_read
+                && msg.addr.region() == Region::Normal
                 && msg.addr.node().0 == n
-                && msg.addr.offset() < self.params.mem_bytes;
-            let spec = if route.opts.speculative_read && local {
+                && msg.addr.offset() < self.params.mem_bytes
+            {
                 hw.bufs.alloc(t).map(|b| {
                     let lt = hw
                         .mem
