@@ -91,12 +91,6 @@ impl Run {
 }
 
 impl<'a, S> Cx<'a, S> {
-    /// A message whose payload did not decode as its handler's type.
-    pub(crate) fn undecodable(&mut self, t: MsgType) {
-        let first = self.first("dispatch", Some(t), 0);
-        self.hw.lose(Cause::Undecodable, first);
-    }
-
     /// The record of a drop in this handler's step `step`.
     fn first(&self, step: &'static str, msg: Option<MsgType>, detail: u64) -> First {
         First {

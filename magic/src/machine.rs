@@ -229,8 +229,38 @@ impl<'a> Processor<'a> {
 /// What a registered handler runs: one function made for the handler when
 /// it is registered, in which the protocol's function, its part of the node
 /// state and its message's decoding are all known to the compiler (the
-/// handler's body is compiled into it). The dispatch makes this one call.
-type Call<S> = Box<dyn for<'a, 'c> Fn(&'c mut Cx<'a, S>, &Msg) + Send + Sync>;
+/// handler's body is compiled into it). The dispatch makes this one call,
+/// handing over the context's parts one by one (see [`Parts`]) and the
+/// message.
+type Call<S> = Box<
+    dyn for<'a> Fn(
+            &'a mut Run,
+            &'a mut NodeHw,
+            &'a mut S,
+            &'a mut Engine<Ev>,
+            &'a mut Packets,
+            &'a [[Option<Route>; 4]],
+            &'a Registry,
+            &'a MagicParams,
+            &'a Msg,
+        ) + Send
+        + Sync,
+>;
+
+/// What a handler's context is made of. The dispatch hands the parts to the
+/// handler's call one by one, so the call makes the handler's context once,
+/// from values passed in registers, rather than copying a context the
+/// dispatch has just written (a copy that waits for those writes).
+type Parts<'a, S> = (
+    &'a mut Run,
+    &'a mut NodeHw,
+    &'a mut S,
+    &'a mut Engine<Ev>,
+    &'a mut Packets,
+    &'a [[Option<Route>; 4]],
+    &'a Registry,
+    &'a MagicParams,
+);
 
 /// Where a protocol's state is in the machine's node state `S`: the whole of
 /// it (a machine of one protocol), or the part a function picks (a protocol
@@ -257,28 +287,19 @@ impl<S> Part<S, S> {
     }
 }
 
-/// Call `f` with `cx` over `part` of its node state. Inlined into each
-/// handler's call, so the whole state is passed on as it is.
+/// Call `f` with the context made of `parts`, over `part` of its node
+/// state. Inlined into each handler's call, so the whole state is passed on
+/// as it is.
 #[inline(always)]
 fn with_part<S: 'static, T: 'static>(
-    cx: &mut Cx<'_, S>,
+    (run, hw, state, engine, packets, table, reg, params): Parts<'_, S>,
     part: Part<S, T>,
     f: impl FnOnce(&mut Cx<'_, T>),
 ) {
-    let Cx {
-        run,
-        hw,
-        state,
-        engine,
-        packets,
-        table,
-        reg,
-        params,
-    } = cx;
     let state: &mut T = match part {
         // `T` is `S` (see `Part::whole`): the downcast always succeeds and
         // compiles to nothing.
-        Part::Whole => match (&mut **state as &mut dyn core::any::Any).downcast_mut::<T>() {
+        Part::Whole => match (state as &mut dyn core::any::Any).downcast_mut::<T>() {
             Some(t) => t,
             None => return,
         },
@@ -294,6 +315,23 @@ fn with_part<S: 'static, T: 'static>(
         reg,
         params,
     })
+}
+
+/// A message whose payload did not decode as its handler's type: counted
+/// on its node, named in the run's report.
+#[cold]
+fn undecodable<S>((run, hw, ..): Parts<'_, S>, msg: &Msg) {
+    hw.lose(
+        Cause::Undecodable,
+        First {
+            handler: Some(run.handler),
+            step: "dispatch",
+            msg: Some(msg.mtype),
+            detail: 0,
+            at: run.now,
+            why: None,
+        },
+    );
 }
 
 pub(crate) struct HandlerEntry<S> {
@@ -438,17 +476,21 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 .ok()
                 .and_then(|i| b.checked_add(i))
         });
-        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let m = if own == Some(msg.mtype.0) {
-                message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
-            } else {
-                None
-            };
-            match m {
-                Some(m) => with_part(cx, part, |cx| f(cx, msg, m)),
-                None => cx.undecodable(msg.mtype),
-            }
-        });
+        let call: Call<S> = Box::new(
+            move |run, hw, state, engine, packets, table, reg, params, msg| {
+                let parts = (run, hw, state, engine, packets, table, reg, params);
+                let m = if own == Some(msg.mtype.0) {
+                    message::decode_words::<V::Message>(V::KIND, &msg.words)
+                        .and_then(V::from_message)
+                } else {
+                    None
+                };
+                match m {
+                    Some(m) => with_part(parts, part, |cx| f(cx, msg, m)),
+                    None => undecodable(parts, msg),
+                }
+            },
+        );
         self.register(name, base, call)
     }
 
@@ -464,13 +506,16 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     {
         let base = self.claim::<M>();
         let part = self.part;
-        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
-            match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
-                Some(m) => with_part(cx, part, |cx| f(cx, msg, m)),
-                None => cx.undecodable(msg.mtype),
-            }
-        });
+        let call: Call<S> = Box::new(
+            move |run, hw, state, engine, packets, table, reg, params, msg| {
+                let parts = (run, hw, state, engine, packets, table, reg, params);
+                let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
+                match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
+                    Some(m) => with_part(parts, part, |cx| f(cx, msg, m)),
+                    None => undecodable(parts, msg),
+                }
+            },
+        );
         self.register(name, base, call)
     }
 
@@ -1646,18 +1691,18 @@ impl<S: NodeState> Magic<S> {
                 last_wire: None,
                 past_end: None,
             };
-            let mut cx = Cx {
-                run: &mut out,
-                hw,
-                state: &mut self.state[n as usize],
-                engine: &mut self.engine,
-                packets: &mut self.packets,
-                table: &self.table,
-                reg: &self.reg,
-                params: &self.params,
-            };
             let entry = &self.handlers[route.handler.0 as usize];
-            (entry.call)(&mut cx, &msg);
+            (entry.call)(
+                &mut out,
+                hw,
+                &mut self.state[n as usize],
+                &mut self.engine,
+                &mut self.packets,
+                &self.table,
+                &self.reg,
+                &self.params,
+                &msg,
+            );
             if let Some(p) = out.past_end {
                 let what = format!("{}'s {} step", entry.full_name(), p.step);
                 self.halt.get_or_insert(Halt::EndOfTime {
