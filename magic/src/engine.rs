@@ -81,6 +81,8 @@ pub struct Engine<E> {
     popped: u64,
     /// Events scheduled for an instant already past (applied at once).
     late: u64,
+    /// An event on its way into a heap (see `schedule`); empty between calls.
+    staged: Option<Entry<E>>,
 }
 
 /// An empty engine's clock and counts: all an engine that holds no event
@@ -126,6 +128,7 @@ impl<E: Copy> Engine<E> {
             seq: 0,
             popped: 0,
             late: 0,
+            staged: None,
         }
     }
 
@@ -154,20 +157,27 @@ impl<E: Copy> Engine<E> {
     /// Schedule `ev` at `at`. An event for the past is a model bug: it is
     /// applied at the present instant, after those already scheduled for it,
     /// and counted ([`Engine::late`]) so the run reports it.
-    #[inline]
+    ///
+    /// Inlined into every caller, and the event written only where it goes
+    /// (the wheel's slot, or the stage a heap takes it from), so an event
+    /// made field by field is never read back whole from where it was made
+    /// (a read that waits for those writes).
+    #[inline(always)]
     pub fn schedule(&mut self, at: Time, ev: E) {
         let at = if at < self.now { self.take_late() } else { at };
         self.seq += 1;
         let (q, odd) = self.quanta(at);
-        if odd != 0 {
-            return self.push_odd(at, ev);
-        }
         // `q >= base` (the event is not in the past): no overflow near the
         // clock's end.
-        if q.saturating_sub(self.base) < SLOTS as u64 {
+        if odd == 0 && q.saturating_sub(self.base) < SLOTS as u64 {
             self.put(q, ev);
         } else {
-            self.push_far(at, ev);
+            self.staged = Some(Entry {
+                at,
+                seq: self.seq,
+                ev,
+            });
+            self.push_staged(odd != 0);
         }
     }
 
@@ -179,30 +189,21 @@ impl<E: Copy> Engine<E> {
         self.now
     }
 
-    /// An event at an off-quantum time, into its heap (out of the line of
-    /// the wheel's events, the many, on a machine of one clock).
+    /// The staged event into its heap: off-quantum events (another clock's
+    /// edges) or events past the wheel's window (out of the line of the
+    /// wheel's events, the many, on a machine of one clock).
     #[inline(never)]
-    fn push_odd(&mut self, at: Time, ev: E) {
-        self.odd.push(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        });
+    fn push_staged(&mut self, odd: bool) {
+        if let Some(e) = self.staged.take() {
+            if odd {
+                self.odd.push(e);
+            } else {
+                self.far.push(e);
+            }
+        }
     }
 
-    /// An event past the wheel's window, into its heap (out of the line of
-    /// the wheel's events).
-    #[cold]
-    #[inline(never)]
-    fn push_far(&mut self, at: Time, ev: E) {
-        self.far.push(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        });
-    }
-
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, q: u64, ev: E) {
         let i = (q as usize) & (SLOTS - 1);
         let slot = &mut self.slots[i];
