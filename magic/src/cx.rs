@@ -91,30 +91,6 @@ impl Run {
 }
 
 impl<'a, S> Cx<'a, S> {
-    /// The same context over a part of the node state (a protocol beside
-    /// others sees only its own), borrowed field by field from this one:
-    /// the handler's call passes the context by reference, and the part is
-    /// built from its fields, not from a copy of it.
-    #[inline]
-    pub(crate) fn project<T>(&mut self, f: fn(&mut S) -> &mut T) -> Cx<'_, T> {
-        Cx {
-            run: &mut *self.run,
-            hw: &mut *self.hw,
-            state: f(&mut *self.state),
-            engine: &mut *self.engine,
-            packets: &mut *self.packets,
-            table: self.table,
-            reg: self.reg,
-            params: self.params,
-        }
-    }
-
-    /// A message whose payload did not decode as its handler's type.
-    pub(crate) fn undecodable(&mut self, t: MsgType) {
-        let first = self.first("dispatch", Some(t), 0);
-        self.hw.lose(Cause::Undecodable, first);
-    }
-
     /// The record of a drop in this handler's step `step`.
     fn first(&self, step: &'static str, msg: Option<MsgType>, detail: u64) -> First {
         First {
@@ -806,7 +782,9 @@ impl<'a, S> Cx<'a, S> {
                 .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
             return Ok(());
         }
-        self.hw.queues[InQueue::Software as usize].push_back(Queued::new(self.packets, pkt, at));
+        // A continuation carries no data.
+        let data = false;
+        self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at, data });
         Ok(())
     }
 

@@ -65,9 +65,11 @@ pub struct Engine<E> {
     now: Time,
     /// Ticks per wheel slot.
     quantum: u64,
+    /// The quantum is the system cycle (see `quanta`).
+    system_quantum: bool,
     /// Quantum index of `now`: the wheel holds quanta `base .. base + SLOTS`.
     base: u64,
-    slots: Box<[Slot<E>]>,
+    slots: Box<[Slot<E>; SLOTS]>,
     /// Empty event vectors kept for their capacity, last freed on top.
     spare: Vec<Vec<E>>,
     /// Bit per slot: has unread events.
@@ -79,6 +81,8 @@ pub struct Engine<E> {
     popped: u64,
     /// Events scheduled for an instant already past (applied at once).
     late: u64,
+    /// An event on its way into a heap (see `schedule`); empty between calls.
+    staged: Option<Entry<E>>,
 }
 
 /// An empty engine's clock and counts: all an engine that holds no event
@@ -110,13 +114,12 @@ impl<E: Copy> Engine<E> {
         Engine {
             now: Time::ZERO,
             quantum: quantum.max(1),
+            system_quantum: quantum == TICKS_PER_SYSTEM_CYCLE,
             base: 0,
-            slots: (0..SLOTS)
-                .map(|_| Slot {
-                    evs: Vec::new(),
-                    read: 0,
-                })
-                .collect(),
+            slots: Box::new(std::array::from_fn(|_| Slot {
+                evs: Vec::new(),
+                read: 0,
+            })),
             spare: Vec::new(),
             occupied: [0; WORDS],
             in_wheel: 0,
@@ -125,6 +128,7 @@ impl<E: Copy> Engine<E> {
             seq: 0,
             popped: 0,
             late: 0,
+            staged: None,
         }
     }
 
@@ -134,7 +138,10 @@ impl<E: Copy> Engine<E> {
     /// a slow instruction on the path of every event.
     #[inline]
     fn quanta(&self, t: Time) -> (u64, u64) {
-        if self.quantum == TICKS_PER_SYSTEM_CYCLE {
+        // A flag of its own rather than a comparison of the quantum: knowing
+        // the quantum equal to the constant, the compiler would divide by
+        // whichever it likes, and it liked the slow one.
+        if self.system_quantum {
             (t.0 / TICKS_PER_SYSTEM_CYCLE, t.0 % TICKS_PER_SYSTEM_CYCLE)
         } else {
             (t.0 / self.quantum, t.0 % self.quantum)
@@ -150,38 +157,53 @@ impl<E: Copy> Engine<E> {
     /// Schedule `ev` at `at`. An event for the past is a model bug: it is
     /// applied at the present instant, after those already scheduled for it,
     /// and counted ([`Engine::late`]) so the run reports it.
-    #[inline]
+    ///
+    /// Inlined into every caller, and the event written only where it goes
+    /// (the wheel's slot, or the stage a heap takes it from), so an event
+    /// made field by field is never read back whole from where it was made
+    /// (a read that waits for those writes).
+    #[inline(always)]
     pub fn schedule(&mut self, at: Time, ev: E) {
-        let at = if at < self.now {
-            self.late += 1;
-            self.now
-        } else {
-            at
-        };
+        let at = if at < self.now { self.take_late() } else { at };
         self.seq += 1;
         let (q, odd) = self.quanta(at);
-        if odd != 0 {
-            self.odd.push(Entry {
-                at,
-                seq: self.seq,
-                ev,
-            });
-            return;
-        }
         // `q >= base` (the event is not in the past): no overflow near the
         // clock's end.
-        if q.saturating_sub(self.base) < SLOTS as u64 {
+        if odd == 0 && q.saturating_sub(self.base) < SLOTS as u64 {
             self.put(q, ev);
         } else {
-            self.far.push(Entry {
+            self.staged = Some(Entry {
                 at,
                 seq: self.seq,
                 ev,
             });
+            self.push_staged(odd != 0);
         }
     }
 
-    #[inline]
+    /// An event for the past: counted, and applied at the present instant.
+    #[cold]
+    #[inline(never)]
+    fn take_late(&mut self) -> Time {
+        self.late += 1;
+        self.now
+    }
+
+    /// The staged event into its heap: off-quantum events (another clock's
+    /// edges) or events past the wheel's window (out of the line of the
+    /// wheel's events, the many, on a machine of one clock).
+    #[inline(never)]
+    fn push_staged(&mut self, odd: bool) {
+        if let Some(e) = self.staged.take() {
+            if odd {
+                self.odd.push(e);
+            } else {
+                self.far.push(e);
+            }
+        }
+    }
+
+    #[inline(always)]
     fn put(&mut self, q: u64, ev: E) {
         let i = (q as usize) & (SLOTS - 1);
         let slot = &mut self.slots[i];

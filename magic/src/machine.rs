@@ -226,9 +226,113 @@ impl<'a> Processor<'a> {
     }
 }
 
-/// What a registered handler runs: the protocol's function behind its
-/// projection onto the machine's node state and its message decoding.
-type Call<S> = Box<dyn for<'a, 'c> Fn(&'c mut Cx<'a, S>, &Msg) + Send + Sync>;
+/// What a registered handler runs: one function made for the handler when
+/// it is registered, in which the protocol's function, its part of the node
+/// state and its message's decoding are all known to the compiler (the
+/// handler's body is compiled into it). The dispatch makes this one call,
+/// handing over the context's parts one by one (see [`Parts`]) and the
+/// message.
+type Call<S> = Box<
+    dyn for<'a> Fn(
+            &'a mut Run,
+            &'a mut NodeHw,
+            &'a mut S,
+            &'a mut Engine<Ev>,
+            &'a mut Packets,
+            &'a [[Option<Route>; 4]],
+            &'a Registry,
+            &'a MagicParams,
+            &'a Msg,
+        ) + Send
+        + Sync,
+>;
+
+/// What a handler's context is made of. The dispatch hands the parts to the
+/// handler's call one by one, so the call makes the handler's context once,
+/// from values passed in registers, rather than copying a context the
+/// dispatch has just written (a copy that waits for those writes).
+type Parts<'a, S> = (
+    &'a mut Run,
+    &'a mut NodeHw,
+    &'a mut S,
+    &'a mut Engine<Ev>,
+    &'a mut Packets,
+    &'a [[Option<Route>; 4]],
+    &'a Registry,
+    &'a MagicParams,
+);
+
+/// Where a protocol's state is in the machine's node state `S`: the whole of
+/// it (a machine of one protocol), or the part a function picks (a protocol
+/// beside others).
+pub(crate) enum Part<S, T> {
+    /// `T` is `S`: only ever made by [`Part::whole`], so finding `T` in an
+    /// `S` is a comparison of two types the compiler settles, at no cost.
+    Whole,
+    /// The part `.0` picks.
+    Picked(fn(&mut S) -> &mut T),
+}
+
+impl<S, T> Clone for Part<S, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S, T> Copy for Part<S, T> {}
+
+impl<S> Part<S, S> {
+    /// The whole node state.
+    pub(crate) fn whole() -> Self {
+        Part::Whole
+    }
+}
+
+/// Call `f` with the context made of `parts`, over `part` of its node
+/// state. Inlined into each handler's call, so the whole state is passed on
+/// as it is.
+#[inline(always)]
+fn with_part<S: 'static, T: 'static>(
+    (run, hw, state, engine, packets, table, reg, params): Parts<'_, S>,
+    part: Part<S, T>,
+    f: impl FnOnce(&mut Cx<'_, T>),
+) {
+    let state: &mut T = match part {
+        // `T` is `S` (see `Part::whole`): the downcast always succeeds and
+        // compiles to nothing.
+        Part::Whole => match (state as &mut dyn core::any::Any).downcast_mut::<T>() {
+            Some(t) => t,
+            None => return,
+        },
+        Part::Picked(pick) => pick(state),
+    };
+    f(&mut Cx {
+        run,
+        hw,
+        state,
+        engine,
+        packets,
+        table,
+        reg,
+        params,
+    })
+}
+
+/// A message whose payload did not decode as its handler's type: counted
+/// on its node, named in the run's report.
+#[cold]
+fn undecodable<S>((run, hw, ..): Parts<'_, S>, msg: &Msg) {
+    hw.lose(
+        Cause::Undecodable,
+        First {
+            handler: Some(run.handler),
+            step: "dispatch",
+            msg: Some(msg.mtype),
+            detail: 0,
+            at: run.now,
+            why: None,
+        },
+    );
+}
 
 pub(crate) struct HandlerEntry<S> {
     pub(crate) protocol: &'static str,
@@ -316,7 +420,7 @@ impl<M> Copy for Handler<M> {}
 pub struct Install<'b, S, T> {
     b: &'b mut MagicBuilder<S>,
     protocol: &'static str,
-    project: fn(&mut S) -> &mut T,
+    part: Part<S, T>,
 }
 
 impl<S: 'static, T: 'static> Install<'_, S, T> {
@@ -343,7 +447,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         Install {
             b: self.b,
             protocol: name,
-            project: self.project,
+            part: self.part,
         }
     }
 
@@ -355,9 +459,15 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     /// because the types differ. The first handler of a message type gives
     /// it its block of type numbers; another protocol's claim on it is an
     /// error that `build` reports, and so is a second handler of one name.
-    pub fn handler<V: Variant>(&mut self, name: &'static str, f: HandlerFn<T, V>) -> Handler<V> {
+    ///
+    /// `f` is a plain function (a [`HandlerFn`]); named as itself rather
+    /// than as a pointer, its body is compiled into the handler's call.
+    pub fn handler<V: Variant, F>(&mut self, name: &'static str, f: F) -> Handler<V>
+    where
+        F: Fn(&mut Cx<'_, T>, &Msg, V) + Copy + Send + Sync + 'static,
+    {
         let base = self.claim::<V::Message>();
-        let project = self.project;
+        let part = self.part;
         // The one type number this handler takes, found once here: a
         // dispatch compares it and decodes the payload as `V`'s kind, known
         // when this is compiled, with no look-up of the kind.
@@ -366,18 +476,21 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
                 .ok()
                 .and_then(|i| b.checked_add(i))
         });
-        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let mut cx = cx.project(project);
-            let m = if own == Some(msg.mtype.0) {
-                message::decode_words::<V::Message>(V::KIND, &msg.words).and_then(V::from_message)
-            } else {
-                None
-            };
-            match m {
-                Some(m) => f(&mut cx, msg, m),
-                None => cx.undecodable(msg.mtype),
-            }
-        });
+        let call: Call<S> = Box::new(
+            move |run, hw, state, engine, packets, table, reg, params, msg| {
+                let parts = (run, hw, state, engine, packets, table, reg, params);
+                let m = if own == Some(msg.mtype.0) {
+                    message::decode_words::<V::Message>(V::KIND, &msg.words)
+                        .and_then(V::from_message)
+                } else {
+                    None
+                };
+                match m {
+                    Some(m) => with_part(parts, part, |cx| f(cx, msg, m)),
+                    None => undecodable(parts, msg),
+                }
+            },
+        );
         self.register(name, base, call)
     }
 
@@ -387,21 +500,22 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
     /// routes name their kinds ([`Install::route_kind`]), so this opts out
     /// of the check [`Install::handler`] gives: a kind routed here by
     /// mistake reaches `f`, which must match on what it gets.
-    pub fn handler_of_all<M: Message>(
-        &mut self,
-        name: &'static str,
-        f: HandlerFn<T, M>,
-    ) -> Handler<M> {
+    pub fn handler_of_all<M: Message, F>(&mut self, name: &'static str, f: F) -> Handler<M>
+    where
+        F: Fn(&mut Cx<'_, T>, &Msg, M) + Copy + Send + Sync + 'static,
+    {
         let base = self.claim::<M>();
-        let project = self.project;
-        let call: Call<S> = Box::new(move |cx: &mut Cx<'_, S>, msg: &Msg| {
-            let mut cx = cx.project(project);
-            let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
-            match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
-                Some(m) => f(&mut cx, msg, m),
-                None => cx.undecodable(msg.mtype),
-            }
-        });
+        let part = self.part;
+        let call: Call<S> = Box::new(
+            move |run, hw, state, engine, packets, table, reg, params, msg| {
+                let parts = (run, hw, state, engine, packets, table, reg, params);
+                let kind = base.and_then(|b| message::kind_at::<M>(b, msg.mtype));
+                match kind.and_then(|k| message::decode_words::<M>(k, &msg.words)) {
+                    Some(m) => with_part(parts, part, |cx| f(cx, msg, m)),
+                    None => undecodable(parts, msg),
+                }
+            },
+        );
         self.register(name, base, call)
     }
 
@@ -548,6 +662,14 @@ impl<S: 'static> MagicBuilder<S> {
     where
         P::Node: 'static,
     {
+        self.install_on(p, Part::Picked(project))
+    }
+
+    /// Install protocol `p` on `part` of the node state (see `install`).
+    pub(crate) fn install_on<P: Protocol>(&mut self, p: &P, part: Part<S, P::Node>) -> &mut Self
+    where
+        P::Node: 'static,
+    {
         let ty = core::any::type_name::<P>();
         if !self.claim_name(p.name(), short_type(ty), Some(ty)) {
             return self;
@@ -558,7 +680,7 @@ impl<S: 'static> MagicBuilder<S> {
         let mut i = Install {
             b: self,
             protocol: p.name(),
-            project,
+            part,
         };
         p.install(&mut i);
         self
@@ -577,7 +699,7 @@ impl<S: 'static> MagicBuilder<S> {
         Install {
             b: self,
             protocol: name,
-            project,
+            part: Part::Picked(project),
         }
     }
 
@@ -758,7 +880,7 @@ impl<N: NodeState + 'static> Magic<N> {
         p: &P,
     ) -> Result<Magic<N>, BuildError> {
         let mut b = MagicBuilder::new(params, nodes);
-        b.install(p, |s| s);
+        b.install_on(p, Part::whole());
         b.build(|n| p.node(n, nodes))
     }
 }
@@ -1288,23 +1410,29 @@ impl<S: NodeState> Magic<S> {
         match ev {
             Ev::Deliver { node, q, pkt } => {
                 let new = Queued::new(&self.packets, pkt, t);
-                let src = self.packets.msg(pkt).src;
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
                 let mut pos = queue.len();
                 if matches!(q, InQueue::NetReply | InQueue::NetRequest) {
                     hw.net_delivered += 1;
-                    // Simultaneous arrivals enter lowest source first.
+                    // Simultaneous arrivals enter lowest source first (the
+                    // source is read only when there is a tie to break).
                     while pos > 0 {
                         let prev = queue[pos - 1];
-                        if prev.at == t && self.packets.msg(prev.pkt).src > src {
+                        if prev.at == t
+                            && self.packets.msg(prev.pkt).src > self.packets.msg(pkt).src
+                        {
                             pos -= 1;
                         } else {
                             break;
                         }
                     }
                 }
-                queue.insert(pos, new);
+                if pos == queue.len() {
+                    queue.push_back(new);
+                } else {
+                    queue.insert(pos, new);
+                }
                 self.mark(node);
             }
             Ev::PpDone { node } => {
@@ -1526,10 +1654,11 @@ impl<S: NodeState> Magic<S> {
             let start = t;
             // The speculative read needs a data buffer of its own; with none
             // free, the inbox does not start it.
-            let local = msg.addr.region() == Region::Normal
+            let spec = if route.opts.speculative_read
+                && msg.addr.region() == Region::Normal
                 && msg.addr.node().0 == n
-                && msg.addr.offset() < self.params.mem_bytes;
-            let spec = if route.opts.speculative_read && local {
+                && msg.addr.offset() < self.params.mem_bytes
+            {
                 hw.bufs.alloc(t).map(|b| {
                     let lt = hw
                         .mem
@@ -1562,18 +1691,18 @@ impl<S: NodeState> Magic<S> {
                 last_wire: None,
                 past_end: None,
             };
-            let mut cx = Cx {
-                run: &mut out,
-                hw,
-                state: &mut self.state[n as usize],
-                engine: &mut self.engine,
-                packets: &mut self.packets,
-                table: &self.table,
-                reg: &self.reg,
-                params: &self.params,
-            };
             let entry = &self.handlers[route.handler.0 as usize];
-            (entry.call)(&mut cx, &msg);
+            (entry.call)(
+                &mut out,
+                hw,
+                &mut self.state[n as usize],
+                &mut self.engine,
+                &mut self.packets,
+                &self.table,
+                &self.reg,
+                &self.params,
+                &msg,
+            );
             if let Some(p) = out.past_end {
                 let what = format!("{}'s {} step", entry.full_name(), p.step);
                 self.halt.get_or_insert(Halt::EndOfTime {
