@@ -567,7 +567,7 @@ struct Visit {
 /// by the restoring and the replaying search.
 struct Search {
     report: Report,
-    seen: hashbrown::HashSet<u128>,
+    seen: Seen,
     visits: Vec<Visit>,
     max_states: usize,
     progress: Option<&'static Progress>,
@@ -588,7 +588,7 @@ impl Search {
     fn new(bounds: Bounds) -> Search {
         let found = Search {
             report: Report::default(),
-            seen: hashbrown::HashSet::new(),
+            seen: Seen::default(),
             visits: Vec::new(),
             max_states: bounds.max_states.min(MAX_STATES),
             progress: bounds.progress,
@@ -647,6 +647,30 @@ impl Search {
     }
 }
 
+/// The fingerprints of the states seen, hashed by their own bits (they are
+/// hashes already).
+type Seen = hashbrown::HashSet<u128, std::hash::BuildHasherDefault<PrintHasher>>;
+
+/// A fingerprint's hash for [`Seen`]: its two halves folded.
+#[derive(Default)]
+struct PrintHasher(u64);
+
+impl Hasher for PrintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u128(&mut self, x: u128) {
+        self.0 ^= x as u64 ^ (x >> 64) as u64;
+    }
+}
+
 fn fingerprint(bytes: &[u8]) -> u128 {
     let mut a = std::hash::DefaultHasher::new();
     a.write(bytes);
@@ -680,24 +704,69 @@ impl<S: NodeState + Clone> Magic<S> {
         if self.halt.is_some() {
             return None;
         }
-        Some(Snapshot {
+        let mut s = Snapshot {
             clock: self.engine.idle()?,
             hw: self.hw.iter().map(|h| h.without_tags()).collect(),
-            tags: self.hw.iter().map(|h| h.dcache.sparse()).collect(),
+            tags: Vec::new(),
             state: self.state.clone(),
             packets: self.packets.clone(),
             dirty: self.dirty.clone(),
             stats: self.stats.clone(),
             ledger_from: self.ledger_from,
             held: self.held.clone(),
-        })
+        };
+        s.tags.resize_with(self.hw.len(), Vec::new);
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        Some(s)
+    }
+
+    /// The machine's state into `s`, reusing its storage; false, and `s`
+    /// left as it was, if the machine is not settled.
+    fn snapshot_into(&self, s: &mut Snapshot<S>) -> bool {
+        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+            return false;
+        };
+        s.clock = clock;
+        s.hw.truncate(self.hw.len());
+        for (d, h) in s.hw.iter_mut().zip(&self.hw) {
+            d.clone_from_but_tags(h);
+        }
+        let kept = s.hw.len();
+        s.hw.extend(self.hw[kept..].iter().map(|h| h.without_tags()));
+        s.tags.resize_with(self.hw.len(), Vec::new);
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        s.state.clone_from(&self.state);
+        s.packets.clone_from(&self.packets);
+        s.dirty.clone_from(&self.dirty);
+        s.stats.clone_from(&self.stats);
+        s.ledger_from = self.ledger_from;
+        s.held.clone_from(&self.held);
+        true
+    }
+
+    /// The machine's state in a snapshot from `pool` if it holds one (a
+    /// new one otherwise); `None` if the machine is not settled.
+    fn snapshot_pooled(&self, pool: &mut Vec<Snapshot<S>>) -> Option<Snapshot<S>> {
+        let Some(mut s) = pool.pop() else {
+            return self.snapshot();
+        };
+        if self.snapshot_into(&mut s) {
+            Some(s)
+        } else {
+            pool.push(s);
+            None
+        }
     }
 
     /// Make this machine the one `s` was taken from.
     fn restore(&mut self, s: &Snapshot<S>) {
         self.engine.set_idle(s.clock);
-        self.hw.clone_from(&s.hw);
-        for (h, t) in self.hw.iter_mut().zip(&s.tags) {
+        for ((h, src), t) in self.hw.iter_mut().zip(&s.hw).zip(&s.tags) {
+            h.clone_from_but_tags(src);
             h.dcache.set_sparse(t);
         }
         self.state.clone_from(&s.state);
@@ -724,11 +793,17 @@ type Child<S> = Result<Option<Found<S>>, String>;
 
 /// A state a move reached that was not among those seen before its batch:
 /// its fingerprint and the machine.
-type Found<S> = (u128, Box<Snapshot<S>>);
+type Found<S> = (u128, Snapshot<S>);
 
 /// States expanded at once, per thread: their results are merged in the
 /// frontier's order, so the batch size changes nothing but the memory.
 const BATCH: usize = 512;
+
+/// Snapshots kept for reuse, per thread: a batch's expanded states and
+/// the states found already seen go back to the pool, and a new state's
+/// snapshot is taken into one from it, so a search in its stride makes
+/// none.
+const POOL: usize = 4 * BATCH;
 
 /// The threads a search uses when [`Bounds::threads`] is 0.
 fn cores() -> usize {
@@ -737,15 +812,18 @@ fn cores() -> usize {
 
 /// Make every move of the state `s` on `m` (a scratch machine of the same
 /// model), stopping at the first that breaks something. A state reached
-/// that `seen` already holds is not kept.
+/// that `seen` already holds is not kept; one that is not is taken into a
+/// snapshot from `pool`.
+#[allow(clippy::too_many_arguments)]
 fn expand<M>(
     model: &M,
     bounds: Bounds,
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
-    seen: &hashbrown::HashSet<u128>,
+    seen: &Seen,
     perms: &[Renaming],
     buf: &mut Vec<u8>,
+    pool: &mut Vec<Snapshot<M::Node>>,
 ) -> Expansion<M::Node>
 where
     M: Model,
@@ -772,8 +850,8 @@ where
         let found = if seen.contains(&fp) {
             None
         } else {
-            match m.snapshot() {
-                Some(snap) => Some((fp, Box::new(snap))),
+            match m.snapshot_pooled(pool) {
+                Some(snap) => Some((fp, snap)),
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
                     break;
@@ -823,30 +901,41 @@ where
         return found.fail("the machine did not settle".into(), Vec::new());
     };
     found.root(fp);
-    let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
-    frontier.push_back((0, Box::new(snap)));
+    let mut frontier: VecDeque<(u32, Snapshot<M::Node>)> = VecDeque::new();
+    frontier.push_back((0, snap));
+    let mut pool: Vec<Snapshot<M::Node>> = Vec::new();
     while !frontier.is_empty() {
         let n = frontier.len().min(BATCH * threads);
         let batch: Vec<_> = frontier.drain(..n).collect();
         let seen = &found.seen;
         let results: Vec<Expansion<M::Node>> = if threads == 1 || n == 1 {
             let m = &mut scratch[0];
+            let pool = &mut pool;
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
+                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
-            std::thread::scope(|sc| {
+            let chunks = n.div_ceil(per);
+            // Each thread takes its share of the pool and gives back what
+            // it has left.
+            let mut pools: Vec<Vec<Snapshot<M::Node>>> = (0..chunks)
+                .map(|i| pool.split_off(pool.len() - pool.len() / (chunks - i)))
+                .collect();
+            let out = std::thread::scope(|sc| {
                 let handles: Vec<_> = batch
                     .chunks(per)
                     .zip(scratch.iter_mut())
-                    .map(|(chunk, m)| {
+                    .zip(pools.iter_mut())
+                    .map(|((chunk, m), pool)| {
                         sc.spawn(move || {
                             let mut buf = Vec::new();
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
+                                .map(|(_, s)| {
+                                    expand(model, bounds, m, s, seen, perms, &mut buf, pool)
+                                })
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -855,7 +944,9 @@ where
                     .into_iter()
                     .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                     .collect()
-            })
+            });
+            pool.extend(pools.into_iter().flatten());
+            out
         };
         for ((v, _), x) in batch.iter().zip(results) {
             let v = *v;
@@ -880,12 +971,14 @@ where
                     Ok(None) => {}
                     Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp) {
                         Admitted::New(w) => frontier.push_back((w, snap)),
-                        Admitted::Seen => {}
+                        Admitted::Seen => pool.push(snap),
                         Admitted::Full => return found.report,
                     },
                 }
             }
         }
+        pool.extend(batch.into_iter().map(|(_, s)| s));
+        pool.truncate(POOL * threads);
     }
     found.finish()
 }
