@@ -680,10 +680,12 @@ fn fingerprint(bytes: &[u8]) -> u128 {
     ((a.finish() as u128) << 64) | b.finish() as u128
 }
 
-/// A settled machine's state, all of it that changes as it runs: restored
-/// into a machine built by the same model, it makes that machine the one
-/// it was taken from (the handlers, parameters and message types are the
-/// same by construction, and a settled engine holds no event).
+/// A settled machine's state, all of it that changes as it runs but the
+/// handlers' counters (which no handler, invariant or report of a search
+/// reads: a restored machine keeps its own): restored into a machine built
+/// by the same model, it makes that machine the one it was taken from (the
+/// handlers, parameters and message types are the same by construction,
+/// and a settled engine holds no event).
 struct Snapshot<S> {
     clock: crate::engine::Idle,
     /// Each node's units, its data cache's tags left out ...
@@ -693,7 +695,6 @@ struct Snapshot<S> {
     state: Vec<S>,
     packets: crate::node::Packets,
     dirty: Vec<u32>,
-    stats: Vec<crate::ledger::HandlerStats>,
     ledger_from: crate::time::Cycles,
     held: Option<Vec<crate::node::Held>>,
 }
@@ -711,7 +712,6 @@ impl<S: NodeState + Clone> Magic<S> {
             state: self.state.clone(),
             packets: self.packets.clone(),
             dirty: self.dirty.clone(),
-            stats: self.stats.clone(),
             ledger_from: self.ledger_from,
             held: self.held.clone(),
         };
@@ -742,7 +742,6 @@ impl<S: NodeState + Clone> Magic<S> {
         s.state.clone_from(&self.state);
         s.packets.clone_from(&self.packets);
         s.dirty.clone_from(&self.dirty);
-        s.stats.clone_from(&self.stats);
         s.ledger_from = self.ledger_from;
         s.held.clone_from(&self.held);
         true
@@ -772,7 +771,6 @@ impl<S: NodeState + Clone> Magic<S> {
         self.state.clone_from(&s.state);
         self.packets.clone_from(&s.packets);
         self.dirty.clone_from(&s.dirty);
-        self.stats.clone_from(&s.stats);
         self.ledger_from = s.ledger_from;
         self.held.clone_from(&s.held);
         self.halt = None;
