@@ -127,16 +127,22 @@ impl<S: NodeState> Magic<S> {
     /// The held messages that may be released now: the oldest of each
     /// channel, as indices for [`Magic::deliver`].
     pub fn deliveries(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.deliveries_into(&mut out);
+        out
+    }
+
+    /// [`Magic::deliveries`] into `out` (cleared first).
+    fn deliveries_into(&self, out: &mut Vec<u32>) {
+        out.clear();
         let Some(held) = &self.held else {
-            return Vec::new();
+            return;
         };
-        let mut out: Vec<u32> = Vec::new();
         for (i, h) in held.iter().enumerate() {
             if !out.iter().any(|&j| held[j as usize].chan == h.chan) {
                 out.push(i as u32);
             }
         }
-        out
     }
 
     /// The held message at index `i`, as people read it.
@@ -171,12 +177,15 @@ impl<S: NodeState> Magic<S> {
     /// Release held message `i` into its queue (or to the processor) now.
     /// False, and nothing done, if `i` is not the oldest of its channel.
     pub fn deliver(&mut self, i: u32) -> bool {
-        if !self.deliveries().contains(&i) {
-            return false;
-        }
         let Some(held) = self.held.as_mut() else {
             return false;
         };
+        let Some(chan) = held.get(i as usize).map(|h| h.chan) else {
+            return false;
+        };
+        if held[..i as usize].iter().any(|h| h.chan == chan) {
+            return false;
+        }
         let h = held.remove(i as usize);
         if let Ev::Deliver {
             node,
@@ -671,13 +680,39 @@ impl Hasher for PrintHasher {
     }
 }
 
+/// A state's 128-bit fingerprint: two lanes of 64 bits, each folding in
+/// the encoding's words (and its length) by a step that is one-to-one for
+/// a given word, with its own constants and view of the word, each
+/// finished by an avalanche.
 fn fingerprint(bytes: &[u8]) -> u128 {
-    let mut a = std::hash::DefaultHasher::new();
-    a.write(bytes);
-    let mut b = std::hash::DefaultHasher::new();
-    b.write_u8(0x5a);
-    b.write(bytes);
-    ((a.finish() as u128) << 64) | b.finish() as u128
+    const M: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0xc2b2_ae3d_27d4_eb4f];
+    let mut a = 0x243f_6a88_85a3_08d3 ^ bytes.len() as u64;
+    let mut b = 0x1319_8a2e_0370_7344 ^ (bytes.len() as u64).rotate_left(32);
+    let mut step = |w: u64| {
+        a = (a ^ w).wrapping_mul(M[0]).rotate_left(29);
+        b = (b ^ w.rotate_left(32)).wrapping_mul(M[1]).rotate_left(37);
+    };
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(w);
+        step(u64::from_le_bytes(x));
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        let mut x = [0u8; 8];
+        x[..tail.len()].copy_from_slice(tail);
+        step(u64::from_le_bytes(x));
+    }
+    // The finalizer of MurmurHash3, on each lane.
+    let fmix = |mut h: u64| {
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    };
+    ((fmix(a) as u128) << 64) | fmix(b) as u128
 }
 
 /// A settled machine's state, all of it that changes as it runs but the
@@ -747,13 +782,44 @@ impl<S: NodeState + Clone> Magic<S> {
         true
     }
 
-    /// The machine's state in a snapshot from `pool` if it holds one (a
-    /// new one otherwise); `None` if the machine is not settled.
-    fn snapshot_pooled(&self, pool: &mut Vec<Snapshot<S>>) -> Option<Snapshot<S>> {
-        let Some(mut s) = pool.pop() else {
-            return self.snapshot();
+    /// The machine's state moved into `s` (a snapshot of a machine of the
+    /// same model) by trading storage: this machine is left with `s`'s old
+    /// contents, and must be restored before it runs again. Its data
+    /// cache's tags stay with it. False, and nothing done, if the machine
+    /// is not settled.
+    fn snapshot_moved(&mut self, s: &mut Snapshot<S>) -> bool {
+        if s.hw.len() != self.hw.len() || s.state.len() != self.state.len() {
+            return self.snapshot_into(s);
+        }
+        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+            return false;
         };
-        if self.snapshot_into(&mut s) {
+        s.clock = clock;
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        std::mem::swap(&mut self.hw, &mut s.hw);
+        for (mine, kept) in self.hw.iter_mut().zip(&mut s.hw) {
+            std::mem::swap(&mut mine.dcache, &mut kept.dcache);
+            kept.dcache.counts_from(&mine.dcache);
+        }
+        std::mem::swap(&mut self.state, &mut s.state);
+        std::mem::swap(&mut self.packets, &mut s.packets);
+        std::mem::swap(&mut self.dirty, &mut s.dirty);
+        s.ledger_from = self.ledger_from;
+        std::mem::swap(&mut self.held, &mut s.held);
+        true
+    }
+
+    /// The machine's state in a snapshot from `pool` if it holds one (see
+    /// [`Magic::snapshot_moved`]: this machine must then be restored
+    /// before it runs again), in a new one otherwise; `None` if the machine
+    /// is not settled.
+    fn snapshot_pooled(&mut self, pool: &mut Pool<S>) -> Option<Box<Snapshot<S>>> {
+        let Some(mut s) = pool.pop() else {
+            return self.snapshot().map(Box::new);
+        };
+        if self.snapshot_moved(&mut s) {
             Some(s)
         } else {
             pool.push(s);
@@ -791,7 +857,21 @@ type Child<S> = Result<Option<Found<S>>, String>;
 
 /// A state a move reached that was not among those seen before its batch:
 /// its fingerprint and the machine.
-type Found<S> = (u128, Snapshot<S>);
+type Found<S> = (u128, Box<Snapshot<S>>);
+
+/// Snapshots done with, to take new ones into.
+type Pool<S> = Vec<Box<Snapshot<S>>>;
+
+/// What a thread's expansions write into and clear: kept for its storage.
+#[derive(Default)]
+struct Work {
+    /// A state's encoding.
+    buf: Vec<u8>,
+    /// A state's moves.
+    moves: Vec<Move>,
+    /// Its held messages that may be released, then the model's moves.
+    numbers: Vec<u32>,
+}
 
 /// States expanded at once, per thread: their results are merged in the
 /// frontier's order, so the batch size changes nothing but the memory.
@@ -810,8 +890,9 @@ fn cores() -> usize {
 
 /// Make every move of the state `s` on `m` (a scratch machine of the same
 /// model), stopping at the first that breaks something. A state reached
-/// that `seen` already holds is not kept; one that is not is taken into a
-/// snapshot from `pool`.
+/// that `seen` already holds is not kept; one that is not is moved into a
+/// snapshot from `pool`, so `m` is left in no particular state (each
+/// expansion restores it first).
 #[allow(clippy::too_many_arguments)]
 fn expand<M>(
     model: &M,
@@ -820,18 +901,25 @@ fn expand<M>(
     s: &Snapshot<M::Node>,
     seen: &Seen,
     perms: &[Renaming],
-    buf: &mut Vec<u8>,
-    pool: &mut Vec<Snapshot<M::Node>>,
+    work: &mut Work,
+    pool: &mut Pool<M::Node>,
 ) -> Expansion<M::Node>
 where
     M: Model,
     M::Node: Clone,
 {
     m.restore(s);
-    let mut moves: Vec<Move> = m.deliveries().into_iter().map(Move::Deliver).collect();
-    let mut acts = Vec::new();
-    model.actions(m, &mut acts);
-    moves.extend(acts.into_iter().map(Move::Act));
+    let Work {
+        buf,
+        moves,
+        numbers,
+    } = work;
+    m.deliveries_into(numbers);
+    moves.clear();
+    moves.extend(numbers.iter().map(|&i| Move::Deliver(i)));
+    numbers.clear();
+    model.actions(m, numbers);
+    moves.extend(numbers.iter().map(|&a| Move::Act(a)));
     if moves.is_empty() {
         return Expansion::Finished(model.finished(m));
     }
@@ -893,47 +981,44 @@ where
     let perms = renamings(model, bounds, root);
     let perms = &perms[..];
     found.report.symmetry = !perms.is_empty();
-    let mut buf = Vec::new();
-    let fp = state_print(model, root, perms, &mut buf);
+    let mut works: Vec<Work> = (0..threads).map(|_| Work::default()).collect();
+    let fp = state_print(model, root, perms, &mut works[0].buf);
     let Some(snap) = root.snapshot() else {
         return found.fail("the machine did not settle".into(), Vec::new());
     };
     found.root(fp);
-    let mut frontier: VecDeque<(u32, Snapshot<M::Node>)> = VecDeque::new();
-    frontier.push_back((0, snap));
-    let mut pool: Vec<Snapshot<M::Node>> = Vec::new();
+    let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
+    frontier.push_back((0, Box::new(snap)));
+    let mut pool: Pool<M::Node> = Vec::new();
     while !frontier.is_empty() {
         let n = frontier.len().min(BATCH * threads);
         let batch: Vec<_> = frontier.drain(..n).collect();
         let seen = &found.seen;
         let results: Vec<Expansion<M::Node>> = if threads == 1 || n == 1 {
-            let m = &mut scratch[0];
-            let pool = &mut pool;
+            let (m, work, pool) = (&mut scratch[0], &mut works[0], &mut pool);
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf, pool))
+                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
             let chunks = n.div_ceil(per);
             // Each thread takes its share of the pool and gives back what
             // it has left.
-            let mut pools: Vec<Vec<Snapshot<M::Node>>> = (0..chunks)
+            let mut pools: Vec<Pool<M::Node>> = (0..chunks)
                 .map(|i| pool.split_off(pool.len() - pool.len() / (chunks - i)))
                 .collect();
             let out = std::thread::scope(|sc| {
                 let handles: Vec<_> = batch
                     .chunks(per)
                     .zip(scratch.iter_mut())
+                    .zip(works.iter_mut())
                     .zip(pools.iter_mut())
-                    .map(|((chunk, m), pool)| {
+                    .map(|(((chunk, m), work), pool)| {
                         sc.spawn(move || {
-                            let mut buf = Vec::new();
                             chunk
                                 .iter()
-                                .map(|(_, s)| {
-                                    expand(model, bounds, m, s, seen, perms, &mut buf, pool)
-                                })
+                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
                                 .collect::<Vec<_>>()
                         })
                     })

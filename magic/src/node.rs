@@ -380,7 +380,11 @@ impl NodeHw {
     /// `DCache::sparse_into`).
     pub(crate) fn clone_from_but_tags(&mut self, src: &Self) {
         for (q, s) in self.queues.iter_mut().zip(&src.queues) {
-            q.clone_from(s);
+            // By slices: the element-wise `clone_from` of a deque is slower.
+            q.clear();
+            let (front, back) = s.as_slices();
+            q.extend(front.iter().copied());
+            q.extend(back.iter().copied());
         }
         self.wake_at = src.wake_at;
         self.pp_busy = src.pp_busy;
