@@ -23,8 +23,13 @@
 //! below 10^-26). It is breadth first, so the first violation found has a
 //! shortest trace; it stops there.
 //!
-//! States are not copied: a state is rebuilt from the initial machine by
-//! replaying its moves, which the engine's determinism makes exact.
+//! [`explore_restoring`] keeps each state of its frontier as a snapshot of
+//! the machine and restores it into a scratch machine to make each move;
+//! snapshots it is done with are reused, and a new state's machine is
+//! moved into one rather than copied, so a search in its stride allocates
+//! little. [`explore`] copies nothing: it rebuilds a state from the initial
+//! machine by replaying its moves, which the engine's determinism makes
+//! exact.
 
 use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};
