@@ -427,8 +427,10 @@ pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
 
 /// The most distinct states a search may be allowed ([`Bounds::max_states`]):
 /// 10^8, some 7 GB of the search's own records (about 70 bytes a state)
-/// and, at the 10^4 states a second the kit's checks reach on one core,
-/// nearly three hours.
+/// and, at the 10^4 states a second the replaying search reaches on one
+/// core, nearly three hours. [`explore_restoring`] holds a snapshot of each
+/// state found and not yet expanded besides, a few kilobytes each at four
+/// nodes.
 pub const MAX_STATES: usize = 100_000_000;
 
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
