@@ -872,8 +872,8 @@ type Pool<S> = Vec<Box<Snapshot<S>>>;
 /// What a thread's expansions write into and clear: kept for its storage.
 #[derive(Default)]
 struct Work {
-    /// A state's encoding.
-    buf: Vec<u8>,
+    /// A state's encoding, and its least renamed one so far.
+    buf: [Vec<u8>; 2],
     /// A state's moves.
     moves: Vec<Move>,
     /// Its held messages that may be released, then the model's moves.
@@ -1080,7 +1080,7 @@ where
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     let mut found = Search::new(bounds);
     let mut queue = VecDeque::new();
-    let mut buf = Vec::new();
+    let mut buf = [Vec::new(), Vec::new()];
     let root = match start(model, bounds) {
         Ok(m) => m,
         Err(e) => return found.fail(e, Vec::new()),
@@ -1154,28 +1154,29 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Ren
 }
 
 /// The state's fingerprint: of its encoding, or with `perms`, of the least
-/// of its renamed encodings.
+/// of its renamed encodings. `bufs` are where they are written (kept for
+/// their storage).
 fn state_print<M: Model>(
     model: &M,
     m: &Magic<M::Node>,
     perms: &[Renaming],
-    buf: &mut Vec<u8>,
+    bufs: &mut [Vec<u8>; 2],
 ) -> u128 {
+    let [buf, best] = bufs;
     buf.clear();
     if perms.is_empty() {
         encode(model, m, buf);
         return fingerprint(buf);
     }
-    let mut best = Vec::with_capacity(buf.capacity());
     for (i, r) in perms.iter().enumerate() {
         buf.clear();
         m.encode_hardware_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if i == 0 || *buf < best {
-            std::mem::swap(buf, &mut best);
+        if i == 0 || *buf < *best {
+            std::mem::swap(buf, best);
         }
     }
-    fingerprint(&best)
+    fingerprint(best)
 }
 
 fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {
