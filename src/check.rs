@@ -156,8 +156,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "BUG")]
     inject: Option<String>,
     /// Stop after this many distinct states, 1 to 100000000 (the report
-    /// then says complete: false). Each takes some 70 bytes: 10^8 is some
-    /// 7 GB and hours.
+    /// then says complete: false). Each takes some 70 bytes, and the
+    /// coherence check holds a snapshot of a few kilobytes for each found
+    /// and not yet expanded: 2,000,000 states at --nodes 4 take some 7 GB.
     #[arg(long, default_value_t = 2_000_000)]
     max_states: usize,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).

@@ -438,3 +438,41 @@ pub fn data_value(m: &Magic<CohNode>) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magic::check::explore;
+
+    /// A state restored from its snapshot (moved into a reused one, its
+    /// handlers' counters left out) is the machine its moves make: the
+    /// restoring search, on one thread and on three, takes the same states,
+    /// moves and depth as the replaying one, and stops at the same planted
+    /// bug with the same trace.
+    #[test]
+    fn restoring_a_state_is_replaying_its_moves() {
+        for (nodes, ops) in [(2, 2), (3, 1)] {
+            for inject in [None, Some(Bug::ALL[0])] {
+                let c = CoherenceCheck {
+                    nodes,
+                    ops,
+                    inject,
+                    ..CoherenceCheck::default()
+                };
+                let bounds = Bounds {
+                    symmetry: false,
+                    ..Bounds::default()
+                };
+                let replayed = explore(&c, bounds);
+                assert!(replayed.states > 10, "{replayed:?}");
+                // The planted bug needs a third node to show.
+                let found = inject.is_some() && nodes == 3;
+                assert_eq!(replayed.violations, found as u32, "{replayed:?}");
+                for threads in [1, 3] {
+                    let restored = explore_restoring(&c, Bounds { threads, ..bounds });
+                    assert_eq!(restored, replayed, "{nodes} nodes, {ops} ops, {inject:?}");
+                }
+            }
+        }
+    }
+}

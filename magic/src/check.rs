@@ -23,8 +23,13 @@
 //! below 10^-26). It is breadth first, so the first violation found has a
 //! shortest trace; it stops there.
 //!
-//! States are not copied: a state is rebuilt from the initial machine by
-//! replaying its moves, which the engine's determinism makes exact.
+//! [`explore_restoring`] keeps each state of its frontier as a snapshot of
+//! the machine and restores it into a scratch machine to make each move;
+//! snapshots it is done with are reused, and a new state's machine is
+//! moved into one rather than copied, so a search in its stride allocates
+//! little. [`explore`] copies nothing: it rebuilds a state from the initial
+//! machine by replaying its moves, which the engine's determinism makes
+//! exact.
 
 use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};
@@ -127,16 +132,22 @@ impl<S: NodeState> Magic<S> {
     /// The held messages that may be released now: the oldest of each
     /// channel, as indices for [`Magic::deliver`].
     pub fn deliveries(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.deliveries_into(&mut out);
+        out
+    }
+
+    /// [`Magic::deliveries`] into `out` (cleared first).
+    fn deliveries_into(&self, out: &mut Vec<u32>) {
+        out.clear();
         let Some(held) = &self.held else {
-            return Vec::new();
+            return;
         };
-        let mut out: Vec<u32> = Vec::new();
         for (i, h) in held.iter().enumerate() {
             if !out.iter().any(|&j| held[j as usize].chan == h.chan) {
                 out.push(i as u32);
             }
         }
-        out
     }
 
     /// The held message at index `i`, as people read it.
@@ -171,12 +182,15 @@ impl<S: NodeState> Magic<S> {
     /// Release held message `i` into its queue (or to the processor) now.
     /// False, and nothing done, if `i` is not the oldest of its channel.
     pub fn deliver(&mut self, i: u32) -> bool {
-        if !self.deliveries().contains(&i) {
-            return false;
-        }
         let Some(held) = self.held.as_mut() else {
             return false;
         };
+        let Some(chan) = held.get(i as usize).map(|h| h.chan) else {
+            return false;
+        };
+        if held[..i as usize].iter().any(|h| h.chan == chan) {
+            return false;
+        }
         let h = held.remove(i as usize);
         if let Ev::Deliver {
             node,
@@ -413,8 +427,10 @@ pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
 
 /// The most distinct states a search may be allowed ([`Bounds::max_states`]):
 /// 10^8, some 7 GB of the search's own records (about 70 bytes a state)
-/// and, at the 10^4 states a second the kit's checks reach on one core,
-/// nearly three hours.
+/// and, at the 10^4 states a second the replaying search reaches on one
+/// core, nearly three hours. [`explore_restoring`] holds a snapshot of each
+/// state found and not yet expanded besides, a few kilobytes each at four
+/// nodes.
 pub const MAX_STATES: usize = 100_000_000;
 
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
@@ -567,7 +583,7 @@ struct Visit {
 /// by the restoring and the replaying search.
 struct Search {
     report: Report,
-    seen: hashbrown::HashSet<u128>,
+    seen: Seen,
     visits: Vec<Visit>,
     max_states: usize,
     progress: Option<&'static Progress>,
@@ -588,7 +604,7 @@ impl Search {
     fn new(bounds: Bounds) -> Search {
         let found = Search {
             report: Report::default(),
-            seen: hashbrown::HashSet::new(),
+            seen: Seen::default(),
             visits: Vec::new(),
             max_states: bounds.max_states.min(MAX_STATES),
             progress: bounds.progress,
@@ -647,19 +663,71 @@ impl Search {
     }
 }
 
-fn fingerprint(bytes: &[u8]) -> u128 {
-    let mut a = std::hash::DefaultHasher::new();
-    a.write(bytes);
-    let mut b = std::hash::DefaultHasher::new();
-    b.write_u8(0x5a);
-    b.write(bytes);
-    ((a.finish() as u128) << 64) | b.finish() as u128
+/// The fingerprints of the states seen, hashed by their own bits (they are
+/// hashes already).
+type Seen = hashbrown::HashSet<u128, std::hash::BuildHasherDefault<PrintHasher>>;
+
+/// A fingerprint's hash for [`Seen`]: its two halves folded.
+#[derive(Default)]
+struct PrintHasher(u64);
+
+impl Hasher for PrintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u128(&mut self, x: u128) {
+        self.0 ^= x as u64 ^ (x >> 64) as u64;
+    }
 }
 
-/// A settled machine's state, all of it that changes as it runs: restored
-/// into a machine built by the same model, it makes that machine the one
-/// it was taken from (the handlers, parameters and message types are the
-/// same by construction, and a settled engine holds no event).
+/// A state's 128-bit fingerprint: two lanes of 64 bits, each folding in
+/// the encoding's words (and its length) by a step that is one-to-one for
+/// a given word, with its own constants and view of the word, each
+/// finished by an avalanche.
+fn fingerprint(bytes: &[u8]) -> u128 {
+    const M: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0xc2b2_ae3d_27d4_eb4f];
+    let mut a = 0x243f_6a88_85a3_08d3 ^ bytes.len() as u64;
+    let mut b = 0x1319_8a2e_0370_7344 ^ (bytes.len() as u64).rotate_left(32);
+    let mut step = |w: u64| {
+        a = (a ^ w).wrapping_mul(M[0]).rotate_left(29);
+        b = (b ^ w.rotate_left(32)).wrapping_mul(M[1]).rotate_left(37);
+    };
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(w);
+        step(u64::from_le_bytes(x));
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        let mut x = [0u8; 8];
+        x[..tail.len()].copy_from_slice(tail);
+        step(u64::from_le_bytes(x));
+    }
+    // The finalizer of MurmurHash3, on each lane.
+    let fmix = |mut h: u64| {
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    };
+    ((fmix(a) as u128) << 64) | fmix(b) as u128
+}
+
+/// A settled machine's state, all of it that changes as it runs but the
+/// handlers' counters (which no handler, invariant or report of a search
+/// reads: a restored machine keeps its own): restored into a machine built
+/// by the same model, it makes that machine the one it was taken from (the
+/// handlers, parameters and message types are the same by construction,
+/// and a settled engine holds no event).
 struct Snapshot<S> {
     clock: crate::engine::Idle,
     /// Each node's units, its data cache's tags left out ...
@@ -669,7 +737,6 @@ struct Snapshot<S> {
     state: Vec<S>,
     packets: crate::node::Packets,
     dirty: Vec<u32>,
-    stats: Vec<crate::ledger::HandlerStats>,
     ledger_from: crate::time::Cycles,
     held: Option<Vec<crate::node::Held>>,
 }
@@ -680,30 +747,103 @@ impl<S: NodeState + Clone> Magic<S> {
         if self.halt.is_some() {
             return None;
         }
-        Some(Snapshot {
+        let mut s = Snapshot {
             clock: self.engine.idle()?,
             hw: self.hw.iter().map(|h| h.without_tags()).collect(),
-            tags: self.hw.iter().map(|h| h.dcache.sparse()).collect(),
+            tags: Vec::new(),
             state: self.state.clone(),
             packets: self.packets.clone(),
             dirty: self.dirty.clone(),
-            stats: self.stats.clone(),
             ledger_from: self.ledger_from,
             held: self.held.clone(),
-        })
+        };
+        s.tags.resize_with(self.hw.len(), Vec::new);
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        Some(s)
+    }
+
+    /// The machine's state into `s`, reusing its storage; false, and `s`
+    /// left as it was, if the machine is not settled.
+    fn snapshot_into(&self, s: &mut Snapshot<S>) -> bool {
+        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+            return false;
+        };
+        s.clock = clock;
+        s.hw.truncate(self.hw.len());
+        for (d, h) in s.hw.iter_mut().zip(&self.hw) {
+            d.clone_from_but_tags(h);
+        }
+        let kept = s.hw.len();
+        s.hw.extend(self.hw[kept..].iter().map(|h| h.without_tags()));
+        s.tags.resize_with(self.hw.len(), Vec::new);
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        s.state.clone_from(&self.state);
+        s.packets.clone_from(&self.packets);
+        s.dirty.clone_from(&self.dirty);
+        s.ledger_from = self.ledger_from;
+        s.held.clone_from(&self.held);
+        true
+    }
+
+    /// The machine's state moved into `s` (a snapshot of a machine of the
+    /// same model) by trading storage: this machine is left with `s`'s old
+    /// contents, and must be restored before it runs again. Its data
+    /// cache's tags stay with it. False, and nothing done, if the machine
+    /// is not settled.
+    fn snapshot_moved(&mut self, s: &mut Snapshot<S>) -> bool {
+        if s.hw.len() != self.hw.len() || s.state.len() != self.state.len() {
+            return self.snapshot_into(s);
+        }
+        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+            return false;
+        };
+        s.clock = clock;
+        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
+            h.dcache.sparse_into(t);
+        }
+        std::mem::swap(&mut self.hw, &mut s.hw);
+        for (mine, kept) in self.hw.iter_mut().zip(&mut s.hw) {
+            std::mem::swap(&mut mine.dcache, &mut kept.dcache);
+            kept.dcache.counts_from(&mine.dcache);
+        }
+        std::mem::swap(&mut self.state, &mut s.state);
+        std::mem::swap(&mut self.packets, &mut s.packets);
+        std::mem::swap(&mut self.dirty, &mut s.dirty);
+        s.ledger_from = self.ledger_from;
+        std::mem::swap(&mut self.held, &mut s.held);
+        true
+    }
+
+    /// The machine's state in a snapshot from `pool` if it holds one (see
+    /// [`Magic::snapshot_moved`]: this machine must then be restored
+    /// before it runs again), in a new one otherwise; `None` if the machine
+    /// is not settled.
+    fn snapshot_pooled(&mut self, pool: &mut Pool<S>) -> Option<Box<Snapshot<S>>> {
+        let Some(mut s) = pool.pop() else {
+            return self.snapshot().map(Box::new);
+        };
+        if self.snapshot_moved(&mut s) {
+            Some(s)
+        } else {
+            pool.push(s);
+            None
+        }
     }
 
     /// Make this machine the one `s` was taken from.
     fn restore(&mut self, s: &Snapshot<S>) {
         self.engine.set_idle(s.clock);
-        self.hw.clone_from(&s.hw);
-        for (h, t) in self.hw.iter_mut().zip(&s.tags) {
+        for ((h, src), t) in self.hw.iter_mut().zip(&s.hw).zip(&s.tags) {
+            h.clone_from_but_tags(src);
             h.dcache.set_sparse(t);
         }
         self.state.clone_from(&s.state);
         self.packets.clone_from(&s.packets);
         self.dirty.clone_from(&s.dirty);
-        self.stats.clone_from(&s.stats);
         self.ledger_from = s.ledger_from;
         self.held.clone_from(&s.held);
         self.halt = None;
@@ -726,9 +866,29 @@ type Child<S> = Result<Option<Found<S>>, String>;
 /// its fingerprint and the machine.
 type Found<S> = (u128, Box<Snapshot<S>>);
 
+/// Snapshots done with, to take new ones into.
+type Pool<S> = Vec<Box<Snapshot<S>>>;
+
+/// What a thread's expansions write into and clear: kept for its storage.
+#[derive(Default)]
+struct Work {
+    /// A state's encoding, and its least renamed one so far.
+    buf: [Vec<u8>; 2],
+    /// A state's moves.
+    moves: Vec<Move>,
+    /// Its held messages that may be released, then the model's moves.
+    numbers: Vec<u32>,
+}
+
 /// States expanded at once, per thread: their results are merged in the
 /// frontier's order, so the batch size changes nothing but the memory.
 const BATCH: usize = 512;
+
+/// Snapshots kept for reuse, per thread: a batch's expanded states and
+/// the states found already seen go back to the pool, and a new state's
+/// snapshot is taken into one from it, so a search in its stride makes
+/// none.
+const POOL: usize = 4 * BATCH;
 
 /// The threads a search uses when [`Bounds::threads`] is 0.
 fn cores() -> usize {
@@ -737,25 +897,36 @@ fn cores() -> usize {
 
 /// Make every move of the state `s` on `m` (a scratch machine of the same
 /// model), stopping at the first that breaks something. A state reached
-/// that `seen` already holds is not kept.
+/// that `seen` already holds is not kept; one that is not is moved into a
+/// snapshot from `pool`, so `m` is left in no particular state (each
+/// expansion restores it first).
+#[allow(clippy::too_many_arguments)]
 fn expand<M>(
     model: &M,
     bounds: Bounds,
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
-    seen: &hashbrown::HashSet<u128>,
+    seen: &Seen,
     perms: &[Renaming],
-    buf: &mut Vec<u8>,
+    work: &mut Work,
+    pool: &mut Pool<M::Node>,
 ) -> Expansion<M::Node>
 where
     M: Model,
     M::Node: Clone,
 {
     m.restore(s);
-    let mut moves: Vec<Move> = m.deliveries().into_iter().map(Move::Deliver).collect();
-    let mut acts = Vec::new();
-    model.actions(m, &mut acts);
-    moves.extend(acts.into_iter().map(Move::Act));
+    let Work {
+        buf,
+        moves,
+        numbers,
+    } = work;
+    m.deliveries_into(numbers);
+    moves.clear();
+    moves.extend(numbers.iter().map(|&i| Move::Deliver(i)));
+    numbers.clear();
+    model.actions(m, numbers);
+    moves.extend(numbers.iter().map(|&a| Move::Act(a)));
     if moves.is_empty() {
         return Expansion::Finished(model.finished(m));
     }
@@ -772,8 +943,8 @@ where
         let found = if seen.contains(&fp) {
             None
         } else {
-            match m.snapshot() {
-                Some(snap) => Some((fp, Box::new(snap))),
+            match m.snapshot_pooled(pool) {
+                Some(snap) => Some((fp, snap)),
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
                     break;
@@ -817,36 +988,44 @@ where
     let perms = renamings(model, bounds, root);
     let perms = &perms[..];
     found.report.symmetry = !perms.is_empty();
-    let mut buf = Vec::new();
-    let fp = state_print(model, root, perms, &mut buf);
+    let mut works: Vec<Work> = (0..threads).map(|_| Work::default()).collect();
+    let fp = state_print(model, root, perms, &mut works[0].buf);
     let Some(snap) = root.snapshot() else {
         return found.fail("the machine did not settle".into(), Vec::new());
     };
     found.root(fp);
     let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
     frontier.push_back((0, Box::new(snap)));
+    let mut pool: Pool<M::Node> = Vec::new();
     while !frontier.is_empty() {
         let n = frontier.len().min(BATCH * threads);
         let batch: Vec<_> = frontier.drain(..n).collect();
         let seen = &found.seen;
         let results: Vec<Expansion<M::Node>> = if threads == 1 || n == 1 {
-            let m = &mut scratch[0];
+            let (m, work, pool) = (&mut scratch[0], &mut works[0], &mut pool);
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
+                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
-            std::thread::scope(|sc| {
+            let chunks = n.div_ceil(per);
+            // Each thread takes its share of the pool and gives back what
+            // it has left.
+            let mut pools: Vec<Pool<M::Node>> = (0..chunks)
+                .map(|i| pool.split_off(pool.len() - pool.len() / (chunks - i)))
+                .collect();
+            let out = std::thread::scope(|sc| {
                 let handles: Vec<_> = batch
                     .chunks(per)
                     .zip(scratch.iter_mut())
-                    .map(|(chunk, m)| {
+                    .zip(works.iter_mut())
+                    .zip(pools.iter_mut())
+                    .map(|(((chunk, m), work), pool)| {
                         sc.spawn(move || {
-                            let mut buf = Vec::new();
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, &mut buf))
+                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -855,7 +1034,9 @@ where
                     .into_iter()
                     .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                     .collect()
-            })
+            });
+            pool.extend(pools.into_iter().flatten());
+            out
         };
         for ((v, _), x) in batch.iter().zip(results) {
             let v = *v;
@@ -880,12 +1061,14 @@ where
                     Ok(None) => {}
                     Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp) {
                         Admitted::New(w) => frontier.push_back((w, snap)),
-                        Admitted::Seen => {}
+                        Admitted::Seen => pool.push(snap),
                         Admitted::Full => return found.report,
                     },
                 }
             }
         }
+        pool.extend(batch.into_iter().map(|(_, s)| s));
+        pool.truncate(POOL * threads);
     }
     found.finish()
 }
@@ -897,7 +1080,7 @@ where
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     let mut found = Search::new(bounds);
     let mut queue = VecDeque::new();
-    let mut buf = Vec::new();
+    let mut buf = [Vec::new(), Vec::new()];
     let root = match start(model, bounds) {
         Ok(m) => m,
         Err(e) => return found.fail(e, Vec::new()),
@@ -971,28 +1154,29 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Ren
 }
 
 /// The state's fingerprint: of its encoding, or with `perms`, of the least
-/// of its renamed encodings.
+/// of its renamed encodings. `bufs` are where they are written (kept for
+/// their storage).
 fn state_print<M: Model>(
     model: &M,
     m: &Magic<M::Node>,
     perms: &[Renaming],
-    buf: &mut Vec<u8>,
+    bufs: &mut [Vec<u8>; 2],
 ) -> u128 {
+    let [buf, best] = bufs;
     buf.clear();
     if perms.is_empty() {
         encode(model, m, buf);
         return fingerprint(buf);
     }
-    let mut best = Vec::with_capacity(buf.capacity());
     for (i, r) in perms.iter().enumerate() {
         buf.clear();
         m.encode_hardware_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if i == 0 || *buf < best {
-            std::mem::swap(buf, &mut best);
+        if i == 0 || *buf < *best {
+            std::mem::swap(buf, best);
         }
     }
-    fingerprint(&best)
+    fingerprint(best)
 }
 
 fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {

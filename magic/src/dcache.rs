@@ -9,43 +9,60 @@ pub struct DCache {
     /// The tags, made on the first access (a node whose handlers never
     /// touch MAGIC's memory holds none).
     tags: Vec<u64>,
+    /// The slots that hold a tag, in the order they were first filled: a
+    /// search's copy of the cache is these, not the whole array.
+    used: Vec<u32>,
     /// Lines in the cache (a power of two).
     lines: usize,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
 }
 
-/// A data cache's tags, the ones in use only (see [`DCache::sparse`]).
-pub(crate) type SparseTags = Option<Vec<(u32, u64)>>;
+/// A data cache's tags, the ones in use only (see [`DCache::sparse_into`]).
+pub(crate) type SparseTags = Vec<(u32, u64)>;
 
 impl DCache {
-    /// The same cache with its tags left out (see [`DCache::sparse`]).
+    /// Copy `src` but its tags into this cache, whose tags stay as they are
+    /// (see [`DCache::sparse_into`]).
+    pub(crate) fn counts_from(&mut self, src: &DCache) {
+        self.lines = src.lines;
+        self.hits = src.hits;
+        self.misses = src.misses;
+    }
+
+    /// The same cache with its tags left out (see [`DCache::sparse_into`]).
     pub(crate) fn without_tags(&self) -> DCache {
         DCache {
             tags: Vec::new(),
+            used: Vec::new(),
             ..*self
         }
     }
 
-    /// The tags in use, by index (`None`: none made yet): the cache's
-    /// contents in a few bytes rather than one word a line.
-    pub(crate) fn sparse(&self) -> SparseTags {
-        if self.tags.is_empty() {
-            return None;
-        }
-        let used = self.tags.iter().enumerate();
-        let used = used.filter(|(_, t)| **t != u64::MAX);
-        Some(used.map(|(i, t)| (i as u32, *t)).collect())
+    /// The tags in use, by slot, into `out`: the cache's contents in a few
+    /// bytes rather than one word a line, read without scanning the lines.
+    pub(crate) fn sparse_into(&self, out: &mut SparseTags) {
+        out.clear();
+        out.extend(self.used.iter().map(|&i| (i, self.tags[i as usize])));
     }
 
-    /// Make the tags those `s` holds (as [`DCache::sparse`] gave them).
+    /// Make the tags those `s` holds (as [`DCache::sparse_into`] gave
+    /// them), touching only the slots either holds.
     pub(crate) fn set_sparse(&mut self, s: &SparseTags) {
-        self.tags.clear();
-        if let Some(s) = s {
+        for &i in &self.used {
+            self.tags[i as usize] = u64::MAX;
+        }
+        self.used.clear();
+        if s.is_empty() {
+            return;
+        }
+        if self.tags.len() != self.lines {
+            self.tags.clear();
             self.tags.resize(self.lines, u64::MAX);
-            for &(i, t) in s {
-                self.tags[i as usize] = t;
-            }
+        }
+        for &(i, t) in s {
+            self.tags[i as usize] = t;
+            self.used.push(i);
         }
     }
 }
@@ -54,15 +71,15 @@ impl Clone for DCache {
     fn clone(&self) -> Self {
         DCache {
             tags: self.tags.clone(),
+            used: self.used.clone(),
             ..*self
         }
     }
 
     fn clone_from(&mut self, src: &Self) {
         self.tags.clone_from(&src.tags);
-        self.lines = src.lines;
-        self.hits = src.hits;
-        self.misses = src.misses;
+        self.used.clone_from(&src.used);
+        self.counts_from(src);
     }
 }
 
@@ -76,6 +93,7 @@ impl DCache {
         let lines = lines.clamp(1, max).next_power_of_two();
         DCache {
             tags: Vec::new(),
+            used: Vec::new(),
             lines,
             hits: 0,
             misses: 0,
@@ -93,6 +111,9 @@ impl DCache {
             self.hits += 1;
             true
         } else {
+            if self.tags[slot] == u64::MAX {
+                self.used.push(slot as u32);
+            }
             self.tags[slot] = line;
             self.misses += 1;
             false
@@ -121,5 +142,22 @@ mod tests {
             assert!(!c.access(u64::MAX));
             assert!(c.access(u64::MAX));
         }
+    }
+
+    #[test]
+    fn the_tags_in_use_restore_the_cache() {
+        let mut c = DCache::new(8);
+        for a in [0, 3 * 128, 11 * 128] {
+            c.access(a);
+        }
+        let mut s = SparseTags::new();
+        c.sparse_into(&mut s);
+        assert_eq!(s, vec![(0, 0), (3, 11)]);
+        let mut d = DCache::new(8);
+        d.access(5 * 128);
+        d.set_sparse(&s);
+        assert!(d.access(0) && d.access(11 * 128) && !d.access(5 * 128));
+        d.set_sparse(&SparseTags::new());
+        assert!(!d.access(0));
     }
 }

@@ -28,12 +28,31 @@ pub(crate) enum Ev {
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
 /// message without data costs no line of storage.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(crate) struct Packets {
     slots: Vec<Packet>,
     free: Vec<u32>,
     lines: Vec<[u8; LINE_BYTES]>,
     free_lines: Vec<u32>,
+}
+
+impl Clone for Packets {
+    fn clone(&self) -> Self {
+        Packets {
+            slots: self.slots.clone(),
+            free: self.free.clone(),
+            lines: self.lines.clone(),
+            free_lines: self.free_lines.clone(),
+        }
+    }
+
+    /// Field by field, reusing this storage.
+    fn clone_from(&mut self, src: &Self) {
+        self.slots.clone_from(&src.slots);
+        self.free.clone_from(&src.free);
+        self.lines.clone_from(&src.lines);
+        self.free_lines.clone_from(&src.free_lines);
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -350,8 +369,22 @@ impl Clone for NodeHw {
 
     /// Field by field, reusing this node's storage.
     fn clone_from(&mut self, src: &Self) {
+        self.clone_from_but_tags(src);
+        self.dcache.clone_from(&src.dcache);
+    }
+}
+
+impl NodeHw {
+    /// [`Clone::clone_from`] but for the data cache's tags, which stay as
+    /// they are (a search restores them from its sparse copy, see
+    /// `DCache::sparse_into`).
+    pub(crate) fn clone_from_but_tags(&mut self, src: &Self) {
         for (q, s) in self.queues.iter_mut().zip(&src.queues) {
-            q.clone_from(s);
+            // By slices: the element-wise `clone_from` of a deque is slower.
+            q.clear();
+            let (front, back) = s.as_slices();
+            q.extend(front.iter().copied());
+            q.extend(back.iter().copied());
         }
         self.wake_at = src.wake_at;
         self.pp_busy = src.pp_busy;
@@ -368,7 +401,7 @@ impl Clone for NodeHw {
         self.lost.clone_from(&src.lost);
         self.mem.clone_from(&src.mem);
         self.pcache.clone_from(&src.pcache);
-        self.dcache.clone_from(&src.dcache);
+        self.dcache.counts_from(&src.dcache);
         self.to_processor.clone_from(&src.to_processor);
         self.software_held = src.software_held;
     }
