@@ -32,15 +32,24 @@ pub(crate) enum Ev {
 pub(crate) struct Packets {
     slots: Vec<Packet>,
     free: Vec<u32>,
-    lines: Vec<[u8; LINE_BYTES]>,
+    lines: Vec<Line>,
     free_lines: Vec<u32>,
 }
 
+/// A message's header: one cache line, so a delivery or a dispatch on a
+/// large machine reads one line for it.
 #[derive(Clone, Copy)]
+#[repr(align(64))]
 struct Packet {
     msg: Msg,
     /// Index into `lines`, or `NO_DATA`.
     data: u32,
+}
+
+/// A message's line of data, with when it arrives.
+#[derive(Clone, Copy)]
+struct Line {
+    bytes: [u8; LINE_BYTES],
     /// When the data's first doubleword and its last byte arrive.
     first: Cycles,
     full: Cycles,
@@ -59,25 +68,27 @@ impl Packets {
     pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
         let data = match data {
             None => NO_DATA,
-            Some(bytes) => match self.free_lines.pop() {
-                Some(i) => {
-                    self.lines[i as usize] = bytes;
-                    i
+            Some(bytes) => {
+                let line = Line {
+                    bytes,
+                    first: at.first,
+                    full: at.full,
+                };
+                match self.free_lines.pop() {
+                    Some(i) => {
+                        self.lines[i as usize] = line;
+                        i
+                    }
+                    None => {
+                        self.lines.push(line);
+                        // The free list can hold every slot, so it never grows later.
+                        self.free_lines.reserve(self.lines.len());
+                        (self.lines.len() - 1) as u32
+                    }
                 }
-                None => {
-                    self.lines.push(bytes);
-                    // The free list can hold every slot, so it never grows later.
-                    self.free_lines.reserve(self.lines.len());
-                    (self.lines.len() - 1) as u32
-                }
-            },
+            }
         };
-        let p = Packet {
-            msg,
-            data,
-            first: at.first,
-            full: at.full,
-        };
+        let p = Packet { msg, data };
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -99,16 +110,14 @@ impl Packets {
             return (p.msg, None);
         }
         self.free_lines.push(p.data);
-        (p.msg, Some(self.lines[p.data as usize]))
+        (p.msg, Some(self.lines[p.data as usize].bytes))
     }
 
-    /// Ask for packet `i`'s header line(s) (a hint only).
+    /// Ask for packet `i`'s header line (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self, i: u32) {
         if let Some(p) = self.slots.get(i as usize) {
-            let p = (p as *const Packet).cast::<u8>();
             crate::hint::prefetch(p);
-            crate::hint::prefetch(p.wrapping_add(size_of::<Packet>() - 1));
         }
     }
 
@@ -119,11 +128,7 @@ impl Packets {
     /// The bytes a message carries, if any.
     pub(crate) fn data(&self, i: u32) -> Option<&[u8; LINE_BYTES]> {
         let d = self.slots[i as usize].data;
-        (d != NO_DATA).then(|| &self.lines[d as usize])
-    }
-
-    pub(crate) fn has_data(&self, i: u32) -> bool {
-        self.slots[i as usize].data != NO_DATA
+        (d != NO_DATA).then(|| &self.lines[d as usize].bytes)
     }
 
     /// Take a message out; its bytes, if any, go into buffer `into` with
@@ -133,9 +138,10 @@ impl Packets {
         let p = self.slots[i as usize];
         if p.data != NO_DATA {
             if let Some(b) = into {
-                b.bytes = self.lines[p.data as usize];
-                b.first_ready = p.first;
-                b.ready = p.full;
+                let l = &self.lines[p.data as usize];
+                b.bytes = l.bytes;
+                b.first_ready = l.first;
+                b.ready = l.full;
             }
             self.free_lines.push(p.data);
         }
@@ -151,14 +157,23 @@ pub(crate) struct Queued {
     pub at: Cycles,
     /// The message carries a line of data (it needs a data buffer).
     pub data: bool,
+    /// The message's type and address region: its jump-table entry, so a
+    /// large machine can ask for its handler's counters before dispatch
+    /// reads the packet (a hint only; the dispatch reads the packet).
+    pub mtype: MsgType,
+    /// The address region's number (see `mtype`).
+    pub region: u8,
 }
 
 impl Queued {
     pub(crate) fn new(packets: &Packets, pkt: u32, at: Cycles) -> Queued {
+        let p = &packets.slots[pkt as usize];
         Queued {
             pkt,
             at,
-            data: packets.has_data(pkt),
+            data: p.data != NO_DATA,
+            mtype: p.msg.mtype,
+            region: p.msg.addr.region() as u8,
         }
     }
 }
@@ -287,28 +302,37 @@ impl Losses {
     }
 }
 
-/// A node's units and counters. The fields an event or a dispatch touches
-/// first come first and in this order (`repr(C)`), so [`NodeHw::prefetch`]
-/// can ask for them as one short run of lines.
-#[repr(C)]
+/// A node's units and counters, laid out for a machine of thousands of
+/// nodes where each event touches a node at random (`repr(C)`, each node
+/// starting a cache line): what every event and dispatch looks at comes
+/// first, in the first four lines ([`NodeHw::prefetch`] asks for those);
+/// the outbox link, which a handler's send books, follows (a dispatch asks
+/// for it too, [`NodeHw::prefetch_dispatch`]); then the data buffers, which
+/// only a message with data needs, and what some handlers only, or rarely,
+/// touch.
+#[repr(C, align(64))]
 pub(crate) struct NodeHw {
     pub queues: [VecDeque<Queued>; 4],
     pub(crate) wake_at: Option<Cycles>,
-    pub(crate) pp_busy: u64,
     /// When the PP's last handler ends (the end of its last busy interval).
     pub(crate) pp_until: Cycles,
+    pub(crate) pp_busy: u64,
     pub(crate) dispatched: u64,
     pub(crate) net_delivered: u64,
     pub(crate) inbox_wait: u64,
+    /// While an explorer holds deliveries: software-queue entries held
+    /// (they count against the queue's capacity; looked at on every
+    /// reschedule).
+    pub(crate) software_held: Option<u32>,
     pub(crate) pp_running: bool,
     pub(crate) dirty: bool,
     /// What handlers did, step by step, while the test bench watches
     /// (looked at on every step, so it sits with the hot fields).
     pub watch: Option<Box<crate::watch::Watch>>,
-    /// Busy intervals, when the run is traced.
+    /// Busy intervals, when the run is traced (looked at on every step).
     pub trace: Option<Vec<crate::trace::Slice>>,
-    pub bufs: BufferPool,
     pub link: OutLink,
+    pub bufs: BufferPool,
     // The rest is touched by some handlers only, or rarely.
     /// What this node dropped or refused (`None` until the first drop).
     pub lost: Option<Box<Losses>>,
@@ -316,10 +340,18 @@ pub(crate) struct NodeHw {
     pub pcache: ProcCache,
     pub dcache: DCache,
     pub to_processor: Vec<(Cycles, Msg)>,
-    /// While an explorer holds deliveries: software-queue entries held
-    /// (they count against the queue's capacity).
-    pub(crate) software_held: Option<u32>,
 }
+
+/// Bytes of [`NodeHw`] every event looks at (its queues, its PP's and
+/// inbox's state, whether it is watched or traced): four cache lines.
+const HOT_BYTES: usize = core::mem::offset_of!(NodeHw, link);
+
+/// Bytes of [`NodeHw`] a dispatch looks at first: the hot ones and the
+/// outbox link.
+const DISPATCH_BYTES: usize = core::mem::offset_of!(NodeHw, bufs);
+
+const _: () = assert!(HOT_BYTES <= 4 * 64 && DISPATCH_BYTES <= 6 * 64);
+const _: () = assert!(size_of::<Packet>() == 64);
 
 impl NodeHw {
     /// A copy without its data cache's tags (see `DCache::sparse`).
@@ -396,13 +428,23 @@ impl NodeHw {
         self.lost.as_ref().map_or(Drops::default(), |l| l.drops)
     }
 
-    /// Ask for the lines of the fields every event and dispatch touches,
-    /// through the outbox link (a hint only).
+    /// Ask for the lines of the fields every event touches (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self) {
+        self.prefetch_to(HOT_BYTES);
+    }
+
+    /// Ask for the lines of the fields a dispatch touches first, through
+    /// the outbox link (a hint only).
+    #[inline]
+    pub(crate) fn prefetch_dispatch(&self) {
+        self.prefetch_to(DISPATCH_BYTES);
+    }
+
+    #[inline]
+    fn prefetch_to(&self, end: usize) {
         let base = (self as *const NodeHw).cast::<u8>();
-        let hot = core::mem::offset_of!(NodeHw, lost);
-        for off in (0..hot).step_by(64) {
+        for off in (0..end).step_by(64) {
             crate::hint::prefetch(base.wrapping_add(off));
         }
     }
