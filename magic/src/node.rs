@@ -178,6 +178,131 @@ impl Queued {
     }
 }
 
+/// An input queue: its front message held in the node itself, so the inbox
+/// looks at it without following a pointer, and the rest behind one (made
+/// the first time the queue holds two, and kept, so a run in steady state
+/// does not allocate), with their count beside the front so a queue of one
+/// never follows it. The front is empty only when the queue is.
+#[derive(Debug, Default)]
+pub(crate) struct Fifo {
+    head: Option<Queued>,
+    /// Messages in `rest`.
+    more: usize,
+    rest: Option<Box<VecDeque<Queued>>>,
+}
+
+/// The rest of a queue that has none.
+static NO_REST: VecDeque<Queued> = VecDeque::new();
+
+impl Fifo {
+    /// Messages queued.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.head.is_some() as usize + self.more
+    }
+
+    /// The message that leaves next.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&Queued> {
+        self.head.as_ref()
+    }
+
+    /// The queue behind the front, made if it is not yet.
+    #[inline]
+    fn rest_mut(&mut self) -> &mut VecDeque<Queued> {
+        self.rest.get_or_insert_with(Box::default)
+    }
+
+    /// Take the message that leaves next.
+    #[inline]
+    pub(crate) fn pop_front(&mut self) -> Option<Queued> {
+        let h = self.head.take()?;
+        if self.more > 0 {
+            self.more -= 1;
+            self.head = self.rest_mut().pop_front();
+        }
+        Some(h)
+    }
+
+    /// Queue `x` last.
+    #[inline]
+    pub(crate) fn push_back(&mut self, x: Queued) {
+        self.insert(self.len(), x);
+    }
+
+    /// Queue `x` at `pos` (at most the length), ahead of those from there.
+    #[inline]
+    pub(crate) fn insert(&mut self, pos: usize, x: Queued) {
+        if self.head.is_none() {
+            self.head = Some(x);
+            return;
+        }
+        self.more += 1;
+        if pos == 0 {
+            let h = self.head.replace(x).expect("a front");
+            self.rest_mut().push_front(h);
+        } else {
+            self.rest_mut().insert(pos - 1, x);
+        }
+    }
+
+    /// The messages, front first.
+    pub(crate) fn iter(
+        &self,
+    ) -> core::iter::Chain<
+        core::option::Iter<'_, Queued>,
+        std::collections::vec_deque::Iter<'_, Queued>,
+    > {
+        let rest = self.rest.as_deref().unwrap_or(&NO_REST);
+        self.head.iter().chain(rest.iter())
+    }
+}
+
+impl Clone for Fifo {
+    fn clone(&self) -> Fifo {
+        Fifo {
+            head: self.head,
+            more: self.more,
+            rest: self.rest.clone(),
+        }
+    }
+
+    /// Hold what `src` holds, reusing this queue's storage.
+    fn clone_from(&mut self, src: &Fifo) {
+        self.head = src.head;
+        self.more = src.more;
+        match (&mut self.rest, &src.rest) {
+            (Some(r), Some(s)) => r.clone_from(s),
+            (Some(r), None) => r.clear(),
+            (None, Some(s)) => self.rest = Some(s.clone()),
+            (None, None) => {}
+        }
+    }
+}
+
+impl core::ops::Index<usize> for Fifo {
+    type Output = Queued;
+
+    fn index(&self, i: usize) -> &Queued {
+        match i {
+            0 => self.head.as_ref().expect("a queued message"),
+            _ => &self.rest.as_ref().expect("a queued message")[i - 1],
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Fifo {
+    type Item = &'a Queued;
+    type IntoIter = core::iter::Chain<
+        core::option::Iter<'a, Queued>,
+        std::collections::vec_deque::Iter<'a, Queued>,
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// Counted drops and refusals: the model's answer to bad requests. Each
 /// count also makes the run not clean: the run's report names its first
 /// instance ([`crate::RunReport::refused`]).
@@ -304,33 +429,34 @@ impl Losses {
 
 /// A node's units and counters, laid out for a machine of thousands of
 /// nodes where each event touches a node at random (`repr(C)`, each node
-/// starting a cache line): what every event and dispatch looks at comes
-/// first, in the first four lines ([`NodeHw::prefetch`] asks for those);
-/// the outbox link, which a handler's send books, follows (a dispatch asks
-/// for it too, [`NodeHw::prefetch_dispatch`]); then the data buffers, which
-/// only a message with data needs, and what some handlers only, or rarely,
-/// touch.
+/// starting a cache line): what every event looks at comes first, in the
+/// first three lines ([`NodeHw::prefetch`] asks for those); what a
+/// dispatch looks at, through the outbox link a handler's send books,
+/// follows (a dispatch asks for it too, [`NodeHw::prefetch_dispatch`]);
+/// then the data buffers, which only a message with data needs, and what
+/// some handlers only, or rarely, touch.
 #[repr(C, align(64))]
 pub(crate) struct NodeHw {
-    pub queues: [VecDeque<Queued>; 4],
+    pub queues: [Fifo; 4],
     pub(crate) wake_at: Option<Cycles>,
+    pub(crate) net_delivered: u64,
+    pub(crate) pp_running: bool,
+    pub(crate) dirty: bool,
+    // A dispatch's own (`DISPATCH_BYTES`).
     /// When the PP's last handler ends (the end of its last busy interval).
     pub(crate) pp_until: Cycles,
     pub(crate) pp_busy: u64,
     pub(crate) dispatched: u64,
-    pub(crate) net_delivered: u64,
     pub(crate) inbox_wait: u64,
-    /// While an explorer holds deliveries: software-queue entries held
-    /// (they count against the queue's capacity; looked at on every
-    /// reschedule).
-    pub(crate) software_held: Option<u32>,
-    pub(crate) pp_running: bool,
-    pub(crate) dirty: bool,
     /// What handlers did, step by step, while the test bench watches
     /// (looked at on every step, so it sits with the hot fields).
     pub watch: Option<Box<crate::watch::Watch>>,
     /// Busy intervals, when the run is traced (looked at on every step).
     pub trace: Option<Vec<crate::trace::Slice>>,
+    /// While an explorer holds deliveries: software-queue entries held
+    /// (they count against the queue's capacity; looked at on every
+    /// reschedule).
+    pub(crate) software_held: Option<u32>,
     pub link: OutLink,
     pub bufs: BufferPool,
     // The rest is touched by some handlers only, or rarely.
@@ -343,14 +469,15 @@ pub(crate) struct NodeHw {
 }
 
 /// Bytes of [`NodeHw`] every event looks at (its queues, its PP's and
-/// inbox's state, whether it is watched or traced): four cache lines.
-const HOT_BYTES: usize = core::mem::offset_of!(NodeHw, link);
+/// inbox's state): three cache lines.
+const HOT_BYTES: usize = core::mem::offset_of!(NodeHw, pp_until);
 
-/// Bytes of [`NodeHw`] a dispatch looks at first: the hot ones and the
-/// outbox link.
+/// Bytes of [`NodeHw`] a dispatch looks at first: the hot ones, the PP's
+/// counters, whether it is watched or traced, the software queue's held
+/// entries and the outbox link.
 const DISPATCH_BYTES: usize = core::mem::offset_of!(NodeHw, bufs);
 
-const _: () = assert!(HOT_BYTES <= 4 * 64 && DISPATCH_BYTES <= 6 * 64);
+const _: () = assert!(HOT_BYTES <= 3 * 64 && DISPATCH_BYTES <= 6 * 64);
 const _: () = assert!(size_of::<Packet>() == 64);
 
 impl NodeHw {
@@ -522,5 +649,63 @@ impl Held {
             _ => return None,
         };
         Some(Held { ev, chan, pkt })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue keeps the order a double-ended queue would, whatever is
+    /// pushed, inserted, taken and copied.
+    #[test]
+    fn a_fifo_keeps_the_order_of_a_deque() {
+        let q = |pkt: u32| Queued {
+            pkt,
+            at: Cycles(pkt as u64),
+            data: pkt % 3 == 0,
+            mtype: MsgType(pkt as u8),
+            region: 0,
+        };
+        let mut f = Fifo::default();
+        let mut d: VecDeque<Queued> = VecDeque::new();
+        let mut copy = Fifo::default();
+        let mut lcg = 7u64;
+        for i in 0..2000u32 {
+            lcg = lcg
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (lcg >> 33) as usize;
+            match r % 4 {
+                0 => {
+                    f.push_back(q(i));
+                    d.push_back(q(i));
+                }
+                1 => {
+                    let pos = r / 4 % (d.len() + 1);
+                    f.insert(pos, q(i));
+                    d.insert(pos, q(i));
+                }
+                2 => {
+                    let (a, b) = (f.pop_front(), d.pop_front());
+                    assert_eq!(a.map(|x| x.pkt), b.map(|x| x.pkt));
+                }
+                _ => copy.clone_from(&f),
+            }
+            assert_eq!(f.len(), d.len());
+            assert_eq!(f.front().map(|x| x.pkt), d.front().map(|x| x.pkt));
+            let got: Vec<u32> = f.iter().map(|x| x.pkt).collect();
+            let want: Vec<u32> = d.iter().map(|x| x.pkt).collect();
+            assert_eq!(got, want);
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(f[k].pkt, *w);
+            }
+            let copied: Vec<u32> = (&copy).into_iter().map(|x| x.pkt).collect();
+            let cloned: Vec<u32> = copy.clone().iter().map(|x| x.pkt).collect();
+            assert_eq!(copied, cloned);
+        }
+        copy.clone_from(&f);
+        let copied: Vec<u32> = copy.iter().map(|x| x.pkt).collect();
+        assert_eq!(copied, d.iter().map(|x| x.pkt).collect::<Vec<_>>());
     }
 }
