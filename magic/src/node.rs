@@ -276,7 +276,13 @@ impl Clone for Fifo {
         self.head = src.head;
         self.more = src.more;
         match (&mut self.rest, &src.rest) {
-            (Some(r), Some(s)) => r.clone_from(s),
+            (Some(r), Some(s)) => {
+                // By slices: a deque's element-wise `clone_from` is slower.
+                r.clear();
+                let (front, back) = s.as_slices();
+                r.extend(front.iter().copied());
+                r.extend(back.iter().copied());
+            }
             (Some(r), None) => r.clear(),
             (None, Some(s)) => self.rest = Some(s.clone()),
             (None, None) => {}
