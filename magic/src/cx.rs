@@ -783,8 +783,14 @@ impl<'a, S> Cx<'a, S> {
             return Ok(());
         }
         // A continuation carries no data.
-        let data = false;
-        self.hw.queues[InQueue::Software as usize].push_back(Queued { pkt, at, data });
+        let queued = Queued {
+            pkt,
+            at,
+            data: false,
+            mtype: msg.mtype,
+            region: msg.addr.region() as u8,
+        };
+        self.hw.queues[InQueue::Software as usize].push_back(queued);
         Ok(())
     }
 

@@ -16,3 +16,14 @@ pub(crate) fn prefetch<T>(x: *const T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
 }
+
+/// Ask for every cache line `x` spans (a value not aligned to a line may
+/// span one more than its size needs).
+#[inline(always)]
+pub(crate) fn prefetch_value<T>(x: &T) {
+    let p = (x as *const T).cast::<u8>();
+    let lines = (p as usize % 64 + size_of::<T>().max(1)).div_ceil(64);
+    for i in 0..lines {
+        prefetch(p.wrapping_add(i * 64));
+    }
+}

@@ -19,8 +19,10 @@ use crate::figures::{self, line, text, Figure};
 use crate::time::Cycles;
 use serde::{Deserialize, Serialize};
 
-/// Live counters of one handler on one node.
+/// Live counters of one handler on one node (one cache line: a dispatch
+/// adds to all of them at once).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[repr(align(64))]
 pub struct HandlerStats {
     /// Times the handler ran.
     pub invocations: u64,

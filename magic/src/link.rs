@@ -29,8 +29,11 @@ pub struct Departure {
 pub struct OutLink {
     /// When the wire is next free.
     free_at: Cycles,
-    /// Per lane: start times of accepted packets not yet on the wire, ascending.
-    waiting: [SmallVec<[Cycles; 4]>; 2],
+    /// Per lane: start times of accepted packets not yet on the wire,
+    /// ascending: at most `outbox_slots` of them (2 by default, held in
+    /// place; a machine with more slots keeps them on the heap once it
+    /// has needed them).
+    waiting: [SmallVec<[Cycles; 2]>; 2],
     pub(crate) busy: Cycles,
     pub(crate) packets: u64,
     pub(crate) stall: Cycles,
@@ -98,7 +101,7 @@ impl OutLink {
 /// ascend, so they are a prefix of the lane's (a few packets at most, one
 /// or none as a rule: a scan from the front and a shift in place).
 #[inline]
-fn drop_started(q: &mut SmallVec<[Cycles; 4]>, at: Cycles) {
+fn drop_started(q: &mut SmallVec<[Cycles; 2]>, at: Cycles) {
     let k = q.iter().take_while(|s| **s <= at).count();
     if k > 0 {
         let n = q.len();

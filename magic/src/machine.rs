@@ -1335,7 +1335,7 @@ impl<S: NodeState> Magic<S> {
             Ev::PpDone { node } | Ev::Wake { node } => node,
             Ev::ProcStep { node } | Ev::ProcDeliver { node, .. } => {
                 if let Some(s) = self.state.get(node as usize) {
-                    crate::hint::prefetch(s);
+                    crate::hint::prefetch_value(s);
                 }
                 node
             }
@@ -1356,9 +1356,25 @@ impl<S: NodeState> Magic<S> {
             if let Some(f) = q.front() {
                 if packets {
                     self.packets.prefetch(f.pkt);
+                    self.prefetch_stats(n, f);
                 } else {
                     crate::hint::prefetch(f);
                 }
+            }
+        }
+    }
+
+    /// Ask for the counters of the handler a queued message of node `n`
+    /// will run (a hint only).
+    #[inline]
+    fn prefetch_stats(&self, n: u32, f: &Queued) {
+        let route = self
+            .table
+            .get(f.mtype.0 as usize)
+            .and_then(|r| r.get(f.region as usize));
+        if let Some(Some(r)) = route {
+            if let Some(s) = self.stats.get(self.stat_index(n, r.handler.0)) {
+                crate::hint::prefetch(s);
             }
         }
     }
@@ -1369,12 +1385,9 @@ impl<S: NodeState> Magic<S> {
         let Some(hw) = self.hw.get(n as usize) else {
             return;
         };
-        hw.prefetch();
+        hw.prefetch_dispatch();
         if let Some(s) = self.state.get(n as usize) {
-            crate::hint::prefetch(s);
-        }
-        if let Some(s) = self.stats.get(self.stat_index(n, 0)) {
-            crate::hint::prefetch(s);
+            crate::hint::prefetch_value(s);
         }
     }
 

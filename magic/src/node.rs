@@ -32,7 +32,7 @@ pub(crate) enum Ev {
 pub(crate) struct Packets {
     slots: Vec<Packet>,
     free: Vec<u32>,
-    lines: Vec<[u8; LINE_BYTES]>,
+    lines: Vec<Line>,
     free_lines: Vec<u32>,
 }
 
@@ -55,11 +55,20 @@ impl Clone for Packets {
     }
 }
 
+/// A message's header: one cache line, so a delivery or a dispatch on a
+/// large machine reads one line for it.
 #[derive(Clone, Copy)]
+#[repr(align(64))]
 struct Packet {
     msg: Msg,
     /// Index into `lines`, or `NO_DATA`.
     data: u32,
+}
+
+/// A message's line of data, with when it arrives.
+#[derive(Clone, Copy)]
+struct Line {
+    bytes: [u8; LINE_BYTES],
     /// When the data's first doubleword and its last byte arrive.
     first: Cycles,
     full: Cycles,
@@ -78,25 +87,27 @@ impl Packets {
     pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
         let data = match data {
             None => NO_DATA,
-            Some(bytes) => match self.free_lines.pop() {
-                Some(i) => {
-                    self.lines[i as usize] = bytes;
-                    i
+            Some(bytes) => {
+                let line = Line {
+                    bytes,
+                    first: at.first,
+                    full: at.full,
+                };
+                match self.free_lines.pop() {
+                    Some(i) => {
+                        self.lines[i as usize] = line;
+                        i
+                    }
+                    None => {
+                        self.lines.push(line);
+                        // The free list can hold every slot, so it never grows later.
+                        self.free_lines.reserve(self.lines.len());
+                        (self.lines.len() - 1) as u32
+                    }
                 }
-                None => {
-                    self.lines.push(bytes);
-                    // The free list can hold every slot, so it never grows later.
-                    self.free_lines.reserve(self.lines.len());
-                    (self.lines.len() - 1) as u32
-                }
-            },
+            }
         };
-        let p = Packet {
-            msg,
-            data,
-            first: at.first,
-            full: at.full,
-        };
+        let p = Packet { msg, data };
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -118,16 +129,14 @@ impl Packets {
             return (p.msg, None);
         }
         self.free_lines.push(p.data);
-        (p.msg, Some(self.lines[p.data as usize]))
+        (p.msg, Some(self.lines[p.data as usize].bytes))
     }
 
-    /// Ask for packet `i`'s header line(s) (a hint only).
+    /// Ask for packet `i`'s header line (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self, i: u32) {
         if let Some(p) = self.slots.get(i as usize) {
-            let p = (p as *const Packet).cast::<u8>();
             crate::hint::prefetch(p);
-            crate::hint::prefetch(p.wrapping_add(size_of::<Packet>() - 1));
         }
     }
 
@@ -138,11 +147,7 @@ impl Packets {
     /// The bytes a message carries, if any.
     pub(crate) fn data(&self, i: u32) -> Option<&[u8; LINE_BYTES]> {
         let d = self.slots[i as usize].data;
-        (d != NO_DATA).then(|| &self.lines[d as usize])
-    }
-
-    pub(crate) fn has_data(&self, i: u32) -> bool {
-        self.slots[i as usize].data != NO_DATA
+        (d != NO_DATA).then(|| &self.lines[d as usize].bytes)
     }
 
     /// Take a message out; its bytes, if any, go into buffer `into` with
@@ -152,9 +157,10 @@ impl Packets {
         let p = self.slots[i as usize];
         if p.data != NO_DATA {
             if let Some(b) = into {
-                b.bytes = self.lines[p.data as usize];
-                b.first_ready = p.first;
-                b.ready = p.full;
+                let l = &self.lines[p.data as usize];
+                b.bytes = l.bytes;
+                b.first_ready = l.first;
+                b.ready = l.full;
             }
             self.free_lines.push(p.data);
         }
@@ -170,15 +176,159 @@ pub(crate) struct Queued {
     pub at: Cycles,
     /// The message carries a line of data (it needs a data buffer).
     pub data: bool,
+    /// The message's type and address region: its jump-table entry, so a
+    /// large machine can ask for its handler's counters before dispatch
+    /// reads the packet (a hint only; the dispatch reads the packet).
+    pub mtype: MsgType,
+    /// The address region's number (see `mtype`).
+    pub region: u8,
 }
 
 impl Queued {
     pub(crate) fn new(packets: &Packets, pkt: u32, at: Cycles) -> Queued {
+        let p = &packets.slots[pkt as usize];
         Queued {
             pkt,
             at,
-            data: packets.has_data(pkt),
+            data: p.data != NO_DATA,
+            mtype: p.msg.mtype,
+            region: p.msg.addr.region() as u8,
         }
+    }
+}
+
+/// An input queue: its front message held in the node itself, so the inbox
+/// looks at it without following a pointer, and the rest behind one (made
+/// the first time the queue holds two, and kept, so a run in steady state
+/// does not allocate), with their count beside the front so a queue of one
+/// never follows it. The front is empty only when the queue is.
+#[derive(Debug, Default)]
+pub(crate) struct Fifo {
+    head: Option<Queued>,
+    /// Messages in `rest`.
+    more: usize,
+    /// Boxed: a pointer where a queue's header would take four words, so
+    /// the four queues fit the node's first lines beside its front
+    /// messages.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<VecDeque<Queued>>>,
+}
+
+/// The rest of a queue that has none.
+static NO_REST: VecDeque<Queued> = VecDeque::new();
+
+impl Fifo {
+    /// Messages queued.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.head.is_some() as usize + self.more
+    }
+
+    /// The message that leaves next.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&Queued> {
+        self.head.as_ref()
+    }
+
+    /// The queue behind the front, made if it is not yet.
+    #[inline]
+    fn rest_mut(&mut self) -> &mut VecDeque<Queued> {
+        self.rest.get_or_insert_with(Box::default)
+    }
+
+    /// Take the message that leaves next.
+    #[inline]
+    pub(crate) fn pop_front(&mut self) -> Option<Queued> {
+        let h = self.head.take()?;
+        if self.more > 0 {
+            self.more -= 1;
+            self.head = self.rest_mut().pop_front();
+        }
+        Some(h)
+    }
+
+    /// Queue `x` last.
+    #[inline]
+    pub(crate) fn push_back(&mut self, x: Queued) {
+        self.insert(self.len(), x);
+    }
+
+    /// Queue `x` at `pos` (at most the length), ahead of those from there.
+    #[inline]
+    pub(crate) fn insert(&mut self, pos: usize, x: Queued) {
+        if self.head.is_none() {
+            self.head = Some(x);
+            return;
+        }
+        self.more += 1;
+        if pos == 0 {
+            let h = self.head.replace(x).expect("a front");
+            self.rest_mut().push_front(h);
+        } else {
+            self.rest_mut().insert(pos - 1, x);
+        }
+    }
+
+    /// The messages, front first.
+    pub(crate) fn iter(
+        &self,
+    ) -> core::iter::Chain<
+        core::option::Iter<'_, Queued>,
+        std::collections::vec_deque::Iter<'_, Queued>,
+    > {
+        let rest = self.rest.as_deref().unwrap_or(&NO_REST);
+        self.head.iter().chain(rest.iter())
+    }
+}
+
+impl Clone for Fifo {
+    fn clone(&self) -> Fifo {
+        Fifo {
+            head: self.head,
+            more: self.more,
+            rest: self.rest.clone(),
+        }
+    }
+
+    /// Hold what `src` holds, reusing this queue's storage.
+    fn clone_from(&mut self, src: &Fifo) {
+        self.head = src.head;
+        self.more = src.more;
+        match (&mut self.rest, &src.rest) {
+            (Some(r), Some(s)) => {
+                // By slices: a deque's element-wise `clone_from` is slower.
+                r.clear();
+                let (front, back) = s.as_slices();
+                r.extend(front.iter().copied());
+                r.extend(back.iter().copied());
+            }
+            (Some(r), None) => r.clear(),
+            (None, Some(s)) => self.rest = Some(s.clone()),
+            (None, None) => {}
+        }
+    }
+}
+
+impl core::ops::Index<usize> for Fifo {
+    type Output = Queued;
+
+    fn index(&self, i: usize) -> &Queued {
+        match i {
+            0 => self.head.as_ref().expect("a queued message"),
+            _ => &self.rest.as_ref().expect("a queued message")[i - 1],
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Fifo {
+    type Item = &'a Queued;
+    type IntoIter = core::iter::Chain<
+        core::option::Iter<'a, Queued>,
+        std::collections::vec_deque::Iter<'a, Queued>,
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
 
@@ -306,28 +456,38 @@ impl Losses {
     }
 }
 
-/// A node's units and counters. The fields an event or a dispatch touches
-/// first come first and in this order (`repr(C)`), so [`NodeHw::prefetch`]
-/// can ask for them as one short run of lines.
-#[repr(C)]
+/// A node's units and counters, laid out for a machine of thousands of
+/// nodes where each event touches a node at random (`repr(C)`, each node
+/// starting a cache line): what every event looks at comes first, in the
+/// first three lines ([`NodeHw::prefetch`] asks for those); what a
+/// dispatch looks at, through the outbox link a handler's send books,
+/// follows (a dispatch asks for it too, [`NodeHw::prefetch_dispatch`]);
+/// then the data buffers, which only a message with data needs, and what
+/// some handlers only, or rarely, touch.
+#[repr(C, align(64))]
 pub(crate) struct NodeHw {
-    pub queues: [VecDeque<Queued>; 4],
+    pub queues: [Fifo; 4],
     pub(crate) wake_at: Option<Cycles>,
-    pub(crate) pp_busy: u64,
-    /// When the PP's last handler ends (the end of its last busy interval).
-    pub(crate) pp_until: Cycles,
-    pub(crate) dispatched: u64,
     pub(crate) net_delivered: u64,
-    pub(crate) inbox_wait: u64,
     pub(crate) pp_running: bool,
     pub(crate) dirty: bool,
+    // A dispatch's own (`DISPATCH_BYTES`).
+    /// When the PP's last handler ends (the end of its last busy interval).
+    pub(crate) pp_until: Cycles,
+    pub(crate) pp_busy: u64,
+    pub(crate) dispatched: u64,
+    pub(crate) inbox_wait: u64,
     /// What handlers did, step by step, while the test bench watches
     /// (looked at on every step, so it sits with the hot fields).
     pub watch: Option<Box<crate::watch::Watch>>,
-    /// Busy intervals, when the run is traced.
+    /// Busy intervals, when the run is traced (looked at on every step).
     pub trace: Option<Vec<crate::trace::Slice>>,
-    pub bufs: BufferPool,
+    /// While an explorer holds deliveries: software-queue entries held
+    /// (they count against the queue's capacity; looked at on every
+    /// reschedule).
+    pub(crate) software_held: Option<u32>,
     pub link: OutLink,
+    pub bufs: BufferPool,
     // The rest is touched by some handlers only, or rarely.
     /// What this node dropped or refused (`None` until the first drop).
     pub lost: Option<Box<Losses>>,
@@ -335,10 +495,19 @@ pub(crate) struct NodeHw {
     pub pcache: ProcCache,
     pub dcache: DCache,
     pub to_processor: Vec<(Cycles, Msg)>,
-    /// While an explorer holds deliveries: software-queue entries held
-    /// (they count against the queue's capacity).
-    pub(crate) software_held: Option<u32>,
 }
+
+/// Bytes of [`NodeHw`] every event looks at (its queues, its PP's and
+/// inbox's state): three cache lines.
+const HOT_BYTES: usize = core::mem::offset_of!(NodeHw, pp_until);
+
+/// Bytes of [`NodeHw`] a dispatch looks at first: the hot ones, the PP's
+/// counters, whether it is watched or traced, the software queue's held
+/// entries and the outbox link.
+const DISPATCH_BYTES: usize = core::mem::offset_of!(NodeHw, bufs);
+
+const _: () = assert!(HOT_BYTES <= 3 * 64 && DISPATCH_BYTES <= 6 * 64);
+const _: () = assert!(size_of::<Packet>() == 64);
 
 impl NodeHw {
     /// A copy without its data cache's tags (see `DCache::sparse`).
@@ -379,31 +548,50 @@ impl NodeHw {
     /// they are (a search restores them from its sparse copy, see
     /// `DCache::sparse_into`).
     pub(crate) fn clone_from_but_tags(&mut self, src: &Self) {
-        for (q, s) in self.queues.iter_mut().zip(&src.queues) {
-            // By slices: the element-wise `clone_from` of a deque is slower.
-            q.clear();
-            let (front, back) = s.as_slices();
-            q.extend(front.iter().copied());
-            q.extend(back.iter().copied());
+        // Every field named, so a field added to a node cannot be left out
+        // of a search's restore unseen.
+        let NodeHw {
+            queues,
+            wake_at,
+            net_delivered,
+            pp_running,
+            dirty,
+            pp_until,
+            pp_busy,
+            dispatched,
+            inbox_wait,
+            watch,
+            trace,
+            software_held,
+            link,
+            bufs,
+            lost,
+            mem,
+            pcache,
+            dcache,
+            to_processor,
+        } = src;
+        for (q, s) in self.queues.iter_mut().zip(queues) {
+            q.clone_from(s);
         }
-        self.wake_at = src.wake_at;
-        self.pp_busy = src.pp_busy;
-        self.pp_until = src.pp_until;
-        self.dispatched = src.dispatched;
-        self.net_delivered = src.net_delivered;
-        self.inbox_wait = src.inbox_wait;
-        self.pp_running = src.pp_running;
-        self.dirty = src.dirty;
-        self.watch.clone_from(&src.watch);
-        self.trace.clone_from(&src.trace);
-        self.bufs.clone_from(&src.bufs);
-        self.link.clone_from(&src.link);
-        self.lost.clone_from(&src.lost);
-        self.mem.clone_from(&src.mem);
-        self.pcache.clone_from(&src.pcache);
-        self.dcache.counts_from(&src.dcache);
-        self.to_processor.clone_from(&src.to_processor);
-        self.software_held = src.software_held;
+        self.wake_at = *wake_at;
+        self.net_delivered = *net_delivered;
+        self.pp_running = *pp_running;
+        self.dirty = *dirty;
+        self.pp_until = *pp_until;
+        self.pp_busy = *pp_busy;
+        self.dispatched = *dispatched;
+        self.inbox_wait = *inbox_wait;
+        self.watch.clone_from(watch);
+        self.trace.clone_from(trace);
+        self.software_held = *software_held;
+        self.link.clone_from(link);
+        self.bufs.clone_from(bufs);
+        self.lost.clone_from(lost);
+        self.mem.clone_from(mem);
+        self.pcache.clone_from(pcache);
+        self.dcache.counts_from(dcache);
+        self.to_processor.clone_from(to_processor);
     }
 }
 
@@ -429,13 +617,23 @@ impl NodeHw {
         self.lost.as_ref().map_or(Drops::default(), |l| l.drops)
     }
 
-    /// Ask for the lines of the fields every event and dispatch touches,
-    /// through the outbox link (a hint only).
+    /// Ask for the lines of the fields every event touches (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self) {
+        self.prefetch_to(HOT_BYTES);
+    }
+
+    /// Ask for the lines of the fields a dispatch touches first, through
+    /// the outbox link (a hint only).
+    #[inline]
+    pub(crate) fn prefetch_dispatch(&self) {
+        self.prefetch_to(DISPATCH_BYTES);
+    }
+
+    #[inline]
+    fn prefetch_to(&self, end: usize) {
         let base = (self as *const NodeHw).cast::<u8>();
-        let hot = core::mem::offset_of!(NodeHw, lost);
-        for off in (0..hot).step_by(64) {
+        for off in (0..end).step_by(64) {
             crate::hint::prefetch(base.wrapping_add(off));
         }
     }
@@ -513,5 +711,63 @@ impl Held {
             _ => return None,
         };
         Some(Held { ev, chan, pkt })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue keeps the order a double-ended queue would, whatever is
+    /// pushed, inserted, taken and copied.
+    #[test]
+    fn a_fifo_keeps_the_order_of_a_deque() {
+        let q = |pkt: u32| Queued {
+            pkt,
+            at: Cycles(pkt as u64),
+            data: pkt.is_multiple_of(3),
+            mtype: MsgType(pkt as u8),
+            region: 0,
+        };
+        let mut f = Fifo::default();
+        let mut d: VecDeque<Queued> = VecDeque::new();
+        let mut copy = Fifo::default();
+        let mut lcg = 7u64;
+        for i in 0..2000u32 {
+            lcg = lcg
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (lcg >> 33) as usize;
+            match r % 4 {
+                0 => {
+                    f.push_back(q(i));
+                    d.push_back(q(i));
+                }
+                1 => {
+                    let pos = r / 4 % (d.len() + 1);
+                    f.insert(pos, q(i));
+                    d.insert(pos, q(i));
+                }
+                2 => {
+                    let (a, b) = (f.pop_front(), d.pop_front());
+                    assert_eq!(a.map(|x| x.pkt), b.map(|x| x.pkt));
+                }
+                _ => copy.clone_from(&f),
+            }
+            assert_eq!(f.len(), d.len());
+            assert_eq!(f.front().map(|x| x.pkt), d.front().map(|x| x.pkt));
+            let got: Vec<u32> = f.iter().map(|x| x.pkt).collect();
+            let want: Vec<u32> = d.iter().map(|x| x.pkt).collect();
+            assert_eq!(got, want);
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(f[k].pkt, *w);
+            }
+            let copied: Vec<u32> = (&copy).into_iter().map(|x| x.pkt).collect();
+            let cloned: Vec<u32> = copy.clone().iter().map(|x| x.pkt).collect();
+            assert_eq!(copied, cloned);
+        }
+        copy.clone_from(&f);
+        let copied: Vec<u32> = copy.iter().map(|x| x.pkt).collect();
+        assert_eq!(copied, d.iter().map(|x| x.pkt).collect::<Vec<_>>());
     }
 }
