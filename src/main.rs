@@ -1,5 +1,11 @@
 //! The `flashkit` command-line program.
 
+/// The allocator: the checker keeps and frees a snapshot of the machine for
+/// every state it finds, and this one does that about twice as fast as the
+/// system's.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[macro_use]
 mod output;
 mod check;
