@@ -1715,7 +1715,7 @@ impl<S: NodeState> Magic<S> {
                 now: start,
                 msg_buf: buf,
                 spec,
-                tally: HandlerStats::default(),
+                tally: crate::cx::Tally::default(),
                 last_wire: None,
                 past_end: None,
             };
