@@ -9,7 +9,6 @@
 
 use crate::engine::Engine;
 use crate::ids::{BufId, HandlerId, Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
-use crate::ledger::HandlerStats;
 use crate::message::{DecodeError, IntoMessage, Message, Registry};
 use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 use crate::params::{InQueue, MagicParams};
@@ -60,6 +59,17 @@ pub struct Cx<'a, S> {
     pub(crate) params: &'a MagicParams,
 }
 
+/// What a handler's steps charged, added to its ledger row when it ends:
+/// only the counters a step adds to, so a dispatch starts fewer of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tally {
+    pub outbox_stall: u64,
+    pub wait: u64,
+    pub instructions: u64,
+    pub loads: u64,
+    pub stores: u64,
+}
+
 /// A handler invocation's own figures: its clock, what it holds, what it
 /// charged.
 pub(crate) struct Run {
@@ -75,7 +85,7 @@ pub(crate) struct Run {
     /// The data buffer the message arrived in, until the handler sends or frees it.
     pub msg_buf: Option<BufId>,
     pub spec: Option<(BufId, Ticket)>,
-    pub tally: HandlerStats,
+    pub tally: Tally,
     /// The wire interval of the last packet this handler sent to the network.
     pub last_wire: Option<(Cycles, Cycles)>,
     /// The first step that would have taken the clock past the end of time.

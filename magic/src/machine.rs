@@ -263,12 +263,16 @@ type Parts<'a, S> = (
 );
 
 /// Where a protocol's state is in the machine's node state `S`: the whole of
-/// it (a machine of one protocol), or the part a function picks (a protocol
-/// beside others).
+/// it (a machine of one protocol), one half of a pair (`Magic::pair`), or
+/// the part a function picks (a protocol installed beside others).
 pub(crate) enum Part<S, T> {
     /// `T` is `S`: only ever made by [`Part::whole`], so finding `T` in an
     /// `S` is a comparison of two types the compiler settles, at no cost.
     Whole,
+    /// `S` is a pair of which `T` is the half at this byte offset: only
+    /// ever made by [`Part::first`] and [`Part::second`], so finding `T` in
+    /// an `S` is one addition, with no call.
+    Half(usize),
     /// The part `.0` picks.
     Picked(fn(&mut S) -> &mut T),
 }
@@ -287,6 +291,20 @@ impl<S> Part<S, S> {
     }
 }
 
+impl<A, B> Part<(A, B), A> {
+    /// The first half of a pair.
+    pub(crate) fn first() -> Self {
+        Part::Half(core::mem::offset_of!((A, B), 0))
+    }
+}
+
+impl<A, B> Part<(A, B), B> {
+    /// The second half of a pair.
+    pub(crate) fn second() -> Self {
+        Part::Half(core::mem::offset_of!((A, B), 1))
+    }
+}
+
 /// Call `f` with the context made of `parts`, over `part` of its node
 /// state. Inlined into each handler's call, so the whole state is passed on
 /// as it is.
@@ -302,6 +320,14 @@ fn with_part<S: 'static, T: 'static>(
         Part::Whole => match (state as &mut dyn core::any::Any).downcast_mut::<T>() {
             Some(t) => t,
             None => return,
+        },
+        // SAFETY: a `Half` is made only by `Part::first` and `Part::second`,
+        // for an `S` that is a pair `(A, B)` and a `T` that is its `A` or
+        // `B`, with the offset of that half as `offset_of!` gives it. So
+        // the address `offset` bytes into `state` is that half's: a `T`,
+        // inside the `S` borrowed exclusively, borrowed for as long.
+        Part::Half(offset) => unsafe {
+            &mut *(state as *mut S).cast::<u8>().add(offset).cast::<T>()
         },
         Part::Picked(pick) => pick(state),
     };
@@ -894,9 +920,11 @@ impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
         a: &P,
         b: &Q,
     ) -> Result<Magic<(A, B)>, BuildError> {
+        // Each protocol reaches its half at its offset in the pair: no call
+        // to a projection function per handler.
         let mut bld = MagicBuilder::new(params, nodes);
-        bld.install(a, |s: &mut (A, B)| &mut s.0)
-            .install(b, |s: &mut (A, B)| &mut s.1);
+        bld.install_on(a, Part::first())
+            .install_on(b, Part::second());
         bld.build(|n| (a.node(n, nodes), b.node(n, nodes)))
     }
 }
@@ -1700,7 +1728,7 @@ impl<S: NodeState> Magic<S> {
                 now: start,
                 msg_buf: buf,
                 spec,
-                tally: HandlerStats::default(),
+                tally: crate::cx::Tally::default(),
                 last_wire: None,
                 past_end: None,
             };

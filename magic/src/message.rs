@@ -620,6 +620,46 @@ pub const UNKNOWN: MsgType = MsgType(u8::MAX);
 pub struct Registry {
     families: Vec<Family>,
     next: u16,
+    /// Each installed type's base, at the slot its type's identity hashes
+    /// to (see [`slot_of`]): a type's slot is a constant where the type is
+    /// known, so finding its base on every `cx.msg` is one load and one
+    /// comparison rather than a search of `families`. A type whose slot an
+    /// earlier type holds is found by the search.
+    slots: [Option<(TypeId, u8)>; SLOTS],
+}
+
+/// How many slots [`Registry`] keeps for finding a type's base directly.
+const SLOTS: usize = 16;
+
+/// The slot of the type whose identity is `id`: bits of its hash. Where
+/// the type is known to the compiler, its identity is a constant and so is
+/// this.
+#[inline(always)]
+fn slot_of(id: TypeId) -> usize {
+    use core::hash::{Hash, Hasher};
+    /// Keeps the last word hashed: a type's identity hashes as bits of
+    /// itself, so this is those bits.
+    struct Bits(u64);
+    impl Hasher for Bits {
+        #[inline(always)]
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        #[inline(always)]
+        fn write(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.0 = self.0.rotate_left(8) ^ b as u64;
+            }
+        }
+        #[inline(always)]
+        fn write_u64(&mut self, n: u64) {
+            self.0 ^= n;
+        }
+    }
+    let mut h = Bits(0);
+    id.hash(&mut h);
+    // The identity's bits are a hash already: any few of them will do.
+    (h.finish() >> 7) as usize % SLOTS
 }
 
 fn short_name<M: 'static>() -> &'static str {
@@ -633,6 +673,7 @@ impl Registry {
         Registry {
             families: Vec::new(),
             next: first as u16,
+            slots: [None; SLOTS],
         }
     }
 
@@ -660,6 +701,10 @@ impl Registry {
         }
         let base = self.next as u8;
         self.next = end;
+        let slot = &mut self.slots[slot_of(TypeId::of::<M>())];
+        if slot.is_none() {
+            *slot = Some((TypeId::of::<M>(), base));
+        }
         self.families.push(Family {
             id: TypeId::of::<M>(),
             name,
@@ -680,6 +725,16 @@ impl Registry {
     /// The first of `M`'s block of type numbers, if `M` is installed.
     #[inline]
     fn base_of<M: Message>(&self) -> Option<u8> {
+        match self.slots[slot_of(TypeId::of::<M>())] {
+            Some((id, base)) if id == TypeId::of::<M>() => Some(base),
+            _ => self.search::<M>(),
+        }
+    }
+
+    /// `M`'s base when its slot holds another type, or `M` is not installed.
+    #[cold]
+    #[inline(never)]
+    fn search<M: Message>(&self) -> Option<u8> {
         self.families
             .iter()
             .find(|f| f.id == TypeId::of::<M>())
@@ -830,6 +885,23 @@ mod tests {
         );
         // One kind still fits below the number kept for unknown types.
         assert_eq!(r.add::<U>("u"), Ok(254));
+    }
+
+    #[test]
+    fn a_type_is_found_whether_or_not_its_slot_is_its_own() {
+        let mut r = Registry::starting_at(0);
+        r.add::<T>("t").unwrap();
+        r.add::<U>("u").unwrap();
+        assert_eq!((r.base_of::<T>(), r.base_of::<U>()), (Some(0), Some(2)));
+        // `U`'s slot held by `T` (as when their identities share a slot):
+        // `U` is found by the search, `T` still directly.
+        r.slots = [None; SLOTS];
+        r.slots[slot_of(TypeId::of::<U>())] = Some((TypeId::of::<T>(), 0));
+        r.slots[slot_of(TypeId::of::<T>())] = Some((TypeId::of::<T>(), 0));
+        assert_eq!((r.base_of::<T>(), r.base_of::<U>()), (Some(0), Some(2)));
+        let c = r.encode(NodeId(0), NodeId(1), &U::C { x: 5 });
+        assert_eq!(c.mtype, MsgType(2));
+        assert_eq!(r.decode::<U>(&c), Ok(U::C { x: 5 }));
     }
 
     #[test]

@@ -298,3 +298,88 @@ fn misrouting_does_not_compile() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/compile_fail/*.rs");
 }
+
+/// A count of `Go`s, a node state of one small field.
+#[derive(Debug, Default, PartialEq)]
+struct Count(u16);
+
+impl magic::NodeState for Count {}
+
+fn count(cx: &mut magic::Cx<'_, Count>, _: &Msg, _: t::Go) {
+    cx.state().0 += 1;
+}
+
+/// Counts `Go`s.
+struct Counter;
+
+impl Protocol for Counter {
+    type Node = Count;
+
+    fn name(&self) -> &'static str {
+        "counter"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Count {
+        Count(0)
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Count>) {
+        let h = b.handler("count", count);
+        b.route_any(h);
+    }
+}
+
+/// The cycles at which `Lost`s were handled, a node state unlike `Count`
+/// in size and alignment.
+#[derive(Debug, Default, PartialEq)]
+struct Log(Vec<u64>);
+
+impl magic::NodeState for Log {}
+
+fn log(cx: &mut magic::Cx<'_, Log>, _: &Msg, _: u::Lost) {
+    let now = cx.now().0;
+    cx.state().0.push(now);
+}
+
+/// Logs `Lost`s.
+struct Logger;
+
+impl Protocol for Logger {
+    type Node = Log;
+
+    fn name(&self) -> &'static str {
+        "logger"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Log {
+        Log::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Log>) {
+        let h = b.handler("log", log);
+        b.route_any(h);
+    }
+}
+
+#[test]
+fn each_protocol_of_a_pair_changes_its_own_half_of_the_node_state() {
+    // Two `Go`s and one `Lost`, both orders of the pair: each handler
+    // finds its own half, wherever the pair's layout puts it.
+    let mut m = Magic::pair(raw(), 1, &Counter, &Logger).unwrap();
+    for at in [0, 5] {
+        let go = m.msg(NodeId(0), T::Go);
+        m.post(NodeId(0), Cycles(at), go).unwrap();
+    }
+    let lost = m.msg(NodeId(0), U::Lost);
+    m.post(NodeId(0), Cycles(9), lost).unwrap();
+    assert!(m.run().is_clean());
+    assert_eq!(m.state(NodeId(0)).unwrap(), &(Count(2), Log(vec![9])));
+
+    let mut m = Magic::pair(raw(), 1, &Logger, &Counter).unwrap();
+    let lost = m.msg(NodeId(0), U::Lost);
+    m.post(NodeId(0), Cycles(3), lost).unwrap();
+    let go = m.msg(NodeId(0), T::Go);
+    m.post(NodeId(0), Cycles(4), go).unwrap();
+    assert!(m.run().is_clean());
+    assert_eq!(m.state(NodeId(0)).unwrap(), &(Log(vec![3]), Count(1)));
+}
