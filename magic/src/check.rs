@@ -744,24 +744,17 @@ struct Snapshot<S> {
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
     fn snapshot(&self) -> Option<Snapshot<S>> {
-        if self.halt.is_some() {
-            return None;
-        }
         let mut s = Snapshot {
             clock: self.engine.idle()?,
-            hw: self.hw.iter().map(|h| h.without_tags()).collect(),
+            hw: Vec::new(),
             tags: Vec::new(),
-            state: self.state.clone(),
-            packets: self.packets.clone(),
-            dirty: self.dirty.clone(),
+            state: Vec::new(),
+            packets: crate::node::Packets::default(),
+            dirty: Vec::new(),
             ledger_from: self.ledger_from,
-            held: self.held.clone(),
+            held: None,
         };
-        s.tags.resize_with(self.hw.len(), Vec::new);
-        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
-            h.dcache.sparse_into(t);
-        }
-        Some(s)
+        self.snapshot_into(&mut s).then_some(s)
     }
 
     /// The machine's state into `s`, reusing its storage; false, and `s`
