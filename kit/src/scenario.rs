@@ -2095,9 +2095,7 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.sharing {
-        if trace {
-            return Err(RunError::Refused(SHARING_TRACE));
-        }
+        untraced(trace, SHARING_TRACE)?;
         let coh = s.coherence.params(s.costs.coherence);
         return Ok((sharing(x, p, coh)?, None));
     }
@@ -2114,21 +2112,15 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.suite {
-        if trace {
-            return Err(RunError::Refused(SUITE_TRACE));
-        }
+        untraced(trace, SUITE_TRACE)?;
         return suite(x, s).map(|r| (r, None));
     }
     if let Some(c) = &s.messaging_costs {
-        if trace {
-            return Err(RunError::Refused(COSTS_TRACE));
-        }
+        untraced(trace, COSTS_TRACE)?;
         return messaging_costs(c).map(|r| (r, None));
     }
     if let Some(l) = &s.logp {
-        if trace {
-            return Err(RunError::Refused(LOGP_TRACE));
-        }
+        untraced(trace, LOGP_TRACE)?;
         return logp(l, s).map(|r| (r, None));
     }
     if let Some(x) = &s.study {
@@ -2393,9 +2385,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             Ok((r, timelines(&m, trace)))
         }
         Saved::Sharing(r) => {
-            if trace {
-                return Err(RunError::Refused(SHARING_TRACE));
-            }
+            untraced(trace, SHARING_TRACE)?;
             let c = &r.config;
             let x = SharingCase {
                 readers: c.sharing.readers,
@@ -2404,22 +2394,16 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             Ok((sharing(&x, c.params.clone(), c.coherence)?, None))
         }
         Saved::Logp(r) => {
-            if trace {
-                return Err(RunError::Refused(LOGP_TRACE));
-            }
+            untraced(trace, LOGP_TRACE)?;
             let r = protocols::am::suite::logp_config(&r.config)?;
             Ok((logp_report(&r)?, None))
         }
         Saved::Suite(r) => {
-            if trace {
-                return Err(RunError::Refused(SUITE_TRACE));
-            }
+            untraced(trace, SUITE_TRACE)?;
             Ok((suite_run(&r.config)?, None))
         }
         Saved::Costs(r) => {
-            if trace {
-                return Err(RunError::Refused(COSTS_TRACE));
-            }
+            untraced(trace, COSTS_TRACE)?;
             let r = protocols::am::costs::run_config(&r.config)?;
             Ok((costs_report(&r)?, None))
         }
@@ -2436,9 +2420,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             ))
         }
         Saved::Study(s) => {
-            if trace {
-                return Err(RunError::Refused(STUDY_TRACE));
-            }
+            untraced(trace, STUDY_TRACE)?;
             // Point by point, in order (`study::run_config` runs them on
             // workers, to the same study).
             let c = &s.config;
@@ -2456,9 +2438,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             ))
         }
         Saved::Check(r) => {
-            if trace {
-                return Err(RunError::Refused(CHECK_TRACE));
-            }
+            untraced(trace, CHECK_TRACE)?;
             let r = crate::check::run(&r.config, None)?;
             let failed = (r.violations > 0).then(|| {
                 format!(
@@ -2486,6 +2466,14 @@ const SUITE_TRACE: &str =
 /// Why the cost study is not traced.
 const COSTS_TRACE: &str =
     "a trace records MAGIC's timelines: the cost study runs on the CM-5 model";
+
+/// Refuse a trace, saying `why`, for an experiment that cannot give one.
+fn untraced(trace: bool, why: &'static str) -> Result<(), RunError> {
+    match trace {
+        true => Err(RunError::Refused(why)),
+        false => Ok(()),
+    }
+}
 
 /// Why a LogP measurement is not traced.
 const LOGP_TRACE: &str = "a trace records MAGIC's timelines: logp runs the AM suite's own machines";
