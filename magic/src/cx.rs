@@ -98,19 +98,24 @@ impl Run {
     fn by(&self) -> u32 {
         self.handler.0 as u32
     }
+
+    /// The record of a drop in the running handler's step `step`.
+    pub(crate) fn first(&self, step: &'static str, msg: Option<MsgType>, detail: u64) -> First {
+        First {
+            handler: Some(self.handler),
+            step,
+            msg,
+            detail,
+            at: self.now,
+            why: None,
+        }
+    }
 }
 
 impl<'a, S> Cx<'a, S> {
     /// The record of a drop in this handler's step `step`.
     fn first(&self, step: &'static str, msg: Option<MsgType>, detail: u64) -> First {
-        First {
-            handler: Some(self.run.handler),
-            step,
-            msg,
-            detail,
-            at: self.run.now,
-            why: None,
-        }
+        self.run.first(step, msg, detail)
     }
 
     /// Refuse step `step` for `why`: counted as a drop, named in the run's

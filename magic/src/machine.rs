@@ -349,14 +349,7 @@ fn with_part<S: 'static, T: 'static>(
 fn undecodable<S>((run, hw, ..): Parts<'_, S>, msg: &Msg) {
     hw.lose(
         Cause::Undecodable,
-        First {
-            handler: Some(run.handler),
-            step: "dispatch",
-            msg: Some(msg.mtype),
-            detail: 0,
-            at: run.now,
-            why: None,
-        },
+        run.first("dispatch", Some(msg.mtype), 0),
     );
 }
 
