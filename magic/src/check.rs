@@ -873,6 +873,21 @@ struct Work {
     numbers: Vec<u32>,
 }
 
+impl Work {
+    /// Every move `m` offers into `self.moves`: each held message that may
+    /// be released, then each of the model's actions.
+    fn list_moves<M: Model>(&mut self, model: &M, m: &Magic<M::Node>) {
+        m.deliveries_into(&mut self.numbers);
+        self.moves.clear();
+        self.moves
+            .extend(self.numbers.iter().map(|&i| Move::Deliver(i)));
+        self.numbers.clear();
+        model.actions(m, &mut self.numbers);
+        self.moves
+            .extend(self.numbers.iter().map(|&a| Move::Act(a)));
+    }
+}
+
 /// States expanded at once, per thread: their results are merged in the
 /// frontier's order, so the batch size changes nothing but the memory.
 const BATCH: usize = 512;
@@ -909,17 +924,8 @@ where
     M::Node: Clone,
 {
     m.restore(s);
-    let Work {
-        buf,
-        moves,
-        numbers,
-    } = work;
-    m.deliveries_into(numbers);
-    moves.clear();
-    moves.extend(numbers.iter().map(|&i| Move::Deliver(i)));
-    numbers.clear();
-    model.actions(m, numbers);
-    moves.extend(numbers.iter().map(|&a| Move::Act(a)));
+    work.list_moves(model, m);
+    let Work { buf, moves, .. } = work;
     if moves.is_empty() {
         return Expansion::Finished(model.finished(m));
     }
@@ -1073,27 +1079,23 @@ where
 pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     let mut found = Search::new(bounds);
     let mut queue = VecDeque::new();
-    let mut buf = [Vec::new(), Vec::new()];
+    let mut work = Work::default();
     let root = match start(model, bounds) {
         Ok(m) => m,
         Err(e) => return found.fail(e, Vec::new()),
     };
     let perms = renamings(model, bounds, &root);
     found.report.symmetry = !perms.is_empty();
-    found.root(state_print(model, &root, &perms, &mut buf));
+    found.root(state_print(model, &root, &perms, &mut work.buf));
     queue.push_back(0u32);
-    let mut moves = Vec::new();
     while let Some(v) = queue.pop_front() {
         let path = path_to(&found.visits, v);
         let m = match replay(model, bounds, &path) {
             Ok(m) => m,
             Err(e) => return found.fail(format!("replay diverged: {e}"), Vec::new()),
         };
-        moves.clear();
-        moves.extend(m.deliveries().into_iter().map(Move::Deliver));
-        let mut acts = Vec::new();
-        model.actions(&m, &mut acts);
-        moves.extend(acts.into_iter().map(Move::Act));
+        work.list_moves(model, &m);
+        let Work { buf, moves, .. } = &mut work;
         if moves.is_empty() {
             if let Err(e) = model.finished(&m) {
                 let trace = describe_path(model, bounds, &path);
@@ -1119,7 +1121,7 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 let trace = describe_path(model, bounds, &p);
                 return found.fail(e, trace);
             }
-            match found.admit(v, mv, depth, state_print(model, machine, &perms, &mut buf)) {
+            match found.admit(v, mv, depth, state_print(model, machine, &perms, buf)) {
                 Admitted::New(w) => queue.push_back(w),
                 Admitted::Seen => {}
                 Admitted::Full => return found.report,
