@@ -744,13 +744,16 @@ struct Snapshot<S> {
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
     fn snapshot(&self) -> Option<Snapshot<S>> {
+        // Sized as they will be filled: a vector grown from empty would
+        // round its few nodes up to four.
+        let nodes = self.hw.len();
         let mut s = Snapshot {
             clock: self.engine.idle()?,
-            hw: Vec::new(),
-            tags: Vec::new(),
-            state: Vec::new(),
+            hw: Vec::with_capacity(nodes),
+            tags: Vec::with_capacity(nodes),
+            state: Vec::with_capacity(self.state.len()),
             packets: crate::node::Packets::default(),
-            dirty: Vec::new(),
+            dirty: Vec::with_capacity(self.dirty.len()),
             ledger_from: self.ledger_from,
             held: None,
         };
