@@ -727,90 +727,85 @@ fn fingerprint(bytes: &[u8]) -> u128 {
 /// reads: a restored machine keeps its own): restored into a machine built
 /// by the same model, it makes that machine the one it was taken from (the
 /// handlers, parameters and message types are the same by construction,
-/// and a settled engine holds no event).
+/// and a settled engine holds no event). The hardware is packed into bytes
+/// (see [`crate::pack`]): a search holds millions of these at once.
 struct Snapshot<S> {
     clock: crate::engine::Idle,
-    /// Each node's units, its data cache's tags left out ...
-    hw: Vec<crate::node::NodeHw>,
-    /// ... and kept here, the ones in use only.
-    tags: Vec<crate::dcache::SparseTags>,
-    state: Vec<S>,
-    packets: crate::node::Packets,
-    dirty: Vec<u32>,
     ledger_from: crate::time::Cycles,
-    held: Option<Vec<crate::node::Held>>,
+    /// Each node's hardware, the packets, the dirty list and the held
+    /// messages, packed ...
+    bytes: Vec<u8>,
+    /// ... but what a node holds only while watched, traced or once it has
+    /// dropped something, by node, for the nodes that hold any.
+    rare: Vec<(u32, crate::node::Rare)>,
+    state: Vec<S>,
 }
 
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
     fn snapshot(&self) -> Option<Snapshot<S>> {
-        // Sized as they will be filled: a vector grown from empty would
-        // round its few nodes up to four.
-        let nodes = self.hw.len();
         let mut s = Snapshot {
             clock: self.engine.idle()?,
-            hw: Vec::with_capacity(nodes),
-            tags: Vec::with_capacity(nodes),
-            state: Vec::with_capacity(self.state.len()),
-            packets: crate::node::Packets::default(),
-            dirty: Vec::with_capacity(self.dirty.len()),
             ledger_from: self.ledger_from,
-            held: None,
+            bytes: Vec::new(),
+            rare: Vec::new(),
+            // Sized as it will be filled: a vector grown from empty would
+            // round its few nodes up to four.
+            state: Vec::with_capacity(self.state.len()),
         };
         self.snapshot_into(&mut s).then_some(s)
+    }
+
+    /// The machine's hardware, packed, into `s`; false, and `s` left as it
+    /// was, if the machine is not settled.
+    fn pack_into(&self, s: &mut Snapshot<S>) -> bool {
+        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+            return false;
+        };
+        s.clock = clock;
+        s.ledger_from = self.ledger_from;
+        let out = &mut s.bytes;
+        out.clear();
+        for h in &self.hw {
+            h.pack(out);
+        }
+        self.packets.pack(out);
+        crate::node::put_u32s(out, &self.dirty);
+        crate::pack::put_opt(out, self.held.as_ref().map(|h| h.len() as u64));
+        for h in self.held.iter().flatten() {
+            h.pack(out);
+        }
+        s.rare.clear();
+        for (n, h) in self.hw.iter().enumerate() {
+            if let Some(r) = h.rare() {
+                s.rare.push((n as u32, r));
+            }
+        }
+        true
     }
 
     /// The machine's state into `s`, reusing its storage; false, and `s`
     /// left as it was, if the machine is not settled.
     fn snapshot_into(&self, s: &mut Snapshot<S>) -> bool {
-        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+        if !self.pack_into(s) {
             return false;
-        };
-        s.clock = clock;
-        s.hw.truncate(self.hw.len());
-        for (d, h) in s.hw.iter_mut().zip(&self.hw) {
-            d.clone_from_but_tags(h);
-        }
-        let kept = s.hw.len();
-        s.hw.extend(self.hw[kept..].iter().map(|h| h.without_tags()));
-        s.tags.resize_with(self.hw.len(), Vec::new);
-        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
-            h.dcache.sparse_into(t);
         }
         s.state.clone_from(&self.state);
-        s.packets.clone_from(&self.packets);
-        s.dirty.clone_from(&self.dirty);
-        s.ledger_from = self.ledger_from;
-        s.held.clone_from(&self.held);
         true
     }
 
-    /// The machine's state moved into `s` (a snapshot of a machine of the
-    /// same model) by trading storage: this machine is left with `s`'s old
-    /// contents, and must be restored before it runs again. Its data
-    /// cache's tags stay with it. False, and nothing done, if the machine
-    /// is not settled.
+    /// The machine's state into `s` (a snapshot of a machine of the same
+    /// model), its node states moved by trading storage: this machine is
+    /// left with `s`'s old node states, and must be restored before it
+    /// runs again. False, and nothing done, if the machine is not settled.
     fn snapshot_moved(&mut self, s: &mut Snapshot<S>) -> bool {
-        if s.hw.len() != self.hw.len() || s.state.len() != self.state.len() {
+        if s.state.len() != self.state.len() {
             return self.snapshot_into(s);
         }
-        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
+        if !self.pack_into(s) {
             return false;
-        };
-        s.clock = clock;
-        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
-            h.dcache.sparse_into(t);
-        }
-        std::mem::swap(&mut self.hw, &mut s.hw);
-        for (mine, kept) in self.hw.iter_mut().zip(&mut s.hw) {
-            std::mem::swap(&mut mine.dcache, &mut kept.dcache);
-            kept.dcache.counts_from(&mine.dcache);
         }
         std::mem::swap(&mut self.state, &mut s.state);
-        std::mem::swap(&mut self.packets, &mut s.packets);
-        std::mem::swap(&mut self.dirty, &mut s.dirty);
-        s.ledger_from = self.ledger_from;
-        std::mem::swap(&mut self.held, &mut s.held);
         true
     }
 
@@ -830,21 +825,41 @@ impl<S: NodeState + Clone> Magic<S> {
         }
     }
 
-    /// Make this machine the one `s` was taken from.
-    fn restore(&mut self, s: &Snapshot<S>) {
+    /// Make this machine the one `s` was taken from; false if its bytes
+    /// did not unpack whole (a snapshot of another model's machine).
+    fn restore(&mut self, s: &Snapshot<S>) -> bool {
         self.engine.set_idle(s.clock);
-        for ((h, src), t) in self.hw.iter_mut().zip(&s.hw).zip(&s.tags) {
-            h.clone_from_but_tags(src);
-            h.dcache.set_sparse(t);
+        let mut r = crate::pack::Reader::new(&s.bytes);
+        let mut rare = s.rare.iter().peekable();
+        for (n, h) in self.hw.iter_mut().enumerate() {
+            let x = rare.next_if(|(at, _)| *at as usize == n);
+            h.unpack(&mut r, x.map(|(_, x)| x));
+        }
+        self.packets.unpack(&mut r);
+        crate::node::read_u32s(&mut r, &mut self.dirty);
+        match r.opt() {
+            None => self.held = None,
+            Some(n) => {
+                let held = self.held.get_or_insert_with(Vec::new);
+                held.clear();
+                for _ in 0..n {
+                    match crate::node::Held::unpack(&mut r) {
+                        Some(h) => held.push(h),
+                        None => return false,
+                    }
+                }
+            }
         }
         self.state.clone_from(&s.state);
-        self.packets.clone_from(&s.packets);
-        self.dirty.clone_from(&s.dirty);
         self.ledger_from = s.ledger_from;
-        self.held.clone_from(&s.held);
         self.halt = None;
+        r.done() && rare.next().is_none()
     }
 }
+
+/// What a search says of a snapshot that did not restore whole (a fault
+/// of the explorer's, not of the model).
+const NOT_RESTORED: &str = "a state's snapshot did not restore whole";
 
 /// What one state's moves led to, in the order of its moves.
 enum Expansion<S> {
@@ -926,7 +941,9 @@ where
     M: Model,
     M::Node: Clone,
 {
-    m.restore(s);
+    if !m.restore(s) {
+        return Expansion::Finished(Err(NOT_RESTORED.to_string()));
+    }
     work.list_moves(model, m);
     let Work { buf, moves, .. } = work;
     if moves.is_empty() {
@@ -934,8 +951,9 @@ where
     }
     let mut out = Vec::with_capacity(moves.len());
     for (k, &mv) in moves.iter().enumerate() {
-        if k > 0 {
-            m.restore(s);
+        if k > 0 && !m.restore(s) {
+            out.push((mv, Err(NOT_RESTORED.to_string())));
+            break;
         }
         if let Err(e) = make(model, bounds, m, mv) {
             out.push((mv, Err(e)));
