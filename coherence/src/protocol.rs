@@ -33,6 +33,7 @@ use crate::directory::{self, Acks, DirEntry, DirFormat, HomeProc, Outcome, Req, 
 use crate::msg::{coh_msg, CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
+use magic::pack::{by_key, put, put_opt, Reader};
 use magic::costs::Source as Provenance;
 use magic::{
     BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
@@ -298,6 +299,178 @@ pub struct CohNode {
     pub proc: Proc,
     /// What the protocol counted.
     pub stats: CohStats,
+}
+
+impl CohNode {
+    /// Packed for a search's frontier (see [`magic::pack`]): all but its
+    /// parameters, which are the same in every state of a machine.
+    pub fn pack(&self, out: &mut Vec<u8>) {
+        let CohNode {
+            id,
+            nodes,
+            params: _,
+            dir,
+            store,
+            misses,
+            writebacks,
+            deferred,
+            proc,
+            stats,
+        } = self;
+        put(out, id.0.into());
+        put(out, (*nodes).into());
+        put(out, dir.len() as u64);
+        for (k, e) in by_key(dir) {
+            put(out, k);
+            e.pack(out);
+        }
+        put(out, store.used.into());
+        put(out, store.lists.len() as u64);
+        store.lists.iter().for_each(|&k| put(out, k));
+        put(out, misses.len() as u64);
+        for (k, m) in by_key(misses) {
+            put(out, k);
+            put(out, m.req as u64);
+            put_opt(out, m.acks_needed.map(u64::from));
+            put(out, m.acks_got.into());
+            put_opt(out, m.buf.map(|b| b.0.into()));
+            let flags = m.exclusive as u64 | (m.invalidated as u64) << 1 | (m.filling as u64) << 2;
+            put(out, flags);
+            put(out, m.retries.into());
+        }
+        put(out, writebacks.len() as u64);
+        for (k, &n) in by_key(writebacks) {
+            put(out, k);
+            put(out, n.into());
+        }
+        put(out, deferred.len() as u64);
+        for (k, ds) in by_key(deferred) {
+            put(out, k);
+            put(out, ds.len() as u64);
+            for d in ds {
+                d.msg.pack(out);
+                put(out, d.requester.0.into());
+                put(out, d.exclusive.into());
+            }
+        }
+        proc.pack(out);
+        let CohStats {
+            naks,
+            retries,
+            max_retries,
+            invalidations,
+            message_interventions,
+            message_invalidations,
+            forwards,
+            owner_naks,
+            deferred,
+            hints_sent,
+            hints,
+            reclaims,
+            protocol_errors,
+        } = *stats;
+        for x in [
+            naks,
+            retries,
+            max_retries.into(),
+            invalidations,
+            message_interventions,
+            message_invalidations,
+            forwards,
+            owner_naks,
+            deferred,
+            hints_sent,
+            hints,
+            reclaims,
+            protocol_errors,
+        ] {
+            put(out, x);
+        }
+    }
+
+    /// Make this node (one of the same machine's) the one [`CohNode::pack`]
+    /// packed, reusing its storage.
+    pub fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.id = NodeId(r.u32());
+        self.nodes = r.u32();
+        self.dir.clear();
+        for _ in 0..r.len() {
+            let k = r.u64();
+            self.dir.insert(k, DirEntry::unpack(r));
+        }
+        self.store.used = r.u32();
+        self.store.lists.clear();
+        for _ in 0..r.len() {
+            self.store.lists.push_back(r.u64());
+        }
+        self.misses.clear();
+        for _ in 0..r.len() {
+            let k = r.u64();
+            let req = match r.u8() {
+                0 => Req::Read,
+                1 => Req::Write,
+                2 => Req::Upgrade,
+                _ => {
+                    r.mark_short();
+                    Req::Read
+                }
+            };
+            let acks_needed = r.opt().map(|x| x as u32);
+            let acks_got = r.u32();
+            let buf = r.opt().map(|b| magic::BufId(b as u16));
+            let flags = r.u8();
+            let retries = r.u32();
+            let m = Miss {
+                req,
+                acks_needed,
+                acks_got,
+                exclusive: flags & 1 != 0,
+                buf,
+                invalidated: flags & 2 != 0,
+                filling: flags & 4 != 0,
+                retries,
+            };
+            self.misses.insert(k, m);
+        }
+        self.writebacks.clear();
+        for _ in 0..r.len() {
+            let k = r.u64();
+            self.writebacks.insert(k, r.u32());
+        }
+        self.deferred.clear();
+        for _ in 0..r.len() {
+            let k = r.u64();
+            let mut ds = SmallVec::new();
+            for _ in 0..r.len() {
+                let msg = Msg::unpack(r);
+                let requester = NodeId(r.u32());
+                let exclusive = r.bool();
+                ds.push(Deferred {
+                    msg,
+                    requester,
+                    exclusive,
+                });
+            }
+            self.deferred.insert(k, ds);
+        }
+        self.proc.unpack(r);
+        let mut x = || r.u64();
+        self.stats = CohStats {
+            naks: x(),
+            retries: x(),
+            max_retries: x() as u32,
+            invalidations: x(),
+            message_interventions: x(),
+            message_invalidations: x(),
+            forwards: x(),
+            owner_naks: x(),
+            deferred: x(),
+            hints_sent: x(),
+            hints: x(),
+            reclaims: x(),
+            protocol_errors: x(),
+        };
+    }
 }
 
 /// A node's state, as a search keeps it; `clone_from` reuses the storage

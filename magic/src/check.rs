@@ -395,6 +395,21 @@ pub trait Model {
         word
     }
 
+    /// Pack node state `s` into `out` for a search's frontier (see
+    /// [`crate::pack`]) and say so. A search holds millions of states at
+    /// once, and packed node states take a fraction of copies' memory. The
+    /// default packs nothing and says false: the search keeps a copy of
+    /// each node state. A model that packs must unpack
+    /// ([`Model::unpack_node`]) to a state the same in everything the
+    /// machine can do next and every report of a search reads.
+    fn pack_node(&self, _s: &Self::Node, _out: &mut Vec<u8>) -> bool {
+        false
+    }
+
+    /// Make `s`, a node state of a machine this model built, the one
+    /// [`Model::pack_node`] packed, reading it from `r`.
+    fn unpack_node(&self, _s: &mut Self::Node, _r: &mut crate::pack::Reader<'_>) {}
+
     /// What must hold when no move is left: every operation done, nothing
     /// stuck, nothing refused. The default asks the machine's own report
     /// ([`nothing_stuck`], [`nothing_dropped`]).
@@ -741,9 +756,36 @@ struct Snapshot<S> {
     state: Vec<S>,
 }
 
+/// How a search keeps its states' node states: packed by the model (see
+/// [`Model::pack_node`]), or copied.
+struct Keep<'a, M> {
+    model: &'a M,
+    packed: bool,
+}
+
+impl<M> Clone for Keep<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for Keep<'_, M> {}
+
+impl<'a, M: Model> Keep<'a, M> {
+    /// Packed if the model packs the node states of `m`.
+    fn new(model: &'a M, m: &Magic<M::Node>) -> Keep<'a, M> {
+        let mut out = Vec::new();
+        let packed = m.state.iter().all(|s| model.pack_node(s, &mut out));
+        Keep {
+            model,
+            packed: packed && !m.state.is_empty(),
+        }
+    }
+}
+
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
-    fn snapshot(&self) -> Option<Snapshot<S>> {
+    fn snapshot<M: Model<Node = S>>(&self, keep: Keep<'_, M>) -> Option<Snapshot<S>> {
         let mut s = Snapshot {
             clock: self.engine.idle()?,
             ledger_from: self.ledger_from,
@@ -753,12 +795,13 @@ impl<S: NodeState + Clone> Magic<S> {
             // round its few nodes up to four.
             state: Vec::with_capacity(self.state.len()),
         };
-        self.snapshot_into(&mut s).then_some(s)
+        self.snapshot_into(keep, &mut s).then_some(s)
     }
 
-    /// The machine's hardware, packed, into `s`; false, and `s` left as it
-    /// was, if the machine is not settled.
-    fn pack_into(&self, s: &mut Snapshot<S>) -> bool {
+    /// The machine's hardware, and its node states if `keep` packs them,
+    /// packed into `s`; false, and `s` left as it was, if the machine is
+    /// not settled.
+    fn pack_into<M: Model<Node = S>>(&self, keep: Keep<'_, M>, s: &mut Snapshot<S>) -> bool {
         let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
             return false;
         };
@@ -775,6 +818,11 @@ impl<S: NodeState + Clone> Magic<S> {
         for h in self.held.iter().flatten() {
             h.pack(out);
         }
+        if keep.packed {
+            for n in &self.state {
+                keep.model.pack_node(n, out);
+            }
+        }
         s.rare.clear();
         for (n, h) in self.hw.iter().enumerate() {
             if let Some(r) = h.rare() {
@@ -786,11 +834,13 @@ impl<S: NodeState + Clone> Magic<S> {
 
     /// The machine's state into `s`, reusing its storage; false, and `s`
     /// left as it was, if the machine is not settled.
-    fn snapshot_into(&self, s: &mut Snapshot<S>) -> bool {
-        if !self.pack_into(s) {
+    fn snapshot_into<M: Model<Node = S>>(&self, keep: Keep<'_, M>, s: &mut Snapshot<S>) -> bool {
+        if !self.pack_into(keep, s) {
             return false;
         }
-        s.state.clone_from(&self.state);
+        if !keep.packed {
+            s.state.clone_from(&self.state);
+        }
         true
     }
 
@@ -798,11 +848,15 @@ impl<S: NodeState + Clone> Magic<S> {
     /// model), its node states moved by trading storage: this machine is
     /// left with `s`'s old node states, and must be restored before it
     /// runs again. False, and nothing done, if the machine is not settled.
-    fn snapshot_moved(&mut self, s: &mut Snapshot<S>) -> bool {
-        if s.state.len() != self.state.len() {
-            return self.snapshot_into(s);
+    fn snapshot_moved<M: Model<Node = S>>(
+        &mut self,
+        keep: Keep<'_, M>,
+        s: &mut Snapshot<S>,
+    ) -> bool {
+        if keep.packed || s.state.len() != self.state.len() {
+            return self.snapshot_into(keep, s);
         }
-        if !self.pack_into(s) {
+        if !self.pack_into(keep, s) {
             return false;
         }
         std::mem::swap(&mut self.state, &mut s.state);
@@ -813,11 +867,15 @@ impl<S: NodeState + Clone> Magic<S> {
     /// [`Magic::snapshot_moved`]: this machine must then be restored
     /// before it runs again), in a new one otherwise; `None` if the machine
     /// is not settled.
-    fn snapshot_pooled(&mut self, pool: &mut Pool<S>) -> Option<Box<Snapshot<S>>> {
+    fn snapshot_pooled<M: Model<Node = S>>(
+        &mut self,
+        keep: Keep<'_, M>,
+        pool: &mut Pool<S>,
+    ) -> Option<Box<Snapshot<S>>> {
         let Some(mut s) = pool.pop() else {
-            return self.snapshot().map(Box::new);
+            return self.snapshot(keep).map(Box::new);
         };
-        if self.snapshot_moved(&mut s) {
+        if self.snapshot_moved(keep, &mut s) {
             Some(s)
         } else {
             pool.push(s);
@@ -827,7 +885,7 @@ impl<S: NodeState + Clone> Magic<S> {
 
     /// Make this machine the one `s` was taken from; false if its bytes
     /// did not unpack whole (a snapshot of another model's machine).
-    fn restore(&mut self, s: &Snapshot<S>) -> bool {
+    fn restore<M: Model<Node = S>>(&mut self, keep: Keep<'_, M>, s: &Snapshot<S>) -> bool {
         self.engine.set_idle(s.clock);
         let mut r = crate::pack::Reader::new(&s.bytes);
         let mut rare = s.rare.iter().peekable();
@@ -850,7 +908,13 @@ impl<S: NodeState + Clone> Magic<S> {
                 }
             }
         }
-        self.state.clone_from(&s.state);
+        if keep.packed {
+            for n in &mut self.state {
+                keep.model.unpack_node(n, &mut r);
+            }
+        } else {
+            self.state.clone_from(&s.state);
+        }
         self.ledger_from = s.ledger_from;
         self.halt = None;
         r.done() && rare.next().is_none()
@@ -928,7 +992,7 @@ fn cores() -> usize {
 /// expansion restores it first).
 #[allow(clippy::too_many_arguments)]
 fn expand<M>(
-    model: &M,
+    keep: Keep<'_, M>,
     bounds: Bounds,
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
@@ -941,8 +1005,23 @@ where
     M: Model,
     M::Node: Clone,
 {
-    if !m.restore(s) {
+    let model = keep.model;
+    if !m.restore(keep, s) {
         return Expansion::Finished(Err(NOT_RESTORED.to_string()));
+    }
+    #[cfg(debug_assertions)]
+    {
+        // What is restored packs to the bytes it was restored from: an
+        // unpack that left a field out, in the hardware or the model's
+        // node state, shows here in every debug test of a search.
+        let mut again = Snapshot {
+            bytes: Vec::new(),
+            rare: Vec::new(),
+            state: Vec::new(),
+            ..*s
+        };
+        m.pack_into(keep, &mut again);
+        debug_assert!(again.bytes == s.bytes, "a restored state packs differently");
     }
     work.list_moves(model, m);
     let Work { buf, moves, .. } = work;
@@ -951,7 +1030,7 @@ where
     }
     let mut out = Vec::with_capacity(moves.len());
     for (k, &mv) in moves.iter().enumerate() {
-        if k > 0 && !m.restore(s) {
+        if k > 0 && !m.restore(keep, s) {
             out.push((mv, Err(NOT_RESTORED.to_string())));
             break;
         }
@@ -963,7 +1042,7 @@ where
         let found = if seen.contains(&fp) {
             None
         } else {
-            match m.snapshot_pooled(pool) {
+            match m.snapshot_pooled(keep, pool) {
                 Some(snap) => Some((fp, snap)),
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
@@ -1010,7 +1089,8 @@ where
     found.report.symmetry = !perms.is_empty();
     let mut works: Vec<Work> = (0..threads).map(|_| Work::default()).collect();
     let fp = state_print(model, root, perms, &mut works[0].buf);
-    let Some(snap) = root.snapshot() else {
+    let keep = Keep::new(model, root);
+    let Some(snap) = root.snapshot(keep) else {
         return found.fail("the machine did not settle".into(), Vec::new());
     };
     found.root(fp);
@@ -1025,7 +1105,7 @@ where
             let (m, work, pool) = (&mut scratch[0], &mut works[0], &mut pool);
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
+                .map(|(_, s)| expand(keep, bounds, m, s, seen, perms, work, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
@@ -1045,7 +1125,7 @@ where
                         sc.spawn(move || {
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
+                                .map(|(_, s)| expand(keep, bounds, m, s, seen, perms, work, pool))
                                 .collect::<Vec<_>>()
                         })
                     })

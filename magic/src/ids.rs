@@ -176,8 +176,10 @@ pub struct Msg {
 }
 
 impl Msg {
-    /// Packed for a search's frontier (see [`crate::pack`]).
-    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+    /// Packed for a search's frontier (see [`crate::pack`]), as a model
+    /// packing its node state packs the messages it keeps
+    /// ([`crate::check::Model::pack_node`]).
+    pub fn pack(&self, out: &mut Vec<u8>) {
         use crate::pack::put;
         put(out, self.mtype.0.into());
         put(out, self.lane as u64);
@@ -191,7 +193,7 @@ impl Msg {
     }
 
     /// What [`Msg::pack`] packed.
-    pub(crate) fn unpack(r: &mut crate::pack::Reader<'_>) -> Msg {
+    pub fn unpack(r: &mut crate::pack::Reader<'_>) -> Msg {
         Msg {
             mtype: MsgType(r.u8()),
             lane: if r.bool() { Lane::Reply } else { Lane::Request },

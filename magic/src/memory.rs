@@ -103,10 +103,10 @@ impl Clone for Memory {
 }
 
 impl Memory {
-    /// Packed for a search's frontier (its lines in the map's order).
+    /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.lines.len() as u64);
-        for (&k, line) in &self.lines {
+        for (k, line) in crate::pack::by_key(&self.lines) {
             put(out, k);
             put_line(out, line);
         }

@@ -99,10 +99,10 @@ impl Clone for ProcCache {
 }
 
 impl ProcCache {
-    /// Packed for a search's frontier (its lines in the map's order).
+    /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.lines.len() as u64);
-        for (&k, l) in &self.lines {
+        for (k, l) in crate::pack::by_key(&self.lines) {
             put(out, k);
             put(out, l.state as u64);
             put_line(out, &l.bytes);
