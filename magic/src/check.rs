@@ -745,10 +745,9 @@ fn fingerprint(bytes: &[u8]) -> u128 {
 /// and a settled engine holds no event). The hardware is packed into bytes
 /// (see [`crate::pack`]): a search holds millions of these at once.
 struct Snapshot<S> {
-    clock: crate::engine::Idle,
-    ledger_from: crate::time::Cycles,
-    /// Each node's hardware, the packets, the dirty list and the held
-    /// messages, packed ...
+    /// The engine's clock and counts, when the ledger's counts start, each
+    /// node's hardware, the packets, the dirty list, the held messages and,
+    /// if the model packs them, the node states, packed ...
     bytes: Vec<u8>,
     /// ... but what a node holds only while watched, traced or once it has
     /// dropped something, by node, for the nodes that hold any.
@@ -787,13 +786,11 @@ impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
     fn snapshot<M: Model<Node = S>>(&self, keep: Keep<'_, M>) -> Option<Snapshot<S>> {
         let mut s = Snapshot {
-            clock: self.engine.idle()?,
-            ledger_from: self.ledger_from,
             bytes: Vec::new(),
             rare: Vec::new(),
-            // Sized as it will be filled: a vector grown from empty would
-            // round its few nodes up to four.
-            state: Vec::with_capacity(self.state.len()),
+            // Sized as it will be filled, if it will be: a vector grown
+            // from empty would round its few nodes up to four.
+            state: Vec::with_capacity(if keep.packed { 0 } else { self.state.len() }),
         };
         self.snapshot_into(keep, &mut s).then_some(s)
     }
@@ -805,10 +802,10 @@ impl<S: NodeState + Clone> Magic<S> {
         let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
             return false;
         };
-        s.clock = clock;
-        s.ledger_from = self.ledger_from;
         let out = &mut s.bytes;
         out.clear();
+        clock.pack(out);
+        crate::pack::put(out, self.ledger_from.0);
         for h in &self.hw {
             h.pack(out);
         }
@@ -886,8 +883,9 @@ impl<S: NodeState + Clone> Magic<S> {
     /// Make this machine the one `s` was taken from; false if its bytes
     /// did not unpack whole (a snapshot of another model's machine).
     fn restore<M: Model<Node = S>>(&mut self, keep: Keep<'_, M>, s: &Snapshot<S>) -> bool {
-        self.engine.set_idle(s.clock);
         let mut r = crate::pack::Reader::new(&s.bytes);
+        self.engine.set_idle(crate::engine::Idle::unpack(&mut r));
+        self.ledger_from = r.cycles();
         let mut rare = s.rare.iter().peekable();
         for (n, h) in self.hw.iter_mut().enumerate() {
             let x = rare.next_if(|(at, _)| *at as usize == n);
@@ -915,7 +913,6 @@ impl<S: NodeState + Clone> Magic<S> {
         } else {
             self.state.clone_from(&s.state);
         }
-        self.ledger_from = s.ledger_from;
         self.halt = None;
         r.done() && rare.next().is_none()
     }
@@ -1018,7 +1015,6 @@ where
             bytes: Vec::new(),
             rare: Vec::new(),
             state: Vec::new(),
-            ..*s
         };
         m.pack_into(keep, &mut again);
         debug_assert!(again.bytes == s.bytes, "a restored state packs differently");
@@ -1043,7 +1039,12 @@ where
             None
         } else {
             match m.snapshot_pooled(keep, pool) {
-                Some(snap) => Some((fp, snap)),
+                Some(mut snap) => {
+                    // Kept in the frontier, perhaps for long: no more
+                    // than its bytes.
+                    snap.bytes.shrink_to_fit();
+                    Some((fp, snap))
+                }
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
                     break;
