@@ -320,15 +320,15 @@ impl CohNode {
         put(out, id.0.into());
         put(out, (*nodes).into());
         put(out, dir.len() as u64);
-        for (k, e) in by_key(dir) {
+        by_key(dir, |k, e| {
             put(out, k);
             e.pack(out);
-        }
+        });
         put(out, store.used.into());
         put(out, store.lists.len() as u64);
         store.lists.iter().for_each(|&k| put(out, k));
         put(out, misses.len() as u64);
-        for (k, m) in by_key(misses) {
+        by_key(misses, |k, m| {
             put(out, k);
             put(out, m.req as u64);
             put_opt(out, m.acks_needed.map(u64::from));
@@ -337,14 +337,14 @@ impl CohNode {
             let flags = m.exclusive as u64 | (m.invalidated as u64) << 1 | (m.filling as u64) << 2;
             put(out, flags);
             put(out, m.retries.into());
-        }
+        });
         put(out, writebacks.len() as u64);
-        for (k, &n) in by_key(writebacks) {
+        by_key(writebacks, |k, &n| {
             put(out, k);
             put(out, n.into());
-        }
+        });
         put(out, deferred.len() as u64);
-        for (k, ds) in by_key(deferred) {
+        by_key(deferred, |k, ds| {
             put(out, k);
             put(out, ds.len() as u64);
             for d in ds {
@@ -352,7 +352,7 @@ impl CohNode {
                 put(out, d.requester.0.into());
                 put(out, d.exclusive.into());
             }
-        }
+        });
         proc.pack(out);
         let CohStats {
             naks,

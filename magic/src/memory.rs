@@ -106,10 +106,10 @@ impl Memory {
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.lines.len() as u64);
-        for (k, line) in crate::pack::by_key(&self.lines) {
+        crate::pack::by_key(&self.lines, |k, line| {
             put(out, k);
             put_line(out, line);
-        }
+        });
         put(out, self.bus_free.0);
         put(out, self.busy.0);
         put(out, self.ops);

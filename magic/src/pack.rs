@@ -48,16 +48,17 @@ pub fn put_opt(out: &mut Vec<u8>, x: Option<u64>) {
     put(out, x.map_or(0, |v| v.wrapping_add(1)));
 }
 
-/// A map's entries in the order of their keys, so what is packed from a
-/// map does not depend on the order its entries were made in: the same
-/// state always packs to the same bytes.
-pub fn by_key<'a, V: 'a>(
-    entries: impl IntoIterator<Item = (&'a u64, &'a V)>,
-) -> smallvec::SmallVec<[(u64, &'a V); 8]> {
-    let mut v: smallvec::SmallVec<[(u64, &'a V); 8]> =
-        entries.into_iter().map(|(&k, v)| (k, v)).collect();
+/// Call `f` on each of a map's entries in the order of their keys, so
+/// what is packed from a map does not depend on the order its entries
+/// were made in: the same state always packs to the same bytes.
+pub fn by_key<V, H>(map: &hashbrown::HashMap<u64, V, H>, mut f: impl FnMut(u64, &V)) {
+    if map.len() <= 1 {
+        map.iter().for_each(|(&k, v)| f(k, v));
+        return;
+    }
+    let mut v: smallvec::SmallVec<[(u64, &V); 8]> = map.iter().map(|(&k, v)| (k, v)).collect();
     v.sort_unstable_by_key(|e| e.0);
-    v
+    v.into_iter().for_each(|(k, x)| f(k, x));
 }
 
 /// Words of 8 bytes in a line.

@@ -102,11 +102,11 @@ impl ProcCache {
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.lines.len() as u64);
-        for (k, l) in crate::pack::by_key(&self.lines) {
+        crate::pack::by_key(&self.lines, |k, l| {
             put(out, k);
             put(out, l.state as u64);
             put_line(out, &l.bytes);
-        }
+        });
         put(out, self.free_at.0);
         put(out, self.busy.0);
         put(out, self.ops);
