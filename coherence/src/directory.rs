@@ -97,7 +97,7 @@ impl Sharers {
     /// Make this the set [`Sharers::pack`] packed.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
         self.0.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             self.0.push(NodeId(r.u32()));
         }
     }

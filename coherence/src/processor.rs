@@ -159,7 +159,7 @@ impl Proc {
     /// Make this the processor [`Proc::pack`] packed, reusing its storage.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
         self.program.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             self.program.push_back(Access::unpack(r));
         }
         self.current = r.bool().then(|| {
@@ -167,7 +167,7 @@ impl Proc {
             (a, PAddr(r.u64()), r.cycles())
         });
         self.results.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let access = Access::unpack(r);
             let value = r.opt();
             let (issued, done, flags) = (r.cycles(), r.cycles(), r.u8());

@@ -394,17 +394,17 @@ impl CohNode {
         self.id = NodeId(r.u32());
         self.nodes = r.u32();
         self.dir.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let k = r.u64();
             self.dir.insert(k, DirEntry::unpack(r));
         }
         self.store.used = r.u32();
         self.store.lists.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             self.store.lists.push_back(r.u64());
         }
         self.misses.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let k = r.u64();
             let req = match r.u8() {
                 0 => Req::Read,
@@ -433,15 +433,15 @@ impl CohNode {
             self.misses.insert(k, m);
         }
         self.writebacks.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let k = r.u64();
             self.writebacks.insert(k, r.u32());
         }
         self.deferred.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let k = r.u64();
             let mut ds = SmallVec::new();
-            for _ in 0..r.len() {
+            for _ in 0..r.count() {
                 let msg = Msg::unpack(r);
                 let requester = NodeId(r.u32());
                 let exclusive = r.bool();

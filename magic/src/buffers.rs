@@ -93,7 +93,7 @@ impl BufferPool {
     /// Make this the pool [`BufferPool::pack`] packed, reusing its storage.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
         self.bufs.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let mut bytes = [0; LINE_BYTES];
             r.line(&mut bytes);
             let (first_ready, ready) = (r.cycles(), r.cycles());
@@ -115,11 +115,11 @@ impl BufferPool {
         }
         self.size = r.u64() as usize;
         self.free.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             self.free.push(r.u16());
         }
         self.returning.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let t = r.cycles();
             self.returning.push_back((t, r.u16()));
         }

@@ -54,7 +54,7 @@ impl DCache {
             self.tags[i as usize] = u64::MAX;
         }
         self.used.clear();
-        let n = r.len();
+        let n = r.count();
         if n == 0 {
             return;
         }

@@ -64,7 +64,7 @@ impl OutLink {
         self.free_at = r.cycles();
         for lane in &mut self.waiting {
             lane.clear();
-            for _ in 0..r.len() {
+            for _ in 0..r.count() {
                 lane.push(r.cycles());
             }
         }

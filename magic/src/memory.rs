@@ -120,7 +120,7 @@ impl Memory {
     /// Make this the memory [`Memory::pack`] packed, reusing the storage
     /// of lines it holds already.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
-        let n = r.len();
+        let n = r.count();
         let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
         for _ in 0..n {
             let k = r.u64();

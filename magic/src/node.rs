@@ -78,14 +78,14 @@ impl Packets {
     /// Make these the packets [`Packets::pack`] packed, reusing this storage.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
         self.slots.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let msg = Msg::unpack(r);
             let data = r.opt().map_or(NO_DATA, |d| d as u32);
             self.slots.push(Packet { msg, data });
         }
         read_u32s(r, &mut self.free);
         self.lines.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let mut bytes = [0; LINE_BYTES];
             r.line(&mut bytes);
             let (first, full) = (r.cycles(), r.cycles());
@@ -106,7 +106,7 @@ pub(crate) fn put_u32s(out: &mut Vec<u8>, xs: &[u32]) {
 /// A list [`put_u32s`] packed, into `xs`.
 pub(crate) fn read_u32s(r: &mut Reader<'_>, xs: &mut Vec<u32>) {
     xs.clear();
-    for _ in 0..r.len() {
+    for _ in 0..r.count() {
         xs.push(r.u32());
     }
 }
@@ -373,7 +373,7 @@ impl Fifo {
         if let Some(rest) = &mut self.rest {
             rest.clear();
         }
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             self.push_back(Queued::unpack(r));
         }
     }
@@ -710,7 +710,7 @@ impl NodeHw {
         pcache.unpack(r);
         dcache.unpack(r);
         to_processor.clear();
-        for _ in 0..r.len() {
+        for _ in 0..r.count() {
             let t = r.cycles();
             to_processor.push((t, Msg::unpack(r)));
         }

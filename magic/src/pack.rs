@@ -180,7 +180,7 @@ impl<'a> Reader<'a> {
     /// A count of items to come, each at least a byte long: one larger
     /// than the bytes left marks the reader short and gives 0, so a bad
     /// count cannot make its reader reserve much.
-    pub fn len(&mut self) -> usize {
+    pub fn count(&mut self) -> usize {
         let n = self.u64();
         if n > self.bytes.len() as u64 {
             self.short = true;
@@ -264,7 +264,7 @@ mod tests {
         r.u64();
         assert!(r.short());
         let mut r = Reader::new(&[200]);
-        assert_eq!(r.len(), 0);
+        assert_eq!(r.count(), 0);
         assert!(r.short());
     }
 }

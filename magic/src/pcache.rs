@@ -116,7 +116,7 @@ impl ProcCache {
 
     /// Make this the cache [`ProcCache::pack`] packed.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
-        let n = r.len();
+        let n = r.count();
         let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
         for _ in 0..n {
             let k = r.u64();
