@@ -251,19 +251,37 @@ impl<S: NodeState> Magic<S> {
         r: &Renaming,
         out: &mut Vec<u8>,
     ) {
-        let word = |w: u64| model.rename_data(w, r);
         for j in 0..self.hw.len() as u32 {
-            let hw = &self.hw[r.from(j) as usize];
-            hw.pcache.encode_words(&word, out);
-            hw.mem.encode_words(&word, out);
-            for q in &hw.queues {
-                out.extend_from_slice(&(q.len() as u32).to_le_bytes());
-                for e in q {
-                    self.encode_packet_renamed(model, r, e.pkt, out);
-                }
-            }
-            encode_held_and_drops(hw, out);
+            self.encode_node_renamed(model, r, j, out);
         }
+        self.encode_held_renamed(model, r, out);
+    }
+
+    /// The part of [`Magic::encode_hardware_renamed`] that node `j` of the
+    /// renamed machine (`r.from(j)` of this one) writes.
+    fn encode_node_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        j: u32,
+        out: &mut Vec<u8>,
+    ) {
+        let word = |w: u64| model.rename_data(w, r);
+        let hw = &self.hw[r.from(j) as usize];
+        hw.pcache.encode_words(&word, out);
+        hw.mem.encode_words(&word, out);
+        for q in &hw.queues {
+            out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+            for e in q {
+                self.encode_packet_renamed(model, r, e.pkt, out);
+            }
+        }
+        encode_held_and_drops(hw, out);
+    }
+
+    /// The part of [`Magic::encode_hardware_renamed`] the held messages
+    /// write, after every node's.
+    fn encode_held_renamed<M: Model<Node = S>>(&self, model: &M, r: &Renaming, out: &mut Vec<u8>) {
         if let Some(held) = &self.held {
             let chan = |i: usize| {
                 let c = held[i].chan;
@@ -1267,9 +1285,43 @@ fn state_print<M: Model>(
     }
     for (i, r) in perms.iter().enumerate() {
         buf.clear();
-        m.encode_hardware_renamed(model, r, buf);
+        if i == 0 {
+            m.encode_hardware_renamed(model, r, buf);
+            model.encode_renamed(m, r, buf);
+            std::mem::swap(buf, best);
+            continue;
+        }
+        // Node by node, stopping as soon as this encoding is past the
+        // least so far: where the two first differ decides, whatever
+        // follows.
+        let mut same = 0;
+        let mut less = false;
+        let mut past = |buf: &Vec<u8>| {
+            if less {
+                return false;
+            }
+            let n = buf.len().min(best.len());
+            match buf[same..n].cmp(&best[same..n]) {
+                std::cmp::Ordering::Less => less = true,
+                std::cmp::Ordering::Greater => return true,
+                std::cmp::Ordering::Equal => same = n,
+            }
+            false
+        };
+        let mut out = false;
+        for j in 0..m.nodes() {
+            m.encode_node_renamed(model, r, j, buf);
+            if past(buf) {
+                out = true;
+                break;
+            }
+        }
+        if out {
+            continue;
+        }
+        m.encode_held_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if i == 0 || *buf < *best {
+        if *buf < *best {
             std::mem::swap(buf, best);
         }
     }
