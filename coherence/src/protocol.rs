@@ -584,14 +584,9 @@ impl CohNode {
         value: &dyn Fn(u64) -> u64,
         out: &mut Vec<u8>,
     ) {
-        fn sorted<V>(m: &HashMap<u64, V>) -> Vec<(&u64, &V)> {
-            let mut v: Vec<_> = m.iter().collect();
-            v.sort_unstable_by_key(|x| *x.0);
-            v
-        }
         let node = |out: &mut Vec<u8>, n: NodeId| out.extend_from_slice(&n.0.to_le_bytes());
         let set = |out: &mut Vec<u8>, s: &directory::Sharers, ordered: bool| {
-            let mut v: Vec<NodeId> = s.iter().map(rename).collect();
+            let mut v: SmallVec<[NodeId; 4]> = s.iter().map(rename).collect();
             if !ordered {
                 v.sort_unstable();
             }
@@ -602,16 +597,16 @@ impl CohNode {
         // only dynamic pointers unlink by position.
         let ordered = self.params.format == DirFormat::DynamicPointer;
         out.extend_from_slice(&(self.dir.len() as u32).to_le_bytes());
-        for (k, e) in sorted(&self.dir) {
+        by_key(&self.dir, |k, e| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(e.pending as u8 | (e.local as u8) << 1 | (e.dirty as u8) << 2);
             out.push(e.shr_vld as u8);
             node(out, e.head.map_or(NodeId(u32::MAX), rename));
             set(out, &e.shr, ordered);
             set(out, &e.inv, false);
-        }
+        });
         out.extend_from_slice(&(self.misses.len() as u32).to_le_bytes());
-        for (k, m) in sorted(&self.misses) {
+        by_key(&self.misses, |k, m| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(m.req as u8);
             out.extend_from_slice(&m.acks_needed.map_or(u32::MAX, |x| x).to_le_bytes());
@@ -622,14 +617,14 @@ impl CohNode {
                 m.invalidated as u8,
                 m.filling as u8,
             ]);
-        }
+        });
         out.extend_from_slice(&(self.writebacks.len() as u32).to_le_bytes());
-        for (k, n) in sorted(&self.writebacks) {
+        by_key(&self.writebacks, |k, n| {
             out.extend_from_slice(&k.to_le_bytes());
             out.extend_from_slice(&n.to_le_bytes());
-        }
+        });
         out.extend_from_slice(&(self.deferred.len() as u32).to_le_bytes());
-        for (k, ds) in sorted(&self.deferred) {
+        by_key(&self.deferred, |k, ds| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(ds.len() as u8);
             for d in ds {
@@ -637,7 +632,7 @@ impl CohNode {
                 node(out, rename(d.requester));
                 out.push(d.exclusive as u8);
             }
-        }
+        });
         self.proc.encode_renamed(value, out);
         out.extend_from_slice(&self.stats.protocol_errors.to_le_bytes());
     }

@@ -228,7 +228,7 @@ impl<S: NodeState> Magic<S> {
         if let Some(held) = &self.held {
             // By channel, in order within each: the order across channels
             // is not part of the state.
-            let mut order: Vec<usize> = (0..held.len()).collect();
+            let mut order: smallvec::SmallVec<[usize; 16]> = (0..held.len()).collect();
             order.sort_by_key(|&i| (held[i].chan, i));
             out.extend_from_slice(&(held.len() as u32).to_le_bytes());
             for i in order {
@@ -287,7 +287,7 @@ impl<S: NodeState> Magic<S> {
                 let c = held[i].chan;
                 (r.node(c.src), r.node(c.dst), c.path)
             };
-            let mut order: Vec<usize> = (0..held.len()).collect();
+            let mut order: smallvec::SmallVec<[usize; 16]> = (0..held.len()).collect();
             order.sort_by_key(|&i| (chan(i), i));
             out.extend_from_slice(&(held.len() as u32).to_le_bytes());
             for i in order {
