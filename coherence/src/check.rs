@@ -159,6 +159,10 @@ impl CoherenceCheck {
 impl Model for CoherenceCheck {
     type Node = CohNode;
 
+    fn node_signature(&self, m: &Magic<CohNode>, n: u32) -> u64 {
+        m.states().get(n as usize).map_or(0, CohNode::signature)
+    }
+
     fn pack_node(&self, s: &CohNode, out: &mut Vec<u8>) -> bool {
         s.pack(out);
         true

@@ -302,6 +302,25 @@ pub struct CohNode {
 }
 
 impl CohNode {
+    /// What this node's state is whatever the nodes are called (see
+    /// `magic::check::Model::node_signature`): how many misses, writebacks
+    /// and deferred forwards it holds, and how far its processor's program
+    /// is, folded into a number.
+    pub fn signature(&self) -> u64 {
+        let mut x = 0u64;
+        for v in [
+            self.misses.len() as u64,
+            self.writebacks.len() as u64,
+            self.deferred.len() as u64,
+            self.proc.results.len() as u64,
+            self.proc.remaining() as u64,
+            self.proc.waiting().into(),
+        ] {
+            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
+        }
+        x
+    }
+
     /// Packed for a search's frontier (see [`magic::pack`]): all but its
     /// parameters, which are the same in every state of a machine.
     pub fn pack(&self, out: &mut Vec<u8>) {

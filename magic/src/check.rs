@@ -241,6 +241,33 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// What node `n`'s hardware holds whatever the nodes are called: its
+    /// queues' lengths, its processor cache's clean and dirty lines, its
+    /// data buffers held, whether its PP is running, and the messages on
+    /// their way to its processor, folded into a number (see
+    /// [`Model::node_signature`]); 0 for a node the machine does not have.
+    pub fn node_signature(&self, n: u32) -> u64 {
+        let Some(hw) = self.hw.get(n as usize) else {
+            return 0;
+        };
+        let (clean, dirty) = hw.pcache.held();
+        let mut x = 0u64;
+        for v in [
+            hw.queues[0].len() as u64,
+            hw.queues[1].len() as u64,
+            hw.queues[2].len() as u64,
+            hw.queues[3].len() as u64,
+            clean.into(),
+            dirty.into(),
+            hw.bufs.held() as u64,
+            hw.pp_running.into(),
+            hw.to_processor.len() as u64,
+        ] {
+            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
+        }
+        x
+    }
+
     /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
     /// by `r`: the nodes in the renamed order, and the nodes a message or a
     /// data word names renamed (the payload's and the data's as `model`
@@ -398,6 +425,17 @@ pub trait Model {
     /// [`Model::encode`].
     fn encode_renamed(&self, m: &Magic<Self::Node>, _r: &Renaming, out: &mut Vec<u8>) {
         self.encode(m, out);
+    }
+
+    /// What node `n`'s state is whatever the nodes are called: a number
+    /// no renaming of the symmetric nodes changes (counts and states, no
+    /// node's number, no value that names one). With symmetry on, the
+    /// search takes a state only to the renamings that order the
+    /// symmetric nodes by this number (and the hardware's own, see
+    /// [`Magic::node_signature`]), so nodes that differ are not tried in
+    /// every order. The default: 0 for every node, which orders nothing.
+    fn node_signature(&self, _m: &Magic<Self::Node>, _n: u32) -> u64 {
+        0
     }
 
     /// `msg` with the nodes its payload names renamed by `r` (the explorer
@@ -1012,7 +1050,7 @@ fn expand<M>(
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
     seen: &Seen,
-    perms: &[Renaming],
+    sym: &Symmetry,
     work: &mut Work,
     pool: &mut Pool<M::Node>,
 ) -> Expansion<M::Node>
@@ -1052,7 +1090,7 @@ where
             out.push((mv, Err(e)));
             break;
         }
-        let fp = state_print(model, m, perms, buf);
+        let fp = state_print(model, m, sym, buf);
         let found = if seen.contains(&fp) {
             None
         } else {
@@ -1103,11 +1141,10 @@ where
         }
     }
     let root = &scratch[0];
-    let perms = renamings(model, bounds, root);
-    let perms = &perms[..];
-    found.report.symmetry = !perms.is_empty();
+    let sym = &renamings(model, bounds, root);
+    found.report.symmetry = !sym.perms.is_empty();
     let mut works: Vec<Work> = (0..threads).map(|_| Work::default()).collect();
-    let fp = state_print(model, root, perms, &mut works[0].buf);
+    let fp = state_print(model, root, sym, &mut works[0].buf);
     let keep = Keep::new(model, root);
     let Some(snap) = root.snapshot(keep) else {
         return found.fail("the machine did not settle".into(), Vec::new());
@@ -1124,7 +1161,7 @@ where
             let (m, work, pool) = (&mut scratch[0], &mut works[0], &mut pool);
             batch
                 .iter()
-                .map(|(_, s)| expand(keep, bounds, m, s, seen, perms, work, pool))
+                .map(|(_, s)| expand(keep, bounds, m, s, seen, sym, work, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
@@ -1144,7 +1181,7 @@ where
                         sc.spawn(move || {
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(keep, bounds, m, s, seen, perms, work, pool))
+                                .map(|(_, s)| expand(keep, bounds, m, s, seen, sym, work, pool))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -1204,9 +1241,9 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
         Ok(m) => m,
         Err(e) => return found.fail(e, Vec::new()),
     };
-    let perms = renamings(model, bounds, &root);
-    found.report.symmetry = !perms.is_empty();
-    found.root(state_print(model, &root, &perms, &mut work.buf));
+    let sym = renamings(model, bounds, &root);
+    found.report.symmetry = !sym.perms.is_empty();
+    found.root(state_print(model, &root, &sym, &mut work.buf));
     queue.push_back(0u32);
     while let Some(v) = queue.pop_front() {
         let path = path_to(&found.visits, v);
@@ -1241,7 +1278,7 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 let trace = describe_path(model, bounds, &p);
                 return found.fail(e, trace);
             }
-            match found.admit(v, mv, depth, state_print(model, machine, &perms, buf)) {
+            match found.admit(v, mv, depth, state_print(model, machine, &sym, buf)) {
                 Admitted::New(w) => queue.push_back(w),
                 Admitted::Seen => {}
                 Admitted::Full => return found.report,
@@ -1256,16 +1293,28 @@ fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
     model.encode(m, out);
 }
 
+/// The renamings a search takes states up to, and the nodes they permute
+/// (ascending): none for the plain search.
+#[derive(Default)]
+struct Symmetry {
+    among: Vec<u32>,
+    perms: Vec<Renaming>,
+}
+
 /// The renamings a search takes states up to: none for the plain search.
-fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Renaming> {
+fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Symmetry {
     if !bounds.symmetry {
-        return Vec::new();
+        return Symmetry::default();
     }
-    let among = model.symmetric(m);
+    let mut among = model.symmetric(m);
+    among.retain(|&n| n < m.nodes());
+    among.sort_unstable();
+    among.dedup();
     if among.len() < 2 {
-        return Vec::new();
+        return Symmetry::default();
     }
-    Renaming::permuting(m.nodes(), &among)
+    let perms = Renaming::permuting(m.nodes(), &among);
+    Symmetry { among, perms }
 }
 
 /// The state's fingerprint: of its encoding, or with `perms`, of the least
@@ -1274,18 +1323,32 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Ren
 fn state_print<M: Model>(
     model: &M,
     m: &Magic<M::Node>,
-    perms: &[Renaming],
+    sym: &Symmetry,
     bufs: &mut [Vec<u8>; 2],
 ) -> u128 {
     let [buf, best] = bufs;
     buf.clear();
-    if perms.is_empty() {
+    if sym.perms.is_empty() {
         encode(model, m, buf);
         return fingerprint(buf);
     }
-    for (i, r) in perms.iter().enumerate() {
+    // Only the renamings that order the symmetric nodes by their
+    // signatures: the same set, renamed, for every state of an orbit.
+    let sig: smallvec::SmallVec<[u64; 8]> = (0..m.nodes())
+        .map(|n| {
+            let hw = m.node_signature(n);
+            hw.rotate_left(32) ^ model.node_signature(m, n).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        })
+        .collect();
+    let ordered = |r: &Renaming| {
+        sym.among
+            .windows(2)
+            .all(|w| sig[r.from(w[0]) as usize] <= sig[r.from(w[1]) as usize])
+    };
+    let mut first = true;
+    for r in sym.perms.iter().filter(|r| ordered(r)) {
         buf.clear();
-        if i == 0 {
+        if std::mem::take(&mut first) {
             m.encode_hardware_renamed(model, r, buf);
             model.encode_renamed(m, r, buf);
             std::mem::swap(buf, best);

@@ -99,6 +99,15 @@ impl Clone for ProcCache {
 }
 
 impl ProcCache {
+    /// Lines held clean and lines held dirty.
+    pub(crate) fn held(&self) -> (u32, u32) {
+        self.lines.values().fold((0, 0), |(c, d), l| match l.state {
+            LineState::Uncached => (c, d),
+            LineState::Clean => (c + 1, d),
+            LineState::Dirty => (c, d + 1),
+        })
+    }
+
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.lines.len() as u64);
