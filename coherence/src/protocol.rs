@@ -33,7 +33,7 @@ use crate::directory::{self, Acks, DirEntry, DirFormat, HomeProc, Outcome, Req, 
 use crate::msg::{coh_msg, CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
-use magic::pack::{by_key, put, put_opt, Reader};
+use magic::pack::{by_key, put, put_msg, put_opt, Reader};
 use magic::costs::Source as Provenance;
 use magic::{
     BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
@@ -367,7 +367,7 @@ impl CohNode {
             put(out, k);
             put(out, ds.len() as u64);
             for d in ds {
-                d.msg.pack(out);
+                put_msg(out, &d.msg);
                 put(out, d.requester.0.into());
                 put(out, d.exclusive.into());
             }
@@ -461,7 +461,7 @@ impl CohNode {
             let k = r.u64();
             let mut ds = SmallVec::new();
             for _ in 0..r.count() {
-                let msg = Msg::unpack(r);
+                let msg = r.msg();
                 let requester = NodeId(r.u32());
                 let exclusive = r.bool();
                 ds.push(Deferred {

@@ -24,12 +24,12 @@
 //! shortest trace; it stops there.
 //!
 //! [`explore_restoring`] keeps each state of its frontier as a snapshot of
-//! the machine and restores it into a scratch machine to make each move;
-//! snapshots it is done with are reused, and a new state's machine is
-//! moved into one rather than copied, so a search in its stride allocates
-//! little. [`explore`] copies nothing: it rebuilds a state from the initial
-//! machine by replaying its moves, which the engine's determinism makes
-//! exact.
+//! the machine, packed into bytes (see [`crate::pack`]; the node states
+//! too, where the model packs them, [`Model::pack_node`]), and restores it
+//! into a scratch machine to make each move; snapshots it is done with are
+//! reused. [`explore`] copies nothing: it rebuilds a state from the
+//! initial machine by replaying its moves, which the engine's determinism
+//! makes exact.
 
 use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};

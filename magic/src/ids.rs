@@ -176,35 +176,6 @@ pub struct Msg {
 }
 
 impl Msg {
-    /// Packed for a search's frontier (see [`crate::pack`]), as a model
-    /// packing its node state packs the messages it keeps
-    /// ([`crate::check::Model::pack_node`]).
-    pub fn pack(&self, out: &mut Vec<u8>) {
-        use crate::pack::put;
-        put(out, self.mtype.0.into());
-        put(out, self.lane as u64);
-        put(out, self.src.0.into());
-        put(out, self.dest.0.into());
-        put(out, self.addr.0);
-        put(out, self.len.into());
-        for &w in &self.words {
-            put(out, w);
-        }
-    }
-
-    /// What [`Msg::pack`] packed.
-    pub fn unpack(r: &mut crate::pack::Reader<'_>) -> Msg {
-        Msg {
-            mtype: MsgType(r.u8()),
-            lane: if r.bool() { Lane::Reply } else { Lane::Request },
-            src: NodeId(r.u32()),
-            dest: NodeId(r.u32()),
-            addr: PAddr(r.u64()),
-            len: r.u16(),
-            words: [r.u64(), r.u64(), r.u64()],
-        }
-    }
-
     /// A raw header (inside this crate: the comparison platforms' packets).
     pub(crate) fn new(mtype: MsgType, src: NodeId, dest: NodeId) -> Msg {
         Msg {

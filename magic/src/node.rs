@@ -10,7 +10,7 @@ use crate::memory::Memory;
 use crate::params::InQueue;
 use crate::pcache::ProcCache;
 use crate::time::Cycles;
-use crate::pack::{put, put_line, put_opt, Reader};
+use crate::pack::{put, put_line, put_msg, put_opt, Reader};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
@@ -62,7 +62,7 @@ impl Packets {
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.slots.len() as u64);
         for p in &self.slots {
-            p.msg.pack(out);
+            put_msg(out, &p.msg);
             put_opt(out, (p.data != NO_DATA).then_some(p.data.into()));
         }
         put_u32s(out, &self.free);
@@ -79,7 +79,7 @@ impl Packets {
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
         self.slots.clear();
         for _ in 0..r.count() {
-            let msg = Msg::unpack(r);
+            let msg = r.msg();
             let data = r.opt().map_or(NO_DATA, |d| d as u32);
             self.slots.push(Packet { msg, data });
         }
@@ -664,7 +664,7 @@ impl NodeHw {
         put(out, to_processor.len() as u64);
         for (t, m) in to_processor {
             put(out, t.0);
-            m.pack(out);
+            put_msg(out, m);
         }
     }
 
@@ -712,7 +712,7 @@ impl NodeHw {
         to_processor.clear();
         for _ in 0..r.count() {
             let t = r.cycles();
-            to_processor.push((t, Msg::unpack(r)));
+            to_processor.push((t, r.msg()));
         }
         match rare {
             Some(x) => {

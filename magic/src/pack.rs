@@ -28,7 +28,7 @@
 //! assert!(r.done());
 //! ```
 
-use crate::ids::LINE_BYTES;
+use crate::ids::{Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
 use crate::time::Cycles;
 
 /// Append `x` as a little-endian base-128 varint: 1 byte below 128, at
@@ -83,7 +83,21 @@ pub fn put_line(out: &mut Vec<u8>, line: &[u8; LINE_BYTES]) {
     }
 }
 
-/// Unpacks, in order, what [`put`], [`put_opt`] and [`put_line`] packed.
+/// Append a message header, as a model packing its node state packs the
+/// messages it keeps ([`crate::check::Model::pack_node`]).
+pub fn put_msg(out: &mut Vec<u8>, m: &Msg) {
+    put(out, m.mtype.0.into());
+    put(out, m.lane as u64);
+    put(out, m.src.0.into());
+    put(out, m.dest.0.into());
+    put(out, m.addr.0);
+    put(out, m.len.into());
+    for &w in &m.words {
+        put(out, w);
+    }
+}
+
+/// Unpacks, in order, what [`put`], [`put_opt`], [`put_line`] and [`put_msg`] packed.
 #[derive(Debug)]
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -206,6 +220,19 @@ impl<'a> Reader<'a> {
         Cycles(self.u64())
     }
 
+    /// A message header [`put_msg`] packed.
+    pub fn msg(&mut self) -> Msg {
+        Msg {
+            mtype: MsgType(self.u8()),
+            lane: if self.bool() { Lane::Reply } else { Lane::Request },
+            src: NodeId(self.u32()),
+            dest: NodeId(self.u32()),
+            addr: PAddr(self.u64()),
+            len: self.u16(),
+            words: [self.u64(), self.u64(), self.u64()],
+        }
+    }
+
     /// A line [`put_line`] packed, into `line`.
     pub fn line(&mut self, line: &mut [u8; LINE_BYTES]) {
         let mask = u16::from_le_bytes([self.byte(), self.byte()]);
@@ -246,6 +273,24 @@ mod tests {
         let mut back = [9u8; LINE_BYTES];
         r.line(&mut back);
         assert_eq!(back, line);
+        assert!(r.done());
+    }
+
+    #[test]
+    fn a_message_header_reads_back_whole() {
+        let m = Msg {
+            mtype: MsgType(7),
+            lane: Lane::Reply,
+            src: NodeId(3),
+            dest: NodeId(u32::MAX),
+            addr: PAddr(0x1234_5678_9abc),
+            len: 128,
+            words: [0, u64::MAX, 42],
+        };
+        let mut out = Vec::new();
+        put_msg(&mut out, &m);
+        let mut r = Reader::new(&out);
+        assert_eq!(r.msg(), m);
         assert!(r.done());
     }
 
