@@ -497,11 +497,11 @@ pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
 }
 
 /// The most distinct states a search may be allowed ([`Bounds::max_states`]):
-/// 10^8, some 7 GB of the search's own records (about 70 bytes a state)
+/// 10^8, some 5 GB of the search's own records (about 50 bytes a state)
 /// and, at the 10^4 states a second the replaying search reaches on one
-/// core, nearly three hours. [`explore_restoring`] holds a snapshot of each
-/// state found and not yet expanded besides, a few kilobytes each at four
-/// nodes.
+/// core, nearly three hours. [`explore_restoring`] holds a packed snapshot
+/// of each state found and not yet expanded besides, some 600 bytes at
+/// four nodes.
 pub const MAX_STATES: usize = 100_000_000;
 
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
@@ -535,10 +535,15 @@ pub struct Bounds {
     pub symmetry: bool,
 }
 
+/// The distinct states a search stops at unless told otherwise: enough
+/// for the coherence check at four nodes and its default lines and ops
+/// (26,767,466 states up to node symmetry).
+pub const DEFAULT_MAX_STATES: usize = 30_000_000;
+
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_states: 2_000_000,
+            max_states: DEFAULT_MAX_STATES,
             settle_instants: 1_000_000,
             progress: None,
             threads: 0,
