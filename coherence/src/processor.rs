@@ -3,9 +3,9 @@
 //! its cache in a cycle; a miss goes to MAGIC through the processor interface
 //! (a [`CohMsg`] request) and the processor waits for the fill.
 
+use magic::pack::{put, put_opt, Reader};
 use magic::{Cycles, LineState, PAddr, ProcStep, Processor, LINE_BYTES};
 use serde::Serialize;
-use magic::pack::{put, put_opt, Reader};
 use std::collections::VecDeque;
 
 use crate::msg::CohMsg;

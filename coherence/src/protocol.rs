@@ -33,8 +33,8 @@ use crate::directory::{self, Acks, DirEntry, DirFormat, HomeProc, Outcome, Req, 
 use crate::msg::{coh_msg, CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
-use magic::pack::{by_key, put, put_msg, put_opt, Reader};
 use magic::costs::Source as Provenance;
+use magic::pack::{by_key, put, put_msg, put_opt, Reader};
 use magic::{
     BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
     NodeState, OutOfRange, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,

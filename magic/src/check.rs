@@ -849,21 +849,29 @@ impl<S: NodeState + Clone> Magic<S> {
         let mut s = Snapshot {
             bytes: Vec::new(),
             rare: Vec::new(),
-            // Sized as it will be filled, if it will be: a vector grown
-            // from empty would round its few nodes up to four.
-            state: Vec::with_capacity(if keep.packed { 0 } else { self.state.len() }),
+            state: Vec::new(),
         };
-        self.snapshot_into(keep, &mut s).then_some(s)
+        if !self.pack_into(keep, &mut s.bytes, &mut s.rare) {
+            return None;
+        }
+        if !keep.packed {
+            s.state = self.state.clone();
+        }
+        Some(s)
     }
 
     /// The machine's hardware, and its node states if `keep` packs them,
-    /// packed into `s`; false, and `s` left as it was, if the machine is
-    /// not settled.
-    fn pack_into<M: Model<Node = S>>(&self, keep: Keep<'_, M>, s: &mut Snapshot<S>) -> bool {
+    /// packed into `out`, and what the nodes' packing leaves out into
+    /// `rare`; false, and nothing written, if the machine is not settled.
+    fn pack_into<M: Model<Node = S>>(
+        &self,
+        keep: Keep<'_, M>,
+        out: &mut Vec<u8>,
+        rare: &mut Vec<(u32, crate::node::Rare)>,
+    ) -> bool {
         let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
             return false;
         };
-        let out = &mut s.bytes;
         out.clear();
         clock.pack(out);
         crate::pack::put(out, self.ledger_from.0);
@@ -881,64 +889,52 @@ impl<S: NodeState + Clone> Magic<S> {
                 keep.model.pack_node(n, out);
             }
         }
-        s.rare.clear();
+        rare.clear();
         for (n, h) in self.hw.iter().enumerate() {
             if let Some(r) = h.rare() {
-                s.rare.push((n as u32, r));
+                rare.push((n as u32, r));
             }
         }
         true
     }
 
-    /// The machine's state into `s`, reusing its storage; false, and `s`
-    /// left as it was, if the machine is not settled.
-    fn snapshot_into<M: Model<Node = S>>(&self, keep: Keep<'_, M>, s: &mut Snapshot<S>) -> bool {
-        if !self.pack_into(keep, s) {
-            return false;
-        }
-        if !keep.packed {
-            s.state.clone_from(&self.state);
-        }
-        true
-    }
-
-    /// The machine's state into `s` (a snapshot of a machine of the same
-    /// model), its node states moved by trading storage: this machine is
-    /// left with `s`'s old node states, and must be restored before it
-    /// runs again. False, and nothing done, if the machine is not settled.
-    fn snapshot_moved<M: Model<Node = S>>(
-        &mut self,
-        keep: Keep<'_, M>,
-        s: &mut Snapshot<S>,
-    ) -> bool {
-        if keep.packed || s.state.len() != self.state.len() {
-            return self.snapshot_into(keep, s);
-        }
-        if !self.pack_into(keep, s) {
-            return false;
-        }
-        std::mem::swap(&mut self.state, &mut s.state);
-        true
-    }
-
-    /// The machine's state in a snapshot from `pool` if it holds one (see
-    /// [`Magic::snapshot_moved`]: this machine must then be restored
-    /// before it runs again), in a new one otherwise; `None` if the machine
-    /// is not settled.
+    /// The machine's state in a snapshot from `pool` if it holds one, in a
+    /// new one otherwise; `None` if the machine is not settled. It is
+    /// packed into `scratch` first, so the snapshot, which may wait long
+    /// in the frontier, holds little more than its bytes. Node states the
+    /// model does not pack are moved by trading storage: this machine must
+    /// then be restored before it runs again.
     fn snapshot_pooled<M: Model<Node = S>>(
         &mut self,
         keep: Keep<'_, M>,
         pool: &mut Pool<S>,
+        scratch: &mut Vec<u8>,
     ) -> Option<Box<Snapshot<S>>> {
-        let Some(mut s) = pool.pop() else {
-            return self.snapshot(keep).map(Box::new);
-        };
-        if self.snapshot_moved(keep, &mut s) {
-            Some(s)
-        } else {
+        let mut s = pool.pop().unwrap_or_else(|| {
+            Box::new(Snapshot {
+                bytes: Vec::new(),
+                rare: Vec::new(),
+                state: Vec::new(),
+            })
+        });
+        if !self.pack_into(keep, scratch, &mut s.rare) {
             pool.push(s);
-            None
+            return None;
         }
+        let n = scratch.len();
+        if !(n..=n + n / 8).contains(&s.bytes.capacity()) {
+            s.bytes = Vec::with_capacity(n);
+        }
+        s.bytes.clear();
+        s.bytes.extend_from_slice(scratch);
+        if !keep.packed {
+            if s.state.len() == self.state.len() {
+                std::mem::swap(&mut self.state, &mut s.state);
+            } else {
+                s.state.clone_from(&self.state);
+            }
+        }
+        Some(s)
     }
 
     /// Make this machine the one `s` was taken from; false if its bytes
@@ -1011,6 +1007,8 @@ struct Work {
     moves: Vec<Move>,
     /// Its held messages that may be released, then the model's moves.
     numbers: Vec<u32>,
+    /// A new state, packed, before it is copied into its snapshot.
+    pack: Vec<u8>,
 }
 
 impl Work {
@@ -1072,16 +1070,14 @@ where
         // What is restored packs to the bytes it was restored from: an
         // unpack that left a field out, in the hardware or the model's
         // node state, shows here in every debug test of a search.
-        let mut again = Snapshot {
-            bytes: Vec::new(),
-            rare: Vec::new(),
-            state: Vec::new(),
-        };
-        m.pack_into(keep, &mut again);
-        debug_assert!(again.bytes == s.bytes, "a restored state packs differently");
+        let (mut again, mut rare) = (Vec::new(), Vec::new());
+        m.pack_into(keep, &mut again, &mut rare);
+        debug_assert!(again == s.bytes, "a restored state packs differently");
     }
     work.list_moves(model, m);
-    let Work { buf, moves, .. } = work;
+    let Work {
+        buf, moves, pack, ..
+    } = work;
     if moves.is_empty() {
         return Expansion::Finished(model.finished(m));
     }
@@ -1099,13 +1095,8 @@ where
         let found = if seen.contains(&fp) {
             None
         } else {
-            match m.snapshot_pooled(keep, pool) {
-                Some(mut snap) => {
-                    // Kept in the frontier, perhaps for long: no more
-                    // than its bytes.
-                    snap.bytes.shrink_to_fit();
-                    Some((fp, snap))
-                }
+            match m.snapshot_pooled(keep, pool, pack) {
+                Some(snap) => Some((fp, snap)),
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
                     break;
@@ -1342,7 +1333,10 @@ fn state_print<M: Model>(
     let sig: smallvec::SmallVec<[u64; 8]> = (0..m.nodes())
         .map(|n| {
             let hw = m.node_signature(n);
-            hw.rotate_left(32) ^ model.node_signature(m, n).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            hw.rotate_left(32)
+                ^ model
+                    .node_signature(m, n)
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         })
         .collect();
     let ordered = |r: &Renaming| {

@@ -7,10 +7,10 @@ use crate::dcache::DCache;
 use crate::ids::{HandlerId, Msg, MsgType, LINE_BYTES};
 use crate::link::OutLink;
 use crate::memory::Memory;
+use crate::pack::{put, put_line, put_msg, put_opt, Reader};
 use crate::params::InQueue;
 use crate::pcache::ProcCache;
 use crate::time::Cycles;
-use crate::pack::{put, put_line, put_msg, put_opt, Reader};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]

@@ -224,7 +224,11 @@ impl<'a> Reader<'a> {
     pub fn msg(&mut self) -> Msg {
         Msg {
             mtype: MsgType(self.u8()),
-            lane: if self.bool() { Lane::Reply } else { Lane::Request },
+            lane: if self.bool() {
+                Lane::Reply
+            } else {
+                Lane::Request
+            },
             src: NodeId(self.u32()),
             dest: NodeId(self.u32()),
             addr: PAddr(self.u64()),

@@ -10,8 +10,8 @@
 
 use crate::ids::{PAddr, Region, LINE_BYTES};
 use crate::memory::ANYONE;
-use crate::params::MagicParams;
 use crate::pack::{put, put_line, Reader};
+use crate::params::MagicParams;
 use crate::time::Cycles;
 use hashbrown::HashMap;
 use serde::Serialize;
