@@ -155,11 +155,12 @@ pub struct CheckArgs {
     /// line).
     #[arg(long, value_name = "BUG")]
     inject: Option<String>,
-    /// Stop after this many distinct states, 1 to 100000000 (the report
-    /// then says complete: false). Each takes some 70 bytes, and the
-    /// coherence check holds a snapshot of a few kilobytes for each found
-    /// and not yet expanded: 2,000,000 states at --nodes 4 take some 7 GB.
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Stop after this many distinct states, 1 to 100000000 (default
+    /// 30000000; the report then says complete: false). Each takes some 50
+    /// bytes, and the coherence check holds a packed snapshot of some 600
+    /// bytes for each found and not yet expanded: --nodes 4 exhausts its
+    /// 26,767,466 states holding some 3 GB at most.
+    #[arg(long, default_value_t = magic::check::DEFAULT_MAX_STATES)]
     max_states: usize,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
     /// The report is the same whatever the number.

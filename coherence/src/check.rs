@@ -159,6 +159,19 @@ impl CoherenceCheck {
 impl Model for CoherenceCheck {
     type Node = CohNode;
 
+    fn node_signature(&self, m: &Magic<CohNode>, n: u32) -> u64 {
+        m.states().get(n as usize).map_or(0, CohNode::signature)
+    }
+
+    fn pack_node(&self, s: &CohNode, out: &mut Vec<u8>) -> bool {
+        s.pack(out);
+        true
+    }
+
+    fn unpack_node(&self, s: &mut CohNode, r: &mut magic::pack::Reader<'_>) {
+        s.unpack(r);
+    }
+
     fn build(&self) -> Result<Magic<CohNode>, String> {
         let (params, coh) = self.params();
         protocol::machine(params, coh, self.nodes).map_err(|e| e.to_string())

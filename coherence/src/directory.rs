@@ -19,6 +19,7 @@
 //! `protocol` load an entry (charged), ask these functions what to do, and
 //! perform it.
 
+use magic::pack::{put, put_opt, Reader};
 use magic::NodeId;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -83,6 +84,62 @@ named!(DirFormat, "directory format",
 /// order, newest first, where the format keeps one).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Sharers(SmallVec<[NodeId; 4]>);
+
+impl Sharers {
+    /// Packed for a search's frontier, in order.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.0.len() as u64);
+        for n in &self.0 {
+            put(out, n.0.into());
+        }
+    }
+
+    /// Make this the set [`Sharers::pack`] packed.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.0.clear();
+        for _ in 0..r.count() {
+            self.0.push(NodeId(r.u32()));
+        }
+    }
+}
+
+impl DirEntry {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        let flags = self.pending as u64
+            | (self.local as u64) << 1
+            | (self.dirty as u64) << 2
+            | (self.shr_vld as u64) << 3;
+        put(out, flags);
+        put_opt(out, self.head.map(|n| n.0.into()));
+        self.shr.pack(out);
+        self.inv.pack(out);
+    }
+
+    /// What [`DirEntry::pack`] packed.
+    pub(crate) fn unpack(r: &mut Reader<'_>) -> DirEntry {
+        let flags = r.u8();
+        if flags >= 16 {
+            r.mark_short();
+        }
+        let head = r.opt().map(|n| NodeId(n as u32));
+        let mut set = || {
+            let mut s = Sharers::default();
+            s.unpack(r);
+            s
+        };
+        let (shr, inv) = (set(), set());
+        DirEntry {
+            pending: flags & 1 != 0,
+            local: flags & 2 != 0,
+            dirty: flags & 4 != 0,
+            head,
+            shr_vld: flags & 8 != 0,
+            shr,
+            inv,
+        }
+    }
+}
 
 impl Sharers {
     /// Just `n`.

@@ -3,6 +3,7 @@
 //! its cache in a cycle; a miss goes to MAGIC through the processor interface
 //! (a [`CohMsg`] request) and the processor waits for the fill.
 
+use magic::pack::{put, put_opt, Reader};
 use magic::{Cycles, LineState, PAddr, ProcStep, Processor, LINE_BYTES};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -90,6 +91,115 @@ pub struct Proc {
 }
 
 /// `clone_from` reuses the storage of the processor it overwrites.
+impl Access {
+    fn pack(&self, out: &mut Vec<u8>) {
+        let (tag, a, v) = match *self {
+            Access::Load(a) => (0, a.0, 0),
+            Access::Store(a, v) => (1, a.0, v),
+            Access::Evict(a) => (2, a.0, 0),
+            Access::Think(c) => (3, 0, c.0),
+        };
+        for x in [tag, a, v] {
+            put(out, x);
+        }
+    }
+
+    fn unpack(r: &mut Reader<'_>) -> Access {
+        let (tag, a, v) = (r.u8(), PAddr(r.u64()), r.u64());
+        match tag {
+            0 => Access::Load(a),
+            1 => Access::Store(a, v),
+            2 => Access::Evict(a),
+            3 => Access::Think(Cycles(v)),
+            _ => {
+                r.mark_short();
+                Access::Think(Cycles(0))
+            }
+        }
+    }
+}
+
+impl Proc {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        let Proc {
+            program,
+            current,
+            results,
+            stray_fills,
+            evicted,
+        } = self;
+        put(out, program.len() as u64);
+        program.iter().for_each(|a| a.pack(out));
+        put(out, current.is_some().into());
+        if let Some((a, at, t)) = current {
+            a.pack(out);
+            put(out, at.0);
+            put(out, t.0);
+        }
+        put(out, results.len() as u64);
+        for x in results {
+            x.access.pack(out);
+            put_opt(out, x.value);
+            put(out, x.issued.0);
+            put(out, x.done.0);
+            put(out, x.hit as u64 | (x.shared as u64) << 1);
+            put(out, x.retries.into());
+        }
+        put(out, *stray_fills);
+        match evicted {
+            None => put(out, 0),
+            Some((a, e)) => {
+                put(out, 1 + *e as u64);
+                put(out, a.0);
+            }
+        }
+    }
+
+    /// Make this the processor [`Proc::pack`] packed, reusing its storage.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.program.clear();
+        for _ in 0..r.count() {
+            self.program.push_back(Access::unpack(r));
+        }
+        self.current = r.bool().then(|| {
+            let a = Access::unpack(r);
+            (a, PAddr(r.u64()), r.cycles())
+        });
+        self.results.clear();
+        for _ in 0..r.count() {
+            let access = Access::unpack(r);
+            let value = r.opt();
+            let (issued, done, flags) = (r.cycles(), r.cycles(), r.u8());
+            self.results.push(AccessResult {
+                access,
+                value,
+                issued,
+                done,
+                hit: flags & 1 != 0,
+                shared: flags & 2 != 0,
+                retries: r.u32(),
+            });
+        }
+        self.stray_fills = r.u64();
+        self.evicted = match r.u8() {
+            0 => None,
+            e => {
+                let how = match e {
+                    1 => Evicted::Dirty,
+                    2 => Evicted::Clean,
+                    3 => Evicted::Nothing,
+                    _ => {
+                        r.mark_short();
+                        Evicted::Nothing
+                    }
+                };
+                Some((PAddr(r.u64()), how))
+            }
+        };
+    }
+}
+
 impl Clone for Proc {
     fn clone(&self) -> Self {
         Proc {

@@ -34,6 +34,7 @@ use crate::msg::{coh_msg, CohKind, CohMsg};
 use crate::processor::{Fill, Proc};
 use hashbrown::HashMap;
 use magic::costs::Source as Provenance;
+use magic::pack::{by_key, put, put_msg, put_opt, Reader};
 use magic::{
     BufId, BuildError, Cx, Dispatch, Install, LineState, Magic, MagicParams, Msg, NodeId,
     NodeState, OutOfRange, PAddr, ProcStep, Processor, Protocol, Region, LINE_BYTES,
@@ -300,6 +301,197 @@ pub struct CohNode {
     pub stats: CohStats,
 }
 
+impl CohNode {
+    /// What this node's state is whatever the nodes are called (see
+    /// `magic::check::Model::node_signature`): how many misses, writebacks
+    /// and deferred forwards it holds, and how far its processor's program
+    /// is, folded into a number.
+    pub fn signature(&self) -> u64 {
+        let mut x = 0u64;
+        for v in [
+            self.misses.len() as u64,
+            self.writebacks.len() as u64,
+            self.deferred.len() as u64,
+            self.proc.results.len() as u64,
+            self.proc.remaining() as u64,
+            self.proc.waiting().into(),
+        ] {
+            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
+        }
+        x
+    }
+
+    /// Packed for a search's frontier (see [`magic::pack`]): all but its
+    /// parameters, which are the same in every state of a machine.
+    pub fn pack(&self, out: &mut Vec<u8>) {
+        let CohNode {
+            id,
+            nodes,
+            params: _,
+            dir,
+            store,
+            misses,
+            writebacks,
+            deferred,
+            proc,
+            stats,
+        } = self;
+        put(out, id.0.into());
+        put(out, (*nodes).into());
+        put(out, dir.len() as u64);
+        by_key(dir, |k, e| {
+            put(out, k);
+            e.pack(out);
+        });
+        put(out, store.used.into());
+        put(out, store.lists.len() as u64);
+        store.lists.iter().for_each(|&k| put(out, k));
+        put(out, misses.len() as u64);
+        by_key(misses, |k, m| {
+            put(out, k);
+            put(out, m.req as u64);
+            put_opt(out, m.acks_needed.map(u64::from));
+            put(out, m.acks_got.into());
+            put_opt(out, m.buf.map(|b| b.0.into()));
+            let flags = m.exclusive as u64 | (m.invalidated as u64) << 1 | (m.filling as u64) << 2;
+            put(out, flags);
+            put(out, m.retries.into());
+        });
+        put(out, writebacks.len() as u64);
+        by_key(writebacks, |k, &n| {
+            put(out, k);
+            put(out, n.into());
+        });
+        put(out, deferred.len() as u64);
+        by_key(deferred, |k, ds| {
+            put(out, k);
+            put(out, ds.len() as u64);
+            for d in ds {
+                put_msg(out, &d.msg);
+                put(out, d.requester.0.into());
+                put(out, d.exclusive.into());
+            }
+        });
+        proc.pack(out);
+        let CohStats {
+            naks,
+            retries,
+            max_retries,
+            invalidations,
+            message_interventions,
+            message_invalidations,
+            forwards,
+            owner_naks,
+            deferred,
+            hints_sent,
+            hints,
+            reclaims,
+            protocol_errors,
+        } = *stats;
+        for x in [
+            naks,
+            retries,
+            max_retries.into(),
+            invalidations,
+            message_interventions,
+            message_invalidations,
+            forwards,
+            owner_naks,
+            deferred,
+            hints_sent,
+            hints,
+            reclaims,
+            protocol_errors,
+        ] {
+            put(out, x);
+        }
+    }
+
+    /// Make this node (one of the same machine's) the one [`CohNode::pack`]
+    /// packed, reusing its storage.
+    pub fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.id = NodeId(r.u32());
+        self.nodes = r.u32();
+        self.dir.clear();
+        for _ in 0..r.count() {
+            let k = r.u64();
+            self.dir.insert(k, DirEntry::unpack(r));
+        }
+        self.store.used = r.u32();
+        self.store.lists.clear();
+        for _ in 0..r.count() {
+            self.store.lists.push_back(r.u64());
+        }
+        self.misses.clear();
+        for _ in 0..r.count() {
+            let k = r.u64();
+            let req = match r.u8() {
+                0 => Req::Read,
+                1 => Req::Write,
+                2 => Req::Upgrade,
+                _ => {
+                    r.mark_short();
+                    Req::Read
+                }
+            };
+            let acks_needed = r.opt().map(|x| x as u32);
+            let acks_got = r.u32();
+            let buf = r.opt().map(|b| magic::BufId(b as u16));
+            let flags = r.u8();
+            let retries = r.u32();
+            let m = Miss {
+                req,
+                acks_needed,
+                acks_got,
+                exclusive: flags & 1 != 0,
+                buf,
+                invalidated: flags & 2 != 0,
+                filling: flags & 4 != 0,
+                retries,
+            };
+            self.misses.insert(k, m);
+        }
+        self.writebacks.clear();
+        for _ in 0..r.count() {
+            let k = r.u64();
+            self.writebacks.insert(k, r.u32());
+        }
+        self.deferred.clear();
+        for _ in 0..r.count() {
+            let k = r.u64();
+            let mut ds = SmallVec::new();
+            for _ in 0..r.count() {
+                let msg = r.msg();
+                let requester = NodeId(r.u32());
+                let exclusive = r.bool();
+                ds.push(Deferred {
+                    msg,
+                    requester,
+                    exclusive,
+                });
+            }
+            self.deferred.insert(k, ds);
+        }
+        self.proc.unpack(r);
+        let mut x = || r.u64();
+        self.stats = CohStats {
+            naks: x(),
+            retries: x(),
+            max_retries: x() as u32,
+            invalidations: x(),
+            message_interventions: x(),
+            message_invalidations: x(),
+            forwards: x(),
+            owner_naks: x(),
+            deferred: x(),
+            hints_sent: x(),
+            hints: x(),
+            reclaims: x(),
+            protocol_errors: x(),
+        };
+    }
+}
+
 /// A node's state, as a search keeps it; `clone_from` reuses the storage
 /// of the node it overwrites.
 impl Clone for CohNode {
@@ -411,14 +603,9 @@ impl CohNode {
         value: &dyn Fn(u64) -> u64,
         out: &mut Vec<u8>,
     ) {
-        fn sorted<V>(m: &HashMap<u64, V>) -> Vec<(&u64, &V)> {
-            let mut v: Vec<_> = m.iter().collect();
-            v.sort_unstable_by_key(|x| *x.0);
-            v
-        }
         let node = |out: &mut Vec<u8>, n: NodeId| out.extend_from_slice(&n.0.to_le_bytes());
         let set = |out: &mut Vec<u8>, s: &directory::Sharers, ordered: bool| {
-            let mut v: Vec<NodeId> = s.iter().map(rename).collect();
+            let mut v: SmallVec<[NodeId; 4]> = s.iter().map(rename).collect();
             if !ordered {
                 v.sort_unstable();
             }
@@ -429,16 +616,16 @@ impl CohNode {
         // only dynamic pointers unlink by position.
         let ordered = self.params.format == DirFormat::DynamicPointer;
         out.extend_from_slice(&(self.dir.len() as u32).to_le_bytes());
-        for (k, e) in sorted(&self.dir) {
+        by_key(&self.dir, |k, e| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(e.pending as u8 | (e.local as u8) << 1 | (e.dirty as u8) << 2);
             out.push(e.shr_vld as u8);
             node(out, e.head.map_or(NodeId(u32::MAX), rename));
             set(out, &e.shr, ordered);
             set(out, &e.inv, false);
-        }
+        });
         out.extend_from_slice(&(self.misses.len() as u32).to_le_bytes());
-        for (k, m) in sorted(&self.misses) {
+        by_key(&self.misses, |k, m| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(m.req as u8);
             out.extend_from_slice(&m.acks_needed.map_or(u32::MAX, |x| x).to_le_bytes());
@@ -449,14 +636,14 @@ impl CohNode {
                 m.invalidated as u8,
                 m.filling as u8,
             ]);
-        }
+        });
         out.extend_from_slice(&(self.writebacks.len() as u32).to_le_bytes());
-        for (k, n) in sorted(&self.writebacks) {
+        by_key(&self.writebacks, |k, n| {
             out.extend_from_slice(&k.to_le_bytes());
             out.extend_from_slice(&n.to_le_bytes());
-        }
+        });
         out.extend_from_slice(&(self.deferred.len() as u32).to_le_bytes());
-        for (k, ds) in sorted(&self.deferred) {
+        by_key(&self.deferred, |k, ds| {
             out.extend_from_slice(&k.to_le_bytes());
             out.push(ds.len() as u8);
             for d in ds {
@@ -464,7 +651,7 @@ impl CohNode {
                 node(out, rename(d.requester));
                 out.push(d.exclusive as u8);
             }
-        }
+        });
         self.proc.encode_renamed(value, out);
         out.extend_from_slice(&self.stats.protocol_errors.to_le_bytes());
     }

@@ -5,6 +5,7 @@
 //! recorded with its time and applied lazily, so no event is spent on it.
 
 use crate::ids::{BufId, LINE_BYTES};
+use crate::pack::{put, put_line, Reader};
 use crate::time::Cycles;
 use std::collections::VecDeque;
 
@@ -62,6 +63,68 @@ impl Clone for BufferPool {
         self.returning.clone_from(&src.returning);
         self.allocs = src.allocs;
         self.failures = src.failures;
+    }
+}
+
+impl BufferPool {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.bufs.len() as u64);
+        for b in &self.bufs {
+            put_line(out, &b.bytes);
+            put(out, b.first_ready.0);
+            put(out, b.ready.0);
+            put(out, b.state as u64);
+        }
+        put(out, self.size as u64);
+        put(out, self.free.len() as u64);
+        for &i in &self.free {
+            put(out, i.into());
+        }
+        put(out, self.returning.len() as u64);
+        for &(t, i) in &self.returning {
+            put(out, t.0);
+            put(out, i.into());
+        }
+        put(out, self.allocs);
+        put(out, self.failures);
+    }
+
+    /// Make this the pool [`BufferPool::pack`] packed, reusing its storage.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.bufs.clear();
+        for _ in 0..r.count() {
+            let mut bytes = [0; LINE_BYTES];
+            r.line(&mut bytes);
+            let (first_ready, ready) = (r.cycles(), r.cycles());
+            let state = match r.u8() {
+                0 => BufState::Free,
+                1 => BufState::InUse,
+                2 => BufState::Returning,
+                _ => {
+                    r.mark_short();
+                    BufState::Free
+                }
+            };
+            self.bufs.push(Buffer {
+                bytes,
+                first_ready,
+                ready,
+                state,
+            });
+        }
+        self.size = r.u64() as usize;
+        self.free.clear();
+        for _ in 0..r.count() {
+            self.free.push(r.u16());
+        }
+        self.returning.clear();
+        for _ in 0..r.count() {
+            let t = r.cycles();
+            self.returning.push_back((t, r.u16()));
+        }
+        self.allocs = r.u64();
+        self.failures = r.u64();
     }
 }
 

@@ -24,12 +24,12 @@
 //! shortest trace; it stops there.
 //!
 //! [`explore_restoring`] keeps each state of its frontier as a snapshot of
-//! the machine and restores it into a scratch machine to make each move;
-//! snapshots it is done with are reused, and a new state's machine is
-//! moved into one rather than copied, so a search in its stride allocates
-//! little. [`explore`] copies nothing: it rebuilds a state from the initial
-//! machine by replaying its moves, which the engine's determinism makes
-//! exact.
+//! the machine, packed into bytes (see [`crate::pack`]; the node states
+//! too, where the model packs them, [`Model::pack_node`]), and restores it
+//! into a scratch machine to make each move; snapshots it is done with are
+//! reused. [`explore`] copies nothing: it rebuilds a state from the
+//! initial machine by replaying its moves, which the engine's determinism
+//! makes exact.
 
 use crate::ids::Msg;
 use crate::machine::{Magic, NodeState};
@@ -228,7 +228,7 @@ impl<S: NodeState> Magic<S> {
         if let Some(held) = &self.held {
             // By channel, in order within each: the order across channels
             // is not part of the state.
-            let mut order: Vec<usize> = (0..held.len()).collect();
+            let mut order: smallvec::SmallVec<[usize; 16]> = (0..held.len()).collect();
             order.sort_by_key(|&i| (held[i].chan, i));
             out.extend_from_slice(&(held.len() as u32).to_le_bytes());
             for i in order {
@@ -241,6 +241,33 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
+    /// What node `n`'s hardware holds whatever the nodes are called: its
+    /// queues' lengths, its processor cache's clean and dirty lines, its
+    /// data buffers held, whether its PP is running, and the messages on
+    /// their way to its processor, folded into a number (see
+    /// [`Model::node_signature`]); 0 for a node the machine does not have.
+    pub fn node_signature(&self, n: u32) -> u64 {
+        let Some(hw) = self.hw.get(n as usize) else {
+            return 0;
+        };
+        let (clean, dirty) = hw.pcache.held();
+        let mut x = 0u64;
+        for v in [
+            hw.queues[0].len() as u64,
+            hw.queues[1].len() as u64,
+            hw.queues[2].len() as u64,
+            hw.queues[3].len() as u64,
+            clean.into(),
+            dirty.into(),
+            hw.bufs.held() as u64,
+            hw.pp_running.into(),
+            hw.to_processor.len() as u64,
+        ] {
+            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
+        }
+        x
+    }
+
     /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
     /// by `r`: the nodes in the renamed order, and the nodes a message or a
     /// data word names renamed (the payload's and the data's as `model`
@@ -251,25 +278,43 @@ impl<S: NodeState> Magic<S> {
         r: &Renaming,
         out: &mut Vec<u8>,
     ) {
-        let word = |w: u64| model.rename_data(w, r);
         for j in 0..self.hw.len() as u32 {
-            let hw = &self.hw[r.from(j) as usize];
-            hw.pcache.encode_words(&word, out);
-            hw.mem.encode_words(&word, out);
-            for q in &hw.queues {
-                out.extend_from_slice(&(q.len() as u32).to_le_bytes());
-                for e in q {
-                    self.encode_packet_renamed(model, r, e.pkt, out);
-                }
-            }
-            encode_held_and_drops(hw, out);
+            self.encode_node_renamed(model, r, j, out);
         }
+        self.encode_held_renamed(model, r, out);
+    }
+
+    /// The part of [`Magic::encode_hardware_renamed`] that node `j` of the
+    /// renamed machine (`r.from(j)` of this one) writes.
+    fn encode_node_renamed<M: Model<Node = S>>(
+        &self,
+        model: &M,
+        r: &Renaming,
+        j: u32,
+        out: &mut Vec<u8>,
+    ) {
+        let word = |w: u64| model.rename_data(w, r);
+        let hw = &self.hw[r.from(j) as usize];
+        hw.pcache.encode_words(&word, out);
+        hw.mem.encode_words(&word, out);
+        for q in &hw.queues {
+            out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+            for e in q {
+                self.encode_packet_renamed(model, r, e.pkt, out);
+            }
+        }
+        encode_held_and_drops(hw, out);
+    }
+
+    /// The part of [`Magic::encode_hardware_renamed`] the held messages
+    /// write, after every node's.
+    fn encode_held_renamed<M: Model<Node = S>>(&self, model: &M, r: &Renaming, out: &mut Vec<u8>) {
         if let Some(held) = &self.held {
             let chan = |i: usize| {
                 let c = held[i].chan;
                 (r.node(c.src), r.node(c.dst), c.path)
             };
-            let mut order: Vec<usize> = (0..held.len()).collect();
+            let mut order: smallvec::SmallVec<[usize; 16]> = (0..held.len()).collect();
             order.sort_by_key(|&i| (chan(i), i));
             out.extend_from_slice(&(held.len() as u32).to_le_bytes());
             for i in order {
@@ -382,6 +427,17 @@ pub trait Model {
         self.encode(m, out);
     }
 
+    /// What node `n`'s state is whatever the nodes are called: a number
+    /// no renaming of the symmetric nodes changes (counts and states, no
+    /// node's number, no value that names one). With symmetry on, the
+    /// search takes a state only to the renamings that order the
+    /// symmetric nodes by this number (and the hardware's own, see
+    /// [`Magic::node_signature`]), so nodes that differ are not tried in
+    /// every order. The default: 0 for every node, which orders nothing.
+    fn node_signature(&self, _m: &Magic<Self::Node>, _n: u32) -> u64 {
+        0
+    }
+
     /// `msg` with the nodes its payload names renamed by `r` (the explorer
     /// renames its source and destination itself). The default: as is.
     fn rename_message(&self, _m: &Magic<Self::Node>, msg: &Msg, _r: &Renaming) -> Msg {
@@ -394,6 +450,21 @@ pub trait Model {
     fn rename_data(&self, word: u64, _r: &Renaming) -> u64 {
         word
     }
+
+    /// Pack node state `s` into `out` for a search's frontier (see
+    /// [`crate::pack`]) and say so. A search holds millions of states at
+    /// once, and packed node states take a fraction of copies' memory. The
+    /// default packs nothing and says false: the search keeps a copy of
+    /// each node state. A model that packs must unpack
+    /// ([`Model::unpack_node`]) to a state the same in everything the
+    /// machine can do next and every report of a search reads.
+    fn pack_node(&self, _s: &Self::Node, _out: &mut Vec<u8>) -> bool {
+        false
+    }
+
+    /// Make `s`, a node state of a machine this model built, the one
+    /// [`Model::pack_node`] packed, reading it from `r`.
+    fn unpack_node(&self, _s: &mut Self::Node, _r: &mut crate::pack::Reader<'_>) {}
 
     /// What must hold when no move is left: every operation done, nothing
     /// stuck, nothing refused. The default asks the machine's own report
@@ -426,11 +497,11 @@ pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
 }
 
 /// The most distinct states a search may be allowed ([`Bounds::max_states`]):
-/// 10^8, some 7 GB of the search's own records (about 70 bytes a state)
+/// 10^8, some 5 GB of the search's own records (about 50 bytes a state)
 /// and, at the 10^4 states a second the replaying search reaches on one
-/// core, nearly three hours. [`explore_restoring`] holds a snapshot of each
-/// state found and not yet expanded besides, a few kilobytes each at four
-/// nodes.
+/// core, nearly three hours. [`explore_restoring`] holds a packed snapshot
+/// of each state found and not yet expanded besides, some 600 bytes at
+/// four nodes.
 pub const MAX_STATES: usize = 100_000_000;
 
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
@@ -464,10 +535,15 @@ pub struct Bounds {
     pub symmetry: bool,
 }
 
+/// The distinct states a search stops at unless told otherwise: enough
+/// for the coherence check at four nodes and its default lines and ops
+/// (26,767,466 states up to node symmetry).
+pub const DEFAULT_MAX_STATES: usize = 30_000_000;
+
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_states: 2_000_000,
+            max_states: DEFAULT_MAX_STATES,
             settle_instants: 1_000_000,
             progress: None,
             threads: 0,
@@ -727,124 +803,181 @@ fn fingerprint(bytes: &[u8]) -> u128 {
 /// reads: a restored machine keeps its own): restored into a machine built
 /// by the same model, it makes that machine the one it was taken from (the
 /// handlers, parameters and message types are the same by construction,
-/// and a settled engine holds no event).
+/// and a settled engine holds no event). The hardware is packed into bytes
+/// (see [`crate::pack`]): a search holds millions of these at once.
 struct Snapshot<S> {
-    clock: crate::engine::Idle,
-    /// Each node's units, its data cache's tags left out ...
-    hw: Vec<crate::node::NodeHw>,
-    /// ... and kept here, the ones in use only.
-    tags: Vec<crate::dcache::SparseTags>,
+    /// The engine's clock and counts, when the ledger's counts start, each
+    /// node's hardware, the packets, the dirty list, the held messages and,
+    /// if the model packs them, the node states, packed ...
+    bytes: Vec<u8>,
+    /// ... but what a node holds only while watched, traced or once it has
+    /// dropped something, by node, for the nodes that hold any.
+    rare: Vec<(u32, crate::node::Rare)>,
     state: Vec<S>,
-    packets: crate::node::Packets,
-    dirty: Vec<u32>,
-    ledger_from: crate::time::Cycles,
-    held: Option<Vec<crate::node::Held>>,
+}
+
+/// How a search keeps its states' node states: packed by the model (see
+/// [`Model::pack_node`]), or copied.
+struct Keep<'a, M> {
+    model: &'a M,
+    packed: bool,
+}
+
+impl<M> Clone for Keep<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for Keep<'_, M> {}
+
+impl<'a, M: Model> Keep<'a, M> {
+    /// Packed if the model packs the node states of `m`.
+    fn new(model: &'a M, m: &Magic<M::Node>) -> Keep<'a, M> {
+        let mut out = Vec::new();
+        let packed = m.state.iter().all(|s| model.pack_node(s, &mut out));
+        Keep {
+            model,
+            packed: packed && !m.state.is_empty(),
+        }
+    }
 }
 
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
-    fn snapshot(&self) -> Option<Snapshot<S>> {
-        // Sized as they will be filled: a vector grown from empty would
-        // round its few nodes up to four.
-        let nodes = self.hw.len();
+    fn snapshot<M: Model<Node = S>>(&self, keep: Keep<'_, M>) -> Option<Snapshot<S>> {
         let mut s = Snapshot {
-            clock: self.engine.idle()?,
-            hw: Vec::with_capacity(nodes),
-            tags: Vec::with_capacity(nodes),
-            state: Vec::with_capacity(self.state.len()),
-            packets: crate::node::Packets::default(),
-            dirty: Vec::with_capacity(self.dirty.len()),
-            ledger_from: self.ledger_from,
-            held: None,
+            bytes: Vec::new(),
+            rare: Vec::new(),
+            state: Vec::new(),
         };
-        self.snapshot_into(&mut s).then_some(s)
+        if !self.pack_into(keep, &mut s.bytes, &mut s.rare) {
+            return None;
+        }
+        if !keep.packed {
+            s.state = self.state.clone();
+        }
+        Some(s)
     }
 
-    /// The machine's state into `s`, reusing its storage; false, and `s`
-    /// left as it was, if the machine is not settled.
-    fn snapshot_into(&self, s: &mut Snapshot<S>) -> bool {
+    /// The machine's hardware, and its node states if `keep` packs them,
+    /// packed into `out`, and what the nodes' packing leaves out into
+    /// `rare`; false, and nothing written, if the machine is not settled.
+    fn pack_into<M: Model<Node = S>>(
+        &self,
+        keep: Keep<'_, M>,
+        out: &mut Vec<u8>,
+        rare: &mut Vec<(u32, crate::node::Rare)>,
+    ) -> bool {
         let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
             return false;
         };
-        s.clock = clock;
-        s.hw.truncate(self.hw.len());
-        for (d, h) in s.hw.iter_mut().zip(&self.hw) {
-            d.clone_from_but_tags(h);
+        out.clear();
+        clock.pack(out);
+        crate::pack::put(out, self.ledger_from.0);
+        for h in &self.hw {
+            h.pack(out);
         }
-        let kept = s.hw.len();
-        s.hw.extend(self.hw[kept..].iter().map(|h| h.without_tags()));
-        s.tags.resize_with(self.hw.len(), Vec::new);
-        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
-            h.dcache.sparse_into(t);
+        self.packets.pack(out);
+        crate::node::put_u32s(out, &self.dirty);
+        crate::pack::put_opt(out, self.held.as_ref().map(|h| h.len() as u64));
+        for h in self.held.iter().flatten() {
+            h.pack(out);
         }
-        s.state.clone_from(&self.state);
-        s.packets.clone_from(&self.packets);
-        s.dirty.clone_from(&self.dirty);
-        s.ledger_from = self.ledger_from;
-        s.held.clone_from(&self.held);
+        if keep.packed {
+            for n in &self.state {
+                keep.model.pack_node(n, out);
+            }
+        }
+        rare.clear();
+        for (n, h) in self.hw.iter().enumerate() {
+            if let Some(r) = h.rare() {
+                rare.push((n as u32, r));
+            }
+        }
         true
     }
 
-    /// The machine's state moved into `s` (a snapshot of a machine of the
-    /// same model) by trading storage: this machine is left with `s`'s old
-    /// contents, and must be restored before it runs again. Its data
-    /// cache's tags stay with it. False, and nothing done, if the machine
-    /// is not settled.
-    fn snapshot_moved(&mut self, s: &mut Snapshot<S>) -> bool {
-        if s.hw.len() != self.hw.len() || s.state.len() != self.state.len() {
-            return self.snapshot_into(s);
-        }
-        let (None, Some(clock)) = (&self.halt, self.engine.idle()) else {
-            return false;
-        };
-        s.clock = clock;
-        for (t, h) in s.tags.iter_mut().zip(&self.hw) {
-            h.dcache.sparse_into(t);
-        }
-        std::mem::swap(&mut self.hw, &mut s.hw);
-        for (mine, kept) in self.hw.iter_mut().zip(&mut s.hw) {
-            std::mem::swap(&mut mine.dcache, &mut kept.dcache);
-            kept.dcache.counts_from(&mine.dcache);
-        }
-        std::mem::swap(&mut self.state, &mut s.state);
-        std::mem::swap(&mut self.packets, &mut s.packets);
-        std::mem::swap(&mut self.dirty, &mut s.dirty);
-        s.ledger_from = self.ledger_from;
-        std::mem::swap(&mut self.held, &mut s.held);
-        true
-    }
-
-    /// The machine's state in a snapshot from `pool` if it holds one (see
-    /// [`Magic::snapshot_moved`]: this machine must then be restored
-    /// before it runs again), in a new one otherwise; `None` if the machine
-    /// is not settled.
-    fn snapshot_pooled(&mut self, pool: &mut Pool<S>) -> Option<Box<Snapshot<S>>> {
-        let Some(mut s) = pool.pop() else {
-            return self.snapshot().map(Box::new);
-        };
-        if self.snapshot_moved(&mut s) {
-            Some(s)
-        } else {
+    /// The machine's state in a snapshot from `pool` if it holds one, in a
+    /// new one otherwise; `None` if the machine is not settled. It is
+    /// packed into `scratch` first, so the snapshot, which may wait long
+    /// in the frontier, holds little more than its bytes. Node states the
+    /// model does not pack are moved by trading storage: this machine must
+    /// then be restored before it runs again.
+    fn snapshot_pooled<M: Model<Node = S>>(
+        &mut self,
+        keep: Keep<'_, M>,
+        pool: &mut Pool<S>,
+        scratch: &mut Vec<u8>,
+    ) -> Option<Box<Snapshot<S>>> {
+        let mut s = pool.pop().unwrap_or_else(|| {
+            Box::new(Snapshot {
+                bytes: Vec::new(),
+                rare: Vec::new(),
+                state: Vec::new(),
+            })
+        });
+        if !self.pack_into(keep, scratch, &mut s.rare) {
             pool.push(s);
-            None
+            return None;
         }
+        let n = scratch.len();
+        if !(n..=n + n / 8).contains(&s.bytes.capacity()) {
+            s.bytes = Vec::with_capacity(n);
+        }
+        s.bytes.clear();
+        s.bytes.extend_from_slice(scratch);
+        if !keep.packed {
+            if s.state.len() == self.state.len() {
+                std::mem::swap(&mut self.state, &mut s.state);
+            } else {
+                s.state.clone_from(&self.state);
+            }
+        }
+        Some(s)
     }
 
-    /// Make this machine the one `s` was taken from.
-    fn restore(&mut self, s: &Snapshot<S>) {
-        self.engine.set_idle(s.clock);
-        for ((h, src), t) in self.hw.iter_mut().zip(&s.hw).zip(&s.tags) {
-            h.clone_from_but_tags(src);
-            h.dcache.set_sparse(t);
+    /// Make this machine the one `s` was taken from; false if its bytes
+    /// did not unpack whole (a snapshot of another model's machine).
+    fn restore<M: Model<Node = S>>(&mut self, keep: Keep<'_, M>, s: &Snapshot<S>) -> bool {
+        let mut r = crate::pack::Reader::new(&s.bytes);
+        self.engine.set_idle(crate::engine::Idle::unpack(&mut r));
+        self.ledger_from = r.cycles();
+        let mut rare = s.rare.iter().peekable();
+        for (n, h) in self.hw.iter_mut().enumerate() {
+            let x = rare.next_if(|(at, _)| *at as usize == n);
+            h.unpack(&mut r, x.map(|(_, x)| x));
         }
-        self.state.clone_from(&s.state);
-        self.packets.clone_from(&s.packets);
-        self.dirty.clone_from(&s.dirty);
-        self.ledger_from = s.ledger_from;
-        self.held.clone_from(&s.held);
+        self.packets.unpack(&mut r);
+        crate::node::read_u32s(&mut r, &mut self.dirty);
+        match r.opt() {
+            None => self.held = None,
+            Some(n) => {
+                let held = self.held.get_or_insert_with(Vec::new);
+                held.clear();
+                for _ in 0..n {
+                    match crate::node::Held::unpack(&mut r) {
+                        Some(h) => held.push(h),
+                        None => return false,
+                    }
+                }
+            }
+        }
+        if keep.packed {
+            for n in &mut self.state {
+                keep.model.unpack_node(n, &mut r);
+            }
+        } else {
+            self.state.clone_from(&s.state);
+        }
         self.halt = None;
+        r.done() && rare.next().is_none()
     }
 }
+
+/// What a search says of a snapshot that did not restore whole (a fault
+/// of the explorer's, not of the model).
+const NOT_RESTORED: &str = "a state's snapshot did not restore whole";
 
 /// What one state's moves led to, in the order of its moves.
 enum Expansion<S> {
@@ -874,6 +1007,8 @@ struct Work {
     moves: Vec<Move>,
     /// Its held messages that may be released, then the model's moves.
     numbers: Vec<u32>,
+    /// A new state, packed, before it is copied into its snapshot.
+    pack: Vec<u8>,
 }
 
 impl Work {
@@ -913,12 +1048,12 @@ fn cores() -> usize {
 /// expansion restores it first).
 #[allow(clippy::too_many_arguments)]
 fn expand<M>(
-    model: &M,
+    keep: Keep<'_, M>,
     bounds: Bounds,
     m: &mut Magic<M::Node>,
     s: &Snapshot<M::Node>,
     seen: &Seen,
-    perms: &[Renaming],
+    sym: &Symmetry,
     work: &mut Work,
     pool: &mut Pool<M::Node>,
 ) -> Expansion<M::Node>
@@ -926,26 +1061,41 @@ where
     M: Model,
     M::Node: Clone,
 {
-    m.restore(s);
+    let model = keep.model;
+    if !m.restore(keep, s) {
+        return Expansion::Finished(Err(NOT_RESTORED.to_string()));
+    }
+    #[cfg(debug_assertions)]
+    {
+        // What is restored packs to the bytes it was restored from: an
+        // unpack that left a field out, in the hardware or the model's
+        // node state, shows here in every debug test of a search.
+        let (mut again, mut rare) = (Vec::new(), Vec::new());
+        m.pack_into(keep, &mut again, &mut rare);
+        debug_assert!(again == s.bytes, "a restored state packs differently");
+    }
     work.list_moves(model, m);
-    let Work { buf, moves, .. } = work;
+    let Work {
+        buf, moves, pack, ..
+    } = work;
     if moves.is_empty() {
         return Expansion::Finished(model.finished(m));
     }
     let mut out = Vec::with_capacity(moves.len());
     for (k, &mv) in moves.iter().enumerate() {
-        if k > 0 {
-            m.restore(s);
+        if k > 0 && !m.restore(keep, s) {
+            out.push((mv, Err(NOT_RESTORED.to_string())));
+            break;
         }
         if let Err(e) = make(model, bounds, m, mv) {
             out.push((mv, Err(e)));
             break;
         }
-        let fp = state_print(model, m, perms, buf);
+        let fp = state_print(model, m, sym, buf);
         let found = if seen.contains(&fp) {
             None
         } else {
-            match m.snapshot_pooled(pool) {
+            match m.snapshot_pooled(keep, pool, pack) {
                 Some(snap) => Some((fp, snap)),
                 None => {
                     out.push((mv, Err("the machine did not settle".to_string())));
@@ -987,12 +1137,12 @@ where
         }
     }
     let root = &scratch[0];
-    let perms = renamings(model, bounds, root);
-    let perms = &perms[..];
-    found.report.symmetry = !perms.is_empty();
+    let sym = &renamings(model, bounds, root);
+    found.report.symmetry = !sym.perms.is_empty();
     let mut works: Vec<Work> = (0..threads).map(|_| Work::default()).collect();
-    let fp = state_print(model, root, perms, &mut works[0].buf);
-    let Some(snap) = root.snapshot() else {
+    let fp = state_print(model, root, sym, &mut works[0].buf);
+    let keep = Keep::new(model, root);
+    let Some(snap) = root.snapshot(keep) else {
         return found.fail("the machine did not settle".into(), Vec::new());
     };
     found.root(fp);
@@ -1007,7 +1157,7 @@ where
             let (m, work, pool) = (&mut scratch[0], &mut works[0], &mut pool);
             batch
                 .iter()
-                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
+                .map(|(_, s)| expand(keep, bounds, m, s, seen, sym, work, pool))
                 .collect()
         } else {
             let per = n.div_ceil(threads);
@@ -1027,7 +1177,7 @@ where
                         sc.spawn(move || {
                             chunk
                                 .iter()
-                                .map(|(_, s)| expand(model, bounds, m, s, seen, perms, work, pool))
+                                .map(|(_, s)| expand(keep, bounds, m, s, seen, sym, work, pool))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -1087,9 +1237,9 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
         Ok(m) => m,
         Err(e) => return found.fail(e, Vec::new()),
     };
-    let perms = renamings(model, bounds, &root);
-    found.report.symmetry = !perms.is_empty();
-    found.root(state_print(model, &root, &perms, &mut work.buf));
+    let sym = renamings(model, bounds, &root);
+    found.report.symmetry = !sym.perms.is_empty();
+    found.root(state_print(model, &root, &sym, &mut work.buf));
     queue.push_back(0u32);
     while let Some(v) = queue.pop_front() {
         let path = path_to(&found.visits, v);
@@ -1124,7 +1274,7 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 let trace = describe_path(model, bounds, &p);
                 return found.fail(e, trace);
             }
-            match found.admit(v, mv, depth, state_print(model, machine, &perms, buf)) {
+            match found.admit(v, mv, depth, state_print(model, machine, &sym, buf)) {
                 Admitted::New(w) => queue.push_back(w),
                 Admitted::Seen => {}
                 Admitted::Full => return found.report,
@@ -1139,16 +1289,28 @@ fn encode<M: Model>(model: &M, m: &Magic<M::Node>, out: &mut Vec<u8>) {
     model.encode(m, out);
 }
 
+/// The renamings a search takes states up to, and the nodes they permute
+/// (ascending): none for the plain search.
+#[derive(Default)]
+struct Symmetry {
+    among: Vec<u32>,
+    perms: Vec<Renaming>,
+}
+
 /// The renamings a search takes states up to: none for the plain search.
-fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Renaming> {
+fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Symmetry {
     if !bounds.symmetry {
-        return Vec::new();
+        return Symmetry::default();
     }
-    let among = model.symmetric(m);
+    let mut among = model.symmetric(m);
+    among.retain(|&n| n < m.nodes());
+    among.sort_unstable();
+    among.dedup();
     if among.len() < 2 {
-        return Vec::new();
+        return Symmetry::default();
     }
-    Renaming::permuting(m.nodes(), &among)
+    let perms = Renaming::permuting(m.nodes(), &among);
+    Symmetry { among, perms }
 }
 
 /// The state's fingerprint: of its encoding, or with `perms`, of the least
@@ -1157,20 +1319,71 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Vec<Ren
 fn state_print<M: Model>(
     model: &M,
     m: &Magic<M::Node>,
-    perms: &[Renaming],
+    sym: &Symmetry,
     bufs: &mut [Vec<u8>; 2],
 ) -> u128 {
     let [buf, best] = bufs;
     buf.clear();
-    if perms.is_empty() {
+    if sym.perms.is_empty() {
         encode(model, m, buf);
         return fingerprint(buf);
     }
-    for (i, r) in perms.iter().enumerate() {
+    // Only the renamings that order the symmetric nodes by their
+    // signatures: the same set, renamed, for every state of an orbit.
+    let sig: smallvec::SmallVec<[u64; 8]> = (0..m.nodes())
+        .map(|n| {
+            let hw = m.node_signature(n);
+            hw.rotate_left(32)
+                ^ model
+                    .node_signature(m, n)
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        })
+        .collect();
+    let ordered = |r: &Renaming| {
+        sym.among
+            .windows(2)
+            .all(|w| sig[r.from(w[0]) as usize] <= sig[r.from(w[1]) as usize])
+    };
+    let mut first = true;
+    for r in sym.perms.iter().filter(|r| ordered(r)) {
         buf.clear();
-        m.encode_hardware_renamed(model, r, buf);
+        if std::mem::take(&mut first) {
+            m.encode_hardware_renamed(model, r, buf);
+            model.encode_renamed(m, r, buf);
+            std::mem::swap(buf, best);
+            continue;
+        }
+        // Node by node, stopping as soon as this encoding is past the
+        // least so far: where the two first differ decides, whatever
+        // follows.
+        let mut same = 0;
+        let mut less = false;
+        let mut past = |buf: &Vec<u8>| {
+            if less {
+                return false;
+            }
+            let n = buf.len().min(best.len());
+            match buf[same..n].cmp(&best[same..n]) {
+                std::cmp::Ordering::Less => less = true,
+                std::cmp::Ordering::Greater => return true,
+                std::cmp::Ordering::Equal => same = n,
+            }
+            false
+        };
+        let mut out = false;
+        for j in 0..m.nodes() {
+            m.encode_node_renamed(model, r, j, buf);
+            if past(buf) {
+                out = true;
+                break;
+            }
+        }
+        if out {
+            continue;
+        }
+        m.encode_held_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if i == 0 || *buf < *best {
+        if *buf < *best {
             std::mem::swap(buf, best);
         }
     }

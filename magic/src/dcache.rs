@@ -3,6 +3,7 @@
 //! lives in the protocol's typed state; this unit decides what an access costs.
 
 use crate::ids::LINE_BYTES;
+use crate::pack::{put, Reader};
 
 /// MAGIC's data cache: direct mapped, tags only, with hit and miss counts.
 pub struct DCache {
@@ -18,51 +19,58 @@ pub struct DCache {
     pub(crate) misses: u64,
 }
 
-/// A data cache's tags, the ones in use only (see [`DCache::sparse_into`]).
-pub(crate) type SparseTags = Vec<(u32, u64)>;
-
 impl DCache {
-    /// Copy `src` but its tags into this cache, whose tags stay as they are
-    /// (see [`DCache::sparse_into`]).
+    /// Copy `src`'s counts and size into this cache, whose tags stay as
+    /// they are.
     pub(crate) fn counts_from(&mut self, src: &DCache) {
         self.lines = src.lines;
         self.hits = src.hits;
         self.misses = src.misses;
     }
+}
 
-    /// The same cache with its tags left out (see [`DCache::sparse_into`]).
-    pub(crate) fn without_tags(&self) -> DCache {
-        DCache {
-            tags: Vec::new(),
-            used: Vec::new(),
-            ..*self
+impl DCache {
+    /// Packed for a search's frontier: its size, its counts and the tags
+    /// in use, by slot (a few bytes rather than one word a line, read
+    /// without scanning the lines).
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.lines as u64);
+        put(out, self.hits);
+        put(out, self.misses);
+        put(out, self.used.len() as u64);
+        for &i in &self.used {
+            put(out, i.into());
+            put(out, self.tags[i as usize]);
         }
     }
 
-    /// The tags in use, by slot, into `out`: the cache's contents in a few
-    /// bytes rather than one word a line, read without scanning the lines.
-    pub(crate) fn sparse_into(&self, out: &mut SparseTags) {
-        out.clear();
-        out.extend(self.used.iter().map(|&i| (i, self.tags[i as usize])));
-    }
-
-    /// Make the tags those `s` holds (as [`DCache::sparse_into`] gave
-    /// them), touching only the slots either holds.
-    pub(crate) fn set_sparse(&mut self, s: &SparseTags) {
+    /// Make this the cache [`DCache::pack`] packed, touching only the
+    /// slots either holds; a slot out of range marks `r` short.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.lines = r.u64() as usize;
+        self.hits = r.u64();
+        self.misses = r.u64();
         for &i in &self.used {
             self.tags[i as usize] = u64::MAX;
         }
         self.used.clear();
-        if s.is_empty() {
+        let n = r.count();
+        if n == 0 {
             return;
         }
         if self.tags.len() != self.lines {
             self.tags.clear();
             self.tags.resize(self.lines, u64::MAX);
         }
-        for &(i, t) in s {
-            self.tags[i as usize] = t;
-            self.used.push(i);
+        for _ in 0..n {
+            let (i, t) = (r.u32(), r.u64());
+            match self.tags.get_mut(i as usize) {
+                Some(slot) => {
+                    *slot = t;
+                    self.used.push(i);
+                }
+                None => r.mark_short(),
+            }
         }
     }
 }
@@ -150,14 +158,20 @@ mod tests {
         for a in [0, 3 * 128, 11 * 128] {
             c.access(a);
         }
-        let mut s = SparseTags::new();
-        c.sparse_into(&mut s);
-        assert_eq!(s, vec![(0, 0), (3, 11)]);
+        let mut s = Vec::new();
+        c.pack(&mut s);
+        // Size, counts, then the two slots in use with their tags.
+        assert_eq!(s, vec![8, 0, 3, 2, 0, 0, 3, 11]);
         let mut d = DCache::new(8);
         d.access(5 * 128);
-        d.set_sparse(&s);
+        let mut r = Reader::new(&s);
+        d.unpack(&mut r);
+        assert!(r.done());
+        assert_eq!((d.hits, d.misses), (0, 3));
         assert!(d.access(0) && d.access(11 * 128) && !d.access(5 * 128));
-        d.set_sparse(&SparseTags::new());
+        let mut empty = Vec::new();
+        DCache::new(8).pack(&mut empty);
+        d.unpack(&mut Reader::new(&empty));
         assert!(!d.access(0));
     }
 }

@@ -96,6 +96,26 @@ pub(crate) struct Idle {
     late: u64,
 }
 
+impl Idle {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        for x in [self.now.0, self.base, self.seq, self.popped, self.late] {
+            crate::pack::put(out, x);
+        }
+    }
+
+    /// What [`Idle::pack`] packed.
+    pub(crate) fn unpack(r: &mut crate::pack::Reader<'_>) -> Idle {
+        Idle {
+            now: Time(r.u64()),
+            base: r.u64(),
+            seq: r.u64(),
+            popped: r.u64(),
+            late: r.u64(),
+        }
+    }
+}
+
 impl<E: Copy> Default for Engine<E> {
     fn default() -> Self {
         Self::new()

@@ -92,6 +92,7 @@ pub mod memory;
 pub mod message;
 pub mod ni;
 mod node;
+pub mod pack;
 pub mod params;
 pub mod pcache;
 pub mod testing;

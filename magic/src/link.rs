@@ -9,6 +9,7 @@
 //! send.
 
 use crate::ids::Lane;
+use crate::pack::{put, Reader};
 use crate::time::Cycles;
 use smallvec::SmallVec;
 
@@ -40,6 +41,39 @@ pub struct OutLink {
     /// Cycles during which at least one accepted packet waited for the wire.
     pub(crate) occupied: Cycles,
     occupied_until: Cycles,
+}
+
+impl OutLink {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.free_at.0);
+        for lane in &self.waiting {
+            put(out, lane.len() as u64);
+            for t in lane {
+                put(out, t.0);
+            }
+        }
+        for t in [self.busy, Cycles(self.packets), self.stall, self.occupied] {
+            put(out, t.0);
+        }
+        put(out, self.occupied_until.0);
+    }
+
+    /// Make this the link [`OutLink::pack`] packed, reusing its storage.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.free_at = r.cycles();
+        for lane in &mut self.waiting {
+            lane.clear();
+            for _ in 0..r.count() {
+                lane.push(r.cycles());
+            }
+        }
+        self.busy = r.cycles();
+        self.packets = r.u64();
+        self.stall = r.cycles();
+        self.occupied = r.cycles();
+        self.occupied_until = r.cycles();
+    }
 }
 
 impl OutLink {

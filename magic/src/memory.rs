@@ -9,6 +9,7 @@
 //! handler's earlier transfers is that handler's own pace.
 
 use crate::ids::{LineAddr, LINE_BYTES, LINE_DWORDS};
+use crate::pack::{put, put_line, Reader};
 use crate::time::Cycles;
 use hashbrown::HashMap;
 
@@ -98,6 +99,46 @@ impl Clone for Memory {
         self.ops = src.ops;
         self.held_by = src.held_by;
         self.waited = src.waited;
+    }
+}
+
+impl Memory {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.lines.len() as u64);
+        crate::pack::by_key(&self.lines, |k, line| {
+            put(out, k);
+            put_line(out, line);
+        });
+        put(out, self.bus_free.0);
+        put(out, self.busy.0);
+        put(out, self.ops);
+        put(out, self.held_by.wrapping_add(1).into());
+        put(out, self.waited.0);
+    }
+
+    /// Make this the memory [`Memory::pack`] packed, reusing the storage
+    /// of lines it holds already.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        let n = r.count();
+        let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
+        for _ in 0..n {
+            let k = r.u64();
+            keys.push(k);
+            let line = self
+                .lines
+                .entry(k)
+                .or_insert_with(|| Box::new([0; LINE_BYTES]));
+            r.line(line);
+        }
+        if self.lines.len() != keys.len() {
+            self.lines.retain(|k, _| keys.contains(k));
+        }
+        self.bus_free = r.cycles();
+        self.busy = r.cycles();
+        self.ops = r.u64();
+        self.held_by = r.u32().wrapping_sub(1);
+        self.waited = r.cycles();
     }
 }
 

@@ -7,6 +7,7 @@ use crate::dcache::DCache;
 use crate::ids::{HandlerId, Msg, MsgType, LINE_BYTES};
 use crate::link::OutLink;
 use crate::memory::Memory;
+use crate::pack::{put, put_line, put_msg, put_opt, Reader};
 use crate::params::InQueue;
 use crate::pcache::ProcCache;
 use crate::time::Cycles;
@@ -52,6 +53,61 @@ impl Clone for Packets {
         self.free.clone_from(&src.free);
         self.lines.clone_from(&src.lines);
         self.free_lines.clone_from(&src.free_lines);
+    }
+}
+
+impl Packets {
+    /// Packed for a search's frontier, free slots and all, so a restored
+    /// machine numbers its next packets as the original would.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.slots.len() as u64);
+        for p in &self.slots {
+            put_msg(out, &p.msg);
+            put_opt(out, (p.data != NO_DATA).then_some(p.data.into()));
+        }
+        put_u32s(out, &self.free);
+        put(out, self.lines.len() as u64);
+        for l in &self.lines {
+            put_line(out, &l.bytes);
+            put(out, l.first.0);
+            put(out, l.full.0);
+        }
+        put_u32s(out, &self.free_lines);
+    }
+
+    /// Make these the packets [`Packets::pack`] packed, reusing this storage.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.slots.clear();
+        for _ in 0..r.count() {
+            let msg = r.msg();
+            let data = r.opt().map_or(NO_DATA, |d| d as u32);
+            self.slots.push(Packet { msg, data });
+        }
+        read_u32s(r, &mut self.free);
+        self.lines.clear();
+        for _ in 0..r.count() {
+            let mut bytes = [0; LINE_BYTES];
+            r.line(&mut bytes);
+            let (first, full) = (r.cycles(), r.cycles());
+            self.lines.push(Line { bytes, first, full });
+        }
+        read_u32s(r, &mut self.free_lines);
+    }
+}
+
+/// A list of numbers, packed.
+pub(crate) fn put_u32s(out: &mut Vec<u8>, xs: &[u32]) {
+    put(out, xs.len() as u64);
+    for &x in xs {
+        put(out, x.into());
+    }
+}
+
+/// A list [`put_u32s`] packed, into `xs`.
+pub(crate) fn read_u32s(r: &mut Reader<'_>, xs: &mut Vec<u32>) {
+    xs.clear();
+    for _ in 0..r.count() {
+        xs.push(r.u32());
     }
 }
 
@@ -197,6 +253,26 @@ impl Queued {
     }
 }
 
+impl Queued {
+    fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.pkt.into());
+        put(out, self.at.0);
+        put(out, self.data.into());
+        put(out, self.mtype.0.into());
+        put(out, self.region.into());
+    }
+
+    fn unpack(r: &mut Reader<'_>) -> Queued {
+        Queued {
+            pkt: r.u32(),
+            at: r.cycles(),
+            data: r.bool(),
+            mtype: MsgType(r.u8()),
+            region: r.u8(),
+        }
+    }
+}
+
 /// An input queue: its front message held in the node itself, so the inbox
 /// looks at it without following a pointer, and the rest behind one (made
 /// the first time the queue holds two, and kept, so a run in steady state
@@ -278,6 +354,28 @@ impl Fifo {
     > {
         let rest = self.rest.as_deref().unwrap_or(&NO_REST);
         self.head.iter().chain(rest.iter())
+    }
+}
+
+impl Fifo {
+    /// Packed for a search's frontier: its messages, front first.
+    fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.len() as u64);
+        for q in self {
+            q.pack(out);
+        }
+    }
+
+    /// Hold what [`Fifo::pack`] packed, reusing this queue's storage.
+    fn unpack(&mut self, r: &mut Reader<'_>) {
+        self.head = None;
+        self.more = 0;
+        if let Some(rest) = &mut self.rest {
+            rest.clear();
+        }
+        for _ in 0..r.count() {
+            self.push_back(Queued::unpack(r));
+        }
     }
 }
 
@@ -509,47 +607,70 @@ const DISPATCH_BYTES: usize = core::mem::offset_of!(NodeHw, bufs);
 const _: () = assert!(HOT_BYTES <= 3 * 64 && DISPATCH_BYTES <= 6 * 64);
 const _: () = assert!(size_of::<Packet>() == 64);
 
-impl NodeHw {
-    /// A copy without its data cache's tags (see `DCache::sparse`).
-    pub(crate) fn without_tags(&self) -> NodeHw {
-        NodeHw {
-            queues: self.queues.clone(),
-            watch: self.watch.clone(),
-            trace: self.trace.clone(),
-            bufs: self.bufs.clone(),
-            link: self.link.clone(),
-            lost: self.lost.clone(),
-            mem: self.mem.clone(),
-            pcache: self.pcache.clone(),
-            dcache: self.dcache.without_tags(),
-            to_processor: self.to_processor.clone(),
-            ..*self
-        }
-    }
-}
-
-impl Clone for NodeHw {
-    fn clone(&self) -> Self {
-        NodeHw {
-            dcache: self.dcache.clone(),
-            ..self.without_tags()
-        }
-    }
-
-    /// Field by field, reusing this node's storage.
-    fn clone_from(&mut self, src: &Self) {
-        self.clone_from_but_tags(src);
-        self.dcache.clone_from(&src.dcache);
-    }
+/// What a node holds only while a test bench watches it, while a run is
+/// traced, or once it has dropped something: kept as is beside a packed
+/// node (see [`NodeHw::pack`]).
+#[derive(Clone)]
+pub(crate) struct Rare {
+    watch: Option<Box<crate::watch::Watch>>,
+    trace: Option<Vec<crate::trace::Slice>>,
+    lost: Option<Box<Losses>>,
 }
 
 impl NodeHw {
-    /// [`Clone::clone_from`] but for the data cache's tags, which stay as
-    /// they are (a search restores them from its sparse copy, see
-    /// `DCache::sparse_into`).
-    pub(crate) fn clone_from_but_tags(&mut self, src: &Self) {
+    /// Packed for a search's frontier (see [`crate::pack`]): everything
+    /// but what [`NodeHw::rare`] gives.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         // Every field named, so a field added to a node cannot be left out
-        // of a search's restore unseen.
+        // of a search's snapshot unseen.
+        let NodeHw {
+            queues,
+            wake_at,
+            net_delivered,
+            pp_running,
+            dirty,
+            pp_until,
+            pp_busy,
+            dispatched,
+            inbox_wait,
+            watch: _,
+            trace: _,
+            software_held,
+            link,
+            bufs,
+            lost: _,
+            mem,
+            pcache,
+            dcache,
+            to_processor,
+        } = self;
+        for q in queues {
+            q.pack(out);
+        }
+        put_opt(out, wake_at.map(|t| t.0));
+        put(out, *net_delivered);
+        put(out, (*pp_running).into());
+        put(out, (*dirty).into());
+        put(out, pp_until.0);
+        put(out, *pp_busy);
+        put(out, *dispatched);
+        put(out, *inbox_wait);
+        put_opt(out, software_held.map(u64::from));
+        link.pack(out);
+        bufs.pack(out);
+        mem.pack(out);
+        pcache.pack(out);
+        dcache.pack(out);
+        put(out, to_processor.len() as u64);
+        for (t, m) in to_processor {
+            put(out, t.0);
+            put_msg(out, m);
+        }
+    }
+
+    /// Make this node the one [`NodeHw::pack`] packed, with `rare` as
+    /// [`NodeHw::rare`] gave it, reusing this node's storage.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>, rare: Option<&Rare>) {
         let NodeHw {
             queues,
             wake_at,
@@ -570,28 +691,49 @@ impl NodeHw {
             pcache,
             dcache,
             to_processor,
-        } = src;
-        for (q, s) in self.queues.iter_mut().zip(queues) {
-            q.clone_from(s);
+        } = self;
+        for q in queues {
+            q.unpack(r);
         }
-        self.wake_at = *wake_at;
-        self.net_delivered = *net_delivered;
-        self.pp_running = *pp_running;
-        self.dirty = *dirty;
-        self.pp_until = *pp_until;
-        self.pp_busy = *pp_busy;
-        self.dispatched = *dispatched;
-        self.inbox_wait = *inbox_wait;
-        self.watch.clone_from(watch);
-        self.trace.clone_from(trace);
-        self.software_held = *software_held;
-        self.link.clone_from(link);
-        self.bufs.clone_from(bufs);
-        self.lost.clone_from(lost);
-        self.mem.clone_from(mem);
-        self.pcache.clone_from(pcache);
-        self.dcache.counts_from(dcache);
-        self.to_processor.clone_from(to_processor);
+        *wake_at = r.opt().map(Cycles);
+        *net_delivered = r.u64();
+        *pp_running = r.bool();
+        *dirty = r.bool();
+        *pp_until = r.cycles();
+        *pp_busy = r.u64();
+        *dispatched = r.u64();
+        *inbox_wait = r.u64();
+        *software_held = r.opt().map(|x| x as u32);
+        link.unpack(r);
+        bufs.unpack(r);
+        mem.unpack(r);
+        pcache.unpack(r);
+        dcache.unpack(r);
+        to_processor.clear();
+        for _ in 0..r.count() {
+            let t = r.cycles();
+            to_processor.push((t, r.msg()));
+        }
+        match rare {
+            Some(x) => {
+                watch.clone_from(&x.watch);
+                trace.clone_from(&x.trace);
+                lost.clone_from(&x.lost);
+            }
+            None => (*watch, *trace, *lost) = (None, None, None),
+        }
+    }
+
+    /// What [`NodeHw::pack`] leaves out, if this node holds any of it.
+    pub(crate) fn rare(&self) -> Option<Rare> {
+        if self.watch.is_none() && self.trace.is_none() && self.lost.is_none() {
+            return None;
+        }
+        Some(Rare {
+            watch: self.watch.clone(),
+            trace: self.trace.clone(),
+            lost: self.lost.clone(),
+        })
     }
 }
 
@@ -675,6 +817,53 @@ pub(crate) struct Channel {
 }
 
 pub(crate) const TO_PROCESSOR: u8 = 4;
+
+impl Held {
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        let (tag, node, q, pkt) = match self.ev {
+            Ev::Deliver { node, q, pkt } => (0, node, q as u64, pkt),
+            Ev::PpDone { node } => (1, node, 0, 0),
+            Ev::Wake { node } => (2, node, 0, 0),
+            Ev::ProcStep { node } => (3, node, 0, 0),
+            Ev::ProcDeliver { node, pkt } => (4, node, 0, pkt),
+        };
+        for x in [tag, node.into(), q, pkt.into()] {
+            put(out, x);
+        }
+        put(out, self.chan.src.into());
+        put(out, self.chan.dst.into());
+        put(out, self.chan.path.into());
+        put(out, self.pkt.into());
+    }
+
+    /// What [`Held::pack`] packed; `None` for what it cannot have.
+    pub(crate) fn unpack(r: &mut Reader<'_>) -> Option<Held> {
+        let (tag, node, q, pkt) = (r.u8(), r.u32(), r.u8(), r.u32());
+        let ev = match tag {
+            0 => Ev::Deliver {
+                node,
+                q: *InQueue::ALL.iter().find(|x| **x as u8 == q)?,
+                pkt,
+            },
+            1 => Ev::PpDone { node },
+            2 => Ev::Wake { node },
+            3 => Ev::ProcStep { node },
+            4 => Ev::ProcDeliver { node, pkt },
+            _ => return None,
+        };
+        let chan = Channel {
+            src: r.u32(),
+            dst: r.u32(),
+            path: r.u8(),
+        };
+        Some(Held {
+            ev,
+            chan,
+            pkt: r.u32(),
+        })
+    }
+}
 
 impl Held {
     /// The event held, if it is a delivery the explorer orders.

@@ -10,6 +10,7 @@
 
 use crate::ids::{PAddr, Region, LINE_BYTES};
 use crate::memory::ANYONE;
+use crate::pack::{put, put_line, Reader};
 use crate::params::MagicParams;
 use crate::time::Cycles;
 use hashbrown::HashMap;
@@ -94,6 +95,65 @@ impl Clone for ProcCache {
         self.ops = src.ops;
         self.held_by = src.held_by;
         self.waited = src.waited;
+    }
+}
+
+impl ProcCache {
+    /// Lines held clean and lines held dirty.
+    pub(crate) fn held(&self) -> (u32, u32) {
+        self.lines.values().fold((0, 0), |(c, d), l| match l.state {
+            LineState::Uncached => (c, d),
+            LineState::Clean => (c + 1, d),
+            LineState::Dirty => (c, d + 1),
+        })
+    }
+
+    /// Packed for a search's frontier.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) {
+        put(out, self.lines.len() as u64);
+        crate::pack::by_key(&self.lines, |k, l| {
+            put(out, k);
+            put(out, l.state as u64);
+            put_line(out, &l.bytes);
+        });
+        put(out, self.free_at.0);
+        put(out, self.busy.0);
+        put(out, self.ops);
+        put(out, self.held_by.wrapping_add(1).into());
+        put(out, self.waited.0);
+    }
+
+    /// Make this the cache [`ProcCache::pack`] packed.
+    pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
+        let n = r.count();
+        let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
+        for _ in 0..n {
+            let k = r.u64();
+            keys.push(k);
+            let state = match r.u8() {
+                0 => LineState::Uncached,
+                1 => LineState::Clean,
+                2 => LineState::Dirty,
+                _ => {
+                    r.mark_short();
+                    LineState::Uncached
+                }
+            };
+            let l = self.lines.entry(k).or_insert(CachedLine {
+                state,
+                bytes: [0; LINE_BYTES],
+            });
+            l.state = state;
+            r.line(&mut l.bytes);
+        }
+        if self.lines.len() != keys.len() {
+            self.lines.retain(|k, _| keys.contains(k));
+        }
+        self.free_at = r.cycles();
+        self.busy = r.cycles();
+        self.ops = r.u64();
+        self.held_by = r.u32().wrapping_sub(1);
+        self.waited = r.cycles();
     }
 }
 

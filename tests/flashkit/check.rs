@@ -301,6 +301,22 @@ fn default_bounds_are_exhausted_without_a_violation() {
     }
 }
 
+/// Four nodes at the default lines and ops, on the release build
+/// (`.ci/run` runs it with `--ignored`): with node symmetry, the search
+/// exhausts the space within the default state cap, without a violation.
+/// Measured on two cores: see docs/checking.md.
+#[test]
+#[ignore = "four nodes: minutes on the release build"]
+fn four_nodes_are_exhausted_within_the_default_cap() {
+    let (code, v, err) = check("coherence", &["--nodes", "4"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
+    assert_eq!(v["runs"][0]["symmetry"], true, "{v}");
+    assert_eq!(v["states"], 26_767_466, "{v}");
+    assert_eq!(v["depth"], 55, "{v}");
+}
+
 #[test]
 fn a_search_stops_at_its_state_cap_and_posts_its_progress() {
     use magic::check::{Bounds, Progress};
