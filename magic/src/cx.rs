@@ -719,7 +719,7 @@ impl<'a, S> Cx<'a, S> {
             // Cut through: the header is in once its bytes have crossed; the
             // data follows at the link's rate, the last byte `wire` after the first.
             let header = d.start + p.wire_cycles(0) + p.net_latency;
-            let first = header + Cycles(8u64.div_ceil(p.link_bytes_per_cycle));
+            let first = header + p.link_cycles(8);
             (
                 header,
                 Arrival {

@@ -84,28 +84,18 @@ pub(crate) struct Arrival {
 const NO_DATA: u32 = u32::MAX;
 
 impl Packets {
+    /// Store a message, with its bytes if any; its slot's number. Inlined
+    /// into each send: the line of data, which the pipeline's and most
+    /// control messages have none of, is stored out of line.
+    #[inline]
     pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
         let data = match data {
             None => NO_DATA,
-            Some(bytes) => {
-                let line = Line {
-                    bytes,
-                    first: at.first,
-                    full: at.full,
-                };
-                match self.free_lines.pop() {
-                    Some(i) => {
-                        self.lines[i as usize] = line;
-                        i
-                    }
-                    None => {
-                        self.lines.push(line);
-                        // The free list can hold every slot, so it never grows later.
-                        self.free_lines.reserve(self.lines.len());
-                        (self.lines.len() - 1) as u32
-                    }
-                }
-            }
+            Some(bytes) => self.insert_line(Line {
+                bytes,
+                first: at.first,
+                full: at.full,
+            }),
         };
         let p = Packet { msg, data };
         match self.free.pop() {
@@ -113,10 +103,30 @@ impl Packets {
                 self.slots[i as usize] = p;
                 i
             }
+            None => self.push_slot(p),
+        }
+    }
+
+    /// A slot of its own for `p`, at the end (while the store grows).
+    #[inline(never)]
+    fn push_slot(&mut self, p: Packet) -> u32 {
+        self.slots.push(p);
+        // The free list can hold every slot, so it never grows later.
+        self.free.reserve(self.slots.len());
+        (self.slots.len() - 1) as u32
+    }
+
+    #[inline(never)]
+    fn insert_line(&mut self, line: Line) -> u32 {
+        match self.free_lines.pop() {
+            Some(i) => {
+                self.lines[i as usize] = line;
+                i
+            }
             None => {
-                self.slots.push(p);
-                self.free.reserve(self.slots.len());
-                (self.slots.len() - 1) as u32
+                self.lines.push(line);
+                self.free_lines.reserve(self.lines.len());
+                (self.lines.len() - 1) as u32
             }
         }
     }
@@ -152,19 +162,28 @@ impl Packets {
 
     /// Take a message out; its bytes, if any, go into buffer `into` with
     /// their arrival times.
+    #[inline]
     pub(crate) fn remove(&mut self, i: u32, into: Option<&mut crate::buffers::Buffer>) -> Msg {
         self.free.push(i);
-        let p = self.slots[i as usize];
-        if p.data != NO_DATA {
-            if let Some(b) = into {
-                let l = &self.lines[p.data as usize];
-                b.bytes = l.bytes;
-                b.first_ready = l.first;
-                b.ready = l.full;
-            }
-            self.free_lines.push(p.data);
+        let p = &self.slots[i as usize];
+        let data = p.data;
+        let msg = p.msg;
+        if data != NO_DATA {
+            self.remove_line(data, into);
         }
-        p.msg
+        msg
+    }
+
+    /// Line `d` into buffer `into` with its arrival times, and freed.
+    #[inline(never)]
+    fn remove_line(&mut self, d: u32, into: Option<&mut crate::buffers::Buffer>) {
+        if let Some(b) = into {
+            let l = &self.lines[d as usize];
+            b.bytes = l.bytes;
+            b.first_ready = l.first;
+            b.ready = l.full;
+        }
+        self.free_lines.push(d);
     }
 }
 
