@@ -10,7 +10,7 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, HandlerId, Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
 use crate::message::{DecodeError, IntoMessage, Message, Registry};
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
 use crate::time::{Cycles, Time, LAST_CYCLE};
@@ -744,6 +744,7 @@ impl<'a, S> Cx<'a, S> {
         };
         self.step("send", from, msg.dest.0 as u64);
         self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
+        let tag = Tag::of(&msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
@@ -751,6 +752,7 @@ impl<'a, S> Cx<'a, S> {
                 node: msg.dest.0,
                 q,
                 pkt,
+                tag,
             },
         );
         Ok(())
@@ -793,8 +795,9 @@ impl<'a, S> Cx<'a, S> {
             *n += 1;
             let node = self.run.node.0;
             let q = InQueue::Software;
+            let tag = Tag::of(&msg, false);
             self.engine
-                .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
+                .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt, tag });
             return Ok(());
         }
         // A continuation carries no data.

@@ -26,7 +26,7 @@ use crate::memory::Memory;
 use crate::message::{
     self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
 };
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
@@ -1179,6 +1179,7 @@ impl<S: NodeState> Magic<S> {
             first: at,
             full: at,
         };
+        let tag = Tag::of(&msg, data.is_some());
         let pkt = self.packets.insert(msg, data, here);
         self.engine.schedule(
             Time::from_cycles(at + self.params.inbox_dispatch),
@@ -1186,6 +1187,7 @@ impl<S: NodeState> Magic<S> {
                 node: node.0,
                 q: InQueue::Processor,
                 pkt,
+                tag,
             },
         );
         Ok(())
@@ -1286,7 +1288,7 @@ impl<S: NodeState> Magic<S> {
     /// An event as people read it: its node, and what it is.
     fn describe_event(&self, ev: Ev) -> (u32, String) {
         match ev {
-            Ev::Deliver { node, q, pkt } => {
+            Ev::Deliver { node, q, pkt, .. } => {
                 let m = self.packets.msg(pkt);
                 let what = format!(
                     "the delivery of {} from node {} to the {} queue",
@@ -1349,11 +1351,7 @@ impl<S: NodeState> Magic<S> {
     #[inline]
     fn prefetch_event(&self, ev: Ev) {
         let node = match ev {
-            Ev::Deliver { node, pkt, .. } => {
-                self.packets.prefetch(pkt);
-                node
-            }
-            Ev::PpDone { node } | Ev::Wake { node } => node,
+            Ev::Deliver { node, .. } | Ev::PpDone { node } | Ev::Wake { node } => node,
             Ev::ProcStep { node } | Ev::ProcDeliver { node, .. } => {
                 if let Some(s) = self.state.get(node as usize) {
                     crate::hint::prefetch_value(s);
@@ -1442,8 +1440,8 @@ impl<S: NodeState> Magic<S> {
             }
         }
         match ev {
-            Ev::Deliver { node, q, pkt } => {
-                let new = Queued::new(&self.packets, pkt, t);
+            Ev::Deliver { node, q, pkt, tag } => {
+                let new = Queued::new(pkt, t, tag);
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
                 let mut pos = queue.len();

@@ -14,8 +14,14 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    /// A message enters input queue `q` of `node`.
-    Deliver { node: u32, q: InQueue, pkt: u32 },
+    /// A message enters input queue `q` of `node`, with what the inbox
+    /// looks at of it (so a delivery reads no packet).
+    Deliver {
+        node: u32,
+        q: InQueue,
+        pkt: u32,
+        tag: Tag,
+    },
     /// The PP of `node` finished its handler.
     PpDone { node: u32 },
     /// Look at `node` again (a data buffer came back, a message became eligible).
@@ -24,6 +30,34 @@ pub(crate) enum Ev {
     ProcStep { node: u32 },
     /// A message from MAGIC reaches the compute processor of `node`.
     ProcDeliver { node: u32, pkt: u32 },
+}
+
+/// An event is three words: a delivery's tag fits beside its queue.
+const _: () = assert!(size_of::<Ev>() == 12);
+
+/// What the inbox looks at of a message before it takes it, carried by
+/// its delivery so that the delivery reads no packet: its type, its
+/// address region and whether it carries a line of data, in two bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tag {
+    mtype: MsgType,
+    /// The address region's number, with `TAG_DATA` if the message
+    /// carries data.
+    bits: u8,
+}
+
+const TAG_DATA: u8 = 4;
+
+impl Tag {
+    /// The tag of `msg`, carrying a line of data or not.
+    #[inline]
+    pub(crate) fn of(msg: &Msg, data: bool) -> Tag {
+        let data = if data { TAG_DATA } else { 0 };
+        Tag {
+            mtype: msg.mtype,
+            bits: msg.addr.region() as u8 | data,
+        }
+    }
 }
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
@@ -204,14 +238,15 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
-    pub(crate) fn new(packets: &Packets, pkt: u32, at: Cycles) -> Queued {
-        let p = &packets.slots[pkt as usize];
+    /// Packet `pkt`, delivered at `at` with tag `tag`.
+    #[inline]
+    pub(crate) fn new(pkt: u32, at: Cycles, tag: Tag) -> Queued {
         Queued {
             pkt,
             at,
-            data: p.data != NO_DATA,
-            mtype: p.msg.mtype,
-            region: p.msg.addr.region() as u8,
+            data: tag.bits & TAG_DATA != 0,
+            mtype: tag.mtype,
+            region: tag.bits & !TAG_DATA,
         }
     }
 }
@@ -699,7 +734,7 @@ impl Held {
     /// The event held, if it is a delivery the explorer orders.
     pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
         let (chan, pkt) = match ev {
-            Ev::Deliver { node, q, pkt } => {
+            Ev::Deliver { node, q, pkt, .. } => {
                 // A node's continuations keep their own order.
                 let src = if q == InQueue::Software {
                     node
