@@ -779,6 +779,7 @@ impl<'a, S> Cx<'a, S> {
     /// Put `msg` on this node's software queue, to be dispatched after the
     /// handler ends (the way a long operation continues itself). A full
     /// queue refuses it (see [`Cx::software_queue_full`]).
+    #[inline]
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
         if self.software_queue_full() {
             let cap = self.params.swq_capacity as u64;

@@ -304,7 +304,12 @@ impl Fifo {
     /// Queue `x` last.
     #[inline]
     pub(crate) fn push_back(&mut self, x: Queued) {
-        self.insert(self.len(), x);
+        if self.head.is_none() {
+            self.head = Some(x);
+        } else {
+            self.more += 1;
+            self.rest_mut().push_back(x);
+        }
     }
 
     /// Queue `x` at `pos` (at most the length), ahead of those from there.
