@@ -147,7 +147,7 @@ pub struct Processor<'a> {
     memory: &'a mut Memory,
     requests: &'a mut Requests,
     reg: &'a Registry,
-    trace: &'a mut Option<Vec<crate::trace::Slice>>,
+    trace: &'a mut Option<Box<Vec<crate::trace::Slice>>>,
 }
 
 impl<'a> Processor<'a> {
@@ -856,7 +856,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 bufs: BufferPool::new(p.data_buffers),
                 dcache: DCache::new(p.dcache_lines),
                 to_processor: Vec::new(),
-                trace: self.params.trace.then(Vec::new),
+                trace: self.params.trace.then(Box::default),
                 pp_running: false,
                 pp_busy: 0,
                 pp_until: Cycles(0),
@@ -1982,7 +1982,7 @@ impl<S: NodeState> Magic<S> {
     /// Record every handler invocation and unit busy period from now on.
     pub fn trace_on(&mut self) {
         for hw in &mut self.hw {
-            hw.trace = Some(Vec::new());
+            hw.trace = Some(Box::default());
         }
     }
 
@@ -1991,7 +1991,7 @@ impl<S: NodeState> Magic<S> {
         let mut v: Vec<_> = self
             .hw
             .iter()
-            .filter_map(|h| h.trace.as_ref())
+            .filter_map(|h| h.trace.as_deref())
             .flatten()
             .copied()
             .collect();
