@@ -147,6 +147,7 @@ pub struct Processor<'a> {
     memory: &'a mut Memory,
     requests: &'a mut Requests,
     reg: &'a Registry,
+    #[allow(clippy::box_collection)] // the node's own, boxed (see `NodeHw::trace`)
     trace: &'a mut Option<Box<Vec<crate::trace::Slice>>>,
 }
 
