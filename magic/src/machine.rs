@@ -1365,21 +1365,23 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// Ask for the front entries of node `n`'s input queues or, once those
-    /// are in, the packets they name (a hint only).
+    /// Ask for the packet and the handler's counters of the message node
+    /// `n`'s dispatch will most likely take: the front of its first queue,
+    /// by the inbox's priority, that holds one (a hint only). A node whose
+    /// PP is running dispatches nothing now, and is asked nothing for.
     #[inline]
-    fn prefetch_fronts(&self, n: u32, packets: bool) {
+    fn prefetch_pick(&self, n: u32) {
         let Some(hw) = self.hw.get(n as usize) else {
             return;
         };
-        for q in &hw.queues {
-            if let Some(f) = q.front() {
-                if packets {
-                    self.packets.prefetch(f.pkt);
-                    self.prefetch_stats(n, f);
-                } else {
-                    crate::hint::prefetch(f);
-                }
+        if hw.pp_running {
+            return;
+        }
+        for q in self.params.inbox_priority {
+            if let Some(f) = hw.queues[q as usize].front() {
+                self.packets.prefetch(f.pkt);
+                self.prefetch_stats(n, f);
+                return;
             }
         }
     }
@@ -1586,17 +1588,14 @@ impl<S: NodeState> Magic<S> {
         let mut dirty = std::mem::take(&mut self.dirty);
         for (i, &n) in dirty.iter().enumerate() {
             if self.ahead {
-                // Three stages ahead, each reading what the one before
-                // brought in: the node, then its queues' fronts, then their
-                // packets.
+                // Two stages ahead, the second reading what the first
+                // brought in: the node (its queues' fronts are in it), then
+                // the packet and counters of the message it will take.
                 if let Some(&ahead) = dirty.get(i + 3 * AHEAD) {
                     self.prefetch_dispatch(ahead);
                 }
-                if let Some(&ahead) = dirty.get(i + 2 * AHEAD) {
-                    self.prefetch_fronts(ahead, false);
-                }
                 if let Some(&ahead) = dirty.get(i + AHEAD) {
-                    self.prefetch_fronts(ahead, true);
+                    self.prefetch_pick(ahead);
                 }
             }
             self.hw[n as usize].dirty = false;
