@@ -21,6 +21,9 @@
 #   PEERS          peers to run, space separated               (default "heap nexosim simpy")
 #   SKIP_FLASHKIT  =1: skip building/running flashkit and its checks
 #                  (lets the peer half of this script be exercised on its own)
+#   FLASHKIT       the flashkit binary to time (default target/release/flashkit,
+#                  built first; set to a copy kept elsewhere, it is not built:
+#                  e.g. the build before a change, to compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +35,9 @@ REPS=${REPS:-5}
 PEERS=${PEERS:-heap nexosim simpy}
 SKIP_FLASHKIT=${SKIP_FLASHKIT:-0}
 
-FLASHKIT=target/release/flashkit
+FLASHKIT=${FLASHKIT:-}
+BUILD_FLASHKIT=1
+if [[ -n $FLASHKIT ]]; then BUILD_FLASHKIT=0; else FLASHKIT=target/release/flashkit; fi
 HEAP=target/bench/heap
 NEXOSIM_DIR=bench/nexosim
 NEXOSIM=$NEXOSIM_DIR/target/release/flashkit-nexosim-peer
@@ -63,8 +68,11 @@ done
 [[ -n ${PEERS// /} ]] || die "PEERS is empty (heap, nexosim, simpy)"
 
 if [[ $SKIP_FLASHKIT != 1 ]]; then
-  cargo build --release >&2
-  [[ -x $FLASHKIT ]] || die "cargo build succeeded but $FLASHKIT is missing (CARGO_TARGET_DIR set?)"
+  if [[ $BUILD_FLASHKIT == 1 ]]; then
+    cargo build --release >&2
+    [[ -x $FLASHKIT ]] || die "cargo build succeeded but $FLASHKIT is missing (CARGO_TARGET_DIR set?)"
+  fi
+  [[ -x $FLASHKIT ]] || die "$FLASHKIT is missing"
 fi
 
 if has_peer heap; then

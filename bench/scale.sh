@@ -15,6 +15,9 @@
 #   PATTERN    destination pattern: ring|shift|rand               (default rand)
 #   REPS       interleaved rounds                                 (default 5)
 #   SKIP_BUILD =1: use the release binary as it is
+#   FLASHKIT   the binary to time (default target/release/flashkit; set to
+#              a copy kept elsewhere, it is not built: e.g. the build
+#              before a change, to compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +27,8 @@ PATTERN=${PATTERN:-rand}
 REPS=${REPS:-5}
 SKIP_BUILD=${SKIP_BUILD:-0}
 TARGET_RATIO=1.1
-FLASHKIT=target/release/flashkit
+FLASHKIT=${FLASHKIT:-}
+if [[ -n $FLASHKIT ]]; then SKIP_BUILD=1; else FLASHKIT=target/release/flashkit; fi
 
 die() { echo "scale.sh: $*" >&2; exit 1; }
 

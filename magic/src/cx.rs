@@ -10,7 +10,7 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, HandlerId, Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
 use crate::message::{DecodeError, IntoMessage, Message, Registry};
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
 use crate::time::{Cycles, Time, LAST_CYCLE};
@@ -719,7 +719,7 @@ impl<'a, S> Cx<'a, S> {
             // Cut through: the header is in once its bytes have crossed; the
             // data follows at the link's rate, the last byte `wire` after the first.
             let header = d.start + p.wire_cycles(0) + p.net_latency;
-            let first = header + Cycles(8u64.div_ceil(p.link_bytes_per_cycle));
+            let first = header + p.link_cycles(8);
             (
                 header,
                 Arrival {
@@ -744,6 +744,7 @@ impl<'a, S> Cx<'a, S> {
         };
         self.step("send", from, msg.dest.0 as u64);
         self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
+        let tag = Tag::of(&msg, bytes.is_some());
         let pkt = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
@@ -751,6 +752,7 @@ impl<'a, S> Cx<'a, S> {
                 node: msg.dest.0,
                 q,
                 pkt,
+                tag,
             },
         );
         Ok(())
@@ -777,6 +779,7 @@ impl<'a, S> Cx<'a, S> {
     /// Put `msg` on this node's software queue, to be dispatched after the
     /// handler ends (the way a long operation continues itself). A full
     /// queue refuses it (see [`Cx::software_queue_full`]).
+    #[inline]
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
         if self.software_queue_full() {
             let cap = self.params.swq_capacity as u64;
@@ -793,8 +796,9 @@ impl<'a, S> Cx<'a, S> {
             *n += 1;
             let node = self.run.node.0;
             let q = InQueue::Software;
+            let tag = Tag::of(&msg, false);
             self.engine
-                .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt });
+                .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt, tag });
             return Ok(());
         }
         // A continuation carries no data.

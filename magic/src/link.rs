@@ -30,10 +30,10 @@ pub struct Departure {
 pub struct OutLink {
     /// When the wire is next free.
     free_at: Cycles,
-    /// Per lane: start times of accepted packets not yet on the wire,
-    /// ascending: at most `outbox_slots` of them (2 by default, held in
-    /// place; a machine with more slots keeps them on the heap once it
-    /// has needed them).
+    /// Per lane: the start times of its last `outbox_slots` packets,
+    /// ascending (2 by default, held in place; a machine with more slots
+    /// keeps them on the heap once it has needed them). Those of them
+    /// later than a send's cycle are the packets still waiting then.
     waiting: [SmallVec<[Cycles; 2]>; 2],
     pub(crate) busy: Cycles,
     pub(crate) packets: u64,
@@ -103,17 +103,28 @@ impl OutLink {
     ) -> Departure {
         let slots = slots.max(1);
         let q = &mut self.waiting[lane as usize];
-        drop_started(q, at);
-        let mut accepted = at;
-        if q.len() >= slots {
-            // Wait until enough waiting packets have gone on the wire.
-            accepted = q[q.len() - slots];
-            drop_started(q, accepted);
-        }
+        let n = q.len();
+        // Packets come in time order, so every packet that never waited
+        // went on the wire by `at`, and the lane's packets still waiting at
+        // `at` are those of its last starts that are later. With `slots` of
+        // them waiting the outbox takes this one when the first of them
+        // goes on the wire: the `slots`-th last start, if later than `at`.
+        let accepted = if n >= slots { at.max(q[n - slots]) } else { at };
         let start = (accepted + stage).max(self.free_at).max(ready);
         let end = start + wire;
-        if start > accepted {
+        if n < slots {
             q.push(start);
+        } else {
+            // Keep the last `slots` starts: drop the oldest (one, as a rule).
+            match q.as_mut_slice() {
+                // The default two slots: two moves, not a call to copy.
+                [a, b] if slots == 2 => (*a, *b) = (*b, start),
+                s => {
+                    s.copy_within(n + 1 - slots.., 0);
+                    s[slots - 1] = start;
+                }
+            }
+            q.truncate(slots);
         }
         self.free_at = end;
         self.busy += wire;
@@ -128,21 +139,6 @@ impl OutLink {
             start,
             end,
         }
-    }
-}
-
-/// Forget the waiting packets that are on the wire by `at`: start times
-/// ascend, so they are a prefix of the lane's (a few packets at most, one
-/// or none as a rule: a scan from the front and a shift in place).
-#[inline]
-fn drop_started(q: &mut SmallVec<[Cycles; 2]>, at: Cycles) {
-    let k = q.iter().take_while(|s| **s <= at).count();
-    if k > 0 {
-        let n = q.len();
-        for i in k..n {
-            q[i - k] = q[i];
-        }
-        q.truncate(n - k);
     }
 }
 
@@ -191,5 +187,72 @@ mod tests {
         // The outbox stage: on the wire 3 cycles after the outbox took it.
         let d = l.issue(Cycles(60), Lane::Reply, Cycles(8), Cycles(0), Cycles(3), 2);
         assert_eq!((d.accepted, d.start), (Cycles(60), Cycles(63)));
+    }
+
+    /// The outbox as a list of the packets still waiting, per lane: what
+    /// `issue` must agree with whenever packets come in time order.
+    #[derive(Default)]
+    struct Waiting {
+        free_at: Cycles,
+        lanes: [Vec<Cycles>; 2],
+    }
+
+    impl Waiting {
+        fn issue(
+            &mut self,
+            at: Cycles,
+            lane: Lane,
+            wire: Cycles,
+            ready: Cycles,
+            stage: Cycles,
+            slots: usize,
+        ) -> Departure {
+            let q = &mut self.lanes[lane as usize];
+            q.retain(|s| *s > at);
+            let mut accepted = at;
+            if q.len() >= slots {
+                accepted = q[q.len() - slots];
+                q.retain(|s| *s > accepted);
+            }
+            let start = (accepted + stage).max(self.free_at).max(ready);
+            if start > accepted {
+                q.push(start);
+            }
+            self.free_at = start + wire;
+            Departure {
+                accepted,
+                start,
+                end: self.free_at,
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_starts_give_the_departures_a_list_of_waiting_packets_gives() {
+        let mut lcg = 11u64;
+        let mut draw = |m: u64| {
+            lcg = lcg
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (lcg >> 33) % m
+        };
+        for slots in [1, 2, 3, 5] {
+            let (mut l, mut w) = (OutLink::default(), Waiting::default());
+            let mut at = Cycles(0);
+            for _ in 0..5000 {
+                let lane = if draw(4) == 0 {
+                    Lane::Reply
+                } else {
+                    Lane::Request
+                };
+                let wire = Cycles(draw(3) * 20);
+                let ready = at + Cycles(draw(4) * draw(30));
+                let stage = Cycles(draw(2) * 3);
+                let d = l.issue(at, lane, wire, ready, stage, slots);
+                assert_eq!(d, w.issue(at, lane, wire, ready, stage, slots));
+                // The PP goes on from when the outbox took the packet.
+                at = d.accepted + Cycles(draw(3) * draw(25));
+            }
+        }
     }
 }

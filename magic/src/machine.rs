@@ -26,7 +26,7 @@ use crate::memory::Memory;
 use crate::message::{
     self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
 };
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
@@ -147,7 +147,8 @@ pub struct Processor<'a> {
     memory: &'a mut Memory,
     requests: &'a mut Requests,
     reg: &'a Registry,
-    trace: &'a mut Option<Vec<crate::trace::Slice>>,
+    #[allow(clippy::box_collection)] // the node's own, boxed (see `NodeHw::trace`)
+    trace: &'a mut Option<Box<Vec<crate::trace::Slice>>>,
 }
 
 impl<'a> Processor<'a> {
@@ -856,7 +857,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 bufs: BufferPool::new(p.data_buffers),
                 dcache: DCache::new(p.dcache_lines),
                 to_processor: Vec::new(),
-                trace: self.params.trace.then(Vec::new),
+                trace: self.params.trace.then(Box::default),
                 pp_running: false,
                 pp_busy: 0,
                 pp_until: Cycles(0),
@@ -1179,6 +1180,7 @@ impl<S: NodeState> Magic<S> {
             first: at,
             full: at,
         };
+        let tag = Tag::of(&msg, data.is_some());
         let pkt = self.packets.insert(msg, data, here);
         self.engine.schedule(
             Time::from_cycles(at + self.params.inbox_dispatch),
@@ -1186,6 +1188,7 @@ impl<S: NodeState> Magic<S> {
                 node: node.0,
                 q: InQueue::Processor,
                 pkt,
+                tag,
             },
         );
         Ok(())
@@ -1286,7 +1289,7 @@ impl<S: NodeState> Magic<S> {
     /// An event as people read it: its node, and what it is.
     fn describe_event(&self, ev: Ev) -> (u32, String) {
         match ev {
-            Ev::Deliver { node, q, pkt } => {
+            Ev::Deliver { node, q, pkt, .. } => {
                 let m = self.packets.msg(pkt);
                 let what = format!(
                     "the delivery of {} from node {} to the {} queue",
@@ -1349,11 +1352,7 @@ impl<S: NodeState> Magic<S> {
     #[inline]
     fn prefetch_event(&self, ev: Ev) {
         let node = match ev {
-            Ev::Deliver { node, pkt, .. } => {
-                self.packets.prefetch(pkt);
-                node
-            }
-            Ev::PpDone { node } | Ev::Wake { node } => node,
+            Ev::Deliver { node, .. } | Ev::PpDone { node } | Ev::Wake { node } => node,
             Ev::ProcStep { node } | Ev::ProcDeliver { node, .. } => {
                 if let Some(s) = self.state.get(node as usize) {
                     crate::hint::prefetch_value(s);
@@ -1366,21 +1365,23 @@ impl<S: NodeState> Magic<S> {
         }
     }
 
-    /// Ask for the front entries of node `n`'s input queues or, once those
-    /// are in, the packets they name (a hint only).
+    /// Ask for the packet and the handler's counters of the message node
+    /// `n`'s dispatch will most likely take: the front of its first queue,
+    /// by the inbox's priority, that holds one (a hint only). A node whose
+    /// PP is running dispatches nothing now, and is asked nothing for.
     #[inline]
-    fn prefetch_fronts(&self, n: u32, packets: bool) {
+    fn prefetch_pick(&self, n: u32) {
         let Some(hw) = self.hw.get(n as usize) else {
             return;
         };
-        for q in &hw.queues {
-            if let Some(f) = q.front() {
-                if packets {
-                    self.packets.prefetch(f.pkt);
-                    self.prefetch_stats(n, f);
-                } else {
-                    crate::hint::prefetch(f);
-                }
+        if hw.pp_running {
+            return;
+        }
+        for q in self.params.inbox_priority {
+            if let Some(f) = hw.queues[q as usize].front() {
+                self.packets.prefetch(f.pkt);
+                self.prefetch_stats(n, f);
+                return;
             }
         }
     }
@@ -1442,8 +1443,8 @@ impl<S: NodeState> Magic<S> {
             }
         }
         match ev {
-            Ev::Deliver { node, q, pkt } => {
-                let new = Queued::new(&self.packets, pkt, t);
+            Ev::Deliver { node, q, pkt, tag } => {
+                let new = Queued::new(pkt, t, tag);
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
                 let mut pos = queue.len();
@@ -1587,17 +1588,14 @@ impl<S: NodeState> Magic<S> {
         let mut dirty = std::mem::take(&mut self.dirty);
         for (i, &n) in dirty.iter().enumerate() {
             if self.ahead {
-                // Three stages ahead, each reading what the one before
-                // brought in: the node, then its queues' fronts, then their
-                // packets.
+                // Two stages ahead, the second reading what the first
+                // brought in: the node (its queues' fronts are in it), then
+                // the packet and counters of the message it will take.
                 if let Some(&ahead) = dirty.get(i + 3 * AHEAD) {
                     self.prefetch_dispatch(ahead);
                 }
-                if let Some(&ahead) = dirty.get(i + 2 * AHEAD) {
-                    self.prefetch_fronts(ahead, false);
-                }
                 if let Some(&ahead) = dirty.get(i + AHEAD) {
-                    self.prefetch_fronts(ahead, true);
+                    self.prefetch_pick(ahead);
                 }
             }
             self.hw[n as usize].dirty = false;
@@ -1984,7 +1982,7 @@ impl<S: NodeState> Magic<S> {
     /// Record every handler invocation and unit busy period from now on.
     pub fn trace_on(&mut self) {
         for hw in &mut self.hw {
-            hw.trace = Some(Vec::new());
+            hw.trace = Some(Box::default());
         }
     }
 
@@ -1993,7 +1991,7 @@ impl<S: NodeState> Magic<S> {
         let mut v: Vec<_> = self
             .hw
             .iter()
-            .filter_map(|h| h.trace.as_ref())
+            .filter_map(|h| h.trace.as_deref())
             .flatten()
             .copied()
             .collect();

@@ -15,8 +15,14 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    /// A message enters input queue `q` of `node`.
-    Deliver { node: u32, q: InQueue, pkt: u32 },
+    /// A message enters input queue `q` of `node`, with what the inbox
+    /// looks at of it (so a delivery reads no packet).
+    Deliver {
+        node: u32,
+        q: InQueue,
+        pkt: u32,
+        tag: Tag,
+    },
     /// The PP of `node` finished its handler.
     PpDone { node: u32 },
     /// Look at `node` again (a data buffer came back, a message became eligible).
@@ -25,6 +31,34 @@ pub(crate) enum Ev {
     ProcStep { node: u32 },
     /// A message from MAGIC reaches the compute processor of `node`.
     ProcDeliver { node: u32, pkt: u32 },
+}
+
+/// An event is three words: a delivery's tag fits beside its queue.
+const _: () = assert!(size_of::<Ev>() == 12);
+
+/// What the inbox looks at of a message before it takes it, carried by
+/// its delivery so that the delivery reads no packet: its type, its
+/// address region and whether it carries a line of data, in two bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tag {
+    mtype: MsgType,
+    /// The address region's number, with `TAG_DATA` if the message
+    /// carries data.
+    bits: u8,
+}
+
+const TAG_DATA: u8 = 4;
+
+impl Tag {
+    /// The tag of `msg`, carrying a line of data or not.
+    #[inline]
+    pub(crate) fn of(msg: &Msg, data: bool) -> Tag {
+        let data = if data { TAG_DATA } else { 0 };
+        Tag {
+            mtype: msg.mtype,
+            bits: msg.addr.region() as u8 | data,
+        }
+    }
 }
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
@@ -140,28 +174,18 @@ pub(crate) struct Arrival {
 const NO_DATA: u32 = u32::MAX;
 
 impl Packets {
+    /// Store a message, with its bytes if any; its slot's number. Inlined
+    /// into each send: the line of data, which the pipeline's and most
+    /// control messages have none of, is stored out of line.
+    #[inline]
     pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
         let data = match data {
             None => NO_DATA,
-            Some(bytes) => {
-                let line = Line {
-                    bytes,
-                    first: at.first,
-                    full: at.full,
-                };
-                match self.free_lines.pop() {
-                    Some(i) => {
-                        self.lines[i as usize] = line;
-                        i
-                    }
-                    None => {
-                        self.lines.push(line);
-                        // The free list can hold every slot, so it never grows later.
-                        self.free_lines.reserve(self.lines.len());
-                        (self.lines.len() - 1) as u32
-                    }
-                }
-            }
+            Some(bytes) => self.insert_line(Line {
+                bytes,
+                first: at.first,
+                full: at.full,
+            }),
         };
         let p = Packet { msg, data };
         match self.free.pop() {
@@ -169,10 +193,30 @@ impl Packets {
                 self.slots[i as usize] = p;
                 i
             }
+            None => self.push_slot(p),
+        }
+    }
+
+    /// A slot of its own for `p`, at the end (while the store grows).
+    #[inline(never)]
+    fn push_slot(&mut self, p: Packet) -> u32 {
+        self.slots.push(p);
+        // The free list can hold every slot, so it never grows later.
+        self.free.reserve(self.slots.len());
+        (self.slots.len() - 1) as u32
+    }
+
+    #[inline(never)]
+    fn insert_line(&mut self, line: Line) -> u32 {
+        match self.free_lines.pop() {
+            Some(i) => {
+                self.lines[i as usize] = line;
+                i
+            }
             None => {
-                self.slots.push(p);
-                self.free.reserve(self.slots.len());
-                (self.slots.len() - 1) as u32
+                self.lines.push(line);
+                self.free_lines.reserve(self.lines.len());
+                (self.lines.len() - 1) as u32
             }
         }
     }
@@ -208,19 +252,28 @@ impl Packets {
 
     /// Take a message out; its bytes, if any, go into buffer `into` with
     /// their arrival times.
+    #[inline]
     pub(crate) fn remove(&mut self, i: u32, into: Option<&mut crate::buffers::Buffer>) -> Msg {
         self.free.push(i);
-        let p = self.slots[i as usize];
-        if p.data != NO_DATA {
-            if let Some(b) = into {
-                let l = &self.lines[p.data as usize];
-                b.bytes = l.bytes;
-                b.first_ready = l.first;
-                b.ready = l.full;
-            }
-            self.free_lines.push(p.data);
+        let p = &self.slots[i as usize];
+        let data = p.data;
+        let msg = p.msg;
+        if data != NO_DATA {
+            self.remove_line(data, into);
         }
-        p.msg
+        msg
+    }
+
+    /// Line `d` into buffer `into` with its arrival times, and freed.
+    #[inline(never)]
+    fn remove_line(&mut self, d: u32, into: Option<&mut crate::buffers::Buffer>) {
+        if let Some(b) = into {
+            let l = &self.lines[d as usize];
+            b.bytes = l.bytes;
+            b.first_ready = l.first;
+            b.ready = l.full;
+        }
+        self.free_lines.push(d);
     }
 }
 
@@ -241,14 +294,15 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
-    pub(crate) fn new(packets: &Packets, pkt: u32, at: Cycles) -> Queued {
-        let p = &packets.slots[pkt as usize];
+    /// Packet `pkt`, delivered at `at` with tag `tag`.
+    #[inline]
+    pub(crate) fn new(pkt: u32, at: Cycles, tag: Tag) -> Queued {
         Queued {
             pkt,
             at,
-            data: p.data != NO_DATA,
-            mtype: p.msg.mtype,
-            region: p.msg.addr.region() as u8,
+            data: tag.bits & TAG_DATA != 0,
+            mtype: tag.mtype,
+            region: tag.bits & !TAG_DATA,
         }
     }
 }
@@ -326,7 +380,12 @@ impl Fifo {
     /// Queue `x` last.
     #[inline]
     pub(crate) fn push_back(&mut self, x: Queued) {
-        self.insert(self.len(), x);
+        if self.head.is_none() {
+            self.head = Some(x);
+        } else {
+            self.more += 1;
+            self.rest_mut().push_back(x);
+        }
     }
 
     /// Queue `x` at `pos` (at most the length), ahead of those from there.
@@ -578,8 +637,11 @@ pub(crate) struct NodeHw {
     /// What handlers did, step by step, while the test bench watches
     /// (looked at on every step, so it sits with the hot fields).
     pub watch: Option<Box<crate::watch::Watch>>,
-    /// Busy intervals, when the run is traced (looked at on every step).
-    pub trace: Option<Vec<crate::trace::Slice>>,
+    /// Busy intervals, when the run is traced (looked at on every step;
+    /// boxed, so that what a dispatch looks at, the outbox link with it,
+    /// fits five lines).
+    #[allow(clippy::box_collection)]
+    pub trace: Option<Box<Vec<crate::trace::Slice>>>,
     /// While an explorer holds deliveries: software-queue entries held
     /// (they count against the queue's capacity; looked at on every
     /// reschedule).
@@ -604,7 +666,7 @@ const HOT_BYTES: usize = core::mem::offset_of!(NodeHw, pp_until);
 /// entries and the outbox link.
 const DISPATCH_BYTES: usize = core::mem::offset_of!(NodeHw, bufs);
 
-const _: () = assert!(HOT_BYTES <= 3 * 64 && DISPATCH_BYTES <= 6 * 64);
+const _: () = assert!(HOT_BYTES <= 3 * 64 && DISPATCH_BYTES <= 5 * 64);
 const _: () = assert!(size_of::<Packet>() == 64);
 
 /// What a node holds only while a test bench watches it, while a run is
@@ -613,7 +675,7 @@ const _: () = assert!(size_of::<Packet>() == 64);
 #[derive(Clone)]
 pub(crate) struct Rare {
     watch: Option<Box<crate::watch::Watch>>,
-    trace: Option<Vec<crate::trace::Slice>>,
+    trace: Option<Box<Vec<crate::trace::Slice>>>,
     lost: Option<Box<Losses>>,
 }
 
@@ -821,15 +883,19 @@ pub(crate) const TO_PROCESSOR: u8 = 4;
 impl Held {
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
-        let (tag, node, q, pkt) = match self.ev {
-            Ev::Deliver { node, q, pkt } => (0, node, q as u64, pkt),
-            Ev::PpDone { node } => (1, node, 0, 0),
-            Ev::Wake { node } => (2, node, 0, 0),
-            Ev::ProcStep { node } => (3, node, 0, 0),
-            Ev::ProcDeliver { node, pkt } => (4, node, 0, pkt),
+        let (kind, node, q, pkt, tag) = match self.ev {
+            Ev::Deliver { node, q, pkt, tag } => (0, node, q as u64, pkt, Some(tag)),
+            Ev::PpDone { node } => (1, node, 0, 0, None),
+            Ev::Wake { node } => (2, node, 0, 0, None),
+            Ev::ProcStep { node } => (3, node, 0, 0, None),
+            Ev::ProcDeliver { node, pkt } => (4, node, 0, pkt, None),
         };
-        for x in [tag, node.into(), q, pkt.into()] {
+        for x in [kind, node.into(), q, pkt.into()] {
             put(out, x);
+        }
+        if let Some(t) = tag {
+            put(out, t.mtype.0.into());
+            put(out, t.bits.into());
         }
         put(out, self.chan.src.into());
         put(out, self.chan.dst.into());
@@ -839,12 +905,16 @@ impl Held {
 
     /// What [`Held::pack`] packed; `None` for what it cannot have.
     pub(crate) fn unpack(r: &mut Reader<'_>) -> Option<Held> {
-        let (tag, node, q, pkt) = (r.u8(), r.u32(), r.u8(), r.u32());
-        let ev = match tag {
+        let (kind, node, q, pkt) = (r.u8(), r.u32(), r.u8(), r.u32());
+        let ev = match kind {
             0 => Ev::Deliver {
                 node,
                 q: *InQueue::ALL.iter().find(|x| **x as u8 == q)?,
                 pkt,
+                tag: Tag {
+                    mtype: MsgType(r.u8()),
+                    bits: r.u8(),
+                },
             },
             1 => Ev::PpDone { node },
             2 => Ev::Wake { node },
@@ -869,7 +939,7 @@ impl Held {
     /// The event held, if it is a delivery the explorer orders.
     pub(crate) fn of(ev: Ev, packets: &Packets) -> Option<Held> {
         let (chan, pkt) = match ev {
-            Ev::Deliver { node, q, pkt } => {
+            Ev::Deliver { node, q, pkt, .. } => {
                 // A node's continuations keep their own order.
                 let src = if q == InQueue::Software {
                     node

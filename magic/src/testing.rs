@@ -252,6 +252,7 @@ impl<S: NodeState> Bench<S> {
             first: now,
             full: now,
         };
+        let tag = crate::node::Tag::of(&msg, data.is_some());
         let pkt = self.m.packets.insert(msg, data, at);
         self.m.engine.schedule(
             Time::from_cycles(now + self.m.params.inbox_dispatch),
@@ -259,6 +260,7 @@ impl<S: NodeState> Bench<S> {
                 node: node.0,
                 q,
                 pkt,
+                tag,
             },
         );
         let i = node.index();
