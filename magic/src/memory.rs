@@ -105,11 +105,7 @@ impl Clone for Memory {
 impl Memory {
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
-        put(out, self.lines.len() as u64);
-        crate::pack::by_key(&self.lines, |k, line| {
-            put(out, k);
-            put_line(out, line);
-        });
+        crate::pack::put_map(out, &self.lines, |out, line| put_line(out, line));
         put(out, self.bus_free.0);
         put(out, self.busy.0);
         put(out, self.ops);
@@ -120,20 +116,8 @@ impl Memory {
     /// Make this the memory [`Memory::pack`] packed, reusing the storage
     /// of lines it holds already.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
-        let n = r.count();
-        let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
-        for _ in 0..n {
-            let k = r.u64();
-            keys.push(k);
-            let line = self
-                .lines
-                .entry(k)
-                .or_insert_with(|| Box::new([0; LINE_BYTES]));
-            r.line(line);
-        }
-        if self.lines.len() != keys.len() {
-            self.lines.retain(|k, _| keys.contains(k));
-        }
+        let new = || Box::new([0; LINE_BYTES]);
+        crate::pack::read_map(r, &mut self.lines, new, |r, line| r.line(line));
         self.bus_free = r.cycles();
         self.busy = r.cycles();
         self.ops = r.u64();

@@ -61,6 +61,41 @@ pub fn by_key<V, H>(map: &hashbrown::HashMap<u64, V, H>, mut f: impl FnMut(u64, 
     v.into_iter().for_each(|(k, x)| f(k, x));
 }
 
+/// Append a map keyed by numbers: its length, then each key, in key order
+/// ([`by_key`]), with what `value` packs of its value.
+pub fn put_map<V, H>(
+    out: &mut Vec<u8>,
+    map: &hashbrown::HashMap<u64, V, H>,
+    mut value: impl FnMut(&mut Vec<u8>, &V),
+) {
+    put(out, map.len() as u64);
+    by_key(map, |k, v| {
+        put(out, k);
+        value(out, v);
+    });
+}
+
+/// Make `map` the one [`put_map`] packed: each key's value read by `value`
+/// into the value the map holds for it already, or into `new()`, and the
+/// keys not packed taken out (so the values' storage is reused).
+pub fn read_map<V, H: std::hash::BuildHasher>(
+    r: &mut Reader<'_>,
+    map: &mut hashbrown::HashMap<u64, V, H>,
+    new: impl Fn() -> V,
+    mut value: impl FnMut(&mut Reader<'_>, &mut V),
+) {
+    let n = r.count();
+    let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
+    for _ in 0..n {
+        let k = r.u64();
+        keys.push(k);
+        value(r, map.entry(k).or_insert_with(&new));
+    }
+    if map.len() != keys.len() {
+        map.retain(|k, _| keys.contains(k));
+    }
+}
+
 /// Words of 8 bytes in a line.
 const WORDS: usize = LINE_BYTES / 8;
 

@@ -110,9 +110,7 @@ impl ProcCache {
 
     /// Packed for a search's frontier.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
-        put(out, self.lines.len() as u64);
-        crate::pack::by_key(&self.lines, |k, l| {
-            put(out, k);
+        crate::pack::put_map(out, &self.lines, |out, l| {
             put(out, l.state as u64);
             put_line(out, &l.bytes);
         });
@@ -125,12 +123,12 @@ impl ProcCache {
 
     /// Make this the cache [`ProcCache::pack`] packed.
     pub(crate) fn unpack(&mut self, r: &mut Reader<'_>) {
-        let n = r.count();
-        let mut keys = smallvec::SmallVec::<[u64; 8]>::new();
-        for _ in 0..n {
-            let k = r.u64();
-            keys.push(k);
-            let state = match r.u8() {
+        let new = || CachedLine {
+            state: LineState::Uncached,
+            bytes: [0; LINE_BYTES],
+        };
+        crate::pack::read_map(r, &mut self.lines, new, |r, l| {
+            l.state = match r.u8() {
                 0 => LineState::Uncached,
                 1 => LineState::Clean,
                 2 => LineState::Dirty,
@@ -139,16 +137,8 @@ impl ProcCache {
                     LineState::Uncached
                 }
             };
-            let l = self.lines.entry(k).or_insert(CachedLine {
-                state,
-                bytes: [0; LINE_BYTES],
-            });
-            l.state = state;
             r.line(&mut l.bytes);
-        }
-        if self.lines.len() != keys.len() {
-            self.lines.retain(|k, _| keys.contains(k));
-        }
+        });
         self.free_at = r.cycles();
         self.busy = r.cycles();
         self.ops = r.u64();
