@@ -675,6 +675,8 @@ const _: () = assert!(size_of::<Packet>() == 64);
 #[derive(Clone)]
 pub(crate) struct Rare {
     watch: Option<Box<crate::watch::Watch>>,
+    /// Boxed as the node keeps it.
+    #[allow(clippy::box_collection)]
     trace: Option<Box<Vec<crate::trace::Slice>>>,
     lost: Option<Box<Losses>>,
 }
