@@ -159,7 +159,8 @@ pub struct CheckArgs {
     /// 30000000; the report then says complete: false). Each takes some 50
     /// bytes, and the coherence check holds a packed snapshot of some 600
     /// bytes for each found and not yet expanded: --nodes 4 exhausts its
-    /// 26,767,466 states holding some 3 GB at most.
+    /// 26,767,466 states holding some 3 GB at most, but the largest bounds
+    /// reach the default cap holding some 16 GB.
     #[arg(long, default_value_t = magic::check::DEFAULT_MAX_STATES)]
     max_states: usize,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
