@@ -1043,9 +1043,10 @@ fn cores() -> usize {
 
 /// Make every move of the state `s` on `m` (a scratch machine of the same
 /// model), stopping at the first that breaks something. A state reached
-/// that `seen` already holds is not kept; one that is not is moved into a
-/// snapshot from `pool`, so `m` is left in no particular state (each
-/// expansion restores it first).
+/// that `seen` already holds is not kept; one that is not is packed into
+/// a snapshot from `pool` (node states the model does not pack are moved
+/// into it), so `m` is left in no particular state (each expansion
+/// restores it first).
 #[allow(clippy::too_many_arguments)]
 fn expand<M>(
     keep: Keep<'_, M>,
