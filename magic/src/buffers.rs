@@ -29,6 +29,7 @@ enum BufState {
 
 /// A node's pool of data buffers: which are free, in use or on their way
 /// back, and when each one's contents are in.
+#[derive(Clone)]
 pub struct BufferPool {
     /// The buffers made so far: one is made when the pool first needs it,
     /// so a node that never takes one holds none (a machine of thousands of
@@ -44,26 +45,6 @@ pub struct BufferPool {
     returning: VecDeque<(Cycles, u16)>,
     pub(crate) allocs: u64,
     pub(crate) failures: u64,
-}
-
-impl Clone for BufferPool {
-    fn clone(&self) -> Self {
-        BufferPool {
-            bufs: self.bufs.clone(),
-            free: self.free.clone(),
-            returning: self.returning.clone(),
-            ..*self
-        }
-    }
-
-    fn clone_from(&mut self, src: &Self) {
-        self.bufs.clone_from(&src.bufs);
-        self.size = src.size;
-        self.free.clone_from(&src.free);
-        self.returning.clone_from(&src.returning);
-        self.allocs = src.allocs;
-        self.failures = src.failures;
-    }
 }
 
 impl BufferPool {

@@ -6,6 +6,7 @@ use crate::ids::LINE_BYTES;
 use crate::pack::{put, Reader};
 
 /// MAGIC's data cache: direct mapped, tags only, with hit and miss counts.
+#[derive(Clone)]
 pub struct DCache {
     /// The tags, made on the first access (a node whose handlers never
     /// touch MAGIC's memory holds none).
@@ -17,16 +18,6 @@ pub struct DCache {
     lines: usize,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
-}
-
-impl DCache {
-    /// Copy `src`'s counts and size into this cache, whose tags stay as
-    /// they are.
-    pub(crate) fn counts_from(&mut self, src: &DCache) {
-        self.lines = src.lines;
-        self.hits = src.hits;
-        self.misses = src.misses;
-    }
 }
 
 impl DCache {
@@ -72,22 +63,6 @@ impl DCache {
                 None => r.mark_short(),
             }
         }
-    }
-}
-
-impl Clone for DCache {
-    fn clone(&self) -> Self {
-        DCache {
-            tags: self.tags.clone(),
-            used: self.used.clone(),
-            ..*self
-        }
-    }
-
-    fn clone_from(&mut self, src: &Self) {
-        self.tags.clone_from(&src.tags);
-        self.used.clone_from(&src.used);
-        self.counts_from(src);
     }
 }
 

@@ -23,24 +23,6 @@ pub(crate) fn encode_line(bytes: &[u8], word: &impl Fn(u64) -> u64, out: &mut Ve
     }
 }
 
-/// Make `dst` hold what `src` holds, reusing its entries' storage where a
-/// key is in both (a restored snapshot allocates only for new keys).
-pub(crate) fn map_clone_from<K, V>(dst: &mut HashMap<K, V>, src: &HashMap<K, V>)
-where
-    K: Eq + std::hash::Hash + Copy,
-    V: Clone,
-{
-    dst.retain(|k, _| src.contains_key(k));
-    for (k, v) in src {
-        match dst.get_mut(k) {
-            Some(d) => d.clone_from(v),
-            None => {
-                dst.insert(*k, v.clone());
-            }
-        }
-    }
-}
-
 /// When a line moved over the memory bus: first and last doubleword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineTiming {
@@ -52,6 +34,7 @@ pub struct LineTiming {
 
 /// A node's main memory: the bytes of every line written (others read as
 /// zeros) and the timeline of its data bus.
+#[derive(Clone)]
 pub struct Memory {
     /// Lines ever written; others read as zeros.
     lines: HashMap<u64, Box<[u8; LINE_BYTES]>>,
@@ -81,24 +64,6 @@ impl Default for Memory {
             ops: 0,
             waited: Cycles(0),
         }
-    }
-}
-
-impl Clone for Memory {
-    fn clone(&self) -> Self {
-        Memory {
-            lines: self.lines.clone(),
-            ..*self
-        }
-    }
-
-    fn clone_from(&mut self, src: &Self) {
-        map_clone_from(&mut self.lines, &src.lines);
-        self.bus_free = src.bus_free;
-        self.busy = src.busy;
-        self.ops = src.ops;
-        self.held_by = src.held_by;
-        self.waited = src.waited;
     }
 }
 

@@ -49,6 +49,7 @@ struct CachedLine {
 
 /// The compute processor's cache of one node, as MAGIC sees it: each line's
 /// state and bytes, and the timeline of its interventions.
+#[derive(Clone)]
 pub struct ProcCache {
     lines: HashMap<u64, CachedLine>,
     free_at: Cycles,
@@ -78,24 +79,6 @@ impl Default for ProcCache {
 /// Cache lines are keyed by their normal-space line address.
 fn key(a: PAddr) -> u64 {
     a.with_region(Region::Normal).0 / LINE_BYTES as u64
-}
-
-impl Clone for ProcCache {
-    fn clone(&self) -> Self {
-        ProcCache {
-            lines: self.lines.clone(),
-            ..*self
-        }
-    }
-
-    fn clone_from(&mut self, src: &Self) {
-        crate::memory::map_clone_from(&mut self.lines, &src.lines);
-        self.free_at = src.free_at;
-        self.busy = src.busy;
-        self.ops = src.ops;
-        self.held_by = src.held_by;
-        self.waited = src.waited;
-    }
 }
 
 impl ProcCache {
