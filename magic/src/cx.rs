@@ -802,13 +802,7 @@ impl<'a, S> Cx<'a, S> {
             return Ok(());
         }
         // A continuation carries no data.
-        let queued = Queued {
-            pkt,
-            at,
-            data: false,
-            mtype: msg.mtype,
-            region: msg.addr.region() as u8,
-        };
+        let queued = Queued::new(pkt, at, Tag::of(&msg, false));
         self.hw.queues[InQueue::Software as usize].push_back(queued);
         Ok(())
     }

@@ -1463,11 +1463,7 @@ impl<S: NodeState> Magic<S> {
                         }
                     }
                 }
-                if pos == queue.len() {
-                    queue.push_back(new);
-                } else {
-                    queue.insert(pos, new);
-                }
+                queue.insert(pos, new);
                 self.mark(node);
             }
             Ev::PpDone { node } => {

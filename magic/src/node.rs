@@ -59,6 +59,18 @@ impl Tag {
             bits: msg.addr.region() as u8 | data,
         }
     }
+
+    fn pack(self, out: &mut Vec<u8>) {
+        put(out, self.mtype.0.into());
+        put(out, self.bits.into());
+    }
+
+    fn unpack(r: &mut Reader<'_>) -> Tag {
+        Tag {
+            mtype: MsgType(r.u8()),
+            bits: r.u8(),
+        }
+    }
 }
 
 /// Messages in flight or queued, with their bytes; slots are reused, and a
@@ -69,25 +81,6 @@ pub(crate) struct Packets {
     free: Vec<u32>,
     lines: Vec<Line>,
     free_lines: Vec<u32>,
-}
-
-impl Clone for Packets {
-    fn clone(&self) -> Self {
-        Packets {
-            slots: self.slots.clone(),
-            free: self.free.clone(),
-            lines: self.lines.clone(),
-            free_lines: self.free_lines.clone(),
-        }
-    }
-
-    /// Field by field, reusing this storage.
-    fn clone_from(&mut self, src: &Self) {
-        self.slots.clone_from(&src.slots);
-        self.free.clone_from(&src.free);
-        self.lines.clone_from(&src.lines);
-        self.free_lines.clone_from(&src.free_lines);
-    }
 }
 
 impl Packets {
@@ -278,7 +271,9 @@ impl Packets {
 }
 
 /// A message in an input queue, with what the inbox looks at before it
-/// takes the message (so arbitration reads no packet it does not take).
+/// takes the message (so arbitration reads no packet it does not take):
+/// its tag's parts, as fields (the flag gives an empty queue's front its
+/// niche, so a queue's front takes no more room than the message).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Queued {
     pub pkt: u32,
@@ -305,25 +300,25 @@ impl Queued {
             region: tag.bits & !TAG_DATA,
         }
     }
-}
 
-impl Queued {
+    /// The tag it was made from.
+    fn tag(&self) -> Tag {
+        let data = if self.data { TAG_DATA } else { 0 };
+        Tag {
+            mtype: self.mtype,
+            bits: self.region | data,
+        }
+    }
+
     fn pack(&self, out: &mut Vec<u8>) {
         put(out, self.pkt.into());
         put(out, self.at.0);
-        put(out, self.data.into());
-        put(out, self.mtype.0.into());
-        put(out, self.region.into());
+        self.tag().pack(out);
     }
 
     fn unpack(r: &mut Reader<'_>) -> Queued {
-        Queued {
-            pkt: r.u32(),
-            at: r.cycles(),
-            data: r.bool(),
-            mtype: MsgType(r.u8()),
-            region: r.u8(),
-        }
+        let (pkt, at) = (r.u32(), r.cycles());
+        Queued::new(pkt, at, Tag::unpack(r))
     }
 }
 
@@ -391,8 +386,9 @@ impl Fifo {
     /// Queue `x` at `pos` (at most the length), ahead of those from there.
     #[inline]
     pub(crate) fn insert(&mut self, pos: usize, x: Queued) {
-        if self.head.is_none() {
-            self.head = Some(x);
+        // Last, as a rule (and always into an empty queue): no shift.
+        if pos >= self.len() {
+            self.push_back(x);
             return;
         }
         self.more += 1;
@@ -434,34 +430,6 @@ impl Fifo {
         }
         for _ in 0..r.count() {
             self.push_back(Queued::unpack(r));
-        }
-    }
-}
-
-impl Clone for Fifo {
-    fn clone(&self) -> Fifo {
-        Fifo {
-            head: self.head,
-            more: self.more,
-            rest: self.rest.clone(),
-        }
-    }
-
-    /// Hold what `src` holds, reusing this queue's storage.
-    fn clone_from(&mut self, src: &Fifo) {
-        self.head = src.head;
-        self.more = src.more;
-        match (&mut self.rest, &src.rest) {
-            (Some(r), Some(s)) => {
-                // By slices: a deque's element-wise `clone_from` is slower.
-                r.clear();
-                let (front, back) = s.as_slices();
-                r.extend(front.iter().copied());
-                r.extend(back.iter().copied());
-            }
-            (Some(r), None) => r.clear(),
-            (None, Some(s)) => self.rest = Some(s.clone()),
-            (None, None) => {}
         }
     }
 }
@@ -896,8 +864,7 @@ impl Held {
             put(out, x);
         }
         if let Some(t) = tag {
-            put(out, t.mtype.0.into());
-            put(out, t.bits.into());
+            t.pack(out);
         }
         put(out, self.chan.src.into());
         put(out, self.chan.dst.into());
@@ -913,10 +880,7 @@ impl Held {
                 node,
                 q: *InQueue::ALL.iter().find(|x| **x as u8 == q)?,
                 pkt,
-                tag: Tag {
-                    mtype: MsgType(r.u8()),
-                    bits: r.u8(),
-                },
+                tag: Tag::unpack(r),
             },
             1 => Ev::PpDone { node },
             2 => Ev::Wake { node },
@@ -983,16 +947,26 @@ mod tests {
     /// pushed, inserted, taken and copied.
     #[test]
     fn a_fifo_keeps_the_order_of_a_deque() {
-        let q = |pkt: u32| Queued {
-            pkt,
-            at: Cycles(pkt as u64),
-            data: pkt.is_multiple_of(3),
-            mtype: MsgType(pkt as u8),
-            region: 0,
+        let q = |pkt: u32| {
+            let bits = if pkt.is_multiple_of(3) { TAG_DATA } else { 0 };
+            let tag = Tag {
+                mtype: MsgType(pkt as u8),
+                bits,
+            };
+            Queued::new(pkt, Cycles(pkt as u64), tag)
         };
         let mut f = Fifo::default();
         let mut d: VecDeque<Queued> = VecDeque::new();
         let mut copy = Fifo::default();
+        // A copy as a search makes one: packed, and unpacked into a queue
+        // that may hold something already.
+        let repack = |from: &Fifo, into: &mut Fifo| {
+            let mut bytes = Vec::new();
+            from.pack(&mut bytes);
+            let mut r = Reader::new(&bytes);
+            into.unpack(&mut r);
+            assert!(r.done());
+        };
         let mut lcg = 7u64;
         for i in 0..2000u32 {
             lcg = lcg
@@ -1013,7 +987,7 @@ mod tests {
                     let (a, b) = (f.pop_front(), d.pop_front());
                     assert_eq!(a.map(|x| x.pkt), b.map(|x| x.pkt));
                 }
-                _ => copy.clone_from(&f),
+                _ => repack(&f, &mut copy),
             }
             assert_eq!(f.len(), d.len());
             assert_eq!(f.front().map(|x| x.pkt), d.front().map(|x| x.pkt));
@@ -1024,10 +998,12 @@ mod tests {
                 assert_eq!(f[k].pkt, *w);
             }
             let copied: Vec<u32> = (&copy).into_iter().map(|x| x.pkt).collect();
-            let cloned: Vec<u32> = copy.clone().iter().map(|x| x.pkt).collect();
+            let mut fresh = Fifo::default();
+            repack(&copy, &mut fresh);
+            let cloned: Vec<u32> = fresh.iter().map(|x| x.pkt).collect();
             assert_eq!(copied, cloned);
         }
-        copy.clone_from(&f);
+        repack(&f, &mut copy);
         let copied: Vec<u32> = copy.iter().map(|x| x.pkt).collect();
         assert_eq!(copied, d.iter().map(|x| x.pkt).collect::<Vec<_>>());
     }
