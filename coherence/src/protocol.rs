@@ -307,18 +307,14 @@ impl CohNode {
     /// and deferred forwards it holds, and how far its processor's program
     /// is, folded into a number.
     pub fn signature(&self) -> u64 {
-        let mut x = 0u64;
-        for v in [
+        magic::check::signature([
             self.misses.len() as u64,
             self.writebacks.len() as u64,
             self.deferred.len() as u64,
             self.proc.results.len() as u64,
             self.proc.remaining() as u64,
             self.proc.waiting().into(),
-        ] {
-            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
-        }
-        x
+        ])
     }
 
     /// Packed for a search's frontier (see [`magic::pack`]): all but its

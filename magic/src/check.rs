@@ -110,6 +110,20 @@ impl Renaming {
     }
 }
 
+/// Counts folded into one number, in order: a node's signature (see
+/// [`Model::node_signature`]), equal for equal counts.
+///
+/// ```
+/// use magic::check::signature;
+/// assert_eq!(signature([1, 2]), signature([1, 2]));
+/// assert_ne!(signature([1, 2]), signature([2, 1]));
+/// ```
+pub fn signature(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, |x, v| {
+        (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17)
+    })
+}
+
 /// A move the explorer can make: release a held message, or a model's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Move {
@@ -251,8 +265,7 @@ impl<S: NodeState> Magic<S> {
             return 0;
         };
         let (clean, dirty) = hw.pcache.held();
-        let mut x = 0u64;
-        for v in [
+        signature([
             hw.queues[0].len() as u64,
             hw.queues[1].len() as u64,
             hw.queues[2].len() as u64,
@@ -262,10 +275,7 @@ impl<S: NodeState> Magic<S> {
             hw.bufs.held() as u64,
             hw.pp_running.into(),
             hw.to_processor.len() as u64,
-        ] {
-            x = (x ^ v).wrapping_mul(0x100_0000_01b3).rotate_left(17);
-        }
-        x
+        ])
     }
 
     /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
@@ -816,6 +826,17 @@ struct Snapshot<S> {
     state: Vec<S>,
 }
 
+impl<S> Snapshot<S> {
+    /// A snapshot of nothing yet, to pack into.
+    fn empty() -> Snapshot<S> {
+        Snapshot {
+            bytes: Vec::new(),
+            rare: Vec::new(),
+            state: Vec::new(),
+        }
+    }
+}
+
 /// How a search keeps its states' node states: packed by the model (see
 /// [`Model::pack_node`]), or copied.
 struct Keep<'a, M> {
@@ -846,11 +867,7 @@ impl<'a, M: Model> Keep<'a, M> {
 impl<S: NodeState + Clone> Magic<S> {
     /// The machine's state, if it is settled (no event scheduled, not halted).
     fn snapshot<M: Model<Node = S>>(&self, keep: Keep<'_, M>) -> Option<Snapshot<S>> {
-        let mut s = Snapshot {
-            bytes: Vec::new(),
-            rare: Vec::new(),
-            state: Vec::new(),
-        };
+        let mut s = Snapshot::empty();
         if !self.pack_into(keep, &mut s.bytes, &mut s.rare) {
             return None;
         }
@@ -910,13 +927,7 @@ impl<S: NodeState + Clone> Magic<S> {
         pool: &mut Pool<S>,
         scratch: &mut Vec<u8>,
     ) -> Option<Box<Snapshot<S>>> {
-        let mut s = pool.pop().unwrap_or_else(|| {
-            Box::new(Snapshot {
-                bytes: Vec::new(),
-                rare: Vec::new(),
-                state: Vec::new(),
-            })
-        });
+        let mut s = pool.pop().unwrap_or_else(|| Box::new(Snapshot::empty()));
         if !self.pack_into(keep, scratch, &mut s.rare) {
             pool.push(s);
             return None;
@@ -1348,43 +1359,32 @@ fn state_print<M: Model>(
     let mut first = true;
     for r in sym.perms.iter().filter(|r| ordered(r)) {
         buf.clear();
-        if std::mem::take(&mut first) {
-            m.encode_hardware_renamed(model, r, buf);
-            model.encode_renamed(m, r, buf);
-            std::mem::swap(buf, best);
-            continue;
-        }
         // Node by node, stopping as soon as this encoding is past the
         // least so far: where the two first differ decides, whatever
-        // follows.
-        let mut same = 0;
-        let mut less = false;
-        let mut past = |buf: &Vec<u8>| {
-            if less {
-                return false;
-            }
-            let n = buf.len().min(best.len());
-            match buf[same..n].cmp(&best[same..n]) {
-                std::cmp::Ordering::Less => less = true,
-                std::cmp::Ordering::Greater => return true,
-                std::cmp::Ordering::Equal => same = n,
+        // follows. The first renaming's is the least so far.
+        let lead = std::mem::take(&mut first);
+        let (mut same, mut decided) = (0, lead);
+        let mut past = |buf: &[u8]| {
+            if !decided {
+                let n = buf.len().min(best.len());
+                match buf[same..n].cmp(&best[same..n]) {
+                    std::cmp::Ordering::Less => decided = true,
+                    std::cmp::Ordering::Greater => return true,
+                    std::cmp::Ordering::Equal => same = n,
+                }
             }
             false
         };
-        let mut out = false;
-        for j in 0..m.nodes() {
+        let stopped = (0..m.nodes()).any(|j| {
             m.encode_node_renamed(model, r, j, buf);
-            if past(buf) {
-                out = true;
-                break;
-            }
-        }
-        if out {
+            past(buf)
+        });
+        if stopped {
             continue;
         }
         m.encode_held_renamed(model, r, buf);
         model.encode_renamed(m, r, buf);
-        if *buf < *best {
+        if lead || *buf < *best {
             std::mem::swap(buf, best);
         }
     }
