@@ -53,10 +53,15 @@ impl OutLink {
                 put(out, t.0);
             }
         }
-        for t in [self.busy, Cycles(self.packets), self.stall, self.occupied] {
-            put(out, t.0);
+        for x in [
+            self.busy.0,
+            self.packets,
+            self.stall.0,
+            self.occupied.0,
+            self.occupied_until.0,
+        ] {
+            put(out, x);
         }
-        put(out, self.occupied_until.0);
     }
 
     /// Make this the link [`OutLink::pack`] packed, reusing its storage.
