@@ -17,13 +17,27 @@ pub(crate) fn prefetch<T>(x: *const T) {
     let _ = x;
 }
 
-/// Ask for every cache line `x` spans (a value not aligned to a line may
-/// span one more than its size needs).
+/// Ask for every cache line of the `len` bytes from `p`: one hint a line
+/// from `p`, and one for the last byte (a value not aligned to a line may
+/// span one line more than its size needs). With `len` a constant the
+/// loop unrolls to that many prefetches, and nothing is computed from the
+/// address. `p` need not point into anything: the addresses are made by
+/// wrapping arithmetic and only ever hinted.
 #[inline(always)]
-pub(crate) fn prefetch_value<T>(x: &T) {
-    let p = (x as *const T).cast::<u8>();
-    let lines = (p as usize % 64 + size_of::<T>().max(1)).div_ceil(64);
-    for i in 0..lines {
-        prefetch(p.wrapping_add(i * 64));
+pub(crate) fn prefetch_bytes(p: *const u8, len: usize) {
+    let mut off = 0;
+    while off < len {
+        prefetch(p.wrapping_add(off));
+        off += 64;
     }
+    if len > 0 {
+        prefetch(p.wrapping_add(len - 1));
+    }
+}
+
+/// Ask for the lines of element `i` of `xs` (a hint only: an `i` past the
+/// end asks for some other address, harmlessly, and costs no bounds check).
+#[inline(always)]
+pub(crate) fn prefetch_elem<T>(xs: &[T], i: usize) {
+    prefetch_bytes(xs.as_ptr().wrapping_add(i).cast::<u8>(), size_of::<T>());
 }

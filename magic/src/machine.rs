@@ -1354,15 +1354,11 @@ impl<S: NodeState> Magic<S> {
         let node = match ev {
             Ev::Deliver { node, .. } | Ev::PpDone { node } | Ev::Wake { node } => node,
             Ev::ProcStep { node } | Ev::ProcDeliver { node, .. } => {
-                if let Some(s) = self.state.get(node as usize) {
-                    crate::hint::prefetch_value(s);
-                }
+                crate::hint::prefetch_elem(&self.state, node as usize);
                 node
             }
         };
-        if let Some(hw) = self.hw.get(node as usize) {
-            hw.prefetch();
-        }
+        NodeHw::prefetch(&self.hw, node);
     }
 
     /// Ask for the packet and the handler's counters of the message node
@@ -1393,24 +1389,21 @@ impl<S: NodeState> Magic<S> {
         let route = self
             .table
             .get(f.mtype.0 as usize)
-            .and_then(|r| r.get(f.region as usize));
-        if let Some(Some(r)) = route {
-            if let Some(s) = self.stats.get(self.stat_index(n, r.handler.0)) {
-                crate::hint::prefetch(s);
-            }
+            .and_then(|r| r[f.region as usize & 3]);
+        if let Some(r) = route {
+            crate::hint::prefetch(
+                self.stats
+                    .as_ptr()
+                    .wrapping_add(self.stat_index(n, r.handler.0)),
+            );
         }
     }
 
     /// Ask for the lines node `n`'s dispatch will touch first (a hint only).
     #[inline]
     fn prefetch_dispatch(&self, n: u32) {
-        let Some(hw) = self.hw.get(n as usize) else {
-            return;
-        };
-        hw.prefetch_dispatch();
-        if let Some(s) = self.state.get(n as usize) {
-            crate::hint::prefetch_value(s);
-        }
+        NodeHw::prefetch_dispatch(&self.hw, n);
+        crate::hint::prefetch_elem(&self.state, n as usize);
     }
 
     /// How the run stands: its end so far, why it stopped early if it

@@ -228,9 +228,7 @@ impl Packets {
     /// Ask for packet `i`'s header line (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self, i: u32) {
-        if let Some(p) = self.slots.get(i as usize) {
-            crate::hint::prefetch(p);
-        }
+        crate::hint::prefetch(self.slots.as_ptr().wrapping_add(i as usize));
     }
 
     pub(crate) fn msg(&self, i: u32) -> &Msg {
@@ -791,25 +789,18 @@ impl NodeHw {
         self.lost.as_ref().map_or(Drops::default(), |l| l.drops)
     }
 
-    /// Ask for the lines of the fields every event touches (a hint only).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        self.prefetch_to(HOT_BYTES);
+    /// Ask for the lines of node `n`'s fields every event touches (a hint
+    /// only; no bounds check, as a hint needs none).
+    #[inline(always)]
+    pub(crate) fn prefetch(hw: &[NodeHw], n: u32) {
+        crate::hint::prefetch_bytes(hw.as_ptr().wrapping_add(n as usize).cast(), HOT_BYTES);
     }
 
-    /// Ask for the lines of the fields a dispatch touches first, through
-    /// the outbox link (a hint only).
-    #[inline]
-    pub(crate) fn prefetch_dispatch(&self) {
-        self.prefetch_to(DISPATCH_BYTES);
-    }
-
-    #[inline]
-    fn prefetch_to(&self, end: usize) {
-        let base = (self as *const NodeHw).cast::<u8>();
-        for off in (0..end).step_by(64) {
-            crate::hint::prefetch(base.wrapping_add(off));
-        }
+    /// Ask for the lines of node `n`'s fields a dispatch touches first,
+    /// through the outbox link (a hint only).
+    #[inline(always)]
+    pub(crate) fn prefetch_dispatch(hw: &[NodeHw], n: u32) {
+        crate::hint::prefetch_bytes(hw.as_ptr().wrapping_add(n as usize).cast(), DISPATCH_BYTES);
     }
 }
 
