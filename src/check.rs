@@ -96,6 +96,32 @@ where
     }
 }
 
+/// A byte count as the command line gives it: digits, then optionally K,
+/// M, G, T or P (powers of 1024, an `iB` or `B` after it allowed).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a byte count (digits, then K, M, G, T or P)"))?;
+    let bare = unit
+        .strip_suffix("iB")
+        .or_else(|| unit.strip_suffix('B'))
+        .unwrap_or(unit);
+    let shift = match bare {
+        "" => 0,
+        "K" | "k" => 10,
+        "M" | "m" => 20,
+        "G" | "g" => 30,
+        "T" | "t" => 40,
+        "P" | "p" => 50,
+        _ => return Err(format!("{s:?}: the unit must be K, M, G, T or P")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is more bytes than a count can hold"))
+}
+
 /// The bounds of a check; each flag applies to the kinds its help names.
 #[derive(Args)]
 pub struct CheckArgs {
@@ -156,13 +182,21 @@ pub struct CheckArgs {
     #[arg(long, value_name = "BUG")]
     inject: Option<String>,
     /// Stop after this many distinct states, 1 to 100000000 (default
-    /// 30000000; the report then says complete: false). Each takes some 50
-    /// bytes, and the coherence check holds a packed snapshot of some 600
-    /// bytes for each found and not yet expanded: --nodes 4 exhausts its
-    /// 26,767,466 states holding some 3 GB at most, but the largest bounds
-    /// reach the default cap holding some 16 GB.
+    /// 30000000; the report then says complete: false, stopped at the
+    /// state maximum). Each takes some 50 bytes, and the coherence check
+    /// holds a packed snapshot of some 600 bytes for each found and not yet
+    /// expanded: --nodes 4 exhausts its 26,767,466 states within some 3 GB.
     #[arg(long, default_value_t = magic::check::DEFAULT_MAX_STATES)]
     max_states: usize,
+    /// Stop once the states found take more than this many bytes, 1M to
+    /// 1P, as a number with an optional K, M, G, T or P (powers of 1024;
+    /// default 8G; the report then says complete: false, stopped at the
+    /// memory maximum). The search counts its states' fingerprints, paths
+    /// and snapshots; the process takes somewhat more (the largest bounds
+    /// stop at 8G with the process at some 10 GB). On a smaller machine,
+    /// give a smaller figure.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "8G")]
+    max_bytes: u64,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
     /// The report is the same whatever the number.
     #[arg(long, default_value_t = 0)]
@@ -284,6 +318,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         }
     }
     let mut config = CheckConfig::new(kind.kind(), a.max_states, models);
+    config.max_bytes = a.max_bytes;
     config.symmetry = a.symmetry == Symmetry::On;
     let bounds = Bounds {
         threads: a.threads,

@@ -149,6 +149,11 @@ fn symmetry_on() -> bool {
     true
 }
 
+/// The default of [`CheckConfig::max_bytes`].
+fn default_max_bytes() -> u64 {
+    magic::check::DEFAULT_MAX_BYTES
+}
+
 /// What a check runs: which check, its bounds, and its searches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,6 +162,10 @@ pub struct CheckConfig {
     pub check: CheckKind,
     /// Distinct states at most, each search ([`Bounds::max_states`]).
     pub max_states: usize,
+    /// Bytes each search may hold for its states ([`Bounds::max_bytes`];
+    /// the default for a saved check that predates the key).
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
     /// Instants a machine may take to settle after a move
     /// ([`Bounds::settle_instants`]).
     pub settle_instants: u64,
@@ -176,6 +185,7 @@ impl CheckConfig {
         CheckConfig {
             check: kind,
             max_states,
+            max_bytes: Bounds::default().max_bytes,
             settle_instants: Bounds::default().settle_instants,
             symmetry: Bounds::default().symmetry,
             searches: models.into_iter().map(Search::of).collect(),
@@ -188,6 +198,7 @@ impl CheckConfig {
     pub fn bounds(&self, progress: Option<&'static Progress>) -> Bounds {
         Bounds {
             max_states: self.max_states,
+            max_bytes: self.max_bytes,
             settle_instants: self.settle_instants,
             progress,
             symmetry: self.symmetry,
@@ -381,10 +392,10 @@ impl std::fmt::Display for CheckReport {
                 },
                 r.transitions,
                 r.depth,
-                if r.complete {
-                    "complete"
-                } else {
-                    "not complete"
+                match (r.complete, r.limit) {
+                    (true, _) => "complete".to_string(),
+                    (false, Some(l)) => format!("not complete (stopped at {})", l.name()),
+                    (false, None) => "not complete".to_string(),
                 },
                 r.violations
             )?;

@@ -514,6 +514,17 @@ pub fn nothing_dropped<S: NodeState>(m: &Magic<S>) -> Result<(), String> {
 /// four nodes.
 pub const MAX_STATES: usize = 100_000_000;
 
+/// The bytes a search may hold for its states unless told otherwise
+/// ([`Bounds::max_bytes`]): 8 GiB. The coherence check at four nodes and
+/// its default lines and ops holds some 2.2 GiB at most by this count.
+pub const DEFAULT_MAX_BYTES: u64 = 8 << 30;
+
+/// The least memory a search may be allowed ([`Bounds::max_bytes`]): 1 MiB.
+pub const MIN_BYTES: u64 = 1 << 20;
+
+/// The most memory a search may be allowed ([`Bounds::max_bytes`]): 1 PiB.
+pub const MAX_BYTES: u64 = 1 << 50;
+
 /// The most instants a settling may be allowed ([`Bounds::settle_instants`]).
 pub const MAX_SETTLE_INSTANTS: u64 = 100_000_000;
 
@@ -527,6 +538,15 @@ pub struct Bounds {
     /// not complete. [`Bounds::validate`] refuses a value outside that
     /// range; [`explore`] given one anyway stops at [`MAX_STATES`].
     pub max_states: usize,
+    /// Bytes the search may hold for the states it has found, at most,
+    /// [`MIN_BYTES`] to [`MAX_BYTES`]: their fingerprints, how it reached
+    /// each, and the snapshots of those it has not yet expanded, as it
+    /// counts them (by their packed lengths, so the count is the same
+    /// whatever the number of threads). The search stops at the first new
+    /// state past it, not complete, and its report's `limit` says so. The
+    /// process uses somewhat more besides: its machines, buffers, and a
+    /// table's old storage while it grows.
+    pub max_bytes: u64,
     /// Instants a machine may take to settle after one move before the
     /// run counts as livelocked (1 to [`MAX_SETTLE_INSTANTS`]).
     pub settle_instants: u64,
@@ -554,6 +574,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             max_states: DEFAULT_MAX_STATES,
+            max_bytes: DEFAULT_MAX_BYTES,
             settle_instants: 1_000_000,
             progress: None,
             threads: 0,
@@ -572,9 +593,12 @@ impl Bounds {
     /// let e = huge.validate().unwrap_err();
     /// assert_eq!(e.field, "max_states");
     /// assert_eq!(e.allowed, format!("from 1 to {MAX_STATES}"));
+    /// let tiny = Bounds { max_bytes: 4096, ..Bounds::default() };
+    /// assert_eq!(tiny.validate().unwrap_err().field, "max_bytes");
     /// ```
     pub fn validate(&self) -> Result<(), crate::OutOfRange> {
         crate::OutOfRange::check("max_states", self.max_states, 1, MAX_STATES)?;
+        crate::OutOfRange::check("max_bytes", self.max_bytes, MIN_BYTES, MAX_BYTES)?;
         crate::OutOfRange::check("threads", self.threads, 0, MAX_THREADS)?;
         crate::OutOfRange::check(
             "settle_instants",
@@ -647,6 +671,11 @@ pub struct Report {
     pub depth: u32,
     /// The bounded space was exhausted: every state reachable was reached.
     pub complete: bool,
+    /// The bound the search stopped at before it was complete: `None` when
+    /// it was complete or a violation stopped it (and in a report saved
+    /// before the key was added).
+    #[serde(default)]
+    pub limit: Option<Limit>,
     /// States were stored up to a renaming of the model's symmetric nodes
     /// (see [`Model::symmetric`]); false for the plain search.
     pub symmetry: bool,
@@ -656,6 +685,26 @@ pub struct Report {
     pub violation: Option<String>,
     /// A shortest sequence of moves to the violation, one readable line each.
     pub trace: Vec<String>,
+}
+
+/// The bound a search stopped at before it was complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// It held [`Bounds::max_states`] distinct states.
+    States,
+    /// It held [`Bounds::max_bytes`] bytes for its states.
+    Memory,
+}
+
+impl Limit {
+    /// The bound as a report's text names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::States => "the state maximum",
+            Limit::Memory => "the memory maximum",
+        }
+    }
 }
 
 struct Visit {
@@ -672,6 +721,10 @@ struct Search {
     seen: Seen,
     visits: Vec<Visit>,
     max_states: usize,
+    max_bytes: u64,
+    /// Bytes the states found and not yet expanded take, as
+    /// [`Search::held`] counts them.
+    frontier_bytes: u64,
     progress: Option<&'static Progress>,
 }
 
@@ -693,6 +746,8 @@ impl Search {
             seen: Seen::default(),
             visits: Vec::new(),
             max_states: bounds.max_states.min(MAX_STATES),
+            max_bytes: bounds.max_bytes,
+            frontier_bytes: 0,
             progress: bounds.progress,
         };
         found.post();
@@ -722,7 +777,15 @@ impl Search {
         if !self.seen.insert(fp) {
             return Admitted::Seen;
         }
-        if self.visits.len() >= self.max_states {
+        let limit = if self.visits.len() >= self.max_states {
+            Some(Limit::States)
+        } else if self.held() > self.max_bytes {
+            Some(Limit::Memory)
+        } else {
+            None
+        };
+        if limit.is_some() {
+            self.report.limit = limit;
             self.post();
             return Admitted::Full;
         }
@@ -731,6 +794,18 @@ impl Search {
         self.report.depth = self.report.depth.max(depth);
         self.post();
         Admitted::New((self.visits.len() - 1) as u32)
+    }
+
+    /// The bytes the search holds for its states: the fingerprint table
+    /// (a power of two of buckets with an eighth spare, each a
+    /// fingerprint and a control byte), the visits, and the frontier.
+    /// Every term grows with the states found in the order found, so the
+    /// count is the same whatever the number of threads.
+    fn held(&self) -> u64 {
+        let buckets = (self.seen.capacity() * 8 / 7).next_power_of_two();
+        let seen = buckets * (size_of::<u128>() + 1);
+        let visits = self.visits.capacity() * size_of::<Visit>();
+        (seen + visits) as u64 + self.frontier_bytes
     }
 
     /// The report of a search stopped by a violation, with its trace.
@@ -827,6 +902,18 @@ struct Snapshot<S> {
 }
 
 impl<S> Snapshot<S> {
+    /// The bytes a search's frontier holds for this snapshot, by its
+    /// lengths (not its capacities, which depend on which pooled snapshot
+    /// it was taken into): its record, its bytes, its rare parts and its
+    /// node states, and its place in the frontier.
+    fn held(&self) -> u64 {
+        (size_of::<Snapshot<S>>()
+            + size_of::<(u32, Box<Snapshot<S>>)>()
+            + self.bytes.len()
+            + self.rare.len() * size_of::<(u32, crate::node::Rare)>()
+            + self.state.len() * size_of::<S>()) as u64
+    }
+
     /// A snapshot of nothing yet, to pack into.
     fn empty() -> Snapshot<S> {
         Snapshot {
@@ -1159,6 +1246,7 @@ where
     };
     found.root(fp);
     let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
+    found.frontier_bytes += snap.held();
     frontier.push_back((0, Box::new(snap)));
     let mut pool: Pool<M::Node> = Vec::new();
     while !frontier.is_empty() {
@@ -1202,8 +1290,11 @@ where
             pool.extend(pools.into_iter().flatten());
             out
         };
-        for ((v, _), x) in batch.iter().zip(results) {
+        for ((v, s), x) in batch.iter().zip(results) {
             let v = *v;
+            // A state leaves the count as its moves are taken in, so the
+            // count at each new state is the same whatever the batch.
+            found.frontier_bytes -= s.held();
             let children = match x {
                 Expansion::Finished(Ok(())) => continue,
                 Expansion::Finished(Err(e)) => {
@@ -1224,7 +1315,10 @@ where
                     }
                     Ok(None) => {}
                     Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp) {
-                        Admitted::New(w) => frontier.push_back((w, snap)),
+                        Admitted::New(w) => {
+                            found.frontier_bytes += snap.held();
+                            frontier.push_back((w, snap));
+                        }
                         Admitted::Seen => pool.push(snap),
                         Admitted::Full => return found.report,
                     },
@@ -1252,8 +1346,10 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     let sym = renamings(model, bounds, &root);
     found.report.symmetry = !sym.perms.is_empty();
     found.root(state_print(model, &root, &sym, &mut work.buf));
+    found.frontier_bytes += size_of::<u32>() as u64;
     queue.push_back(0u32);
     while let Some(v) = queue.pop_front() {
+        found.frontier_bytes -= size_of::<u32>() as u64;
         let path = path_to(&found.visits, v);
         let m = match replay(model, bounds, &path) {
             Ok(m) => m,
@@ -1287,7 +1383,10 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 return found.fail(e, trace);
             }
             match found.admit(v, mv, depth, state_print(model, machine, &sym, buf)) {
-                Admitted::New(w) => queue.push_back(w),
+                Admitted::New(w) => {
+                    found.frontier_bytes += size_of::<u32>() as u64;
+                    queue.push_back(w);
+                }
                 Admitted::Seen => {}
                 Admitted::Full => return found.report,
             }

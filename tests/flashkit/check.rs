@@ -382,3 +382,61 @@ fn thread_count_changes_nothing_in_a_checks_report() {
         }
     }
 }
+
+/// A memory maximum stops a search, not complete, and its report says
+/// which bound stopped it; the count it stops at is the same whatever the
+/// number of threads. A search that stops at the state maximum says that,
+/// and a complete one names no bound.
+#[test]
+fn a_memory_maximum_stops_a_search_and_says_so_on_any_thread_count() {
+    let (code, full, err) = check("coherence", &["--nodes", "3", "--ops", "1"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(full["complete"], true, "{full}");
+    assert_eq!(full["runs"][0]["limit"], serde_json::Value::Null, "{full}");
+
+    // The default bounds: 269,226 states when complete (docs/checking.md).
+    let runs: Vec<_> = ["1", "2", "3"]
+        .iter()
+        .map(|t| check("coherence", &[], &["--max-bytes", "1M", "--threads", t]))
+        .collect();
+    let (code, v, err) = &runs[0];
+    assert_eq!(*code, 0, "{err}");
+    assert_eq!(v["config"]["max_bytes"], 1 << 20);
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(v["runs"][0]["limit"], "memory", "{v}");
+    let states = v["states"].as_u64().unwrap();
+    assert!(states > 1 && states < 269_226, "{states} states");
+    for r in &runs[1..] {
+        assert_eq!(
+            r.1, runs[0].1,
+            "a thread count changed where memory stopped"
+        );
+    }
+
+    let (_, v, _) = check("coherence", &[], &["--max-states", "100"]);
+    assert_eq!(v["runs"][0]["limit"], "states", "{v}");
+    assert_eq!(v["states"], 100, "{v}");
+}
+
+/// A byte count is digits and a unit of powers of 1024; anything else, or
+/// a count out of range, is refused with one line naming the flag.
+#[test]
+fn a_bad_memory_maximum_is_refused_naming_the_flag() {
+    for bad in ["0", "1023K", "2X", "G", "-1M", "99999999999P", "2P"] {
+        let flag = format!("--max-bytes={bad}");
+        let (code, out, err) = flashkit(&["check", "coherence", &flag]);
+        assert_eq!(code, 2, "--max-bytes {bad}: {out}");
+        assert!(err.contains("--max-bytes"), "--max-bytes {bad}: {err}");
+    }
+    for good in ["1M", "1MiB", "1MB", "1048576", "1024k"] {
+        let (code, _, err) = flashkit(&[
+            "check",
+            "coherence",
+            "--max-bytes",
+            good,
+            "--max-states",
+            "10",
+        ]);
+        assert_eq!(code, 0, "--max-bytes {good}: {err}");
+    }
+}

@@ -1530,6 +1530,13 @@ fn a_saved_study_check_or_budgeted_pipeline_runs_its_configuration_again() {
                     "searches[0].machine is not what its model builds",
                 ),
                 ("/config/max_states", "0", 2, "max_states"),
+                ("/config/max_bytes", "0", 2, "max_bytes"),
+                (
+                    "/runs/0/limit",
+                    "\"sideways\"",
+                    2,
+                    "unknown variant `sideways`",
+                ),
             ],
         },
         SavedCase {
