@@ -193,7 +193,7 @@ pub struct CheckArgs {
     /// default 8G; the report then says complete: false, stopped at the
     /// memory maximum). The search counts its states' fingerprints, paths
     /// and snapshots; the process takes somewhat more (the largest bounds
-    /// stop at 8G with the process at some 10 GB). On a smaller machine,
+    /// stop at 8G with the process at some 9.5 GB). On a smaller machine,
     /// give a smaller figure.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "8G")]
     max_bytes: u64,
