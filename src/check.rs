@@ -390,9 +390,11 @@ fn shown<T>(
         s.spawn(move || loop {
             let p = &PROGRESS;
             bar.set_message(format!(
-                "{which}: {} states (stops at {}), {} transitions, depth {}",
+                "{which}: {} states (stops at {}), {} MiB held (stops at {}), {} transitions, depth {}",
                 p.states(),
                 bounds.max_states,
+                p.bytes() >> 20,
+                bounds.max_bytes >> 20,
                 p.transitions(),
                 p.depth()
             ));

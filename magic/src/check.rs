@@ -616,6 +616,7 @@ pub struct Progress {
     states: AtomicU64,
     transitions: AtomicU64,
     depth: AtomicU32,
+    bytes: AtomicU64,
 }
 
 impl Progress {
@@ -625,6 +626,7 @@ impl Progress {
             states: AtomicU64::new(0),
             transitions: AtomicU64::new(0),
             depth: AtomicU32::new(0),
+            bytes: AtomicU64::new(0),
         }
     }
 
@@ -641,6 +643,12 @@ impl Progress {
     /// The deepest state reached so far, in moves.
     pub fn depth(&self) -> u32 {
         self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the search holds for its states so far, as it counts them
+    /// against [`Bounds::max_bytes`].
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
     }
 
     fn post(&self, r: &Report) {
@@ -757,6 +765,7 @@ impl Search {
     fn post(&self) {
         if let Some(p) = self.progress {
             p.post(&self.report);
+            p.bytes.store(self.held(), Ordering::Relaxed);
         }
     }
 

@@ -331,10 +331,17 @@ fn a_search_stops_at_its_state_cap_and_posts_its_progress() {
         .run(bounds)
         .unwrap();
     assert_eq!((r.states, r.complete), (100, false));
+    assert_eq!(r.limit, Some(magic::check::Limit::States));
     // What the search posted as it went is where it stopped.
     assert_eq!(
         (SEEN.states(), SEEN.transitions(), SEEN.depth()),
         (r.states, r.transitions, r.depth)
+    );
+    // It held something for its 100 states, far below the maximum.
+    assert!(
+        SEEN.bytes() > 100 * 16 && SEEN.bytes() < magic::check::MIN_BYTES,
+        "{} bytes held",
+        SEEN.bytes()
     );
     // A bound past the maximum is refused by name.
     let huge = Bounds {
