@@ -390,7 +390,7 @@ fn shown<T>(
         s.spawn(move || loop {
             let p = &PROGRESS;
             bar.set_message(format!(
-                "{which}: {} states (stops at {}), {} MiB held (stops at {}), {} transitions, depth {}",
+                "{which}: {} states (stops at {}), {} MiB held (stops at {} MiB), {} transitions, depth {}",
                 p.states(),
                 bounds.max_states,
                 p.bytes() >> 20,
