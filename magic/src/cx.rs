@@ -10,7 +10,7 @@
 use crate::engine::Engine;
 use crate::ids::{BufId, HandlerId, Lane, Msg, MsgType, NodeId, PAddr, LINE_BYTES};
 use crate::message::{DecodeError, IntoMessage, Message, Registry};
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::{Intervention, LineState};
 use crate::time::{Cycles, Time, LAST_CYCLE};
@@ -744,8 +744,7 @@ impl<'a, S> Cx<'a, S> {
         };
         self.step("send", from, msg.dest.0 as u64);
         self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
-        let tag = Tag::of(&msg, bytes.is_some());
-        let pkt = self.packets.insert(msg, bytes, arrival);
+        let (pkt, tag) = self.packets.insert(msg, bytes, arrival);
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
             Ev::Deliver {
@@ -787,7 +786,8 @@ impl<'a, S> Cx<'a, S> {
         }
         self.step("reschedule", self.run.now, 0);
         self.sent(crate::watch::Dest::Software, &msg, false);
-        let pkt = self.packets.insert(msg, None, Arrival::default());
+        // A continuation carries no data.
+        let (pkt, tag) = self.packets.insert(msg, None, Arrival::default());
         // Eligible once through the inbox stage.
         let at = self.run.now + self.params.inbox_dispatch;
         if let Some(n) = self.hw.software_held.as_mut() {
@@ -796,13 +796,11 @@ impl<'a, S> Cx<'a, S> {
             *n += 1;
             let node = self.run.node.0;
             let q = InQueue::Software;
-            let tag = Tag::of(&msg, false);
             self.engine
                 .schedule(Time::from_cycles(at), Ev::Deliver { node, q, pkt, tag });
             return Ok(());
         }
-        // A continuation carries no data.
-        let queued = Queued::new(pkt, at, Tag::of(&msg, false));
+        let queued = Queued::new(pkt, at, tag);
         self.hw.queues[InQueue::Software as usize].push_back(queued);
         Ok(())
     }
@@ -837,7 +835,7 @@ impl<'a, S> Cx<'a, S> {
         };
         self.step("to processor", self.run.now, (arrive - self.run.start).0);
         self.sent(crate::watch::Dest::Processor, &msg, bytes.is_some());
-        let pkt = self.packets.insert(msg, bytes, at);
+        let (pkt, _) = self.packets.insert(msg, bytes, at);
         self.engine.schedule(
             Time::from_cycles(arrive),
             Ev::ProcDeliver {

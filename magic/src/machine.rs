@@ -26,7 +26,7 @@ use crate::memory::Memory;
 use crate::message::{
     self, BuildError, DecodeError, IntoMessage, Kind, Message, Registry, Variant,
 };
-use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route, Tag};
+use crate::node::{Arrival, Cause, Ev, First, NodeHw, Packets, Queued, Route};
 pub use crate::node::{Dispatch, Drops};
 use crate::params::{InQueue, MagicParams};
 use crate::pcache::ProcCache;
@@ -1180,8 +1180,7 @@ impl<S: NodeState> Magic<S> {
             first: at,
             full: at,
         };
-        let tag = Tag::of(&msg, data.is_some());
-        let pkt = self.packets.insert(msg, data, here);
+        let (pkt, tag) = self.packets.insert(msg, data, here);
         self.engine.schedule(
             Time::from_cycles(at + self.params.inbox_dispatch),
             Ev::Deliver {

@@ -52,7 +52,7 @@ const TAG_DATA: u8 = 4;
 impl Tag {
     /// The tag of `msg`, carrying a line of data or not.
     #[inline]
-    pub(crate) fn of(msg: &Msg, data: bool) -> Tag {
+    fn of(msg: &Msg, data: bool) -> Tag {
         let data = if data { TAG_DATA } else { 0 };
         Tag {
             mtype: msg.mtype,
@@ -167,11 +167,19 @@ pub(crate) struct Arrival {
 const NO_DATA: u32 = u32::MAX;
 
 impl Packets {
-    /// Store a message, with its bytes if any; its slot's number. Inlined
-    /// into each send: the line of data, which the pipeline's and most
-    /// control messages have none of, is stored out of line.
+    /// Store a message, with its bytes if any: its slot's number, and the
+    /// tag its delivery carries (made here, from what the slot holds, so
+    /// the two cannot disagree). Inlined into each send: the line of data,
+    /// which the pipeline's and most control messages have none of, is
+    /// stored out of line.
     #[inline]
-    pub(crate) fn insert(&mut self, msg: Msg, data: Option<[u8; LINE_BYTES]>, at: Arrival) -> u32 {
+    pub(crate) fn insert(
+        &mut self,
+        msg: Msg,
+        data: Option<[u8; LINE_BYTES]>,
+        at: Arrival,
+    ) -> (u32, Tag) {
+        let tag = Tag::of(&msg, data.is_some());
         let data = match data {
             None => NO_DATA,
             Some(bytes) => self.insert_line(Line {
@@ -181,13 +189,14 @@ impl Packets {
             }),
         };
         let p = Packet { msg, data };
-        match self.free.pop() {
+        let i = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
                 i
             }
             None => self.push_slot(p),
-        }
+        };
+        (i, tag)
     }
 
     /// A slot of its own for `p`, at the end (while the store grows).

@@ -252,8 +252,7 @@ impl<S: NodeState> Bench<S> {
             first: now,
             full: now,
         };
-        let tag = crate::node::Tag::of(&msg, data.is_some());
-        let pkt = self.m.packets.insert(msg, data, at);
+        let (pkt, tag) = self.m.packets.insert(msg, data, at);
         self.m.engine.schedule(
             Time::from_cycles(now + self.m.params.inbox_dispatch),
             Ev::Deliver {
