@@ -651,7 +651,8 @@ impl Progress {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    fn post(&self, r: &Report) {
+    fn post(&self, r: &Report, bytes: u64) {
+        self.bytes.store(bytes, Ordering::Relaxed);
         self.states.store(r.states, Ordering::Relaxed);
         self.transitions.store(r.transitions, Ordering::Relaxed);
         self.depth.store(r.depth, Ordering::Relaxed);
@@ -764,14 +765,15 @@ impl Search {
 
     fn post(&self) {
         if let Some(p) = self.progress {
-            p.post(&self.report);
-            p.bytes.store(self.held(), Ordering::Relaxed);
+            p.post(&self.report, self.held());
         }
     }
 
-    /// The initial state, fingerprint `fp`.
-    fn root(&mut self, fp: u128) {
+    /// The initial state, fingerprint `fp`, which waits to be expanded
+    /// holding `bytes`.
+    fn root(&mut self, fp: u128, bytes: u64) {
         self.seen.insert(fp);
+        self.frontier_bytes += bytes;
         self.visits.push(Visit {
             parent: u32::MAX,
             mv: Move::Act(0),
@@ -781,8 +783,8 @@ impl Search {
     }
 
     /// The state with fingerprint `fp`, reached from state `parent` by
-    /// `mv` at `depth`.
-    fn admit(&mut self, parent: u32, mv: Move, depth: u32, fp: u128) -> Admitted {
+    /// `mv` at `depth`, which if new waits to be expanded holding `bytes`.
+    fn admit(&mut self, parent: u32, mv: Move, depth: u32, fp: u128, bytes: u64) -> Admitted {
         if !self.seen.insert(fp) {
             return Admitted::Seen;
         }
@@ -799,10 +801,19 @@ impl Search {
             return Admitted::Full;
         }
         self.visits.push(Visit { parent, mv, depth });
+        self.frontier_bytes += bytes;
         self.report.states += 1;
         self.report.depth = self.report.depth.max(depth);
         self.post();
         Admitted::New((self.visits.len() - 1) as u32)
+    }
+
+    /// A state waiting to be expanded, which held `bytes`, is being
+    /// expanded: it leaves the count as its moves are taken in (not when
+    /// its batch is taken), so the count at each new state is the same
+    /// whatever the batch.
+    fn expanding(&mut self, bytes: u64) {
+        self.frontier_bytes -= bytes;
     }
 
     /// The bytes the search holds for its states: the fingerprint table
@@ -1253,9 +1264,8 @@ where
     let Some(snap) = root.snapshot(keep) else {
         return found.fail("the machine did not settle".into(), Vec::new());
     };
-    found.root(fp);
+    found.root(fp, snap.held());
     let mut frontier: VecDeque<(u32, Box<Snapshot<M::Node>>)> = VecDeque::new();
-    found.frontier_bytes += snap.held();
     frontier.push_back((0, Box::new(snap)));
     let mut pool: Pool<M::Node> = Vec::new();
     while !frontier.is_empty() {
@@ -1301,9 +1311,7 @@ where
         };
         for ((v, s), x) in batch.iter().zip(results) {
             let v = *v;
-            // A state leaves the count as its moves are taken in, so the
-            // count at each new state is the same whatever the batch.
-            found.frontier_bytes -= s.held();
+            found.expanding(s.held());
             let children = match x {
                 Expansion::Finished(Ok(())) => continue,
                 Expansion::Finished(Err(e)) => {
@@ -1323,11 +1331,8 @@ where
                         return found.fail(e, trace);
                     }
                     Ok(None) => {}
-                    Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp) {
-                        Admitted::New(w) => {
-                            found.frontier_bytes += snap.held();
-                            frontier.push_back((w, snap));
-                        }
+                    Ok(Some((fp, snap))) => match found.admit(v, mv, depth, fp, snap.held()) {
+                        Admitted::New(w) => frontier.push_back((w, snap)),
                         Admitted::Seen => pool.push(snap),
                         Admitted::Full => return found.report,
                     },
@@ -1354,11 +1359,12 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
     };
     let sym = renamings(model, bounds, &root);
     found.report.symmetry = !sym.perms.is_empty();
-    found.root(state_print(model, &root, &sym, &mut work.buf));
-    found.frontier_bytes += size_of::<u32>() as u64;
+    // A state waits to be expanded as its number in the queue.
+    let queued = size_of::<u32>() as u64;
+    found.root(state_print(model, &root, &sym, &mut work.buf), queued);
     queue.push_back(0u32);
     while let Some(v) = queue.pop_front() {
-        found.frontier_bytes -= size_of::<u32>() as u64;
+        found.expanding(queued);
         let path = path_to(&found.visits, v);
         let m = match replay(model, bounds, &path) {
             Ok(m) => m,
@@ -1391,11 +1397,8 @@ pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
                 let trace = describe_path(model, bounds, &p);
                 return found.fail(e, trace);
             }
-            match found.admit(v, mv, depth, state_print(model, machine, &sym, buf)) {
-                Admitted::New(w) => {
-                    found.frontier_bytes += size_of::<u32>() as u64;
-                    queue.push_back(w);
-                }
+            match found.admit(v, mv, depth, state_print(model, machine, &sym, buf), queued) {
+                Admitted::New(w) => queue.push_back(w),
                 Admitted::Seen => {}
                 Admitted::Full => return found.report,
             }
