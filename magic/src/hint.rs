@@ -25,13 +25,20 @@ pub(crate) fn prefetch<T>(x: *const T) {
 /// wrapping arithmetic and only ever hinted.
 #[inline(always)]
 pub(crate) fn prefetch_bytes(p: *const u8, len: usize) {
+    prefetch_lines(p, len);
+    if len > 0 {
+        prefetch(p.wrapping_add(len - 1));
+    }
+}
+
+/// As [`prefetch_bytes`], for `p` at the start of a cache line: one hint a
+/// line, none more.
+#[inline(always)]
+pub(crate) fn prefetch_lines(p: *const u8, len: usize) {
     let mut off = 0;
     while off < len {
         prefetch(p.wrapping_add(off));
         off += 64;
-    }
-    if len > 0 {
-        prefetch(p.wrapping_add(len - 1));
     }
 }
 
@@ -39,5 +46,10 @@ pub(crate) fn prefetch_bytes(p: *const u8, len: usize) {
 /// end asks for some other address, harmlessly, and costs no bounds check).
 #[inline(always)]
 pub(crate) fn prefetch_elem<T>(xs: &[T], i: usize) {
-    prefetch_bytes(xs.as_ptr().wrapping_add(i).cast::<u8>(), size_of::<T>());
+    let p = xs.as_ptr().wrapping_add(i).cast::<u8>();
+    if align_of::<T>() >= 64 {
+        prefetch_lines(p, size_of::<T>());
+    } else {
+        prefetch_bytes(p, size_of::<T>());
+    }
 }
