@@ -157,12 +157,14 @@ impl PipelineConfig {
     }
 }
 
-/// A node's part of the scenario: its own messages and what it received.
+/// A node's part of the scenario: its own messages and what it received,
+/// in one cache line (a handler touches its node's state on every
+/// dispatch, and on a machine of thousands of nodes each is a miss to
+/// hide). The handlers' costs, the same on every node, are the handlers'
+/// own (see [`Pipeline::install`]).
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct PipeNode {
-    costs: PipelineCosts,
-    id: u32,
-    nodes: u32,
     pattern: Pattern,
     lcg: u64,
     next_msg: u32,
@@ -172,6 +174,8 @@ pub struct PipeNode {
     sum_latency: u64,
     last: Cycles,
 }
+
+const _: () = assert!(size_of::<PipeNode>() == 64);
 
 impl NodeState for PipeNode {
     fn pending(&self) -> Option<String> {
@@ -185,8 +189,8 @@ impl NodeState for PipeNode {
 }
 
 impl PipeNode {
-    fn dest(&mut self, j: u32) -> u32 {
-        let (i, n) = (self.id, self.nodes);
+    /// The destination of message `j` of node `i` of `n`.
+    fn dest(&mut self, i: u32, n: u32, j: u32) -> u32 {
         match self.pattern {
             Pattern::Ring => (i + 1) % n,
             Pattern::Shift => (i + 1 + j % (n - 1)) % n,
@@ -204,13 +208,13 @@ impl PipeNode {
 /// Pick the next message's destination and put its first packet on the
 /// software queue: for the processor's post and for the software queue's
 /// set-up of the next message alike.
-fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
+fn setup(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts) {
     let start = cx.now();
+    let (i, n) = (cx.node().0, cx.nodes());
     let s = cx.state();
     let j = s.next_msg;
     s.next_msg += 1;
-    let dst = NodeId(s.dest(j));
-    let c = s.costs;
+    let dst = NodeId(s.dest(i, n, j));
     cx.busy(c.setup);
     let first = cx.msg(PipeMsg::Next { dst, k: 0, start });
     // The queue holds one entry per node at most here; it cannot be full.
@@ -218,8 +222,8 @@ fn setup(cx: &mut Cx<'_, PipeNode>, _m: &Msg, _msg: PipeMsg) {
 }
 
 /// Send one packet, then continue with the next (or set up the next message).
-fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Next { dst, k, start }: pipe_msg::Next) {
-    let c = cx.state().costs;
+fn send(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts, msg: pipe_msg::Next) {
+    let pipe_msg::Next { dst, k, start } = msg;
     cx.busy(c.send);
     let pkt = cx.msg(PipeMsg::Packet { k, start }).to(dst).len(128);
     let _ = cx.send(pkt, None);
@@ -238,8 +242,8 @@ fn send(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Next { dst, k, start }: p
 }
 
 /// Take a packet; the last of a message completes it.
-fn recv(cx: &mut Cx<'_, PipeNode>, _m: &Msg, pipe_msg::Packet { k, start }: pipe_msg::Packet) {
-    let c = cx.state().costs;
+fn recv(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts, msg: pipe_msg::Packet) {
+    let pipe_msg::Packet { k, start } = msg;
     cx.busy(c.recv);
     if k + 1 == PACKETS {
         cx.busy(c.done);
@@ -267,12 +271,9 @@ impl Protocol for Pipeline {
         "pipeline"
     }
 
-    fn node(&self, n: NodeId, nodes: u32) -> PipeNode {
+    fn node(&self, n: NodeId, _nodes: u32) -> PipeNode {
         let cfg = &self.config;
         PipeNode {
-            costs: cfg.costs,
-            id: n.0,
-            nodes,
             pattern: cfg.pattern,
             lcg: (n.0 as u64)
                 .wrapping_mul(0x9E3779B97F4A7C15)
@@ -287,10 +288,12 @@ impl Protocol for Pipeline {
     }
 
     fn install<S: 'static>(&self, b: &mut Install<'_, S, PipeNode>) {
+        // Each handler holds the costs, which every node shares.
+        let c = self.config.costs;
         // `setup` takes two kinds (the post and the next message's set-up).
-        let h_setup = b.handler_of_all("setup", setup);
-        let h_send = b.handler("send", send);
-        let h_recv = b.handler("recv", recv);
+        let h_setup = b.handler_of_all("setup", move |cx, _: &Msg, _: PipeMsg| setup(cx, &c));
+        let h_send = b.handler("send", move |cx, _: &Msg, m| send(cx, &c, m));
+        let h_recv = b.handler("recv", move |cx, _: &Msg, m| recv(cx, &c, m));
         b.route_kind(PipeKind::Post, Region::Normal, h_setup)
             .route_kind(PipeKind::SetupNext, Region::Normal, h_setup)
             .route(Region::Normal, h_send)
