@@ -755,7 +755,8 @@ fn a_killed_sweep_keeps_its_finished_rows_and_resume_completes_it() {
 }
 
 /// The most threads the process had at once while running a sweep with
-/// `SLURM_CPUS_PER_TASK` set to `cpus`, seen in /proc.
+/// `SLURM_CPUS_PER_TASK` set to `cpus`, seen in /proc: distinct thread ids,
+/// since a listing read while a thread exits may name another twice.
 fn threads_seen(cpus: &str) -> usize {
     let out = std::env::temp_dir().join(format!("flashkit-threads-{}-{cpus}", std::process::id()));
     let mut c = pipeline_sweep(8, &out);
@@ -765,7 +766,8 @@ fn threads_seen(cpus: &str) -> usize {
     let mut most = 0;
     while child.try_wait().unwrap().is_none() {
         if let Ok(d) = std::fs::read_dir(&tasks) {
-            most = most.max(d.count());
+            let ids: std::collections::BTreeSet<_> = d.flatten().map(|e| e.file_name()).collect();
+            most = most.max(ids.len());
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
