@@ -788,15 +788,8 @@ impl Search {
         if !self.seen.insert(fp) {
             return Admitted::Seen;
         }
-        let limit = if self.visits.len() >= self.max_states {
-            Some(Limit::States)
-        } else if self.held() > self.max_bytes {
-            Some(Limit::Memory)
-        } else {
-            None
-        };
-        if limit.is_some() {
-            self.report.limit = limit;
+        if let Some(limit) = self.bound_reached() {
+            self.report.limit = Some(limit);
             self.post();
             return Admitted::Full;
         }
@@ -808,6 +801,17 @@ impl Search {
         Admitted::New((self.visits.len() - 1) as u32)
     }
 
+    /// The bound a new state would pass, if any.
+    fn bound_reached(&self) -> Option<Limit> {
+        if self.visits.len() >= self.max_states {
+            Some(Limit::States)
+        } else if self.held() > self.max_bytes {
+            Some(Limit::Memory)
+        } else {
+            None
+        }
+    }
+
     /// A state waiting to be expanded, which held `bytes`, is being
     /// expanded: it leaves the count as its moves are taken in (not when
     /// its batch is taken), so the count at each new state is the same
@@ -816,16 +820,13 @@ impl Search {
         self.frontier_bytes -= bytes;
     }
 
-    /// The bytes the search holds for its states: the fingerprint table
-    /// (a power of two of buckets with an eighth spare, each a
-    /// fingerprint and a control byte), the visits, and the frontier.
-    /// Every term grows with the states found in the order found, so the
-    /// count is the same whatever the number of threads.
+    /// The bytes the search holds for its states: the fingerprint table's
+    /// allocation, the visits, and the frontier. Every term grows with the
+    /// states found in the order found, so the count is the same whatever
+    /// the number of threads.
     fn held(&self) -> u64 {
-        let buckets = (self.seen.capacity() * 8 / 7).next_power_of_two();
-        let seen = buckets * (size_of::<u128>() + 1);
         let visits = self.visits.capacity() * size_of::<Visit>();
-        (seen + visits) as u64 + self.frontier_bytes
+        (self.seen.allocation_size() + visits) as u64 + self.frontier_bytes
     }
 
     /// The report of a search stopped by a violation, with its trace.
