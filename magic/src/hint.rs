@@ -42,14 +42,23 @@ pub(crate) fn prefetch_lines(p: *const u8, len: usize) {
     }
 }
 
-/// Ask for the lines of element `i` of `xs` (a hint only: an `i` past the
-/// end asks for some other address, harmlessly, and costs no bounds check).
+/// Ask for the lines of the first `len` bytes of element `i` of `xs` (a
+/// hint only: an `i` past the end asks for some other address, harmlessly,
+/// and costs no bounds check). An element of a type aligned to a line
+/// starts one, so it needs no hint for its last byte.
 #[inline(always)]
-pub(crate) fn prefetch_elem<T>(xs: &[T], i: usize) {
+pub(crate) fn prefetch_part<T>(xs: &[T], i: usize, len: usize) {
     let p = xs.as_ptr().wrapping_add(i).cast::<u8>();
     if align_of::<T>() >= 64 {
-        prefetch_lines(p, size_of::<T>());
+        prefetch_lines(p, len);
     } else {
-        prefetch_bytes(p, size_of::<T>());
+        prefetch_bytes(p, len);
     }
+}
+
+/// Ask for the lines of element `i` of `xs` (a hint only, as
+/// [`prefetch_part`]).
+#[inline(always)]
+pub(crate) fn prefetch_elem<T>(xs: &[T], i: usize) {
+    prefetch_part(xs, i, size_of::<T>());
 }

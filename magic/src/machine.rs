@@ -1390,11 +1390,7 @@ impl<S: NodeState> Magic<S> {
             .get(f.mtype.0 as usize)
             .and_then(|r| r[f.region as usize & 3]);
         if let Some(r) = route {
-            crate::hint::prefetch(
-                self.stats
-                    .as_ptr()
-                    .wrapping_add(self.stat_index(n, r.handler.0)),
-            );
+            crate::hint::prefetch_elem(&self.stats, self.stat_index(n, r.handler.0));
         }
     }
 

@@ -237,7 +237,7 @@ impl Packets {
     /// Ask for packet `i`'s header line (a hint only).
     #[inline]
     pub(crate) fn prefetch(&self, i: u32) {
-        crate::hint::prefetch(self.slots.as_ptr().wrapping_add(i as usize));
+        crate::hint::prefetch_elem(&self.slots, i as usize);
     }
 
     pub(crate) fn msg(&self, i: u32) -> &Msg {
@@ -802,14 +802,14 @@ impl NodeHw {
     /// only; no bounds check, as a hint needs none).
     #[inline(always)]
     pub(crate) fn prefetch(hw: &[NodeHw], n: u32) {
-        crate::hint::prefetch_lines(hw.as_ptr().wrapping_add(n as usize).cast(), HOT_BYTES);
+        crate::hint::prefetch_part(hw, n as usize, HOT_BYTES);
     }
 
     /// Ask for the lines of node `n`'s fields a dispatch touches first,
     /// through the outbox link (a hint only).
     #[inline(always)]
     pub(crate) fn prefetch_dispatch(hw: &[NodeHw], n: u32) {
-        crate::hint::prefetch_lines(hw.as_ptr().wrapping_add(n as usize).cast(), DISPATCH_BYTES);
+        crate::hint::prefetch_part(hw, n as usize, DISPATCH_BYTES);
     }
 }
 
