@@ -591,9 +591,9 @@ impl Losses {
 /// A node's units and counters, laid out for a machine of thousands of
 /// nodes where each event touches a node at random (`repr(C)`, each node
 /// starting a cache line): what every event looks at comes first, in the
-/// first three lines ([`NodeHw::prefetch`] asks for those); what a
-/// dispatch looks at, through the outbox link a handler's send books,
-/// follows (a dispatch asks for it too, [`NodeHw::prefetch_dispatch`]);
+/// first three lines; what a dispatch looks at, through the outbox link a
+/// handler's send books, follows (arbitration asks for both ahead,
+/// [`NodeHw::prefetch_dispatch`]);
 /// then the data buffers, which only a message with data needs, and what
 /// some handlers only, or rarely, touch.
 #[repr(C, align(64))]
@@ -796,13 +796,6 @@ impl NodeHw {
     /// What this node dropped, by cause.
     pub(crate) fn drops(&self) -> Drops {
         self.lost.as_ref().map_or(Drops::default(), |l| l.drops)
-    }
-
-    /// Ask for the lines of node `n`'s fields every event touches (a hint
-    /// only; no bounds check, as a hint needs none).
-    #[inline(always)]
-    pub(crate) fn prefetch(hw: &[NodeHw], n: u32) {
-        crate::hint::prefetch_part(hw, n as usize, HOT_BYTES);
     }
 
     /// Ask for the lines of node `n`'s fields a dispatch touches first,
