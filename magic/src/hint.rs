@@ -1,7 +1,7 @@
 //! Cache hints for the event loop. A machine of thousands of nodes touches a
-//! different node's state at almost every event; asking for the next few
-//! nodes' lines while the current event runs hides most of the memory
-//! latency. A hint changes no result.
+//! different node's state at almost every dispatch; asking for what the next
+//! few nodes' dispatches will read while the current one runs hides most of
+//! the memory latency. A hint changes no result.
 
 /// Ask the CPU to bring the cache line holding `x` in ahead of its use.
 #[inline(always)]
@@ -17,42 +17,23 @@ pub(crate) fn prefetch<T>(x: *const T) {
     let _ = x;
 }
 
-/// Ask for every cache line of the `len` bytes from `p`: one hint a line
-/// from `p`, and one for the last byte (a value not aligned to a line may
-/// span one line more than its size needs). With `len` a constant the
-/// loop unrolls to that many prefetches, and nothing is computed from the
-/// address. `p` need not point into anything: the addresses are made by
-/// wrapping arithmetic and only ever hinted.
+/// Ask for the lines of the first `len` bytes of element `i` of `xs`: one
+/// hint a line from the element's start, and, unless the type is aligned
+/// to a line (so the element starts one), one for the last byte, as a value
+/// not aligned to a line may span one line more than its size needs. With
+/// `len` a constant the loop unrolls to that many prefetches. A hint only:
+/// the addresses are made by wrapping arithmetic, so an `i` past the end
+/// asks for some other address, harmlessly, and costs no bounds check.
 #[inline(always)]
-pub(crate) fn prefetch_bytes(p: *const u8, len: usize) {
-    prefetch_lines(p, len);
-    if len > 0 {
-        prefetch(p.wrapping_add(len - 1));
-    }
-}
-
-/// As [`prefetch_bytes`], for `p` at the start of a cache line: one hint a
-/// line, none more.
-#[inline(always)]
-pub(crate) fn prefetch_lines(p: *const u8, len: usize) {
+pub(crate) fn prefetch_part<T>(xs: &[T], i: usize, len: usize) {
+    let p = xs.as_ptr().wrapping_add(i).cast::<u8>();
     let mut off = 0;
     while off < len {
         prefetch(p.wrapping_add(off));
         off += 64;
     }
-}
-
-/// Ask for the lines of the first `len` bytes of element `i` of `xs` (a
-/// hint only: an `i` past the end asks for some other address, harmlessly,
-/// and costs no bounds check). An element of a type aligned to a line
-/// starts one, so it needs no hint for its last byte.
-#[inline(always)]
-pub(crate) fn prefetch_part<T>(xs: &[T], i: usize, len: usize) {
-    let p = xs.as_ptr().wrapping_add(i).cast::<u8>();
-    if align_of::<T>() >= 64 {
-        prefetch_lines(p, len);
-    } else {
-        prefetch_bytes(p, len);
+    if align_of::<T>() < 64 && len > 0 {
+        prefetch(p.wrapping_add(len - 1));
     }
 }
 
