@@ -465,7 +465,10 @@ pub trait Model {
     /// [`crate::pack`]) and say so. A search holds millions of states at
     /// once, and packed node states take a fraction of copies' memory. The
     /// default packs nothing and says false: the search keeps a copy of
-    /// each node state. A model that packs must unpack
+    /// each node state, and counts it against [`Bounds::max_bytes`] by its
+    /// own size (`size_of`), not what it holds on the heap: a model whose
+    /// node states hold much there should pack them, or give a smaller
+    /// maximum. A model that packs must unpack
     /// ([`Model::unpack_node`]) to a state the same in everything the
     /// machine can do next and every report of a search reads.
     fn pack_node(&self, _s: &Self::Node, _out: &mut Vec<u8>) -> bool {
@@ -1344,6 +1347,36 @@ where
         pool.truncate(POOL * threads);
     }
     found.finish()
+}
+
+/// Whether `model`'s states restore whole: the restoring search, on one
+/// thread and on three, reports what the replaying one does (states, moves,
+/// depth, the first violation and its shortest trace). The replaying
+/// search's report, or what differs. A test for a model's node state
+/// (its `Clone`, or its [`Model::pack_node`]): a part a snapshot leaves
+/// out shows here as another count of states or another trace. The memory
+/// maximum is set to its most ([`MAX_BYTES`]): the two searches hold
+/// different things for a state, so it would stop them at different ones.
+pub fn restoring_agrees<M>(model: &M, bounds: Bounds) -> Result<Report, String>
+where
+    M: Model + Sync,
+    M::Node: Clone + Send + Sync,
+{
+    let bounds = Bounds {
+        max_bytes: MAX_BYTES,
+        ..bounds
+    };
+    let replayed = explore(model, bounds);
+    for threads in [1, 3] {
+        let restored = explore_restoring(model, Bounds { threads, ..bounds });
+        if restored != replayed {
+            return Err(format!(
+                "on {threads} thread(s) the restoring search reports {restored:?}, \
+                 the replaying one {replayed:?}"
+            ));
+        }
+    }
+    Ok(replayed)
 }
 
 /// Search every order of `model`'s moves, breadth first, within `bounds`,

@@ -147,29 +147,46 @@ impl Memory {
     /// Every line ever written, with its bytes, in line order (functional:
     /// for checking what a run touched).
     pub fn written(&self) -> impl Iterator<Item = (LineAddr, &[u8; LINE_BYTES])> + '_ {
-        let mut keys: Vec<u64> = self.lines.keys().copied().collect();
-        keys.sort_unstable();
-        keys.into_iter().map(|k| (LineAddr(k), &*self.lines[&k]))
+        // One pass over the table, sorted: no second lookup a line.
+        let mut lines: Vec<(LineAddr, &[u8; LINE_BYTES])> = self
+            .lines
+            .iter()
+            .map(|(&l, b)| (LineAddr(l), &**b))
+            .collect();
+        lines.sort_unstable_by_key(|&(l, _)| l.0);
+        lines.into_iter()
     }
 
     /// Every line that is not all zeros, in address order, into `out`
     /// (the explorer's canonical encoding: no timing, no counters).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_words(&|w| w, out);
+        // Every state a search finds is encoded: the lines as they are,
+        // whole, where a renaming goes word by word.
+        for (l, b) in self.nonzero(out) {
+            out.extend_from_slice(&l.to_le_bytes());
+            out.extend_from_slice(b);
+        }
     }
 
     /// As `encode`, each 8-byte word of each line given as `word` gives it
     /// (a renaming of the nodes a value names).
     pub(crate) fn encode_words(&self, word: &impl Fn(u64) -> u64, out: &mut Vec<u8>) {
-        let lines: Vec<_> = self
-            .written()
-            .filter(|(_, b)| b.iter().any(|&x| x != 0))
-            .collect();
-        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
-        for (l, b) in lines {
-            out.extend_from_slice(&l.0.to_le_bytes());
+        for (l, b) in self.nonzero(out) {
+            out.extend_from_slice(&l.to_le_bytes());
             encode_line(b, word, out);
         }
+    }
+
+    /// The lines that are not all zeros, in address order, their count
+    /// written to `out` first.
+    fn nonzero(&self, out: &mut Vec<u8>) -> Vec<(u64, &[u8; LINE_BYTES])> {
+        let lines: Vec<(u64, &[u8; LINE_BYTES])> = self
+            .written()
+            .filter(|(_, b)| b.iter().any(|&x| x != 0))
+            .map(|(l, b)| (l.0, b))
+            .collect();
+        out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
+        lines
     }
 
     /// Store a whole line (functional: no time).
@@ -239,5 +256,31 @@ mod tests {
         l[7] = 42;
         m.store_line(LineAddr(3), &l);
         assert_eq!(m.line(LineAddr(3))[7], 42);
+    }
+
+    /// The canonical encoding lists the lines that are not all zeros in
+    /// address order, whatever order they were written in, and is what a
+    /// renaming that renames nothing gives, byte for byte.
+    #[test]
+    fn the_encoding_is_the_nonzero_lines_in_order_as_an_identity_renaming_gives() {
+        let mut m = Memory::default();
+        let mut l = [0u8; LINE_BYTES];
+        for (addr, byte) in [(9u64, 5u8), (2, 0), (4, 7), (1, 3)] {
+            l[3] = byte;
+            m.store_line(LineAddr(addr), &l);
+        }
+        let (mut plain, mut renamed) = (Vec::new(), Vec::new());
+        m.encode(&mut plain);
+        m.encode_words(&|w| w, &mut renamed);
+        assert_eq!(plain, renamed);
+        assert_eq!(plain.len(), 4 + 3 * (8 + LINE_BYTES));
+        assert_eq!(plain[..4], 3u32.to_le_bytes());
+        let addrs: Vec<u64> = (0..3)
+            .map(|i| {
+                let at = 4 + i * (8 + LINE_BYTES);
+                u64::from_le_bytes(plain[at..at + 8].try_into().unwrap())
+            })
+            .collect();
+        assert_eq!(addrs, [1, 4, 9]);
     }
 }

@@ -278,7 +278,12 @@ impl<'a> Reader<'a> {
         for (i, w) in line.chunks_exact_mut(8).enumerate() {
             if mask & (1 << i) == 0 {
                 w.fill(0);
+            } else if let Some((word, rest)) = self.bytes.split_at_checked(8) {
+                // A word at once: a restored memory reads thousands.
+                w.copy_from_slice(word);
+                self.bytes = rest;
             } else {
+                // Cut short: what is left, then zeros, as byte by byte.
                 for b in w {
                     *b = self.byte();
                 }

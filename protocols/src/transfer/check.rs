@@ -20,7 +20,7 @@
 use super::cpu::ConnEvent;
 use super::experiment::{begin_pass, data_check, prepare, Config};
 use super::state::{Version, XferNode};
-use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
+use magic::check::{explore_restoring, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, LINE_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -72,7 +72,7 @@ impl TransferCheck {
     /// Search the configuration's whole space (up to `bounds`).
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore(self, bounds))
+        Ok(explore_restoring(self, bounds))
     }
 
     /// The transfer the check builds its machine for: its machine, cost
@@ -144,5 +144,42 @@ impl Model for TransferCheck {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::state::Bug;
+    use magic::check::restoring_agrees;
+
+    /// A state restored from its snapshot is the machine its moves make:
+    /// with no bug and with each planted one, the restoring search on one
+    /// thread and on three takes the same states, moves and depth as the
+    /// replaying one, and stops at the same violation with the same trace.
+    /// The counts are pinned (states, moves, depth), so a change to what a
+    /// state's canonical text tells apart shows too: a use of a page named
+    /// by where the table keeps it, say, which makes more states.
+    #[test]
+    fn restoring_a_state_is_replaying_its_moves() {
+        let bounds = Bounds {
+            symmetry: false,
+            ..Bounds::default()
+        };
+        let counts = [(1083, 2749, 36), (425, 962, 21), (1403, 3572, 36)];
+        // A bug added to the handlers is added here too.
+        assert_eq!(counts.len(), 1 + Bug::ALL.len());
+        let cases = [None].into_iter().chain(Bug::ALL.map(Some));
+        for (inject, counts) in cases.zip(counts) {
+            let c = TransferCheck {
+                lines: 4,
+                receives: 2,
+                inject,
+                ..TransferCheck::default()
+            };
+            let r = restoring_agrees(&c, bounds).unwrap_or_else(|e| panic!("{inject:?}: {e}"));
+            assert_eq!((r.states, r.transitions, r.depth), counts, "{inject:?}");
+            assert_eq!(r.violations, inject.is_some() as u32, "{inject:?}: {r:?}");
+        }
     }
 }

@@ -308,10 +308,11 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
     let c = costs(cx);
     c.recv_walk.charge(cx, addr::RECV + 16, addr::RECV);
     let stale = {
-        let r = &cx.state().recvs[i];
+        let st = cx.state();
+        let r = &st.recvs[i];
         [ro as i64, (ro + n - 1) as i64]
             .into_iter()
-            .find(|&o| !r.span.valid(o))
+            .find(|&o| !r.span.valid(&st.pages, o))
             .map(|o| VPage((r.span.va as i64 + o) as u64 / PAGE_BYTES))
     };
     if let Some(v) = stale {
@@ -461,7 +462,7 @@ fn os_translation(
         .chain(s.recvs.iter_mut().map(|x| &mut x.span));
     for span in spans {
         let k = v.0 as i64 - (span.va / PAGE_BYTES) as i64;
-        if k < 0 || k as usize >= span.frames.len() || span.uses[k as usize].valid() {
+        if k < 0 || k as usize >= span.frames.len() || s.pages.valid(&span.uses[k as usize]) {
             continue;
         }
         let k = k as usize;

@@ -732,10 +732,11 @@ pub(super) fn send_step(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Step) {
         let Some(c) = next_component(cx.state()) else {
             break;
         };
-        let stale = cx.state().out.sends.front().and_then(|s| {
+        let st = cx.state();
+        let stale = st.out.sends.front().and_then(|s| {
             [c.so, c.so + c.n as i64 - 1]
                 .into_iter()
-                .find(|&o| !s.span.valid(o))
+                .find(|&o| !s.span.valid(&st.pages, o))
                 .map(|o| os_shim::VPage((s.span.va as i64 + o) as u64 / os_shim::PAGE_BYTES))
         });
         if let Some(v) = stale {

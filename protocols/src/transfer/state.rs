@@ -145,10 +145,10 @@ impl Span {
     }
 
     /// The invalidation technique's check before a use: one branch.
-    pub fn valid(&self, off: i64) -> bool {
+    pub fn valid(&self, pages: &PageTable, off: i64) -> bool {
         let v = (self.va as i64 + off.max(0)) as u64;
         let k = (v / PAGE_BYTES - self.va / PAGE_BYTES) as usize;
-        self.uses.get(k).is_none_or(|u| u.valid())
+        self.uses.get(k).is_none_or(|u| pages.valid(u))
     }
 
     /// The pages a buffer of `len` bytes at `va` spans.
@@ -399,6 +399,7 @@ pub struct XferStats {
 }
 
 /// A node of the transfer machine.
+#[derive(Clone)]
 pub struct XferNode {
     /// This node.
     pub id: NodeId,
@@ -503,6 +504,13 @@ impl XferNode {
             self.home_retry,
             self.stats.dropped
         );
+        // Each span's uses as the invalidation technique sees them (their
+        // `Debug` above names them; the table keeps their marks).
+        let spans = self.out.sends.iter().map(|s| &s.span);
+        for span in spans.chain(self.recvs.iter().map(|r| &r.span)) {
+            out.extend(span.uses.iter().map(|u| self.pages.valid(u) as u8));
+            out.push(b';');
+        }
         self.pages.encode(out);
     }
 }

@@ -28,7 +28,7 @@ use super::experiments::{frame, Technique};
 use super::params::UserParams;
 use super::state::UserNode;
 use super::unit::machine;
-use magic::check::{explore, nothing_dropped, nothing_stuck, Bounds, Model, Report};
+use magic::check::{explore_restoring, nothing_dropped, nothing_stuck, Bounds, Model, Report};
 use magic::{Magic, MagicParams, NodeId, OutOfRange, PAddr, LINE_BYTES};
 use os_shim::{Change, Pid, Rights, VPage, PAGE_BYTES};
 use serde::{Deserialize, Serialize};
@@ -131,7 +131,7 @@ impl HoldoffCheck {
     /// Search the configuration's whole space (up to `bounds`).
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore(self, bounds))
+        Ok(explore_restoring(self, bounds))
     }
 
     /// Changes node 0's OS applied (none, on a machine without it).
@@ -419,4 +419,52 @@ pub fn run_commands(records: usize, ops: Vec<UserOp>) -> Result<(), String> {
         return Err(format!("not clean: {}", report.problems().join("; ")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::user::params::Bug;
+    use magic::check::restoring_agrees;
+
+    /// A state restored from its snapshot is the machine its moves make:
+    /// for each technique, and with each planted bug, the restoring search
+    /// on one thread and on three takes the same states, moves and depth as
+    /// the replaying one, and stops at the same violation with the same
+    /// trace. The counts are pinned (states, moves, depth), so a change to
+    /// what a state's canonical text tells apart shows too.
+    #[test]
+    fn restoring_a_state_is_replaying_its_moves() {
+        let bounds = Bounds {
+            symmetry: false,
+            ..Bounds::default()
+        };
+        let clean = [
+            (Technique::Holdoff, None, (192, 347, 31)),
+            (Technique::Invalidate, None, (321, 579, 34)),
+            (Technique::Tlb, None, (368, 634, 36)),
+        ];
+        let planted = [(280, 477, 31), (280, 477, 31), (425, 741, 34)];
+        // A bug added to the handlers is added here too.
+        assert_eq!(planted.len(), Bug::ALL.len());
+        let planted = Bug::ALL
+            .into_iter()
+            .zip(planted)
+            .map(|(b, n)| (b.technique(), Some(b), n));
+        for (technique, inject, counts) in clean.into_iter().chain(planted) {
+            let c = HoldoffCheck {
+                technique,
+                lines: 2,
+                changes: 1,
+                inject,
+                ..HoldoffCheck::default()
+            };
+            let r = restoring_agrees(&c, bounds)
+                .unwrap_or_else(|e| panic!("{technique:?}, {inject:?}: {e}"));
+            let got = (r.states, r.transitions, r.depth);
+            assert_eq!(got, counts, "{technique:?}, {inject:?}");
+            let found = inject.is_some() as u32;
+            assert_eq!(r.violations, found, "{technique:?}, {inject:?}: {r:?}");
+        }
+    }
 }

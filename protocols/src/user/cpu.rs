@@ -100,6 +100,7 @@ enum Waiting {
 }
 
 /// The compute processor: the OS and the user program.
+#[derive(Clone)]
 pub struct UserCpu {
     program: VecDeque<UserOp>,
     waiting: Waiting,

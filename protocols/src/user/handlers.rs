@@ -351,7 +351,11 @@ fn op_step(cx: &mut C<'_>, _m: &Msg, user_msg::Step { slot }: user_msg::Step) {
     // The invalidation technique's check on every use: one branch.
     let c = costs(cx);
     cx.instr(c.valid_check);
-    if src.link.as_ref().is_some_and(|u| !u.valid()) {
+    if src
+        .link
+        .as_ref()
+        .is_some_and(|u| !cx.state().magic.pages.valid(u))
+    {
         cx.state().magic.stats.stale_uses += 1;
         return interrupt(cx, slot, rec.pid, VPage::of(src.vaddr));
     }
@@ -575,10 +579,11 @@ fn os_translation(cx: &mut C<'_>, _m: &Msg, msg: user_msg::OsTranslation) {
         cx.state().magic.tlb.insert(pid, v, frame);
     }
     // Replace the stale page (if any) with the new translation.
-    let stale = cx.state().magic.records[slot].as_ref().and_then(|r| {
-        r.src
-            .iter()
-            .position(|p| VPage::of(p.vaddr) == v && p.link.as_ref().is_some_and(|u| !u.valid()))
+    let magic = &cx.state().magic;
+    let stale = magic.records[slot].as_ref().and_then(|r| {
+        r.src.iter().position(|p| {
+            VPage::of(p.vaddr) == v && p.link.as_ref().is_some_and(|u| !magic.pages.valid(u))
+        })
     });
     if let Some(k) = stale {
         let old = cx.state().magic.records[slot]

@@ -38,6 +38,7 @@ pub struct UserStats {
 }
 
 /// MAGIC's state for user-level messaging on one node.
+#[derive(Clone)]
 pub struct MagicSide {
     /// The running PID, as the OS said at the last context switch.
     pub current: Option<Pid>,
@@ -107,7 +108,13 @@ impl MagicSide {
                     let src: Vec<_> = r
                         .src
                         .iter()
-                        .map(|p| (p.page.0, p.vaddr, p.link.as_ref().map(|u| u.valid())))
+                        .map(|p| {
+                            (
+                                p.page.0,
+                                p.vaddr,
+                                p.link.as_ref().map(|u| self.pages.valid(u)),
+                            )
+                        })
                         .collect();
                     let _ = write!(
                         out,
@@ -128,6 +135,7 @@ impl MagicSide {
 }
 
 /// A node running user-level messaging.
+#[derive(Clone)]
 pub struct UserNode {
     /// This node.
     pub id: NodeId,

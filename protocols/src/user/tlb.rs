@@ -52,6 +52,7 @@ struct Entry {
 }
 
 /// MAGIC's software TLB.
+#[derive(Clone)]
 pub struct Tlb {
     p: TlbParams,
     sets: Vec<Vec<Entry>>,
