@@ -275,7 +275,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
     match kind {
         CheckKind::Coherence => {
             let d = CoherenceCheck::default();
-            models.push(Model::Coherence(CoherenceCheck {
+            let c = CoherenceCheck {
                 nodes: a.nodes.unwrap_or(d.nodes),
                 lines: a.lines.unwrap_or(d.lines),
                 ops: a.ops.unwrap_or(d.ops),
@@ -286,7 +286,17 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 hints: a.hints.unwrap_or(d.hints),
                 forwards: a.forwards.unwrap_or(d.forwards),
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
-            }));
+            };
+            c.validate().map_err(|e| Failure::Usage(out_of_range(&e)))?;
+            // In range, but the pointer store is the dynamic-pointer
+            // directory's alone.
+            if a.pointer_store.is_some() && c.format != coherence::DirFormat::DynamicPointer {
+                return Err(Failure::Usage(format!(
+                    "--pointer-store applies to --directory dynamic-pointer only, not {}",
+                    c.format.name()
+                )));
+            }
+            models.push(Model::Coherence(c));
         }
         CheckKind::Holdoff => {
             let d = HoldoffCheck::default();

@@ -46,7 +46,7 @@ enum Command {
         #[arg(value_enum)]
         kind: PlotKind,
         /// The image to write (.svg or .png).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_path)]
         out: String,
         /// For `csv`: the sweep's CSV, and its columns to plot.
         #[arg(long)]
@@ -86,7 +86,7 @@ enum Command {
         print_defaults: Option<scenario::Experiment>,
         /// Write the measured run's timelines here (Chrome trace-event JSON,
         /// for Perfetto or chrome://tracing).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_path)]
         trace: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -108,7 +108,7 @@ enum Command {
         shard: Option<String>,
         /// Write the part to FILE, each row as soon as the points before it
         /// are done (a killed run keeps them).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = parse_path)]
         out: Option<String>,
         /// Keep the rows the --out file holds and run only the points it
         /// lacks (a torn last line is dropped).
@@ -161,7 +161,7 @@ enum Command {
         #[arg(required = true)]
         parts: Vec<String>,
         /// The table to write (default: standard output).
-        #[arg(short, long, value_name = "FILE")]
+        #[arg(short, long, value_name = "FILE", value_parser = parse_path)]
         out: Option<String>,
     },
     /// Instruction counts of a messaging protocol on the CM-5 model, by
@@ -197,7 +197,7 @@ enum Command {
         #[arg(long, value_enum)]
         export: Option<ExportArg>,
         /// The folder --export writes (created if missing).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_path)]
         out: Option<String>,
         /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
         #[arg(long, default_value_t = 64)]
@@ -282,7 +282,7 @@ enum Command {
         receive_late: bool,
         /// Write the measured run's timelines here (Chrome trace-event JSON,
         /// for Perfetto or chrome://tracing).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_path)]
         trace: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -371,13 +371,22 @@ fn benchmarks() -> Vec<&'static str> {
     v
 }
 
+/// A file or folder to write: an empty path names none (bad input, not a
+/// failed write).
+fn parse_path(s: &str) -> Result<String, String> {
+    match s {
+        "" => Err("an empty path names no file".into()),
+        s => Ok(s.to_string()),
+    }
+}
+
 /// A byte count or offset, decimal or 0x-hexadecimal.
 fn parse_offset(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|_| format!("'{s}' is not a byte offset (decimal or 0x-hex)"))
+    r.map_err(|_| format!("'{s}' is not a byte count or offset (decimal or 0x-hex)"))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1042,7 +1051,7 @@ fn study(
         .refusal(magic::MagicParams::default())
         .map_err(|e| Failure::Usage(flagged(&e)))?;
     if let Some(p) = &plot {
-        if !(p.ends_with(".svg") || p.ends_with(".png")) {
+        if flashkit::plot::image_format(p).is_none() {
             return Err(Failure::Usage(format!("--plot {p}: write .svg or .png")));
         }
     }

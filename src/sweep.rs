@@ -28,6 +28,7 @@ use crate::output::{self, Failure, Sink};
 use flashkit::scenario::{self, Source};
 use flashkit::sweep::{
     csv_header, csv_line, default_threads, jsonl_line, run_in_order, Axis, Plan, Row, SweepError,
+    MAX_POINTS,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -189,7 +190,11 @@ impl Mark {
             }
             seen += 1;
         }
-        (seen == 4 && m.of > 0 && m.shard < m.of && !m.digest.is_empty()).then_some(m)
+        // No sweep has more points, or more shards, than MAX_POINTS: a
+        // mark that says so was not written by one (and would have merge
+        // make room for them all).
+        let sane = m.points <= MAX_POINTS && m.of <= MAX_POINTS;
+        (seen == 4 && sane && m.of > 0 && m.shard < m.of && !m.digest.is_empty()).then_some(m)
     }
 }
 
@@ -205,6 +210,60 @@ fn row_point(row: &str, format: RowFormat) -> Option<usize> {
         RowFormat::Json => point()?.as_str()?.parse().ok(),
         RowFormat::Jsonl => usize::try_from(point()?.as_u64()?).ok(),
     }
+}
+
+/// The cells of a CSV line as the kit writes them (a cell holding a comma
+/// or a quote is quoted, its quotes doubled), counted; `None` for a line
+/// no sweep writes (a quote left open, or text after a closing one).
+fn csv_width(line: &str) -> Option<usize> {
+    let mut cells = 1;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ',' => cells += 1,
+            '"' => loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                    }
+                    '"' => match chars.peek() {
+                        None | Some(',') => break,
+                        Some(_) => return None,
+                    },
+                    _ => {}
+                }
+            },
+            _ => {}
+        }
+    }
+    Some(cells)
+}
+
+/// Whether a part's CSV header and rows are as a sweep writes them: the
+/// header's first column `point`, every row as many cells as the header.
+/// The error names the first line that is not, counting rows from 1.
+fn csv_rows_fit<'a>(
+    header: Option<&str>,
+    rows: impl Iterator<Item = &'a str>,
+) -> Result<(), String> {
+    let Some(h) = header else {
+        return Ok(());
+    };
+    let width = csv_width(h).filter(|_| h.split(',').next() == Some("point"));
+    let Some(width) = width else {
+        return Err("its second line is not a sweep's CSV header (`point,...`)".into());
+    };
+    for (i, row) in rows.enumerate() {
+        let n = csv_width(row);
+        if n != Some(width) {
+            let cells = n.map_or("a quote left open".into(), |n| format!("{n} cells"));
+            return Err(format!(
+                "row {} has {cells} where its header has {width}: not a row a sweep wrote",
+                i + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Where a run's rows go and what is there already.
@@ -304,6 +363,11 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         len += row.len() + 1;
         kept += 1;
     }
+    if mark.format == RowFormat::Csv {
+        let rows = whole.lines().skip(2);
+        csv_rows_fit(header.as_deref(), rows)
+            .map_err(|e| usage(format!("{e}; remove it to start afresh")))?;
+    }
     f.set_len(len as u64)
         .map_err(|e| output::failed(path, &e))?;
     f.seek(std::io::SeekFrom::End(0))
@@ -333,8 +397,12 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         Some(x) => x
             .split_once('/')
             .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-            .filter(|(i, n)| *n > 0 && i < n)
-            .ok_or_else(|| usage(format!("--shard {x}: write i/n with 0 <= i < n")))?,
+            .filter(|(i, n)| *n > 0 && i < n && *n <= MAX_POINTS)
+            .ok_or_else(|| {
+                usage(format!(
+                    "--shard {x}: write i/n with 0 <= i < n <= {MAX_POINTS} (a sweep's most points)"
+                ))
+            })?,
     };
     let threads = threads(s.threads)?;
     if s.resume && s.out.is_none() {
@@ -579,8 +647,14 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
             ));
         }
         let mut lines = text.lines();
-        let mark = lines.next().and_then(Mark::parse).ok_or_else(|| {
-            format!("{path}: not a sweep part (its first line is not `{MARK}...`; write parts with sweep --out)")
+        let first = lines.next().unwrap_or_default();
+        let mark = Mark::parse(first).ok_or_else(|| match first.starts_with(MARK) {
+            true => format!(
+                "{path}: its first line is not one a sweep writes (`{MARK}digest=... points=N shard=i/n format=...`, N and n at most {MAX_POINTS}, i below n)"
+            ),
+            false => format!(
+                "{path}: not a sweep part (its first line is not `{MARK}...`; write parts with sweep --out)"
+            ),
         })?;
         let header = (mark.format == RowFormat::Csv)
             .then(|| lines.next())
@@ -598,6 +672,9 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                     )
                 })?;
             rows.push((p, row));
+        }
+        if mark.format == RowFormat::Csv {
+            csv_rows_fit(header, rows.iter().map(|r| r.1)).map_err(|e| format!("{path}: {e}"))?;
         }
         parts.push(Part {
             path,
@@ -664,15 +741,10 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
     let missing: Vec<usize> = (0..want.points).filter(|&n| owner[n].is_none()).collect();
     if !missing.is_empty() {
         let mut why = Vec::new();
-        for s in 0..want.of {
-            let lost: Vec<usize> = missing
-                .iter()
-                .copied()
-                .filter(|n| n % want.of == s)
-                .collect();
-            if lost.is_empty() {
-                continue;
-            }
+        // The shards that lost points (not every shard: a mark may name
+        // many more shards than points).
+        let lost: std::collections::BTreeSet<usize> = missing.iter().map(|n| n % want.of).collect();
+        for s in lost {
             let mine: Vec<&Part> = parts.iter().filter(|p| p.mark.shard == s).collect();
             let last = mine.iter().flat_map(|p| p.rows.iter().map(|r| r.0)).max();
             why.push(match last {
@@ -683,6 +755,16 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                     want.of, mine[0].path
                 ),
             });
+        }
+        // A few shards' reasons, as a few points are listed.
+        const SHOWN: usize = 4;
+        let more = why.len().saturating_sub(SHOWN);
+        why.truncate(SHOWN);
+        if more > 0 {
+            why.push(format!(
+                "and {more} more shard{}",
+                if more == 1 { "" } else { "s" }
+            ));
         }
         return Err(format!(
             "{} {} missing: {}; run those shards again with --resume",

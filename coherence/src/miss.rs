@@ -220,9 +220,16 @@ impl Setup {
         // The measured line and its pair (offset XOR 128) share 256 bytes.
         let below = params.mem_bytes & !255;
         if (self.offset & !255) >= below {
+            let allowed = match below {
+                // No offset is, on a machine of one line a node.
+                0 => {
+                    "inside node memory with its pair line: none is, in mem_bytes below 256".into()
+                }
+                _ => format!("inside node memory with its pair line, below {below:#x}"),
+            };
             return Err(OutOfRange::new(
                 "offset",
-                format!("inside node memory with its pair line, below {below:#x}"),
+                allowed,
                 format!("{:#x}", self.offset),
             ));
         }

@@ -1830,6 +1830,24 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// The tables of a scenario's root (every field of [`Scenario`]).
+const SCENARIO_TABLES: [&str; 14] = [
+    "machine",
+    "costs",
+    "network",
+    "transfer",
+    "miss",
+    "fetch_op",
+    "messaging_costs",
+    "logp",
+    "pipeline",
+    "remap",
+    "suite",
+    "study",
+    "sharing",
+    "coherence",
+];
+
 /// What a scenario must hold.
 const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [transfer], [miss], [sharing], [fetch_op], [remap], [pipeline], [messaging_costs], [logp], [suite] or [study]";
 
@@ -1838,6 +1856,38 @@ const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [trans
 /// on its machine. An error names the file, the line and the key the file
 /// sets (a key of a nested table in full, `costs.transfer.send_init.loads`).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
+    // Every key of a scenario's root is a table (`[miss]`): one the file
+    // gives as something else is said so, at its line, where serde would
+    // name a type (`expected struct Miss`); the first in the file if more.
+    // (A key no scenario has is serde's to name as unknown.)
+    let mut not_tables: Vec<(Option<usize>, &String, String)> = Vec::new();
+    for (k, v) in value
+        .iter()
+        .filter(|(k, _)| SCENARIO_TABLES.contains(&k.as_str()))
+    {
+        let what = match v {
+            toml::Value::Table(_) => continue,
+            toml::Value::Array(a) if !a.is_empty() && a.iter().all(toml::Value::is_table) => {
+                format!("an array of tables ([[{k}]])")
+            }
+            _ => "a value".to_string(),
+        };
+        let line = src.text.lines().position(|l| {
+            let t = l.trim_start();
+            t.starts_with(&format!("[[{k}]]"))
+                || t.split_once('=').is_some_and(|(key, _)| key.trim() == k)
+        });
+        not_tables.push((line.map(|i| i + 1), k, what));
+    }
+    not_tables.sort_by_key(|(line, ..)| line.unwrap_or(usize::MAX));
+    if let Some((line, k, what)) = not_tables.into_iter().next() {
+        return Err(ScenarioError {
+            path: src.path.to_string(),
+            line,
+            key: Some(k.clone()),
+            message: format!("a table, [{k}], not {what}"),
+        });
+    }
     // Deserialize through the text so errors carry positions: the file's
     // own text when nothing was changed, else the changed table's. (Compared
     // as printed: a NaN is not equal to itself.)
@@ -1867,7 +1917,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
         }
         // Else the line the error points at, and the key set on it.
         if let Some(sp) = e.span().filter(|_| !changed) {
-            let line = text[..sp.start].lines().count().max(1);
+            let line = line_at(&text, sp.start);
             let mut err = src.at(Some(line), &msg);
             err.key = src.key_at(line);
             return err;
@@ -2041,11 +2091,21 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// The line (from 1) of byte `at` of `text`: a span that starts a line is
+/// on that line, not the one before.
+fn line_at(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
 /// Read a scenario file's text into a table (syntax errors name the line,
 /// and the key set on it).
 pub fn table(src: &Source<'_>) -> Result<toml::Table, ScenarioError> {
     src.text.parse::<toml::Table>().map_err(|e| {
-        let line = e.span().map(|s| src.text[..s.start].lines().count().max(1));
+        let line = e.span().map(|s| line_at(src.text, s.start));
         let mut err = src.at(line, e.message().replace('\n', "; "));
         err.key = line.and_then(|l| src.key_at(l));
         err
@@ -2236,13 +2296,36 @@ pub enum SavedError {
     NotAResult,
     /// An experiment's result, but one it cannot read back (a field
     /// missing or unknown, or a figure its counts do not give).
-    #[error("a {kind} result that does not read back: {error}")]
+    #[error("a {kind} result that does not read back: {}{error}", field_prefix(.field))]
     Bad {
         /// The experiment.
         kind: &'static str,
-        /// What is wrong with it, the field named.
+        /// Where in the result, dotted (`config.target`); empty for the
+        /// result as a whole.
+        field: String,
+        /// What is wrong there.
         error: serde_json::Error,
     },
+}
+
+/// `field: ` before a saved result's error, or nothing for the whole.
+fn field_prefix(field: &str) -> String {
+    match field {
+        "" | "." => String::new(),
+        f => format!("{f}: "),
+    }
+}
+
+/// A saved result's JSON as a `T`, or where in it and why not.
+fn read_as<T: serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+    kind: &'static str,
+) -> Result<T, SavedError> {
+    serde_path_to_error::deserialize(v).map_err(|e| SavedError::Bad {
+        kind,
+        field: e.path().to_string(),
+        error: e.into_inner(),
+    })
 }
 
 impl Saved {
@@ -2272,45 +2355,53 @@ impl Saved {
             .find(|(_, keys)| keys.iter().all(|k| m.contains_key(*k)))
             .ok_or(SavedError::NotAResult)?
             .0;
-        let bad = |error| SavedError::Bad { kind, error };
         match kind {
-            "transfer" => Ok(Saved::Transfer(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "miss" => Ok(Saved::Miss(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "pipeline" => Ok(Saved::Pipeline(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "fetch-and-add" => Ok(Saved::FetchOp(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "remap" => Ok(Saved::Remap(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "sharing workload" => Ok(Saved::Sharing(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "LogP measurement" => Ok(Saved::Logp(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "suite" => Ok(Saved::Suite(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "cost study" => Ok(Saved::Costs(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "study row" => Ok(Saved::StudyRow(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "study" => Ok(Saved::Study(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
-            "check" => Ok(Saved::Check(Box::new(
-                serde_json::from_value(v).map_err(bad)?,
-            ))),
+            "transfer" => Ok(Saved::Transfer(Box::new(read_as(v, kind)?))),
+            "miss" => Ok(Saved::Miss(Box::new(read_as(v, kind)?))),
+            "pipeline" => Ok(Saved::Pipeline(Box::new(read_as(v, kind)?))),
+            "fetch-and-add" => Ok(Saved::FetchOp(Box::new(read_as(v, kind)?))),
+            "remap" => Ok(Saved::Remap(Box::new(read_as(v, kind)?))),
+            "sharing workload" => Ok(Saved::Sharing(Box::new(read_as(v, kind)?))),
+            "LogP measurement" => Ok(Saved::Logp(Box::new(read_as(v, kind)?))),
+            "suite" => Ok(Saved::Suite(Box::new(read_as(v, kind)?))),
+            "cost study" => Ok(Saved::Costs(Box::new(read_as(v, kind)?))),
+            "study row" => Ok(Saved::StudyRow(Box::new(read_as(v, kind)?))),
+            "study" => Ok(Saved::Study(Box::new(read_as(v, kind)?))),
+            "check" => Ok(Saved::Check(Box::new(read_as(v, kind)?))),
             _ => Err(SavedError::NotAResult),
+        }
+    }
+
+    /// The configuration's field that plants a known bug in the handlers
+    /// (`inject`, `coherence.inject`, `user.inject`), if one does: a
+    /// library's run for testing a checker, which no scenario can hold
+    /// and [`rerun`] refuses. An exhaustive check's own planted bug
+    /// (`flashkit check --inject`) is no such field.
+    pub fn planted(&self) -> Option<&'static str> {
+        let transfer = |c: &protocols::transfer::Config| {
+            [
+                ("inject", c.inject.is_some()),
+                ("coherence.inject", c.coherence.inject.is_some()),
+            ]
+            .into_iter()
+            .find(|x| x.1)
+            .map(|x| x.0)
+        };
+        let coherence = |c: &coherence::CohParams| c.inject.is_some().then_some("coherence.inject");
+        let user = |u: &protocols::user::UserParams| u.inject.is_some().then_some("user.inject");
+        match self {
+            Saved::Transfer(o) => transfer(&o.config),
+            Saved::Miss(r) => coherence(&r.config.coherence),
+            Saved::FetchOp(r) => user(&r.config.user),
+            Saved::Remap(r) => user(&r.config.user),
+            Saved::Sharing(r) => coherence(&r.config.coherence),
+            Saved::StudyRow(r) => transfer(&r.config),
+            Saved::Study(s) => transfer(&s.config.base),
+            Saved::Pipeline(_)
+            | Saved::Logp(_)
+            | Saved::Suite(_)
+            | Saved::Costs(_)
+            | Saved::Check(_) => None,
         }
     }
 
@@ -2356,6 +2447,9 @@ impl Saved {
 /// `trace` the run's timelines. The kit that measured it gives an equal
 /// result.
 pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::Value>), RunError> {
+    if let Some(field) = saved.planted() {
+        return Err(RunError::Planted(field));
+    }
     match saved {
         Saved::Transfer(o) => {
             let mut c = o.config.clone();
@@ -2542,6 +2636,13 @@ pub enum RunError {
     /// A check's configuration refused (the field named).
     #[error(transparent)]
     Check(#[from] crate::check::CheckError),
+    /// A saved result whose configuration plants a known bug (the field
+    /// named): see [`Saved::planted`].
+    #[error(
+        "config.{0}: a planted bug is for testing a checker (flashkit check --inject); \
+         a rerun runs the handlers as built, as a scenario does"
+    )]
+    Planted(&'static str),
 }
 
 impl RunError {
@@ -2586,6 +2687,7 @@ impl RunError {
             RunError::Protocols(e) => e.field(),
             RunError::Transfer(protocols::transfer::Failed::Config(e)) => Some(e.field()),
             RunError::Mode(_) => Some("mode"),
+            RunError::Planted(f) => Some(f),
             _ => None,
         }
     }

@@ -79,9 +79,9 @@ impl Axis {
     /// Read `table.key=v1,v2,...`; each value is an integer, a boolean, a
     /// float or else a string, as TOML would read it.
     pub fn parse(s: &str) -> Result<Axis, SweepError> {
-        let bad = |why| SweepError::Axis {
+        let bad = |why: &str| SweepError::Axis {
             given: s.to_string(),
-            why,
+            why: why.to_string(),
         };
         let (k, vals) = s.split_once('=').ok_or(bad("write key=v1,v2,..."))?;
         if !k.contains('.') {
@@ -96,6 +96,17 @@ impl Axis {
             ));
         }
         let values: Vec<toml::Value> = vals.split(',').map(value).collect();
+        // The same point twice is no sweep's intent (a slip in the list):
+        // values compared as TOML writes them (`0x10` is `16`).
+        let mut seen = std::collections::HashSet::new();
+        for (v, given) in values.iter().zip(vals.split(',')) {
+            if !seen.insert(v.to_string()) {
+                return Err(SweepError::Axis {
+                    given: s.to_string(),
+                    why: format!("{given} is given twice"),
+                });
+            }
+        }
         Ok(Axis {
             key: k.to_string(),
             values,
@@ -103,9 +114,18 @@ impl Axis {
     }
 }
 
-/// A value from the command line, as TOML would read it.
+/// A value from the command line, as TOML would read it (integers in
+/// decimal, or hexadecimal, octal or binary with TOML's `0x`, `0o`, `0b`).
 fn value(s: &str) -> toml::Value {
-    if let Ok(i) = s.parse::<i64>() {
+    let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
+        .into_iter()
+        .find_map(|(p, r)| Some((s.strip_prefix(p)?, r)))
+        // Digits only: TOML takes no sign after the prefix.
+        .filter(|(digits, _)| !digits.starts_with(['+', '-']))
+        .and_then(|(digits, r)| i64::from_str_radix(digits, r).ok());
+    if let Some(i) = radix {
+        toml::Value::Integer(i)
+    } else if let Ok(i) = s.parse::<i64>() {
         toml::Value::Integer(i)
     } else if let Ok(b) = s.parse::<bool>() {
         toml::Value::Boolean(b)
@@ -327,7 +347,7 @@ pub enum SweepError {
         /// The axis as given.
         given: String,
         /// What is wrong with it.
-        why: &'static str,
+        why: String,
     },
     /// A key that is not inside a table of the scenario.
     #[error("{key}: name a key inside a table, as table.key")]

@@ -164,7 +164,8 @@ pub struct MagicParams {
     /// to 65 536).
     pub dcache_lines: usize,
     /// Bytes of memory per node (64 MB); addresses beyond are bad addresses
-    /// (from 128, one line, to 2^40, what an address can reach).
+    /// (whole 128-byte lines, from one to 2^40 bytes, what an address can
+    /// reach).
     pub mem_bytes: u64,
     /// The run's cycle budget: a run stops before an instant later than
     /// this, not clean, its halt naming this key (10^11 cycles, 1,000 s of
@@ -309,6 +310,15 @@ impl MagicParams {
             Self::MIN_MEM_BYTES,
             Self::MAX_MEM_BYTES,
         )?;
+        // Memory is read and written a line at a time: a part of a line is
+        // no memory a node could have.
+        if !self.mem_bytes.is_multiple_of(Self::MIN_MEM_BYTES) {
+            return Err(OutOfRange::new(
+                "mem_bytes",
+                format!("a whole number of {}-byte lines", Self::MIN_MEM_BYTES),
+                self.mem_bytes,
+            ));
+        }
         OutOfRange::check("budget", self.budget, Cycles(1), MAX_BUDGET)?;
         Ok(())
     }
@@ -597,6 +607,13 @@ mod tests {
             (
                 MagicParams {
                     mem_bytes: (1 << 40) + 1,
+                    ..d()
+                },
+                "mem_bytes",
+            ),
+            (
+                MagicParams {
+                    mem_bytes: 129,
                     ..d()
                 },
                 "mem_bytes",

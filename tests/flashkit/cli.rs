@@ -964,10 +964,11 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             &["pipeline", "--nodes", "4097"],
             "error: --nodes must be from 2 to 4096, got 4097",
         ),
-        // Each machine's own size, checked in one place.
+        // Each machine's own size, checked in one place (LogP's range
+        // starts at the three nodes its one-to-two benchmark needs).
         (
             &["logp", "--platform", "sp", "--nodes", "513"],
-            "error: --nodes must be from 2 to 512, got 513",
+            "error: --nodes must be from 3 to 512, got 513",
         ),
         (
             &["suite", "--platform", "cm5", "--nodes", "1025"],
@@ -1297,4 +1298,50 @@ fn a_transfer_within_one_line_prints_no_rate() {
     // cycles it takes longer than one way (15.63 us).
     assert_eq!(v["held_back"]["pp_arbitration"], 371, "{v}");
     assert_eq!(v["total_cycles"].as_u64(), Some(1563 + 371), "{v}");
+}
+
+/// An empty path to write is bad input, said in one line with exit status
+/// 2, whichever command takes it (not a failed write, status 1).
+#[test]
+fn an_empty_path_to_write_is_bad_input() {
+    for args in [
+        &["transfer", "--trace="][..],
+        &["run", "examples/transfer.toml", "--trace="],
+        &["plot", "chunk", "--out="],
+        &["logp", "--platform", "cm5", "--export", "simgrid", "--out="],
+        &["merge", "part.csv", "--out="],
+        &[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1",
+            "--out=",
+        ],
+    ] {
+        let (code, out, err) = flashkit(args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("an empty path names no file"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `logp --nodes` states one range, the measurement's (its one-to-two
+/// benchmark needs three nodes), whichever side a count misses it on.
+#[test]
+fn logp_states_the_node_range_it_measures_on() {
+    for (platform, most) in [("flash", 4096), ("cm5", 1024), ("sp", 512)] {
+        for n in [0, 2, most + 1] {
+            let (code, _, err) =
+                flashkit(&["logp", "--platform", platform, "--nodes", &n.to_string()]);
+            assert_eq!(code, 2, "{platform} {n}: {err}");
+            assert_eq!(
+                err,
+                format!("error: --nodes must be from 3 to {most}, got {n}\n"),
+                "{platform}"
+            );
+        }
+    }
 }

@@ -88,6 +88,14 @@ fn every_plot_writes_svg_and_png() {
         check_svg(&svg, &labels);
         check_png(&png);
     }
+    // An extension in capitals names the same format.
+    let (svg, png) = (dir.join("CHUNK.SVG"), dir.join("Chunk.Png"));
+    for f in [&svg, &png] {
+        let (code, err) = plot(&["chunk", "--out", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{f:?}: {err}");
+    }
+    check_svg(&svg, &["chunk factor"]);
+    check_png(&png);
     // From a sweep's CSV.
     let csv = dir.join("sweep.csv");
     std::fs::write(

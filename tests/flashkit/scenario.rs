@@ -244,6 +244,33 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "s.toml:2: mem_bytes: offset must be inside node memory with its pair line, below 0x4000, got 0x4080",
         ),
         (
+            "[machine]\nmem_bytes = 128\n[miss]\n",
+            "s.toml:2: mem_bytes: offset must be inside node memory with its pair line: none is, in mem_bytes below 256, got 0x4080",
+        ),
+        (
+            "[machine]\nmem_bytes = 129\n[miss]\n",
+            "s.toml:2: mem_bytes: must be a whole number of 128-byte lines, got 129",
+        ),
+        (
+            "[machine]\nnet_latency = 3\n[[miss]]\ncase = \"remote-clean\"\n",
+            "s.toml:3: miss: a table, [miss], not an array of tables ([[miss]])",
+        ),
+        ("miss = 1\n", "s.toml:1: miss: a table, [miss], not a value"),
+        // A key no scenario has is unknown, whatever its value.
+        (
+            "foo = 1\n[miss]\n",
+            "s.toml: foo: unknown field `foo`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
+        ),
+        // A span that starts a line is on that line.
+        (
+            "[miss]\ncase = \"remote-clean\"\n[miss]\ncase = \"local-clean\"\n",
+            "s.toml:3: invalid table header; duplicate key `miss` in document root",
+        ),
+        (
+            "[transfer]\nbytes = 4096\nbytes = 5\n",
+            "s.toml:3: bytes: duplicate key `bytes` in table `transfer`",
+        ),
+        (
             "[machine]\nmem_bytes = 65536\n[logp]\nplatform = \"flash\"\n",
             "s.toml:2: mem_bytes: must be at least 4718592 for the stores' lines, got 65536",
         ),
@@ -621,6 +648,82 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A part whose first line claims more points or shards than a sweep
+/// can have, whose header is gone or replaced, or whose row lost cells, is
+/// refused in one line, at once (a huge count was once room made for
+/// every point, or a loop over every shard); `--resume` refuses the row
+/// too, and `--shard` a shard count no sweep needs.
+#[test]
+fn a_doctored_part_is_refused_at_once() {
+    let dir = scratch("doctored");
+    let all = parts(&dir, 2);
+    let out = dir.join("all.csv");
+    let keep = std::fs::read_to_string(&all[0]).unwrap();
+    let (mark, rest) = keep.split_once('\n').unwrap();
+    let (header, rows) = rest.split_once('\n').unwrap();
+    let first_row = rows.lines().next().unwrap();
+    let refuse = |text: String, says: &str| {
+        std::fs::write(&all[0], text).unwrap();
+        let (code, err) = merge(&all, &out);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    };
+    let not_a_mark = "its first line is not one a sweep writes";
+    for (from, to) in [
+        ("points=24 ", "points=18446744073709551615 "),
+        ("points=24 ", "points=4000000000 "),
+        ("shard=0/2 ", "shard=0/18446744073709551615 "),
+    ] {
+        assert!(mark.contains(from), "{mark}");
+        refuse(format!("{}\n{rest}", mark.replace(from, to)), not_a_mark);
+    }
+    refuse(
+        format!("{mark}\n{rows}"),
+        "its second line is not a sweep's CSV header",
+    );
+    refuse(format!("{mark}\npoint,foo\n{rows}"), "row 1 has ");
+    let cut: Vec<&str> = first_row.split(',').take(5).collect();
+    let short = rows.replacen(first_row, &cut.join(","), 1);
+    refuse(
+        format!("{mark}\n{header}\n{short}"),
+        "row 1 has 5 cells where its header has",
+    );
+    // --resume keeps no such row.
+    std::fs::write(&all[0], format!("{mark}\n{header}\n{short}")).unwrap();
+    let (code, _, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2,3,4,5,6,7,8",
+        "--vary",
+        "transfer.sender=uncached,clean,dirty",
+        "--shard",
+        "0/2",
+        "--quiet",
+        "--out",
+        &all[0],
+        "--resume",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("row 1 has 5 cells") && err.lines().count() == 1,
+        "{err}"
+    );
+    let (code, _, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,2",
+        "--shard",
+        "0/2000000",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("0 <= i < n <= 1048576"), "{err}");
+    std::fs::write(&all[0], &keep).unwrap();
+    assert_eq!(merge(&all, &out), (0, String::new()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_shard_without_points_writes_a_part_that_says_so() {
     let dir = scratch("noshard");
@@ -763,11 +866,25 @@ fn threads_seen(cpus: &str) -> usize {
     c.env("SLURM_CPUS_PER_TASK", cpus);
     let mut child = c.spawn().unwrap();
     let tasks = format!("/proc/{}/task", child.id());
+    // Threads alive at once: a thread counts once it is seen in three
+    // samples in a row (a few milliseconds; a worker lives the whole run),
+    // so a worker of the plan's check, joined but still being torn down
+    // while the run's own starts, is not counted as a third.
+    let mut seen: Vec<std::collections::BTreeSet<std::ffi::OsString>> = Vec::new();
     let mut most = 0;
     while child.try_wait().unwrap().is_none() {
         if let Ok(d) = std::fs::read_dir(&tasks) {
-            let ids: std::collections::BTreeSet<_> = d.flatten().map(|e| e.file_name()).collect();
-            most = most.max(ids.len());
+            seen.push(d.flatten().map(|e| e.file_name()).collect());
+            if seen.len() > 3 {
+                seen.remove(0);
+            }
+            if seen.len() == 3 {
+                let steady = seen[0]
+                    .iter()
+                    .filter(|t| seen[1].contains(*t) && seen[2].contains(*t))
+                    .count();
+                most = most.max(steady);
+            }
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
@@ -1274,6 +1391,12 @@ fn the_platforms_runs_stop_at_their_budgets_naming_the_key() {
             "[network.cm5]\nbudget = 1\n[suite]\nplatform = \"cm5\"\nnodes = 4\n",
             "raises it with [network.cm5] budget",
         ),
+        // A budget of a few ticks in seconds people read.
+        (
+            "[network.cm5]\nbudget = 1\n[logp]\nplatform = \"cm5\"\n",
+            "the run reached its budget of 3.788e-11 s of simulated time (1 ticks) \
+             with node 0 still running at 0.000001 s",
+        ),
     ] {
         let (code, err) = run_text("am-budget.toml", text);
         assert_eq!(code, 1, "{text}: {err}");
@@ -1751,6 +1874,70 @@ fn a_saved_fetch_op_runs_its_configuration_again() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("target"), "{err}");
+    // One that does not even read back names where it is wrong.
+    for (field, value, says) in [
+        (
+            "/config/target",
+            serde_json::json!(4294967296u64),
+            "config.target: invalid value",
+        ),
+        (
+            "/config/user/costs/receive",
+            serde_json::json!("x"),
+            "config.user.costs.receive: invalid type",
+        ),
+    ] {
+        let mut bad = v.clone();
+        *bad.pointer_mut(field).unwrap() = value;
+        std::fs::write(&json, bad.to_string()).unwrap();
+        let (code, _, err) = flashkit(&["run", path(&json)]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A saved result whose configuration plants a known bug (a library's run
+/// for testing a checker) is refused, the field named, never rerun as if
+/// the handlers were the kit's: a scenario cannot hold one either.
+#[test]
+fn a_saved_result_with_a_planted_bug_is_refused() {
+    let dir = scratch("rerun-planted");
+    let json = dir.join("saved.json");
+    for (cmd, field, bug) in [
+        (&["transfer"][..], "/config/inject", "latest-space"),
+        (&["transfer"], "/config/coherence/inject", "forget-pending"),
+        (&["fetch-op"], "/config/user/inject", "keep-stale"),
+        (
+            &["remap", "--technique", "tlb"],
+            "/config/user/inject",
+            "early-answer",
+        ),
+        (
+            &["miss", "--case", "remote-clean"],
+            "/config/coherence/inject",
+            "skip-invalidation",
+        ),
+    ] {
+        let (code, out, err) = flashkit(&[cmd, &["--format", "json"]].concat());
+        assert_eq!(code, 0, "{cmd:?}: {err}");
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let slot = v
+            .pointer_mut(field)
+            .unwrap_or_else(|| panic!("{cmd:?}: no {field}"));
+        assert!(slot.is_null(), "{cmd:?}: {field} is {slot}");
+        *slot = bug.into();
+        std::fs::write(&json, v.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&json)]);
+        assert_eq!((code, out.as_str()), (2, ""), "{cmd:?} {field}: {err}");
+        let named = field.trim_start_matches('/').replace('/', ".");
+        assert!(
+            err.starts_with("error: ") && err.contains(&format!("{named}: a planted bug")),
+            "{cmd:?} {field}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1864,7 +2051,7 @@ fn a_saved_am_result_runs_its_configuration_again() {
             (
                 "/tables/0/rows/1/2",
                 9.5.into(),
-                "a suite result that does not read back: swap: rows[1][2] is 9.5",
+                "a suite result that does not read back: tables[0]: swap: rows[1][2] is 9.5",
             ),
         ),
         (

@@ -576,3 +576,25 @@ fn a_typed_row_a_scenario_cannot_hold_has_no_columns() {
     let e = interleaved[0].record().unwrap_err();
     assert!(e.to_string().contains("coherence.placement is set"), "{e}");
 }
+
+/// `--vary` reads a value as TOML would, hexadecimal, octal and binary
+/// integers too, and refuses a value given twice (the same point twice),
+/// however it is written.
+#[test]
+fn an_axis_reads_integers_as_toml_does_and_refuses_a_value_twice() {
+    use flashkit::sweep::Axis;
+    let a = Axis::parse("transfer.bytes=0x1000,0o4000,0b1000000000,256").unwrap();
+    let as_toml = [4096, 2048, 512, 256].map(toml::Value::Integer);
+    assert_eq!(a.values, as_toml);
+    // TOML takes no sign after the prefix: a word, which the key refuses.
+    let signed = Axis::parse("transfer.bytes=0x-5,0x+5").unwrap();
+    assert!(signed.values.iter().all(toml::Value::is_str), "{signed:?}");
+    for (axis, twice) in [
+        ("transfer.chunk=1,2,1", "1"),
+        ("transfer.bytes=4096,0x1000", "0x1000"),
+        ("transfer.handler=base,base", "base"),
+    ] {
+        let e = Axis::parse(axis).unwrap_err();
+        assert_eq!(e.to_string(), format!("{axis}: {twice} is given twice"));
+    }
+}

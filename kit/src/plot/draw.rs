@@ -197,12 +197,22 @@ where
     area.present().map_err(e)
 }
 
+/// The image format a path's extension names: `"svg"` or `"png"`, in any
+/// case (`C.SVG` too), or `None`.
+pub fn image_format(path: &str) -> Option<&'static str> {
+    let ext = std::path::Path::new(path).extension()?.to_str()?;
+    ["svg", "png"]
+        .into_iter()
+        .find(|f| ext.eq_ignore_ascii_case(f))
+}
+
 /// The chart as the file `path` names (.svg or .png), drawn in memory so
 /// that writing it is one output the caller checks.
 pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
     let (w, h) = (960u32, 600u32);
     let e = |e: String| format!("{path}: {e}");
-    if path.ends_with(".svg") {
+    let format = image_format(path);
+    if format == Some("svg") {
         font()?;
         let mut svg = String::new();
         draw(
@@ -211,7 +221,7 @@ pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
         )
         .map_err(e)?;
         Ok(svg.into_bytes())
-    } else if path.ends_with(".png") {
+    } else if format == Some("png") {
         font()?;
         let mut rgb = vec![0u8; (w * h * 3) as usize];
         draw(

@@ -7,7 +7,7 @@
 #[cfg(feature = "plot")]
 mod draw;
 #[cfg(feature = "plot")]
-pub use draw::render;
+pub use draw::{image_format, render};
 
 use protocols::transfer::{self, Config, SenderState, Version};
 

@@ -303,7 +303,7 @@ impl<C: TypedConfig> TypedSweep<C> {
         if let Some(name) = &self.empty {
             return Err(SweepError::Axis {
                 given: name.clone(),
-                why: "no values",
+                why: "no values".into(),
             });
         }
         let mut seen = std::collections::HashSet::new();

@@ -244,9 +244,12 @@ fn clamped(mut p: MagicParams) -> MagicParams {
         .clamp(1, MagicParams::MAX_DCACHE_LINES)
         .next_power_of_two()
         .min(MagicParams::MAX_DCACHE_LINES);
+    // Whole lines.
     p.mem_bytes = p
         .mem_bytes
-        .clamp(MagicParams::MIN_MEM_BYTES, MagicParams::MAX_MEM_BYTES);
+        .clamp(MagicParams::MIN_MEM_BYTES, MagicParams::MAX_MEM_BYTES)
+        / MagicParams::MIN_MEM_BYTES
+        * MagicParams::MIN_MEM_BYTES;
     p
 }
 

@@ -696,7 +696,8 @@ fn params() -> BoxedStrategy<MagicParams> {
             pi_out: b.4,
             pp_issue_width: b.5 as u32,
             dcache_lines: 1 << b.6,
-            mem_bytes: b.7,
+            // Whole lines.
+            mem_bytes: b.7 / MagicParams::MIN_MEM_BYTES * MagicParams::MIN_MEM_BYTES,
             // Each run sets its own (`Magic::set_budget`).
             budget: MagicParams::default().budget,
             trace: false,

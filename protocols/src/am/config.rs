@@ -110,6 +110,15 @@ impl PlatformConfig {
         }
     }
 
+    /// The machine it is one of (the most nodes it may have).
+    pub fn machine(&self) -> super::Machines {
+        match self {
+            PlatformConfig::Cm5 { .. } | PlatformConfig::Cm5Cmaml { .. } => super::Machines::Cm5,
+            PlatformConfig::Sp { .. } => super::Machines::Sp,
+            PlatformConfig::Flash { .. } => super::Machines::Flash,
+        }
+    }
+
     /// Its nodes.
     pub fn nodes(&self) -> u32 {
         match self {

@@ -410,14 +410,22 @@ impl Budget {
     /// at `now`, or the run has taken `events` past its event budget.
     fn check(&self, n: usize, now: Time, events: u64) -> Result<(), Error> {
         let secs = |t: Time| t.as_us() / 1e6;
+        // Seconds as people read them: a budget of a few ticks is some
+        // 10^-11 s, not twenty digits (`exact`: the budget as set; a time
+        // the run reached, to the microsecond).
+        let shown = |t: Time, exact: bool| match secs(t) {
+            s if s != 0.0 && s < 1e-6 => format!("{s:.3e} s"),
+            s if exact => format!("{s} s"),
+            s => format!("{s:.6} s"),
+        };
         if now > self.time {
             return Err(Error::Incomplete(format!(
-                "no end in sight: the run reached its budget of {} s of simulated time \
-                 ({} ticks) with node {n} still running at {:.6} s; a run that needs more \
+                "no end in sight: the run reached its budget of {} of simulated time \
+                 ({} ticks) with node {n} still running at {}; a run that needs more \
                  raises it with [{}] budget (at most {} ticks, {} s)",
-                secs(self.time),
+                shown(self.time, true),
                 self.time.0,
-                secs(now),
+                shown(now, false),
                 self.table,
                 magic::ni::cm5::MAX_RUN_TIME.0,
                 secs(magic::ni::cm5::MAX_RUN_TIME),
@@ -427,11 +435,11 @@ impl Budget {
         if events > most {
             return Err(Error::Incomplete(format!(
                 "no end in sight: the run reached its budget of {most} events (scheduler \
-                 steps and packets sent, {} a node) with node {n} still running at {:.6} s \
+                 steps and packets sent, {} a node) with node {n} still running at {} \
                  of simulated time; a run that needs more raises it with [{}] event_budget \
                  (at most {} a node)",
                 self.per_node,
-                secs(now),
+                shown(now, false),
                 self.table,
                 magic::ni::cm5::MAX_EVENTS,
             )));

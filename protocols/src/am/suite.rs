@@ -537,6 +537,9 @@ fn carried<C: serde::de::DeserializeOwned>(
 /// Measure the LogP figures of the platform `c` describes (a saved
 /// [`LogpResult`]'s, say): the same result, equal, on this kit.
 pub fn logp_config(c: &PlatformConfig) -> Result<LogpResult, Error> {
+    // The one-to-two benchmark needs three nodes: the range the error
+    // states is the measurement's, not the platform's.
+    c.machine().check(c.nodes(), LOGP_LEAST_NODES)?;
     let p = c.build()?;
     Ok(LogpResult {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -544,6 +547,10 @@ pub fn logp_config(c: &PlatformConfig) -> Result<LogpResult, Error> {
         logp: logp(p.as_ref())?,
     })
 }
+
+/// The fewest nodes [`logp`] measures on: the one-to-two benchmark's
+/// sender and its two receivers.
+pub const LOGP_LEAST_NODES: u32 = 3;
 
 /// Round trips from node 0 to every other node k = 1 .. P-1.
 pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, Error> {
