@@ -1660,9 +1660,14 @@ impl Source<'_> {
         let want = key_parts(key);
         let lines = keyed(self.text);
         if want.len() == 1 {
+            // A table's key first; a key of the root (an unknown one, as a
+            // table's are named in full) only if no table sets it.
+            let named = |k: &&Keyed| k.path.last() == want.last();
             return lines
                 .iter()
-                .find(|k| k.path.last() == want.last() && k.path.len() > 1)
+                .filter(named)
+                .find(|k| k.path.len() > 1)
+                .or_else(|| lines.iter().filter(named).find(|k| k.path.len() == 1))
                 .map(|k| k.line);
         }
         lines

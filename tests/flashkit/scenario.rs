@@ -259,7 +259,12 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         // A key no scenario has is unknown, whatever its value.
         (
             "foo = 1\n[miss]\n",
-            "s.toml: foo: unknown field `foo`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
+            "s.toml:1: foo: unknown field `foo`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
+        ),
+        // On its own line, below a table it is not in.
+        (
+            "# a scenario\n\nbar = \"x\"\n[miss]\ncase = \"remote-clean\"\n",
+            "s.toml:3: bar: unknown field `bar`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
         ),
         // A span that starts a line is on that line.
         (
