@@ -259,7 +259,8 @@ enum Command {
         #[arg(long)]
         flush: bool,
         /// Under global coherence: fetch remote dirty lines overlapped with
-        /// the transfer, or all of them first.
+        /// the transfer, or all of them first (collect needs --coherence
+        /// global).
         #[arg(long, value_enum, default_value_t = scenario::StrategyKind::Pipelined)]
         strategy: scenario::StrategyKind,
         /// Where the buffers are homed: at the transferring nodes, or both
@@ -319,7 +320,8 @@ enum Command {
         /// Byte offset of the line in its home's memory.
         #[arg(long, value_parser = parse_offset, default_value = "0x4080")]
         offset: u64,
-        /// The node holding the dirty copy (remote-dirty).
+        /// The node holding the dirty copy (remote-dirty; the other cases
+        /// have none, and take only the default).
         #[arg(long, default_value_t = 2)]
         owner: u32,
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -442,8 +444,20 @@ pub(crate) enum Format {
     Csv,
 }
 
+/// The command line's grammar, a negative number taken as a value (and
+/// refused by the flag it was given to), not as a string of short flags.
+fn grammar() -> clap::Command {
+    fn negative(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true).mut_subcommands(negative)
+    }
+    negative(<Cli as clap::CommandFactory>::command())
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = grammar()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
@@ -526,7 +540,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 out_raw!("{text}");
                 Ok(())
             }
-            (None, Some(file)) => run_file(&file, trace.as_deref(), format),
+            (None, Some(file)) => {
+                if let Some(t) = trace.as_deref().filter(|t| sweep::same_file(t, &file)) {
+                    return Err(Failure::Usage(format!(
+                        "--trace {t} is the scenario {file}: write the trace to another file"
+                    )));
+                }
+                run_file(&file, trace.as_deref(), format)
+            }
             (None, None) => Err(Failure::Usage(
                 "run needs a scenario file (or --print-defaults)".into(),
             )),
@@ -859,13 +880,14 @@ fn suite(
     }
     // One CSV block per benchmark (their columns differ), a blank line apart.
     for t in r.json["tables"].as_array().into_iter().flatten() {
-        // Labels as they are, numbers as JSON writes them, missing empty.
+        // Labels as they are (quoted where they hold a comma), numbers as
+        // JSON writes them, missing empty.
         let cells = |v: &serde_json::Value| -> Vec<String> {
             v.as_array()
                 .into_iter()
                 .flatten()
                 .map(|c| match c {
-                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::String(s) => flashkit::sweep::csv_cell(s),
                     serde_json::Value::Null => String::new(),
                     other => other.to_string(),
                 })

@@ -181,7 +181,7 @@ pub struct Setup {
     /// default.
     pub offset: u64,
     /// The node whose cache holds the line dirty (`remote-dirty`; 2 by
-    /// default).
+    /// default, and left at it by the other cases, which have no owner).
     pub owner: u32,
 }
 
@@ -197,8 +197,9 @@ impl Default for Setup {
 
 impl Setup {
     /// The setup is one a machine with `params` can run for `case`: 3 to
-    /// 4096 nodes, an owner that is a node of the machine (and, for
-    /// `remote-dirty`, neither the requester nor the home), a line and its
+    /// 4096 nodes, an owner that is a node of the machine (for
+    /// `remote-dirty`, neither the requester nor the home; for the other
+    /// cases, which have none, the default), a line and its
     /// pair inside node memory. The error names the [`Setup`] field.
     pub fn validate(&self, case: Case, params: &MagicParams) -> Result<(), OutOfRange> {
         if self.nodes < 3 {
@@ -208,6 +209,15 @@ impl Setup {
         if self.owner >= self.nodes {
             let allowed = format!("a node of the machine, below {}", self.nodes);
             return Err(OutOfRange::new("owner", allowed, self.owner));
+        }
+        // Only a dirty line has an owner: another value would be ignored.
+        let default = Setup::default().owner;
+        if case != Case::RemoteDirty && self.owner != default {
+            return Err(OutOfRange::new(
+                "owner",
+                format!("{default}, its default: only remote-dirty has an owner"),
+                self.owner,
+            ));
         }
         let home = home(case);
         if case == Case::RemoteDirty && (self.owner == 0 || self.owner == home.0) {

@@ -1726,15 +1726,21 @@ impl Protocol for Coherence {
         self.params
             .validate()
             .map_err(|e| BuildError::Protocol(e.to_string()))?;
-        if params.data_buffers < 2 {
+        if params.data_buffers < LEAST_DATA_BUFFERS {
             return Err(BuildError::Protocol(format!(
-                "the coherence protocol needs at least 2 data buffers per node (got {})",
+                "the coherence protocol needs at least {LEAST_DATA_BUFFERS} data buffers per node (got {})",
                 params.data_buffers
             )));
         }
         Ok(())
     }
 }
+
+/// The fewest data buffers a node running the protocol may have: a
+/// requester holds a reply's buffer while it waits for invalidation
+/// acknowledgements, and the inbox may need another for a data reply at the
+/// head of the same queue, so one buffer could deadlock the node.
+pub const LEAST_DATA_BUFFERS: usize = 2;
 
 /// A FLASH machine running the coherence protocol alone.
 pub fn machine(

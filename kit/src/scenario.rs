@@ -62,7 +62,8 @@ pub struct Transfer {
     /// the transfer (default false; what `coherence = "none"` needs).
     #[serde(default)]
     pub flush: bool,
-    /// How dirty send lines are fetched (default pipelined).
+    /// How dirty send lines are fetched (default pipelined; `collect`
+    /// under global coherence alone).
     #[serde(default)]
     pub strategy: StrategyKind,
     /// Where the buffers are homed (default at the transferring nodes;
@@ -1238,7 +1239,8 @@ pub struct Miss {
     /// The line's offset in its home's memory (default 0x4080).
     #[serde(default = "d_offset")]
     pub offset: u64,
-    /// The node whose cache holds a dirty line (default 2).
+    /// The node whose cache holds a dirty line (default 2; `remote-dirty`
+    /// alone has one, the other cases take only the default).
     #[serde(default = "d_two")]
     pub owner: u32,
 }
@@ -2023,13 +2025,31 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         _ => src.at(None, &e),
     };
     if let Some(x) = &s.study {
-        // A point its mode refuses is a row of the study, not an error.
-        if x.refusal(p.clone()).map_err(transfer)?.is_none() {
-            x.transfer()
-                .config_in(s, false)
-                .validate()
-                .map_err(transfer)?;
+        // A point its mode refuses is a refused row of `flashkit study`;
+        // as a scenario's one experiment (or a sweep's point) it cannot
+        // run, and is refused before anything does.
+        if let Some(why) = x.refusal(p.clone()).map_err(transfer)? {
+            return Err(src.error("mode", why));
         }
+        x.transfer()
+            .config_in(s, false)
+            .validate()
+            .map_err(transfer)?;
+    }
+    if (s.miss.is_some() || s.sharing.is_some())
+        && p.data_buffers < coherence::protocol::LEAST_DATA_BUFFERS
+    {
+        return Err(range(
+            &["machine"],
+            &magic::OutOfRange::new(
+                "data_buffers",
+                format!(
+                    "at least {} for the coherence protocol",
+                    coherence::protocol::LEAST_DATA_BUFFERS
+                ),
+                p.data_buffers,
+            ),
+        ));
     }
     if let Some(t) = &s.transfer {
         t.validate(p.clone()).map_err(transfer)?;
@@ -2076,6 +2096,11 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         protocols::am::costs::validate(x.delivery(), x.words, x.packet_words).map_err(protocol)?;
     }
     if let Some(x) = &s.logp {
+        // The measurement's least nodes first, so one range is ever said.
+        platform_config(x.platform, x.nodes, s)
+            .machine()
+            .check(x.nodes, protocols::am::suite::LOGP_LEAST_NODES)
+            .map_err(protocol)?;
         platform(x.platform, x.nodes, s).map_err(protocol)?;
     }
     if let Some(x) = &s.suite {
@@ -3028,7 +3053,14 @@ fn suite_run(c: &protocols::am::suite::SuiteConfig) -> Result<Report, RunError> 
     use protocols::am::{config::PlatformConfig, suite};
     let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
     if c.benchmark.as_deref() == Some("interrupt") && !cmaml {
-        return Err(RunError::Refused(suite::INTERRUPT_IS_CMAMLS));
+        return Err(RunError::Range(magic::OutOfRange::new(
+            "benchmark",
+            format!(
+                "a benchmark of this platform ({})",
+                suite::INTERRUPT_IS_CMAMLS
+            ),
+            "interrupt",
+        )));
     }
     let r = suite::run(c)?;
     ok(serde_json::to_value(&r)?, r.to_string())

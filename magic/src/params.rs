@@ -142,6 +142,7 @@ pub struct MagicParams {
     /// misses and commands must not wait behind a long operation), then the
     /// software queue, where long operations continue themselves (network
     /// reply, network request, processor, software).
+    #[serde(deserialize_with = "four_queues")]
     pub inbox_priority: [InQueue; 4],
     /// Cycles from a message entering an input queue until the PP can start
     /// its handler (the inbox stage: decode, jump-table lookup). The stage
@@ -207,6 +208,17 @@ impl Default for MagicParams {
             trace: false,
         }
     }
+}
+
+/// The inbox's order as a list of exactly four queues: a longer list is
+/// refused, not cut to its first four.
+fn four_queues<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[InQueue; 4], D::Error> {
+    use serde::de::Error as _;
+    let queues = Vec::<InQueue>::deserialize(d)?;
+    let n = queues.len();
+    queues
+        .try_into()
+        .map_err(|_| D::Error::invalid_length(n, &"the four queues, each once"))
 }
 
 impl MagicParams {
@@ -413,6 +425,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("unknown variant `disk`"), "{e}");
+        // A fifth queue is refused, not dropped.
+        let e = toml::from_str::<MagicParams>(
+            "inbox_priority = [\"net-reply\", \"net-request\", \"processor\", \"software\", \"software\"]",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("invalid length 5, expected the four queues"),
+            "{e}"
+        );
         assert!(toml::from_str::<MagicParams>("net_latency = -1").is_err());
         assert!(toml::from_str::<MagicParams>("net_latency = \"22\"").is_err());
     }

@@ -495,6 +495,35 @@ fn suite_json_cells_are_numbers_and_every_table_names_its_units() {
     assert_eq!(code, 0);
     let request = format!("request,{}", one_to_two["rows"][0][1]);
     assert!(out.lines().any(|l| l == request), "{out}");
+    // A label with a comma is one cell, quoted: the fit's rows keep the
+    // JSON's four columns.
+    let (code, out, err) = flashkit(&[
+        "suite",
+        "--platform",
+        "cm5",
+        "--benchmark",
+        "array-transfer",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let fit: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("# array-transfer fit"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        fit[0], "\"transfer, alignment\",start-up us,MB/s,n1/2 bytes",
+        "{out}"
+    );
+    assert_eq!(fit.len(), 7, "{out}");
+    for row in &fit[1..] {
+        let rest = row.strip_prefix('"').and_then(|r| r.split_once("\","));
+        let (label, cells) = rest.unwrap_or_else(|| panic!("{row}"));
+        assert!(label.contains(", "), "{row}");
+        assert_eq!(cells.split(',').count(), 3, "{row}");
+    }
 }
 
 #[test]
@@ -1343,5 +1372,97 @@ fn logp_states_the_node_range_it_measures_on() {
                 "{platform}"
             );
         }
+    }
+}
+
+#[test]
+fn a_negative_number_is_refused_by_the_flag_it_was_given_to() {
+    for (args, flag) in [
+        (
+            vec!["miss", "--case", "local-clean", "--offset", "-128"],
+            "--offset",
+        ),
+        (vec!["transfer", "--bytes", "-1"], "--bytes"),
+        (vec!["pipeline", "--nodes", "-4"], "--nodes"),
+        (vec!["check", "coherence", "--threads", "-1"], "--threads"),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains('-'), "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_suite_benchmark_a_machine_cannot_run_is_refused_by_its_flag() {
+    for (args, want) in [
+        (
+            vec!["suite", "--platform", "flash", "--nodes", "1", "--benchmark", "ring"],
+            "error: --nodes must be at least 2, got 1 (the ring benchmark)\n",
+        ),
+        // One node has no round trip, and no step to traverse.
+        (
+            vec!["suite", "--platform", "flash", "--nodes", "1", "--benchmark", "round-trip"],
+            "error: --nodes must be at least 2, got 1 (the round trip benchmark)\n",
+        ),
+        (
+            vec!["suite", "--platform", "flash", "--nodes", "1", "--benchmark", "traverse"],
+            "error: --nodes must be at least 2, got 1 (the traverse benchmark)\n",
+        ),
+        (
+            vec!["suite", "--platform", "cm5", "--benchmark", "interrupt"],
+            "error: --benchmark must be a benchmark of this platform (interrupt-driven reception is CMAML's: use platform cm5-cmaml), got interrupt\n",
+        ),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", want), "{args:?}");
+    }
+}
+
+#[test]
+fn a_flag_its_case_or_mode_would_ignore_is_refused() {
+    for (args, want) in [
+        (
+            vec!["miss", "--case", "local-clean", "--owner", "1"],
+            "error: --owner must be 2, its default: only remote-dirty has an owner, got 1\n",
+        ),
+        (vec!["transfer", "--strategy", "collect"], "--strategy"),
+        (
+            vec!["transfer", "--strategy", "collect", "--coherence", "none"],
+            "--strategy",
+        ),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // Where they apply, they run.
+    for args in [
+        vec![
+            "miss",
+            "--case",
+            "remote-dirty",
+            "--owner",
+            "2",
+            "--format",
+            "json",
+        ],
+        vec!["miss", "--case", "local-clean", "--format", "json"],
+        vec![
+            "transfer",
+            "--strategy",
+            "collect",
+            "--coherence",
+            "global",
+            "--format",
+            "json",
+        ],
+    ] {
+        let (code, _, err) = flashkit(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
     }
 }

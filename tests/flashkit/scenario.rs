@@ -386,6 +386,47 @@ fn a_plan_refuses_an_impossible_point_before_running_any() {
     assert_eq!(*index, 1, "{e}");
     assert_eq!(error.key.as_deref(), Some("bytes"), "{e}");
     assert_eq!(error.message, "must be from 1 to 1048576, got 0", "{e}");
+    // What a point's machine or mode could not run is found by the plan
+    // too, naming its key, not by the run after earlier rows were written.
+    for (text, axis, key, message) in [
+        (
+            "[study]\nmode = \"local\"\n",
+            "study.placement=home,third",
+            "mode",
+            "placement = \"third\" cannot go with coherence = \"local\"",
+        ),
+        (
+            "[miss]\n",
+            "machine.data_buffers=2,1",
+            "data_buffers",
+            "must be at least 2 for the coherence protocol, got 1",
+        ),
+        (
+            "[sharing]\n",
+            "machine.data_buffers=2,1",
+            "data_buffers",
+            "must be at least 2 for the coherence protocol, got 1",
+        ),
+        (
+            "[logp]\nplatform = \"cm5\"\n",
+            "logp.nodes=3,2",
+            "nodes",
+            "must be from 3 to 1024, got 2",
+        ),
+    ] {
+        let src = Source {
+            path: "s.toml",
+            text,
+        };
+        let axes = [Axis::parse(axis).unwrap()];
+        let e = Plan::new(&src, &axes).unwrap_err();
+        let SweepError::Point { index, error, .. } = &e else {
+            panic!("{text}: {e}")
+        };
+        assert_eq!(*index, 1, "{text}: {e}");
+        assert_eq!(error.key.as_deref(), Some(key), "{text}: {e}");
+        assert!(error.message.starts_with(message), "{text}: {e}");
+    }
 }
 
 fn sweep(extra: &[&str]) -> String {

@@ -63,13 +63,20 @@ fn req(to: u32, handler: Handler) -> Step {
     }
 }
 
+/// `Err` naming both counts unless the platform has the `need` nodes a
+/// benchmark uses.
+fn at_least(p: &dyn Platform, need: u32, what: &'static str) -> Result<(), Error> {
+    match p.nodes() {
+        n if n < need => Err(Error::too_few_nodes(what, need, n)),
+        _ => Ok(()),
+    }
+}
+
 /// An empty program for every node, once the platform has the `need`
 /// nodes a benchmark uses (refused otherwise, naming both counts).
 fn idle(p: &dyn Platform, need: u32, what: &'static str) -> Result<Vec<Vec<Step>>, Error> {
+    at_least(p, need, what)?;
     let nodes = p.nodes();
-    if nodes < need {
-        return Err(Error::too_few_nodes(what, need, nodes));
-    }
     // Before anything is allocated per node: the platform's own limits
     // (the CM-5's 1024, the SP's 512), then the most any platform has.
     p.check()?;
@@ -155,7 +162,7 @@ pub fn poll_empty(p: &dyn Platform) -> Result<f64, Error> {
 
 /// [`poll_empty`]'s counts.
 pub fn poll_empty_span(p: &dyn Platform) -> Result<Span, Error> {
-    let mut progs = idle(p, 1, "the empty poll")?;
+    let mut progs = idle(p, 1, "empty poll")?;
     progs[0].push(Step::Mark);
     progs[0].extend((0..MSGS).map(|_| Step::Poll));
     progs[0].push(Step::Mark);
@@ -172,7 +179,7 @@ pub fn poll_one(p: &dyn Platform) -> Result<f64, Error> {
 pub fn poll_one_span(p: &dyn Platform) -> Result<Span, Error> {
     let n = ROUND_TRIPS;
     let settle = Time(300 * magic::time::TICKS_PER_US);
-    let mut progs = idle(p, 2, "the successful poll")?;
+    let mut progs = idle(p, 2, "successful poll")?;
     for _ in 0..n {
         progs[0].extend([
             Step::Request {
@@ -214,7 +221,7 @@ pub fn round_trip(p: &dyn Platform, to: u32) -> Result<f64, Error> {
 /// [`round_trip`]'s counts.
 pub fn round_trip_span(p: &dyn Platform, to: u32) -> Result<Span, Error> {
     let n = ROUND_TRIPS;
-    let mut progs = idle(p, 2, "the round trip")?;
+    let mut progs = idle(p, 2, "round trip")?;
     crate::error::check("to", to, 1, p.nodes() - 1)?;
     progs[0].push(Step::Mark);
     for i in 0..n {
@@ -240,7 +247,7 @@ pub fn ring(p: &dyn Platform) -> Result<f64, Error> {
 /// [`ring`]'s counts: the slowest node's time.
 pub fn ring_span(p: &dyn Platform) -> Result<Span, Error> {
     let n = p.nodes();
-    let mut progs = idle(p, 2, "the ring")?;
+    let mut progs = idle(p, 2, "ring")?;
     for i in 0..n {
         let to = (i + 1) % n;
         let prog = &mut progs[i as usize];
@@ -554,12 +561,15 @@ pub const LOGP_LEAST_NODES: u32 = 3;
 
 /// Round trips from node 0 to every other node k = 1 .. P-1.
 pub fn round_trips(p: &dyn Platform) -> Result<Vec<(u32, f64)>, Error> {
+    // A machine of one node has no round trip to take: refused, not an
+    // empty table.
+    at_least(p, 2, "round trip")?;
     (1..p.nodes()).map(|d| Ok((d, round_trip(p, d)?))).collect()
 }
 
 /// A run's op table for a benchmark (for people reading where time went).
 pub fn ops_of(p: &dyn Platform) -> Result<Run, Error> {
-    let mut progs = idle(p, 2, "the operation costs")?;
+    let mut progs = idle(p, 2, "operation costs")?;
     progs[0] = vec![
         Step::Request {
             to: NodeId(1),
@@ -590,7 +600,7 @@ fn share(part: u64, whole: u64) -> f64 {
 /// messages, and the ticks of its whole run.
 pub fn interrupt_span(p: &dyn Platform, interval: Time) -> Result<(Span, u64), Error> {
     let n = MSGS / 4;
-    let mut progs = idle(p, 2, "the interrupt load")?;
+    let mut progs = idle(p, 2, "interrupt load")?;
     crate::error::check("interval", interval, Time::ZERO, MAX_INTERVAL)?;
     for _ in 0..n {
         progs[1].push(req(0, Handler::Nop));
@@ -1087,6 +1097,7 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
             vec![vec![us(two_to_one_span(p)?)]],
         )],
         "round-trip" => {
+            at_least(p, 2, "round trip")?;
             let rows = (1..p.nodes())
                 .map(|d| Ok(vec![count(d as u64), us(round_trip_span(p, d)?)]))
                 .collect::<Result<_, Error>>()?;
@@ -1372,7 +1383,7 @@ pub fn array_transfer_span(
     align: super::Align,
     blocking: bool,
 ) -> Result<Span, Error> {
-    let mut progs = idle(p, 2, "the array transfer")?;
+    let mut progs = idle(p, 2, "array transfer")?;
     check_bytes(bytes)?;
     let store = Step::Store {
         to: NodeId(1),
@@ -1652,6 +1663,7 @@ pub fn traverse(p: &dyn Platform) -> Result<Vec<(u32, f64, f64)>, Error> {
 
 /// [`traverse`]'s counts.
 pub fn traverse_spans(p: &dyn Platform) -> Result<Vec<(u32, Span, Span)>, Error> {
+    at_least(p, 2, "traverse")?;
     traverse_steps(p.nodes())
         .into_iter()
         .map(|i| Ok((i, traverse_span(p, i, false)?, traverse_span(p, i, true)?)))
@@ -1667,7 +1679,7 @@ pub fn swap(p: &dyn Platform, bytes: u32) -> Result<f64, Error> {
 
 /// [`swap`]'s counts: the slower node's ticks.
 pub fn swap_span(p: &dyn Platform, bytes: u32) -> Result<Span, Error> {
-    let mut progs = idle(p, 2, "the swap")?;
+    let mut progs = idle(p, 2, "swap")?;
     check_bytes(bytes)?;
     for (me, other) in [(0u32, 1u32), (1, 0)] {
         progs[me as usize] = vec![
@@ -1740,7 +1752,7 @@ pub fn blocking_op(p: &dyn Platform, bytes: u32, get: bool) -> Result<f64, Error
 
 /// [`blocking_op`]'s counts.
 pub fn blocking_span(p: &dyn Platform, bytes: u32, get: bool) -> Result<Span, Error> {
-    let mut progs = idle(p, 2, "the blocking store and get")?;
+    let mut progs = idle(p, 2, "blocking store and get")?;
     check_bytes(bytes)?;
     let k = (STREAM / bytes).clamp(1, 8) as u64;
     progs[0].push(Step::Mark);
@@ -1781,7 +1793,7 @@ pub fn mb_s(bytes: u64, span: Span) -> f64 {
 
 /// [`pipelined`]'s counts: the whole stream's ticks.
 pub fn pipelined_span(p: &dyn Platform, bytes: u32) -> Result<Span, Error> {
-    let mut progs = idle(p, 2, "the pipelined stores")?;
+    let mut progs = idle(p, 2, "pipelined stores")?;
     check_bytes(bytes)?;
     let k = STREAM.div_ceil(bytes) as u64;
     progs[0].push(Step::Mark);

@@ -159,7 +159,8 @@ pub struct Config {
     /// `none` needs to deliver the latest bytes; harmless under the others.
     pub flush: bool,
     /// How global coherence fetches a third node's dirty lines (default
-    /// pipelined).
+    /// pipelined; `Collect` is refused under the other modes, which fetch
+    /// none).
     pub strategy: Strategy,
     /// Where the buffers are homed (default at the transferring nodes). At
     /// a third node, a send buffer `dirty-remote` is dirty in the home's own
@@ -276,6 +277,16 @@ impl Config {
                 let allowed = format!("from 1 to the data-buffer pool, {pool}");
                 return Err(OutOfRange::new("chunk", allowed, k).into());
             }
+        }
+        if self.strategy == Strategy::Collect && self.mode != Mode::Global {
+            return Err(ConfigError::Needs {
+                field: "strategy",
+                value: "collect",
+                other: "coherence",
+                other_value: "global",
+                why: "the strategy orders the fetches of lines dirty in a third node's \
+                      cache, which only global coherence makes",
+            });
         }
         if self.sender == SenderState::DirtyRemote && self.mode == Mode::Local {
             return Err(ConfigError::Needs {

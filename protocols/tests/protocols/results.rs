@@ -517,7 +517,12 @@ fn miss_config(case: coherence::miss::Case) -> coherence::miss::Config {
         case,
         setup: Setup {
             nodes: 5,
-            owner: 3,
+            // Only a dirty line has an owner.
+            owner: if case == coherence::miss::Case::RemoteDirty {
+                3
+            } else {
+                2
+            },
             offset: 0x8100,
         },
         ..Config::default()

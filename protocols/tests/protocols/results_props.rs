@@ -65,6 +65,8 @@ prop_compose! {
         };
         if none && c.sender != SenderState::DirtyRemote {
             c.mode = Mode::None;
+            // Fetch strategies are global coherence's alone.
+            c.strategy = protocols::transfer::Strategy::Pipelined;
         }
         c.params.mem_first_dword = Cycles(mem_first_dword);
         c.params.net_latency = Cycles(net_latency);
@@ -113,7 +115,11 @@ prop_compose! {
             case,
             setup: coherence::miss::Setup {
                 nodes,
-                owner: 2 + owner % (nodes - 2),
+                owner: match case {
+                    coherence::miss::Case::RemoteDirty => 2 + owner % (nodes - 2),
+                    // Only a dirty line has an owner.
+                    _ => 2,
+                },
                 offset,
             },
             ..Default::default()

@@ -88,7 +88,8 @@ prop_compose! {
             src_offset,
             dst_offset,
             mode,
-            strategy,
+            // Fetch strategies are global coherence's alone.
+            strategy: if mode == Mode::Global { strategy } else { XferStrategy::Pipelined },
             direction,
             // At most one part per byte.
             receives: receives.min(bytes as u32),
