@@ -99,16 +99,18 @@ where
 /// A byte count as the command line gives it: digits, then optionally K,
 /// M, G, T or P (powers of 1024, an `iB` or `B` after it allowed).
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
+    let t = s;
     let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     let (num, unit) = t.split_at(digits);
     let n: u64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a byte count (digits, then K, M, G, T or P)"))?;
-    let bare = unit
-        .strip_suffix("iB")
-        .or_else(|| unit.strip_suffix('B'))
-        .unwrap_or(unit);
+    // `iB` and `B` follow a unit's letter; `B` alone is bytes.
+    let bare = match unit.strip_suffix("iB") {
+        Some("") => return Err(format!("{s:?}: iB follows K, M, G, T or P")),
+        Some(u) => u,
+        None => unit.strip_suffix('B').unwrap_or(unit),
+    };
     let shift = match bare {
         "" => 0,
         "K" | "k" => 10,
@@ -201,11 +203,29 @@ pub struct CheckArgs {
     /// The report is the same whatever the number.
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Store states up to a renaming of the nodes that play the same role
-    /// (coherence: every node that is no line's home), on or off (default
-    /// on; each run's report says which ran).
-    #[arg(long, value_enum, default_value_t = Symmetry::On)]
-    symmetry: Symmetry,
+    /// coherence: store states up to a renaming of the nodes that play the
+    /// same role (every node that is no line's home), on or off (default
+    /// on; each run's report says which ran). The hold-off and transfer
+    /// checks' two nodes play different roles: they have no symmetry.
+    #[arg(long, value_enum)]
+    symmetry: Option<Symmetry>,
+}
+
+/// The bounds a check takes when no flag sets them.
+struct DefaultBounds {
+    max_states: usize,
+    max_bytes: u64,
+    threads: usize,
+}
+
+impl CheckArgs {
+    fn default_bounds() -> DefaultBounds {
+        DefaultBounds {
+            max_states: magic::check::DEFAULT_MAX_STATES,
+            max_bytes: magic::check::DEFAULT_MAX_BYTES,
+            threads: 0,
+        }
+    }
 }
 
 /// Whether a search takes states up to a renaming of symmetric nodes.
@@ -233,11 +253,13 @@ fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
             .or(given(o(&a.chunk), "--chunk"))
             .or(given(o(&a.offset), "--offset")),
         CheckKind::Holdoff => protocol
+            .or(given(a.symmetry.is_some(), "--symmetry"))
             .or(given(o(&a.nodes), "--nodes"))
             .or(given(o(&a.receives), "--receives"))
             .or(given(o(&a.chunk), "--chunk"))
             .or(given(o(&a.offset), "--offset")),
         CheckKind::Transfer => protocol
+            .or(given(a.symmetry.is_some(), "--symmetry"))
             .or(given(o(&a.nodes), "--nodes"))
             .or(given(o(&a.ops), "--ops"))
             .or(given(o(&a.changes), "--changes"))
@@ -248,14 +270,11 @@ fn unused(kind: CheckKind, a: &CheckArgs) -> Option<String> {
 
 /// Run `flashkit check KIND` with `a`'s bounds.
 pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failure> {
-    if a.inject.as_deref() == Some("list") {
-        for b in kind.bugs() {
-            out!("{b}");
-        }
-        return Ok(());
-    }
     if let Some(e) = unused(kind, &a) {
         return Err(Failure::Usage(e));
+    }
+    if a.inject.as_deref() == Some("list") {
+        return list(kind, &a, format);
     }
     let bug = match &a.inject {
         None => None,
@@ -304,6 +323,17 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 Some(t) => vec![t.technique()],
                 None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
             };
+            let planted = bug.map(|i| protocols::user::check::Bug::ALL[i]);
+            if let (Some(b), [t]) = (planted, &techniques[..]) {
+                if !b.acts_under(*t) {
+                    return Err(Failure::Usage(format!(
+                        "--inject {} does nothing under --technique {}: its handlers are the {} technique's",
+                        b.name(),
+                        t.name(),
+                        b.technique().name()
+                    )));
+                }
+            }
             for technique in techniques {
                 models.push(Model::Holdoff(HoldoffCheck {
                     technique,
@@ -329,7 +359,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
     }
     let mut config = CheckConfig::new(kind.kind(), a.max_states, models);
     config.max_bytes = a.max_bytes;
-    config.symmetry = a.symmetry == Symmetry::On;
+    config.symmetry = a.symmetry != Some(Symmetry::Off);
     let bounds = Bounds {
         threads: a.threads,
         ..config.bounds(Some(&PROGRESS))
@@ -365,6 +395,56 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
             o.violation.as_deref().unwrap_or("a violation")
         ));
         return Err(Failure::Stuck);
+    }
+    Ok(())
+}
+
+/// `--inject list`: the check's bugs, a line each (a JSON array, or a
+/// CSV column). It runs no search, so it takes no bound.
+fn list(kind: CheckKind, a: &CheckArgs, format: Format) -> Result<(), Failure> {
+    let d = CheckArgs::default_bounds();
+    let given = [
+        (a.nodes.is_some(), "--nodes"),
+        (a.lines.is_some(), "--lines"),
+        (a.ops.is_some(), "--ops"),
+        (a.buffers.is_some(), "--buffers"),
+        (a.changes.is_some(), "--changes"),
+        (a.technique.is_some(), "--technique"),
+        (a.receives.is_some(), "--receives"),
+        (a.chunk.is_some(), "--chunk"),
+        (a.offset.is_some(), "--offset"),
+        (a.directory.is_some(), "--directory"),
+        (a.pointer_store.is_some(), "--pointer-store"),
+        (a.acks.is_some(), "--acks"),
+        (a.hints.is_some(), "--hints"),
+        (a.forwards.is_some(), "--forwards"),
+        (a.max_states != d.max_states, "--max-states"),
+        (a.max_bytes != d.max_bytes, "--max-bytes"),
+        (a.threads != d.threads, "--threads"),
+        (a.symmetry.is_some(), "--symmetry"),
+    ];
+    if let Some((_, f)) = given.iter().find(|g| g.0) {
+        return Err(Failure::Usage(format!(
+            "{f} does not apply to --inject list, which runs no search"
+        )));
+    }
+    let bugs = kind.bugs();
+    match format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string(&bugs).map_err(|e| Failure::Failed(e.to_string()))?
+        ),
+        Format::Csv => {
+            out!("bug");
+            for b in bugs {
+                out!("{b}");
+            }
+        }
+        Format::Table => {
+            for b in bugs {
+                out!("{b}");
+            }
+        }
     }
     Ok(())
 }

@@ -165,6 +165,35 @@ fn check_bad_input_gets_one_line_and_status_2() {
             "--max-states must be from 1 to 100000000, got 0",
         ),
         (&["check", "nothing"], "invalid value 'nothing'"),
+        // A flag or bug the check would ignore.
+        (
+            &["check", "holdoff", "--symmetry", "off"],
+            "--symmetry does not apply to check holdoff",
+        ),
+        (
+            &["check", "transfer", "--symmetry", "on"],
+            "--symmetry does not apply to check transfer",
+        ),
+        (
+            &["check", "holdoff", "--inject", "early-answer", "--technique", "tlb"],
+            "--inject early-answer does nothing under --technique tlb: its handlers are the holdoff technique's",
+        ),
+        (
+            &["check", "holdoff", "--inject", "keep-tlb-entry", "--technique", "invalidate"],
+            "--inject keep-tlb-entry does nothing under --technique invalidate",
+        ),
+        (
+            &["check", "coherence", "--inject", "list", "--nodes", "3"],
+            "--nodes does not apply to --inject list, which runs no search",
+        ),
+        (
+            &["check", "coherence", "--inject", "list", "--nodes", "9"],
+            "--nodes does not apply to --inject list",
+        ),
+        (
+            &["check", "holdoff", "--inject", "list", "--nodes", "3"],
+            "--nodes does not apply to check holdoff",
+        ),
     ] {
         let (code, out, err) = flashkit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -433,7 +462,17 @@ fn a_memory_maximum_stops_a_search_and_says_so_on_any_thread_count() {
 /// a count out of range, is refused with one line naming the flag.
 #[test]
 fn a_bad_memory_maximum_is_refused_naming_the_flag() {
-    for bad in ["0", "1023K", "2X", "G", "-1M", "99999999999P", "2P"] {
+    for bad in [
+        "0",
+        "1023K",
+        "2X",
+        "G",
+        "-1M",
+        "99999999999P",
+        "2P",
+        " 2M ",
+        "2000000iB",
+    ] {
         let flag = format!("--max-bytes={bad}");
         let (code, out, err) = flashkit(&["check", "coherence", &flag]);
         assert_eq!(code, 2, "--max-bytes {bad}: {out}");
@@ -482,4 +521,33 @@ fn the_replaying_search_stops_at_a_memory_maximum_too() {
     let r = run(Technique::Tlb);
     assert!(!r.complete && r.limit == Some(Limit::Memory), "{r:?}");
     assert!(r.states > 1 && r.states < 16_711, "{} states", r.states);
+}
+
+/// `--inject list` names a check's bugs in every format, and each bug
+/// planted under a technique it acts under is found.
+#[test]
+fn the_bug_list_follows_the_format_and_each_bug_acts_where_it_is_planted() {
+    let (code, out, err) = flashkit(&["check", "holdoff", "--inject", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "early-answer\nkeep-stale\nkeep-tlb-entry\n");
+    let (code, out, _) = flashkit(&["check", "holdoff", "--inject", "list", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!(["early-answer", "keep-stale", "keep-tlb-entry"])
+    );
+    let (code, out, _) = flashkit(&["check", "transfer", "--inject", "list", "--format", "csv"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, "bug\nearly-done\nlatest-space\n");
+    // keep-stale leaves the TLB technique's uses unmarked too.
+    for t in ["invalidate", "tlb"] {
+        let (code, v, err) = check(
+            "holdoff",
+            &["--lines", "2", "--changes", "1", "--technique", t],
+            &["--inject", "keep-stale"],
+        );
+        assert_eq!(code, 1, "{t}: {err}");
+        assert_eq!(v["violations"], 1, "{t}: {v}");
+    }
 }

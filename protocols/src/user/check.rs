@@ -44,6 +44,13 @@ impl Bug {
             Bug::KeepTlbEntry => Technique::Tlb,
         }
     }
+
+    /// Whether the bug changes what the handlers of `technique` do: each
+    /// acts under its own, and the uses left unmarked by `KeepStale` are
+    /// the TLB technique's too. Planted under another, it does nothing.
+    pub fn acts_under(self, technique: Technique) -> bool {
+        self.technique() == technique || (self == Bug::KeepStale && technique == Technique::Tlb)
+    }
 }
 
 /// The configuration a hold-off check explores.
