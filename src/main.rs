@@ -656,7 +656,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             nodes,
             format,
         } => match (export, out) {
-            (Some(e), Some(dir)) => logp_export(platform, e, nodes, &dir),
+            (Some(e), Some(dir)) => logp_export(platform, e, nodes, &dir, format),
             (Some(_), None) => Err(Failure::Usage(
                 "--export needs --out DIR, the folder to write the files in".into(),
             )),
@@ -835,15 +835,21 @@ fn logp(p: scenario::PlatformKind, nodes: u32, format: Format) -> Result<(), Fai
 }
 
 /// Write a platform's figures as LogGOPSim's or SimGrid's input into `dir`,
-/// and list the files written.
+/// and list the files written (a line each, a JSON array, or a CSV column).
 fn logp_export(
     p: scenario::PlatformKind,
     e: ExportArg,
     nodes: u32,
     dir: &str,
+    format: Format,
 ) -> Result<(), Failure> {
     use protocols::am::export;
     let usage = |e: protocols::Error| Failure::Usage(cli_words(&e, e.field()));
+    // The measurement's least nodes first, as `logp` itself says them.
+    scenario::platform_config(p, nodes, &Default::default())
+        .machine()
+        .check(nodes, protocols::am::suite::LOGP_LEAST_NODES)
+        .map_err(usage)?;
     let plat = scenario::platform(p, nodes, &Default::default()).map_err(usage)?;
     let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
     let files = match e {
@@ -854,11 +860,29 @@ fn logp_export(
     }
     .map_err(|e| Failure::Failed(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
+    let mut names = Vec::new();
     for file in &files {
         let path = std::path::Path::new(dir).join(file.name);
         let name = path.display().to_string();
         output::write_file(&name, file.text.as_bytes())?;
-        out!("{name}");
+        names.push(name);
+    }
+    match format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string(&names).map_err(|e| Failure::Failed(e.to_string()))?
+        ),
+        Format::Csv => {
+            out!("file");
+            for n in &names {
+                out!("{}", flashkit::sweep::csv_cell(n));
+            }
+        }
+        Format::Table => {
+            for n in &names {
+                out!("{n}");
+            }
+        }
     }
     Ok(())
 }

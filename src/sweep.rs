@@ -239,9 +239,63 @@ fn csv_width(line: &str) -> Option<usize> {
     Some(cells)
 }
 
+/// A cell no sweep writes: a figure that is not a number (the kit refuses
+/// NaN and infinities in every result).
+fn not_a_figure(cell: &str) -> bool {
+    let c = cell.trim_start_matches(['-', '+']).to_ascii_lowercase();
+    matches!(c.as_str(), "nan" | "inf" | "infinity")
+}
+
+/// Whether a part's JSON or JSON Lines rows are as a sweep writes them: a
+/// JSON array's rows objects of text cells under one list of keys, a JSON
+/// Lines record its `point`, `version`, `config` and `result`. The keys of
+/// the first row (what another part's must match); the error names the
+/// first row that is not, counting rows from 1.
+fn json_rows_fit<'a>(
+    format: RowFormat,
+    rows: impl Iterator<Item = &'a str>,
+) -> Result<Option<String>, String> {
+    // Keys as a parsed object holds them: sorted.
+    const RECORD: [&str; 4] = ["config", "point", "result", "version"];
+    let mut first: Option<Vec<String>> = None;
+    for (i, row) in rows.enumerate() {
+        let bad = |why: &str| format!("row {} {why}: not a row a sweep wrote", i + 1);
+        let v: serde_json::Value =
+            serde_json::from_str(row).map_err(|_| bad("is not a JSON object"))?;
+        let obj = v.as_object().ok_or_else(|| bad("is not a JSON object"))?;
+        let keys: Vec<String> = obj.keys().cloned().collect();
+        match format {
+            RowFormat::Jsonl => {
+                let objects = obj.get("config").is_some_and(|c| c.is_object())
+                    && obj.get("result").is_some_and(|r| r.is_object());
+                if keys != RECORD || !objects {
+                    return Err(bad("is not a record of point, version, config and result"));
+                }
+            }
+            _ => {
+                let cells = obj
+                    .values()
+                    .all(|c| c.as_str().is_some_and(|c| !not_a_figure(c)));
+                if !cells {
+                    return Err(bad("holds a cell that is not text, or not a figure"));
+                }
+                match &first {
+                    Some(f) if *f != keys => return Err(bad("has other keys than row 1")),
+                    _ => {}
+                }
+            }
+        }
+        first.get_or_insert(keys);
+    }
+    Ok(first
+        .filter(|_| format == RowFormat::Json)
+        .map(|k| k.join(",")))
+}
+
 /// Whether a part's CSV header and rows are as a sweep writes them: the
-/// header's first column `point`, every row as many cells as the header.
-/// The error names the first line that is not, counting rows from 1.
+/// header's first column `point`, every row as many cells as the header,
+/// no cell a NaN or an infinity. The error names the first line that is
+/// not, counting rows from 1.
 fn csv_rows_fit<'a>(
     header: Option<&str>,
     rows: impl Iterator<Item = &'a str>,
@@ -259,6 +313,12 @@ fn csv_rows_fit<'a>(
             let cells = n.map_or("a quote left open".into(), |n| format!("{n} cells"));
             return Err(format!(
                 "row {} has {cells} where its header has {width}: not a row a sweep wrote",
+                i + 1
+            ));
+        }
+        if row.split(',').any(not_a_figure) {
+            return Err(format!(
+                "row {} holds a cell that is not a figure (NaN or an infinity): not a row a sweep wrote",
                 i + 1
             ));
         }
@@ -363,11 +423,11 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         len += row.len() + 1;
         kept += 1;
     }
-    if mark.format == RowFormat::Csv {
-        let rows = whole.lines().skip(2);
-        csv_rows_fit(header.as_deref(), rows)
-            .map_err(|e| usage(format!("{e}; remove it to start afresh")))?;
-    }
+    let fit = match mark.format {
+        RowFormat::Csv => csv_rows_fit(header.as_deref(), whole.lines().skip(2)),
+        f => json_rows_fit(f, whole.lines().skip(1)).map(drop),
+    };
+    fit.map_err(|e| usage(format!("{e}; remove it to start afresh")))?;
     f.set_len(len as u64)
         .map_err(|e| output::failed(path, &e))?;
     f.seek(std::io::SeekFrom::End(0))
@@ -605,6 +665,8 @@ struct Part<'a> {
     path: &'a str,
     mark: Mark,
     header: Option<&'a str>,
+    /// Its columns: the CSV header, a JSON array's rows' keys.
+    shape: Option<String>,
     rows: Vec<(usize, &'a str)>,
 }
 
@@ -673,13 +735,19 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                 })?;
             rows.push((p, row));
         }
-        if mark.format == RowFormat::Csv {
-            csv_rows_fit(header, rows.iter().map(|r| r.1)).map_err(|e| format!("{path}: {e}"))?;
-        }
+        let shape = match mark.format {
+            RowFormat::Csv => {
+                csv_rows_fit(header, rows.iter().map(|r| r.1))
+                    .map_err(|e| format!("{path}: {e}"))?;
+                header.map(str::to_string)
+            }
+            f => json_rows_fit(f, rows.iter().map(|r| r.1)).map_err(|e| format!("{path}: {e}"))?,
+        };
         parts.push(Part {
             path,
             mark,
             header,
+            shape,
             rows,
         });
     }
@@ -775,7 +843,18 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
     }
     // One header, the same on every part that has rows.
     let mut header = None;
+    let mut shape: Option<(&Option<String>, &str)> = None;
     for p in parts.iter().filter(|p| !p.rows.is_empty()) {
+        match shape {
+            None => shape = Some((&p.shape, p.path)),
+            Some((s, other)) if *s != p.shape => {
+                return Err(format!(
+                    "{} and {other} have different columns: not parts of one sweep",
+                    p.path
+                ))
+            }
+            _ => {}
+        }
         match (header, p.header) {
             (None, h) => header = Some((h, p.path)),
             (Some((h, other)), h2) if h != h2 => {

@@ -637,6 +637,32 @@ fn logp_exports_write_the_tools_files() {
     for (n, a) in names.iter().zip(&first) {
         assert_eq!(&std::fs::read_to_string(d.join(n)).unwrap(), a, "{n}");
     }
+    // The list of files written follows --format.
+    let mut json = args.to_vec();
+    json.extend(["--format", "json"]);
+    let (code, out, err) = flashkit(&json);
+    assert_eq!(code, 0, "{err}");
+    let v: Vec<String> = serde_json::from_str(&out).unwrap();
+    assert_eq!(v, listed);
+    // Too few nodes for the measurement: its range, as plain logp says it.
+    for n in ["0", "2"] {
+        let (code, _, err) = flashkit(&[
+            "logp",
+            "--platform",
+            "flash",
+            "--nodes",
+            n,
+            "--export",
+            "simgrid",
+            "--out",
+            dir,
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            err,
+            format!("error: --nodes must be from 3 to 4096, got {n}\n")
+        );
+    }
 
     let d = scratch("sg");
     let (code, out, err) = flashkit(&[

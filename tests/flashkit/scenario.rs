@@ -734,6 +734,16 @@ fn a_doctored_part_is_refused_at_once() {
         format!("{mark}\n{header}\n{short}"),
         "row 1 has 5 cells where its header has",
     );
+    // A figure no run gives.
+    let (head, last) = first_row.rsplit_once(',').unwrap();
+    assert!(last.parse::<f64>().is_ok(), "{first_row}");
+    for nan in ["NaN", "inf", "-inf"] {
+        let doctored = rows.replacen(first_row, &format!("{head},{nan}"), 1);
+        refuse(
+            format!("{mark}\n{header}\n{doctored}"),
+            "row 1 holds a cell that is not a figure",
+        );
+    }
     // --resume keeps no such row.
     std::fs::write(&all[0], format!("{mark}\n{header}\n{short}")).unwrap();
     let (code, _, err) = flashkit(&[
@@ -767,6 +777,82 @@ fn a_doctored_part_is_refused_at_once() {
     assert!(err.contains("0 <= i < n <= 1048576"), "{err}");
     std::fs::write(&all[0], &keep).unwrap();
     assert_eq!(merge(&all, &out), (0, String::new()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A JSON part's rows are a sweep's: objects of text cells under the same
+/// keys in every row and part; a JSON Lines record is point, version,
+/// config and result.
+#[test]
+fn a_doctored_json_part_is_refused() {
+    let dir = scratch("doctored-json");
+    for format in ["json", "jsonl"] {
+        let mut all = Vec::new();
+        for i in 0..2 {
+            let f = dir.join(format!("p{i}.{format}"));
+            let (code, _, err) = flashkit(&[
+                "sweep",
+                "examples/miss.toml",
+                "--vary",
+                "miss.nodes=3,4,5,6",
+                "--format",
+                format,
+                "--shard",
+                &format!("{i}/2"),
+                "--out",
+                path(&f),
+            ]);
+            assert_eq!(code, 0, "{err}");
+            all.push(path(&f).to_string());
+        }
+        let out = dir.join(format!("all.{format}"));
+        assert_eq!(merge(&all, &out), (0, String::new()));
+        let keep = std::fs::read_to_string(&all[1]).unwrap();
+        let (mark, rows) = keep.split_once('\n').unwrap();
+        let row: serde_json::Value = serde_json::from_str(rows.lines().next().unwrap()).unwrap();
+        type Edit = fn(&mut serde_json::Map<String, serde_json::Value>);
+        let edits: Vec<(&str, Edit)> = if format == "json" {
+            vec![
+                ("a key fewer", |o| {
+                    o.remove("result.latency_cycles");
+                }),
+                ("a key more", |o| {
+                    o.insert("zzz".into(), "1".into());
+                }),
+                ("a cell not text", |o| {
+                    o.insert(
+                        "result.latency_cycles".into(),
+                        serde_json::json!({"a": [1]}),
+                    );
+                }),
+                ("a NaN", |o| {
+                    o.insert("result.latency_cycles".into(), "NaN".into());
+                }),
+            ]
+        } else {
+            vec![
+                ("no result", |o| {
+                    o.remove("result");
+                }),
+                ("a result not an object", |o| {
+                    o.insert("result".into(), 1.into());
+                }),
+            ]
+        };
+        for (what, edit) in edits {
+            let mut v = row.clone();
+            edit(v.as_object_mut().unwrap());
+            let mut lines: Vec<String> = rows.lines().map(str::to_string).collect();
+            lines[0] = serde_json::to_string(&v).unwrap();
+            std::fs::write(&all[1], format!("{mark}\n{}\n", lines.join("\n"))).unwrap();
+            let (code, err) = merge(&all, &out);
+            assert_eq!(code, 2, "{format}, {what}: {err}");
+            assert!(
+                err.contains("not a row a sweep wrote") || err.contains("different columns"),
+                "{format}, {what}: {err}"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
