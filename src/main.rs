@@ -81,7 +81,7 @@ enum Command {
             value_name = "EXPERIMENT",
             num_args = 0..=1,
             default_missing_value = "transfer",
-            conflicts_with_all = ["file", "trace"]
+            conflicts_with_all = ["file", "trace", "format"]
         )]
         print_defaults: Option<scenario::Experiment>,
         /// Write the measured run's timelines here (Chrome trace-event JSON,
@@ -561,6 +561,37 @@ fn run(cli: Cli) -> Result<(), Failure> {
             y,
             series,
         } => {
+            // A flag the kind of plot would ignore is refused.
+            let from = match kind {
+                PlotKind::Csv => "csv",
+                PlotKind::Jsonl => "jsonl",
+                _ => "",
+            };
+            let stray = [
+                (csv.is_some() && from != "csv", "--csv"),
+                (jsonl.is_some() && from != "jsonl", "--jsonl"),
+                (x.is_some() && from.is_empty(), "--x"),
+                (y.is_some() && from.is_empty(), "--y"),
+                (series.is_some() && from.is_empty(), "--series"),
+            ];
+            if let Some((_, f)) = stray.iter().find(|s| s.0) {
+                let kind = kind
+                    .to_possible_value()
+                    .map_or(String::new(), |v| v.get_name().to_string());
+                return Err(Failure::Usage(format!(
+                    "{f} does not apply to plot {kind}, which draws from {}",
+                    if from.is_empty() {
+                        "the model"
+                    } else {
+                        "its own file flag"
+                    }
+                )));
+            }
+            if plot::image_format(&out).is_none() {
+                return Err(Failure::Usage(format!(
+                    "--out {out}: write .svg or .png (the extension names the format)"
+                )));
+            }
             let chart = match kind {
                 PlotKind::PerLine => plot::per_line(),
                 PlotKind::Bandwidth => plot::bandwidth(),

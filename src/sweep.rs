@@ -212,31 +212,10 @@ fn row_point(row: &str, format: RowFormat) -> Option<usize> {
     }
 }
 
-/// The cells of a CSV line as the kit writes them (a cell holding a comma
-/// or a quote is quoted, its quotes doubled), counted; `None` for a line
-/// no sweep writes (a quote left open, or text after a closing one).
+/// The cells of a CSV line as the kit writes them, counted; `None` for a
+/// line no sweep writes.
 fn csv_width(line: &str) -> Option<usize> {
-    let mut cells = 1;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            ',' => cells += 1,
-            '"' => loop {
-                match chars.next()? {
-                    '"' if chars.peek() == Some(&'"') => {
-                        chars.next();
-                    }
-                    '"' => match chars.peek() {
-                        None | Some(',') => break,
-                        Some(_) => return None,
-                    },
-                    _ => {}
-                }
-            },
-            _ => {}
-        }
-    }
-    Some(cells)
+    flashkit::sweep::csv_cells_of(line).map(|c| c.len())
 }
 
 /// A cell no sweep writes: a figure that is not a number (the kit refuses
@@ -316,7 +295,7 @@ fn csv_rows_fit<'a>(
                 i + 1
             ));
         }
-        if row.split(',').any(not_a_figure) {
+        if flashkit::sweep::csv_cells_of(row).is_some_and(|c| c.iter().any(|c| not_a_figure(c))) {
             return Err(format!(
                 "row {} holds a cell that is not a figure (NaN or an infinity): not a row a sweep wrote",
                 i + 1

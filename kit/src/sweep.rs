@@ -276,6 +276,41 @@ pub fn csv_table(values: &[serde_json::Value]) -> String {
     out
 }
 
+/// A CSV line's cells as [`csv_cell`] writes them (a quoted cell's
+/// doubled quotes made one); `None` for a line no such writer gives (a
+/// quote left open, or text after a closing one).
+///
+/// ```
+/// use flashkit::sweep::csv_cells_of;
+/// assert_eq!(csv_cells_of("1,\"a, b\",\"\"\"q\"\"\""), Some(vec!["1".into(), "a, b".into(), "\"q\"".into()]));
+/// assert_eq!(csv_cells_of("1,\"open"), None);
+/// ```
+pub fn csv_cells_of(line: &str) -> Option<Vec<String>> {
+    let mut cells = vec![String::new()];
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let cell = cells.last_mut()?;
+        match c {
+            ',' => cells.push(String::new()),
+            '"' if cell.is_empty() => loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        cell.push('"');
+                    }
+                    '"' => match chars.peek() {
+                        None | Some(',') => break,
+                        Some(_) => return None,
+                    },
+                    c => cell.push(c),
+                }
+            },
+            c => cell.push(c),
+        }
+    }
+    Some(cells)
+}
+
 /// One CSV cell, quoted when it holds a comma, a quote or a newline.
 pub fn csv_cell(s: &str) -> String {
     if s.contains([',', '"', '\n']) {

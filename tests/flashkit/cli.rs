@@ -1492,3 +1492,27 @@ fn a_flag_its_case_or_mode_would_ignore_is_refused() {
         assert_eq!(code, 0, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn run_refuses_a_trace_onto_its_scenario_and_a_format_for_the_defaults() {
+    let dir = std::env::temp_dir().join(format!("flashkit-trace-self-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("t.toml");
+    let text = "[miss]\n";
+    std::fs::write(&f, text).unwrap();
+    let p = f.to_str().unwrap();
+    let (code, out, err) = flashkit(&["run", p, "--trace", p]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err,
+        format!("error: --trace {p} is the scenario {p}: write the trace to another file\n")
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), text);
+    let (code, out, err) = flashkit(&["run", "--print-defaults", "miss", "--format", "json"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.contains("--print-defaults") && err.contains("--format") && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

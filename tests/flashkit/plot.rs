@@ -146,6 +146,72 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         assert_eq!(code, 2, "{args:?}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+    // Each names what is wrong: a flag the plot would ignore, the output's
+    // flag, the input file and its row.
+    let dir = std::env::temp_dir().join(format!("flashkit-plot-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let (header, dup, wide) = (
+        csv("header.csv", "a,b\n"),
+        csv("dup.csv", "a,a\n1,2\n"),
+        csv("wide.csv", "a,b\n3,4,5\n"),
+    );
+    let svg = dir.join("x.svg");
+    let svg = svg.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["chunk", "--csv", &header, "--out", svg],
+            "error: --csv does not apply to plot chunk, which draws from the model\n".to_string(),
+        ),
+        (
+            vec!["logp", "--series", "a", "--out", svg],
+            "error: --series does not apply to plot logp, which draws from the model\n".into(),
+        ),
+        (
+            vec![
+                "csv", "--csv", &header, "--jsonl", &header, "--x", "a", "--y", "b", "--out", svg,
+            ],
+            "error: --jsonl does not apply to plot csv, which draws from its own file flag\n"
+                .into(),
+        ),
+        (
+            vec!["chunk", "--out", "x.jpg"],
+            "error: --out x.jpg: write .svg or .png (the extension names the format)\n".into(),
+        ),
+        (
+            vec![
+                "csv", "--csv", &header, "--x", "a", "--y", "b", "--out", svg,
+            ],
+            format!("error: {header}: the CSV holds a header and no row\n"),
+        ),
+        (
+            vec!["csv", "--csv", &dup, "--x", "a", "--y", "a", "--out", svg],
+            format!("error: {dup}: row 1: column 'a' is named twice\n"),
+        ),
+        (
+            vec!["csv", "--csv", &wide, "--x", "a", "--y", "b", "--out", svg],
+            format!("error: {wide}: row 2 has 3 cells where the header has 2\n"),
+        ),
+    ] {
+        let (code, err) = plot(&args);
+        assert_eq!((code, err.as_str()), (2, says.as_str()), "{args:?}");
+        assert!(!std::path::Path::new(svg).exists(), "{args:?}");
+    }
+    // A quoted cell holds its comma.
+    let quoted = csv("quoted.csv", "s,a,b\n\"x, y\",1,2\n\"x, y\",2,3\n");
+    let (code, err) = plot(&[
+        "csv", "--csv", &quoted, "--x", "a", "--y", "b", "--series", "s", "--out", svg,
+    ]);
+    if have_font() {
+        assert_eq!(code, 0, "{err}");
+    } else {
+        assert!(!err.contains("cells where"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `flashkit plot ARGS` with a deadline: its status and standard error, or

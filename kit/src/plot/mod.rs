@@ -223,23 +223,45 @@ pub fn logp() -> Result<Chart, String> {
 /// `series` (if given). A cell of `x` or `y` that is not a finite number
 /// (empty, text, `inf`, `nan`) is an error naming its row and column.
 pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
+    use crate::sweep::csv_cells_of;
     let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().ok_or("the CSV is empty")?.split(',').collect();
+    let first = lines.next().ok_or("the CSV is empty")?;
+    let head = csv_cells_of(first).ok_or("row 1: a quote left open, not a CSV header")?;
+    if let Some(twice) = head
+        .iter()
+        .enumerate()
+        .find(|(i, h)| head[..*i].contains(h))
+    {
+        return Err(format!("row 1: column '{}' is named twice", twice.1));
+    }
     let col = |name: &str| {
         head.iter()
-            .position(|h| *h == name)
+            .position(|h| h == name)
             .ok_or_else(|| format!("no column '{name}' (columns: {})", head.join(", ")))
     };
     let (xi, yi) = (col(x)?, col(y)?);
     let si = series.map(col).transpose()?;
     let mut points = Vec::new();
     for (n, l) in lines.enumerate() {
-        let cells: Vec<&str> = l.split(',').collect();
-        let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         // A cell is named by its row (the header is row 1) and column.
         let at = format!("row {}", n + 2);
-        let key = si.map_or(String::new(), |i| cell(i).to_string());
-        points.push((key, number(&at, x, cell(xi))?, number(&at, y, cell(yi))?));
+        let cells = csv_cells_of(l).ok_or_else(|| format!("{at}: a quote left open"))?;
+        if cells.len() != head.len() {
+            return Err(format!(
+                "{at} has {} cells where the header has {}",
+                cells.len(),
+                head.len()
+            ));
+        }
+        let key = si.map_or(String::new(), |i| cells[i].clone());
+        points.push((
+            key,
+            number(&at, x, &cells[xi])?,
+            number(&at, y, &cells[yi])?,
+        ));
+    }
+    if points.is_empty() {
+        return Err("the CSV holds a header and no row".into());
     }
     Ok(chart(x, y, series, points))
 }
