@@ -384,11 +384,16 @@ fn parse_path(s: &str) -> Result<String, String> {
 
 /// A byte count or offset, decimal or 0x-hexadecimal.
 fn parse_offset(s: &str) -> Result<u64, String> {
+    let bad = || format!("'{s}' is not a byte count or offset (decimal or 0x-hex)");
+    // Digits only: the parsers below would take a sign (`+4096`, `0x+10`).
+    if s.contains(['+', '-']) {
+        return Err(bad());
+    }
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|_| format!("'{s}' is not a byte count or offset (decimal or 0x-hex)"))
+    r.map_err(|_| bad())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

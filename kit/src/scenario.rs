@@ -1630,6 +1630,8 @@ struct Keyed {
 fn keyed(text: &str) -> Vec<Keyed> {
     let mut table: Vec<String> = Vec::new();
     let mut out = Vec::new();
+    // A byte-order mark before the first line is no part of it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, l) in text.lines().enumerate() {
         let t = l.trim();
         if let Some(h) = t.strip_prefix('[') {
@@ -1665,10 +1667,14 @@ impl Source<'_> {
             // A table's key first; a key of the root (an unknown one, as a
             // table's are named in full) only if no table sets it.
             let named = |k: &&Keyed| k.path.last() == want.last();
+            // Else a dotted key through it (`transfer.chunk` set inside
+            // `[transfer]` reaches a key `transfer` of the table).
+            let through = |k: &&Keyed| k.path.len() > 2 && k.path[1..].contains(&want[0]);
             return lines
                 .iter()
                 .filter(named)
                 .find(|k| k.path.len() > 1)
+                .or_else(|| lines.iter().find(through))
                 .or_else(|| lines.iter().filter(named).find(|k| k.path.len() == 1))
                 .map(|k| k.line);
         }
@@ -1688,7 +1694,8 @@ impl Source<'_> {
     /// nested one (`costs.transfer.shift_dword`).
     fn key_at(&self, line: usize) -> Option<String> {
         let k = keyed(self.text).into_iter().find(|k| k.line == line)?;
-        let t = self.text.lines().nth(line - 1)?.trim_start();
+        let text = self.text.strip_prefix('\u{feff}').unwrap_or(self.text);
+        let t = text.lines().nth(line - 1)?.trim_start();
         if t.starts_with('[') {
             return None;
         }

@@ -87,6 +87,16 @@ impl Axis {
         if !k.contains('.') {
             return Err(bad("name a key as table.key"));
         }
+        let bare = |p: &str| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if !k.split('.').all(bare) {
+            return Err(bad(
+                "a key's parts are bare names (letters, digits, _ and -), a dot between each",
+            ));
+        }
         if vals.is_empty() {
             return Err(bad("no values"));
         }
@@ -95,7 +105,10 @@ impl Axis {
                 "an empty value (two commas together, or one at an end)",
             ));
         }
-        let values: Vec<toml::Value> = vals.split(',').map(value).collect();
+        let values: Vec<toml::Value> = vals
+            .split(',')
+            .map(|v| value(v).ok_or_else(|| bad(&format!("{v} is beyond a 64-bit integer"))))
+            .collect::<Result<_, _>>()?;
         // The same point twice is no sweep's intent (a slip in the list):
         // values compared as TOML writes them (`0x10` is `16`).
         let mut seen = std::collections::HashSet::new();
@@ -115,8 +128,18 @@ impl Axis {
 }
 
 /// A value from the command line, as TOML would read it (integers in
-/// decimal, or hexadecimal, octal or binary with TOML's `0x`, `0o`, `0b`).
-fn value(s: &str) -> toml::Value {
+/// decimal, or hexadecimal, octal or binary with TOML's `0x`, `0o`, `0b`);
+/// `None` for an integer no TOML integer holds (never read as a float).
+fn value(s: &str) -> Option<toml::Value> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && s.parse::<i64>().is_err()
+    {
+        return None;
+    }
+    Some(read(s))
+}
+
+fn read(s: &str) -> toml::Value {
     let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
         .into_iter()
         .find_map(|(p, r)| Some((s.strip_prefix(p)?, r)))
@@ -635,6 +658,18 @@ impl Plan {
                     };
                     scenario::parse(&src, alone).is_err().then_some(key)
                 });
+            }
+            // A value the sweep set is the command line's, not the file's:
+            // no line of the file holds it.
+            let varied = |k: &str| {
+                self.axes.iter().any(|a| {
+                    a.key == k
+                        || (a.key.split('.').count() == 2 && a.key.ends_with(&format!(".{k}")))
+                })
+            };
+            if error.key.as_deref().is_some_and(varied) {
+                error.path = "--vary".into();
+                error.line = None;
             }
             SweepError::Point {
                 index,

@@ -261,6 +261,16 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "foo = 1\n[miss]\n",
             "s.toml:1: foo: unknown field `foo`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
         ),
+        // A dotted key inside its own table names a key the table lacks.
+        (
+            "[transfer]\nbytes = 64\n\ntransfer.chunk = 0\n",
+            "s.toml:4: transfer.transfer.chunk: unknown field `transfer`, expected one of `bytes`, `sender`, `receiver`, `handler`, `chunk`, `src_offset`, `dst_offset`, `coherence`, `flush`, `strategy`, `placement`, `direction`, `receives`, `sends`, `receive_first`",
+        ),
+        // A byte-order mark moves no line.
+        (
+            "\u{feff}[transfer]\nchunk = 0\n",
+            "s.toml:2: chunk: must be from 1 to the data-buffer pool, 16, got 0",
+        ),
         // On its own line, below a table it is not in.
         (
             "# a scenario\n\nbar = \"x\"\n[miss]\ncase = \"remote-clean\"\n",

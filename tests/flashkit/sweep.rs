@@ -597,4 +597,39 @@ fn an_axis_reads_integers_as_toml_does_and_refuses_a_value_twice() {
         let e = Axis::parse(axis).unwrap_err();
         assert_eq!(e.to_string(), format!("{axis}: {twice} is given twice"));
     }
+    // An integer no TOML integer holds is refused, never read as a float;
+    // a key's parts are bare names.
+    for (axis, why) in [
+        (
+            "transfer.chunk=18446744073709551616",
+            "18446744073709551616 is beyond a 64-bit integer",
+        ),
+        (
+            "transfer.chunk=-9223372036854775809",
+            "is beyond a 64-bit integer",
+        ),
+        ("transfer.\"chunk\"=1", "a key's parts are bare names"),
+        ("transfer..chunk=1", "a key's parts are bare names"),
+    ] {
+        let e = Axis::parse(axis).unwrap_err().to_string();
+        assert!(e.starts_with(axis) && e.contains(why), "{e}");
+    }
+}
+
+/// A point's value out of range is the command line's: the error names
+/// the point and `--vary`, not the line of the file the value replaced.
+#[test]
+fn a_varied_value_out_of_range_is_named_as_the_command_lines() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "transfer.chunk=1,17",
+        "--quiet",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err,
+        "error: point 1 (transfer.chunk=17): --vary: chunk: must be from 1 to the data-buffer pool, 16, got 17\n"
+    );
 }
