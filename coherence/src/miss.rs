@@ -178,7 +178,9 @@ pub struct Setup {
     pub nodes: u32,
     /// Byte offset of the measured line in its home's memory (line aligned
     /// down); the warm-up line is its pair (offset XOR 128). 0x4080 by
-    /// default.
+    /// default. At offsets whose directory entry and miss record share a
+    /// slot of MAGIC's direct-mapped data cache (the first four lines among
+    /// them) the two evict each other and the miss takes longer.
     pub offset: u64,
     /// The node whose cache holds the line dirty (`remote-dirty`; 2 by
     /// default, and left at it by the other cases, which have no owner).
@@ -302,7 +304,10 @@ pub fn run_with_machine(
     let offset = s.offset & !127;
     let mut m = protocol::machine(params, coh, s.nodes)?;
     // The warm-up line is the measured one's pair: their directory entries
-    // and miss records share MAGIC data-cache lines wherever they are.
+    // share a MAGIC data-cache line, as their miss records do. Where the
+    // entry's line and the record's map to one slot of the direct-mapped
+    // cache (lines 0 to 3, say), they evict each other, and the miss pays
+    // for it: a mechanism of the cache, left in the figures.
     let warm = PAddr::new(Region::Normal, home, offset ^ 128);
     let line = PAddr::new(Region::Normal, home, offset);
     let in_memory = [0x11u8; 128];

@@ -114,6 +114,40 @@ fn the_warm_up_works_wherever_the_line_is() {
     }
 }
 
+/// MAGIC's data cache is direct mapped: where a line's directory entry and
+/// the requester's miss record fall in one slot (the first four lines of
+/// memory, or 0x800000's), a local miss evicts one with the other and
+/// waits on MAGIC's memory for it; elsewhere the warm-up leaves both
+/// cached. (A remote miss keeps them in two nodes' caches.)
+#[test]
+fn a_local_miss_waits_where_its_entry_and_record_share_a_cache_slot() {
+    use coherence::miss::Setup;
+    for (offset, cycles, waits) in [
+        (0x0, 93, true),
+        (0x100, 93, true),
+        (0x80_0000, 93, true),
+        (0x1000, 27, false),
+        (0x4080, 27, false),
+        (0x8000, 27, false),
+    ] {
+        let s = Setup {
+            offset,
+            ..Setup::default()
+        };
+        let r = miss::run_with(
+            Case::LocalClean,
+            s,
+            MagicParams::default(),
+            CohParams::default(),
+        )
+        .unwrap();
+        assert_eq!(r.value, r.expected, "offset {offset:#x}");
+        assert_eq!(r.latency.0, cycles, "offset {offset:#x}");
+        let h = r.ledger.handler(Some(0), "coherence.pi_miss").unwrap();
+        assert_eq!(h.stats.wait > 0, waits, "offset {offset:#x}: {h:?}");
+    }
+}
+
 #[test]
 fn bad_setups_are_typed_errors_naming_the_field() {
     use coherence::miss::Setup;
