@@ -2247,3 +2247,16 @@ fn a_saved_am_result_runs_its_configuration_again() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The successful poll waits for its reply however long the platform's
+/// costs make a round trip: a delivery cost high in its range is measured,
+/// not refused as a benchmark that found nothing to poll.
+#[test]
+fn a_slow_delivery_is_measured_by_the_poll_benchmark() {
+    for deliver in [30_000, 1_000_000] {
+        let text =
+            format!("[logp]\nplatform = \"flash\"\nnodes = 4\n[costs.am]\ndeliver = {deliver}\n");
+        let (code, err) = run_text("slow-poll.toml", &text);
+        assert_eq!(code, 0, "deliver {deliver}: {err}");
+    }
+}

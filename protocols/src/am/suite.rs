@@ -178,8 +178,24 @@ pub fn poll_one(p: &dyn Platform) -> Result<f64, Error> {
 /// [`poll_one`]'s counts.
 pub fn poll_one_span(p: &dyn Platform) -> Result<Span, Error> {
     let n = ROUND_TRIPS;
-    let settle = Time(300 * magic::time::TICKS_PER_US);
     let mut progs = idle(p, 2, "successful poll")?;
+    // Long enough for the reply to be in: 300 us, or four of this
+    // platform's round trips where its costs make one longer (a poll
+    // before the reply is in would time an empty poll).
+    let mut once = progs.clone();
+    once[0] = vec![
+        Step::Mark,
+        Step::Request {
+            to: NodeId(1),
+            words: 1,
+            handler: Handler::Echo,
+        },
+        Step::Wait { received: 1 },
+        Step::Mark,
+    ];
+    once[1].push(Step::Wait { received: 1 });
+    let trip = p.run(&once)?.ticks_between(0, 0, 1)?;
+    let settle = Time((300 * magic::time::TICKS_PER_US).max(trip.saturating_mul(4)));
     for _ in 0..n {
         progs[0].extend([
             Step::Request {
