@@ -1033,6 +1033,31 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
     }
 }
 
+/// The dotted path of the one key named `key` in `v`, if exactly one is.
+fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
+    fn walk(v: &serde_json::Value, key: &str, at: &str, out: &mut Vec<String>) {
+        if let Some(m) = v.as_object() {
+            for (k, x) in m {
+                let p = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                if k == key {
+                    out.push(p.clone());
+                }
+                walk(x, key, &p, out);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(v, key, "", &mut found);
+    match found.len() {
+        1 => found.pop(),
+        _ => None,
+    }
+}
+
 /// Print a scenario's report; a failed run's check makes the exit status 1.
 fn report(
     r: Result<(scenario::Report, Option<serde_json::Value>), scenario::RunError>,
@@ -1078,7 +1103,22 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
 /// on standard error says in which keys.
 fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
     let saved = scenario::Saved::read(text).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
-    let r = scenario::rerun(&saved, trace.is_some()).map_err(|e| failure(e, Some(path)))?;
+    let r = scenario::rerun(&saved, trace.is_some()).map_err(|e| {
+        // A value out of range is named where the saved JSON holds it
+        // (`config.user.tlb.entries`), where one key of that name does.
+        let json = saved.json();
+        let at = e
+            .range()
+            .and_then(|r| only_path(&json["config"], r.field).map(|p| (r.field, p)));
+        match at {
+            Some((field, p)) => {
+                let msg = e.to_string();
+                let rest = msg.strip_prefix(field).unwrap_or(&msg);
+                Failure::Usage(format!("{path}: config.{p}{rest}"))
+            }
+            None => failure(e, Some(path)),
+        }
+    })?;
     let (mut old, new) = (saved.json(), &r.0.json);
     if trace.is_some() {
         // The run was asked to record its timelines, and its config says so.

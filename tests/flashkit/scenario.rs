@@ -2260,3 +2260,41 @@ fn a_slow_delivery_is_measured_by_the_poll_benchmark() {
         assert_eq!(code, 0, "deliver {deliver}: {err}");
     }
 }
+
+/// A saved result edited out of range is refused at the key that holds
+/// the value, as a dotted path into its JSON.
+#[test]
+fn an_edited_saved_result_is_refused_at_its_path() {
+    let dir = scratch("saved-path");
+    for (cmd, pointer, value, says) in [
+        (
+            &["fetch-op", "--format", "json"][..],
+            "/config/user/tlb/entries",
+            serde_json::json!(0),
+            "config.user.tlb.entries must be from 1 to 65536, got 0",
+        ),
+        (
+            &["miss", "--case", "remote-clean", "--format", "json"],
+            "/config/setup/nodes",
+            serde_json::json!(-1),
+            "a miss result that does not read back: config.setup.nodes: invalid value",
+        ),
+        (
+            &["logp", "--platform", "cm5", "--nodes", "4", "--format", "json"],
+            "/config/costs/poll",
+            serde_json::json!(-1),
+            "a LogP measurement result that does not read back: config: invalid value: integer `-1`",
+        ),
+    ] {
+        let (code, out, err) = flashkit(cmd);
+        assert_eq!(code, 0, "{cmd:?}: {err}");
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        *v.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = value;
+        let f = dir.join(format!("{}.json", cmd[0]));
+        std::fs::write(&f, v.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&f)]);
+        assert_eq!((code, out.as_str()), (2, ""), "{cmd:?}: {err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{cmd:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

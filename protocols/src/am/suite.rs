@@ -550,11 +550,16 @@ fn carried<C: serde::de::DeserializeOwned>(
     let config = m
         .remove("config")
         .ok_or_else(|| serde_json::Error::missing_field("config"))?;
-    Ok((
-        serde_json::from_value(version)?,
-        serde_json::from_value(config)?,
-        v,
-    ))
+    // Where in the configuration a value is wrong, as a dotted path.
+    // (A platform's fields are read through its tag: no path below it.)
+    let config = serde_path_to_error::deserialize(config).map_err(|e| {
+        let at = match e.path().to_string() {
+            p if p == "." => "config".to_string(),
+            p => format!("config.{p}"),
+        };
+        serde_json::Error::custom(format!("{at}: {}", e.inner()))
+    })?;
+    Ok((serde_json::from_value(version)?, config, v))
 }
 
 /// Measure the LogP figures of the platform `c` describes (a saved
