@@ -206,6 +206,41 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Strin
     cells(prefix, v, false, out);
 }
 
+/// A scenario's parameters by dotted key, as [`flatten`] gives them, a
+/// list of values (the inbox's order) one cell of its values a space
+/// apart: what the sweep's columns and its quiet entries compare.
+fn parameters(sc: &Scenario, out: &mut Vec<(String, String)>) {
+    if let Ok(v) = serde_json::to_value(sc) {
+        parameter_cells("", &v, out);
+    }
+}
+
+/// [`parameters`] of a scenario as JSON (a record's `config`).
+fn parameter_cells(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                parameter_cells(&key, x, out);
+            }
+        }
+        serde_json::Value::Array(xs) => {
+            let words: Vec<String> = xs
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                .collect();
+            out.push((prefix.to_string(), words.join(" ")));
+        }
+        serde_json::Value::Null => {}
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        x => out.push((prefix.to_string(), x.to_string())),
+    }
+}
+
 /// As [`flatten`], with `nulls` as empty cells rather than left out: a
 /// figure a run leaves undefined (a transfer within one line has no rate)
 /// keeps its column in a sweep's rows.
@@ -255,7 +290,7 @@ pub fn jsonl_cells(line: &serde_json::Value) -> Row {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
                 match k.as_str() {
-                    "config" => flatten("", x, &mut out),
+                    "config" => parameter_cells("", x, &mut out),
                     "result" => result_cells(x, &mut out),
                     _ => cells(k, x, true, &mut out),
                 }
@@ -361,9 +396,7 @@ const QUIET_TABLES: [&str; 4] = ["machine", "costs", "network", "coherence"];
 impl Changed {
     fn new() -> Self {
         let mut d = Vec::new();
-        if let Ok(v) = serde_json::to_value(Scenario::default()) {
-            flatten("", &v, &mut d);
-        }
+        parameters(&Scenario::default(), &mut d);
         Changed {
             defaults: d.into_iter().collect(),
             changed: HashSet::new(),
@@ -372,9 +405,7 @@ impl Changed {
 
     fn note(&mut self, sc: &Scenario) {
         let mut cols = Vec::new();
-        if let Ok(v) = serde_json::to_value(sc) {
-            flatten("", &v, &mut cols);
-        }
+        parameters(sc, &mut cols);
         for (k, x) in cols {
             if self.quiet(&k) && self.defaults.get(&k) != Some(&x) {
                 self.changed.insert(k);
@@ -775,9 +806,7 @@ impl Plan {
 /// then `result.*`.
 fn columns(keep: &Changed, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
     let mut cols = vec![("point".to_string(), index.to_string())];
-    if let Ok(params) = serde_json::to_value(sc) {
-        flatten("", &params, &mut cols);
-    }
+    parameters(sc, &mut cols);
     result_cells(result, &mut cols);
     cols.retain(|(k, _)| keep.keep(k));
     cols

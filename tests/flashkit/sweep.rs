@@ -80,6 +80,21 @@ fn a_sweeps_columns_are_the_experiments_keys_and_the_quiet_keys_it_moves() {
         assert_eq!(cell("transfer.bytes"), ["128", "256"][i % 2]);
         assert!(keys(row).iter().any(|k| k.starts_with("result.")));
     }
+    // A list set away from its default is a column too: one cell.
+    let rows = plan(
+        "[machine]\ninbox_priority = [\"processor\", \"net-reply\", \"net-request\", \"software\"]\n[miss]\n",
+        &["miss.nodes=3,4"],
+    )
+    .run(1, |_, _| {})
+    .unwrap();
+    for row in &rows {
+        let cell = row.iter().find(|c| c.0 == "machine.inbox_priority");
+        assert_eq!(
+            cell.map(|c| c.1.as_str()),
+            Some("processor net-reply net-request software"),
+            "{row:?}"
+        );
+    }
     // A sweep that moves no quiet entry has none of them as columns.
     let rows = plan("[transfer]\n", &["transfer.chunk=1,2"])
         .run(1, |_, _| {})
