@@ -1917,7 +1917,7 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
         src.text.to_string()
     };
     let s: Scenario = toml::from_str(&text).map_err(|e| {
-        let msg = e.message().replace('\n', "; ");
+        let msg = in_words(&text, &e);
         // An unknown key: name it and its line (toml points at its table).
         if let Some(k) = msg
             .strip_prefix("unknown field `")
@@ -1943,6 +1943,31 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     }
     check(src, &s)?;
     Ok(s)
+}
+
+/// A deserializing error of `text` as a scenario's author reads it: a
+/// table where serde names its type (`expected a table`, not `expected
+/// struct TransferCosts`), and for a name given as another kind of value,
+/// the names it may be (found by putting a name no choice has in its place).
+fn in_words(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().replace('\n', "; ");
+    let msg = match msg.split_once("expected struct ") {
+        Some((head, _)) => format!("{head}expected a table"),
+        None => msg,
+    };
+    if msg != "wanted string or table" {
+        return msg;
+    }
+    let choices = e.span().and_then(|sp| {
+        let probe = format!("{}\"?\"{}", text.get(..sp.start)?, text.get(sp.end..)?);
+        let e2 = toml::from_str::<Scenario>(&probe).err()?;
+        let m = e2.message();
+        let at = m.find("expected one of ")?;
+        let given = text.get(sp.clone())?.trim();
+        (e2.span().map(|s| s.start) == Some(sp.start))
+            .then(|| format!("a name, {}, not {given}", &m[at + "expected ".len()..]))
+    });
+    choices.unwrap_or(msg)
 }
 
 /// The tables of the file's root an error of `s`'s experiment may be about:

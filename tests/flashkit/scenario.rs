@@ -271,6 +271,16 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "\u{feff}[transfer]\nchunk = 0\n",
             "s.toml:2: chunk: must be from 1 to the data-buffer pool, 16, got 0",
         ),
+        // A table or a name given as another kind of value: said in the
+        // file's words, with the names it may be.
+        (
+            "[costs]\ntransfer = 5\n[transfer]\n",
+            "s.toml:2: transfer: invalid type: integer `5`, expected a table",
+        ),
+        (
+            "[transfer]\nsender = 3\n",
+            "s.toml:2: sender: a name, one of `uncached`, `clean`, `dirty`, `dirty-remote`, not 3",
+        ),
         // On its own line, below a table it is not in.
         (
             "# a scenario\n\nbar = \"x\"\n[miss]\ncase = \"remote-clean\"\n",
