@@ -179,8 +179,8 @@ pub struct CheckArgs {
     /// has used its reply (default nak).
     #[arg(long, value_parser = choices::<coherence::Forwards>(coherence::Forwards::NAMES))]
     forwards: Option<coherence::Forwards>,
-    /// Plant a known bug in the handlers (`list`: the check's bugs, one a
-    /// line).
+    /// Plant a known bug in the handlers (`list`: the check's bugs, a line
+    /// each, or as --format says).
     #[arg(long, value_name = "BUG")]
     inject: Option<String>,
     /// Stop after this many distinct states, 1 to 100000000 (default

@@ -216,6 +216,8 @@ enum Command {
         #[arg(long, value_parser = PossibleValuesParser::new(benchmarks()))]
         benchmark: Option<String>,
         /// Nodes in the machine (FLASH up to 4096, the CM-5 1024, the SP 512).
+        /// Traverse sends from every node at each of its steps: on
+        /// thousands of nodes the whole suite takes minutes.
         #[arg(long, default_value_t = 64)]
         nodes: u32,
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -1113,8 +1115,8 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
         match at {
             Some((field, p)) => {
                 let msg = e.to_string();
-                let rest = msg.strip_prefix(field).unwrap_or(&msg);
-                Failure::Usage(format!("{path}: config.{p}{rest}"))
+                let rest = msg.strip_prefix(field).unwrap_or(&msg).trim_start();
+                Failure::Usage(format!("{path}: config.{p}: {rest}"))
             }
             None => failure(e, Some(path)),
         }

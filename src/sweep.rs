@@ -234,7 +234,7 @@ fn json_rows_fit<'a>(
     format: RowFormat,
     rows: impl Iterator<Item = &'a str>,
 ) -> Result<Option<String>, String> {
-    // Keys as a parsed object holds them: sorted.
+    // Sorted, as the keys are compared.
     const RECORD: [&str; 4] = ["config", "point", "result", "version"];
     let mut first: Option<Vec<String>> = None;
     for (i, row) in rows.enumerate() {
@@ -242,7 +242,9 @@ fn json_rows_fit<'a>(
         let v: serde_json::Value =
             serde_json::from_str(row).map_err(|_| bad("is not a JSON object"))?;
         let obj = v.as_object().ok_or_else(|| bad("is not a JSON object"))?;
-        let keys: Vec<String> = obj.keys().cloned().collect();
+        // Compared sorted: the order a map keeps is no part of a row.
+        let mut keys: Vec<String> = obj.keys().cloned().collect();
+        keys.sort_unstable();
         match format {
             RowFormat::Jsonl => {
                 let objects = obj.get("config").is_some_and(|c| c.is_object())

@@ -59,11 +59,9 @@ pub struct CoherenceCheck {
     pub inject: Option<Bug>,
 }
 
-/// The fewest data buffers per node the coherence protocol runs with: a
-/// requester holds a reply's buffer while it waits for invalidation
-/// acknowledgements, and the inbox may need another for a data reply at the
-/// head of the same queue, so one buffer could deadlock the node.
-pub const MIN_BUFFERS: u32 = 2;
+/// The fewest data buffers per node the coherence protocol runs with
+/// ([`crate::protocol::LEAST_DATA_BUFFERS`]).
+pub const MIN_BUFFERS: u32 = crate::protocol::LEAST_DATA_BUFFERS as u32;
 
 impl Default for CoherenceCheck {
     /// The default bounds of `flashkit check coherence`.

@@ -1727,9 +1727,10 @@ impl Protocol for Coherence {
             .validate()
             .map_err(|e| BuildError::Protocol(e.to_string()))?;
         if params.data_buffers < LEAST_DATA_BUFFERS {
-            return Err(BuildError::Protocol(format!(
-                "the coherence protocol needs at least {LEAST_DATA_BUFFERS} data buffers per node (got {})",
-                params.data_buffers
+            return Err(BuildError::Params(magic::OutOfRange::new(
+                "data_buffers",
+                format!("at least {LEAST_DATA_BUFFERS} for the coherence protocol"),
+                params.data_buffers,
             )));
         }
         Ok(())

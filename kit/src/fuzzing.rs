@@ -144,7 +144,8 @@ pub fn transfer(data: &[u8]) -> Result<(), String> {
         dst_offset: i.below(PAGE_BYTES),
         mode,
         flush: i.bool(),
-        strategy: if i.bool() {
+        // A fetch strategy is global coherence's alone.
+        strategy: if i.bool() && mode == Mode::Global {
             Strategy::Collect
         } else {
             Strategy::Pipelined

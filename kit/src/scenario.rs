@@ -2060,28 +2060,28 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         // A point its mode refuses is a refused row of `flashkit study`;
         // as a scenario's one experiment (or a sweep's point) it cannot
         // run, and is refused before anything does.
-        if let Some(why) = x.refusal(p.clone()).map_err(transfer)? {
-            return Err(src.error("mode", why));
+        if x.refusal(p.clone()).map_err(transfer)?.is_some() {
+            // The clashing key, in the study's words (its `mode` is the
+            // transfer's coherence).
+            if let Err(e) = x.transfer().validate(p.clone()) {
+                let why = e.to_string().replace("coherence = ", "mode = ");
+                return Err(src.error(e.field(), why));
+            }
         }
         x.transfer()
             .config_in(s, false)
             .validate()
             .map_err(transfer)?;
     }
-    if (s.miss.is_some() || s.sharing.is_some())
-        && p.data_buffers < coherence::protocol::LEAST_DATA_BUFFERS
-    {
-        return Err(range(
-            &["machine"],
-            &magic::OutOfRange::new(
-                "data_buffers",
-                format!(
-                    "at least {} for the coherence protocol",
-                    coherence::protocol::LEAST_DATA_BUFFERS
-                ),
-                p.data_buffers,
-            ),
-        ));
+    if s.miss.is_some() || s.sharing.is_some() {
+        // The protocol's own refusal, before any machine is built.
+        use magic::Protocol as _;
+        coherence::Coherence::default()
+            .check(&p, 3)
+            .map_err(|e| match e {
+                magic::BuildError::Params(r) => range(&["machine"], &r),
+                e => src.at(None, e),
+            })?;
     }
     if let Some(t) = &s.transfer {
         t.validate(p.clone()).map_err(transfer)?;
@@ -2136,6 +2136,12 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         platform(x.platform, x.nodes, s).map_err(protocol)?;
     }
     if let Some(x) = &s.suite {
+        // The benchmark's least nodes first, so a sweep's plan finds them.
+        let least = protocols::am::suite::least_nodes(x.benchmark.as_deref());
+        platform_config(x.platform, x.nodes, s)
+            .machine()
+            .check(x.nodes, least)
+            .map_err(protocol)?;
         platform(x.platform, x.nodes, s).map_err(protocol)?;
         if let Some(b) = &x.benchmark {
             let known = protocols::am::suite::BENCHMARKS;

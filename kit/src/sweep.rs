@@ -136,6 +136,15 @@ fn value(s: &str) -> Option<toml::Value> {
     {
         return None;
     }
+    // The same in another base: all digits of it, yet too many.
+    let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
+        .into_iter()
+        .find_map(|(p, r)| Some((s.strip_prefix(p)?, r)));
+    if let Some((d, r)) = radix {
+        if !d.is_empty() && d.chars().all(|c| c.is_digit(r)) && i64::from_str_radix(d, r).is_err() {
+            return None;
+        }
+    }
     Some(read(s))
 }
 
@@ -693,14 +702,15 @@ impl Plan {
             // A value the sweep set is the command line's, not the file's:
             // no line of the file holds it.
             let varied = |k: &str| {
-                self.axes.iter().any(|a| {
+                self.axes.iter().find(|a| {
                     a.key == k
                         || (a.key.split('.').count() == 2 && a.key.ends_with(&format!(".{k}")))
                 })
             };
-            if error.key.as_deref().is_some_and(varied) {
+            if let Some(a) = error.key.as_deref().and_then(varied) {
                 error.path = "--vary".into();
                 error.line = None;
+                error.key = Some(a.key.clone());
             }
             SweepError::Point {
                 index,

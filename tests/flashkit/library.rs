@@ -80,7 +80,8 @@ fn transfer() -> impl Strategy<Value = scenario::Transfer> {
                     } else {
                         Placement::Home
                     },
-                    strategy: if collect {
+                    // A fetch strategy is global coherence's alone.
+                    strategy: if collect && mode == 2 {
                         StrategyKind::Collect
                     } else {
                         StrategyKind::Pipelined

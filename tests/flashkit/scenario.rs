@@ -305,7 +305,12 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         ),
         (
             "[suite]\nplatform = \"sp\"\nnodes = 513\n",
-            "s.toml:3: nodes: must be from 2 to 512, got 513",
+            "s.toml:3: nodes: must be from 3 to 512, got 513",
+        ),
+        // One benchmark's least nodes, not the whole suite's.
+        (
+            "[suite]\nplatform = \"sp\"\nbenchmark = \"ring\"\nnodes = 1\n",
+            "s.toml:4: nodes: must be from 2 to 512, got 1",
         ),
         // A task's own table sets some of its parts: each error at its part,
         // or, for a relation, at the part the file sets.
@@ -404,7 +409,7 @@ fn a_plan_refuses_an_impossible_point_before_running_any() {
         panic!("{e}")
     };
     assert_eq!(*index, 1, "{e}");
-    assert_eq!(error.key.as_deref(), Some("bytes"), "{e}");
+    assert_eq!(error.key.as_deref(), Some("transfer.bytes"), "{e}");
     assert_eq!(error.message, "must be from 1 to 1048576, got 0", "{e}");
     // What a point's machine or mode could not run is found by the plan
     // too, naming its key, not by the run after earlier rows were written.
@@ -412,25 +417,37 @@ fn a_plan_refuses_an_impossible_point_before_running_any() {
         (
             "[study]\nmode = \"local\"\n",
             "study.placement=home,third",
-            "mode",
-            "placement = \"third\" cannot go with coherence = \"local\"",
+            "study.placement",
+            "placement = \"third\" cannot go with mode = \"local\"",
+        ),
+        (
+            "[suite]\nplatform = \"cm5\"\nbenchmark = \"ring\"\n",
+            "suite.nodes=2,1",
+            "suite.nodes",
+            "must be from 2 to 1024, got 1",
+        ),
+        (
+            "[suite]\nplatform = \"flash\"\n",
+            "suite.nodes=3,2",
+            "suite.nodes",
+            "must be from 3 to 4096, got 2",
         ),
         (
             "[miss]\n",
             "machine.data_buffers=2,1",
-            "data_buffers",
+            "machine.data_buffers",
             "must be at least 2 for the coherence protocol, got 1",
         ),
         (
             "[sharing]\n",
             "machine.data_buffers=2,1",
-            "data_buffers",
+            "machine.data_buffers",
             "must be at least 2 for the coherence protocol, got 1",
         ),
         (
             "[logp]\nplatform = \"cm5\"\n",
             "logp.nodes=3,2",
-            "nodes",
+            "logp.nodes",
             "must be from 3 to 1024, got 2",
         ),
     ] {
@@ -2281,7 +2298,7 @@ fn an_edited_saved_result_is_refused_at_its_path() {
             &["fetch-op", "--format", "json"][..],
             "/config/user/tlb/entries",
             serde_json::json!(0),
-            "config.user.tlb.entries must be from 1 to 65536, got 0",
+            "config.user.tlb.entries: must be from 1 to 65536, got 0",
         ),
         (
             &["miss", "--case", "remote-clean", "--format", "json"],

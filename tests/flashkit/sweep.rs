@@ -623,6 +623,14 @@ fn an_axis_reads_integers_as_toml_does_and_refuses_a_value_twice() {
             "transfer.chunk=-9223372036854775809",
             "is beyond a 64-bit integer",
         ),
+        (
+            "transfer.chunk=0x8000000000000000",
+            "is beyond a 64-bit integer",
+        ),
+        (
+            "transfer.chunk=0o7777777777777777777777",
+            "is beyond a 64-bit integer",
+        ),
         ("transfer.\"chunk\"=1", "a key's parts are bare names"),
         ("transfer..chunk=1", "a key's parts are bare names"),
     ] {
@@ -645,6 +653,6 @@ fn a_varied_value_out_of_range_is_named_as_the_command_lines() {
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert_eq!(
         err,
-        "error: point 1 (transfer.chunk=17): --vary: chunk: must be from 1 to the data-buffer pool, 16, got 17\n"
+        "error: point 1 (transfer.chunk=17): --vary: transfer.chunk: must be from 1 to the data-buffer pool, 16, got 17\n"
     );
 }

@@ -82,7 +82,7 @@ fn the_protocol_refuses_a_machine_with_one_data_buffer() {
         .err()
         .unwrap();
     assert!(
-        matches!(&e, coherence::Error::Build(magic::BuildError::Protocol(s)) if s.contains("at least 2 data buffers")),
+        matches!(&e, coherence::Error::Build(magic::BuildError::Params(r)) if r.field == "data_buffers"),
         "{e}"
     );
     // The protocol unit refuses it wherever it is installed.
@@ -90,7 +90,7 @@ fn the_protocol_refuses_a_machine_with_one_data_buffer() {
         .err()
         .unwrap();
     assert!(
-        matches!(&e, magic::BuildError::Protocol(s) if s.contains("at least 2 data buffers")),
+        matches!(&e, magic::BuildError::Params(r) if r.to_string() == "data_buffers must be at least 2 for the coherence protocol, got 1"),
         "{e}"
     );
 }

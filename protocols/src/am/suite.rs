@@ -1308,6 +1308,15 @@ impl std::fmt::Display for SuiteResult {
     }
 }
 
+/// The fewest nodes `benchmark` runs on (the whole suite's, `None`): three
+/// where a node sends to two or two to one, else two.
+pub fn least_nodes(benchmark: Option<&str>) -> u32 {
+    match benchmark {
+        None | Some("one-to-two" | "two-to-one" | "two-to-one-segments") => 3,
+        Some(_) => 2,
+    }
+}
+
 /// Why the interrupt benchmark runs on CMAML alone.
 pub const INTERRUPT_IS_CMAMLS: &str =
     "interrupt-driven reception is CMAML's: use platform cm5-cmaml";

@@ -158,3 +158,32 @@ fn too_large_a_platform_quotes_its_own_limit() {
         }
     }
 }
+
+/// `suite::least_nodes` is what the benchmarks themselves need: one node
+/// fewer is refused, naming the nodes, and that many run.
+#[test]
+fn each_benchmark_runs_on_its_least_nodes_and_no_fewer() {
+    use protocols::am::config::PlatformConfig;
+    use protocols::am::suite::{least_nodes, SuiteConfig, BENCHMARKS};
+    let mut all: Vec<Option<&str>> = BENCHMARKS.iter().map(|b| Some(*b)).collect();
+    all.push(None);
+    for b in all {
+        let least = least_nodes(b);
+        let run = |nodes| {
+            suite::run(&SuiteConfig {
+                platform: PlatformConfig::flash(nodes),
+                benchmark: b.map(str::to_string),
+            })
+        };
+        let e = run(least - 1).err();
+        assert_eq!(
+            e.as_ref().and_then(|e| e.field()),
+            Some("nodes"),
+            "{b:?} on {} nodes: {e:?}",
+            least - 1
+        );
+        if let Err(e) = run(least) {
+            panic!("{b:?} on {least} nodes: {e}");
+        }
+    }
+}
