@@ -312,7 +312,7 @@ fn a_study_point_runs_from_a_scenario_and_sweeps() {
     assert_eq!(code, 2);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("mode: sender = \"dirty-remote\" needs coherence"),
+        err.contains("refused.toml:3: sender: sender = \"dirty-remote\" needs mode = \"global\""),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
