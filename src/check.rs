@@ -306,15 +306,17 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                 forwards: a.forwards.unwrap_or(d.forwards),
                 inject: bug.map(|i| coherence::check::Bug::ALL[i]),
             };
-            c.validate().map_err(|e| Failure::Usage(out_of_range(&e)))?;
-            // In range, but the pointer store is the dynamic-pointer
-            // directory's alone.
-            if a.pointer_store.is_some() && c.format != coherence::DirFormat::DynamicPointer {
+            // The pointer store is the dynamic-pointer directory's alone
+            // (said in the flags' words before the model's own check).
+            if a.pointer_store.is_some_and(|n| n > 0 && n <= 1 << 20)
+                && c.format != coherence::DirFormat::DynamicPointer
+            {
                 return Err(Failure::Usage(format!(
                     "--pointer-store applies to --directory dynamic-pointer only, not {}",
                     c.format.name()
                 )));
             }
+            c.validate().map_err(|e| Failure::Usage(out_of_range(&e)))?;
             models.push(Model::Coherence(c));
         }
         CheckKind::Holdoff => {

@@ -104,7 +104,7 @@ enum Command {
         vary: Vec<String>,
         /// Run only every n-th point starting at i ("i/n"): shards of one
         /// sweep, for several machines. The output is a part.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         shard: Option<String>,
         /// Write the part to FILE, each row as soon as the points before it
         /// are done (a killed run keeps them).
@@ -610,8 +610,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             "plot csv needs --csv FILE --x COLUMN --y COLUMN".into(),
                         ));
                     };
-                    let text = std::fs::read_to_string(&f)
-                        .map_err(|e| Failure::Usage(format!("{f}: {e}")))?;
+                    let text = output::read_input(&f)?;
                     plot::from_csv(&text, &x, &y, series.as_deref())
                         .map_err(|e| format!("{f}: {e}"))
                 }
@@ -621,8 +620,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             "plot jsonl needs --jsonl FILE --x COLUMN --y COLUMN".into(),
                         ));
                     };
-                    let text = std::fs::read_to_string(&f)
-                        .map_err(|e| Failure::Usage(format!("{f}: {e}")))?;
+                    let text = output::read_input(&f)?;
                     plot::from_jsonl(&text, &x, &y, series.as_deref())
                         .map_err(|e| format!("{f}: {e}"))
                 }
@@ -649,8 +647,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             quiet,
             format,
         } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
+            let text = output::read_input(&file)?;
             sweep::sweep(&sweep::Sweep {
                 path: &file,
                 text: &text,
@@ -897,6 +894,11 @@ fn logp_export(
         }
     }
     .map_err(|e| Failure::Failed(e.to_string()))?;
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Failure::Usage(format!(
+            "--out {dir} is a file, not a folder to write the export's files in"
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     let mut names = Vec::new();
     for file in &files {
@@ -1083,7 +1085,7 @@ fn report(
 }
 
 fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let text = output::read_input(path)?;
     // A saved result is JSON (a scenario, TOML, never opens with a brace).
     if path.ends_with(".json") || text.trim_start().starts_with('{') {
         return rerun(path, &text, trace, format);

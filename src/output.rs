@@ -151,13 +151,62 @@ macro_rules! out_raw {
 /// A line on standard error (what went wrong). An error writing it is
 /// ignored: there is nowhere left to say it, and the exit status tells.
 pub fn say(line: &str) {
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    let _ = writeln!(io::stderr().lock(), "{}", shortened(line));
 }
 
-/// Write a whole file; a failure names the file (exit status 1).
+/// The most characters a line on standard error holds: an input echoed
+/// back (a megabyte-long value, say) is cut in its middle.
+const MOST_SAID: usize = 2000;
+
+fn shortened(line: &str) -> std::borrow::Cow<'_, str> {
+    let n = line.chars().count();
+    if n <= MOST_SAID {
+        return line.into();
+    }
+    let head: String = line.chars().take(MOST_SAID / 2).collect();
+    let tail: String = line.chars().skip(n - MOST_SAID / 2).collect();
+    format!(
+        "{head} ... ({} characters left out) ... {tail}",
+        n - MOST_SAID
+    )
+    .into()
+}
+
+/// Write a whole file; a failure names the file (exit status 1) and
+/// leaves no regular file cut short under its name.
 pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
     let mut s = Sink::create(path)?;
-    s.write(bytes)
+    s.write(bytes).inspect_err(|_| {
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(path);
+        }
+    })
+}
+
+/// The most bytes read from an input that is not a regular file (a pipe,
+/// a device): `/dev/zero` never ends.
+const MOST_FROM_A_STREAM: u64 = 1 << 28;
+
+/// An input file's text, refused if it is not UTF-8 text, or if it is not
+/// a regular file and holds more than [`MOST_FROM_A_STREAM`] bytes.
+pub fn read_input(path: &str) -> Result<String, Failure> {
+    use std::io::Read as _;
+    let bad = |why: String| Failure::Usage(format!("{path}: {why}"));
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if meta.is_file() {
+        return std::fs::read_to_string(path).map_err(|e| bad(e.to_string()));
+    }
+    let f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    f.take(MOST_FROM_A_STREAM + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MOST_FROM_A_STREAM {
+        return Err(bad(format!(
+            "not a regular file, and more than {MOST_FROM_A_STREAM} bytes: a stream without end?"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| bad("stream did not contain valid UTF-8".into()))
 }
 
 /// An output written piece by piece, each piece flushed as it is written:

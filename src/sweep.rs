@@ -344,6 +344,10 @@ impl Shard {
 /// are the shard's first points in order; drop a torn last line.
 fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failure> {
     let usage = |why: String| Failure::Usage(format!("--resume {path}: {why}"));
+    // A device would be read forever (or written to as if a part).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(usage("not a regular file: a part is one".into()));
+    }
     let mut f = match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -664,7 +668,7 @@ pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
     }
     let texts = paths
         .iter()
-        .map(|p| std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{p}: {e}"))))
+        .map(|p| output::read_input(p))
         .collect::<Result<Vec<_>, _>>()?;
     let table = merged(paths, &texts).map_err(Failure::Usage)?;
     match out {

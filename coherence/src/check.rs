@@ -97,7 +97,18 @@ impl CoherenceCheck {
             );
             return Err(OutOfRange::new("buffers", allowed, self.buffers));
         }
-        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)
+        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)?;
+        // The pointer store is the dynamic-pointer directory's: another
+        // size under another format would change nothing.
+        let store = CoherenceCheck::default().pointer_store;
+        if self.format != crate::DirFormat::DynamicPointer && self.pointer_store != store {
+            return Err(OutOfRange::new(
+                "pointer_store",
+                format!("{store}, its default, under the {} directory: the store is the dynamic-pointer directory's", self.format.name()),
+                self.pointer_store,
+            ));
+        }
+        Ok(())
     }
 
     /// Search the configuration's whole space (up to `bounds`).
@@ -460,6 +471,24 @@ mod tests {
     /// restoring search, on one thread and on three, takes the same states,
     /// moves and depth as the replaying one, and stops at the same planted
     /// bug with the same trace.
+    /// A pointer store sized under a directory without one is refused:
+    /// it would change nothing (a saved check as the command line).
+    #[test]
+    fn a_pointer_store_belongs_to_the_dynamic_pointer_directory() {
+        let d = CoherenceCheck::default();
+        let c = CoherenceCheck {
+            pointer_store: 4,
+            ..d
+        };
+        assert_eq!(c.validate().unwrap_err().field, "pointer_store");
+        let dynamic = CoherenceCheck {
+            format: crate::DirFormat::DynamicPointer,
+            ..c
+        };
+        assert_eq!(dynamic.validate(), Ok(()));
+        assert_eq!(d.validate(), Ok(()));
+    }
+
     #[test]
     fn restoring_a_state_is_replaying_its_moves() {
         for (nodes, ops) in [(2, 2), (3, 1)] {

@@ -1693,10 +1693,16 @@ impl Source<'_> {
     /// file's root (`[transfer]`, `[machine]`), the whole dotted path in a
     /// nested one (`costs.transfer.shift_dword`).
     fn key_at(&self, line: usize) -> Option<String> {
-        let k = keyed(self.text).into_iter().find(|k| k.line == line)?;
+        let all = keyed(self.text);
+        let k = match all.iter().find(|k| k.line == line) {
+            Some(k) => k,
+            // A line inside a value that spans lines (an array's items):
+            // the key that opened it, the last set above it.
+            None => all.iter().rev().find(|k| k.line < line)?,
+        };
+        // A table's header names no key.
         let text = self.text.strip_prefix('\u{feff}').unwrap_or(self.text);
-        let t = text.lines().nth(line - 1)?.trim_start();
-        if t.starts_with('[') {
+        if text.lines().nth(k.line - 1)?.trim_start().starts_with('[') {
             return None;
         }
         Some(match k.path.len() {

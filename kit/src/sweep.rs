@@ -673,6 +673,17 @@ impl Plan {
             text: &self.text,
         };
         let sc = scenario::parse(&src, t).map_err(|mut error| {
+            // What the file does wrong without any value of the sweep is
+            // the file's, at its own line.
+            if let Err(base) = scenario::parse(&src, self.base.clone()) {
+                if base.message == error.message {
+                    return SweepError::Point {
+                        index,
+                        chosen: chosen.clone(),
+                        error: base,
+                    };
+                }
+            }
             // A key of a nested table is named in full (as the file's own
             // keys are): the axis that sets it.
             if let Some(k) = &error.key {

@@ -1519,3 +1519,85 @@ fn run_refuses_a_trace_onto_its_scenario_and_a_format_for_the_defaults() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Inputs and outputs that are not what they are named for: a device read
+/// as a scenario or resumed as a part, a file named as an export's folder,
+/// a shard given a negative number, a value a megabyte long echoed back,
+/// and an error of the scenario file in a sweep: each one line, exit 2.
+#[test]
+fn devices_files_for_folders_and_long_values_are_refused_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("flashkit-not-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let file = at("afile");
+    std::fs::write(&file, "x").unwrap();
+    let full = at("full.csv");
+    let _ = std::fs::remove_file(&full);
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    let long = at("long.toml");
+    std::fs::write(
+        &long,
+        format!("[transfer]\nsender = \"{}\"\n", "x".repeat(1 << 20)),
+    )
+    .unwrap();
+    let neg = at("neg.toml");
+    std::fs::write(
+        &neg,
+        "[transfer]\nbytes = 4096\n[machine]\nnet_latency = -5\n",
+    )
+    .unwrap();
+    for (args, says) in [
+        (
+            vec!["run", "/dev/zero"],
+            "error: /dev/zero: not a regular file, and more than".to_string(),
+        ),
+        (
+            vec![
+                "sweep",
+                "examples/transfer.toml",
+                "--vary",
+                "transfer.chunk=1,2",
+                "--out",
+                &full,
+                "--resume",
+                "--quiet",
+            ],
+            format!("error: --resume {full}: not a regular file"),
+        ),
+        (
+            vec![
+                "logp",
+                "--platform",
+                "cm5",
+                "--export",
+                "loggopsim",
+                "--out",
+                &file,
+            ],
+            format!("error: --out {file} is a file, not a folder"),
+        ),
+        (
+            vec![
+                "sweep",
+                "examples/transfer.toml",
+                "--vary",
+                "transfer.chunk=1,2",
+                "--shard",
+                "-1/3",
+            ],
+            "--shard".into(),
+        ),
+        (vec!["run", &long], "characters left out".into()),
+        (
+            vec!["sweep", &neg, "--vary", "transfer.chunk=1,2", "--quiet"],
+            format!("error: point 0 (transfer.chunk=1): {neg}:4: net_latency: invalid value"),
+        ),
+    ] {
+        let (code, out, err) = flashkit(&args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&says), "{args:?}: {err}");
+        assert!(err.len() < 3000, "{args:?}: {} bytes", err.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -261,6 +261,11 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "foo = 1\n[miss]\n",
             "s.toml:1: foo: unknown field `foo`, expected one of `machine`, `costs`, `network`, `transfer`, `miss`, `fetch_op`, `messaging_costs`, `logp`, `pipeline`, `remap`, `suite`, `study`, `sharing`, `coherence`",
         ),
+        // An item of a list over several lines is named by its list's key.
+        (
+            "[machine]\r\ninbox_priority = [\r\n  \"net-reply\",\r\n  \"bogus\",\r\n]\r\n[miss]\r\n",
+            "s.toml:4: inbox_priority: unknown variant `bogus`, expected one of `net-reply`, `net-request`, `software`, `processor`",
+        ),
         // A dotted key inside its own table names a key the table lacks.
         (
             "[transfer]\nbytes = 64\n\ntransfer.chunk = 0\n",
