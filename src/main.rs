@@ -1037,7 +1037,8 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
     }
 }
 
-/// The dotted path of the one key named `key` in `v`, if exactly one is.
+/// The dotted path in `v` that ends with `key` (one key, or dotted), if
+/// exactly one does.
 fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
     fn walk(v: &serde_json::Value, key: &str, at: &str, out: &mut Vec<String>) {
         if let Some(m) = v.as_object() {
@@ -1047,7 +1048,7 @@ fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
                 } else {
                     format!("{at}.{k}")
                 };
-                if k == key {
+                if p == key || p.ends_with(&format!(".{key}")) {
                     out.push(p.clone());
                 }
                 walk(x, key, &p, out);
@@ -1111,9 +1112,23 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
         // A value out of range is named where the saved JSON holds it
         // (`config.user.tlb.entries`), where one key of that name does.
         let json = saved.json();
-        let at = e
-            .range()
-            .and_then(|r| only_path(&json["config"], r.field).map(|p| (r.field, p)));
+        let at = e.range().and_then(|r| {
+            // The field as named, else its shorter tails (a cost sheet's
+            // `costs.os.change` is a fetch-and-add's `user.os.change`).
+            let parts: Vec<&str> = r.field.split('.').collect();
+            // A sheet a layer keeps under its own name (`costs.coherence.x`
+            // is `coherence.costs.x`).
+            let kept = match parts[..] {
+                ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
+                    Some(format!("{sheet}.costs.{}", rest.join(".")))
+                }
+                _ => None,
+            };
+            kept.into_iter()
+                .chain((0..parts.len()).map(|i| parts[i..].join(".")))
+                .find_map(|k| only_path(&json["config"], &k))
+                .map(|p| (r.field, p))
+        });
         match at {
             Some((field, p)) => {
                 let msg = e.to_string();

@@ -1723,9 +1723,7 @@ impl Protocol for Coherence {
     /// acknowledgements; the inbox may need another for a data reply at the
     /// head of the same queue, so one buffer could deadlock the node.
     fn check(&self, params: &MagicParams, _nodes: u32) -> Result<(), BuildError> {
-        self.params
-            .validate()
-            .map_err(|e| BuildError::Protocol(e.to_string()))?;
+        self.params.validate().map_err(BuildError::Params)?;
         if params.data_buffers < LEAST_DATA_BUFFERS {
             return Err(BuildError::Params(magic::OutOfRange::new(
                 "data_buffers",

@@ -1601,3 +1601,23 @@ fn devices_files_for_folders_and_long_values_are_refused_in_one_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A write cut short (the file-size limit reached) fails naming the file,
+/// exit status 1, and leaves no file under its name.
+#[test]
+fn a_write_cut_short_leaves_no_file() {
+    let dir = std::env::temp_dir().join(format!("flashkit-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("tr.json");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8; exec {} transfer --trace {}",
+        env!("CARGO_BIN_EXE_flashkit"),
+        trace.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("tr.json") && err.lines().count() == 1, "{err}");
+    assert!(!trace.exists(), "a cut-short trace was left");
+    let _ = std::fs::remove_dir_all(&dir);
+}

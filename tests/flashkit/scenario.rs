@@ -2306,6 +2306,24 @@ fn an_edited_saved_result_is_refused_at_its_path() {
             "config.user.tlb.entries: must be from 1 to 65536, got 0",
         ),
         (
+            &["fetch-op", "--format", "json"],
+            "/config/user/os/change",
+            serde_json::json!(1_000_000_000),
+            "config.user.os.change: must be from 0 to 1000000",
+        ),
+        (
+            &["miss", "--case", "remote-dirty", "--format", "json"],
+            "/config/coherence/costs/decode",
+            serde_json::json!(1_000_000_000),
+            "config.coherence.costs.decode: must be from 0 to 1000000",
+        ),
+        (
+            &["transfer", "--format", "json"],
+            "/config/costs/cleanup_load/cycles",
+            serde_json::json!(1_000_000_000),
+            "config.costs.cleanup_load.cycles: must be from 0 to 1000000",
+        ),
+        (
             &["miss", "--case", "remote-clean", "--format", "json"],
             "/config/setup/nodes",
             serde_json::json!(-1),
@@ -2322,7 +2340,7 @@ fn an_edited_saved_result_is_refused_at_its_path() {
         assert_eq!(code, 0, "{cmd:?}: {err}");
         let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
         *v.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = value;
-        let f = dir.join(format!("{}.json", cmd[0]));
+        let f = dir.join(format!("{}-{}.json", cmd[0], pointer.replace('/', "-")));
         std::fs::write(&f, v.to_string()).unwrap();
         let (code, out, err) = flashkit(&["run", path(&f)]);
         assert_eq!((code, out.as_str()), (2, ""), "{cmd:?}: {err}");
