@@ -2589,9 +2589,22 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
         }
         Saved::Study(s) => {
             untraced(trace, STUDY_TRACE)?;
+            let c = &s.config;
+            // The base gives the points their machine, sheets and options;
+            // a shape of its own (bytes, direction, ...) no point would run.
+            let first = StudyPoint {
+                bytes: c.bytes,
+                ..StudyPoint::default()
+            };
+            let want = serde_json::to_value(first.config_on(&c.base))?;
+            let have = serde_json::to_value(&c.base)?;
+            if let (Some(w), Some(h)) = (want.as_object(), have.as_object()) {
+                if let Some(k) = h.keys().find(|k| w.get(*k) != h.get(*k)) {
+                    return Err(RunError::StudyBase(k.clone()));
+                }
+            }
             // Point by point, in order (`study::run_config` runs them on
             // workers, to the same study).
-            let c = &s.config;
             let mut s = Study::new(c.clone());
             for p in study_points(c.bytes) {
                 s.add(&p, study_config(&p, &c.base))?;
@@ -2710,6 +2723,14 @@ pub enum RunError {
     /// A check's configuration refused (the field named).
     #[error(transparent)]
     Check(#[from] crate::check::CheckError),
+    /// A saved study whose base sets what its points set (the key named):
+    /// its points would not run it.
+    #[error(
+        "config.base.{0}: a study's points set it (the base gives them only \
+         the machine, the cost sheets and the coherence options; the bytes \
+         are config.bytes)"
+    )]
+    StudyBase(String),
     /// A saved result whose configuration plants a known bug (the field
     /// named): see [`Saved::planted`].
     #[error(

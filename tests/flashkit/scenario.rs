@@ -2348,3 +2348,40 @@ fn an_edited_saved_result_is_refused_at_its_path() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A saved study's base gives its points their machine, sheets and options
+/// alone: a base edited where the points set the transfer is refused, not
+/// run as if unedited.
+#[test]
+fn a_saved_studys_base_shape_is_its_points() {
+    let dir = scratch("study-base");
+    let (code, out, err) = flashkit(&[
+        "study",
+        "coherence",
+        "--bytes",
+        "256",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let f = dir.join("study.json");
+    std::fs::write(&f, &out).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&f)]);
+    assert_eq!(code, 0, "{err}");
+    for (key, value) in [
+        ("bytes", serde_json::json!(1)),
+        ("receives", serde_json::json!(2)),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["config"]["base"][key] = value;
+        std::fs::write(&f, v.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&f)]);
+        assert_eq!((code, out.as_str()), (2, ""), "{key}: {err}");
+        assert!(
+            err.contains(&format!("config.base.{key}: a study's points set it")),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
