@@ -430,25 +430,7 @@ fn list(kind: CheckKind, a: &CheckArgs, format: Format) -> Result<(), Failure> {
             "{f} does not apply to --inject list, which runs no search"
         )));
     }
-    let bugs = kind.bugs();
-    match format {
-        Format::Json => out!(
-            "{}",
-            serde_json::to_string(&bugs).map_err(|e| Failure::Failed(e.to_string()))?
-        ),
-        Format::Csv => {
-            out!("bug");
-            for b in bugs {
-                out!("{b}");
-            }
-        }
-        Format::Table => {
-            for b in bugs {
-                out!("{b}");
-            }
-        }
-    }
-    Ok(())
+    crate::list_out("bug", &kind.bugs(), format)
 }
 
 /// Where the running search posts how far it has got.

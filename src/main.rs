@@ -907,20 +907,30 @@ fn logp_export(
         output::write_file(&name, file.text.as_bytes())?;
         names.push(name);
     }
+    list_out("file", &names, format)
+}
+
+/// A list of names as `format` says: a line each, a JSON array, or a CSV
+/// column under `column`.
+fn list_out(
+    column: &str,
+    items: &[impl AsRef<str> + serde::Serialize],
+    format: Format,
+) -> Result<(), Failure> {
     match format {
         Format::Json => out!(
             "{}",
-            serde_json::to_string(&names).map_err(|e| Failure::Failed(e.to_string()))?
+            serde_json::to_string(items).map_err(|e| Failure::Failed(e.to_string()))?
         ),
         Format::Csv => {
-            out!("file");
-            for n in &names {
-                out!("{}", flashkit::sweep::csv_cell(n));
+            out!("{column}");
+            for n in items {
+                out!("{}", flashkit::sweep::csv_cell(n.as_ref()));
             }
         }
         Format::Table => {
-            for n in &names {
-                out!("{n}");
+            for n in items {
+                out!("{}", n.as_ref());
             }
         }
     }

@@ -226,34 +226,26 @@ fn parameters(sc: &Scenario, out: &mut Vec<(String, String)>) {
 
 /// [`parameters`] of a scenario as JSON (a record's `config`).
 fn parameter_cells(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                parameter_cells(&key, x, out);
-            }
-        }
-        serde_json::Value::Array(xs) => {
-            let words: Vec<String> = xs
-                .iter()
-                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
-                .collect();
-            out.push((prefix.to_string(), words.join(" ")));
-        }
-        serde_json::Value::Null => {}
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        x => out.push((prefix.to_string(), x.to_string())),
-    }
+    walk(prefix, v, false, true, out);
 }
 
 /// As [`flatten`], with `nulls` as empty cells rather than left out: a
 /// figure a run leaves undefined (a transfer within one line has no rate)
 /// keeps its column in a sweep's rows.
 fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String, String)>) {
+    walk(prefix, v, nulls, false, out);
+}
+
+/// Every scalar of `v` by dotted key: a null an empty cell with `nulls`
+/// (else left out), a list of values one cell of them a space apart with
+/// `lists` (else left out).
+fn walk(
+    prefix: &str,
+    v: &serde_json::Value,
+    nulls: bool,
+    lists: bool,
+    out: &mut Vec<(String, String)>,
+) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
@@ -262,10 +254,17 @@ fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String
                 } else {
                     format!("{prefix}.{k}")
                 };
-                cells(&key, x, nulls, out);
+                walk(&key, x, nulls, lists, out);
             }
         }
         serde_json::Value::Null if nulls => out.push((prefix.to_string(), String::new())),
+        serde_json::Value::Array(xs) if lists => {
+            let words: Vec<String> = xs
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                .collect();
+            out.push((prefix.to_string(), words.join(" ")));
+        }
         serde_json::Value::Array(_) | serde_json::Value::Null => {}
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
         x => out.push((prefix.to_string(), x.to_string())),
