@@ -99,9 +99,8 @@ where
 /// A byte count as the command line gives it: digits, then optionally K,
 /// M, G, T or P (powers of 1024, an `iB` or `B` after it allowed).
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s;
-    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let (num, unit) = t.split_at(digits);
+    let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (num, unit) = s.split_at(digits);
     let n: u64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a byte count (digits, then K, M, G, T or P)"))?;
@@ -209,23 +208,6 @@ pub struct CheckArgs {
     /// checks' two nodes play different roles: they have no symmetry.
     #[arg(long, value_enum)]
     symmetry: Option<Symmetry>,
-}
-
-/// The bounds a check takes when no flag sets them.
-struct DefaultBounds {
-    max_states: usize,
-    max_bytes: u64,
-    threads: usize,
-}
-
-impl CheckArgs {
-    fn default_bounds() -> DefaultBounds {
-        DefaultBounds {
-            max_states: magic::check::DEFAULT_MAX_STATES,
-            max_bytes: magic::check::DEFAULT_MAX_BYTES,
-            threads: 0,
-        }
-    }
 }
 
 /// Whether a search takes states up to a renaming of symmetric nodes.
@@ -404,7 +386,6 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
 /// `--inject list`: the check's bugs, a line each (a JSON array, or a
 /// CSV column). It runs no search, so it takes no bound.
 fn list(kind: CheckKind, a: &CheckArgs, format: Format) -> Result<(), Failure> {
-    let d = CheckArgs::default_bounds();
     let given = [
         (a.nodes.is_some(), "--nodes"),
         (a.lines.is_some(), "--lines"),
@@ -420,9 +401,16 @@ fn list(kind: CheckKind, a: &CheckArgs, format: Format) -> Result<(), Failure> {
         (a.acks.is_some(), "--acks"),
         (a.hints.is_some(), "--hints"),
         (a.forwards.is_some(), "--forwards"),
-        (a.max_states != d.max_states, "--max-states"),
-        (a.max_bytes != d.max_bytes, "--max-bytes"),
-        (a.threads != d.threads, "--threads"),
+        // Given unless at their defaults.
+        (
+            a.max_states != magic::check::DEFAULT_MAX_STATES,
+            "--max-states",
+        ),
+        (
+            a.max_bytes != magic::check::DEFAULT_MAX_BYTES,
+            "--max-bytes",
+        ),
+        (a.threads != 0, "--threads"),
         (a.symmetry.is_some(), "--symmetry"),
     ];
     if let Some((_, f)) = given.iter().find(|g| g.0) {

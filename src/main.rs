@@ -881,11 +881,9 @@ fn logp_export(
     use protocols::am::export;
     let usage = |e: protocols::Error| Failure::Usage(cli_words(&e, e.field()));
     // The measurement's least nodes first, as `logp` itself says them.
-    scenario::platform_config(p, nodes, &Default::default())
-        .machine()
-        .check(nodes, protocols::am::suite::LOGP_LEAST_NODES)
-        .map_err(usage)?;
-    let plat = scenario::platform(p, nodes, &Default::default()).map_err(usage)?;
+    let c = scenario::platform_config(p, nodes, &Default::default());
+    protocols::am::suite::check_nodes(&c, protocols::am::suite::LOGP_LEAST_NODES).map_err(usage)?;
+    let plat = c.build().map_err(usage)?;
     let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
     let files = match e {
         ExportArg::Loggopsim => export::loggopsim(&f, nodes),

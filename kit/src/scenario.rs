@@ -2135,18 +2135,15 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     }
     if let Some(x) = &s.logp {
         // The measurement's least nodes first, so one range is ever said.
-        platform_config(x.platform, x.nodes, s)
-            .machine()
-            .check(x.nodes, protocols::am::suite::LOGP_LEAST_NODES)
+        let c = platform_config(x.platform, x.nodes, s);
+        protocols::am::suite::check_nodes(&c, protocols::am::suite::LOGP_LEAST_NODES)
             .map_err(protocol)?;
         platform(x.platform, x.nodes, s).map_err(protocol)?;
     }
     if let Some(x) = &s.suite {
         // The benchmark's least nodes first, so a sweep's plan finds them.
         let least = protocols::am::suite::least_nodes(x.benchmark.as_deref());
-        platform_config(x.platform, x.nodes, s)
-            .machine()
-            .check(x.nodes, least)
+        protocols::am::suite::check_nodes(&platform_config(x.platform, x.nodes, s), least)
             .map_err(protocol)?;
         platform(x.platform, x.nodes, s).map_err(protocol)?;
         if let Some(b) = &x.benchmark {

@@ -131,41 +131,28 @@ impl Axis {
 /// decimal, or hexadecimal, octal or binary with TOML's `0x`, `0o`, `0b`);
 /// `None` for an integer no TOML integer holds (never read as a float).
 fn value(s: &str) -> Option<toml::Value> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && s.parse::<i64>().is_err()
-    {
-        return None;
-    }
-    // The same in another base: all digits of it, yet too many.
-    let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
-        .into_iter()
-        .find_map(|(p, r)| Some((s.strip_prefix(p)?, r)));
-    if let Some((d, r)) = radix {
-        if !d.is_empty() && d.chars().all(|c| c.is_digit(r)) && i64::from_str_radix(d, r).is_err() {
-            return None;
-        }
-    }
-    Some(read(s))
-}
-
-fn read(s: &str) -> toml::Value {
-    let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
+    // An integer: all digits of its base (a sign only without a prefix,
+    // as TOML has it), refused rather than read as a float when too many.
+    let (digits, radix) = [("0x", 16), ("0o", 8), ("0b", 2)]
         .into_iter()
         .find_map(|(p, r)| Some((s.strip_prefix(p)?, r)))
-        // Digits only: TOML takes no sign after the prefix.
-        .filter(|(digits, _)| !digits.starts_with(['+', '-']))
-        .and_then(|(digits, r)| i64::from_str_radix(digits, r).ok());
-    if let Some(i) = radix {
-        toml::Value::Integer(i)
-    } else if let Ok(i) = s.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(b) = s.parse::<bool>() {
+        .unwrap_or((s, 10));
+    let unsigned = match radix {
+        10 => digits.strip_prefix(['+', '-']).unwrap_or(digits),
+        _ => digits,
+    };
+    if !unsigned.is_empty() && unsigned.chars().all(|c| c.is_digit(radix)) {
+        return i64::from_str_radix(digits, radix)
+            .ok()
+            .map(toml::Value::Integer);
+    }
+    Some(if let Ok(b) = s.parse::<bool>() {
         toml::Value::Boolean(b)
     } else if let Ok(f) = s.parse::<f64>() {
         toml::Value::Float(f)
     } else {
         toml::Value::String(s.to_string())
-    }
+    })
 }
 
 fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), SweepError> {

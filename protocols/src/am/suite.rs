@@ -567,13 +567,20 @@ fn carried<C: serde::de::DeserializeOwned>(
 pub fn logp_config(c: &PlatformConfig) -> Result<LogpResult, Error> {
     // The one-to-two benchmark needs three nodes: the range the error
     // states is the measurement's, not the platform's.
-    c.machine().check(c.nodes(), LOGP_LEAST_NODES)?;
+    check_nodes(c, LOGP_LEAST_NODES)?;
     let p = c.build()?;
     Ok(LogpResult {
         version: env!("CARGO_PKG_VERSION").to_string(),
         config: c.clone(),
         logp: logp(p.as_ref())?,
     })
+}
+
+/// `Err` naming `nodes` unless the platform `c` describes has from
+/// `least` nodes (a measurement's, [`LOGP_LEAST_NODES`] or
+/// [`least_nodes`]) to its machine's most: checked before anything is built.
+pub fn check_nodes(c: &PlatformConfig, least: u32) -> Result<(), Error> {
+    c.machine().check(c.nodes(), least)
 }
 
 /// The fewest nodes [`logp`] measures on: the one-to-two benchmark's
