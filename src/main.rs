@@ -1045,32 +1045,6 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
     }
 }
 
-/// The dotted path in `v` that ends with `key` (one key, or dotted), if
-/// exactly one does.
-fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
-    fn walk(v: &serde_json::Value, key: &str, at: &str, out: &mut Vec<String>) {
-        if let Some(m) = v.as_object() {
-            for (k, x) in m {
-                let p = if at.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{at}.{k}")
-                };
-                if p == key || p.ends_with(&format!(".{key}")) {
-                    out.push(p.clone());
-                }
-                walk(x, key, &p, out);
-            }
-        }
-    }
-    let mut found = Vec::new();
-    walk(v, key, "", &mut found);
-    match found.len() {
-        1 => found.pop(),
-        _ => None,
-    }
-}
-
 /// Print a scenario's report; a failed run's check makes the exit status 1.
 fn report(
     r: Result<(scenario::Report, Option<serde_json::Value>), scenario::RunError>,
@@ -1119,29 +1093,14 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
     let r = scenario::rerun(&saved, trace.is_some()).map_err(|e| {
         // A value out of range is named where the saved JSON holds it
         // (`config.user.tlb.entries`), where one key of that name does.
-        let json = saved.json();
-        let at = e.range().and_then(|r| {
-            // The field as named, else its shorter tails (a cost sheet's
-            // `costs.os.change` is a fetch-and-add's `user.os.change`).
-            let parts: Vec<&str> = r.field.split('.').collect();
-            // A sheet a layer keeps under its own name (`costs.coherence.x`
-            // is `coherence.costs.x`).
-            let kept = match parts[..] {
-                ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
-                    Some(format!("{sheet}.costs.{}", rest.join(".")))
-                }
-                _ => None,
-            };
-            kept.into_iter()
-                .chain((0..parts.len()).map(|i| parts[i..].join(".")))
-                .find_map(|k| only_path(&json["config"], &k))
-                .map(|p| (r.field, p))
-        });
+        let at = e
+            .range()
+            .and_then(|r| Some((r.field, saved.path_of(r.field)?)));
         match at {
             Some((field, p)) => {
                 let msg = e.to_string();
                 let rest = msg.strip_prefix(field).unwrap_or(&msg).trim_start();
-                Failure::Usage(format!("{path}: config.{p}: {rest}"))
+                Failure::Usage(format!("{path}: {p}: {rest}"))
             }
             None => failure(e, Some(path)),
         }

@@ -2387,6 +2387,32 @@ fn field_prefix(field: &str) -> String {
     }
 }
 
+/// The dotted path in `v` that ends with `key` (one key, or dotted), if
+/// exactly one does.
+fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
+    fn walk(v: &serde_json::Value, key: &str, at: &str, out: &mut Vec<String>) {
+        if let Some(m) = v.as_object() {
+            for (k, x) in m {
+                let p = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                if p == key || p.ends_with(&format!(".{key}")) {
+                    out.push(p.clone());
+                }
+                walk(x, key, &p, out);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(v, key, "", &mut found);
+    match found.len() {
+        1 => found.pop(),
+        _ => None,
+    }
+}
+
 /// A saved result's JSON as a `T`, or where in it and why not.
 fn read_as<T: serde::de::DeserializeOwned>(
     v: serde_json::Value,
@@ -2474,6 +2500,35 @@ impl Saved {
             | Saved::Costs(_)
             | Saved::Check(_) => None,
         }
+    }
+
+    /// Where in the saved JSON a configuration field a refusal names
+    /// (an [`magic::OutOfRange`]'s, as a scenario names it) is held, as a
+    /// dotted path from the top (`config.user.tlb.entries`), if one place
+    /// is: the field as named, as a layer keeps its sheet
+    /// (`costs.coherence.decode` is `coherence.costs.decode`), else its
+    /// shorter tails (`costs.os.change` is `user.os.change`).
+    ///
+    /// ```
+    /// use flashkit::scenario::{fetch_op, FetchOp, Saved};
+    /// let r = fetch_op(&FetchOp::default(), Default::default(), Default::default()).unwrap();
+    /// let saved = Saved::read(&r.0.json.to_string()).unwrap();
+    /// assert_eq!(saved.path_of("entries").as_deref(), Some("config.user.tlb.entries"));
+    /// assert_eq!(saved.path_of("costs.os.change").as_deref(), Some("config.user.os.change"));
+    /// ```
+    pub fn path_of(&self, field: &str) -> Option<String> {
+        let json = self.json();
+        let parts: Vec<&str> = field.split('.').collect();
+        let kept = match parts[..] {
+            ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
+                Some(format!("{sheet}.costs.{}", rest.join(".")))
+            }
+            _ => None,
+        };
+        kept.into_iter()
+            .chain((0..parts.len()).map(|i| parts[i..].join(".")))
+            .find_map(|k| only_path(&json["config"], &k))
+            .map(|p| format!("config.{p}"))
     }
 
     /// The version of the kit that measured it.
