@@ -303,11 +303,16 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         }
         CheckKind::Holdoff => {
             let d = HoldoffCheck::default();
+            let planted = bug.map(|i| protocols::user::check::Bug::ALL[i]);
+            // Without a technique named, a planted bug is searched for
+            // under each technique it acts under, and only those.
             let techniques = match a.technique {
                 Some(t) => vec![t.technique()],
-                None => vec![Technique::Holdoff, Technique::Invalidate, Technique::Tlb],
+                None => [Technique::Holdoff, Technique::Invalidate, Technique::Tlb]
+                    .into_iter()
+                    .filter(|&t| planted.is_none_or(|b| b.acts_under(t)))
+                    .collect(),
             };
-            let planted = bug.map(|i| protocols::user::check::Bug::ALL[i]);
             if let (Some(b), [t]) = (planted, &techniques[..]) {
                 if !b.acts_under(*t) {
                     return Err(Failure::Usage(format!(
@@ -325,7 +330,7 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                     changes: a.changes.unwrap_or(d.changes),
                     ops: a.ops.unwrap_or(d.ops),
                     buffers: a.buffers.unwrap_or(d.buffers),
-                    inject: bug.map(|i| protocols::user::check::Bug::ALL[i]),
+                    inject: planted,
                 }));
             }
         }

@@ -540,6 +540,24 @@ fn the_bug_list_follows_the_format_and_each_bug_acts_where_it_is_planted() {
     let (code, out, _) = flashkit(&["check", "transfer", "--inject", "list", "--format", "csv"]);
     assert_eq!(code, 0);
     assert_eq!(out, "bug\nearly-done\nlatest-space\n");
+    // Without --technique a bug is searched for where it acts, and only there.
+    for (bug, want) in [
+        ("early-answer", &["holdoff"][..]),
+        ("keep-stale", &["invalidate", "tlb"][..]),
+        ("keep-tlb-entry", &["tlb"][..]),
+    ] {
+        let bounds = ["--lines", "2", "--changes", "1"];
+        let (code, v, err) = check("holdoff", &bounds, &["--inject", bug]);
+        assert_eq!(code, 1, "{bug}: {err}");
+        let got: Vec<&str> = v["config"]["searches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["model"]["holdoff"]["technique"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, want, "{bug}");
+        assert_eq!(v["violations"], want.len(), "{bug}: {v}");
+    }
     // keep-stale leaves the TLB technique's uses unmarked too.
     for t in ["invalidate", "tlb"] {
         let (code, v, err) = check(

@@ -175,7 +175,8 @@ fn small_model() -> impl Strategy<Value = Model> {
                     changes: 1,
                     ops: 1,
                     buffers,
-                    inject,
+                    // A bug is planted only where it acts (else refused).
+                    inject: inject.filter(|b| b.acts_under(technique)),
                 })
             }),
         (

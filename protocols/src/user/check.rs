@@ -132,7 +132,20 @@ impl HoldoffCheck {
         OutOfRange::check("lines", self.lines, 1, 32)?;
         OutOfRange::check("changes", self.changes, 1, 2)?;
         OutOfRange::check("ops", self.ops, 1, 2)?;
-        OutOfRange::check("buffers", self.buffers, 1, 16)
+        OutOfRange::check("buffers", self.buffers, 1, 16)?;
+        // A bug planted where it changes nothing would make a clean report
+        // look like a check that passed with the bug in.
+        match self.inject {
+            Some(b) if !b.acts_under(self.technique) => Err(OutOfRange::new(
+                "inject",
+                format!(
+                    "a bug that acts under the {} technique",
+                    self.technique.name()
+                ),
+                b.name(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Search the configuration's whole space (up to `bounds`).
@@ -433,6 +446,40 @@ mod tests {
     use super::*;
     use crate::user::params::Bug;
     use magic::check::restoring_agrees;
+
+    /// A bug planted under a technique whose handlers it leaves alone is
+    /// refused, by the field that holds it; under each it acts under, it
+    /// is accepted.
+    #[test]
+    fn a_bug_is_refused_where_it_does_nothing() {
+        let all = [Technique::Holdoff, Technique::Invalidate, Technique::Tlb];
+        for b in Bug::ALL {
+            for t in all {
+                let c = HoldoffCheck {
+                    technique: t,
+                    inject: Some(b),
+                    ..HoldoffCheck::default()
+                };
+                match c.validate() {
+                    Ok(()) => assert!(b.acts_under(t), "{b:?} under {t:?} accepted"),
+                    Err(e) => {
+                        assert!(!b.acts_under(t), "{b:?} under {t:?}: {e}");
+                        assert_eq!((e.field, e.got.as_str()), ("inject", b.name()));
+                        let want = format!("a bug that acts under the {} technique", t.name());
+                        assert_eq!(e.allowed, want);
+                    }
+                }
+            }
+        }
+        // Each bug acts under its own technique, and keep-stale under the
+        // TLB's too: four pairs of the nine.
+        let acting = Bug::ALL
+            .iter()
+            .flat_map(|&b| all.map(|t| b.acts_under(t)))
+            .filter(|&x| x)
+            .count();
+        assert_eq!(acting, 4);
+    }
 
     /// A state restored from its snapshot is the machine its moves make:
     /// for each technique, and with each planted bug, the restoring search
