@@ -1434,7 +1434,17 @@ fn a_suite_benchmark_a_machine_cannot_run_is_refused_by_its_flag() {
         // One node has no round trip, and no step to traverse.
         (
             vec!["suite", "--platform", "flash", "--nodes", "1", "--benchmark", "round-trip"],
-            "error: --nodes must be at least 2, got 1 (the round trip benchmark)\n",
+            "error: --nodes must be at least 2, got 1 (the round-trip benchmark)\n",
+        ),
+        // The benchmark's least, not the platform's range, at any count below.
+        (
+            vec!["suite", "--platform", "flash", "--nodes", "0", "--benchmark", "round-trip"],
+            "error: --nodes must be at least 2, got 0 (the round-trip benchmark)\n",
+        ),
+        // The whole suite's least is the one-to-two benchmark's, said first.
+        (
+            vec!["suite", "--platform", "cm5", "--nodes", "1"],
+            "error: --nodes must be at least 3, got 1 (the one-to-two benchmark)\n",
         ),
         (
             vec!["suite", "--platform", "flash", "--nodes", "1", "--benchmark", "traverse"],
