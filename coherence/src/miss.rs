@@ -290,6 +290,7 @@ pub fn run_with_machine(
     coh: CohParams,
 ) -> Result<(MissRun, Magic<protocol::CohNode>), Error> {
     s.validate(case, &params)?;
+    protocol::by_node_bits(&coh)?;
     let config = Config {
         case,
         setup: s,

@@ -853,6 +853,21 @@ impl NodeState for CohNode {
     }
 }
 
+/// `Ok` where lines are homed by their address's node bits, else the
+/// error naming `placement`: for the experiments that place a line at its
+/// home by address (a miss's cases, the shared line), where interleaving
+/// would home it elsewhere and read memory that never held it.
+pub fn by_node_bits(coh: &CohParams) -> Result<(), OutOfRange> {
+    match coh.placement {
+        Placement::NodeBits => Ok(()),
+        other => Err(OutOfRange::new(
+            "placement",
+            "NodeBits: the experiment homes its lines by their address",
+            format!("{other:?}"),
+        )),
+    }
+}
+
 /// The canonical (home) address of a processor address.
 pub fn canonical(placement: Placement, nodes: u32, a: PAddr) -> PAddr {
     match placement {

@@ -276,6 +276,7 @@ pub fn run_config(c: &Config) -> Result<SharingRun, Error> {
 /// Run the workload on a fresh machine.
 pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun, Error> {
     s.validate(&params)?;
+    protocol::by_node_bits(&coh)?;
     let config = Config {
         sharing: s,
         // Whether the run recorded its timelines is not part of what ran.

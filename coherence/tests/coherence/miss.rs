@@ -200,3 +200,37 @@ fn bad_setups_are_typed_errors_naming_the_field() {
         "{e}"
     );
 }
+
+/// A miss's cases and the shared line are homed by their address: under
+/// interleaved homing each would read a home that never held the line
+/// (the word loaded 0), so both experiments refuse it by its field.
+#[test]
+fn interleaved_homing_is_refused_where_lines_are_homed_by_address() {
+    use coherence::protocol::Placement;
+    use coherence::sharing::{self, Sharing};
+    use coherence::Error;
+    let coh = CohParams {
+        placement: Placement::Interleaved,
+        ..CohParams::default()
+    };
+    for case in [Case::LocalClean, Case::RemoteClean, Case::RemoteDirty] {
+        match miss::run(case, MagicParams::default(), coh) {
+            Err(Error::OutOfRange(e)) => {
+                assert_eq!((e.field, e.got.as_str()), ("placement", "Interleaved"))
+            }
+            other => panic!("{case:?}: {other:?}"),
+        }
+        // By node bits, the word loaded is the word expected.
+        let r = miss::run(case, MagicParams::default(), CohParams::default()).unwrap();
+        assert_eq!(r.value, r.expected, "{case:?}");
+    }
+    let s = Sharing {
+        readers: 4,
+        evicting: 1,
+    };
+    match sharing::run(s, MagicParams::default(), coh) {
+        Err(Error::OutOfRange(e)) => assert_eq!(e.field, "placement"),
+        other => panic!("{other:?}"),
+    }
+    assert!(sharing::run(s, MagicParams::default(), CohParams::default()).is_ok());
+}
