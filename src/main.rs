@@ -599,6 +599,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     "--out {out}: write .svg or .png (the extension names the format)"
                 )));
             }
+            // The plot never replaces the data it is drawn from.
+            let input = [(&csv, "--csv"), (&jsonl, "--jsonl")];
+            if let Some((f, flag)) = input.iter().find_map(|(f, flag)| {
+                f.as_deref()
+                    .filter(|f| sweep::same_file(&out, f))
+                    .map(|f| (f, flag))
+            }) {
+                return Err(Failure::Usage(format!(
+                    "--out {out} is the {flag} file {f}: write the plot to another file"
+                )));
+            }
             let chart = match kind {
                 PlotKind::PerLine => plot::per_line(),
                 PlotKind::Bandwidth => plot::bandwidth(),

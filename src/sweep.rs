@@ -563,9 +563,17 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Whether `a` and `b` name one file (by their canonical paths; a file
-/// that does not exist is no other file).
+/// Whether `a` and `b` name one file: one device and inode (a hard link
+/// too), or else one canonical path; a file that does not exist is no
+/// other file.
 pub fn same_file(a: &str, b: &str) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return (x.dev(), x.ino()) == (y.dev(), y.ino());
+        }
+    }
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

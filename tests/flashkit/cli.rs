@@ -1521,6 +1521,18 @@ fn run_refuses_a_trace_onto_its_scenario_and_a_format_for_the_defaults() {
         format!("error: --trace {p} is the scenario {p}: write the trace to another file\n")
     );
     assert_eq!(std::fs::read_to_string(&f).unwrap(), text);
+    // A hard link is the same file.
+    let h = dir.join("linked.toml");
+    let _ = std::fs::remove_file(&h);
+    std::fs::hard_link(&f, &h).unwrap();
+    let hp = h.to_str().unwrap();
+    let (code, out, err) = flashkit(&["run", p, "--trace", hp]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err,
+        format!("error: --trace {hp} is the scenario {p}: write the trace to another file\n")
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), text);
     let (code, out, err) = flashkit(&["run", "--print-defaults", "miss", "--format", "json"]);
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(

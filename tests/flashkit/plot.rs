@@ -201,6 +201,21 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         assert_eq!((code, err.as_str()), (2, says.as_str()), "{args:?}");
         assert!(!std::path::Path::new(svg).exists(), "{args:?}");
     }
+    // The plot never replaces its data: not by the data's own name, not
+    // through a hard link.
+    let data = csv("data.svg", "a,b\n1,2\n2,3\n");
+    let linked = dir.join("linked.svg");
+    std::fs::hard_link(&data, &linked).unwrap();
+    let linked = linked.to_str().unwrap();
+    for (kind, flag, out) in [("csv", "--csv", &data[..]), ("jsonl", "--jsonl", linked)] {
+        let args = [kind, flag, &data, "--x", "a", "--y", "b", "--out", out];
+        let (code, err) = plot(&args);
+        let says = format!(
+            "error: --out {out} is the {flag} file {data}: write the plot to another file\n"
+        );
+        assert_eq!((code, err.as_str()), (2, says.as_str()), "{args:?}");
+        assert_eq!(std::fs::read_to_string(&data).unwrap(), "a,b\n1,2\n2,3\n");
+    }
     // A quoted cell holds its comma.
     let quoted = csv("quoted.csv", "s,a,b\n\"x, y\",1,2\n\"x, y\",2,3\n");
     let (code, err) = plot(&[

@@ -1223,8 +1223,12 @@ fn a_sweep_refuses_an_empty_value_its_own_scenario_as_output_and_too_many_points
     let text = std::fs::read_to_string("examples/transfer.toml").unwrap();
     std::fs::write(&own, &text).unwrap();
     let own = path(&own).to_string();
-    // The same file by another spelling of its path.
+    // The same file by another spelling of its path, and by a hard link.
     let other = format!("{}/./s.toml", path(&dir));
+    let linked = dir.join("linked.toml");
+    let _ = std::fs::remove_file(&linked);
+    std::fs::hard_link(&own, &linked).unwrap();
+    let linked = path(&linked).to_string();
     let thousand: String = (1..=1024)
         .map(|n| n.to_string())
         .collect::<Vec<_>>()
@@ -1246,6 +1250,10 @@ fn a_sweep_refuses_an_empty_value_its_own_scenario_as_output_and_too_many_points
         (
             vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &other],
             format!("error: --out {other} is the scenario file {own}: write the part to another file\n"),
+        ),
+        (
+            vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &linked],
+            format!("error: --out {linked} is the scenario file {own}: write the part to another file\n"),
         ),
         (
             vec!["sweep", &own, "--vary", "transfer.chunk=1,2", "--out", &own, "--resume"],
