@@ -2119,6 +2119,24 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             .map_err(protocol)?;
     }
     if let Some(x) = &s.pipeline {
+        // The workload's machine is its own definition's (the peers'); of
+        // `[machine]` it takes the budget alone: another key set would
+        // change nothing, silently.
+        let (given, stock) = (
+            serde_json::to_value(&s.machine).unwrap_or_default(),
+            serde_json::to_value(magic::MagicParams::default()).unwrap_or_default(),
+        );
+        if let Some((k, _)) =
+            given.as_object().into_iter().flatten().find(|(k, v)| {
+                k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v)
+            })
+        {
+            return Err(src.error(
+                &format!("machine.{k}"),
+                "does not apply to [pipeline], whose machine is the workload's own \
+                 (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
+            ));
+        }
         x.config().validate().map_err(|e| {
             let field = match e.field {
                 "setup" => "setup_cycles",

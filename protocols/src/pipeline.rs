@@ -31,7 +31,9 @@ pub const MAX_MESSAGES: u64 = 4_000_000;
 pub const PACKETS: u64 = 32;
 /// The three handlers' fixed costs (the workload's definition: setup 20,
 /// send 12, receive 10 plus 16 for a message's last packet), kept as
-/// parameters so a protocol author can try others; each from 0 to
+/// parameters so a protocol author can try others: `setup`, `send` and
+/// `recv` from 1 (a handler holds MAGIC's PP at least one cycle, so 0
+/// would run as 1), `done` from 0, each to
 /// [`MAX_COST`](magic::costs::MAX_COST) cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipelineCosts {
@@ -46,16 +48,25 @@ pub struct PipelineCosts {
 }
 
 impl PipelineCosts {
-    /// Each cost is from 0 to [`MAX_COST`](magic::costs::MAX_COST) cycles;
-    /// the error names the first that is not.
+    /// Each cost is in its range (see [`PipelineCosts`]); the error names
+    /// the first that is not.
+    ///
+    /// ```
+    /// use magic::Cycles;
+    /// use protocols::pipeline::PipelineCosts;
+    /// let zero = PipelineCosts { send: Cycles(0), ..PipelineCosts::default() };
+    /// assert_eq!(zero.validate().unwrap_err().field, "send");
+    /// let done = PipelineCosts { done: Cycles(0), ..PipelineCosts::default() };
+    /// assert!(done.validate().is_ok());
+    /// ```
     pub fn validate(&self) -> Result<(), OutOfRange> {
-        for (field, c) in [
-            ("setup", self.setup),
-            ("send", self.send),
-            ("recv", self.recv),
-            ("done", self.done),
+        for (field, c, least) in [
+            ("setup", self.setup, 1),
+            ("send", self.send, 1),
+            ("recv", self.recv, 1),
+            ("done", self.done, 0),
         ] {
-            OutOfRange::check(field, c.0, 0, magic::costs::MAX_COST)?;
+            OutOfRange::check(field, c.0, least, magic::costs::MAX_COST)?;
         }
         Ok(())
     }

@@ -187,7 +187,17 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         ),
         (
             "[pipeline]\nmsgs = 10\nsetup_cycles = 9223372036854775807\n",
-            "s.toml:3: setup_cycles: must be from 0 to 1000000, got 9223372036854775807",
+            "s.toml:3: setup_cycles: must be from 1 to 1000000, got 9223372036854775807",
+        ),
+        // A handler holds the PP at least a cycle: 0 would run as 1.
+        (
+            "[pipeline]\nmsgs = 10\nrecv_cycles = 0\n",
+            "s.toml:3: recv_cycles: must be from 1 to 1000000, got 0",
+        ),
+        // The workload's machine is its own: of [machine], budget alone.
+        (
+            "[pipeline]\nmsgs = 10\n[machine]\nbudget = 100000000\nnet_latency = 1000\n",
+            "s.toml:5: machine.net_latency: does not apply to [pipeline], whose machine is the workload's own (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
         ),
         (
             "[costs.os]\nchange = 2000000\n[remap]\n",
