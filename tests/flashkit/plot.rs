@@ -160,6 +160,10 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         csv("dup.csv", "a,a\n1,2\n"),
         csv("wide.csv", "a,b\n3,4,5\n"),
     );
+    let (mixed, empty) = (
+        csv("mixed.csv", "s,a,b\nx,1,2\ny,1,3\nx,2,4\ny,2,5\n"),
+        csv("empty.csv", "a,b\n1,2\n2,\n"),
+    );
     let svg = dir.join("x.svg");
     let svg = svg.to_str().unwrap();
     for (args, says) in [
@@ -196,6 +200,16 @@ fn bad_plot_requests_get_one_line_and_status_2() {
             vec!["csv", "--csv", &wide, "--x", "a", "--y", "b", "--out", svg],
             format!("error: {wide}: row 2 has 3 cells where the header has 2\n"),
         ),
+        // Two rows at one x in one series differ in a column not drawn.
+        (
+            vec!["csv", "--csv", &mixed, "--x", "a", "--y", "b", "--out", svg],
+            format!("error: {mixed}: a = 1 is on two rows of the chart (no --series): they differ in another column; name it with --series (or plot fewer rows)\n"),
+        ),
+        // An empty cell is a figure the run left undefined, not a bad number.
+        (
+            vec!["csv", "--csv", &empty, "--x", "a", "--y", "b", "--out", svg],
+            format!("error: {empty}: row 3: 'b' is empty (the run left it undefined): plot rows that have it\n"),
+        ),
     ] {
         let (code, err) = plot(&args);
         assert_eq!((code, err.as_str()), (2, says.as_str()), "{args:?}");
@@ -215,6 +229,19 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         );
         assert_eq!((code, err.as_str()), (2, says.as_str()), "{args:?}");
         assert_eq!(std::fs::read_to_string(&data).unwrap(), "a,b\n1,2\n2,3\n");
+    }
+    // Told apart by their series, the same rows draw, ticks between whole
+    // numbers labelled as they are (1.4, not 1).
+    let (code, err) = plot(&[
+        "csv", "--csv", &mixed, "--x", "a", "--y", "b", "--series", "s", "--out", svg,
+    ]);
+    if have_font() {
+        assert_eq!(code, 0, "{err}");
+        let drawn = std::fs::read_to_string(svg).unwrap();
+        assert!(drawn.contains(">\n1.4\n<"), "{drawn}");
+        let _ = std::fs::remove_file(svg);
+    } else {
+        assert!(!err.contains("two rows"), "{err}");
     }
     // A quoted cell holds its comma.
     let quoted = csv("quoted.csv", "s,a,b\n\"x, y\",1,2\n\"x, y\",2,3\n");
@@ -354,9 +381,13 @@ fn a_sweeps_json_lines_plot_as_its_csv_does() {
     // Dirty lines: chunking lowers the time a line.
     let dirty = &from_lines.series[0].points;
     assert!(dirty[2].1 < dirty[0].1, "{dirty:?}");
-    // A quiet parameter the CSV leaves out is a column of every line.
-    let by_latency = plot::from_jsonl(&lines, "machine.net_latency", y, None).unwrap();
-    assert_eq!(by_latency.series[0].points.len(), 6);
+    // A quiet parameter the CSV leaves out is a column of every line: read
+    // from all six, one x for every row, so refused as a line.
+    let by_latency = plot::from_jsonl(&lines, "machine.net_latency", y, None).unwrap_err();
+    assert!(
+        by_latency.starts_with("machine.net_latency = 22 is on two rows"),
+        "{by_latency}"
+    );
     let copy = from_lines.clone();
     assert_eq!(copy, from_lines);
     assert!(format!("{copy:?}").contains("transfer.sender = uncached"));

@@ -121,12 +121,12 @@ where
                             _ => String::new(),
                         }
                     } else if c.log_x {
-                        format!("{:.0}", 2f64.powf(*v))
+                        tick(2f64.powf(*v))
                     } else {
-                        format!("{v:.0}")
+                        tick(*v)
                     }
                 })
-                .y_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| tick(*v))
                 .label_style(("sans-serif", 14))
                 .axis_desc_style(("sans-serif", 16))
                 .draw()
@@ -239,5 +239,20 @@ pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
         Ok(bytes)
     } else {
         Err(format!("{path}: write .svg or .png"))
+    }
+}
+
+/// A tick's label: a whole number as one, a fraction to its sixth decimal
+/// at most (ticks at 1.5 or 0.25 read as they are, not rounded into
+/// labels that repeat).
+fn tick(v: f64) -> String {
+    let r = (v * 1e6).round() / 1e6;
+    if r == 0.0 {
+        // Not "-0".
+        "0".into()
+    } else if r.is_finite() {
+        format!("{r}")
+    } else {
+        format!("{v:.0}")
     }
 }

@@ -263,7 +263,7 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
     if points.is_empty() {
         return Err("the CSV holds a header and no row".into());
     }
-    Ok(chart(x, y, series, points))
+    chart(x, y, series, points)
 }
 
 /// A chart from a sweep's JSON Lines (`flashkit sweep --format jsonl`, or
@@ -302,7 +302,7 @@ pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<
     if points.is_empty() {
         return Err("the JSON Lines hold no line".into());
     }
-    Ok(chart(x, y, series, points))
+    chart(x, y, series, points)
 }
 
 /// A cell of column `name` at `at` (`row 3`, `line 2`) as a finite number.
@@ -312,18 +312,43 @@ fn number(at: &str, name: &str, cell: &str) -> Result<f64, String> {
         Ok(_) => Err(format!(
             "{at}, column '{name}': '{cell}' is not a finite number"
         )),
+        Err(_) if cell.is_empty() => Err(format!(
+            "{at}: '{name}' is empty (the run left it undefined): plot rows that have it"
+        )),
         Err(_) => Err(format!("{at}: '{name}' is not a number")),
     }
 }
 
 /// `y` against `x` from (series value, x, y) points: a series per value,
-/// in the values' order as text, each series's points in x order.
-fn chart(x: &str, y: &str, series: Option<&str>, points: Vec<(String, f64, f64)>) -> Chart {
+/// in the values' order as text, each series's points in x order. An `x`
+/// met twice in one series is an error: those rows differ in a column the
+/// chart does not show, and one line through both would zigzag between
+/// them as if it were a curve.
+fn chart(
+    x: &str,
+    y: &str,
+    series: Option<&str>,
+    points: Vec<(String, f64, f64)>,
+) -> Result<Chart, String> {
     let mut by: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
     for (k, px, py) in points {
         by.entry(k).or_default().push((px, py));
     }
-    Chart {
+    for (k, p) in &mut by {
+        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(w) = p.windows(2).find(|w| w[0].0 == w[1].0) {
+            let within = match series {
+                Some(s) => format!("series {s} = {k}"),
+                None => "the chart (no --series)".into(),
+            };
+            return Err(format!(
+                "{x} = {} is on two rows of {within}: they differ in another column; \
+                 name it with --series (or plot fewer rows)",
+                w[0].0
+            ));
+        }
+    }
+    Ok(Chart {
         title: format!("{y} against {x}"),
         x: x.into(),
         y: y.into(),
@@ -332,18 +357,15 @@ fn chart(x: &str, y: &str, series: Option<&str>, points: Vec<(String, f64, f64)>
         groups: Vec::new(),
         series: by
             .into_iter()
-            .map(|(k, mut p)| {
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Series {
-                    name: if k.is_empty() {
-                        y.to_string()
-                    } else {
-                        format!("{} = {k}", series.unwrap_or(""))
-                    },
-                    points: p,
-                    bound: false,
-                }
+            .map(|(k, p)| Series {
+                name: if k.is_empty() {
+                    y.to_string()
+                } else {
+                    format!("{} = {k}", series.unwrap_or(""))
+                },
+                points: p,
+                bound: false,
             })
             .collect(),
-    }
+    })
 }
