@@ -1146,7 +1146,7 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
         // A study's CSV is its rows', as `flashkit study --format csv` writes it.
         let s: flashkit::study::Study =
             serde_json::from_value(r.0.json).map_err(|e| Failure::Failed(e.to_string()))?;
-        out_raw!("{}", s.csv());
+        study_csv(&s);
         return Ok(());
     }
     report(Ok(r), trace, format)
@@ -1190,10 +1190,22 @@ fn study(
             "{}",
             serde_json::to_string_pretty(&s).map_err(|e| Failure::Failed(e.to_string()))?
         ),
-        Format::Csv => out_raw!("{}", s.csv()),
+        Format::Csv => study_csv(&s),
         Format::Table => out_raw!("{s}"),
     }
     Ok(())
+}
+
+/// A study's CSV (its runs' rows), and on standard error how many
+/// combinations it refused, which have no row: the JSON lists each.
+fn study_csv(s: &flashkit::study::Study) {
+    out_raw!("{}", s.csv());
+    if !s.refused.is_empty() {
+        output::say(&format!(
+            "note: {} combinations refused, not in the CSV (the JSON and the table list each with its reason)",
+            s.refused.len()
+        ));
+    }
 }
 
 fn remap(t: scenario::TechniqueKind, format: Format) -> Result<(), Failure> {

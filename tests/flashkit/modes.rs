@@ -247,6 +247,23 @@ fn the_study_is_the_same_on_any_number_of_threads_and_checks_its_flags() {
     ]);
     assert_eq!(one.0, 0, "{}", one.2);
     assert_eq!(one.1, three.1);
+    // The refused combinations have no row: standard error says how many.
+    let json = json(&[
+        "study",
+        "coherence",
+        "--bytes",
+        "512",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    let refused = json["refused"].as_array().expect("refused").len();
+    assert!(refused > 0);
+    assert_eq!(
+        one.2,
+        format!("note: {refused} combinations refused, not in the CSV (the JSON and the table list each with its reason)\n")
+    );
+    assert_eq!(one.1.lines().count(), 1 + 4 * 4 * 5 * 2 - refused);
     assert!(
         one.1
             .starts_with("bandwidth_mb_s,bytes,coherence_messages,"),
