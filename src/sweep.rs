@@ -788,15 +788,17 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
     }
     if let Some((_, &(a, b))) = twice.iter().next() {
         let pts: Vec<usize> = twice.keys().copied().collect();
-        let files = if a == b {
-            format!("{a} holds them twice")
-        } else {
-            format!("in {a} and {b}")
+        let one = pts.len() == 1;
+        let files = match (a == b, one) {
+            (true, true) => format!("{a} holds it twice"),
+            (true, false) => format!("{a} holds them twice"),
+            (false, _) => format!("in {a} and {b}"),
         };
         return Err(format!(
-            "{} {} appear twice: {files}",
+            "{} {} {} twice: {files}",
             plural(pts.len()),
-            list(&pts)
+            list(&pts),
+            if one { "appears" } else { "appear" }
         ));
     }
     let missing: Vec<usize> = (0..want.points).filter(|&n| owner[n].is_none()).collect();

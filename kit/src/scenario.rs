@@ -2541,6 +2541,8 @@ impl Saved {
             ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
                 Some(format!("{sheet}.costs.{}", rest.join(".")))
             }
+            // A transfer's chunk is its chunked handler's argument.
+            ["chunk"] => Some("handler.Chunked".into()),
             _ => None,
         };
         kept.into_iter()

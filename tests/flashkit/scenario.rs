@@ -703,6 +703,16 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
             && err.contains("copy.csv"),
         "{err}"
     );
+    // One point twice is said in the singular.
+    let one = dir.join("one.csv");
+    let text = std::fs::read_to_string(&all[2]).unwrap();
+    let first: Vec<&str> = text.lines().take(3).collect();
+    std::fs::write(&one, first.join("\n") + "\n").unwrap();
+    let mut dup = all.clone();
+    dup.push(path(&one).to_string());
+    let (code, err) = merge(&dup, &out);
+    assert_eq!(code, 2);
+    assert!(err.contains("point 2 appears twice: in "), "{err}");
     // A part of another shard count, of another sweep, not a part at all.
     let other = dir.join("other.csv");
     sweep(&["--shard", "0/3", "--out", path(&other)]);
@@ -2340,6 +2350,20 @@ fn an_edited_saved_result_is_refused_at_its_path() {
             "/config/costs/cleanup_load/cycles",
             serde_json::json!(1_000_000_000),
             "config.costs.cleanup_load.cycles: must be from 0 to 1000000",
+        ),
+        // A transfer's chunk is its handler's argument.
+        (
+            &["transfer", "--format", "json"],
+            "/config/handler/Chunked",
+            serde_json::json!(0),
+            "config.handler.Chunked: must be from 1 to the data-buffer pool, 16, got 0",
+        ),
+        // A figure that repeats one of the configuration names both.
+        (
+            &["transfer", "--format", "json"],
+            "/config/bytes",
+            serde_json::json!(0),
+            "bytes (a repeat of config.bytes) disagrees with the rest of the result",
         ),
         (
             &["miss", "--case", "remote-clean", "--format", "json"],

@@ -931,9 +931,14 @@ impl Outcome {
                 ));
             }
         }
-        same("bytes", w.bytes == o.config.bytes)?;
-        same("coherence", w.coherence == o.config.mode)?;
-        same("flush", w.flush == o.config.flush)?;
+        // A figure the configuration also holds names both places.
+        let repeats = |k: &str, ok: bool| {
+            let at = if k == "coherence" { "mode" } else { k };
+            same(&format!("{k} (a repeat of config.{at})"), ok)
+        };
+        repeats("bytes", w.bytes == o.config.bytes)?;
+        repeats("coherence", w.coherence == o.config.mode)?;
+        repeats("flush", w.flush == o.config.flush)?;
         same("stale_lines", w.stale_lines == o.stale.len())?;
         same("data_ok", w.data_ok == o.data_ok)?;
         same("coherent", w.coherent == o.incoherent.is_none())?;

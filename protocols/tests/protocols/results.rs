@@ -503,7 +503,10 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
         )
     );
     let e = refused(&|v| v["bytes"] = 5.into());
-    assert_eq!(e, "bytes disagrees with the rest of the result");
+    assert_eq!(
+        e,
+        "bytes (a repeat of config.bytes) disagrees with the rest of the result"
+    );
     let e = refused(&|v| v["wall_s"] = 0.5.into());
     assert!(e.contains("unknown field `wall_s`"), "{e}");
     let e = refused(&|v| v["total_cycles"] = (-1).into());
