@@ -2004,6 +2004,56 @@ pub fn tables_of(s: &Scenario) -> [&'static str; 3] {
     [own, "machine", "coherence"]
 }
 
+/// The keys `s`'s experiment reads, as dotted prefixes: its own table,
+/// then the machine, options and cost sheets it runs with (an AM platform
+/// its own network and sheet, FLASH's the machine too). A key under none
+/// of them changes nothing the experiment runs: a sweep that varies one
+/// would write rows that do not differ ([`crate::sweep::Plan`] refuses it).
+///
+/// ```
+/// use flashkit::scenario::{reads, Scenario};
+/// let s: Scenario = toml::from_str("[logp]\nplatform = \"cm5\"\n").unwrap();
+/// assert!(reads(&s, "network.cm5.seed") && reads(&s, "logp.nodes"));
+/// assert!(!reads(&s, "machine.net_latency") && !reads(&s, "costs.sp.request"));
+/// ```
+pub fn reads(s: &Scenario, key: &str) -> bool {
+    // A MAGIC transfer's, and a study point's (one transfer).
+    const TRANSFER: &[&str] = &[
+        "machine",
+        "coherence",
+        "costs.transfer",
+        "costs.command",
+        "costs.coherence",
+        "costs.flush",
+    ];
+    const COHERENCE: &[&str] = &["machine", "coherence", "costs.coherence"];
+    const USER: &[&str] = &["machine", "costs.user", "costs.command", "costs.os"];
+    let platform = |k: PlatformKind| -> &'static [&'static str] {
+        match k {
+            PlatformKind::Cm5 => &["costs.cmam", "network.cm5"],
+            PlatformKind::Cm5Cmaml => &["costs.cmaml", "network.cm5"],
+            PlatformKind::Sp => &["costs.sp", "network.sp"],
+            PlatformKind::Flash => &["machine", "costs.am", "costs.command"],
+        }
+    };
+    let [own, ..] = tables_of(s);
+    let more: &[&str] = match own {
+        "transfer" | "study" => TRANSFER,
+        "miss" | "sharing" => COHERENCE,
+        "fetch_op" | "remap" => USER,
+        "pipeline" => &["machine.budget"],
+        "logp" => s.logp.as_ref().map_or(&[], |x| platform(x.platform)),
+        "suite" => s.suite.as_ref().map_or(&[], |x| platform(x.platform)),
+        _ => &[],
+    };
+    std::iter::once(own).chain(more.iter().copied()).any(|p| {
+        key == p
+            || key
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
 /// Every table of a scenario checked, whether its experiment uses it or
 /// not: each value in its range, named by its key and line; then the
 /// experiment against its machine (its tasks on the PP's issue width, its

@@ -715,6 +715,23 @@ impl Plan {
                 error,
             }
         })?;
+        // A varied key the point's experiment does not read would give
+        // rows that do not differ.
+        if let Some(a) = self.axes.iter().find(|a| !scenario::reads(&sc, &a.key)) {
+            let [own, ..] = scenario::tables_of(&sc);
+            return Err(SweepError::Point {
+                index,
+                chosen,
+                error: scenario::ScenarioError {
+                    path: "--vary".into(),
+                    line: None,
+                    key: Some(a.key.clone()),
+                    message: format!(
+                        "[{own}] does not read it here, so its rows would not differ: vary what the experiment reads"
+                    ),
+                },
+            });
+        }
         Ok(Point {
             index,
             scenario: sc,

@@ -225,8 +225,26 @@ fn string_keys_reach_every_field() {
             .find(|k| !QUIET.iter().any(|q| q.trim_end_matches('.') == k.as_str()))
             .unwrap()
             .clone();
-        let text = format!("[{name}]\n");
+        let own_text = format!("[{name}]\n");
         for (k, v) in mine {
+            // A quiet key is varied where an experiment reads it (a sweep
+            // refuses one its experiment does not read).
+            let readers = [
+                own_text.as_str(),
+                "[fetch_op]\n",
+                "[logp]\nplatform = \"cm5\"\n",
+                "[logp]\nplatform = \"cm5-cmaml\"\n",
+                "[logp]\nplatform = \"sp\"\n",
+                "[logp]\nplatform = \"flash\"\n",
+            ];
+            let text = readers
+                .iter()
+                .find(|t| {
+                    let sc: Scenario = toml::from_str(t).unwrap();
+                    flashkit::scenario::reads(&sc, k)
+                })
+                .unwrap_or_else(|| panic!("{k}: read by no experiment"))
+                .to_string();
             let value = |k: &str| -> Option<String> {
                 let mut t = &own;
                 for part in k.split('.') {
@@ -655,4 +673,67 @@ fn a_varied_value_out_of_range_is_named_as_the_command_lines() {
         err,
         "error: point 1 (transfer.chunk=17): --vary: transfer.chunk: must be from 1 to the data-buffer pool, 16, got 17\n"
     );
+}
+
+/// A key the experiment does not read would give rows that do not differ:
+/// the sweep refuses it before it runs anything, point by point (a key one
+/// platform reads and another does not is refused at the first point that
+/// does not), naming the key as `--vary`'s.
+#[test]
+fn a_sweep_refuses_a_key_its_experiment_does_not_read() {
+    for (file, axes, point) in [
+        (
+            "examples/logp.toml",
+            &["machine.net_latency=22,1000"][..],
+            "point 0 (machine.net_latency=22)",
+        ),
+        (
+            "examples/remap.toml",
+            &["costs.coherence.decode=0,1000"],
+            "point 0 (costs.coherence.decode=0)",
+        ),
+        (
+            "examples/transfer.toml",
+            &["network.sp.seed=1,2"],
+            "point 0 (network.sp.seed=1)",
+        ),
+        (
+            "examples/logp.toml",
+            &["logp.platform=cm5,flash", "network.cm5.seed=1,2"],
+            "point 2 (logp.platform=\"flash\", network.cm5.seed=1)",
+        ),
+    ] {
+        let mut args = vec!["sweep", file, "--quiet"];
+        for a in axes {
+            args.extend(["--vary", a]);
+        }
+        let (code, out, err) = flashkit(&args);
+        let key = axes.last().unwrap().split('=').next().unwrap();
+        let table = file
+            .trim_start_matches("examples/")
+            .trim_end_matches(".toml");
+        let table = if table == "remap" || table == "transfer" {
+            table
+        } else {
+            "logp"
+        };
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert_eq!(
+            err,
+            format!("error: {point}: --vary: {key}: [{table}] does not read it here, so its rows would not differ: vary what the experiment reads\n"),
+            "{args:?}"
+        );
+    }
+    // What the platform reads, it varies.
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/logp.toml",
+        "--vary",
+        "network.cm5.seed=1,2",
+        "--vary",
+        "logp.nodes=4",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
 }
