@@ -211,6 +211,18 @@ impl CohParams {
     /// cost as its scenario key, `costs.coherence.issue`).
     pub fn validate(&self) -> Result<(), OutOfRange> {
         OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)?;
+        // The store is the dynamic-pointer directory's: another size under
+        // the bit vector would change nothing.
+        if self.format != DirFormat::DynamicPointer && self.pointer_store != POINTER_STORE {
+            return Err(OutOfRange::new(
+                "pointer_store",
+                format!(
+                    "{POINTER_STORE}, its default, under the {} directory: the store is the dynamic-pointer directory's",
+                    self.format.name()
+                ),
+                self.pointer_store,
+            ));
+        }
         magic::costs::Sheet::validate(&self.costs)
     }
 }

@@ -222,6 +222,10 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         ),
         // Relations: the key the file sets is the one named.
         (
+            "[coherence]\npointer_store = 4\n[sharing]\n",
+            "s.toml:2: pointer_store: must be 8192, its default, under the bitvector directory: the store is the dynamic-pointer directory's, got 4",
+        ),
+        (
             "[machine]\nmem_bytes = 128\n[transfer]\n",
             "s.toml:2: mem_bytes: must be at least 8392704 for the transfer's buffers, got 128",
         ),

@@ -86,7 +86,12 @@ fn case() -> impl Strategy<Value = Case> {
             } else {
                 DirFormat::BitVector
             },
-            pointer_store: store,
+            // A store size is the dynamic-pointer directory's alone.
+            pointer_store: if ptr {
+                store
+            } else {
+                coherence::protocol::POINTER_STORE
+            },
             acks: if requester {
                 Acks::Requester
             } else {
