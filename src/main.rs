@@ -1117,11 +1117,10 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
         }
     })?;
     let (mut old, new) = (saved.json(), &r.0.json);
-    if trace.is_some() {
-        // The run was asked to record its timelines, and its config says so.
-        if let Some(t) = old.pointer_mut("/config/trace") {
-            *t = serde_json::Value::Bool(true);
-        }
+    // Whether the run recorded its timelines is this rerun's to say (by
+    // --trace), and its config says so.
+    if let Some(t) = old.pointer_mut("/config/trace") {
+        *t = serde_json::Value::Bool(trace.is_some());
     }
     if let (Some(old), Some(new)) = (old.as_object(), new.as_object()) {
         let differ: Vec<&str> = old

@@ -866,14 +866,15 @@ impl NodeState for CohNode {
 }
 
 /// `Ok` where lines are homed by their address's node bits, else the
-/// error naming `placement`: for the experiments that place a line at its
-/// home by address (a miss's cases, the shared line), where interleaving
-/// would home it elsewhere and read memory that never held it.
+/// error naming `coherence.placement`: for the experiments that place a
+/// line at its home by address (a miss's cases, the shared line, a
+/// transfer's buffers), where interleaving would home it elsewhere and
+/// read memory that never held it.
 pub fn by_node_bits(coh: &CohParams) -> Result<(), OutOfRange> {
     match coh.placement {
         Placement::NodeBits => Ok(()),
         other => Err(OutOfRange::new(
-            "placement",
+            "coherence.placement",
             "NodeBits: the experiment homes its lines by their address",
             format!("{other:?}"),
         )),

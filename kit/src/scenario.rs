@@ -2061,6 +2061,27 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
 fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     use magic::costs::Sheet;
     let range = |tables: &[&str], e: &magic::OutOfRange| src.in_tables(tables, e);
+    if s.pipeline.is_some() {
+        // The workload's machine is its own definition's (the peers'); of
+        // `[machine]` it takes the budget alone: another key set would
+        // change nothing, silently (said before the machine's own checks,
+        // which would name a key the workload does not read).
+        let (given, stock) = (
+            serde_json::to_value(&s.machine).unwrap_or_default(),
+            serde_json::to_value(magic::MagicParams::default()).unwrap_or_default(),
+        );
+        if let Some((k, _)) =
+            given.as_object().into_iter().flatten().find(|(k, v)| {
+                k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v)
+            })
+        {
+            return Err(src.error(
+                &format!("machine.{k}"),
+                "does not apply to [pipeline], whose machine is the workload's own \
+                 (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
+            ));
+        }
+    }
     let p = s.machine.clone();
     p.validate().map_err(|e| range(&["machine"], &e))?;
     let c = &s.costs;
@@ -2169,24 +2190,6 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             .map_err(protocol)?;
     }
     if let Some(x) = &s.pipeline {
-        // The workload's machine is its own definition's (the peers'); of
-        // `[machine]` it takes the budget alone: another key set would
-        // change nothing, silently.
-        let (given, stock) = (
-            serde_json::to_value(&s.machine).unwrap_or_default(),
-            serde_json::to_value(magic::MagicParams::default()).unwrap_or_default(),
-        );
-        if let Some((k, _)) =
-            given.as_object().into_iter().flatten().find(|(k, v)| {
-                k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v)
-            })
-        {
-            return Err(src.error(
-                &format!("machine.{k}"),
-                "does not apply to [pipeline], whose machine is the workload's own \
-                 (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
-            ));
-        }
         x.config().validate().map_err(|e| {
             let field = match e.field {
                 "setup" => "setup_cycles",
@@ -2648,11 +2651,10 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
     }
     match saved {
         Saved::Transfer(o) => {
+            // Whether timelines are recorded is this rerun's to say, as
+            // for every experiment (it changes no figure).
             let mut c = o.config.clone();
-            if trace {
-                c.trace = true;
-                c.params.trace = true;
-            }
+            (c.trace, c.params.trace) = (trace, trace);
             transfer(&c, trace)
         }
         Saved::Miss(r) => {
@@ -2699,10 +2701,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
         }
         Saved::StudyRow(r) => {
             let mut c = r.config.clone();
-            if trace {
-                c.trace = true;
-                c.params.trace = true;
-            }
+            (c.trace, c.params.trace) = (trace, trace);
             let (row, m) = study_config(&r.point(), &c)?;
             Ok((
                 row.report(),

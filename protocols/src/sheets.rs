@@ -262,7 +262,12 @@ fn others() -> Vec<Other> {
         Other {
             table: "[pipeline]",
             what: "The engine benchmark's three fixed-cost handlers, in \
-                   system cycles.",
+                   system cycles. A handler holds MAGIC's PP at least one \
+                   cycle, so the three handlers' own costs start at 1 \
+                   (`done_cycles` is added to `recv_cycles`). The workload \
+                   runs on its own machine (FLASH's, without the inbox and \
+                   outbox stages): of `[machine]` it takes `budget` alone, \
+                   and another key set there is refused.",
             columns: &["default"],
             rows: rows(
                 &[crate::pipeline::PipelineCosts::default()],

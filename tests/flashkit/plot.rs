@@ -203,7 +203,7 @@ fn bad_plot_requests_get_one_line_and_status_2() {
         // Two rows at one x in one series differ in a column not drawn.
         (
             vec!["csv", "--csv", &mixed, "--x", "a", "--y", "b", "--out", svg],
-            format!("error: {mixed}: a = 1 is on two rows of the chart (no --series): they differ in another column; name it with --series (or plot fewer rows)\n"),
+            format!("error: {mixed}: a = 1 is on two rows of the chart (no --series): a line has one point at each x; name with --series the column that tells them apart (or plot fewer rows)\n"),
         ),
         // An empty cell is a figure the run left undefined, not a bad number.
         (

@@ -1725,6 +1725,16 @@ fn a_saved_result_runs_its_configuration_again() {
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let events = timelines["traceEvents"].as_array().unwrap();
     assert!(events.iter().any(|e| e["ph"] == "X"), "{timelines}");
+    // Whether a rerun records timelines is its own --trace's to say: the
+    // traced result reruns untraced to the untraced one, and no note.
+    let traced_file = dir.join("traced.json");
+    std::fs::write(&traced_file, &out).unwrap();
+    let (code, again, err) = flashkit(&["run", path(&traced_file), "--format", "json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&again).unwrap(),
+        v
+    );
     // Its configuration changed, it measures the change and says the
     // result differs from the file's.
     let mut changed = v.clone();
@@ -2361,6 +2371,13 @@ fn an_edited_saved_result_is_refused_at_its_path() {
             "/config/handler/Chunked",
             serde_json::json!(0),
             "config.handler.Chunked: must be from 1 to the data-buffer pool, 16, got 0",
+        ),
+        // A transfer's buffers are homed by address.
+        (
+            &["transfer", "--format", "json"],
+            "/config/coherence/placement",
+            serde_json::json!("Interleaved"),
+            "config.coherence.placement: must be NodeBits: the experiment homes its lines by their address, got Interleaved",
         ),
         // A figure that repeats one of the configuration names both.
         (

@@ -216,7 +216,10 @@ fn interleaved_homing_is_refused_where_lines_are_homed_by_address() {
     for case in [Case::LocalClean, Case::RemoteClean, Case::RemoteDirty] {
         match miss::run(case, MagicParams::default(), coh) {
             Err(Error::OutOfRange(e)) => {
-                assert_eq!((e.field, e.got.as_str()), ("placement", "Interleaved"))
+                assert_eq!(
+                    (e.field, e.got.as_str()),
+                    ("coherence.placement", "Interleaved")
+                )
             }
             other => panic!("{case:?}: {other:?}"),
         }
@@ -229,7 +232,7 @@ fn interleaved_homing_is_refused_where_lines_are_homed_by_address() {
         evicting: 1,
     };
     match sharing::run(s, MagicParams::default(), coh) {
-        Err(Error::OutOfRange(e)) => assert_eq!(e.field, "placement"),
+        Err(Error::OutOfRange(e)) => assert_eq!(e.field, "coherence.placement"),
         other => panic!("{other:?}"),
     }
     assert!(sharing::run(s, MagicParams::default(), CohParams::default()).is_ok());

@@ -342,8 +342,8 @@ fn chart(
                 None => "the chart (no --series)".into(),
             };
             return Err(format!(
-                "{x} = {} is on two rows of {within}: they differ in another column; \
-                 name it with --series (or plot fewer rows)",
+                "{x} = {} is on two rows of {within}: a line has one point at each x; \
+                 name with --series the column that tells them apart (or plot fewer rows)",
                 w[0].0
             ));
         }

@@ -361,6 +361,8 @@ impl Config {
         self.costs.validate_on(width)?;
         self.command_costs.validate_on(width)?;
         self.coherence.validate()?;
+        // The buffers' homes are the experiment's placement, by address.
+        coherence::protocol::by_node_bits(&self.coherence)?;
         self.flush_costs.validate()?;
         Ok(())
     }
