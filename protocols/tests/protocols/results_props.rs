@@ -151,13 +151,14 @@ proptest! {
 
 prop_compose! {
     /// A pipeline workload of 2 to 6 nodes and 1 to 4 messages each, any
-    /// pattern, its handlers' costs anywhere from 0 to 40 cycles, within
-    /// a cycle budget from 10^6 to the most a run may have.
+    /// pattern, its handlers' costs anywhere from 1 to 40 cycles (the
+    /// completion's from 0), within a cycle budget from 10^6 to the most a
+    /// run may have.
     fn pipeline_config()(
         nodes in 2u32..=6,
         msgs in 1u32..=4,
         pattern in prop::sample::select(vec![Pattern::Ring, Pattern::Shift, Pattern::Rand]),
-        costs in [0u64..=40, 0u64..=40, 0u64..=40, 0u64..=40],
+        costs in [1u64..=40, 1u64..=40, 1u64..=40, 0u64..=40],
         budget in prop::sample::select(vec![1_000_000, magic::params::DEFAULT_BUDGET.0, magic::params::MAX_BUDGET.0]),
     ) -> PipelineConfig {
         PipelineConfig {
