@@ -97,18 +97,9 @@ impl CoherenceCheck {
             );
             return Err(OutOfRange::new("buffers", allowed, self.buffers));
         }
-        OutOfRange::check("pointer_store", self.pointer_store, 1, 1 << 20)?;
-        // The pointer store is the dynamic-pointer directory's: another
-        // size under another format would change nothing.
-        let store = CoherenceCheck::default().pointer_store;
-        if self.format != crate::DirFormat::DynamicPointer && self.pointer_store != store {
-            return Err(OutOfRange::new(
-                "pointer_store",
-                format!("{store}, its default, under the {} directory: the store is the dynamic-pointer directory's", self.format.name()),
-                self.pointer_store,
-            ));
-        }
-        Ok(())
+        // The protocol's options as the machine gets them: the pointer
+        // store's range, and its size under the directory that has one.
+        self.params().1.validate()
     }
 
     /// Search the configuration's whole space (up to `bounds`).
