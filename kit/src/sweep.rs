@@ -196,10 +196,18 @@ fn in_value(key: &str) -> Result<(), SweepError> {
 }
 
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
-/// `out`. Arrays (occupancy tables) and nulls (a setting not given) are
-/// left out: a row holds scalars.
+/// `out`; a list of plain values (the inbox's order) is one cell of them a
+/// space apart. Lists of tables (occupancy tables) and nulls (a setting
+/// not given) are left out: a row holds scalars.
+///
+/// ```
+/// let v = serde_json::json!({"a": {"b": 1, "order": ["x", "y"]}, "rows": [{"c": 2}], "n": null});
+/// let mut out = Vec::new();
+/// flashkit::sweep::flatten("", &v, &mut out);
+/// assert_eq!(out, [("a.b".into(), "1".into()), ("a.order".into(), "x y".into())]);
+/// ```
 pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    cells(prefix, v, false, out);
+    walk(prefix, v, false, true, out);
 }
 
 /// A scenario's parameters by dotted key, as [`flatten`] gives them, a
@@ -216,16 +224,18 @@ fn parameter_cells(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, S
     walk(prefix, v, false, true, out);
 }
 
-/// As [`flatten`], with `nulls` as empty cells rather than left out: a
-/// figure a run leaves undefined (a transfer within one line has no rate)
-/// keeps its column in a sweep's rows.
+/// Every scalar of `v` by dotted key, lists left out, and with `nulls` as
+/// empty cells rather than left out: a figure a run leaves undefined (a
+/// transfer within one line has no rate) keeps its column in a sweep's
+/// rows.
 fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String, String)>) {
     walk(prefix, v, nulls, false, out);
 }
 
 /// Every scalar of `v` by dotted key: a null an empty cell with `nulls`
-/// (else left out), a list of values one cell of them a space apart with
-/// `lists` (else left out).
+/// (else left out), a list of plain values one cell of them a space apart
+/// with `lists` (else left out); a list that holds a table or a list is
+/// always left out.
 fn walk(
     prefix: &str,
     v: &serde_json::Value,
@@ -245,7 +255,9 @@ fn walk(
             }
         }
         serde_json::Value::Null if nulls => out.push((prefix.to_string(), String::new())),
-        serde_json::Value::Array(xs) if lists => {
+        serde_json::Value::Array(xs)
+            if lists && !xs.iter().any(|x| x.is_object() || x.is_array()) =>
+        {
             let words: Vec<String> = xs
                 .iter()
                 .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))

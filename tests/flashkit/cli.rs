@@ -793,12 +793,19 @@ fn csv_is_a_header_and_a_row() {
         );
     }
     let (_, out, _) = flashkit(&["transfer", "--format", "csv"]);
-    assert!(out
-        .lines()
-        .next()
-        .unwrap()
-        .split(',')
-        .any(|c| c == "total_cycles"));
+    let lines: Vec<&str> = out.lines().collect();
+    let cell = |key: &str| {
+        let at = lines[0].split(',').position(|c| c == key);
+        at.and_then(|i| lines[1].split(',').nth(i))
+    };
+    assert!(cell("total_cycles").is_some(), "{out}");
+    // A list of the configuration (the inbox's order) is one cell, its
+    // values a space apart, as a sweep's column has it.
+    assert_eq!(
+        cell("config.params.inbox_priority"),
+        Some("net-reply net-request processor software"),
+        "{out}"
+    );
 }
 
 /// Run flashkit with standard output on /dev/full.

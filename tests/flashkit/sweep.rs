@@ -259,6 +259,11 @@ fn string_keys_reach_every_field() {
                 // A key the scenario serializes but TOML leaves out.
                 continue;
             };
+            if default.starts_with('[') {
+                // A list (the inbox's order): a cell of its own, set in
+                // the file, not through `--vary`'s comma-separated values.
+                continue;
+            }
             let p = plan(&text, &[&format!("{k}={default}")]);
             let mut got = Vec::new();
             let point = p.point(0).unwrap();
