@@ -348,7 +348,9 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
     }
     let mut config = CheckConfig::new(kind.kind(), a.max_states, models);
     config.max_bytes = a.max_bytes;
-    config.symmetry = a.symmetry != Some(Symmetry::Off);
+    if a.symmetry == Some(Symmetry::Off) {
+        config.symmetry = false;
+    }
     let bounds = Bounds {
         threads: a.threads,
         ..config.bounds(Some(&PROGRESS))

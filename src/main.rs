@@ -319,7 +319,8 @@ enum Command {
         /// Nodes in the machine (3 or more).
         #[arg(long, default_value_t = 3)]
         nodes: u32,
-        /// Byte offset of the line in its home's memory.
+        /// Byte offset of the line in its home's memory (an offset within
+        /// a line names that line: it is aligned down to its 128 bytes).
         #[arg(long, value_parser = parse_offset, default_value = "0x4080")]
         offset: u64,
         /// The node holding the dirty copy (remote-dirty; the other cases
@@ -548,6 +549,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(())
             }
             (None, Some(file)) => {
+                if let Some(t) = trace.as_deref() {
+                    output::out_file("--trace", t)?;
+                }
                 if let Some(t) = trace.as_deref().filter(|t| sweep::same_file(t, &file)) {
                     return Err(Failure::Usage(format!(
                         "--trace {t} is the scenario {file}: write the trace to another file"
@@ -568,6 +572,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             y,
             series,
         } => {
+            output::out_file("--out", &out)?;
             // A flag the kind of plot would ignore is refused.
             let from = match kind {
                 PlotKind::Csv => "csv",
@@ -760,6 +765,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let t = s.transfer.as_ref().expect("set");
             t.validate(s.machine.clone())
                 .map_err(|e| Failure::Usage(flagged(&e)))?;
+            if let Some(t) = trace.as_deref() {
+                output::out_file("--trace", t)?;
+            }
             report(
                 scenario::run_traced(&s, trace.is_some()),
                 trace.as_deref(),
@@ -958,11 +966,13 @@ fn suite(
         nodes,
     };
     let r = scenario::suite(&x, &Default::default()).map_err(|e| failure(e, None))?;
-    if format != Format::Csv {
-        return report(Ok((r, None)), None, format);
-    }
-    // One CSV block per benchmark (their columns differ), a blank line apart.
-    for t in r.json["tables"].as_array().into_iter().flatten() {
+    report(Ok((r, None)), None, format)
+}
+
+/// A suite's CSV: one block per benchmark (their columns differ), each
+/// headed by its name, a blank line apart.
+fn suite_csv(json: &serde_json::Value) {
+    for t in json["tables"].as_array().into_iter().flatten() {
         // Labels as they are (quoted where they hold a comma), numbers as
         // JSON writes them, missing empty.
         let cells = |v: &serde_json::Value| -> Vec<String> {
@@ -983,7 +993,6 @@ fn suite(
         }
         out!();
     }
-    Ok(())
 }
 
 /// A field as the command line spells it: its flag.
@@ -1068,6 +1077,8 @@ fn report(
     }
     match format {
         Format::Json => out!("{}", r.json),
+        // A suite's figures are its tables (saved or run from a file alike).
+        Format::Csv if r.json["tables"].is_array() => suite_csv(&r.json),
         Format::Csv => out_raw!("{}", flashkit::sweep::csv_row(&r.json)),
         Format::Table => out_raw!("{}", r.table),
     }
@@ -1172,6 +1183,7 @@ fn study(
         if flashkit::plot::image_format(p).is_none() {
             return Err(Failure::Usage(format!("--plot {p}: write .svg or .png")));
         }
+        output::out_file("--plot", p)?;
     }
     let total = flashkit::study::points(bytes).len();
     let bar = sweep::progress(total, "runs", quiet);

@@ -174,6 +174,25 @@ fn shortened(line: &str) -> std::borrow::Cow<'_, str> {
 
 /// Write a whole file; a failure names the file (exit status 1) and
 /// leaves no regular file cut short under its name.
+/// Refuse, before any work, an output file `flag` names that cannot be
+/// written as one: a folder, or a path whose folder does not exist (bad
+/// input, said up front, not a failed write after the run).
+pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
+    let p = std::path::Path::new(path);
+    if p.is_dir() {
+        return Err(Failure::Usage(format!(
+            "{flag} {path} is a folder, not a file to write"
+        )));
+    }
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+    if parent.is_some_and(|d| !d.is_dir()) {
+        return Err(Failure::Usage(format!(
+            "{flag} {path}: its folder does not exist"
+        )));
+    }
+    Ok(())
+}
+
 pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
     let mut s = Sink::create(path)?;
     s.write(bytes).inspect_err(|_| {

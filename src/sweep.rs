@@ -456,6 +456,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         ));
     }
     if let Some(out) = s.out {
+        output::out_file("--out", out)?;
         if same_file(out, s.path) {
             return Err(usage(format!(
                 "--out {out} is the scenario file {}: write the part to another file",
@@ -668,6 +669,7 @@ struct Part<'a> {
 /// of one sweep and hold every point exactly once.
 pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
     if let Some(o) = out {
+        output::out_file("-o", o)?;
         if let Some(p) = paths.iter().find(|p| same_file(o, p)) {
             return Err(Failure::Usage(format!(
                 "-o {o} is the part {p}: write the table to another file"

@@ -102,10 +102,11 @@ impl CoherenceCheck {
         self.params().1.validate()
     }
 
-    /// Search the configuration's whole space (up to `bounds`).
+    /// Search the configuration's whole space (up to `bounds`); a
+    /// configuration or bounds out of range are refused, naming the field.
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore_restoring(self, bounds))
+        explore_restoring(self, bounds)
     }
 
     /// The machine and the protocol's parameters (its options, cost

@@ -208,10 +208,6 @@ impl Setup {
             return Err(OutOfRange::new("nodes", "at least 3", self.nodes));
         }
         OutOfRange::check("nodes", self.nodes, 3, 1 << magic::PAddr::NODE_BITS)?;
-        if self.owner >= self.nodes {
-            let allowed = format!("a node of the machine, below {}", self.nodes);
-            return Err(OutOfRange::new("owner", allowed, self.owner));
-        }
         // Only a dirty line has an owner: another value would be ignored.
         let default = Setup::default().owner;
         if case != Case::RemoteDirty && self.owner != default {
@@ -220,6 +216,10 @@ impl Setup {
                 format!("{default}, its default: only remote-dirty has an owner"),
                 self.owner,
             ));
+        }
+        if self.owner >= self.nodes {
+            let allowed = format!("a node of the machine, below {}", self.nodes);
+            return Err(OutOfRange::new("owner", allowed, self.owner));
         }
         let home = home(case);
         if case == Case::RemoteDirty && (self.owner == 0 || self.owner == home.0) {

@@ -47,6 +47,13 @@ impl CheckKind {
             CheckKind::Transfer => "transfer",
         }
     }
+
+    /// Some of the check's nodes play the same role, so its searches can
+    /// store states up to renaming them: the coherence check's. The
+    /// hold-off and transfer checks' nodes each play their own.
+    pub fn has_symmetry(self) -> bool {
+        matches!(self, CheckKind::Coherence)
+    }
 }
 
 /// One search's model: its bounds, options and planted bug.
@@ -171,7 +178,9 @@ pub struct CheckConfig {
     pub settle_instants: u64,
     /// States stored up to a renaming of the nodes that play the same role
     /// ([`Bounds::symmetry`]; on unless the check was run `--symmetry off`,
-    /// and on for a saved check that predates the key).
+    /// and on for a saved check that predates the key). Off for a check
+    /// whose nodes each play their own role ([`CheckKind::has_symmetry`]),
+    /// as its searches' reports say.
     #[serde(default = "symmetry_on")]
     pub symmetry: bool,
     /// The searches, in the order they run.
@@ -187,7 +196,7 @@ impl CheckConfig {
             max_states,
             max_bytes: Bounds::default().max_bytes,
             settle_instants: Bounds::default().settle_instants,
-            symmetry: Bounds::default().symmetry,
+            symmetry: kind.has_symmetry() && Bounds::default().symmetry,
             searches: models.into_iter().map(Search::of).collect(),
         }
     }
@@ -369,9 +378,8 @@ impl std::fmt::Display for CheckReport {
     /// symmetry), the totals, and the violation with its trace.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "check {}", self.config.check.name())?;
-        for (s, r) in self.config.searches.iter().zip(&self.runs) {
-            let cfg = s
-                .model
+        let fields = |s: &Search| {
+            s.model
                 .json()
                 .as_object()
                 .map(|m| {
@@ -380,7 +388,10 @@ impl std::fmt::Display for CheckReport {
                         .collect::<Vec<_>>()
                         .join(", ")
                 })
-                .unwrap_or_default();
+                .unwrap_or_default()
+        };
+        for (s, r) in self.config.searches.iter().zip(&self.runs) {
+            let cfg = fields(s);
             writeln!(
                 f,
                 "  {cfg}: {} states{}, {} transitions, depth {}, {}, {} violation(s)",
@@ -407,6 +418,14 @@ impl std::fmt::Display for CheckReport {
         writeln!(f, "violations   {}", self.violations)?;
         if let Some(v) = &self.violation {
             writeln!(f, "violation    {v}")?;
+            // Of several searches, the one the violation and its trace are
+            // from (the first that found one).
+            let from = self.runs.iter().position(|r| r.violations > 0);
+            if let (true, Some(i)) = (self.runs.len() > 1, from) {
+                if let Some(s) = self.config.searches.get(i) {
+                    writeln!(f, "found in     search {} ({})", i + 1, fields(s))?;
+                }
+            }
             writeln!(f, "trace (a shortest):")?;
             for t in &self.trace {
                 writeln!(f, "  {t}")?;

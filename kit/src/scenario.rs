@@ -853,7 +853,7 @@ impl TryFrom<StudyWire> for Study {
     /// refused, naming the first.
     fn try_from(w: StudyWire) -> Result<Study, String> {
         for (i, r) in w.rows.iter().enumerate() {
-            if r.bytes != w.config.bytes || r.point().config_on(&w.config.base) != r.config {
+            if !w.config.holds(r) {
                 return Err(format!(
                     "rows[{i}].config is not its point's transfer on the study's config.base"
                 ));
@@ -898,6 +898,14 @@ pub fn study_points(bytes: u64) -> Vec<StudyPoint> {
     v
 }
 
+impl StudyConfig {
+    /// Row `r` is one of this study's: a transfer of its bytes, its
+    /// point's on its base.
+    fn holds(&self, r: &Row) -> bool {
+        r.bytes == self.bytes && r.point().config_on(&self.base) == r.config
+    }
+}
+
 impl Study {
     /// The study of `config` before any point has run: no row, no
     /// refusal, this kit's version.
@@ -911,13 +919,22 @@ impl Study {
     }
 
     /// Add point `p`'s run, `r`, to the study: its row, or its refusal
-    /// when its mode cannot serve it; any other error ends the study.
+    /// when its mode cannot serve it; any other error ends the study. A
+    /// point of other bytes, or a row that is not `p`'s transfer on the
+    /// study's base, is refused ([`RunError::NotItsPoint`]): the study's
+    /// JSON would not read back.
     pub fn add(
         &mut self,
         p: &StudyPoint,
         r: Result<(Row, Option<Timelines>), RunError>,
     ) -> Result<(), RunError> {
+        if p.bytes != self.config.bytes {
+            return Err(RunError::NotItsPoint);
+        }
         match r {
+            Ok((row, _)) if row.point() != *p || !self.config.holds(&row) => {
+                return Err(RunError::NotItsPoint);
+            }
             Ok((row, _)) => self.rows.push(row),
             Err(RunError::Mode(reason)) => self.refused.push(Refusal {
                 mode: p.mode,
@@ -2054,6 +2071,27 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
     })
 }
 
+/// Why [`pipeline_machine_key`]'s key is refused.
+const PIPELINE_MACHINE: &str = "does not apply to [pipeline], whose machine is the workload's own \
+     (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone";
+
+/// The first `[machine]` key a pipeline scenario sets away from its
+/// default, but the budget (`machine.pi_out`): the workload's machine is
+/// its own definition's (the peers'), so another key would change nothing,
+/// silently. `None` for any other experiment.
+fn pipeline_machine_key(s: &Scenario) -> Option<String> {
+    s.pipeline.as_ref()?;
+    let (given, stock) = (
+        serde_json::to_value(&s.machine).ok()?,
+        serde_json::to_value(magic::MagicParams::default()).ok()?,
+    );
+    let (k, _) = given
+        .as_object()?
+        .iter()
+        .find(|(k, v)| k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v))?;
+    Some(format!("machine.{k}"))
+}
+
 /// Every table of a scenario checked, whether its experiment uses it or
 /// not: each value in its range, named by its key and line; then the
 /// experiment against its machine (its tasks on the PP's issue width, its
@@ -2061,26 +2099,10 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
 fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     use magic::costs::Sheet;
     let range = |tables: &[&str], e: &magic::OutOfRange| src.in_tables(tables, e);
-    if s.pipeline.is_some() {
-        // The workload's machine is its own definition's (the peers'); of
-        // `[machine]` it takes the budget alone: another key set would
-        // change nothing, silently (said before the machine's own checks,
-        // which would name a key the workload does not read).
-        let (given, stock) = (
-            serde_json::to_value(&s.machine).unwrap_or_default(),
-            serde_json::to_value(magic::MagicParams::default()).unwrap_or_default(),
-        );
-        if let Some((k, _)) =
-            given.as_object().into_iter().flatten().find(|(k, v)| {
-                k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v)
-            })
-        {
-            return Err(src.error(
-                &format!("machine.{k}"),
-                "does not apply to [pipeline], whose machine is the workload's own \
-                 (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
-            ));
-        }
+    if let Some(k) = pipeline_machine_key(s) {
+        // Said before the machine's own checks, which would name a key the
+        // workload does not read.
+        return Err(src.error(&k, PIPELINE_MACHINE));
     }
     let p = s.machine.clone();
     p.validate().map_err(|e| range(&["machine"], &e))?;
@@ -2306,6 +2328,12 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
+        if let Some(key) = pipeline_machine_key(s) {
+            return Err(RunError::NotRead {
+                key,
+                why: PIPELINE_MACHINE,
+            });
+        }
         let (r, m) = pipeline(x, s.machine.budget, trace)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
@@ -2859,6 +2887,21 @@ pub enum RunError {
          a rerun runs the handlers as built, as a scenario does"
     )]
     Planted(&'static str),
+    /// A row or point added to a study ([`Study::add`]) that is not one of
+    /// its points run on its base.
+    #[error(
+        "not one of the study's points: a transfer of config.bytes, run on the study's config.base"
+    )]
+    NotItsPoint,
+    /// A key set away from its default that the experiment does not read
+    /// (named, with why): it would change nothing, silently.
+    #[error("{key}: {why}")]
+    NotRead {
+        /// The key, `machine.pi_out`.
+        key: String,
+        /// Why the experiment does not read it.
+        why: &'static str,
+    },
 }
 
 impl RunError {

@@ -234,8 +234,9 @@ fn cells(prefix: &str, v: &serde_json::Value, nulls: bool, out: &mut Vec<(String
 
 /// Every scalar of `v` by dotted key: a null an empty cell with `nulls`
 /// (else left out), a list of plain values one cell of them a space apart
-/// with `lists` (else left out); a list that holds a table or a list is
-/// always left out.
+/// (a semicolon and a space where a value holds a space) with `lists`
+/// (else left out); a list that holds a table or a list is always left
+/// out.
 fn walk(
     prefix: &str,
     v: &serde_json::Value,
@@ -262,7 +263,13 @@ fn walk(
                 .iter()
                 .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
                 .collect();
-            out.push((prefix.to_string(), words.join(" ")));
+            // Words a space apart; phrases (a check's trace) a semicolon.
+            let gap = if words.iter().any(|w| w.contains(' ')) {
+                "; "
+            } else {
+                " "
+            };
+            out.push((prefix.to_string(), words.join(gap)));
         }
         serde_json::Value::Array(_) | serde_json::Value::Null => {}
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
@@ -323,12 +330,14 @@ pub fn csv_row(v: &serde_json::Value) -> String {
 }
 
 /// A CSV header (the first value's keys) and a row per value: every scalar,
-/// by dotted key. Values of one shape (rows of one struct) line up.
+/// by dotted key, as [`flatten`] gives them but for a null, which is an
+/// empty cell: a figure a run leaves undefined keeps its column, so rows
+/// of one shape (rows of one struct, runs of one command) line up.
 pub fn csv_table(values: &[serde_json::Value]) -> String {
     let mut out = String::new();
     for (i, v) in values.iter().enumerate() {
         let mut cols = Vec::new();
-        flatten("", v, &mut cols);
+        walk("", v, true, true, &mut cols);
         let mut put = |cells: Vec<String>| {
             out += &cells.join(",");
             out.push('\n');
@@ -574,6 +583,13 @@ impl Plan {
                 return Err(SweepError::Twice { key: a.key.clone() });
             }
             in_value(&a.key)?;
+            if a.values.is_empty() {
+                // As `Axis::parse` refuses one: a sweep of no points.
+                return Err(SweepError::Axis {
+                    given: a.key.clone(),
+                    why: "no values".into(),
+                });
+            }
         }
         let total = axes
             .iter()
@@ -1065,9 +1081,9 @@ impl Drop for Stop<'_> {
 }
 
 /// How far ahead of the first result not yet handed over [`run_in_order`]'s
-/// workers may run: four items a worker.
+/// workers may run: four items a worker (at most `usize::MAX`).
 pub fn window(threads: usize) -> usize {
-    4 * threads.max(1)
+    threads.max(1).saturating_mul(4)
 }
 
 /// Worker threads when none are asked for: the CPUs this process may use

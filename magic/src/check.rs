@@ -1239,8 +1239,19 @@ where
 /// States are expanded [`Bounds::threads`] at a time, and what they led to
 /// is taken in the order a one-thread search takes it: the report (states,
 /// transitions, depth, the first violation and its shortest trace) is the
-/// same whatever the number of threads.
-pub fn explore_restoring<M>(model: &M, bounds: Bounds) -> Report
+/// same whatever the number of threads. Bounds out of their ranges are
+/// refused, naming the field ([`Bounds::validate`]).
+pub fn explore_restoring<M>(model: &M, bounds: Bounds) -> Result<Report, crate::OutOfRange>
+where
+    M: Model + Sync,
+    M::Node: Clone + Send + Sync,
+{
+    bounds.validate()?;
+    Ok(search_restoring(model, bounds))
+}
+
+/// [`explore_restoring`] within bounds already checked.
+fn search_restoring<M>(model: &M, bounds: Bounds) -> Report
 where
     M: Model + Sync,
     M::Node: Clone + Send + Sync,
@@ -1366,9 +1377,10 @@ where
         max_bytes: MAX_BYTES,
         ..bounds
     };
-    let replayed = explore(model, bounds);
+    let replayed = explore(model, bounds).map_err(|e| e.to_string())?;
     for threads in [1, 3] {
-        let restored = explore_restoring(model, Bounds { threads, ..bounds });
+        let restored =
+            explore_restoring(model, Bounds { threads, ..bounds }).map_err(|e| e.to_string())?;
         if restored != replayed {
             return Err(format!(
                 "on {threads} thread(s) the restoring search reports {restored:?}, \
@@ -1383,7 +1395,15 @@ where
 /// on one thread, rebuilding each state by replaying its moves from the
 /// initial machine: for a model whose node state cannot be cloned or sent
 /// between threads. [`explore_restoring`] is the same search, faster.
-pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Report {
+/// Bounds out of their ranges are refused, naming the field
+/// ([`Bounds::validate`]).
+pub fn explore<M: Model>(model: &M, bounds: Bounds) -> Result<Report, crate::OutOfRange> {
+    bounds.validate()?;
+    Ok(search(model, bounds))
+}
+
+/// [`explore`] within bounds already checked.
+fn search<M: Model>(model: &M, bounds: Bounds) -> Report {
     let mut found = Search::new(bounds);
     let mut queue = VecDeque::new();
     let mut work = Work::default();
@@ -1654,11 +1674,14 @@ type EncodeRenamed<S> = Box<dyn Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync>;
 ///     Magic::with(MagicParams::default(), 2, &Nothing).map_err(|e| e.to_string())
 /// })
 /// .invariant(|nodes: &[Idle]| if nodes.len() == 2 { Ok(()) } else { Err("lost a node".into()) });
-/// let r = check.run(Bounds::default());
+/// let r = check.run(Bounds::default()).unwrap();
 /// assert!(r.complete && r.violations == 0 && r.states == 1 && !r.symmetry);
+/// // A search that cannot settle is refused, naming the bound.
+/// let never = Bounds { settle_instants: 0, ..Bounds::default() };
+/// assert_eq!(check.run(never).unwrap_err().field, "settle_instants");
 /// // The two nodes play the same role, and their state names no node.
 /// let check = check.symmetric([0, 1], |_: &Idle, _, _| {});
-/// assert!(check.run(Bounds::default()).symmetry);
+/// assert!(check.run(Bounds::default()).unwrap().symmetry);
 /// ```
 pub struct Checker<S> {
     build: Build<S>,
@@ -1728,8 +1751,9 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     }
 
     /// Search every order of the machine's deliveries within `bounds`
-    /// ([`explore_restoring`]).
-    pub fn run(&self, bounds: Bounds) -> Report {
+    /// ([`explore_restoring`]); bounds out of their ranges are refused,
+    /// naming the field.
+    pub fn run(&self, bounds: Bounds) -> Result<Report, crate::OutOfRange> {
         explore_restoring(self, bounds)
     }
 }

@@ -103,15 +103,18 @@ impl HandlerStats {
         Ok(())
     }
 
+    /// Add `o`'s counters to these (the longest invocation is the longer).
+    /// Sums stop at 2^64 - 1 rather than wrap: only a ledger built by hand
+    /// gets there (a run's cannot, and [`Ledger::from_exact`] refuses one).
     pub(crate) fn add(&mut self, o: &HandlerStats) {
-        self.invocations += o.invocations;
-        self.busy += o.busy;
+        self.invocations = self.invocations.saturating_add(o.invocations);
+        self.busy = self.busy.saturating_add(o.busy);
         self.max = self.max.max(o.max);
-        self.outbox_stall += o.outbox_stall;
-        self.wait += o.wait;
-        self.instructions += o.instructions;
-        self.loads += o.loads;
-        self.stores += o.stores;
+        self.outbox_stall = self.outbox_stall.saturating_add(o.outbox_stall);
+        self.wait = self.wait.saturating_add(o.wait);
+        self.instructions = self.instructions.saturating_add(o.instructions);
+        self.loads = self.loads.saturating_add(o.loads);
+        self.stores = self.stores.saturating_add(o.stores);
     }
 
     /// Mean cycles per invocation (0 if the handler never ran).
@@ -387,7 +390,11 @@ impl Ledger {
     /// The ledger a result's JSON holds, read back: each row's figures
     /// computed again from its counters (the one place they are), and
     /// refused, naming the row and figure, where the JSON's are not those;
-    /// `booked` before `elapsed` is refused too.
+    /// `booked` before `elapsed` is refused too, and so are counters no
+    /// run gives: a row that breaks [`Ledger::invariants`] at the widest
+    /// PP a machine may have (the width is not in every result), or
+    /// counters whose sum over the nodes ([`Ledger::summed`]) passes
+    /// 2^64 - 1.
     pub fn from_exact(
         elapsed: Cycles,
         booked: Cycles,
@@ -422,13 +429,59 @@ impl Ledger {
                 Ok(row)
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(Ledger {
+        let ledger = Ledger {
             elapsed,
             booked,
             nodes,
             handlers,
             units,
-        })
+        };
+        let widest = crate::params::MagicParams::MAX_PP_ISSUE_WIDTH;
+        ledger.invariants(widest).map_err(|v| v.to_string())?;
+        ledger.sums_fit()?;
+        Ok(ledger)
+    }
+
+    /// Refuse counters whose sum over the nodes, as [`Ledger::summed`]
+    /// adds them, passes 2^64 - 1, naming the handler or unit.
+    fn sums_fit(&self) -> Result<(), String> {
+        use std::collections::BTreeMap;
+        let too_big = |what: &str| {
+            Err(format!(
+                "{what}: its counters sum past 2^64 - 1 over the nodes"
+            ))
+        };
+        let mut handlers: BTreeMap<&str, [u128; 7]> = BTreeMap::new();
+        for r in &self.handlers {
+            let s = &r.stats;
+            let sum = handlers.entry(&r.handler).or_default();
+            let add = [
+                s.invocations,
+                s.busy,
+                s.outbox_stall,
+                s.wait,
+                s.instructions,
+                s.loads,
+                s.stores,
+            ];
+            for (x, a) in sum.iter_mut().zip(add) {
+                *x += a as u128;
+            }
+            if sum.iter().any(|&x| x > u64::MAX as u128) {
+                return too_big(&format!("occupancy ({})", r.handler));
+            }
+        }
+        let mut units: BTreeMap<&str, [u128; 3]> = BTreeMap::new();
+        for r in &self.units {
+            let sum = units.entry(r.unit.name()).or_default();
+            for (x, a) in sum.iter_mut().zip([r.ops, r.busy, r.waiting]) {
+                *x += a as u128;
+            }
+            if sum.iter().any(|&x| x > u64::MAX as u128) {
+                return too_big(&format!("units ({})", r.unit.name()));
+            }
+        }
+        Ok(())
     }
 
     /// The cycles a row's share and utilization are over: the span the
@@ -443,7 +496,9 @@ impl Ledger {
     }
 
     /// The same report with every node's rows summed into one row per handler
-    /// and per unit (shares and utilizations are over all nodes' time).
+    /// and per unit (shares and utilizations are over all nodes' time). A
+    /// sum past 2^64 - 1, which only a ledger built by hand holds, stops
+    /// there.
     pub fn summed(&self) -> Ledger {
         let el = Ledger::span(self.elapsed, self.nodes, None);
         let mut handlers: Vec<HandlerRow> = Vec::new();
@@ -464,8 +519,13 @@ impl Ledger {
             .iter()
             .map(|&u| {
                 let rows = self.units.iter().filter(|r| r.unit == u);
-                let (ops, busy, waiting) = rows.fold((0, 0, 0), |a, r| {
-                    (a.0 + r.ops, a.1 + r.busy, a.2 + r.waiting)
+                // Saturating, as `HandlerStats::add`.
+                let (ops, busy, waiting) = rows.fold((0u64, 0u64, 0u64), |a, r| {
+                    (
+                        a.0.saturating_add(r.ops),
+                        a.1.saturating_add(r.busy),
+                        a.2.saturating_add(r.waiting),
+                    )
                 });
                 UnitRow::new(None, u, ops, busy, waiting, el)
             })
@@ -721,7 +781,11 @@ impl Ledger {
             &UNIT_COLUMNS,
             &UNIT_COLUMNS.map(|c| c.0.to_string()),
         );
-        for r in self.units.iter().filter(|r| r.ops + r.busy + r.waiting > 0) {
+        for r in self
+            .units
+            .iter()
+            .filter(|r| (r.ops | r.busy | r.waiting) != 0)
+        {
             line(
                 &mut out,
                 &UNIT_COLUMNS,

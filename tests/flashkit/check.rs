@@ -512,7 +512,7 @@ fn the_replaying_search_stops_at_a_memory_maximum_too() {
             technique,
             ..HoldoffCheck::default()
         };
-        explore(&c, bounds)
+        explore(&c, bounds).unwrap()
     };
     for t in [Technique::Holdoff, Technique::Invalidate] {
         let r = run(t);

@@ -808,6 +808,71 @@ fn csv_is_a_header_and_a_row() {
     );
 }
 
+/// A suite's CSV is its tables, one block a benchmark, whether the suite
+/// runs from its command, from a scenario file or from its saved JSON.
+#[test]
+fn a_suites_csv_is_its_tables_by_every_entry() {
+    let args = [
+        "suite",
+        "--platform",
+        "cm5",
+        "--benchmark",
+        "round-trip",
+        "--nodes",
+        "4",
+    ];
+    let (code, csv, err) = flashkit(&[&args[..], &["--format", "csv"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(csv.starts_with("# round-trip\nto node,us\n1,"), "{csv}");
+    let (_, json, _) = flashkit(&[&args[..], &["--format", "json"]].concat());
+    let dir = scratch("suite-csv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("suite.json");
+    std::fs::write(&saved, json).unwrap();
+    let toml = dir.join("suite.toml");
+    let scenario = "[suite]\nplatform = \"cm5\"\nbenchmark = \"round-trip\"\nnodes = 4\n";
+    std::fs::write(&toml, scenario).unwrap();
+    for file in [&saved, &toml] {
+        let (code, again, err) = flashkit(&["run", file.to_str().unwrap(), "--format", "csv"]);
+        assert_eq!((code, again.as_str()), (0, csv.as_str()), "{file:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An output file that is a folder, or in a folder that does not exist,
+/// is bad input said before the run (status 2, the flag named), not a
+/// failed write after it.
+#[test]
+fn an_output_that_cannot_be_a_file_is_refused_up_front() {
+    let dir = scratch("out-folder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let missing = dir.join("no-such-folder").join("t.json");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["transfer", "--trace", d], "--trace"),
+        (&["transfer", "--trace", missing], "--trace"),
+        (&["run", "examples/transfer.toml", "--trace", d], "--trace"),
+        (&["plot", "logp", "--out", d], "--out"),
+        (
+            &["study", "coherence", "--bytes", "128", "--plot", missing],
+            "--plot",
+        ),
+        (&["merge", "examples/transfer.toml", "-o", d], "-o"),
+    ];
+    for (args, flag) in cases {
+        let (code, out, err) = flashkit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(
+            err.starts_with(&format!("error: {flag} ")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Run flashkit with standard output on /dev/full.
 fn to_dev_full(args: &[&str]) -> (i32, String) {
     let full = std::fs::OpenOptions::new()
@@ -1049,8 +1114,12 @@ fn a_value_out_of_range_is_named_by_its_flag() {
             "error: --bytes must be from 1 to 1048576, got 0\n",
         ),
         (
-            &["miss", "--case", "remote-clean", "--owner", "99"],
+            &["miss", "--case", "remote-dirty", "--owner", "99"],
             "error: --owner must be a node of the machine, below 3, got 99\n",
+        ),
+        (
+            &["miss", "--case", "remote-clean", "--owner", "99"],
+            "error: --owner must be 2, its default: only remote-dirty has an owner, got 99\n",
         ),
         (
             &["miss", "--case", "local-clean", "--nodes", "4097"],

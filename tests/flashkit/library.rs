@@ -149,3 +149,130 @@ fn the_study_layers_results_are_send_clone_debug_serialize() {
     result::<scenario::Scenario>();
     result::<flashkit::sweep::Row>();
 }
+
+/// A saved result hand-edited to counts no run gives is refused when read
+/// back, naming what is wrong, not read into figures that overflow later.
+#[test]
+fn saved_counts_no_run_gives_are_refused_not_summed_past_u64() {
+    use flashkit::scenario::Saved;
+    let run = |toml: &str| {
+        let s: Scenario = toml::from_str(toml).unwrap();
+        scenario::run(&s).unwrap().json
+    };
+    // A cost study's features summed past 2^64 - 1.
+    let mut v = run("[messaging_costs]\n");
+    v["features"]["base"]["source"] = u64::MAX.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("features sum past"), "{e}");
+    // A pipeline's unit counters at 2^64 - 1: the ledger's own rules.
+    let clean = run("[pipeline]\nnodes = 2\nmsgs = 2\n");
+    let mut v = clean.clone();
+    v["units"][0]["ops"] = u64::MAX.into();
+    v["units"][0]["waiting"] = u64::MAX.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("units"), "{e}");
+    // Loads past the instructions.
+    let mut v = clean;
+    v["occupancy"][0]["loads"] = u64::MAX.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("loads + stores ≤ instructions"), "{e}");
+}
+
+/// A scenario built in code is held to what a file is: a pipeline's
+/// `[machine]` key other than the budget is refused by `run` as by
+/// `parse`, naming it.
+#[test]
+fn a_scenario_built_in_code_refuses_what_its_file_would() {
+    let s: Scenario =
+        toml::from_str("[pipeline]\nnodes = 2\nmsgs = 3\n[machine]\npi_out = 5\n").unwrap();
+    let e = scenario::run(&s).unwrap_err().to_string();
+    assert!(
+        e.starts_with("machine.pi_out: does not apply to [pipeline]"),
+        "{e}"
+    );
+    let s: Scenario =
+        toml::from_str("[pipeline]\nnodes = 2\nmsgs = 3\n[machine]\nbudget = 100000\n").unwrap();
+    assert!(scenario::run(&s).is_ok());
+}
+
+/// A study takes only its own points' rows: another transfer's row would
+/// make a study whose JSON does not read back.
+#[test]
+fn a_study_refuses_a_row_that_is_not_its_points() {
+    use flashkit::scenario::{study_config, study_points, RunError, Study, StudyConfig};
+    let base = Scenario::defaults(scenario::Experiment::Study);
+    let config = StudyConfig::on(&base, 128);
+    let mut study = Study::new(config.clone());
+    let mine = &study_points(128)[0];
+    let other = &study_points(4096)[0];
+    let foreign = study_config(other, &config.base);
+    assert!(matches!(
+        study.add(other, foreign),
+        Err(RunError::NotItsPoint)
+    ));
+    let foreign = study_config(other, &config.base);
+    assert!(matches!(
+        study.add(mine, foreign),
+        Err(RunError::NotItsPoint)
+    ));
+    let second = &study_points(128)[1];
+    let wrong = study_config(second, &config.base);
+    assert!(matches!(study.add(mine, wrong), Err(RunError::NotItsPoint)));
+    assert!(study.rows.is_empty() && study.refused.is_empty());
+    study.add(mine, study_config(mine, &config.base)).unwrap();
+    let back: Study = serde_json::from_value(serde_json::to_value(&study).unwrap()).unwrap();
+    assert_eq!(back, study);
+}
+
+/// Library calls out of their ranges are refused, naming the field, where
+/// they gave a figure no run defines or a false finding.
+#[test]
+fn out_of_range_library_calls_are_refused_naming_the_field() {
+    use flashkit::coherence::check::CoherenceCheck;
+    use flashkit::magic::check::Bounds;
+    use flashkit::protocols::am::{flash::Flash, sp::Sp, suite};
+    // A traverse step past the nodes pairs none: no figure, a refusal.
+    let e = suite::traverse_step(&Flash::new(4), 1000, false).unwrap_err();
+    assert_eq!(e.field(), Some("step"), "{e}");
+    let e = suite::traverse_span(&Sp::new(4), 7, false).unwrap_err();
+    assert_eq!(e.field(), Some("step"), "{e}");
+    assert!(suite::traverse_step(&Flash::new(4), 3, false).unwrap() > 0.0);
+    // A span of no repetitions does not read back.
+    let e = serde_json::from_str::<suite::Span>(r#"{"ticks":5,"repeats":0}"#).unwrap_err();
+    assert!(e.to_string().contains("repeats"), "{e}");
+    // A search that may not settle would report a livelock in a correct
+    // protocol; one of no states, an empty search.
+    let check = CoherenceCheck {
+        nodes: 2,
+        lines: 1,
+        ops: 1,
+        ..Default::default()
+    };
+    for (bounds, field) in [
+        (
+            Bounds {
+                settle_instants: 0,
+                ..Bounds::default()
+            },
+            "settle_instants",
+        ),
+        (
+            Bounds {
+                max_states: 0,
+                ..Bounds::default()
+            },
+            "max_states",
+        ),
+        (
+            Bounds {
+                max_bytes: 0,
+                ..Bounds::default()
+            },
+            "max_bytes",
+        ),
+    ] {
+        assert_eq!(check.run(bounds).unwrap_err().field, field);
+    }
+    assert_eq!(check.run(Bounds::default()).unwrap().violations, 0);
+    assert_eq!(flashkit::sweep::window(usize::MAX), usize::MAX);
+}

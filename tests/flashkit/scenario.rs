@@ -319,8 +319,12 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "s.toml:2: mem_bytes: must be at least 4718592 for the stores' lines, got 65536",
         ),
         (
+            "[miss]\ncase = \"remote-dirty\"\nowner = 99\n",
+            "s.toml:3: owner: must be a node of the machine, below 3, got 99",
+        ),
+        (
             "[miss]\nowner = 99\n",
-            "s.toml:2: owner: must be a node of the machine, below 3, got 99",
+            "s.toml:2: owner: must be 2, its default: only remote-dirty has an owner, got 99",
         ),
         (
             "[suite]\nplatform = \"sp\"\nnodes = 513\n",

@@ -570,6 +570,17 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
         listed.total().unwrap_err().to_string(),
         "transfer.bytes: no values"
     );
+    // A string-key axis built by hand with no values, as one parsed.
+    let src = Source {
+        path: "s.toml",
+        text: "[transfer]\n",
+    };
+    let bare = Axis {
+        key: "transfer.bytes".into(),
+        values: Vec::new(),
+    };
+    let e = Plan::new(&src, &[bare]).map(|_| ()).unwrap_err();
+    assert_eq!(e.to_string(), "transfer.bytes: no values");
     let twice = TypedSweep::new(Config::default())
         .vary("transfer.bytes", [128], |c, b| c.bytes = b)
         .vary("transfer.bytes", [256], |c, b| c.bytes = b);
@@ -583,6 +594,29 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
         .vary("transfer.dst_offset", wide, |c, o| c.dst_offset = o)
         .vary("transfer.bytes", [128, 256], |c, b| c.bytes = b);
     assert!(matches!(many.total(), Err(SweepError::TooMany { .. })));
+    assert_eq!(
+        many.total().unwrap_err().to_string(),
+        "the sweep has 1024 x 1024 x 2 = 2097152 points; a sweep has at most 1048576 (2^20)"
+    );
+    // Too many points are counted, not built: a list's product and an
+    // axis of 2^64 values each say so at once.
+    let listed = TypedSweep::configs(vec![Config::default(); 4])
+        .vary("transfer.bytes", 1..=300_000u64, |c, b| c.bytes = b)
+        .vary("transfer.chunk", [1, 2], |c, k| {
+            c.handler = Version::Chunked(k)
+        });
+    assert_eq!(
+        listed.total().unwrap_err().to_string(),
+        "the sweep has 4 x 300000 x 2 = 2400000 points; a sweep has at most 1048576 (2^20)"
+    );
+    let endless =
+        TypedSweep::new(Config::default())
+            .vary("transfer.src_offset", 0..u64::MAX, |c, o| c.src_offset = o);
+    assert!(
+        matches!(endless.total(), Err(SweepError::TooMany { ref axes }) if axes == &[usize::MAX]),
+        "{:?}",
+        endless.total()
+    );
     assert!(matches!(
         TypedSweep::configs([Config::default()]).point(1),
         Err(SweepError::NoPoint { index: 1, total: 1 })

@@ -222,8 +222,16 @@ pub fn logp() -> Result<Chart, String> {
 /// A chart from a sweep's CSV: `y` against `x`, one series per value of
 /// `series` (if given). A cell of `x` or `y` that is not a finite number
 /// (empty, text, `inf`, `nan`) is an error naming its row and column.
+///
+/// ```
+/// // A spreadsheet's byte-order mark is not part of the first column's name.
+/// let chart = flashkit::plot::from_csv("\u{feff}x,y\n1,2\n2,4\n", "x", "y", None).unwrap();
+/// assert_eq!(chart.series[0].points, [(1.0, 2.0), (2.0, 4.0)]);
+/// ```
 pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
     use crate::sweep::csv_cells_of;
+    // A spreadsheet's CSV may begin with a byte-order mark: not a name.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.lines();
     let first = lines.next().ok_or("the CSV is empty")?;
     let head = csv_cells_of(first).ok_or("row 1: a quote left open, not a CSV header")?;

@@ -228,6 +228,10 @@ pub struct TypedSweep<C: TypedConfig> {
     names: Vec<String>,
     /// The first axis given no values.
     empty: Option<String>,
+    /// The number of values on each axis (a list's configurations first),
+    /// once they make more than [`MAX_POINTS`] points: no axis after is
+    /// applied.
+    too_many: Option<Vec<usize>>,
 }
 
 impl<C: TypedConfig> TypedSweep<C> {
@@ -241,6 +245,7 @@ impl<C: TypedConfig> TypedSweep<C> {
             },
             names: Vec::new(),
             empty: None,
+            too_many: None,
         }
     }
 
@@ -250,6 +255,7 @@ impl<C: TypedConfig> TypedSweep<C> {
             points: Points::List(points.into_iter().collect()),
             names: Vec::new(),
             empty: None,
+            too_many: None,
         }
     }
 
@@ -266,18 +272,45 @@ impl<C: TypedConfig> TypedSweep<C> {
         F: Fn(&mut C, V) + Send + Sync + 'static,
     {
         let set = Arc::new(set);
-        let values: Vec<Setter<C>> = values
-            .into_iter()
+        let mut values = values.into_iter();
+        // No more values are kept than a sweep may have points: past that,
+        // the axis is counted (by the iterator's exact length where it
+        // knows it), not stored.
+        let known = match values.size_hint() {
+            (lo, Some(hi)) if lo == hi => Some(lo),
+            _ => None,
+        };
+        let kept: Vec<Setter<C>> = values
+            .by_ref()
+            .take(MAX_POINTS + 1)
             .map(|v| {
                 let set = Arc::clone(&set);
                 Arc::new(move |c: &mut C| set(c, v.clone())) as Setter<C>
             })
             .collect();
         self.names.push(name.to_string());
-        if values.is_empty() {
+        if kept.is_empty() {
             self.empty.get_or_insert_with(|| name.to_string());
         }
-        let axis = TypedAxis { values };
+        let points = match &self.points {
+            Points::List(list) => list.len(),
+            Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).product(),
+        };
+        if kept.len() > MAX_POINTS || points.saturating_mul(kept.len()) > MAX_POINTS {
+            let n = known.unwrap_or_else(|| kept.len() + values.count());
+            let mut sizes = self.too_many.take().unwrap_or_else(|| match &self.points {
+                Points::List(list) => vec![list.len()],
+                Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).collect(),
+            });
+            sizes.push(n);
+            self.too_many = Some(sizes);
+            return self;
+        }
+        if let Some(sizes) = self.too_many.as_mut() {
+            sizes.push(kept.len());
+            return self;
+        }
+        let axis = TypedAxis { values: kept };
         match &mut self.points {
             Points::Axes { axes, .. } => axes.push(axis),
             Points::List(list) => {
@@ -309,6 +342,9 @@ impl<C: TypedConfig> TypedSweep<C> {
         let mut seen = std::collections::HashSet::new();
         if let Some(n) = self.names.iter().find(|n| !seen.insert(n.as_str())) {
             return Err(SweepError::Twice { key: n.clone() });
+        }
+        if let Some(axes) = &self.too_many {
+            return Err(SweepError::TooMany { axes: axes.clone() });
         }
         match &self.points {
             Points::List(l) if l.len() <= MAX_POINTS => Ok(l.len()),

@@ -418,7 +418,7 @@ fn a_check_finds_a_refused_send_at_rest() {
         post(&mut m, LockMsg::Request { to: 9 });
         Ok(m)
     });
-    let r = check.run(Bounds::default());
+    let r = check.run(Bounds::default()).unwrap();
     assert_eq!(r.violations, 1, "{r:?}");
     let v = r.violation.unwrap_or_default();
     assert!(

@@ -172,13 +172,15 @@ impl Default for LayerCosts {
 }
 
 impl LayerCosts {
-    /// Every count is at most [`MAX_COST`]; the error names the first that
-    /// is not.
+    /// Every count is at most [`MAX_COST`], and a poll at least one
+    /// instruction; the error names the first that is not.
     pub fn validate(&self) -> Result<(), Error> {
+        // A poll reads the NI's status and branches on it: a poll of no
+        // instructions (with free NI accesses) would loop at one instant.
+        check("poll", self.poll, 1, MAX_COST)?;
         for (field, v) in [
             ("request", self.request),
             ("reply", self.reply),
-            ("poll", self.poll),
             ("poll_found", self.poll_found),
             ("dispatch", self.dispatch),
             ("segment", self.segment),

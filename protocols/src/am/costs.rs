@@ -166,7 +166,9 @@ impl<'de> Deserialize<'de> for FeatureCosts {
                 w.packets, c.words, c.packet_words
             )));
         }
-        let total = total(&w.features);
+        let total = total(&w.features).ok_or_else(|| {
+            D::Error::custom("features sum past 18446744073709551615 instructions")
+        })?;
         for (field, json, sum) in [
             ("total.source", w.total.source, total.source),
             ("total.destination", w.total.destination, total.destination),
@@ -191,18 +193,22 @@ impl<'de> Deserialize<'de> for FeatureCosts {
 }
 
 /// The instructions over every feature: the one place they are summed.
-fn total(f: &Features) -> Total {
-    let source =
-        f.base.source + f.buffer_management.source + f.in_order.source + f.fault_tolerance.source;
-    let destination = f.base.destination
-        + f.buffer_management.destination
-        + f.in_order.destination
-        + f.fault_tolerance.destination;
-    Total {
+/// `None` past 2^64 - 1 (only a hand-edited JSON holds such counts).
+fn total(f: &Features) -> Option<Total> {
+    let sum = |xs: [u64; 4]| xs.into_iter().try_fold(0u64, u64::checked_add);
+    let parts = [
+        &f.base,
+        &f.buffer_management,
+        &f.in_order,
+        &f.fault_tolerance,
+    ];
+    let source = sum(parts.map(|p| p.source))?;
+    let destination = sum(parts.map(|p| p.destination))?;
+    Some(Total {
         source,
         destination,
-        total: source + destination,
-    }
+        total: source.checked_add(destination)?,
+    })
 }
 
 /// Run the study a [`CostsConfig`] describes (a saved [`FeatureCosts`]'s,
@@ -566,6 +572,9 @@ pub fn run(
         }
     }
     let f = a.0;
+    // The counts grow with `words`, which `validate` bounds far below this.
+    let total = total(&f)
+        .ok_or_else(|| OutOfRange::new("words", "a count whose instructions fit 64 bits", words))?;
     Ok(FeatureCosts {
         version: env!("CARGO_PKG_VERSION").to_string(),
         config: CostsConfig {
@@ -578,7 +587,7 @@ pub fn run(
         out_of_order,
         acks,
         features: f,
-        total: total(&f),
+        total,
     })
 }
 

@@ -5,7 +5,7 @@
 use super::config::PlatformConfig;
 use super::{Handler, Platform, Run, Step, MAX_NODES};
 use crate::Error;
-use magic::{NodeId, Time};
+use magic::{NodeId, OutOfRange, Time};
 use serde::{Deserialize, Serialize};
 
 /// Messages per measurement of the message benchmarks (Liu and Culler's
@@ -20,14 +20,34 @@ pub const ROUND_TRIPS: u64 = 1024;
 /// What a benchmark measured: a stretch of simulated time and the
 /// repetitions (messages, polls, round trips, transfers) it covers, the
 /// counts a per-repetition time is computed from ([`Span::us`]).
+/// Read back, a span of no repetitions is refused (field `repeats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "SpanWire")]
 pub struct Span {
     /// Simulated time, in ticks ([`magic::time::TICKS_PER_US`] a
     /// microsecond): the unit every platform's clock counts in.
     pub ticks: u64,
     /// The repetitions it covers (at least 1).
     pub repeats: u64,
+}
+
+/// The JSON of a [`Span`], key by key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpanWire {
+    ticks: u64,
+    repeats: u64,
+}
+
+impl TryFrom<SpanWire> for Span {
+    type Error = OutOfRange;
+    fn try_from(w: SpanWire) -> Result<Span, OutOfRange> {
+        OutOfRange::check("repeats", w.repeats, 1, u64::MAX)?;
+        Ok(Span {
+            ticks: w.ticks,
+            repeats: w.repeats,
+        })
+    }
 }
 
 /// No time over one repetition.
@@ -1489,7 +1509,8 @@ pub struct Bulk {
 }
 
 /// The least-squares fit of T(x) = c + x / B over (bytes, microseconds)
-/// points.
+/// points. Fewer than two distinct sizes fit no line: every figure is
+/// then NaN (a figure the points do not define, never a plausible one).
 pub fn fit(points: &[(f64, f64)]) -> Bulk {
     let n = points.len() as f64;
     let (sx, sy) = points
@@ -1666,6 +1687,8 @@ pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, E
 pub fn traverse_span(p: &dyn Platform, i: u32, poll_each: bool) -> Result<Span, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "traverse")?;
+    // A step of 0 sends to itself; one past the nodes pairs none.
+    OutOfRange::check("step", i, 1, n - 1)?;
     let pairs: Vec<u32> = (0..n).filter(|&j| (j ^ i) < n).collect();
     for &j in &pairs {
         let prog = &mut progs[j as usize];

@@ -69,10 +69,11 @@ impl TransferCheck {
         OutOfRange::check("offset", self.offset, 0, LINE_BYTES as u32 - 1)
     }
 
-    /// Search the configuration's whole space (up to `bounds`).
+    /// Search the configuration's whole space (up to `bounds`); a
+    /// configuration or bounds out of range are refused, naming the field.
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore_restoring(self, bounds))
+        explore_restoring(self, bounds)
     }
 
     /// The transfer the check builds its machine for: its machine, cost

@@ -368,8 +368,10 @@ impl Config {
     }
 
     /// Bytes of memory a node needs for the experiment's buffers: the end
-    /// of the highest frame a buffer (or a moved page) takes.
-    pub fn memory_needed(&self) -> u64 {
+    /// of the highest frame a buffer (or a moved page) takes. Only for a
+    /// configuration whose buffers and page change `validate` has checked
+    /// (the arithmetic and the receives' list assume them in range).
+    fn memory_needed(&self) -> u64 {
         let end = |b: &Buffer| {
             let first = b.va / PAGE_BYTES;
             let last = (b.va + b.len.max(1) - 1) / PAGE_BYTES;

@@ -148,10 +148,11 @@ impl HoldoffCheck {
         }
     }
 
-    /// Search the configuration's whole space (up to `bounds`).
+    /// Search the configuration's whole space (up to `bounds`); a
+    /// configuration or bounds out of range are refused, naming the field.
     pub fn run(&self, bounds: Bounds) -> Result<Report, OutOfRange> {
         self.validate()?;
-        Ok(explore_restoring(self, bounds))
+        explore_restoring(self, bounds)
     }
 
     /// Changes node 0's OS applied (none, on a machine without it).

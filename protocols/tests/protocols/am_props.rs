@@ -437,7 +437,7 @@ fn cost_tables_read_as_scenarios_write_them() {
     );
     assert_eq!(
         e.unwrap_err().to_string(),
-        "poll must be from 0 to 1000000, got 18446744073709551615"
+        "poll must be from 1 to 1000000, got 18446744073709551615"
     );
     assert!(Flash::with(
         4,
