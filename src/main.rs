@@ -848,6 +848,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let r = run.result;
             // The run's JSON, and the event loop's wall-clock time beside it.
             let mut v = serde_json::to_value(&run).map_err(|e| Failure::Failed(e.to_string()))?;
+            // Held to the rules every result keeps, as `run` of it is.
+            flashkit::invariants::check(&v, &[&run.ledger], m.params().pp_issue_width)
+                .map_err(|e| Failure::Failed(e.to_string()))?;
             if let Some(o) = v.as_object_mut() {
                 o.insert("wall_s".into(), wall_s.into());
             }

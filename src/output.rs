@@ -172,8 +172,6 @@ fn shortened(line: &str) -> std::borrow::Cow<'_, str> {
     .into()
 }
 
-/// Write a whole file; a failure names the file (exit status 1) and
-/// leaves no regular file cut short under its name.
 /// Refuse, before any work, an output file `flag` names that cannot be
 /// written as one: a folder, or a path whose folder does not exist (bad
 /// input, said up front, not a failed write after the run).
@@ -193,6 +191,8 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Write a whole file; a failure names the file (exit status 1) and
+/// leaves no regular file cut short under its name.
 pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
     let mut s = Sink::create(path)?;
     s.write(bytes).inspect_err(|_| {

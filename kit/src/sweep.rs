@@ -197,7 +197,7 @@ fn in_value(key: &str) -> Result<(), SweepError> {
 
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
 /// `out`; a list of plain values (the inbox's order) is one cell of them a
-/// space apart. Lists of tables (occupancy tables) and nulls (a setting
+/// space apart (a semicolon and a space where a value holds a space). Lists of tables (occupancy tables) and nulls (a setting
 /// not given) are left out: a row holds scalars.
 ///
 /// ```
@@ -219,9 +219,10 @@ fn parameters(sc: &Scenario, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// [`parameters`] of a scenario as JSON (a record's `config`).
+/// [`parameters`] of a scenario as JSON (a record's `config`): [`flatten`]'s
+/// cells.
 fn parameter_cells(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    walk(prefix, v, false, true, out);
+    flatten(prefix, v, out);
 }
 
 /// Every scalar of `v` by dotted key, lists left out, and with `nulls` as

@@ -538,8 +538,8 @@ pub const MAX_THREADS: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Bounds {
     /// Distinct states at most, 1 to [`MAX_STATES`]; the search stops there,
-    /// not complete. [`Bounds::validate`] refuses a value outside that
-    /// range; [`explore`] given one anyway stops at [`MAX_STATES`].
+    /// not complete. [`Bounds::validate`] (and every search) refuses a
+    /// value outside that range.
     pub max_states: usize,
     /// Bytes the search may hold for the states it has found, at most,
     /// [`MIN_BYTES`] to [`MAX_BYTES`]: their fingerprints, how it reached
@@ -558,7 +558,7 @@ pub struct Bounds {
     #[serde(skip)]
     pub progress: Option<&'static Progress>,
     /// Threads the search uses, 0 for one per core, at most
-    /// [`MAX_THREADS`] ([`explore_restoring`] given more uses that many).
+    /// [`MAX_THREADS`] (a search refuses more).
     /// The report is the same whatever the number.
     #[serde(skip)]
     pub threads: usize,
@@ -757,7 +757,7 @@ impl Search {
             report: Report::default(),
             seen: Seen::default(),
             visits: Vec::new(),
-            max_states: bounds.max_states.min(MAX_STATES),
+            max_states: bounds.max_states,
             max_bytes: bounds.max_bytes,
             frontier_bytes: 0,
             progress: bounds.progress,

@@ -391,7 +391,7 @@ impl Ledger {
     /// computed again from its counters (the one place they are), and
     /// refused, naming the row and figure, where the JSON's are not those;
     /// `booked` before `elapsed` is refused too, and so are counters no
-    /// run gives: a row that breaks [`Ledger::invariants`] at the widest
+    /// run gives: a ledger that breaks [`Ledger::invariants`] at the widest
     /// PP a machine may have (the width is not in every result), or
     /// counters whose sum over the nodes ([`Ledger::summed`]) passes
     /// 2^64 - 1.

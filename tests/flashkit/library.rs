@@ -237,6 +237,11 @@ fn out_of_range_library_calls_are_refused_naming_the_field() {
     let e = suite::traverse_span(&Sp::new(4), 7, false).unwrap_err();
     assert_eq!(e.field(), Some("step"), "{e}");
     assert!(suite::traverse_step(&Flash::new(4), 3, false).unwrap() > 0.0);
+    // Past the nodes, a step still pairs some where their count is not a
+    // power of two: on 6 nodes, step 7 pairs 2 with 5 and 3 with 4.
+    assert!(suite::traverse_step(&Flash::new(6), 7, false).unwrap() > 0.0);
+    let e = suite::traverse_step(&Flash::new(6), 8, false).unwrap_err();
+    assert_eq!(e.to_string(), "step must be from 1 to 7, got 8");
     // A span of no repetitions does not read back.
     let e = serde_json::from_str::<suite::Span>(r#"{"ticks":5,"repeats":0}"#).unwrap_err();
     assert!(e.to_string().contains("repeats"), "{e}");

@@ -296,7 +296,7 @@ impl<C: TypedConfig> TypedSweep<C> {
             Points::List(list) => list.len(),
             Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).product(),
         };
-        if kept.len() > MAX_POINTS || points.saturating_mul(kept.len()) > MAX_POINTS {
+        if points.saturating_mul(kept.len()) > MAX_POINTS {
             let n = known.unwrap_or_else(|| kept.len() + values.count());
             let mut sizes = self.too_many.take().unwrap_or_else(|| match &self.points {
                 Points::List(list) => vec![list.len()],

@@ -77,7 +77,7 @@ pub enum Reception {
 /// A scenario's `[costs.cm5]` table: every entry may be left out, and takes
 /// CMAM's value then ([`LayerCosts::cmam`], the `Default`; each entry's CMAM
 /// and CMAML values are in parentheses); an unknown key is an error. Each
-/// count is at most [`MAX_COST`]. Where each value comes from is
+/// count is at most [`MAX_COST`], and `poll` at least 1. Where each value comes from is
 /// [`LayerCosts::source`] (rendered in docs/costs.md).
 ///
 /// A block transfer's call does its set-up before the first packet in

@@ -1687,8 +1687,11 @@ pub fn traverse_step(p: &dyn Platform, i: u32, poll_each: bool) -> Result<f64, E
 pub fn traverse_span(p: &dyn Platform, i: u32, poll_each: bool) -> Result<Span, Error> {
     let n = p.nodes();
     let mut progs = idle(p, 2, "traverse")?;
-    // A step of 0 sends to itself; one past the nodes pairs none.
-    OutOfRange::check("step", i, 1, n - 1)?;
+    // A step of 0 sends to itself. Node j pairs with j xor the step: every
+    // step below the power of two past the highest node pairs some (j and
+    // j xor that power's half are both nodes), and none from that power on.
+    let most = u32::MAX >> (n - 1).leading_zeros();
+    OutOfRange::check("step", i, 1, most)?;
     let pairs: Vec<u32> = (0..n).filter(|&j| (j ^ i) < n).collect();
     for &j in &pairs {
         let prog = &mut progs[j as usize];
