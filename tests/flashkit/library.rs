@@ -176,6 +176,16 @@ fn saved_counts_no_run_gives_are_refused_not_summed_past_u64() {
     v["occupancy"][0]["loads"] = u64::MAX.into();
     let e = Saved::read(&v.to_string()).unwrap_err().to_string();
     assert!(e.contains("loads + stores ≤ instructions"), "{e}");
+    // A suite's rate over no repetitions: 0 MB/s, but from no run.
+    let mut v = run("[suite]\nplatform = \"cm5\"\nbenchmark = \"swap\"\nnodes = 4\n");
+    let cell = v["tables"][0]["counts"][0]
+        .as_array()
+        .and_then(|r| r.iter().position(|c| c.get("bytes").is_some()))
+        .expect("swap has a rate");
+    v["tables"][0]["counts"][0][cell]["repeats"] = 0.into();
+    v["tables"][0]["rows"][0][cell] = 0.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("a rate over no repetitions"), "{e}");
 }
 
 /// A scenario built in code is held to what a file is: a pipeline's

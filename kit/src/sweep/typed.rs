@@ -265,6 +265,10 @@ impl<C: TypedConfig> TypedSweep<C> {
     /// machine, the cost sheets, the networks or the protocol options so
     /// named is a column of every row, as a string-key sweep's axis is.
     /// On a sweep of [`TypedSweep::configs`], the axis applies to each.
+    /// Values that would make more than [`MAX_POINTS`] points are not
+    /// kept, only counted (at once where the iterator knows its length,
+    /// as a range or a vector does; one that does not is read to its end),
+    /// and [`TypedSweep::total`] says so.
     pub fn vary<V, I, F>(mut self, name: &str, values: I, set: F) -> Self
     where
         V: Clone + Send + Sync + 'static,

@@ -955,6 +955,10 @@ fn read_table(w: TableWire<Option<Figure>>) -> Result<Table, String> {
                     let x = f.number().unwrap_or(f64::NAN);
                     let cell = match c {
                         CellCounts::Span(s) => Cell::Us(s),
+                        // As a span of its own would be (`Span`'s reading).
+                        CellCounts::Rate(r) if r.repeats == 0 => {
+                            return Err(format!("{at}: a rate over no repetitions (repeats 0)"))
+                        }
                         CellCounts::Rate(r) => Cell::MbS {
                             bytes: r.bytes,
                             span: Span {
