@@ -185,7 +185,12 @@ fn saved_counts_no_run_gives_are_refused_not_summed_past_u64() {
     v["tables"][0]["counts"][0][cell]["repeats"] = 0.into();
     v["tables"][0]["rows"][0][cell] = 0.into();
     let e = Saved::read(&v.to_string()).unwrap_err().to_string();
-    assert!(e.contains("a rate over no repetitions"), "{e}");
+    assert!(e.contains("repeats must be from 1"), "{e}");
+    // A span's cell likewise, named by its key, not "no variant matched".
+    let mut v = run("[suite]\nplatform = \"cm5\"\nbenchmark = \"round-trip\"\nnodes = 4\n");
+    v["tables"][0]["counts"][0][1]["repeats"] = 0.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("repeats must be from 1"), "{e}");
 }
 
 /// A scenario built in code is held to what a file is: a pipeline's

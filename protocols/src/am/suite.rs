@@ -755,8 +755,12 @@ impl Cell {
 /// The counts behind a cell's figure in a table's JSON: a span's ticks
 /// and repetitions (microseconds), a rate's bytes beside them (MB/s), or a
 /// share's part and whole (percent).
+///
+/// Read back by its keys (`bytes`, `ticks` and `repeats`; `ticks` and
+/// `repeats`; `part` and `whole`), a span's or a rate's repetitions at
+/// least 1: an error names the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "CellCountsWire")]
 pub enum CellCounts {
     /// A rate's.
     Rate(RateCounts),
@@ -764,6 +768,60 @@ pub enum CellCounts {
     Span(Span),
     /// A share's.
     Share(ShareCounts),
+}
+
+/// The JSON of a [`CellCounts`]: whichever keys its kind has.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellCountsWire {
+    bytes: Option<u64>,
+    ticks: Option<u64>,
+    repeats: Option<u64>,
+    part: Option<u64>,
+    whole: Option<u64>,
+}
+
+impl TryFrom<CellCountsWire> for CellCounts {
+    type Error = String;
+    fn try_from(w: CellCountsWire) -> Result<CellCounts, String> {
+        let span =
+            |ticks, repeats| Span::try_from(SpanWire { ticks, repeats }).map_err(|e| e.to_string());
+        match w {
+            CellCountsWire {
+                bytes: Some(bytes),
+                ticks: Some(ticks),
+                repeats: Some(repeats),
+                part: None,
+                whole: None,
+            } => {
+                let s = span(ticks, repeats)?;
+                Ok(CellCounts::Rate(RateCounts {
+                    bytes,
+                    ticks: s.ticks,
+                    repeats: s.repeats,
+                }))
+            }
+            CellCountsWire {
+                bytes: None,
+                ticks: Some(ticks),
+                repeats: Some(repeats),
+                part: None,
+                whole: None,
+            } => Ok(CellCounts::Span(span(ticks, repeats)?)),
+            CellCountsWire {
+                bytes: None,
+                ticks: None,
+                repeats: None,
+                part: Some(part),
+                whole: Some(whole),
+            } => Ok(CellCounts::Share(ShareCounts { part, whole })),
+            _ => Err(
+                "counts are a span's (ticks, repeats), a rate's (bytes, ticks, \
+                      repeats) or a share's (part, whole)"
+                    .into(),
+            ),
+        }
+    }
 }
 
 /// The counts of a rate cell ([`Cell::MbS`]).
@@ -955,10 +1013,6 @@ fn read_table(w: TableWire<Option<Figure>>) -> Result<Table, String> {
                     let x = f.number().unwrap_or(f64::NAN);
                     let cell = match c {
                         CellCounts::Span(s) => Cell::Us(s),
-                        // As a span of its own would be (`Span`'s reading).
-                        CellCounts::Rate(r) if r.repeats == 0 => {
-                            return Err(format!("{at}: a rate over no repetitions (repeats 0)"))
-                        }
                         CellCounts::Rate(r) => Cell::MbS {
                             bytes: r.bytes,
                             span: Span {
