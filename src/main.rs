@@ -448,7 +448,9 @@ enum PatternArg {
 pub(crate) enum Format {
     Table,
     Json,
-    /// A header and one row: every scalar of the JSON, by dotted key.
+    /// A header and one row: every scalar of the JSON by dotted key (an
+    /// undefined figure an empty cell, a list of values one cell); a
+    /// study's rows, and a suite's tables one block each.
     Csv,
 }
 
