@@ -553,11 +553,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             (None, Some(file)) => {
                 if let Some(t) = trace.as_deref() {
                     output::out_file("--trace", t)?;
-                }
-                if let Some(t) = trace.as_deref().filter(|t| sweep::same_file(t, &file)) {
-                    return Err(Failure::Usage(format!(
-                        "--trace {t} is the scenario {file}: write the trace to another file"
-                    )));
+                    if sweep::same_file(t, &file) {
+                        return Err(Failure::Usage(format!(
+                            "--trace {t} is the scenario {file}: write the trace to another file"
+                        )));
+                    }
                 }
                 run_file(&file, trace.as_deref(), format)
             }

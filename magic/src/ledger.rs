@@ -42,6 +42,11 @@ pub struct HandlerStats {
     pub stores: u64,
 }
 
+/// How counters are added when rows are summed over the nodes: exactly
+/// (`None` past 2^64 - 1: a ledger read back is refused) or stopping at
+/// 2^64 - 1 (a ledger built by hand is still summed).
+type Sum = fn(u64, u64) -> Option<u64>;
+
 impl HandlerStats {
     /// The rules one handler's counters keep on a PP issuing `issue_width`
     /// instructions a cycle, whatever its run did (listed in
@@ -103,18 +108,18 @@ impl HandlerStats {
         Ok(())
     }
 
-    /// Add `o`'s counters to these (the longest invocation is the longer).
-    /// Sums stop at 2^64 - 1 rather than wrap: only a ledger built by hand
-    /// gets there (a run's cannot, and [`Ledger::from_exact`] refuses one).
-    pub(crate) fn add(&mut self, o: &HandlerStats) {
-        self.invocations = self.invocations.saturating_add(o.invocations);
-        self.busy = self.busy.saturating_add(o.busy);
+    /// Add `o`'s counters to these by `sum` (the longest invocation is the
+    /// longer); `None` where `sum` refuses one.
+    fn add(&mut self, o: &HandlerStats, sum: Sum) -> Option<()> {
+        self.invocations = sum(self.invocations, o.invocations)?;
+        self.busy = sum(self.busy, o.busy)?;
         self.max = self.max.max(o.max);
-        self.outbox_stall = self.outbox_stall.saturating_add(o.outbox_stall);
-        self.wait = self.wait.saturating_add(o.wait);
-        self.instructions = self.instructions.saturating_add(o.instructions);
-        self.loads = self.loads.saturating_add(o.loads);
-        self.stores = self.stores.saturating_add(o.stores);
+        self.outbox_stall = sum(self.outbox_stall, o.outbox_stall)?;
+        self.wait = sum(self.wait, o.wait)?;
+        self.instructions = sum(self.instructions, o.instructions)?;
+        self.loads = sum(self.loads, o.loads)?;
+        self.stores = sum(self.stores, o.stores)?;
+        Some(())
     }
 
     /// Mean cycles per invocation (0 if the handler never ran).
@@ -438,50 +443,8 @@ impl Ledger {
         };
         let widest = crate::params::MagicParams::MAX_PP_ISSUE_WIDTH;
         ledger.invariants(widest).map_err(|v| v.to_string())?;
-        ledger.sums_fit()?;
+        ledger.summed_by(u64::checked_add)?;
         Ok(ledger)
-    }
-
-    /// Refuse counters whose sum over the nodes, as [`Ledger::summed`]
-    /// adds them, passes 2^64 - 1, naming the handler or unit.
-    fn sums_fit(&self) -> Result<(), String> {
-        use std::collections::BTreeMap;
-        let too_big = |what: &str| {
-            Err(format!(
-                "{what}: its counters sum past 2^64 - 1 over the nodes"
-            ))
-        };
-        let mut handlers: BTreeMap<&str, [u128; 7]> = BTreeMap::new();
-        for r in &self.handlers {
-            let s = &r.stats;
-            let sum = handlers.entry(&r.handler).or_default();
-            let add = [
-                s.invocations,
-                s.busy,
-                s.outbox_stall,
-                s.wait,
-                s.instructions,
-                s.loads,
-                s.stores,
-            ];
-            for (x, a) in sum.iter_mut().zip(add) {
-                *x += a as u128;
-            }
-            if sum.iter().any(|&x| x > u64::MAX as u128) {
-                return too_big(&format!("occupancy ({})", r.handler));
-            }
-        }
-        let mut units: BTreeMap<&str, [u128; 3]> = BTreeMap::new();
-        for r in &self.units {
-            let sum = units.entry(r.unit.name()).or_default();
-            for (x, a) in sum.iter_mut().zip([r.ops, r.busy, r.waiting]) {
-                *x += a as u128;
-            }
-            if sum.iter().any(|&x| x > u64::MAX as u128) {
-                return too_big(&format!("units ({})", r.unit.name()));
-            }
-        }
-        Ok(())
     }
 
     /// The cycles a row's share and utilization are over: the span the
@@ -500,11 +463,24 @@ impl Ledger {
     /// sum past 2^64 - 1, which only a ledger built by hand holds, stops
     /// there.
     pub fn summed(&self) -> Ledger {
+        let saturating: Sum = |a, b| Some(a.saturating_add(b));
+        // A saturating sum refuses nothing: the fallback is never taken.
+        self.summed_by(saturating).unwrap_or_else(|_| self.clone())
+    }
+
+    /// [`Ledger::summed`], adding counters by `sum`; an error names the
+    /// handler or unit whose sum `sum` refuses.
+    fn summed_by(&self, sum: Sum) -> Result<Ledger, String> {
+        let too_big =
+            |what: String| format!("{what}: its counters sum past 2^64 - 1 over the nodes");
         let el = Ledger::span(self.elapsed, self.nodes, None);
         let mut handlers: Vec<HandlerRow> = Vec::new();
         for r in &self.handlers {
             match handlers.iter_mut().find(|h| h.handler == r.handler) {
-                Some(h) => h.stats.add(&r.stats),
+                Some(h) => h
+                    .stats
+                    .add(&r.stats, sum)
+                    .ok_or_else(|| too_big(format!("occupancy ({})", r.handler)))?,
                 None => handlers.push(HandlerRow {
                     node: None,
                     ..r.clone()
@@ -518,25 +494,24 @@ impl Ledger {
         let units = Unit::ALL
             .iter()
             .map(|&u| {
-                let rows = self.units.iter().filter(|r| r.unit == u);
-                // Saturating, as `HandlerStats::add`.
-                let (ops, busy, waiting) = rows.fold((0u64, 0u64, 0u64), |a, r| {
-                    (
-                        a.0.saturating_add(r.ops),
-                        a.1.saturating_add(r.busy),
-                        a.2.saturating_add(r.waiting),
-                    )
-                });
-                UnitRow::new(None, u, ops, busy, waiting, el)
+                let (ops, busy, waiting) = self
+                    .units
+                    .iter()
+                    .filter(|r| r.unit == u)
+                    .try_fold((0, 0, 0), |a, r| {
+                        Some((sum(a.0, r.ops)?, sum(a.1, r.busy)?, sum(a.2, r.waiting)?))
+                    })
+                    .ok_or_else(|| too_big(format!("units ({})", u.name())))?;
+                Ok(UnitRow::new(None, u, ops, busy, waiting, el))
             })
-            .collect();
-        Ledger {
+            .collect::<Result<_, String>>()?;
+        Ok(Ledger {
             elapsed: self.elapsed,
             booked: self.booked,
             nodes: self.nodes,
             handlers,
             units,
-        }
+        })
     }
 
     /// The rows of one handler on one node (`None`: the summed row).

@@ -230,7 +230,7 @@ pub struct TypedSweep<C: TypedConfig> {
     empty: Option<String>,
     /// The number of values on each axis (a list's configurations first),
     /// once they make more than [`MAX_POINTS`] points: no axis after is
-    /// applied.
+    /// built, only counted. `None` while the sweep is within the limit.
     too_many: Option<Vec<usize>>,
 }
 
@@ -251,11 +251,21 @@ impl<C: TypedConfig> TypedSweep<C> {
 
     /// The configurations of `points`, in order: point `i` is the `i`th.
     pub fn configs(points: impl IntoIterator<Item = C>) -> Self {
+        let list: Vec<C> = points.into_iter().collect();
         TypedSweep {
-            points: Points::List(points.into_iter().collect()),
+            too_many: (list.len() > MAX_POINTS).then(|| vec![list.len()]),
+            points: Points::List(list),
             names: Vec::new(),
             empty: None,
-            too_many: None,
+        }
+    }
+
+    /// The number of values on each axis as built (a list's
+    /// configurations as one).
+    fn sizes(&self) -> Vec<usize> {
+        match &self.points {
+            Points::List(list) => vec![list.len()],
+            Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).collect(),
         }
     }
 
@@ -296,22 +306,15 @@ impl<C: TypedConfig> TypedSweep<C> {
         if kept.is_empty() {
             self.empty.get_or_insert_with(|| name.to_string());
         }
-        let points = match &self.points {
-            Points::List(list) => list.len(),
-            Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).product(),
-        };
-        if points.saturating_mul(kept.len()) > MAX_POINTS {
+        let sizes = self.sizes();
+        let built: usize = sizes.iter().product();
+        if self.too_many.is_some() || built.saturating_mul(kept.len()) > MAX_POINTS {
+            // Counted, not built (the iterator is read through only past
+            // what was kept, where it does not know its length).
             let n = known.unwrap_or_else(|| kept.len() + values.count());
-            let mut sizes = self.too_many.take().unwrap_or_else(|| match &self.points {
-                Points::List(list) => vec![list.len()],
-                Points::Axes { axes, .. } => axes.iter().map(|a| a.values.len()).collect(),
-            });
-            sizes.push(n);
-            self.too_many = Some(sizes);
-            return self;
-        }
-        if let Some(sizes) = self.too_many.as_mut() {
-            sizes.push(kept.len());
+            let mut axes = self.too_many.take().unwrap_or(sizes);
+            axes.push(n);
+            self.too_many = Some(axes);
             return self;
         }
         let axis = TypedAxis { values: kept };
@@ -347,21 +350,10 @@ impl<C: TypedConfig> TypedSweep<C> {
         if let Some(n) = self.names.iter().find(|n| !seen.insert(n.as_str())) {
             return Err(SweepError::Twice { key: n.clone() });
         }
-        if let Some(axes) = &self.too_many {
-            return Err(SweepError::TooMany { axes: axes.clone() });
-        }
-        match &self.points {
-            Points::List(l) if l.len() <= MAX_POINTS => Ok(l.len()),
-            Points::List(l) => Err(SweepError::TooMany {
-                axes: vec![l.len()],
-            }),
-            Points::Axes { axes, .. } => axes
-                .iter()
-                .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
-                .filter(|&n| n <= MAX_POINTS)
-                .ok_or_else(|| SweepError::TooMany {
-                    axes: axes.iter().map(|a| a.values.len()).collect(),
-                }),
+        match &self.too_many {
+            Some(axes) => Err(SweepError::TooMany { axes: axes.clone() }),
+            // Kept within the limit as built (`configs`, `vary`).
+            None => Ok(self.sizes().iter().product()),
         }
     }
 

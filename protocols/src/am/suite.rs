@@ -784,40 +784,27 @@ struct CellCountsWire {
 impl TryFrom<CellCountsWire> for CellCounts {
     type Error = String;
     fn try_from(w: CellCountsWire) -> Result<CellCounts, String> {
+        // A rate's and a span's repetitions are held to `Span`'s reading.
         let span =
             |ticks, repeats| Span::try_from(SpanWire { ticks, repeats }).map_err(|e| e.to_string());
-        match w {
-            CellCountsWire {
-                bytes: Some(bytes),
-                ticks: Some(ticks),
-                repeats: Some(repeats),
-                part: None,
-                whole: None,
-            } => {
-                let s = span(ticks, repeats)?;
+        match (w.bytes, w.ticks, w.repeats, w.part, w.whole) {
+            (Some(bytes), Some(ticks), Some(repeats), None, None) => {
+                span(ticks, repeats)?;
                 Ok(CellCounts::Rate(RateCounts {
                     bytes,
-                    ticks: s.ticks,
-                    repeats: s.repeats,
+                    ticks,
+                    repeats,
                 }))
             }
-            CellCountsWire {
-                bytes: None,
-                ticks: Some(ticks),
-                repeats: Some(repeats),
-                part: None,
-                whole: None,
-            } => Ok(CellCounts::Span(span(ticks, repeats)?)),
-            CellCountsWire {
-                bytes: None,
-                ticks: None,
-                repeats: None,
-                part: Some(part),
-                whole: Some(whole),
-            } => Ok(CellCounts::Share(ShareCounts { part, whole })),
+            (None, Some(ticks), Some(repeats), None, None) => {
+                span(ticks, repeats).map(CellCounts::Span)
+            }
+            (None, None, None, Some(part), Some(whole)) => {
+                Ok(CellCounts::Share(ShareCounts { part, whole }))
+            }
             _ => Err(
-                "counts are a span's (ticks, repeats), a rate's (bytes, ticks, \
-                      repeats) or a share's (part, whole)"
+                "counts are a span's (ticks, repeats), a rate's (bytes, ticks, repeats) \
+                      or a share's (part, whole)"
                     .into(),
             ),
         }
