@@ -479,7 +479,9 @@ pub enum SweepError {
     /// More points than a sweep may have.
     #[error("the sweep has {} points; a sweep has at most {MAX_POINTS} (2^20)", size(.axes))]
     TooMany {
-        /// The number of values on each axis, in order.
+        /// The number of values on each axis, in order: `usize::MAX` for
+        /// one of 2^64 - 1 or more, or whose iterator did not know its
+        /// length and was read no further than the limit.
         axes: Vec<usize>,
     },
     /// A point whose run failed.
@@ -548,6 +550,9 @@ pub type Row = Vec<(String, String)>;
 /// A sweep's size as its axes make it: `8 x 3 = 24`, or the product's
 /// factors alone when it passes 2^128.
 fn size(axes: &[usize]) -> String {
+    if axes.contains(&usize::MAX) {
+        return format!("more than {MAX_POINTS}");
+    }
     let factors: Vec<String> = axes.iter().map(|n| n.to_string()).collect();
     let product = axes
         .iter()

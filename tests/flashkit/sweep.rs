@@ -617,6 +617,33 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
         "{:?}",
         endless.total()
     );
+    assert_eq!(
+        endless.total().unwrap_err().to_string(),
+        "the sweep has more than 1048576 points; a sweep has at most 1048576 (2^20)"
+    );
+    // An iterator that does not know its length is read no further than
+    // the limit: one that never ends is refused, not read forever.
+    let unknown = TypedSweep::new(Config::default())
+        .vary("transfer.bytes", [128, 256], |c, b| c.bytes = b)
+        .vary("transfer.src_offset", std::iter::repeat(0u64), |c, o| {
+            c.src_offset = o
+        });
+    assert!(
+        matches!(unknown.total(), Err(SweepError::TooMany { ref axes }) if axes == &[2, usize::MAX]),
+        "{:?}",
+        unknown.total()
+    );
+    let listed_forever = TypedSweep::configs(std::iter::repeat(Config::default()));
+    assert!(matches!(
+        listed_forever.total(),
+        Err(SweepError::TooMany { ref axes }) if axes == &[usize::MAX]
+    ));
+    // One that ends within the limit is counted exactly.
+    let filtered = TypedSweep::new(Config::default())
+        .vary("transfer.bytes", (1..=8u64).filter(|b| b % 2 == 0), |c, b| {
+            c.bytes = b * 128
+        });
+    assert_eq!(filtered.total().unwrap(), 4);
     assert!(matches!(
         TypedSweep::configs([Config::default()]).point(1),
         Err(SweepError::NoPoint { index: 1, total: 1 })

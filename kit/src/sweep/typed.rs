@@ -234,6 +234,26 @@ pub struct TypedSweep<C: TypedConfig> {
     too_many: Option<Vec<usize>>,
 }
 
+/// The iterator's length, where it knows it exactly.
+fn exact_len(it: &impl Iterator) -> Option<usize> {
+    match it.size_hint() {
+        (lo, Some(hi)) if lo == hi => Some(lo),
+        _ => None,
+    }
+}
+
+/// How many values an axis has: `known` where the iterator knew, else the
+/// `kept` it was read for (at most [`MAX_POINTS`] + 1). One read that far
+/// has more values than a sweep may have points, and is not read on (an
+/// endless one would never end): `usize::MAX`, "more than the limit".
+fn counted(known: Option<usize>, kept: usize) -> usize {
+    match known {
+        Some(n) => n,
+        None if kept > MAX_POINTS => usize::MAX,
+        None => kept,
+    }
+}
+
 impl<C: TypedConfig> TypedSweep<C> {
     /// The cross product of the axes [`TypedSweep::vary`] adds to `base`
     /// (with none, `base` alone).
@@ -251,9 +271,12 @@ impl<C: TypedConfig> TypedSweep<C> {
 
     /// The configurations of `points`, in order: point `i` is the `i`th.
     pub fn configs(points: impl IntoIterator<Item = C>) -> Self {
-        let list: Vec<C> = points.into_iter().collect();
+        let mut points = points.into_iter();
+        let known = exact_len(&points);
+        let list: Vec<C> = points.by_ref().take(MAX_POINTS + 1).collect();
+        let n = counted(known, list.len());
         TypedSweep {
-            too_many: (list.len() > MAX_POINTS).then(|| vec![list.len()]),
+            too_many: (n > MAX_POINTS).then(|| vec![n]),
             points: Points::List(list),
             names: Vec::new(),
             empty: None,
@@ -277,8 +300,9 @@ impl<C: TypedConfig> TypedSweep<C> {
     /// On a sweep of [`TypedSweep::configs`], the axis applies to each.
     /// Values that would make more than [`MAX_POINTS`] points are not
     /// kept, only counted (at once where the iterator knows its length,
-    /// as a range or a vector does; one that does not is read to its end),
-    /// and [`TypedSweep::total`] says so.
+    /// as a range or a vector does; one that does not is read no further
+    /// than the limit, so an endless one is refused too), and
+    /// [`TypedSweep::total`] says so.
     pub fn vary<V, I, F>(mut self, name: &str, values: I, set: F) -> Self
     where
         V: Clone + Send + Sync + 'static,
@@ -290,10 +314,7 @@ impl<C: TypedConfig> TypedSweep<C> {
         // No more values are kept than a sweep may have points: past that,
         // the axis is counted (by the iterator's exact length where it
         // knows it), not stored.
-        let known = match values.size_hint() {
-            (lo, Some(hi)) if lo == hi => Some(lo),
-            _ => None,
-        };
+        let known = exact_len(&values);
         let kept: Vec<Setter<C>> = values
             .by_ref()
             .take(MAX_POINTS + 1)
@@ -309,9 +330,8 @@ impl<C: TypedConfig> TypedSweep<C> {
         let sizes = self.sizes();
         let built: usize = sizes.iter().product();
         if self.too_many.is_some() || built.saturating_mul(kept.len()) > MAX_POINTS {
-            // Counted, not built (the iterator is read through only past
-            // what was kept, where it does not know its length).
-            let n = known.unwrap_or_else(|| kept.len() + values.count());
+            // Counted, not built.
+            let n = counted(known, kept.len());
             let mut axes = self.too_many.take().unwrap_or(sizes);
             axes.push(n);
             self.too_many = Some(axes);
