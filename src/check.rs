@@ -196,7 +196,7 @@ pub struct CheckArgs {
     /// and snapshots; the process takes somewhat more (the largest bounds
     /// stop at 8G with the process at some 9.5 GB). On a smaller machine,
     /// give a smaller figure.
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value_t = magic::check::DEFAULT_MAX_BYTES)]
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = parse_bytes, default_value_t = magic::check::DEFAULT_MAX_BYTES)]
     max_bytes: u64,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
     /// The report is the same whatever the number.

@@ -136,7 +136,7 @@ enum Command {
         #[arg(value_enum)]
         study: StudyKind,
         /// Bytes each transfer sends.
-        #[arg(long, value_parser = parse_offset, default_value = "4096")]
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "4096")]
         bytes: u64,
         /// Also draw the total time, by mode and sender state, as bars
         /// (.svg or .png).
@@ -230,7 +230,7 @@ enum Command {
     /// Example: flashkit transfer --bytes 4096 --sender dirty --handler chunked --chunk 8
     Transfer {
         /// Bytes to send (each direction).
-        #[arg(long, value_parser = parse_offset, default_value = "4096")]
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "4096")]
         bytes: u64,
         /// The send buffer's lines at the start: uncached, clean or dirty in
         /// the sender's cache, or dirty in a third node's cache.
@@ -246,10 +246,10 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         chunk: u32,
         /// Offset of the send buffer within its page.
-        #[arg(long, value_parser = parse_offset, default_value = "0")]
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "0")]
         src_offset: u64,
         /// Offset of the receive buffer within its page.
-        #[arg(long, value_parser = parse_offset, default_value = "0")]
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "0")]
         dst_offset: u64,
         /// Message-data coherence.
         #[arg(long, value_enum, default_value_t = scenario::CoherenceKind::Local)]
@@ -321,7 +321,7 @@ enum Command {
         nodes: u32,
         /// Byte offset of the line in its home's memory (an offset within
         /// a line names that line: it is aligned down to its 128 bytes).
-        #[arg(long, value_parser = parse_offset, default_value = "0x4080")]
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "0x4080")]
         offset: u64,
         /// The node holding the dirty copy (remote-dirty; the other cases
         /// have none, and take only the default).

@@ -1490,6 +1490,17 @@ fn a_negative_number_is_refused_by_the_flag_it_was_given_to() {
         // Nor a sign the byte counts' parser would take.
         (vec!["transfer", "--bytes", "+4096"], "--bytes"),
         (vec!["transfer", "--bytes", "0x+10"], "--bytes"),
+        // A negative hexadecimal value is a value too, not the short
+        // flag `-0`; so is a negative size with its unit.
+        (
+            vec!["miss", "--case", "local-clean", "--offset", "-0x10"],
+            "--offset",
+        ),
+        (vec!["transfer", "--src-offset", "-0x80"], "--src-offset"),
+        (
+            vec!["check", "coherence", "--max-bytes", "-1K"],
+            "--max-bytes",
+        ),
     ] {
         let (code, out, err) = flashkit(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
