@@ -151,7 +151,25 @@ macro_rules! out_raw {
 /// A line on standard error (what went wrong). An error writing it is
 /// ignored: there is nowhere left to say it, and the exit status tells.
 pub fn say(line: &str) {
-    let _ = writeln!(io::stderr().lock(), "{}", shortened(line));
+    let _ = writeln!(io::stderr().lock(), "{}", shortened(&escaped(line)));
+}
+
+/// `line` with its control characters written as escapes (`\n`,
+/// `\u{1b}`): a value echoed back from the input (a saved result's
+/// version, a key) cannot break the line in two, or colour the terminal.
+fn escaped(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.chars().any(char::is_control) {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 /// The most characters a line on standard error holds: an input echoed

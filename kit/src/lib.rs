@@ -114,6 +114,7 @@ pub use protocols;
 pub mod check;
 pub mod fuzzing;
 pub mod invariants;
+pub mod json;
 pub mod plot;
 pub mod scenario;
 pub mod study;

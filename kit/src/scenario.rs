@@ -2457,6 +2457,10 @@ pub enum SavedError {
     /// Not JSON at all.
     #[error("not JSON: {0}")]
     Json(serde_json::Error),
+    /// JSON whose object gives a key twice (which of the two a result
+    /// means, the file does not say).
+    #[error("{0}")]
+    Twice(serde_json::Error),
     /// JSON, but no experiment's result that carries its configuration.
     #[error(
         "not a result flashkit can rerun: that is the JSON `flashkit run` (or `study`, or \
@@ -2538,7 +2542,10 @@ impl Saved {
     /// assert!(Saved::read("{\"bytes\": 4096}").is_err());
     /// ```
     pub fn read(text: &str) -> Result<Saved, SavedError> {
-        let mut v: serde_json::Value = serde_json::from_str(text).map_err(SavedError::Json)?;
+        let mut v = crate::json::parse(text).map_err(|e| match e.is_data() {
+            true => SavedError::Twice(e),
+            false => SavedError::Json(e),
+        })?;
         let m = v.as_object_mut().ok_or(SavedError::NotAResult)?;
         // The wall-clock time a command prints beside a result is no part
         // of it.

@@ -399,6 +399,13 @@ fn a_sweeps_json_lines_plot_as_its_csv_does() {
             "line 2: not JSON",
         ),
         ("[1, 2]\n".to_string(), "line 1: not a JSON object"),
+        (
+            format!(
+                "{}\n",
+                second.replacen("\"result\":{", "\"result\":{\"x\":1,\"x\":2,", 1)
+            ),
+            "line 1: result.x is given twice",
+        ),
         (format!("\n{second}\n"), "line 2: no column 'result.nope'"),
         (String::new(), "the JSON Lines hold no line"),
     ] {

@@ -1755,6 +1755,17 @@ fn a_saved_result_runs_its_configuration_again() {
         err.starts_with("note: the rerun differs from") && err.contains("total_cycles"),
         "{err}"
     );
+    // A value echoed back from the file stays on its line: its control
+    // characters are written as escapes, so it cannot forge a line.
+    changed["version"] = "0.0.1\nerror: forged\u{1b}[31m".into();
+    std::fs::write(&f, changed.to_string()).unwrap();
+    let (code, _, err) = flashkit(&["run", path(&f), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("0.0.1\\nerror: forged\\u{1b}[31m") && !err.contains('\u{1b}'),
+        "{err}"
+    );
     // What is no result the kit can rerun: one line, status 2.
     let mut edited = v.clone();
     edited["total_us"] = 9.5.into();
@@ -1773,6 +1784,14 @@ fn a_saved_result_runs_its_configuration_again() {
             "total_us is 9.5, but the counts give",
         ),
         ("refused.json", refused.to_string(), "receives"),
+        // A key given twice: which of the two the result means, the file
+        // does not say.
+        (
+            "twice.json",
+            v.to_string()
+                .replacen("\"config\":{", "\"config\":{\"bytes\":65536,", 1),
+            "config.bytes is given twice at line 1",
+        ),
     ] {
         let f = dir.join(name);
         std::fs::write(&f, content).unwrap();

@@ -639,10 +639,11 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
         Err(SweepError::TooMany { ref axes }) if axes == &[usize::MAX]
     ));
     // One that ends within the limit is counted exactly.
-    let filtered = TypedSweep::new(Config::default())
-        .vary("transfer.bytes", (1..=8u64).filter(|b| b % 2 == 0), |c, b| {
-            c.bytes = b * 128
-        });
+    let filtered = TypedSweep::new(Config::default()).vary(
+        "transfer.bytes",
+        (1..=8u64).filter(|b| b % 2 == 0),
+        |c, b| c.bytes = b * 128,
+    );
     assert_eq!(filtered.total().unwrap(), 4);
     assert!(matches!(
         TypedSweep::configs([Config::default()]).point(1),

@@ -288,8 +288,10 @@ pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<
             continue;
         }
         let at = format!("line {}", n + 1);
-        let v: serde_json::Value =
-            serde_json::from_str(l).map_err(|e| format!("{at}: not JSON: {e}"))?;
+        let v = crate::json::parse(l).map_err(|e| match e.is_data() {
+            true => format!("{at}: {e}"),
+            false => format!("{at}: not JSON: {e}"),
+        })?;
         if !v.is_object() {
             return Err(format!("{at}: not a JSON object"));
         }

@@ -1,0 +1,100 @@
+//! JSON as the kit reads it from a user: a key given twice in one object is
+//! refused, where a parser's map would keep one of the two without a word.
+
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use std::collections::HashSet;
+use std::fmt;
+
+/// `text` parsed as JSON, every object's keys distinct. The error of a key
+/// given twice names it by its dotted path, with the line and column
+/// serde_json gives it.
+///
+/// ```
+/// use flashkit::json::parse;
+/// assert!(parse(r#"{"config": {"bytes": 4096}}"#).is_ok());
+/// let e = parse(r#"{"config": {"bytes": 65536, "bytes": 4096}}"#).unwrap_err();
+/// assert!(e.to_string().starts_with("config.bytes is given twice"), "{e}");
+/// ```
+pub fn parse(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let v = serde_json::from_str(text)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    Distinct { at: String::new() }.deserialize(&mut de)?;
+    Ok(v)
+}
+
+/// A walk over any JSON value that refuses an object's key given twice;
+/// `at` is the path to the value (empty at the top).
+struct Distinct {
+    at: String,
+}
+
+impl Distinct {
+    fn key(&self, k: &str) -> Distinct {
+        Distinct {
+            at: if self.at.is_empty() {
+                k.to_string()
+            } else {
+                format!("{}.{k}", self.at)
+            },
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Distinct {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Distinct {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let inner = self.key(&k);
+            if !seen.insert(k) {
+                return Err(A::Error::custom(format!("{} is given twice", inner.at)));
+            }
+            map.next_value_seed(inner)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        while seq
+            .next_element_seed(Distinct {
+                at: format!("{}[{i}]", self.at),
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
