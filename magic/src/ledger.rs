@@ -317,6 +317,15 @@ pub struct ExactUnitRow {
     pub waiting: u64,
 }
 
+/// Where a row is, as an error names it: " on node 3", or " over all
+/// nodes" for a row summed over them.
+fn on_node(node: Option<u32>) -> String {
+    match node {
+        Some(n) => format!(" on node {n}"),
+        None => " over all nodes".to_string(),
+    }
+}
+
 /// A derived figure as a result's JSON holds it against the value its
 /// counts give: equal, or an error naming `field` and both values.
 pub fn exact(field: &str, json: f64, counts: f64) -> Result<(), String> {
@@ -417,8 +426,7 @@ impl Ledger {
             .map(|r| {
                 let span = Ledger::span(elapsed, nodes, r.node);
                 let row = HandlerRow::new(r.node, r.handler, r.stats, span);
-                let at =
-                    |k: &str| format!("occupancy ({} on node {:?}).{k}", row.handler, row.node);
+                let at = |k: &str| format!("occupancy ({}{}).{k}", row.handler, on_node(row.node));
                 exact(&at("mean"), r.mean, row.mean)?;
                 exact(&at("pp_share"), r.pp_share, row.pp_share)?;
                 Ok(row)
@@ -429,7 +437,7 @@ impl Ledger {
             .map(|r| {
                 let span = Ledger::span(elapsed, nodes, r.node);
                 let row = UnitRow::new(r.node, r.unit, r.ops, r.busy, r.waiting, span);
-                let at = format!("units ({} on node {:?}).utilization", r.unit.name(), r.node);
+                let at = format!("units ({}{}).utilization", r.unit.name(), on_node(r.node));
                 exact(&at, r.utilization, row.utilization)?;
                 Ok(row)
             })

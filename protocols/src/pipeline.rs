@@ -462,7 +462,22 @@ impl Serialize for PipelineRun {
 /// counters again, and one they do not give is refused, naming it.
 impl<'de> Deserialize<'de> for PipelineRun {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
         let w = Wire::deserialize(d)?;
+        // The configuration first: the ledger's rows are read against
+        // its nodes.
+        let at = |prefix: &str, e: OutOfRange| D::Error::custom(format!("{prefix}{e}"));
+        w.config
+            .costs
+            .validate()
+            .map_err(|e| at("config.costs.", e))?;
+        w.config.validate().map_err(|e| at("config.", e))?;
+        if w.completion > w.end_cycles {
+            return Err(D::Error::custom(format!(
+                "completion is cycle {}, after the run's end at cycle {}",
+                w.completion, w.end_cycles
+            )));
+        }
         let ledger = Ledger::from_exact(
             Cycles(w.occupancy_cycles),
             Cycles(w.occupancy_booked_cycles),
@@ -470,7 +485,7 @@ impl<'de> Deserialize<'de> for PipelineRun {
             w.occupancy,
             w.units,
         )
-        .map_err(serde::de::Error::custom)?;
+        .map_err(D::Error::custom)?;
         Ok(PipelineRun {
             version: w.version,
             config: w.config,

@@ -548,10 +548,22 @@ impl<'de> Deserialize<'de> for LogpResult {
         use serde::de::Error as _;
         let (version, config, rest) =
             carried(serde_json::Value::deserialize(d)?).map_err(D::Error::custom)?;
+        let logp: LogP = serde_json::from_value(rest).map_err(D::Error::custom)?;
+        // The figures' platform repeats the configuration's.
+        let tag = serde_json::to_value(&config)
+            .ok()
+            .and_then(|v| v.get("platform")?.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if logp.platform != tag {
+            return Err(D::Error::custom(format!(
+                "platform (a repeat of config.platform) is {:?}, but config.platform is {tag:?}",
+                logp.platform
+            )));
+        }
         Ok(LogpResult {
             version,
             config,
-            logp: serde_json::from_value(rest).map_err(D::Error::custom)?,
+            logp,
         })
     }
 }

@@ -935,6 +935,33 @@ impl Outcome {
                 ));
             }
         }
+        // The start-up is its parts' sum, and it and the transfer fall
+        // within the whole (which a flush before or after may lengthen).
+        let s = w.startup;
+        let parts = [
+            s.initiation,
+            s.setup_verification,
+            s.initial_line,
+            s.network_queueing,
+            s.receiver_cleanup,
+        ]
+        .into_iter()
+        .try_fold(0u64, u64::checked_add);
+        if parts != Some(s.total) {
+            return Err(match parts {
+                Some(p) => format!("startup.total is {}, but its parts add to {p}", s.total),
+                None => "startup: its parts add past 2^64 - 1".to_string(),
+            });
+        }
+        match s.total.checked_add(w.transfer_cycles) {
+            Some(x) if x <= w.total_cycles => {}
+            _ => {
+                return Err(format!(
+                    "startup.total ({}) and transfer_cycles ({}) add to more than the {} total_cycles they are part of",
+                    s.total, w.transfer_cycles, w.total_cycles
+                ))
+            }
+        }
         // A figure the configuration also holds names both places.
         let repeats = |k: &str, ok: bool| {
             let at = if k == "coherence" { "mode" } else { k };

@@ -502,6 +502,22 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
             o.stages.sender_busy
         )
     );
+    // The start-up is its parts' sum; it and the transfer fit the whole.
+    let e = refused(&|v| v["startup"]["total"] = 1.into());
+    assert_eq!(
+        e,
+        format!(
+            "startup.total is 1, but its parts add to {}",
+            o.startup.total
+        )
+    );
+    let e = refused(&|v| v["transfer_cycles"] = o.total.0.into());
+    assert!(
+        e.starts_with("startup.total (") && e.ends_with("total_cycles they are part of"),
+        "{e}"
+    );
+    let e = refused(&|v| v["startup"]["initiation"] = u64::MAX.into());
+    assert_eq!(e, "startup: its parts add past 2^64 - 1");
     let e = refused(&|v| v["bytes"] = 5.into());
     assert_eq!(
         e,
@@ -630,7 +646,7 @@ fn a_misss_figures_recompute_exactly_from_the_counts_in_its_json() {
     assert!(e.starts_with("occupancy (coherence."), "{e}");
     let e = refused(&|v| v["units"][1]["utilization"] = 0.5.into());
     assert!(
-        e.starts_with("units (pp on node Some(0)).utilization is 0.5"),
+        e.starts_with("units (pp on node 0).utilization is 0.5"),
         "{e}"
     );
     let e = refused(&|v| v["case"] = "local-clean".into());
@@ -695,6 +711,21 @@ fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
     let e = refused(&|v| v["occupancy"][0]["mean"] = 1.5.into());
     assert!(e.starts_with("occupancy (pipeline."), "{e}");
     assert!(e.contains(".mean is 1.5, but the counts give"), "{e}");
+    // A run's figures are read against its configuration, checked
+    // first; its last completion is within it.
+    let e = refused(&|v| v["config"]["nodes"] = 0.into());
+    assert_eq!(e, "config.nodes must be from 2 to 4096, got 0");
+    let e = refused(&|v| v["config"]["costs"]["send"] = 0.into());
+    assert!(e.starts_with("config.costs.send must be from 1 to "), "{e}");
+    let e = refused(&|v| v["completion"] = (r.end.0 + 1).into());
+    assert_eq!(
+        e,
+        format!(
+            "completion is cycle {}, after the run's end at cycle {}",
+            r.end.0 + 1,
+            r.end.0
+        )
+    );
     let e = refused(&|v| v["wall_s"] = 0.5.into());
     assert!(e.contains("unknown field `wall_s`"), "{e}");
     let e = refused(&|v| v["config"]["nodes"] = "four".into());
@@ -923,6 +954,10 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
         (
             refused::<LogpResult>(&l, &|v| v["config"]["nodes"] = "3".into()),
             "invalid type",
+        ),
+        (
+            refused::<LogpResult>(&l, &|v| v["platform"] = "cm5".into()),
+            r#"platform (a repeat of config.platform) is "cm5", but config.platform is "sp""#,
         ),
         (
             refused::<SuiteResult>(&array, &|v| v["tables"][0]["rows"][0][1] = 9.5.into()),
