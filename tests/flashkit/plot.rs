@@ -406,6 +406,19 @@ fn a_sweeps_json_lines_plot_as_its_csv_does() {
             ),
             "line 1: result.x is given twice",
         ),
+        // A line edited into something no run gives: its point, or a
+        // figure of its result.
+        (
+            format!("{}\n", second.replacen("\"point\":1", "\"point\":-5", 1)),
+            "line 1: not a sweep's record: point: invalid value",
+        ),
+        (
+            format!(
+                "{}\n",
+                second.replacen("\"total_cycles\":", "\"total_cycles\":1", 1)
+            ),
+            "line 1: result: a transfer result that does not read back: total_us is",
+        ),
         (format!("\n{second}\n"), "line 2: no column 'result.nope'"),
         (String::new(), "the JSON Lines hold no line"),
     ] {

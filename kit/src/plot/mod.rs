@@ -279,8 +279,10 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
 /// `series` (if given), each named as a CSV column of the same sweep is
 /// (`transfer.chunk`, `machine.net_latency`, `result.per_line_cycles`;
 /// [`crate::sweep::jsonl_cells`] lists a line's). A line that is not a JSON
-/// object, a column a line lacks, and a value of `x` or `y` that is not a
-/// finite number are errors naming the line.
+/// object, not a sweep's [`Record`](crate::sweep::Record), or whose result
+/// does not read back as [`Saved::read`](crate::scenario::Saved::read)
+/// reads a saved result, a column a line lacks, and a value of `x` or `y`
+/// that is not a finite number are errors naming the line.
 pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
     let mut points = Vec::new();
     for (n, l) in text.lines().enumerate() {
@@ -295,6 +297,13 @@ pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<
         if !v.is_object() {
             return Err(format!("{at}: not a JSON object"));
         }
+        // A sweep's record, its result one the kit's run could give (its
+        // derived figures what its counts give): not a figure drawn from
+        // a line edited into something no run measured.
+        let record: crate::sweep::Record = serde_path_to_error::deserialize(&v)
+            .map_err(|e| format!("{at}: not a sweep's record: {}: {}", e.path(), e.inner()))?;
+        crate::scenario::Saved::read(&record.result.to_string())
+            .map_err(|e| format!("{at}: result: {e}"))?;
         let cells = crate::sweep::jsonl_cells(&v);
         let cell = |name: &str| {
             cells
