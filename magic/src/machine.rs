@@ -886,6 +886,8 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             held: None,
             budget: self.params.budget,
             halt: None,
+            spin: 0,
+            spin_limit: SPIN_LIMIT,
             params: self.params,
             nodes: self.nodes,
         })
@@ -958,7 +960,36 @@ pub enum Halt {
         /// The cycle asked for (exact: it may not fit a cycle count).
         at: u128,
     },
+    /// Only handlers from the software queue have run, [`SPIN_LIMIT`] in a
+    /// row, with nothing else in flight that could end their loop (no
+    /// message on its way, no processor step, no data buffer coming back):
+    /// handlers that reschedule themselves waiting for what never comes.
+    /// Left alone, such a run would spin to its budget.
+    #[error(
+        "livelock at cycle {at}: only the software queue has run, {limit} handlers in a row, \
+         with nothing else in flight that could end its loop (node {node}'s next: {what}); \
+         a protocol whose loop does end raises the limit (Magic::set_spin_limit)"
+    )]
+    Livelock {
+        /// A node whose software queue holds the loop.
+        node: NodeId,
+        /// The message at the front of its software queue.
+        what: String,
+        /// The cycle the loop was found at.
+        at: Cycles,
+        /// The spin limit it reached.
+        limit: u64,
+    },
 }
+
+/// Handlers from the software queue in a row, nothing else applied
+/// between them, after which a run looks whether anything but their loop
+/// is in flight, and halts ([`Halt::Livelock`]) if nothing is: 2^24 (some
+/// 16.8 million) by default. Every loop of the kit's own protocols sends
+/// or waits for a message within a few handlers; a protocol whose
+/// handlers truly do that much local work in a row, with nothing else in
+/// flight, raises it or turns it off ([`Magic::set_spin_limit`]).
+pub const SPIN_LIMIT: u64 = 1 << 24;
 
 /// What a run ended with.
 ///
@@ -1048,6 +1079,11 @@ pub struct Magic<S> {
     budget: Cycles,
     /// Why the run stopped early; once set, nothing more runs.
     pub(crate) halt: Option<Halt>,
+    /// Handlers dispatched from the software queue since any other event
+    /// was applied (see [`SPIN_LIMIT`]).
+    spin: u64,
+    /// When `spin` makes the run look for a livelock (`u64::MAX`: never).
+    spin_limit: u64,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -1126,6 +1162,14 @@ impl<S: NodeState> Magic<S> {
     /// [`Magic::set_budget`] changed it since.
     pub fn budget(&self) -> Cycles {
         self.budget
+    }
+
+    /// Look for a livelock ([`Halt::Livelock`]) after `limit` handlers in a
+    /// row from the software queue with nothing else applied ([`SPIN_LIMIT`]
+    /// by default), or never (`None`): for a protocol whose handlers do
+    /// that much local work in a row and do end. A limit of 0 is taken as 1.
+    pub fn set_spin_limit(&mut self, limit: Option<u64>) {
+        self.spin_limit = limit.map_or(u64::MAX, |l| l.max(1));
     }
 
     /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles.
@@ -1316,6 +1360,41 @@ impl<S: NodeState> Magic<S> {
         let c = t.to_cycles_floor();
         self.apply_batched(t, c);
         self.arbitrate(c);
+        if self.spin >= self.spin_limit {
+            self.look_for_livelock(c);
+        }
+    }
+
+    /// The spin limit's software-queue handlers have run with nothing else
+    /// applied: halt if nothing but their loop is in flight, or count
+    /// again if something is (it may end the loop).
+    #[cold]
+    #[inline(never)]
+    fn look_for_livelock(&mut self, t: Cycles) {
+        self.spin = 0;
+        let outside = |ev: &Ev| match ev {
+            Ev::Deliver { q, .. } => *q != InQueue::Software,
+            Ev::PpDone { .. } | Ev::Wake { .. } => false,
+            Ev::ProcStep { .. } | Ev::ProcDeliver { .. } => true,
+        };
+        let returning = self
+            .hw
+            .iter()
+            .any(|hw| hw.bufs.next_return().is_some_and(|r| r > t));
+        if returning || self.held.is_some() || self.engine.any(outside) {
+            return;
+        }
+        let looping = self.hw.iter().enumerate().find_map(|(n, hw)| {
+            let f = hw.queues[InQueue::Software as usize].front()?;
+            Some((n as u32, self.reg.describe(self.packets.msg(f.pkt).mtype)))
+        });
+        let (node, what) = looping.unwrap_or((0, "none queued".to_string()));
+        self.halt.get_or_insert(Halt::Livelock {
+            node: NodeId(node),
+            what,
+            at: t,
+            limit: self.spin_limit,
+        });
     }
 
     /// Apply the events stamped `t` in order, a batch at a time (those
@@ -1416,6 +1495,9 @@ impl<S: NodeState> Magic<S> {
         }
         match ev {
             Ev::Deliver { node, q, pkt, tag } => {
+                if q != InQueue::Software {
+                    self.spin = 0;
+                }
                 let new = Queued::new(pkt, t, tag);
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
@@ -1449,8 +1531,14 @@ impl<S: NodeState> Magic<S> {
                 }
                 self.mark(node);
             }
-            Ev::ProcStep { node } => self.step_processor(t, node),
-            Ev::ProcDeliver { node, pkt } => self.deliver_to_processor(t, node, pkt),
+            Ev::ProcStep { node } => {
+                self.spin = 0;
+                self.step_processor(t, node)
+            }
+            Ev::ProcDeliver { node, pkt } => {
+                self.spin = 0;
+                self.deliver_to_processor(t, node, pkt)
+            }
         }
     }
 
@@ -1624,6 +1712,9 @@ impl<S: NodeState> Magic<S> {
                 }
                 return;
             };
+            if q == InQueue::Software {
+                self.spin += 1;
+            }
             let queued = hw.queues[q as usize].pop_front().expect("picked");
             let into = buf.and_then(|b| hw.bufs.get_mut(b));
             let msg = self.packets.remove(queued.pkt, into);

@@ -699,3 +699,61 @@ fn the_suite_judges_strictly() {
     let (text, line) = scenario_with("[transfer]\nbytes = 4\n", "transfer.bytes", "0");
     assert_eq!((text.as_str(), line), ("[transfer]\nbytes = 0\n", 2));
 }
+
+/// A scenario whose every key is in its range but whose transfer
+/// livelocks (free handlers and a free processor cache let components
+/// take every data buffer of a dirty receiver, each then waiting for one
+/// more to merge its part of a line): it halts at the spin limit, naming
+/// the loop, not after hours at its budget.
+#[test]
+#[ignore = "some 25 s on the release build: run in CI's release step"]
+fn a_transfer_that_livelocks_halts_naming_the_loop() {
+    let mut toml = String::from(
+        "[machine]\npc_state = 0\npc_first_word = 0\npc_line = 0\ninbox_dispatch = 0\n\
+         link_bytes_per_cycle = 1024\n",
+    );
+    for task in [
+        "send_init",
+        "send_directory",
+        "send_update_directory",
+        "send_wait_write",
+        "send_header_dirty",
+        "send_update_state",
+        "send_prepare_dirty",
+        "send_reschedule",
+        "recv_init",
+        "recv_verify",
+        "recv_walk",
+        "recv_directory",
+        "recv_issue",
+        "recv_update_directory",
+        "recv_update",
+        "recv_retry",
+    ] {
+        toml +=
+            &format!("[costs.transfer.{task}]\ncycles = 0\ninstrs = 0\nloads = 0\nstores = 0\n");
+    }
+    toml += "[transfer]\nsender = \"dirty\"\nreceiver = \"dirty\"\nchunk = 1\nbytes = 4097\n";
+    let dir = scratch("livelock");
+    let file = dir.join("livelock.toml");
+    std::fs::write(&file, toml).unwrap();
+    let start = Instant::now();
+    let out = Command::new(bin())
+        .arg("run")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: the transfer did not complete: livelock at cycle ")
+            && err.contains("(node 1's next: transfer XferMsg::Retry)")
+            && err.contains("16 component(s) waiting for a data buffer"),
+        "{err}"
+    );
+    assert!(secs < HANG.as_secs_f64(), "{secs:.0} s");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -411,6 +411,65 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
 }
 
 #[test]
+fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
+    // A handler that reschedules itself with nothing else in flight:
+    // found at the spin limit, not left to spin to the budget.
+    let mut m = machine(2);
+    m.set_spin_limit(Some(1000));
+    post(&mut m, LockMsg::Forever { busy: 1 });
+    let r = m.run();
+    assert!(!r.is_clean());
+    let Some(Halt::Livelock {
+        node,
+        what,
+        at,
+        limit,
+    }) = r.halted.clone()
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        (node, what.as_str(), limit),
+        (NodeId(0), "lock LockMsg::Forever", 1000)
+    );
+    // Posted at 0 and in at 3 (the inbox stage); a handler of one cycle,
+    // then its reschedule through the inbox stage again: 4 cycles a turn.
+    assert_eq!(at, Cycles(3 + 1000 * 4));
+    assert_eq!(
+        r.problems()[0],
+        format!(
+            "livelock at cycle {at}: only the software queue has run, 1000 handlers in a row, \
+             with nothing else in flight that could end its loop (node 0's next: \
+             lock LockMsg::Forever); a protocol whose loop does end raises the limit \
+             (Magic::set_spin_limit)"
+        )
+    );
+    assert!(
+        r.stuck.iter().any(|s| s.contains("software queue")),
+        "{r:?}"
+    );
+    crate::ledger_true(&m);
+    assert!(m.step().is_none(), "nothing runs after a halt");
+    // Something else in flight may end the loop: a processor step far
+    // ahead keeps it running, here to its budget.
+    let mut m = machine(2);
+    m.set_spin_limit(Some(1000));
+    m.set_budget(Cycles(20_000)).unwrap();
+    m.start_processor(NodeId(1), Cycles(50_000)).unwrap();
+    post(&mut m, LockMsg::Forever { busy: 1 });
+    let r = m.run();
+    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
+    // And with the limit off, a loop runs to its budget as before.
+    let mut m = machine(2);
+    m.set_spin_limit(None);
+    m.set_budget(Cycles(20_000)).unwrap();
+    post(&mut m, LockMsg::Forever { busy: 1 });
+    let r = m.run();
+    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
+    assert_eq!(magic::SPIN_LIMIT, 1 << 24);
+}
+
+#[test]
 fn a_check_finds_a_refused_send_at_rest() {
     use magic::check::{Bounds, Checker};
     let check = Checker::new(|| {
