@@ -48,15 +48,19 @@ enum Command {
         /// The image to write (.svg or .png).
         #[arg(long, value_parser = parse_path)]
         out: String,
-        /// For `csv`: the sweep's CSV, and its columns to plot.
+        /// For `csv`: the sweep's CSV (its columns named by --x and --y).
         #[arg(long)]
         csv: Option<String>,
         /// For `jsonl`: the sweep's JSON Lines (`--format jsonl`); its
         /// columns are named as the CSV's are.
         #[arg(long)]
         jsonl: Option<String>,
+        /// For `csv` and `jsonl`: the column along the x axis
+        /// (`transfer.chunk`, `machine.net_latency`).
         #[arg(long)]
         x: Option<String>,
+        /// For `csv` and `jsonl`: the column along the y axis
+        /// (`result.per_line_cycles`).
         #[arg(long)]
         y: Option<String>,
         /// For `csv` and `jsonl`: one line per value of this column.
@@ -189,6 +193,7 @@ enum Command {
     /// input.
     ///
     /// Example: flashkit logp --platform cm5 --format json
+    ///
     /// Example: flashkit logp --platform cm5 --nodes 16 --export simgrid --out cm5-sg
     Logp {
         #[arg(long, value_enum)]
@@ -229,7 +234,7 @@ enum Command {
     ///
     /// Example: flashkit transfer --bytes 4096 --sender dirty --handler chunked --chunk 8
     Transfer {
-        /// Bytes to send (each direction).
+        /// Bytes to send (each direction), 1 to 1048576.
         #[arg(long, allow_hyphen_values = true, value_parser = parse_offset, default_value = "4096")]
         bytes: u64,
         /// The send buffer's lines at the start: uncached, clean or dirty in
@@ -316,7 +321,7 @@ enum Command {
         /// uncached; remote-dirty: homed at node 1, dirty in a third node's cache.
         #[arg(long, value_enum)]
         case: scenario::MissCase,
-        /// Nodes in the machine (3 or more).
+        /// Nodes in the machine, 3 to 4096.
         #[arg(long, default_value_t = 3)]
         nodes: u32,
         /// Byte offset of the line in its home's memory (an offset within
@@ -1125,8 +1130,13 @@ fn rerun(path: &str, text: &str, trace: Option<&str>, format: Format) -> Result<
             .and_then(|r| Some((r.field, saved.path_of(r.field)?)));
         match at {
             Some((field, p)) => {
+                // What follows the field's name in the message (a prefix
+                // such as `network: ` before it goes).
                 let msg = e.to_string();
-                let rest = msg.strip_prefix(field).unwrap_or(&msg).trim_start();
+                let rest = msg
+                    .find(&format!("{field} "))
+                    .map_or(msg.as_str(), |i| &msg[i + field.len()..])
+                    .trim_start();
                 Failure::Usage(format!("{path}: {p}: {rest}"))
             }
             None => failure(e, Some(path)),

@@ -15,7 +15,7 @@
 //! sends a network message to itself. Requests and replies travel on separate
 //! lanes; the messages are [`CohMsg`]'s.
 //!
-//! Three of the kit's earlier choices stay as options ([`CohParams`]):
+//! Three other choices the protocol can make are options ([`CohParams`]):
 //! acknowledgements collected by the writer ([`Acks::Requester`]), forwards
 //! deferred at an owner whose own reply has not arrived ([`Forwards::Defer`]),
 //! and silent clean evictions (`hints: false`).

@@ -94,16 +94,16 @@ pub struct SharingRun {
 }
 
 impl SharingRun {
-    /// The home's cycles per hint taken (0 without hints): the one place
-    /// it is computed.
-    pub fn per_hint(&self) -> f64 {
-        self.hint_cycles as f64 / self.hints.max(1) as f64
+    /// The home's cycles per hint taken, `None` when it took none (no
+    /// hint, no figure): the one place it is computed.
+    pub fn per_hint(&self) -> Option<f64> {
+        (self.hints > 0).then(|| self.hint_cycles as f64 / self.hints as f64)
     }
 
-    /// The home's cycles for the write per invalidation sent (the whole
-    /// write's when it sent none): the one place it is computed.
-    pub fn per_invalidation(&self) -> f64 {
-        self.write_cycles as f64 / self.invalidations.max(1) as f64
+    /// The home's cycles for the write per invalidation sent, `None` when
+    /// it sent none: the one place it is computed.
+    pub fn per_invalidation(&self) -> Option<f64> {
+        (self.invalidations > 0).then(|| self.write_cycles as f64 / self.invalidations as f64)
     }
 }
 
@@ -152,10 +152,10 @@ struct Wire {
     nodes: u32,
     hints: u64,
     hint_cycles: u64,
-    per_hint: f64,
+    per_hint: Option<f64>,
     invalidations: u64,
     write_cycles: u64,
-    per_invalidation: f64,
+    per_invalidation: Option<f64>,
     write_latency_cycles: u64,
     links: u32,
     reclaims: u64,
@@ -220,8 +220,22 @@ impl<'de> Deserialize<'de> for SharingRun {
                 hint_ledger: w.hint_ledger.read("hint_ledger", w.nodes)?,
                 write_ledger: w.write_ledger.read("write_ledger", w.nodes)?,
             };
-            exact("per_hint", w.per_hint, r.per_hint())?;
-            exact("per_invalidation", w.per_invalidation, r.per_invalidation())?;
+            for (k, json, counts, none) in [
+                ("per_hint", w.per_hint, r.per_hint(), "no hint was taken"),
+                (
+                    "per_invalidation",
+                    w.per_invalidation,
+                    r.per_invalidation(),
+                    "no invalidation was sent",
+                ),
+            ] {
+                match (json, counts) {
+                    (Some(j), Some(x)) => exact(k, j, x)?,
+                    (None, None) => {}
+                    (Some(j), None) => return Err(format!("{k} is {j}, but {none}")),
+                    (None, Some(x)) => return Err(format!("{k} is null, but the counts give {x}")),
+                }
+            }
             Ok(r)
         };
         read().map_err(serde::de::Error::custom)

@@ -1890,9 +1890,22 @@ const KINDS_ERROR: &str = "a scenario holds exactly one experiment table: [trans
 
 /// Parse a scenario (the file's text after any sweep changes) and check it:
 /// every table, whether its experiment uses it or not, and the experiment
-/// on its machine. An error names the file, the line and the key the file
-/// sets (a key of a nested table in full, `costs.transfer.send_init.loads`).
+/// on its machine; then that every key set away from its default is one
+/// the experiment reads (another would change nothing). An error names the
+/// file, the line and the key the file sets (a key of a nested table in
+/// full, `costs.transfer.send_init.loads`).
 pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioError> {
+    let s = parse_values(src, value)?;
+    refuse_unread(src, &s)?;
+    Ok(s)
+}
+
+/// [`parse`] but for the keys the experiment does not read
+/// ([`refuse_unread`]), which a sweep checks after its own axes.
+pub(crate) fn parse_values(
+    src: &Source<'_>,
+    value: toml::Table,
+) -> Result<Scenario, ScenarioError> {
     // Every key of a scenario's root is a table (`[miss]`): one the file
     // gives as something else is said so, at its line, where serde would
     // name a type (`expected struct Miss`); the first in the file if more.
@@ -1924,6 +1937,17 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
             key: Some(k.clone()),
             message: format!("a table, [{k}], not {what}"),
         });
+    }
+    // A list only where a scenario holds one: serde would otherwise fill a
+    // table's fields from a list by position (`[[costs.transfer]]`, or
+    // `send_init = [9, 10, 4, 0]`), without one key named.
+    if let Some((key, what)) = misplaced_list(&value) {
+        let mut err = src.error(
+            &key,
+            format!("{what}, where a scenario holds one value or one table"),
+        );
+        err.key = Some(key);
+        return Err(err);
     }
     // Deserialize through the text so errors carry positions: the file's
     // own text when nothing was changed, else the changed table's. (Compared
@@ -1966,6 +1990,84 @@ pub fn parse(src: &Source<'_>, value: toml::Table) -> Result<Scenario, ScenarioE
     }
     check(src, &s)?;
     Ok(s)
+}
+
+/// `Err` naming the first key `s` sets away from its default that its
+/// experiment does not read, at its line in `src`: its value would change
+/// nothing, silently. ([`parse`] checks it after every value's range; a
+/// sweep after its own axes, which it names as the command line's.)
+pub(crate) fn refuse_unread(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    match unread_key(s) {
+        Some(k) => {
+            let own = tables_of(s)[0];
+            let why = format!(
+                "[{own}] does not read it here, so its value would change nothing: leave it out (or at its default)"
+            );
+            Err(src.error(&k, why))
+        }
+        None => Ok(()),
+    }
+}
+
+/// The first key of `t` (dotted) that holds a list where no scenario
+/// does, and what it holds: a list of values, or an array of tables. The
+/// keys that do hold lists are those the complete default scenarios print
+/// as lists (the inbox's priority, say).
+fn misplaced_list(t: &toml::Table) -> Option<(String, String)> {
+    static LISTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let lists = LISTS.get_or_init(|| {
+        let mut out = Vec::new();
+        for &e in Experiment::ALL {
+            let text = Scenario::defaults(e).to_toml().unwrap_or_default();
+            if let Ok(t) = text.parse::<toml::Table>() {
+                list_keys(&t, "", &mut out);
+            }
+        }
+        out
+    });
+    fn walk(t: &toml::Table, at: &str, lists: &[String]) -> Option<(String, String)> {
+        for (k, v) in t {
+            let key = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            match v {
+                toml::Value::Table(inner) => {
+                    if let Some(found) = walk(inner, &key, lists) {
+                        return Some(found);
+                    }
+                }
+                toml::Value::Array(a) if !lists.contains(&key) => {
+                    let what = if !a.is_empty() && a.iter().all(toml::Value::is_table) {
+                        format!("an array of tables ([[{key}]])")
+                    } else {
+                        "a list".to_string()
+                    };
+                    return Some((key, what));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    walk(t, "", lists)
+}
+
+/// The dotted keys of `t` that hold lists, into `out`.
+fn list_keys(t: &toml::Table, at: &str, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let key = if at.is_empty() {
+            k.clone()
+        } else {
+            format!("{at}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => list_keys(inner, &key, out),
+            toml::Value::Array(_) => out.push(key),
+            _ => {}
+        }
+    }
 }
 
 /// A deserializing error of `text` as a scenario's author reads it: a
@@ -2092,6 +2194,45 @@ fn pipeline_machine_key(s: &Scenario) -> Option<String> {
     Some(format!("machine.{k}"))
 }
 
+/// Why [`unread_key`]'s key is refused.
+const UNREAD: &str = "the experiment does not read it here, so its value would change nothing: \
+     leave it out (or at its default)";
+
+/// The first key `s` sets away from its default that its experiment does
+/// not read ([`reads`]): `machine.pi_out` beside an experiment on the CM-5,
+/// say. Its value would change nothing, silently. A pipeline's `[machine]`
+/// keys are [`pipeline_machine_key`]'s to name.
+fn unread_key(s: &Scenario) -> Option<String> {
+    fn walk(
+        s: &Scenario,
+        at: &str,
+        given: &serde_json::Value,
+        stock: &serde_json::Value,
+    ) -> Option<String> {
+        match (given, stock) {
+            (serde_json::Value::Object(g), serde_json::Value::Object(d)) => {
+                g.iter().find_map(|(k, v)| {
+                    let key = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    match d.get(k) {
+                        Some(dv) => walk(s, &key, v, dv),
+                        // No default to compare with (the experiment's own
+                        // table): read, by definition.
+                        None => (!reads(s, &key)).then_some(key),
+                    }
+                })
+            }
+            _ => (given != stock && !reads(s, at)).then(|| at.to_string()),
+        }
+    }
+    let given = serde_json::to_value(s).ok()?;
+    let stock = serde_json::to_value(Scenario::default()).ok()?;
+    walk(s, "", &given, &stock)
+}
+
 /// Every table of a scenario checked, whether its experiment uses it or
 /// not: each value in its range, named by its key and line; then the
 /// experiment against its machine (its tasks on the PP's issue width, its
@@ -2104,6 +2245,7 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         // workload does not read.
         return Err(src.error(&k, PIPELINE_MACHINE));
     }
+
     let p = s.machine.clone();
     p.validate().map_err(|e| range(&["machine"], &e))?;
     let c = &s.costs;
@@ -2307,6 +2449,14 @@ pub fn run_traced(
     if s.kinds() != 1 {
         return Err(RunError::Kinds(s.kinds()));
     }
+    // A key the experiment does not read would change nothing, silently.
+    if let Some(key) = pipeline_machine_key(s) {
+        let why = PIPELINE_MACHINE;
+        return Err(RunError::NotRead { key, why });
+    }
+    if let Some(key) = unread_key(s) {
+        return Err(RunError::NotRead { key, why: UNREAD });
+    }
     let mut p = s.machine.clone();
     // Machines built for the run record their timelines from the start.
     p.trace = trace;
@@ -2328,12 +2478,6 @@ pub fn run_traced(
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
     if let Some(x) = &s.pipeline {
-        if let Some(key) = pipeline_machine_key(s) {
-            return Err(RunError::NotRead {
-                key,
-                why: PIPELINE_MACHINE,
-            });
-        }
         let (r, m) = pipeline(x, s.machine.budget, trace)?;
         return Ok((r, chrome(m.nodes(), m.trace())));
     }
@@ -2922,6 +3066,12 @@ impl RunError {
             | RunError::Coherence(coherence::Error::Build(magic::BuildError::Params(e)))
             | RunError::Transfer(Failed::Config(ConfigError::Range(e)))
             | RunError::Protocols(protocols::Error::OutOfRange(e))
+            | RunError::Protocols(protocols::Error::Network(e))
+            | RunError::Protocols(protocols::Error::Build(magic::BuildError::Params(e)))
+            | RunError::Protocols(protocols::Error::Coherence(coherence::Error::OutOfRange(e)))
+            | RunError::Protocols(protocols::Error::Coherence(coherence::Error::Build(
+                magic::BuildError::Params(e),
+            )))
             | RunError::Check(crate::check::CheckError::Range(e)) => Some(e),
             _ => None,
         }
@@ -2999,6 +3149,12 @@ fn miss_run(
 /// Why a sharing workload is not traced.
 const SHARING_TRACE: &str = "the sharing workload reports its phases' ledgers, not a trace";
 
+/// A figure per hint or per invalidation as the table prints it: one
+/// decimal, or "none" when there was nothing to divide among.
+fn per_one(x: Option<f64>) -> String {
+    x.map_or_else(|| "none".to_string(), |x| format!("{x:.1}"))
+}
+
 /// Run the sharing workload.
 pub fn sharing(
     x: &SharingCase,
@@ -3009,8 +3165,8 @@ pub fn sharing(
     let r = coherence::sharing::run(x.workload(), p, coh)?;
     let table = format!(
         "sharing: {} readers, {} evicting, directory {}, hints {}\n\
-         hints: {} taken, {} home cycles, {:.1} per hint\n\
-         write: {} invalidations, {} home cycles, {:.1} per invalidation; latency {} cycles ({} links in use before it, {} lists reclaimed)\n\n\
+         hints: {} taken, {} home cycles, {} per hint\n\
+         write: {} invalidations, {} home cycles, {} per invalidation; latency {} cycles ({} links in use before it, {} lists reclaimed)\n\n\
          == hints\n{}\n== write\n{}",
         x.readers,
         x.evicting,
@@ -3018,10 +3174,10 @@ pub fn sharing(
         coh.hints,
         r.hints,
         r.hint_cycles,
-        r.per_hint(),
+        per_one(r.per_hint()),
         r.invalidations,
         r.write_cycles,
-        r.per_invalidation(),
+        per_one(r.per_invalidation()),
         r.write_latency,
         r.links,
         r.reclaims,

@@ -692,10 +692,10 @@ impl Plan {
             path: &self.path,
             text: &self.text,
         };
-        let sc = scenario::parse(&src, t).map_err(|mut error| {
+        let sc = scenario::parse_values(&src, t).map_err(|mut error| {
             // What the file does wrong without any value of the sweep is
             // the file's, at its own line.
-            if let Err(base) = scenario::parse(&src, self.base.clone()) {
+            if let Err(base) = scenario::parse_values(&src, self.base.clone()) {
                 if base.message == error.message {
                     return SweepError::Point {
                         index,
@@ -727,7 +727,7 @@ impl Plan {
                         Some((_, k)) if !k.contains('.') => k.to_string(),
                         _ => a.key.clone(),
                     };
-                    scenario::parse(&src, alone).is_err().then_some(key)
+                    scenario::parse_values(&src, alone).is_err().then_some(key)
                 });
             }
             // A value the sweep set is the command line's, not the file's:
@@ -766,6 +766,12 @@ impl Plan {
                 },
             });
         }
+        // One the file sets, at its line.
+        scenario::refuse_unread(&src, &sc).map_err(|error| SweepError::Point {
+            index,
+            chosen: chosen.clone(),
+            error,
+        })?;
         Ok(Point {
             index,
             scenario: sc,

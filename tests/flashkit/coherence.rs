@@ -112,9 +112,9 @@ fn sharing_with_both_directories() {
             "== {}: {} hints, {:.1} home cycles per hint; {} invalidations, {:.1} home cycles per invalidation; write latency {} cycles; {} links before the write",
             format.name(),
             r.hints,
-            r.per_hint(),
+            r.per_hint().unwrap(),
             r.invalidations,
-            r.per_invalidation(),
+            r.per_invalidation().unwrap(),
             r.write_latency,
             r.links
         )

@@ -199,6 +199,34 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[pipeline]\nmsgs = 10\n[machine]\nbudget = 100000000\nnet_latency = 1000\n",
             "s.toml:5: machine.net_latency: does not apply to [pipeline], whose machine is the workload's own (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone",
         ),
+        // A key set that the experiment does not read would change
+        // nothing: named, where it would have been dropped.
+        (
+            "[machine]\npi_out = 9\n[logp]\nplatform = \"cm5\"\n",
+            "s.toml:2: machine.pi_out: [logp] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[costs.transfer.send_init]\ncycles = 500\ninstrs = 10\nloads = 4\nstores = 0\n[miss]\n",
+            "s.toml:2: costs.transfer.send_init.cycles: [miss] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[costs.cmam]\nrequest = 999\n[logp]\nplatform = \"sp\"\n",
+            "s.toml:2: costs.cmam.request: [logp] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        // A list only where a scenario holds one: not a table's fields by
+        // their order.
+        (
+            "[[costs.transfer]]\ncycles = 100\ninstrs = 10\nloads = 4\n[transfer]\n",
+            "s.toml:1: costs.transfer: an array of tables ([[costs.transfer]]), where a scenario holds one value or one table",
+        ),
+        (
+            "[costs.transfer]\nsend_init = [100, 10, 4, 0]\n[transfer]\n",
+            "s.toml:2: costs.transfer.send_init: a list, where a scenario holds one value or one table",
+        ),
+        (
+            "[costs]\nflush = [2, 99]\n[transfer]\n",
+            "s.toml:2: costs.flush: a list, where a scenario holds one value or one table",
+        ),
         (
             "[costs.os]\nchange = 2000000\n[remap]\n",
             "s.toml:2: costs.os.change: must be from 0 to 1000000, got 2000000",
@@ -1456,16 +1484,16 @@ fn a_scenario_sets_the_platforms_costs_and_networks() {
     };
     let base = Scenario::default();
     // An entry set over CMAML's table keeps CMAML's other values.
-    let s = read("[costs.cmaml]\nrequest = 200\n[logp]\n").unwrap();
+    let s = read("[costs.cmaml]\nrequest = 200\n[logp]\nplatform = \"cm5-cmaml\"\n").unwrap();
     let mut want = LayerCosts::cmaml();
     want.request = 200;
     assert_eq!((s.costs.cmaml, s.costs.cmam), (want, LayerCosts::cmam()));
     assert!(rt(&s, PlatformKind::Cm5Cmaml) > rt(&base, PlatformKind::Cm5Cmaml));
     assert_eq!(rt(&s, PlatformKind::Cm5), rt(&base, PlatformKind::Cm5));
     // The SP's switch and MAGIC's layer, each on its own platform.
-    let s = read("[network.sp]\nswitch_latency = 1000000\n[logp]\n").unwrap();
+    let s = read("[network.sp]\nswitch_latency = 1000000\n[logp]\nplatform = \"sp\"\n").unwrap();
     assert!(rt(&s, PlatformKind::Sp) > rt(&base, PlatformKind::Sp));
-    let s = read("[costs.am]\ndispatch = 100\n[logp]\n").unwrap();
+    let s = read("[costs.am]\ndispatch = 100\n[logp]\nplatform = \"flash\"\n").unwrap();
     assert!(rt(&s, PlatformKind::Flash) > rt(&base, PlatformKind::Flash));
     // Unknown keys and values out of range name the key.
     let e = read("[costs.sp]\nrequestt = 1\n[logp]\n").unwrap_err();
@@ -1642,17 +1670,22 @@ fn a_partial_task_table_keeps_the_tasks_other_parts() {
     assert_eq!(part, whole);
     assert_ne!(part, default);
     run("link.toml", "[costs.user.link]\ninstrs = 18\n[remap]\n");
-    // As the library reads it.
-    let text =
-        "[costs.transfer.send_init]\nloads = 1\n[costs.user.link]\ncycles = 10\n[transfer]\n";
-    let src = flashkit::scenario::Source {
-        path: "s.toml",
-        text,
+    // As the library reads it (each sheet beside an experiment that reads
+    // it: another's would change nothing, and is refused).
+    let read = |text| {
+        let src = flashkit::scenario::Source {
+            path: "s.toml",
+            text,
+        };
+        flashkit::scenario::parse(&src, flashkit::scenario::table(&src).unwrap())
     };
-    let s = flashkit::scenario::parse(&src, flashkit::scenario::table(&src).unwrap()).unwrap();
     use magic::costs::Task;
+    let s = read("[costs.transfer.send_init]\nloads = 1\n[transfer]\n").unwrap();
     assert_eq!(s.costs.transfer.send_init, Task::new(9, 10, 1, 0));
+    let s = read("[costs.user.link]\ncycles = 10\n[remap]\n").unwrap();
     assert_eq!(s.costs.user.link, Task::new(10, 17, 0, 0));
+    let e = read("[costs.user.link]\ncycles = 10\n[transfer]\n").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("costs.user.link.cycles"), "{e}");
     // A sweep varies one part.
     let (code, out, err) = flashkit(&[
         "sweep",

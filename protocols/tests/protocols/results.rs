@@ -895,6 +895,30 @@ fn a_sharing_runs_json_keeps_its_counts_and_reads_back_equal() {
     );
     let e = refused(&|v| v["hint_cycles"] = 1.into());
     assert!(e.starts_with("per_hint is "), "{e}");
+    // Every reader evicting: no invalidation to divide the write among,
+    // and no figure per invalidation (null, not the whole write's).
+    let all = Config {
+        sharing: Sharing {
+            readers: 8,
+            evicting: 8,
+        },
+        ..c.clone()
+    };
+    let none = sharing::run_config(&all).unwrap();
+    assert_eq!((none.invalidations, none.per_invalidation()), (0, None));
+    assert!(none.write_cycles > 0);
+    let nj = serde_json::to_value(&none).unwrap();
+    assert_eq!(nj["per_invalidation"], Value::Null);
+    assert_eq!(
+        serde_json::from_value::<SharingRun>(nj.clone()).unwrap(),
+        none
+    );
+    let mut made_up = nj.clone();
+    made_up["per_invalidation"] = 8.0.into();
+    let e = serde_json::from_value::<SharingRun>(made_up)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "per_invalidation is 8, but no invalidation was sent");
     let e = refused(&|v| v["write_ledger"]["occupancy"][0]["busy"] = 1.into());
     assert!(e.starts_with("write_ledger: occupancy (coherence."), "{e}");
     let e = refused(&|v| v["readers"] = 3.into());
