@@ -158,12 +158,18 @@ pub fn say(line: &str) {
 /// `\u{1b}`): a value echoed back from the input (a saved result's
 /// version, a key) cannot break the line in two, or colour the terminal.
 fn escaped(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.chars().any(char::is_control) {
+    // Control characters, and the separators and direction marks that
+    // also break or reorder a line on some terminals.
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !line.chars().any(unsafe_char) {
         return line.into();
     }
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
-        if c.is_control() {
+        if unsafe_char(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

@@ -16,6 +16,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 fn d_bytes() -> u64 {
     4096
@@ -1997,16 +1998,12 @@ pub(crate) fn parse_values(
 /// nothing, silently. ([`parse`] checks it after every value's range; a
 /// sweep after its own axes, which it names as the command line's.)
 pub(crate) fn refuse_unread(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
-    match unread_key(s) {
-        Some(k) => {
-            let own = tables_of(s)[0];
-            let why = format!(
-                "[{own}] does not read it here, so its value would change nothing: leave it out (or at its default)"
-            );
-            Err(src.error(&k, why))
-        }
-        None => Ok(()),
-    }
+    // The first in the file.
+    let first = unread_keys(s)
+        .into_iter()
+        .map(|k| src.error(&k, unread(tables_of(s)[0])))
+        .min_by_key(|e| e.line.unwrap_or(usize::MAX));
+    first.map_or(Ok(()), Err)
 }
 
 /// The first key of `t` (dotted) that holds a list where no scenario
@@ -2014,27 +2011,34 @@ pub(crate) fn refuse_unread(src: &Source<'_>, s: &Scenario) -> Result<(), Scenar
 /// keys that do hold lists are those the complete default scenarios print
 /// as lists (the inbox's priority, say).
 fn misplaced_list(t: &toml::Table) -> Option<(String, String)> {
-    static LISTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let lists = LISTS.get_or_init(|| {
-        let mut out = Vec::new();
+    /// Every key of the default scenarios, and those that hold lists.
+    type Keys = (HashSet<String>, HashSet<String>);
+    static KEYS: std::sync::OnceLock<Keys> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(|| {
+        let (mut known, mut lists) = (HashSet::new(), HashSet::new());
         for &e in Experiment::ALL {
             let text = Scenario::defaults(e).to_toml().unwrap_or_default();
             if let Ok(t) = text.parse::<toml::Table>() {
-                list_keys(&t, "", &mut out);
+                default_keys(&t, "", &mut known, &mut lists);
             }
         }
-        out
+        (known, lists)
     });
-    fn walk(t: &toml::Table, at: &str, lists: &[String]) -> Option<(String, String)> {
+    fn walk(t: &toml::Table, at: &str, keys: &Keys) -> Option<(String, String)> {
+        let (known, lists) = keys;
         for (k, v) in t {
             let key = if at.is_empty() {
                 k.clone()
             } else {
                 format!("{at}.{k}")
             };
+            // A key no scenario has is serde's to name, as unknown.
+            if !known.contains(&key) {
+                continue;
+            }
             match v {
                 toml::Value::Table(inner) => {
-                    if let Some(found) = walk(inner, &key, lists) {
+                    if let Some(found) = walk(inner, &key, keys) {
                         return Some(found);
                     }
                 }
@@ -2051,11 +2055,17 @@ fn misplaced_list(t: &toml::Table) -> Option<(String, String)> {
         }
         None
     }
-    walk(t, "", lists)
+    walk(t, "", keys)
 }
 
-/// The dotted keys of `t` that hold lists, into `out`.
-fn list_keys(t: &toml::Table, at: &str, out: &mut Vec<String>) {
+/// The dotted keys of `t` into `known`, and those that hold lists into
+/// `lists`.
+fn default_keys(
+    t: &toml::Table,
+    at: &str,
+    known: &mut HashSet<String>,
+    lists: &mut HashSet<String>,
+) {
     for (k, v) in t {
         let key = if at.is_empty() {
             k.clone()
@@ -2063,10 +2073,13 @@ fn list_keys(t: &toml::Table, at: &str, out: &mut Vec<String>) {
             format!("{at}.{k}")
         };
         match v {
-            toml::Value::Table(inner) => list_keys(inner, &key, out),
-            toml::Value::Array(_) => out.push(key),
+            toml::Value::Table(inner) => default_keys(inner, &key, known, lists),
+            toml::Value::Array(_) => {
+                lists.insert(key.clone());
+            }
             _ => {}
         }
+        known.insert(key);
     }
 }
 
@@ -2194,43 +2207,55 @@ fn pipeline_machine_key(s: &Scenario) -> Option<String> {
     Some(format!("machine.{k}"))
 }
 
-/// Why [`unread_key`]'s key is refused.
-const UNREAD: &str = "the experiment does not read it here, so its value would change nothing: \
-     leave it out (or at its default)";
+/// Why an [`unread_keys`] key is refused: `own` is the experiment's table.
+fn unread(own: &str) -> String {
+    format!(
+        "[{own}] does not read it here, so its value would change nothing: leave it out (or at \
+         its default)"
+    )
+}
 
-/// The first key `s` sets away from its default that its experiment does
-/// not read ([`reads`]): `machine.pi_out` beside an experiment on the CM-5,
-/// say. Its value would change nothing, silently. A pipeline's `[machine]`
+/// The keys `s` sets away from their defaults that its experiment does not
+/// read ([`reads`]): `machine.pi_out` beside an experiment on the CM-5, say.
+/// Their values would change nothing, silently. A pipeline's `[machine]`
 /// keys are [`pipeline_machine_key`]'s to name.
-fn unread_key(s: &Scenario) -> Option<String> {
+fn unread_keys(s: &Scenario) -> Vec<String> {
     fn walk(
         s: &Scenario,
         at: &str,
         given: &serde_json::Value,
         stock: &serde_json::Value,
-    ) -> Option<String> {
+        out: &mut Vec<String>,
+    ) {
         match (given, stock) {
             (serde_json::Value::Object(g), serde_json::Value::Object(d)) => {
-                g.iter().find_map(|(k, v)| {
+                for (k, v) in g {
                     let key = if at.is_empty() {
                         k.clone()
                     } else {
                         format!("{at}.{k}")
                     };
                     match d.get(k) {
-                        Some(dv) => walk(s, &key, v, dv),
+                        Some(dv) => walk(s, &key, v, dv, out),
                         // No default to compare with (the experiment's own
                         // table): read, by definition.
-                        None => (!reads(s, &key)).then_some(key),
+                        None if !reads(s, &key) => out.push(key),
+                        None => {}
                     }
-                })
+                }
             }
-            _ => (given != stock && !reads(s, at)).then(|| at.to_string()),
+            _ if given != stock && !reads(s, at) => out.push(at.to_string()),
+            _ => {}
         }
     }
-    let given = serde_json::to_value(s).ok()?;
-    let stock = serde_json::to_value(Scenario::default()).ok()?;
-    walk(s, "", &given, &stock)
+    let mut out = Vec::new();
+    if let (Ok(given), Ok(stock)) = (
+        serde_json::to_value(s),
+        serde_json::to_value(Scenario::default()),
+    ) {
+        walk(s, "", &given, &stock, &mut out);
+    }
+    out
 }
 
 /// Every table of a scenario checked, whether its experiment uses it or
@@ -2451,11 +2476,12 @@ pub fn run_traced(
     }
     // A key the experiment does not read would change nothing, silently.
     if let Some(key) = pipeline_machine_key(s) {
-        let why = PIPELINE_MACHINE;
+        let why = PIPELINE_MACHINE.to_string();
         return Err(RunError::NotRead { key, why });
     }
-    if let Some(key) = unread_key(s) {
-        return Err(RunError::NotRead { key, why: UNREAD });
+    if let Some(key) = unread_keys(s).into_iter().next() {
+        let why = unread(tables_of(s)[0]);
+        return Err(RunError::NotRead { key, why });
     }
     let mut p = s.machine.clone();
     // Machines built for the run record their timelines from the start.
@@ -3051,7 +3077,7 @@ pub enum RunError {
         /// The key, `machine.pi_out`.
         key: String,
         /// Why the experiment does not read it.
-        why: &'static str,
+        why: String,
     },
 }
 

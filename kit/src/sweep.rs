@@ -596,6 +596,14 @@ impl Plan {
                     why: "no values".into(),
                 });
             }
+            // As `Axis::parse` refuses one: the same point twice.
+            let mut values = HashSet::new();
+            if let Some(v) = a.values.iter().find(|v| !values.insert(v.to_string())) {
+                return Err(SweepError::Axis {
+                    given: a.key.clone(),
+                    why: format!("{v} is given twice"),
+                });
+            }
         }
         let total = axes
             .iter()

@@ -58,7 +58,7 @@ impl<S: NodeState> Controller for Magic<S> {
         // MAGIC accepts processor requests on system-cycle boundaries.
         let c = Cycles(at.0.div_ceil(crate::time::TICKS_PER_SYSTEM_CYCLE));
         if c > Magic::<S>::LAST_CYCLE {
-            return Err(PostError::BeyondClock { at });
+            return Err(PostError::BeyondClock { at: at.0 as u128 });
         }
         Magic::post(self, node, c, msg)
     }

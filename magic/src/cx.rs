@@ -562,6 +562,10 @@ impl<'a, S> Cx<'a, S> {
         b: Option<BufId>,
         next: LineState,
     ) -> Result<Intervention, Refused> {
+        // The cache holds lines of any node's memory, but of no other.
+        if a.node().0 >= self.run.nodes || a.offset() >= self.params.mem_bytes {
+            return Err(self.refuse(Refused::BadAddress, "intervention", None, a.0));
+        }
         if let Some(b) = b {
             self.check_buf(b, "intervention", None)?;
         } else if self.hw.pcache.state(a) == LineState::Dirty && next != LineState::Dirty {
@@ -780,6 +784,10 @@ impl<'a, S> Cx<'a, S> {
     /// queue refuses it (see [`Cx::software_queue_full`]).
     #[inline]
     pub fn reschedule(&mut self, msg: Msg) -> Result<(), Refused> {
+        if msg.len as usize > LINE_BYTES {
+            let t = Some(msg.mtype);
+            return Err(self.refuse(Refused::TooLong, "reschedule", t, msg.len as u64));
+        }
         if self.software_queue_full() {
             let cap = self.params.swq_capacity as u64;
             return Err(self.refuse(Refused::QueueFull, "reschedule", Some(msg.mtype), cap));
@@ -810,6 +818,10 @@ impl<'a, S> Cx<'a, S> {
     /// processor interface once the interface is free and the buffer's first
     /// doubleword is in; the buffer returns to the pool when it has crossed.
     pub fn to_processor(&mut self, msg: Msg, data: Option<BufId>) -> Result<(), Refused> {
+        if msg.len as usize > LINE_BYTES {
+            let t = Some(msg.mtype);
+            return Err(self.refuse(Refused::TooLong, "to processor", t, msg.len as u64));
+        }
         let (bytes, ready) = match data {
             Some(b) => {
                 self.check_buf(b, "to processor", Some(msg.mtype))?;

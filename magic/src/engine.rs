@@ -412,16 +412,17 @@ impl<E: Copy> Engine<E> {
         self.pending() == 0
     }
 
-    /// True if some waiting event satisfies `f` (a scan of them all, for
-    /// a rare question such as whether anything but a loop is in flight).
-    pub(crate) fn any(&self, f: impl Fn(&E) -> bool) -> bool {
+    /// The first waiting event `f` gives a value for, in no particular
+    /// order (a scan of them all, for a rare question such as whether
+    /// anything but a loop is in flight).
+    pub(crate) fn find_map<R>(&self, f: impl Fn(&E) -> Option<R>) -> Option<R> {
         self.slots
             .iter()
             .flat_map(|s| s.evs.get(s.read..).unwrap_or_default())
             .chain(self.far.iter().map(|e| &e.ev))
             .chain(self.odd.iter().map(|e| &e.ev))
             .chain(self.staged.iter().map(|e| &e.ev))
-            .any(f)
+            .find_map(f)
     }
 
     /// Events taken so far.

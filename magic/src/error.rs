@@ -122,10 +122,14 @@ pub enum PostError {
         now: Time,
     },
     /// The time is beyond the model's clock (past [`LAST_CYCLE`](crate::time::LAST_CYCLE)).
-    #[error("cannot post at {at}: beyond the model's clock")]
+    #[error(
+        "cannot post at tick {at} (system cycle {}): past the last cycle the model can represent ({})",
+        at / crate::time::TICKS_PER_SYSTEM_CYCLE as u128,
+        crate::time::LAST_CYCLE
+    )]
     BeyondClock {
-        /// The time asked for.
-        at: Time,
+        /// The time asked for, in ticks, exactly (it may not fit a [`Time`]).
+        at: u128,
     },
 }
 
@@ -141,7 +145,9 @@ impl From<PostError> for String {
 /// the run is not clean even if the handler ignores the refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
-    /// The address is not in this node's memory.
+    /// The address is not in this node's memory (for an intervention in
+    /// the processor's cache, which holds lines of every node: in no
+    /// node's memory).
     #[error("the address is not in this node's memory")]
     BadAddress,
     /// The buffer is not allocated (or a realignment's shift does not fit

@@ -421,6 +421,9 @@ impl Ledger {
                 "occupancy_booked_cycles is {booked}, less than the {elapsed} occupancy_cycles"
             ));
         }
+        if nodes == 0 {
+            return Err("a ledger of no nodes: a machine has at least one".to_string());
+        }
         let handlers = handlers
             .into_iter()
             .map(|r| {
@@ -664,6 +667,21 @@ impl Ledger {
             sum[0] += inv;
             sum[1] += busy;
             sum[2] += stall;
+        }
+        // A PP runs one handler at a time: its handlers' busy fits the
+        // span booked (the nodes' in a summed row). In node order, so the
+        // row named is the same on every run.
+        let mut order: Vec<_> = sums.iter().collect();
+        order.sort_by_key(|(node, _)| **node);
+        for (&node, &[_, busy, _]) in order {
+            let (_, booked) = span(node);
+            if busy > booked {
+                return Err(Violation::new(
+                    name(node, "handlers"),
+                    "the handlers' busy ≤ booked",
+                    format!("{busy} busy, {booked} booked"),
+                ));
+            }
         }
         let mut units: HashMap<(Option<u32>, Unit), &UnitRow> = HashMap::new();
         for r in &self.units {
@@ -1084,5 +1102,23 @@ mod tests {
         let j = serde_json::to_value(&l).unwrap();
         assert_eq!(j["handlers"][0]["pp_share"], 0.007);
         assert_eq!(j["handlers"][0]["mean"], 3.5);
+    }
+
+    /// A PP runs one handler at a time: handler rows busier than the span
+    /// booked are no ledger, unit rows or none; nor is one of no nodes.
+    #[test]
+    fn handlers_busier_than_the_span_are_refused() {
+        let mut l = ledger(9, "p.other");
+        assert_eq!(l.invariants(2), Ok(()));
+        l.handlers[1].stats.busy = 1001;
+        l.handlers[1].stats.max = 1001;
+        l.handlers[1].mean = 1001.0 / 2.0;
+        l.handlers[1].pp_share = 1001.0 / 1000.0;
+        assert_eq!(
+            l.invariants(2).unwrap_err().to_string(),
+            "node 1 handlers: the handlers' busy ≤ booked, but 1001 busy, 1000 booked"
+        );
+        let e = Ledger::from_exact(Cycles(10), Cycles(10), 0, vec![], vec![]).unwrap_err();
+        assert_eq!(e, "a ledger of no nodes: a machine has at least one");
     }
 }

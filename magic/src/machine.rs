@@ -657,6 +657,9 @@ pub struct MagicBuilder<S> {
     names: Vec<(&'static str, String, Option<&'static str>)>,
     /// Conflicts found while installing: `build` refuses them.
     errors: Vec<BuildError>,
+    /// Every handler's (protocol, name), to find one registered twice at
+    /// once however many there are.
+    handler_names: std::collections::HashSet<(&'static str, &'static str)>,
 }
 
 impl<S: 'static> MagicBuilder<S> {
@@ -666,6 +669,7 @@ impl<S: 'static> MagicBuilder<S> {
             params,
             nodes,
             handlers: Vec::new(),
+            handler_names: Default::default(),
             table: vec![[None; 4]; 256],
             reg: Registry::starting_at(0),
             names: Vec::new(),
@@ -757,21 +761,34 @@ impl<S: 'static> MagicBuilder<S> {
     }
 
     fn push(&mut self, protocol: &'static str, name: &'static str, call: Call<S>) -> HandlerId {
-        if self
-            .handlers
-            .iter()
-            .any(|e| e.protocol == protocol && e.name == name)
-        {
+        if !self.handler_names.insert((protocol, name)) {
             self.errors.push(BuildError::HandlerNamedTwice {
                 handler: full_name(protocol, name),
             });
         }
+        // A handler's number is 16 bits: past the most, `build` refuses
+        // the machine (once), rather than a number wrapping onto another
+        // handler.
+        let Ok(id) = u16::try_from(self.handlers.len()) else {
+            if !self
+                .errors
+                .iter()
+                .any(|e| matches!(e, BuildError::TooManyHandlers { .. }))
+            {
+                self.errors.push(BuildError::TooManyHandlers {
+                    handler: full_name(protocol, name),
+                    count: self.handlers.len() + 1,
+                    max: usize::from(u16::MAX) + 1,
+                });
+            }
+            return HandlerId(u16::MAX);
+        };
         self.handlers.push(HandlerEntry {
             protocol,
             name,
             call,
         });
-        HandlerId((self.handlers.len() - 1) as u16)
+        HandlerId(id)
     }
 
     /// Route type `t` in `region` to `h`. A (type, region) already routed
@@ -968,7 +985,8 @@ pub enum Halt {
     #[error(
         "livelock at cycle {at}: only the software queue has run, {limit} handlers in a row, \
          with nothing else in flight that could end its loop (node {node}'s next: {what}); \
-         a protocol whose loop does end raises the limit (Magic::set_spin_limit)"
+         a protocol of the library's whose loop does end raises the limit \
+         (Magic::set_spin_limit)"
     )]
     Livelock {
         /// A node whose software queue holds the loop.
@@ -982,7 +1000,8 @@ pub enum Halt {
     },
 }
 
-/// Handlers from the software queue in a row, nothing else applied
+/// Handlers from the software queue in a row, counted over the whole
+/// machine, with no handler from another queue and no processor event
 /// between them, after which a run looks whether anything but their loop
 /// is in flight, and halts ([`Halt::Livelock`]) if nothing is: 2^24 (some
 /// 16.8 million) by default. Every loop of the kit's own protocols sends
@@ -1079,8 +1098,9 @@ pub struct Magic<S> {
     budget: Cycles,
     /// Why the run stopped early; once set, nothing more runs.
     pub(crate) halt: Option<Halt>,
-    /// Handlers dispatched from the software queue since any other event
-    /// was applied (see [`SPIN_LIMIT`]).
+    /// Handlers dispatched from the software queue, machine-wide, since
+    /// a handler from another queue or a processor event (see
+    /// [`SPIN_LIMIT`]).
     spin: u64,
     /// When `spin` makes the run look for a livelock (`u64::MAX`: never).
     spin_limit: u64,
@@ -1377,18 +1397,39 @@ impl<S: NodeState> Magic<S> {
             Ev::PpDone { .. } | Ev::Wake { .. } => false,
             Ev::ProcStep { .. } | Ev::ProcDeliver { .. } => true,
         };
-        let returning = self
-            .hw
-            .iter()
-            .any(|hw| hw.bufs.next_return().is_some_and(|r| r > t));
-        if returning || self.held.is_some() || self.engine.any(outside) {
+        // A buffer on its way back (one whose return is booked, taken in
+        // at the node's next allocation) may end a loop that waits for one.
+        let returning = self.hw.iter().any(|hw| hw.bufs.next_return().is_some());
+        if returning
+            || self.held.is_some()
+            || self
+                .engine
+                .find_map(|ev| outside(ev).then_some(()))
+                .is_some()
+        {
             return;
         }
-        let looping = self.hw.iter().enumerate().find_map(|(n, hw)| {
+        // The loop goes on only if a handler put more on a software queue:
+        // a chain that has just ended is no loop.
+        let queued = self.hw.iter().enumerate().find_map(|(n, hw)| {
             let f = hw.queues[InQueue::Software as usize].front()?;
-            Some((n as u32, self.reg.describe(self.packets.msg(f.pkt).mtype)))
+            Some((n as u32, f.pkt))
         });
-        let (node, what) = looping.unwrap_or((0, "none queued".to_string()));
+        let coming = || {
+            self.engine.find_map(|ev| match *ev {
+                Ev::Deliver {
+                    node,
+                    q: InQueue::Software,
+                    pkt,
+                    ..
+                } => Some((node, pkt)),
+                _ => None,
+            })
+        };
+        let Some((node, pkt)) = queued.or_else(coming) else {
+            return;
+        };
+        let what = self.reg.describe(self.packets.msg(pkt).mtype);
         self.halt.get_or_insert(Halt::Livelock {
             node: NodeId(node),
             what,
@@ -1495,9 +1536,6 @@ impl<S: NodeState> Magic<S> {
         }
         match ev {
             Ev::Deliver { node, q, pkt, tag } => {
-                if q != InQueue::Software {
-                    self.spin = 0;
-                }
                 let new = Queued::new(pkt, t, tag);
                 let hw = &mut self.hw[node as usize];
                 let queue = &mut hw.queues[q as usize];
@@ -1626,7 +1664,7 @@ impl<S: NodeState> Magic<S> {
         }
         if at > Self::LAST_CYCLE {
             return Err(PostError::BeyondClock {
-                at: Time::from_cycles(at),
+                at: at.0 as u128 * crate::time::TICKS_PER_SYSTEM_CYCLE as u128,
             });
         }
         Ok(())
@@ -1712,12 +1750,19 @@ impl<S: NodeState> Magic<S> {
                 }
                 return;
             };
-            if q == InQueue::Software {
-                self.spin += 1;
-            }
+            // Software-queue handlers in a row, none from another queue
+            // between them (see `SPIN_LIMIT`).
+            self.spin = if q == InQueue::Software {
+                self.spin + 1
+            } else {
+                0
+            };
             let queued = hw.queues[q as usize].pop_front().expect("picked");
             let into = buf.and_then(|b| hw.bufs.get_mut(b));
             let msg = self.packets.remove(queued.pkt, into);
+            if let Some(w) = hw.watch.as_mut() {
+                w.took.get_or_insert(msg);
+            }
             hw.dispatched += 1;
             hw.inbox_wait = hw.inbox_wait.saturating_add((t - queued.at).0);
             let Some(route) = self.table[msg.mtype.0 as usize][msg.addr.region() as usize] else {

@@ -531,6 +531,17 @@ pub enum BuildError {
         /// The protocol that tried again.
         second: &'static str,
     },
+    /// More handlers than a machine numbers (a [`HandlerId`](crate::HandlerId)
+    /// is 16 bits).
+    #[error("{handler} is handler {count} of a machine, which has at most {max}")]
+    TooManyHandlers {
+        /// The first handler past the most, as `protocol.handler`.
+        handler: String,
+        /// Its number, counting from 1.
+        count: usize,
+        /// The most a machine has.
+        max: usize,
+    },
     /// The protocols' message kinds do not fit in the jump table.
     #[error("the jump table has no room for {protocol}'s message type {message}")]
     TooManyTypes {

@@ -155,6 +155,13 @@ pub enum BenchError {
         /// Nodes in the machine.
         nodes: u32,
     },
+    /// The machine was not quiet: the node took other pending work
+    /// before the message injected, whose shot it would not be.
+    #[error("the node took {took} before the message injected: inject into a quiet machine (run it first)")]
+    NotQuiet {
+        /// The message the node took.
+        took: String,
+    },
     /// The message ran no handler (no route, or the machine ran dry or
     /// halted first): what the run reports.
     #[error("the message ran no handler{}", stuck_list(stuck))]
@@ -221,8 +228,9 @@ impl<S: NodeState> Bench<S> {
     /// Hand `node` the message now and run the handler it dispatches: from
     /// the processor interface if its source is `node`, else from the
     /// network on its lane. Other work the machine has pending runs too,
-    /// so inject into a quiet machine. What the handler sent is delivered
-    /// only by a later [`Bench::run`].
+    /// so inject into a quiet machine: a node that takes other work before
+    /// the message is [`BenchError::NotQuiet`]. What the handler sent is
+    /// delivered only by a later [`Bench::run`].
     pub fn inject(&mut self, node: NodeId, msg: Msg) -> Result<Shot, BenchError> {
         self.inject_data(node, msg, None)
     }
@@ -273,6 +281,13 @@ impl<S: NodeState> Bench<S> {
             self.m.instant(t);
         }
         let watch = self.m.hw[i].watch.take().unwrap_or_default();
+        // The node's first dispatch took other work the machine had
+        // pending, not the message injected: its shot would be another's.
+        if let Some(took) = watch.took.filter(|t| *t != msg) {
+            return Err(BenchError::NotQuiet {
+                took: self.m.reg.describe(took.mtype),
+            });
+        }
         let after = self.m.node_stats(i);
         let Some(h) = (0..after.len()).find(|&h| after[h].invocations > before[h].invocations)
         else {
@@ -374,5 +389,25 @@ mod tests {
             ["node 0: 1 message(s) dropped: they did not decode as their handler's type (the first: flags Flag::Set for flags.set, at cycle 6)"]
         );
         assert_eq!(bench.machine().drops(NodeId(0)).unwrap().undecodable, 1);
+    }
+
+    /// Work pending before the message injected is taken first: refused,
+    /// not shown as the injected message's shot.
+    #[test]
+    fn an_injection_into_a_busy_machine_is_refused() {
+        let mut bench = Bench::new(1, &Flags).unwrap();
+        let first = bench.msg(NodeId(0), Flag::Set { on: false });
+        bench.machine().post(NodeId(0), Cycles(0), first).unwrap();
+        let ours = bench.msg(NodeId(0), Flag::Set { on: true });
+        let e = bench.inject(NodeId(0), ours).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the node took flags Flag::Set before the message injected: inject into a quiet \
+             machine (run it first)"
+        );
+        // Quiet again, the injection is its own.
+        assert!(bench.run(Cycles(100)).is_clean());
+        let shot = bench.inject(NodeId(0), ours).unwrap();
+        assert_eq!(shot.handler, "flags.set");
     }
 }

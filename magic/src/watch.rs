@@ -66,4 +66,6 @@ pub struct Sent {
 pub(crate) struct Watch {
     pub steps: Vec<Step>,
     pub sent: Vec<Sent>,
+    /// The message the watched node's first dispatch took.
+    pub took: Option<Msg>,
 }

@@ -581,6 +581,16 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
     };
     let e = Plan::new(&src, &[bare]).map(|_| ()).unwrap_err();
     assert_eq!(e.to_string(), "transfer.bytes: no values");
+    // Nor one that gives a value twice.
+    let again = Axis {
+        key: "transfer.bytes".into(),
+        values: vec![128.into(), 128.into()],
+    };
+    let e = Plan::new(&src, &[again]).map(|_| ()).unwrap_err();
+    assert_eq!(e.to_string(), "transfer.bytes: 128 is given twice");
+    // A list of no configurations is no sweep either.
+    let none = TypedSweep::configs(Vec::<Config>::new());
+    assert_eq!(none.total().unwrap_err().to_string(), "configs: no values");
     let twice = TypedSweep::new(Config::default())
         .vary("transfer.bytes", [128], |c, b| c.bytes = b)
         .vary("transfer.bytes", [256], |c, b| c.bytes = b);

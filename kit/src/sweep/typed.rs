@@ -273,13 +273,19 @@ impl<C: TypedConfig> TypedSweep<C> {
     pub fn configs(points: impl IntoIterator<Item = C>) -> Self {
         let mut points = points.into_iter();
         let known = exact_len(&points);
-        let list: Vec<C> = points.by_ref().take(MAX_POINTS + 1).collect();
+        // Too many by the iterator's own count: none built.
+        let room = match known {
+            Some(n) if n > MAX_POINTS => 0,
+            _ => MAX_POINTS + 1,
+        };
+        let list: Vec<C> = points.by_ref().take(room).collect();
         let n = counted(known, list.len());
         TypedSweep {
             too_many: (n > MAX_POINTS).then(|| vec![n]),
+            // No configuration is no sweep, as an axis of no values is not.
+            empty: (n == 0).then(|| "configs".to_string()),
             points: Points::List(list),
             names: Vec::new(),
-            empty: None,
         }
     }
 
@@ -315,6 +321,21 @@ impl<C: TypedConfig> TypedSweep<C> {
         // the axis is counted (by the iterator's exact length where it
         // knows it), not stored.
         let known = exact_len(&values);
+        let sizes = self.sizes();
+        let built: usize = sizes.iter().product();
+        if self.too_many.is_some() || known.is_some_and(|n| built.saturating_mul(n) > MAX_POINTS) {
+            // Too many already, or by the iterator's own count: counted,
+            // no value kept.
+            let n = known.unwrap_or_else(|| counted(None, values.take(MAX_POINTS + 1).count()));
+            self.names.push(name.to_string());
+            if n == 0 {
+                self.empty.get_or_insert_with(|| name.to_string());
+            }
+            let mut axes = self.too_many.take().unwrap_or(sizes);
+            axes.push(n);
+            self.too_many = Some(axes);
+            return self;
+        }
         let kept: Vec<Setter<C>> = values
             .by_ref()
             .take(MAX_POINTS + 1)
@@ -327,9 +348,7 @@ impl<C: TypedConfig> TypedSweep<C> {
         if kept.is_empty() {
             self.empty.get_or_insert_with(|| name.to_string());
         }
-        let sizes = self.sizes();
-        let built: usize = sizes.iter().product();
-        if self.too_many.is_some() || built.saturating_mul(kept.len()) > MAX_POINTS {
+        if built.saturating_mul(kept.len()) > MAX_POINTS {
             // Counted, not built.
             let n = counted(known, kept.len());
             let mut axes = self.too_many.take().unwrap_or(sizes);

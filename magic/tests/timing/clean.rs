@@ -20,6 +20,11 @@ messages! {
         Misuse,
         /// Reschedule itself forever, `busy` cycles each time.
         Forever { busy: u64 },
+        /// Reschedule itself `left` more times, then stop.
+        Chain { left: u64 },
+        /// Steps no machine could take beside `send`'s and `mem_read`'s
+        /// (see `odd`).
+        Odd,
         /// Spend `cycles`, then `then` more: as instructions (`how` 0) or
         /// as a wait until `cycles + then` (otherwise).
         Spend { cycles: u64, then: u64, how: u32 },
@@ -92,6 +97,29 @@ fn forever(cx: &mut C<'_>, _: &Msg, m: lock_msg::Forever) {
     cx.reschedule(again).unwrap();
 }
 
+fn chain(cx: &mut C<'_>, _: &Msg, lock_msg::Chain { left }: lock_msg::Chain) {
+    cx.busy(Cycles(1));
+    if left > 0 {
+        let again = cx.msg(LockMsg::Chain { left: left - 1 });
+        cx.reschedule(again).unwrap();
+    }
+}
+
+/// An intervention on a line of no node's memory, and a continuation and
+/// a message to the processor longer than a line: each refused as `send`
+/// and `mem_read` refuse theirs.
+fn odd(cx: &mut C<'_>, _: &Msg, _: lock_msg::Odd) {
+    let nowhere = PAddr::new(Region::Normal, NodeId(9), 0x1000);
+    assert_eq!(
+        cx.pc_get(nowhere, None, magic::LineState::Uncached).err(),
+        Some(Refused::BadAddress)
+    );
+    let mut long = cx.msg(LockMsg::Grant);
+    long.len = 129;
+    assert_eq!(cx.reschedule(long), Err(Refused::TooLong));
+    assert_eq!(cx.to_processor(long, None), Err(Refused::TooLong));
+}
+
 fn spend(cx: &mut C<'_>, _: &Msg, m: lock_msg::Spend) {
     let lock_msg::Spend { cycles, then, how } = m;
     cx.busy(Cycles(cycles));
@@ -139,6 +167,8 @@ impl Protocol for Lock {
             b.handler("misuse", misuse),
         );
         let (f, s) = (b.handler("forever", forever), b.handler("spend", spend));
+        let c = b.handler("chain", chain);
+        let odd = b.handler("odd", odd);
         let (o, n) = (
             b.handler("overissue", overissue),
             b.handler("bundles", bundles),
@@ -149,7 +179,9 @@ impl Protocol for Lock {
             .route_any(f)
             .route_any(s)
             .route_any(o)
-            .route_any(n);
+            .route_any(n)
+            .route_any(c)
+            .route_any(odd);
     }
 }
 
@@ -440,8 +472,8 @@ fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
         format!(
             "livelock at cycle {at}: only the software queue has run, 1000 handlers in a row, \
              with nothing else in flight that could end its loop (node 0's next: \
-             lock LockMsg::Forever); a protocol whose loop does end raises the limit \
-             (Magic::set_spin_limit)"
+             lock LockMsg::Forever); a protocol of the library's whose loop does end \
+             raises the limit (Magic::set_spin_limit)"
         )
     );
     assert!(
@@ -450,6 +482,30 @@ fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
     );
     crate::ledger_true(&m);
     assert!(m.step().is_none(), "nothing runs after a halt");
+    // A chain that ends as it reaches the limit is no loop: its last
+    // handler put nothing more on the queue. (The limit is the count of
+    // handlers it takes on trust: one more, and it is taken as a loop.)
+    // The first of the chain comes from the processor's queue, the rest
+    // from the software queue: `left` of them.
+    for (left, clean) in [(1000, true), (1001, false)] {
+        let mut m = machine(2);
+        m.set_spin_limit(Some(1000));
+        post(&mut m, LockMsg::Chain { left });
+        let r = m.run();
+        assert_eq!(r.is_clean(), clean, "{left}: {r:?}");
+    }
+    // A limit of 0 is taken as 1: one software handler that reschedules
+    // is a loop, one that does not is not.
+    for (msg, clean) in [
+        (LockMsg::Chain { left: 1 }, true),
+        (LockMsg::Forever { busy: 1 }, false),
+    ] {
+        let mut m = machine(2);
+        m.set_spin_limit(Some(0));
+        post(&mut m, msg);
+        let r = m.run();
+        assert_eq!(r.is_clean(), clean, "{r:?}");
+    }
     // Something else in flight may end the loop: a processor step far
     // ahead keeps it running, here to its budget.
     let mut m = machine(2);
@@ -573,4 +629,40 @@ lock.overissue on node 0: 90 cycles, 6 instructions, 3 loads, 3 stores, 87 waiti
     );
     assert_eq!(shot.refused().count(), 4);
     assert!(!bench.run(Cycles(100)).is_clean());
+}
+
+/// A post past the model's clock names the time asked for exactly, not a
+/// saturated one.
+#[test]
+fn a_post_past_the_clock_names_the_time_asked_for() {
+    let mut m = machine(2);
+    let msg = m.msg(NodeId(0), LockMsg::Grant);
+    let e = m.post(NodeId(0), Cycles(u64::MAX), msg).unwrap_err();
+    let ticks = u64::MAX as u128 * 264;
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cannot post at tick {ticks} (system cycle {}): past the last cycle the model \
+             can represent ({})",
+            u64::MAX,
+            magic::time::LAST_CYCLE
+        )
+    );
+}
+
+/// Steps beside `send` and `mem_read` refuse what no machine could do: an
+/// intervention on no node's line, a continuation or a message to the
+/// processor longer than a line. Each is named and the run is not clean.
+#[test]
+fn odd_steps_are_refused_and_named() {
+    let mut m = machine(2);
+    post(&mut m, LockMsg::Odd);
+    let r = m.run();
+    assert!(!r.is_clean());
+    assert_eq!(r.refused.len(), 2, "{:?}", r.refused);
+    assert!(
+        r.refused.iter().any(|l| l.contains("lock.odd")),
+        "{:?}",
+        r.refused
+    );
 }

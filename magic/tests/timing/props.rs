@@ -510,7 +510,10 @@ fn run_case(c: &Case) -> Result<Ran, TestCaseError> {
             (Err(PostError::NoNode { node, nodes }), Err("no node")) => {
                 prop_assert_eq!((node.0, *nodes), (p.node, c.nodes));
             }
-            (Err(PostError::BeyondClock { .. }), Err("beyond")) => {}
+            (Err(PostError::BeyondClock { at }), Err("beyond")) => {
+                // The time asked for, exactly, in ticks.
+                prop_assert_eq!(*at, u128::from(p.at) * 264);
+            }
             _ => prop_assert!(false, "post {:?}: {:?}, expected {:?}", p, r, want),
         }
     }

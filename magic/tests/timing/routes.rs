@@ -215,6 +215,39 @@ fn two_handlers_of_one_name_are_refused_naming_it() {
     assert_eq!(e.to_string(), "two handlers are named same.go");
 }
 
+/// More handlers than a machine numbers (65,536): the last is routed.
+struct Many;
+
+impl Protocol for Many {
+    type Node = Seen;
+
+    fn name(&self) -> &'static str {
+        "many"
+    }
+
+    fn node(&self, _: NodeId, _: u32) -> Seen {
+        Seen::default()
+    }
+
+    fn install<S: 'static>(&self, b: &mut Install<'_, S, Seen>) {
+        for i in 0..=u16::MAX as usize {
+            let name: &'static str = Box::leak(format!("h{i}").into_boxed_str());
+            let _ = b.handler(name, go);
+        }
+        let last = b.handler("last", super::step);
+        b.route_any(last);
+    }
+}
+
+#[test]
+fn a_handler_past_the_most_a_machine_numbers_is_refused_not_wrapped() {
+    let e = Magic::with(raw(), 1, &Many).err().expect("refused");
+    assert_eq!(
+        e.to_string(),
+        "many.last is handler 65537 of a machine, which has at most 65536"
+    );
+}
+
 /// One handler of every kind of `T`, routed by kind: `Go` in every region,
 /// `Step` in the normal region only, `Data` nowhere.
 struct Whole;
