@@ -218,6 +218,13 @@ impl BufferPool {
         self.returning.front().map(|&(t, _)| t)
     }
 
+    /// The last time a buffer booked to come back does (the returns are
+    /// kept in time order; one at or before the present is back for the
+    /// next allocation to take).
+    pub(crate) fn last_return(&self) -> Option<Cycles> {
+        self.returning.back().map(|&(t, _)| t)
+    }
+
     /// Buffers in the pool, whatever their state.
     pub fn capacity(&self) -> usize {
         self.size

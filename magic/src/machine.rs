@@ -1397,9 +1397,13 @@ impl<S: NodeState> Magic<S> {
             Ev::PpDone { .. } | Ev::Wake { .. } => false,
             Ev::ProcStep { .. } | Ev::ProcDeliver { .. } => true,
         };
-        // A buffer on its way back (one whose return is booked, taken in
-        // at the node's next allocation) may end a loop that waits for one.
-        let returning = self.hw.iter().any(|hw| hw.bufs.next_return().is_some());
+        // A buffer still on its way back may end a loop that waits for
+        // one. (One booked for now or before is back already: a loop that
+        // allocates took it in at its last try.)
+        let returning = self
+            .hw
+            .iter()
+            .any(|hw| hw.bufs.last_return().is_some_and(|r| r > t));
         if returning
             || self.held.is_some()
             || self

@@ -735,18 +735,16 @@ fn a_transfer_that_livelocks_halts_naming_the_loop() {
     }
     toml += "[transfer]\nsender = \"dirty\"\nreceiver = \"dirty\"\nchunk = 1\nbytes = 4097\n";
     let dir = scratch("livelock");
-    let file = dir.join("livelock.toml");
-    std::fs::write(&file, toml).unwrap();
-    let start = Instant::now();
-    let out = Command::new(bin())
-        .arg("run")
-        .arg(&file)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let secs = start.elapsed().as_secs_f64();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Run as the suite runs its inputs: killed past `HANG`.
+    let input = Input {
+        label: "livelock".into(),
+        args: vec!["run".into(), "s.toml".into()],
+        scenario: Some(toml),
+        names: Names::Key(1, "transfer".into()),
+    };
+    let ended = run(&input, &dir);
+    let (secs, err) = (ended.secs, ended.stderr);
+    assert_eq!(ended.code, Some(1), "{secs:.0} s: {err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with("error: the transfer did not complete: livelock at cycle ")
