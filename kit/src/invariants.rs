@@ -77,11 +77,7 @@ fn walk(v: &Value, at: &str, width: u32) -> Result<(), Broken> {
                 startup(s, m.get("total_cycles").and_then(Value::as_u64), at)?;
             }
             for (k, x) in m {
-                let here = if at.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{at}.{k}")
-                };
+                let here = crate::json::dotted(at, k);
                 walk(x, &here, width)?;
             }
             Ok(())

@@ -1,5 +1,6 @@
 //! JSON as the kit reads it from a user: a key given twice in one object is
 //! refused, where a parser's map would keep one of the two without a word.
+//! A leaf: the kit's dotted keys (`transfer.chunk`) are spelled here too.
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use std::collections::HashSet;
@@ -22,6 +23,17 @@ pub fn parse(text: &str) -> Result<serde_json::Value, serde_json::Error> {
     Ok(v)
 }
 
+/// `key` under `at` as the kit spells a nested key (of a JSON object, or
+/// a TOML table): `transfer.chunk`, or `key` alone at the top (`at`
+/// empty).
+pub(crate) fn dotted(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_string()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
 /// A walk over any JSON value that refuses an object's key given twice;
 /// `at` is the path to the value (empty at the top).
 struct Distinct {
@@ -31,11 +43,7 @@ struct Distinct {
 impl Distinct {
     fn key(&self, k: &str) -> Distinct {
         Distinct {
-            at: if self.at.is_empty() {
-                k.to_string()
-            } else {
-                format!("{}.{k}", self.at)
-            },
+            at: dotted(&self.at, k),
         }
     }
 }

@@ -2001,7 +2001,7 @@ pub(crate) fn refuse_unread(src: &Source<'_>, s: &Scenario) -> Result<(), Scenar
     // The first in the file.
     let first = unread_keys(s)
         .into_iter()
-        .map(|k| src.error(&k, unread(tables_of(s)[0])))
+        .map(|k| src.error(&k, unread_why(s, &k)))
         .min_by_key(|e| e.line.unwrap_or(usize::MAX));
     first.map_or(Ok(()), Err)
 }
@@ -2027,11 +2027,7 @@ fn misplaced_list(t: &toml::Table) -> Option<(String, String)> {
     fn walk(t: &toml::Table, at: &str, keys: &Keys) -> Option<(String, String)> {
         let (known, lists) = keys;
         for (k, v) in t {
-            let key = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
+            let key = crate::json::dotted(at, k);
             // A key no scenario has is serde's to name, as unknown.
             if !known.contains(&key) {
                 continue;
@@ -2067,11 +2063,7 @@ fn default_keys(
     lists: &mut HashSet<String>,
 ) {
     for (k, v) in t {
-        let key = if at.is_empty() {
-            k.clone()
-        } else {
-            format!("{at}.{k}")
-        };
+        let key = crate::json::dotted(at, k);
         match v {
             toml::Value::Table(inner) => default_keys(inner, &key, known, lists),
             toml::Value::Array(_) => {
@@ -2186,39 +2178,28 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
     })
 }
 
-/// Why [`pipeline_machine_key`]'s key is refused.
+/// Why a pipeline's `[machine]` key other than the budget is refused (see
+/// [`unread_why`]).
 const PIPELINE_MACHINE: &str = "does not apply to [pipeline], whose machine is the workload's own \
      (FLASH's without the inbox and outbox stages); of [machine] it takes budget alone";
 
-/// The first `[machine]` key a pipeline scenario sets away from its
-/// default, but the budget (`machine.pi_out`): the workload's machine is
-/// its own definition's (the peers'), so another key would change nothing,
-/// silently. `None` for any other experiment.
-fn pipeline_machine_key(s: &Scenario) -> Option<String> {
-    s.pipeline.as_ref()?;
-    let (given, stock) = (
-        serde_json::to_value(&s.machine).ok()?,
-        serde_json::to_value(magic::MagicParams::default()).ok()?,
-    );
-    let (k, _) = given
-        .as_object()?
-        .iter()
-        .find(|(k, v)| k.as_str() != "budget" && stock.get(k.as_str()).is_some_and(|d| d != *v))?;
-    Some(format!("machine.{k}"))
-}
-
-/// Why an [`unread_keys`] key is refused: `own` is the experiment's table.
-fn unread(own: &str) -> String {
+/// Why `key`, one of [`unread_keys`]'s, is refused. A pipeline's machine
+/// is the workload's own definition's (the peers'), so of `[machine]` it
+/// takes only the budget, and says so.
+fn unread_why(s: &Scenario, key: &str) -> String {
+    if s.pipeline.is_some() && key.starts_with("machine.") {
+        return PIPELINE_MACHINE.to_string();
+    }
     format!(
-        "[{own}] does not read it here, so its value would change nothing: leave it out (or at \
-         its default)"
+        "[{}] does not read it here, so its value would change nothing: leave it out (or at \
+         its default)",
+        tables_of(s)[0]
     )
 }
 
 /// The keys `s` sets away from their defaults that its experiment does not
 /// read ([`reads`]): `machine.pi_out` beside an experiment on the CM-5, say.
-/// Their values would change nothing, silently. A pipeline's `[machine]`
-/// keys are [`pipeline_machine_key`]'s to name.
+/// Their values would change nothing, silently.
 fn unread_keys(s: &Scenario) -> Vec<String> {
     fn walk(
         s: &Scenario,
@@ -2230,11 +2211,7 @@ fn unread_keys(s: &Scenario) -> Vec<String> {
         match (given, stock) {
             (serde_json::Value::Object(g), serde_json::Value::Object(d)) => {
                 for (k, v) in g {
-                    let key = if at.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{at}.{k}")
-                    };
+                    let key = crate::json::dotted(at, k);
                     match d.get(k) {
                         Some(dv) => walk(s, &key, v, dv, out),
                         // No default to compare with (the experiment's own
@@ -2265,12 +2242,13 @@ fn unread_keys(s: &Scenario) -> Vec<String> {
 fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     use magic::costs::Sheet;
     let range = |tables: &[&str], e: &magic::OutOfRange| src.in_tables(tables, e);
-    if let Some(k) = pipeline_machine_key(s) {
-        // Said before the machine's own checks, which would name a key the
-        // workload does not read.
-        return Err(src.error(&k, PIPELINE_MACHINE));
+    // A pipeline's `[machine]` key is said before the machine's own checks,
+    // which would name a key the workload does not read.
+    if s.pipeline.is_some() {
+        if let Some(k) = unread_keys(s).iter().find(|k| k.starts_with("machine.")) {
+            return Err(src.error(k, unread_why(s, k)));
+        }
     }
-
     let p = s.machine.clone();
     p.validate().map_err(|e| range(&["machine"], &e))?;
     let c = &s.costs;
@@ -2475,12 +2453,8 @@ pub fn run_traced(
         return Err(RunError::Kinds(s.kinds()));
     }
     // A key the experiment does not read would change nothing, silently.
-    if let Some(key) = pipeline_machine_key(s) {
-        let why = PIPELINE_MACHINE.to_string();
-        return Err(RunError::NotRead { key, why });
-    }
     if let Some(key) = unread_keys(s).into_iter().next() {
-        let why = unread(tables_of(s)[0]);
+        let why = unread_why(s, &key);
         return Err(RunError::NotRead { key, why });
     }
     let mut p = s.machine.clone();
@@ -2666,11 +2640,7 @@ fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
     fn walk(v: &serde_json::Value, key: &str, at: &str, out: &mut Vec<String>) {
         if let Some(m) = v.as_object() {
             for (k, x) in m {
-                let p = if at.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{at}.{k}")
-                };
+                let p = crate::json::dotted(at, k);
                 if p == key || p.ends_with(&format!(".{key}")) {
                     out.push(p.clone());
                 }

@@ -248,11 +248,7 @@ fn walk(
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = crate::json::dotted(prefix, k);
                 walk(&key, x, nulls, lists, out);
             }
         }

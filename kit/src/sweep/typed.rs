@@ -317,40 +317,35 @@ impl<C: TypedConfig> TypedSweep<C> {
     {
         let set = Arc::new(set);
         let mut values = values.into_iter();
-        // No more values are kept than a sweep may have points: past that,
-        // the axis is counted (by the iterator's exact length where it
-        // knows it), not stored.
+        // No more values are kept than a sweep may have points, and none
+        // once the sweep is too large already or by the iterator's own
+        // count: past that, the axis is counted, not stored.
         let known = exact_len(&values);
         let sizes = self.sizes();
         let built: usize = sizes.iter().product();
-        if self.too_many.is_some() || known.is_some_and(|n| built.saturating_mul(n) > MAX_POINTS) {
-            // Too many already, or by the iterator's own count: counted,
-            // no value kept.
-            let n = known.unwrap_or_else(|| counted(None, values.take(MAX_POINTS + 1).count()));
-            self.names.push(name.to_string());
-            if n == 0 {
-                self.empty.get_or_insert_with(|| name.to_string());
-            }
-            let mut axes = self.too_many.take().unwrap_or(sizes);
-            axes.push(n);
-            self.too_many = Some(axes);
-            return self;
-        }
+        let room = match known {
+            _ if self.too_many.is_some() => 0,
+            Some(n) if built.saturating_mul(n) > MAX_POINTS => 0,
+            _ => MAX_POINTS + 1,
+        };
         let kept: Vec<Setter<C>> = values
             .by_ref()
-            .take(MAX_POINTS + 1)
+            .take(room)
             .map(|v| {
                 let set = Arc::clone(&set);
                 Arc::new(move |c: &mut C| set(c, v.clone())) as Setter<C>
             })
             .collect();
+        // An iterator that does not know its length, read to the limit.
+        let n = known.unwrap_or_else(|| {
+            let more = values.take(MAX_POINTS + 1 - kept.len()).count();
+            counted(None, kept.len() + more)
+        });
         self.names.push(name.to_string());
-        if kept.is_empty() {
+        if n == 0 {
             self.empty.get_or_insert_with(|| name.to_string());
         }
-        if built.saturating_mul(kept.len()) > MAX_POINTS {
-            // Counted, not built.
-            let n = counted(known, kept.len());
+        if self.too_many.is_some() || built.saturating_mul(n) > MAX_POINTS {
             let mut axes = self.too_many.take().unwrap_or(sizes);
             axes.push(n);
             self.too_many = Some(axes);
