@@ -187,8 +187,8 @@ pub struct CheckArgs {
     /// state maximum). Each takes some 50 bytes, and the coherence check
     /// holds a packed snapshot of some 600 bytes for each found and not yet
     /// expanded: --nodes 4 exhausts its 26,767,466 states within some 3 GB.
-    #[arg(long, default_value_t = magic::check::DEFAULT_MAX_STATES)]
-    max_states: usize,
+    #[arg(long)]
+    max_states: Option<usize>,
     /// Stop once the states found take more than this many bytes, 1M to
     /// 1P, as a number with an optional K, M, G, T or P (powers of 1024;
     /// default 8G; the report then says complete: false, stopped at the
@@ -196,12 +196,12 @@ pub struct CheckArgs {
     /// and snapshots; the process takes somewhat more (the largest bounds
     /// stop at 8G with the process at some 9.5 GB). On a smaller machine,
     /// give a smaller figure.
-    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = parse_bytes, default_value_t = magic::check::DEFAULT_MAX_BYTES)]
-    max_bytes: u64,
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = parse_bytes)]
+    max_bytes: Option<u64>,
     /// Threads the search uses, 0 to 64, 0 for one per core (default 0).
     /// The report is the same whatever the number.
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[arg(long)]
+    threads: Option<usize>,
     /// coherence: store states up to a renaming of the nodes that play the
     /// same role (every node that is no line's home), on or off (default
     /// on; each run's report says which ran). The hold-off and transfer
@@ -298,6 +298,13 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
                     c.format.name()
                 )));
             }
+            if let Some(b) = c.inject.filter(|b| !b.acts_under(c.acks)) {
+                return Err(Failure::Usage(format!(
+                    "--inject {} does nothing under --acks {}: the home keeps no entry pending while the writer collects the acknowledgements",
+                    b.name(),
+                    c.acks.name()
+                )));
+            }
             c.validate().map_err(|e| Failure::Usage(out_of_range(&e)))?;
             models.push(Model::Coherence(c));
         }
@@ -336,23 +343,32 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         }
         CheckKind::Transfer => {
             let d = TransferCheck::default();
-            models.push(Model::Transfer(TransferCheck {
+            let c = TransferCheck {
                 lines: a.lines.unwrap_or(d.lines),
                 receives: a.receives.unwrap_or(d.receives),
                 chunk: a.chunk.unwrap_or(d.chunk),
                 buffers: a.buffers.unwrap_or(d.buffers),
                 offset: a.offset.unwrap_or(d.offset),
                 inject: bug.map(|i| protocols::transfer::check::Bug::ALL[i]),
-            }));
+            };
+            if let Some(b) = c.inject.filter(|b| !b.acts_with(c.receives)) {
+                return Err(Failure::Usage(format!(
+                    "--inject {} does nothing with --receives {}: it fills a later receive before an earlier one",
+                    b.name(),
+                    c.receives
+                )));
+            }
+            models.push(Model::Transfer(c));
         }
     }
-    let mut config = CheckConfig::new(kind.kind(), a.max_states, models);
-    config.max_bytes = a.max_bytes;
+    let max_states = a.max_states.unwrap_or(magic::check::DEFAULT_MAX_STATES);
+    let mut config = CheckConfig::new(kind.kind(), max_states, models);
+    config.max_bytes = a.max_bytes.unwrap_or(magic::check::DEFAULT_MAX_BYTES);
     if a.symmetry == Some(Symmetry::Off) {
         config.symmetry = false;
     }
     let bounds = Bounds {
-        threads: a.threads,
+        threads: a.threads.unwrap_or(0),
         ..config.bounds(Some(&PROGRESS))
     };
     bounds
@@ -387,6 +403,20 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
         ));
         return Err(Failure::Stuck);
     }
+    // A planted bug the search did not find: the bounds are too small for
+    // it to show (or the search stopped first), which a clean report alone
+    // would hide.
+    if let Some(bug) = &a.inject {
+        let why = if o.complete {
+            "it cannot show within these bounds (the search was complete)"
+        } else {
+            "the search stopped before it was complete"
+        };
+        output::say(&format!(
+            "note: check {}: the planted bug {bug} was not found: {why}",
+            o.config.check.name()
+        ));
+    }
     Ok(())
 }
 
@@ -408,16 +438,9 @@ fn list(kind: CheckKind, a: &CheckArgs, format: Format) -> Result<(), Failure> {
         (a.acks.is_some(), "--acks"),
         (a.hints.is_some(), "--hints"),
         (a.forwards.is_some(), "--forwards"),
-        // Given unless at their defaults.
-        (
-            a.max_states != magic::check::DEFAULT_MAX_STATES,
-            "--max-states",
-        ),
-        (
-            a.max_bytes != magic::check::DEFAULT_MAX_BYTES,
-            "--max-bytes",
-        ),
-        (a.threads != 0, "--threads"),
+        (a.max_states.is_some(), "--max-states"),
+        (a.max_bytes.is_some(), "--max-bytes"),
+        (a.threads.is_some(), "--threads"),
         (a.symmetry.is_some(), "--symmetry"),
     ];
     if let Some((_, f)) = given.iter().find(|g| g.0) {

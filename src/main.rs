@@ -499,10 +499,17 @@ fn main() -> ExitCode {
         }
     };
     // Bad input or a failed run first; then whether standard output took
-    // everything printed.
-    match run(cli).and_then(|()| output::finish()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => exit(f),
+    // everything printed (a failed run's report, a check's violation and
+    // trace, lost on the way out is said too; its status stays the run's).
+    match run(cli) {
+        Ok(()) => output::finish().map_or_else(exit, |()| ExitCode::SUCCESS),
+        Err(f) => {
+            let code = exit(f);
+            if let Err(Failure::Output(msg)) = output::finish() {
+                output::say(&format!("error: {msg}"));
+            }
+            code
+        }
     }
 }
 
@@ -912,6 +919,7 @@ fn logp_export(
     // The measurement's least nodes first, as `logp` itself says them.
     let c = scenario::platform_config(p, nodes, &Default::default());
     protocols::am::suite::check_nodes(&c, protocols::am::suite::LOGP_LEAST_NODES).map_err(usage)?;
+    output::out_dir("--out", dir)?;
     let plat = c.build().map_err(usage)?;
     let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
     let files = match e {
@@ -921,11 +929,6 @@ fn logp_export(
         }
     }
     .map_err(|e| Failure::Failed(e.to_string()))?;
-    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
-        return Err(Failure::Usage(format!(
-            "--out {dir} is a file, not a folder to write the export's files in"
-        )));
-    }
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     let mut names = Vec::new();
     for file in &files {

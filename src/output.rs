@@ -206,13 +206,48 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
             "{flag} {path} is a folder, not a file to write"
         )));
     }
-    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-    if parent.is_some_and(|d| !d.is_dir()) {
+    // `a.svg/` names a folder whatever is there (the system refuses to
+    // write it as a file, after the run).
+    if path.ends_with(std::path::MAIN_SEPARATOR) || path.ends_with('/') {
         return Err(Failure::Usage(format!(
-            "{flag} {path}: its folder does not exist"
+            "{flag} {path} ends in a slash, so it names a folder, not a file to write"
         )));
     }
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(d) = parent.filter(|d| !d.is_dir()) {
+        return Err(Failure::Usage(match not_a_folder(d) {
+            Some(f) => format!("{flag} {path}: {} is a file, not a folder", f.display()),
+            None => format!("{flag} {path}: its folder does not exist"),
+        }));
+    }
     Ok(())
+}
+
+/// Refuse, before any work, a folder `flag` names to write files in that
+/// cannot be one: a file, or a path through a file (a missing folder is
+/// made).
+pub fn out_dir(flag: &str, dir: &str) -> Result<(), Failure> {
+    let p = std::path::Path::new(dir);
+    if std::fs::metadata(p).is_ok_and(|m| !m.is_dir()) {
+        return Err(Failure::Usage(format!(
+            "{flag} {dir} is a file, not a folder to write files in"
+        )));
+    }
+    match not_a_folder(p) {
+        Some(f) => Err(Failure::Usage(format!(
+            "{flag} {dir}: {} is a file, not a folder",
+            f.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first of `p`'s existing ancestors (itself included) that is not a
+/// folder, if one is.
+fn not_a_folder(p: &std::path::Path) -> Option<&std::path::Path> {
+    p.ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()))
 }
 
 /// Write a whole file; a failure names the file (exit status 1) and

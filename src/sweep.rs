@@ -676,6 +676,18 @@ pub fn merge(paths: &[String], out: Option<&str>) -> Result<(), Failure> {
             )));
         }
     }
+    // One file named twice is a slip of the command line, not a part
+    // that holds its points twice.
+    for (i, a) in paths.iter().enumerate() {
+        if let Some(b) = paths[..i].iter().find(|b| *b == a || same_file(a, b)) {
+            let what = if a == b {
+                format!("{a} is given twice")
+            } else {
+                format!("{a} and {b} are one file")
+            };
+            return Err(Failure::Usage(format!("{what}: name each part once")));
+        }
+    }
     let texts = paths
         .iter()
         .map(|p| output::read_input(p))

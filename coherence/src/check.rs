@@ -97,6 +97,12 @@ impl CoherenceCheck {
             );
             return Err(OutOfRange::new("buffers", allowed, self.buffers));
         }
+        // A bug planted where it changes nothing would make a clean report
+        // look like a check that passed with the bug in.
+        if let Some(b) = self.inject.filter(|b| !b.acts_under(self.acks)) {
+            let allowed = format!("a bug that acts with acks {}", self.acks.name());
+            return Err(OutOfRange::new("inject", allowed, b.name()));
+        }
         // The protocol's options as the machine gets them: the pointer
         // store's range, and its size under the directory that has one.
         self.params().1.validate()

@@ -145,6 +145,14 @@ impl Bug {
     /// Every bug, in the order `--inject list` prints them.
     pub const ALL: [Bug; 3] = [Bug::ForgetPending, Bug::SkipInvalidation, Bug::EarlyRelease];
 
+    /// Whether the bug changes the protocol when `acks` collects the
+    /// acknowledgements: the early release is of the entry the home keeps
+    /// pending while it collects them, which a writer that collects them
+    /// leaves unset.
+    pub fn acts_under(self, acks: crate::Acks) -> bool {
+        self != Bug::EarlyRelease || acks == crate::Acks::Home
+    }
+
     /// The bug's name on the command line.
     pub fn name(self) -> &'static str {
         match self {

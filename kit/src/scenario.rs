@@ -3450,6 +3450,8 @@ fn suite_run(c: &protocols::am::suite::SuiteConfig) -> Result<Report, RunError> 
             "interrupt",
         )));
     }
+    // The benchmark's least nodes first, so one range is ever said.
+    suite::check_nodes(&c.platform, suite::least_nodes(c.benchmark.as_deref()))?;
     let r = suite::run(c)?;
     ok(serde_json::to_value(&r)?, r.to_string())
 }

@@ -183,8 +183,29 @@ fn check_bad_input_gets_one_line_and_status_2() {
             "--inject keep-tlb-entry does nothing under --technique invalidate",
         ),
         (
+            &["check", "coherence", "--inject", "early-release", "--acks", "requester"],
+            "--inject early-release does nothing under --acks requester: the home keeps no entry pending",
+        ),
+        (
+            &["check", "transfer", "--inject", "latest-space", "--receives", "1"],
+            "--inject latest-space does nothing with --receives 1",
+        ),
+        (
             &["check", "coherence", "--inject", "list", "--nodes", "3"],
             "--nodes does not apply to --inject list, which runs no search",
+        ),
+        // At their defaults too, as every other flag is.
+        (
+            &["check", "coherence", "--inject", "list", "--max-states", "30000000"],
+            "--max-states does not apply to --inject list",
+        ),
+        (
+            &["check", "transfer", "--inject", "list", "--max-bytes", "8G"],
+            "--max-bytes does not apply to --inject list",
+        ),
+        (
+            &["check", "holdoff", "--inject", "list", "--threads", "0"],
+            "--threads does not apply to --inject list",
         ),
         (
             &["check", "coherence", "--inject", "list", "--nodes", "9"],
@@ -201,6 +222,58 @@ fn check_bad_input_gets_one_line_and_status_2() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// A planted bug is refused where it changes nothing, by the library as by
+/// the command line; one that acts but does not show within the bounds is
+/// said beside a clean report.
+#[test]
+fn a_planted_bug_that_cannot_show_is_refused_or_said() {
+    use flashkit::coherence::check::CoherenceCheck;
+    use flashkit::coherence::protocol::Bug as CohBug;
+    use flashkit::coherence::Acks;
+    use flashkit::protocols::transfer::check::TransferCheck;
+    use flashkit::protocols::transfer::state::Bug as XferBug;
+    let c = CoherenceCheck {
+        acks: Acks::Requester,
+        inject: Some(CohBug::EarlyRelease),
+        ..CoherenceCheck::default()
+    };
+    assert_eq!(c.validate().unwrap_err().field, "inject");
+    for bug in [CohBug::ForgetPending, CohBug::SkipInvalidation] {
+        let c = CoherenceCheck {
+            inject: Some(bug),
+            ..c
+        };
+        assert_eq!(c.validate(), Ok(()), "{bug:?}");
+    }
+    let t = TransferCheck {
+        receives: 1,
+        inject: Some(XferBug::LatestSpace),
+        ..TransferCheck::default()
+    };
+    assert_eq!(t.validate().unwrap_err().field, "inject");
+    let t = TransferCheck { receives: 2, ..t };
+    assert_eq!(t.validate(), Ok(()));
+    // Two nodes give the forwarded request no second requester to race.
+    let (code, v, err) = check(
+        "coherence",
+        &["--nodes", "2"],
+        &["--inject", "forget-pending"],
+    );
+    assert_eq!((code, v["violations"].as_u64()), (0, Some(0)), "{err}");
+    assert_eq!(
+        err,
+        "note: check coherence: the planted bug forget-pending was not found: it cannot show within these bounds (the search was complete)\n"
+    );
+    // A bug found says no such note.
+    let (code, _, err) = check(
+        "coherence",
+        &["--nodes", "2"],
+        &["--inject", "skip-invalidation"],
+    );
+    assert_eq!(code, 1);
+    assert!(!err.contains("note:"), "{err}");
 }
 
 #[test]

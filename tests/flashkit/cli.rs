@@ -849,7 +849,14 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
     let d = dir.to_str().unwrap();
     let missing = dir.join("no-such-folder").join("t.json");
     let missing = missing.to_str().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    // A path that ends in a slash names a folder whether or not one is
+    // there, and a path through a file cannot be written at all.
+    let file = dir.join("a-file.svg");
+    std::fs::write(&file, "x").unwrap();
+    let slashed = format!("{}/", file.display());
+    let new_slashed = format!("{}/", dir.join("new.csv").display());
+    let through = format!("{}/sub", file.display());
+    let cases: [(&[&str], &str); 12] = [
         (&["transfer", "--trace", d], "--trace"),
         (&["transfer", "--trace", missing], "--trace"),
         (&["run", "examples/transfer.toml", "--trace", d], "--trace"),
@@ -859,6 +866,39 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
             "--plot",
         ),
         (&["merge", "examples/transfer.toml", "-o", d], "-o"),
+        (&["plot", "chunk", "--out", &slashed], "--out"),
+        (&["transfer", "--trace", &new_slashed], "--trace"),
+        (
+            &["merge", "examples/transfer.toml", "-o", &new_slashed],
+            "-o",
+        ),
+        (
+            &["plot", "chunk", "--out", &format!("{through}.svg")],
+            "--out",
+        ),
+        (
+            &[
+                "logp",
+                "--platform",
+                "cm5",
+                "--export",
+                "simgrid",
+                "--out",
+                &through,
+            ],
+            "--out",
+        ),
+        (
+            &[
+                "study",
+                "coherence",
+                "--bytes",
+                "128",
+                "--plot",
+                &format!("{d}/new.svg/"),
+            ],
+            "--plot",
+        ),
     ];
     for (args, flag) in cases {
         let (code, out, err) = flashkit(args);
@@ -870,6 +910,8 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
         );
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    assert!(!dir.join("new.csv").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -976,6 +1018,32 @@ fn output_that_cannot_be_written_exits_1_naming_it() {
         assert_eq!(
             err, "error: cannot write standard output: No space left on device (os error 28)\n",
             "{args:?}"
+        );
+    }
+    // A check that finds a violation says it, and that its report and
+    // trace were lost.
+    for format in ["table", "json", "csv"] {
+        let args = [
+            "check",
+            "coherence",
+            "--nodes",
+            "2",
+            "--inject",
+            "skip-invalidation",
+            "--format",
+            format,
+        ];
+        let (code, err) = to_dev_full(&args);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(code, 1, "{format}: {err}");
+        assert_eq!(lines.len(), 2, "{format}: {err}");
+        assert!(
+            lines[0].starts_with("error: check coherence: "),
+            "{format}: {err}"
+        );
+        assert_eq!(
+            lines[1], "error: cannot write standard output: No space left on device (os error 28)",
+            "{format}"
         );
     }
     // Every file a flag names; plots pick their format by the extension.

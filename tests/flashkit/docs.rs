@@ -368,3 +368,28 @@ fn the_architecture_quotes_the_defaults() {
         "ARCHITECTURE.md no longer says (with the code's defaults):\n{missing:#?}"
     );
 }
+
+/// The export's schedules README.md describes are the ones the code
+/// writes (whitespace, a line's wrapping, apart).
+#[test]
+fn the_readme_quotes_the_exports() {
+    use flashkit::protocols::am::export::{BULK_BLOCKS, BULK_BYTES, PINGPONG_ROUNDS};
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = words(&std::fs::read_to_string(root().join("README.md")).unwrap());
+    let claims = [
+        format!(
+            "`bulk.goal` moves {BULK_BLOCKS} blocks of {BULK_BYTES} bytes (the suite's largest array transfer) from node 0 to node 1: {} bytes in T picoseconds",
+            BULK_BLOCKS * BULK_BYTES
+        ),
+        format!("`pingpong.goal` ({PINGPONG_ROUNDS} round trips"),
+        format!("T / {PINGPONG_ROUNDS} picoseconds is the round trip"),
+    ];
+    let missing: Vec<&String> = claims
+        .iter()
+        .filter(|c| !text.contains(c.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md no longer says (with the code's figures):\n{missing:#?}"
+    );
+}

@@ -281,4 +281,21 @@ fn simgrid_reproduces_the_round_trip_and_the_fat_tree() {
         }
         let _ = std::fs::remove_dir_all(&d);
     }
+    // A fat tree the nodes do not fill has hosts past them: pinging one is
+    // refused, as a host the platform lacks is.
+    let d = export("cm5", 5, "simgrid", "cm5-tree-5");
+    for dest in [5, 7, 8] {
+        let out = Command::new(&py)
+            .current_dir(&d)
+            .args(["pingpong.py", "platform.xml", &dest.to_string()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "node {dest} of 5 was pinged");
+        assert!(
+            err.contains(&format!("no node {dest} to ping")),
+            "node {dest}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -509,3 +509,29 @@ fn plot_reads_a_sweeps_json_lines() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A font named by `FLASHKIT_FONT` that cannot be read is an error naming
+/// the variable, never a quiet fall back to the system's font.
+#[test]
+fn a_named_font_that_is_missing_is_refused() {
+    let dir = std::env::temp_dir().join(format!("flashkit-font-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for ext in ["svg", "png"] {
+        let out = dir.join(format!("chunk.{ext}"));
+        let got = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+            .args(["plot", "chunk", "--out"])
+            .arg(&out)
+            .env("FLASHKIT_FONT", "/nonexistent/flashkit-font.ttf")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(2), "{ext}: {err}");
+        assert_eq!(err.lines().count(), 1, "{ext}: {err}");
+        assert!(
+            err.contains("FLASHKIT_FONT: /nonexistent/flashkit-font.ttf"),
+            "{ext}: {err}"
+        );
+        assert!(!out.exists(), "{ext}: a file was written");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -739,6 +739,32 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
             && err.contains("copy.csv"),
         "{err}"
     );
+    // One file named twice, as itself or through a link: a slip of the
+    // command line, said as one.
+    let mut again = all.clone();
+    again.push(all[3].clone());
+    assert_eq!(
+        merge(&again, &out),
+        (
+            2,
+            format!("error: {} is given twice: name each part once\n", all[3])
+        )
+    );
+    let link = dir.join("link.csv");
+    std::os::unix::fs::symlink(&all[0], &link).unwrap();
+    let mut linked = all.clone();
+    linked.push(path(&link).to_string());
+    assert_eq!(
+        merge(&linked, &out),
+        (
+            2,
+            format!(
+                "error: {} and {} are one file: name each part once\n",
+                path(&link),
+                all[0]
+            )
+        )
+    );
     // One point twice is said in the singular.
     let one = dir.join("one.csv");
     let text = std::fs::read_to_string(&all[2]).unwrap();

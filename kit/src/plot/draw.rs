@@ -15,13 +15,24 @@ const FONTS: [&str; 4] = [
 fn font() -> Result<(), String> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
-        let path = std::env::var("FLASHKIT_FONT")
-            .ok()
-            .into_iter()
-            .chain(FONTS.iter().map(|s| s.to_string()))
-            .find(|p| std::path::Path::new(p).exists())
-            .ok_or("plots need a TrueType font to lay out their labels (install fonts-dejavu, or set FLASHKIT_FONT to a .ttf file)")?;
-        let bytes = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+        // A font the user names is the one used: one that cannot be read
+        // is an error, never a quiet fall back to another.
+        let named = std::env::var_os("FLASHKIT_FONT").filter(|p| !p.is_empty());
+        let (path, bytes) = match named {
+            Some(p) => {
+                let path = p.to_string_lossy().into_owned();
+                let bytes = std::fs::read(&p).map_err(|e| format!("FLASHKIT_FONT: {path}: {e}"))?;
+                (path, bytes)
+            }
+            None => {
+                let path = FONTS
+                    .iter()
+                    .find(|p| std::path::Path::new(p).exists())
+                    .ok_or("plots need a TrueType font to lay out their labels (install fonts-dejavu, or set FLASHKIT_FONT to a .ttf file)")?;
+                let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+                (path.to_string(), bytes)
+            }
+        };
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
         plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
             .map_err(|_| format!("{path}: not a usable TrueType font"))

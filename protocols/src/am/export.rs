@@ -605,6 +605,7 @@ REPLY_OVERHEAD_S = {reply}
 RECV_OVERHEAD_S = {recv}
 MESSAGE_BYTES = {bytes}
 ROUNDS = {rounds}
+NODES = {nodes}
 
 
 def busy(seconds):
@@ -639,8 +640,9 @@ def main():
     engine.load_platform(operands[0])
     hosts = {{h.name: h for h in engine.all_hosts}}
     dest = int(operands[1]) if len(operands) == 2 else 1
-    if dest == 0 or f"node-{{dest}}" not in hosts:
-        sys.exit(f"no node {{dest}} to ping from node 0 in {{operands[0]}}")
+    if dest == 0 or dest >= NODES or f"node-{{dest}}" not in hosts:
+        # A host past the machine's nodes is an empty leaf of the fat tree.
+        sys.exit(f"no node {{dest}} to ping from node 0 in {{operands[0]}} (the machine's nodes are 0 to {{NODES - 1}})")
     result = []
     Actor.create("ping", hosts["node-0"], ping, result)
     Actor.create("pong", hosts[f"node-{{dest}}"], pong)

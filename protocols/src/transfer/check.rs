@@ -66,7 +66,17 @@ impl TransferCheck {
         OutOfRange::check("receives", self.receives, 1, 4)?;
         OutOfRange::check("buffers", self.buffers, 4, 16)?;
         OutOfRange::check("chunk", self.chunk, 1, self.buffers)?;
-        OutOfRange::check("offset", self.offset, 0, LINE_BYTES as u32 - 1)
+        OutOfRange::check("offset", self.offset, 0, LINE_BYTES as u32 - 1)?;
+        // A bug planted where it changes nothing would make a clean report
+        // look like a check that passed with the bug in.
+        match self.inject {
+            Some(b) if !b.acts_with(self.receives) => Err(OutOfRange::new(
+                "inject",
+                format!("a bug that acts with {} receive(s)", self.receives),
+                b.name(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Search the configuration's whole space (up to `bounds`); a

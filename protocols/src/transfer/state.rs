@@ -75,6 +75,12 @@ impl Bug {
     /// Every bug, in the order `--inject list` prints them.
     pub const ALL: [Bug; 2] = [Bug::EarlyDone, Bug::LatestSpace];
 
+    /// Whether the bug changes a transfer split over `receives` receives:
+    /// filling a later receive first needs two.
+    pub fn acts_with(self, receives: u32) -> bool {
+        self != Bug::LatestSpace || receives >= 2
+    }
+
     /// The bug's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
