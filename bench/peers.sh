@@ -23,7 +23,8 @@
 #                  (lets the peer half of this script be exercised on its own)
 #   FLASHKIT       the flashkit binary to time (default target/release/flashkit,
 #                  built first; set to a copy kept elsewhere, it is not built:
-#                  e.g. the build before a change, to compare)
+#                  e.g. the build before a change, to compare; it must
+#                  take `pipeline --timing`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -99,7 +100,7 @@ fi
 
 run_flashkit() {  # N M PATTERN
   local out
-  out=$("$FLASHKIT" pipeline --nodes "$1" --msgs "$2" --pattern "$3" --format json) ||
+  out=$("$FLASHKIT" pipeline --nodes "$1" --msgs "$2" --pattern "$3" --timing --format json) ||
     die "flashkit failed on N=$1 M=$2 $3"
   # Take the last line that looks like a JSON object, so stray log lines do not break parsing.
   read -r R_COMPLETION R_SUM_DONE R_SUM_LAT R_EVENTS R_WALL < <(

@@ -17,7 +17,8 @@
 #   SKIP_BUILD =1: use the release binary as it is
 #   FLASHKIT   the binary to time (default target/release/flashkit; set to
 #              a copy kept elsewhere, it is not built: e.g. the build
-#              before a change, to compare)
+#              before a change, to compare; it must take
+#              `pipeline --timing`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +48,7 @@ done
 declare -A NS EVENTS
 for ((r = 1; r <= REPS; r++)); do
   for n in $SIZES; do
-    out=$("$FLASHKIT" pipeline --nodes "$n" --msgs $((TOTAL / n)) --pattern "$PATTERN" --format json) ||
+    out=$("$FLASHKIT" pipeline --nodes "$n" --msgs $((TOTAL / n)) --pattern "$PATTERN" --timing --format json) ||
       die "flashkit failed at $n nodes"
     read -r events wall < <(printf '%s\n' "$out" | python3 -c '
 import json, sys

@@ -385,9 +385,11 @@ pub fn check(kind: CheckKind, a: CheckArgs, format: Format) -> Result<(), Failur
     }
     let o: CheckReport = flashkit::check::report(config, runs);
     match format {
+        // One line with its keys in order, as every result prints (and as
+        // `flashkit run` prints it again from the saved file).
         Format::Json => out!(
             "{}",
-            serde_json::to_string_pretty(&o).map_err(|e| Failure::Failed(e.to_string()))?
+            serde_json::to_value(&o).map_err(|e| Failure::Failed(e.to_string()))?
         ),
         Format::Csv => out_raw!(
             "{}",

@@ -15,8 +15,10 @@
 //!
 //! `out!` and `out_raw!` print to standard output and remember the first
 //! failure; `main` asks [`finish`] at the end.
-//! A command that writes a file calls [`write_file`], or [`Sink::create`] to
-//! write it piece by piece.
+//! A command that writes a file calls [`write_file`] (or [`write_files`]
+//! for a set), which renames a whole new file into place, or
+//! [`Sink::create`] to write it piece by piece (a sweep's part, which a
+//! resumed run reads back as far as it goes).
 
 use std::fmt;
 use std::io::{self, Write};
@@ -250,15 +252,106 @@ fn not_a_folder(p: &std::path::Path) -> Option<&std::path::Path> {
         .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()))
 }
 
-/// Write a whole file; a failure names the file (exit status 1) and
-/// leaves no regular file cut short under its name.
+/// Write a whole file; a failure names the file (exit status 1). A
+/// regular file is written beside its place and renamed into it, so a run
+/// that fails or is killed midway leaves the old file (or none), never one
+/// cut short.
 pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
-    let mut s = Sink::create(path)?;
-    s.write(bytes).inspect_err(|_| {
-        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-            let _ = std::fs::remove_file(path);
+    stage(path, bytes)?.commit()
+}
+
+/// Write several files as one output: each is staged first, and only when
+/// all are written do they take their places, so a failure leaves the old
+/// set whole rather than a mix of old and new.
+pub fn write_files(files: &[(String, &[u8])]) -> Result<(), Failure> {
+    let staged = files
+        .iter()
+        .map(|(path, bytes)| stage(path, bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    staged.into_iter().try_for_each(Staged::commit)
+}
+
+/// A file written under a temporary name beside `path`, waiting to be
+/// renamed into its place (removed if dropped first); or, for what is no
+/// regular file (a device, a pipe), written in place already.
+pub struct Staged {
+    path: String,
+    tmp: Option<std::path::PathBuf>,
+    to: std::path::PathBuf,
+}
+
+/// Write `bytes` for `path` (see [`Staged`]).
+fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
+    let p = std::path::Path::new(path);
+    // A link is followed: the file it names is the one replaced.
+    let to = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let meta = std::fs::metadata(&to).ok();
+    if meta.as_ref().is_some_and(|m| !m.is_file()) {
+        // /dev/full, /dev/stdout, a pipe: nothing to rename over.
+        Sink::create(path)?.write(bytes)?;
+        return Ok(Staged {
+            path: path.to_string(),
+            tmp: None,
+            to,
+        });
+    }
+    let name = to
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = to.with_file_name(format!(".{name}.{}.flashkit-tmp", std::process::id()));
+    let staged = Staged {
+        path: path.to_string(),
+        tmp: Some(tmp.clone()),
+        to,
+    };
+    // One left by a killed process that had this one's number.
+    let _ = std::fs::remove_file(&tmp);
+    let f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+    {
+        Ok(f) => f,
+        // A folder that takes no new file may still hold a file to
+        // write over: written in place, as no rename can be.
+        Err(e) if meta.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
+            let mut s = Sink::create(path)?;
+            s.write(bytes).inspect_err(|_| {
+                let _ = std::fs::remove_file(path);
+            })?;
+            let mut staged = staged;
+            staged.tmp = None;
+            return Ok(staged);
         }
-    })
+        Err(e) => return Err(failed(path, &e)),
+    };
+    if let Some(m) = &meta {
+        // The file replaced keeps its permissions.
+        let _ = f.set_permissions(m.permissions());
+    }
+    Sink::file(path, f).write(bytes)?;
+    Ok(staged)
+}
+
+impl Staged {
+    /// Rename the staged file into its place.
+    pub fn commit(mut self) -> Result<(), Failure> {
+        match self.tmp.take() {
+            None => Ok(()),
+            Some(tmp) => std::fs::rename(&tmp, &self.to).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                failed(&self.path, &e)
+            }),
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
 }
 
 /// The most bytes read from an input that is not a regular file (a pipe,

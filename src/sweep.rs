@@ -364,6 +364,12 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         return Ok(None);
     }
     let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    // Cut short in its first line, the mark (a task killed as it began):
+    // nothing of this part was written, so it starts afresh, as an empty
+    // file does.
+    if whole.is_empty() && mark.line().starts_with(text.as_str()) {
+        return Ok(None);
+    }
     let mut lines = whole.lines();
     let first = lines.next().unwrap_or_default();
     if format!("{first}\n") != mark.line() {

@@ -187,12 +187,14 @@ fn small_model() -> impl Strategy<Value = Model> {
             prop::option::weighted(0.3, prop::sample::select(XferBug::ALL.to_vec())),
         )
             .prop_map(|(lines, receives, chunk, offset, inject)| {
+                let receives = receives.min(lines);
                 Model::Transfer(TransferCheck {
                     lines,
-                    receives: receives.min(lines),
+                    receives,
                     chunk,
                     offset,
-                    inject,
+                    // A bug is planted only where it acts (else refused).
+                    inject: inject.filter(|b| b.acts_with(receives)),
                     ..TransferCheck::default()
                 })
             }),

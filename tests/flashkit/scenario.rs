@@ -1096,6 +1096,17 @@ fn a_killed_sweep_keeps_its_finished_rows_and_resume_completes_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    // Cut short in its mark, the first line (a kill as the task began):
+    // nothing was written, and --resume starts afresh.
+    let mark_len = fresh.iter().position(|&b| b == b'\n').unwrap();
+    std::fs::write(&k, &fresh[..mark_len / 2]).unwrap();
+    let out = slow_shard(&k, true).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&k).unwrap(), fresh);
     // Resuming a complete part runs nothing and changes nothing.
     let t0 = std::time::Instant::now();
     assert!(slow_shard(&k, true).status().unwrap().success());
@@ -2113,6 +2124,7 @@ fn a_saved_pipeline_run_runs_again_with_its_wall_clock_time_beside_it() {
         "3",
         "--pattern",
         "shift",
+        "--timing",
         "--format",
         "json",
     ]);
