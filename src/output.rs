@@ -295,6 +295,13 @@ fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
             to,
         });
     }
+    if meta.is_some() {
+        // A file this process may not write is not replaced either (the
+        // open writes nothing: it only asks).
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&to) {
+            return Err(failed(path, &e));
+        }
+    }
     let name = to
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
