@@ -1915,15 +1915,21 @@ impl<S: NodeState> Magic<S> {
                         .map_or("no handler".to_string(), |r| {
                             self.handlers[r.handler.0 as usize].full_name()
                         });
+                    // A message still in the inbox stage when the run
+                    // stopped is due later, not waiting since then.
+                    let when = if front.at > self.now() {
+                        format!("due at cycle {}", front.at)
+                    } else {
+                        format!("since cycle {}", front.at)
+                    };
                     let mut s = String::new();
                     let _ = write!(
                         s,
-                        "node {i}: {} message(s) in the {} queue (first: {} for {handler}, from node {}, since cycle {})",
+                        "node {i}: {} message(s) in the {} queue (first: {} for {handler}, from node {}, {when})",
                         queue.len(),
                         q.name(),
                         self.reg.describe(m.mtype),
                         m.src,
-                        front.at
                     );
                     out.push(s);
                 }

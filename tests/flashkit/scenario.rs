@@ -1626,6 +1626,15 @@ fn a_scenario_sets_the_cycle_budget_and_every_magic_experiment_keeps_it() {
             "{text}: {err}"
         );
     }
+    // What it leaves is dated as it stands: a continuation still in the
+    // inbox stage at the stop is due later, not waiting since then.
+    let (code, err) = run_text("left.toml", "[machine]\nbudget = 1000\n[transfer]\n");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("with work left at cycle 1032")
+            && err.contains("transfer.send_step, from node 0, due at cycle 1053)"),
+        "{err}"
+    );
     // Enough of it, the run is the default's.
     let (code, err) = run_text("enough.toml", "[machine]\nbudget = 1000000\n[transfer]\n");
     assert_eq!(code, 0, "{err}");
