@@ -15,11 +15,19 @@ use std::fmt;
 /// assert!(parse(r#"{"config": {"bytes": 4096}}"#).is_ok());
 /// let e = parse(r#"{"config": {"bytes": 65536, "bytes": 4096}}"#).unwrap_err();
 /// assert!(e.to_string().starts_with("config.bytes is given twice"), "{e}");
+/// let e = parse(r#"{"runs": [{"a": 1}, {"b": [{}, {"c": 1, "c": 2}]}]}"#).unwrap_err();
+/// assert!(e.to_string().starts_with("runs[1].b[1].c is given twice"), "{e}");
+/// // The same key in two objects is no key given twice.
+/// assert!(parse(r#"[{"a": 1}, {"a": 2}, {"a": {"a": 3}}]"#).is_ok());
 /// ```
 pub fn parse(text: &str) -> Result<serde_json::Value, serde_json::Error> {
     let v = serde_json::from_str(text)?;
     let mut de = serde_json::Deserializer::from_str(text);
-    Distinct { at: String::new() }.deserialize(&mut de)?;
+    Distinct {
+        parent: None,
+        step: Step::Top,
+    }
+    .deserialize(&mut de)?;
     Ok(v)
 }
 
@@ -34,28 +42,43 @@ pub(crate) fn dotted(at: &str, key: &str) -> String {
     }
 }
 
-/// A walk over any JSON value that refuses an object's key given twice;
-/// `at` is the path to the value (empty at the top).
-struct Distinct {
-    at: String,
+/// A walk over any JSON value that refuses an object's key given twice:
+/// where the value is, as the step to it from its parent's place (empty
+/// at the top). The dotted path is spelled only for an error: spelled at
+/// every value, a long path over a long list took time of their product.
+#[derive(Clone, Copy)]
+struct Distinct<'a> {
+    parent: Option<&'a Distinct<'a>>,
+    step: Step<'a>,
 }
 
-impl Distinct {
-    fn key(&self, k: &str) -> Distinct {
-        Distinct {
-            at: dotted(&self.at, k),
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Top,
+    Key(&'a str),
+    Index(usize),
+}
+
+impl Distinct<'_> {
+    /// The value's dotted path: `config.bytes`, `runs[2].states`.
+    fn path(&self) -> String {
+        let at = self.parent.map(Distinct::path).unwrap_or_default();
+        match self.step {
+            Step::Top => at,
+            Step::Key(k) => dotted(&at, k),
+            Step::Index(i) => format!("{at}[{i}]"),
         }
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Distinct {
+impl<'de> DeserializeSeed<'de> for Distinct<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Distinct {
+impl<'de> Visitor<'de> for Distinct<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -65,11 +88,15 @@ impl<'de> Visitor<'de> for Distinct {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = HashSet::new();
         while let Some(k) = map.next_key::<String>()? {
-            let inner = self.key(&k);
-            if !seen.insert(k) {
-                return Err(A::Error::custom(format!("{} is given twice", inner.at)));
+            let inner = Distinct {
+                parent: Some(&self),
+                step: Step::Key(&k),
+            };
+            if seen.contains(&k) {
+                return Err(A::Error::custom(format!("{} is given twice", inner.path())));
             }
             map.next_value_seed(inner)?;
+            seen.insert(k);
         }
         Ok(())
     }
@@ -78,7 +105,8 @@ impl<'de> Visitor<'de> for Distinct {
         let mut i = 0usize;
         while seq
             .next_element_seed(Distinct {
-                at: format!("{}[{i}]", self.at),
+                parent: Some(&self),
+                step: Step::Index(i),
             })?
             .is_some()
         {

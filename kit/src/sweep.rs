@@ -1019,7 +1019,10 @@ pub fn run_in_order<R: Send, E>(
                 for _ in 1..threads {
                     let tx = tx.clone();
                     let (next, stop, work, handed) = (&next, &stop, &work, &handed);
-                    scope.spawn(move || loop {
+                    // A thread the system will not give is one worker
+                    // fewer: the calling thread takes what is left, and
+                    // the results are the same in their order.
+                    let spawned = std::thread::Builder::new().spawn_scoped(scope, move || loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= count || stop.load(Ordering::Relaxed) {
                             break;
@@ -1033,6 +1036,9 @@ pub fn run_in_order<R: Send, E>(
                             break;
                         }
                     });
+                    if spawned.is_err() {
+                        break;
+                    }
                 }
             }
         }

@@ -74,19 +74,26 @@ impl Renaming {
     }
 
     /// Every renaming of `nodes` nodes that permutes the nodes of `among`
-    /// and keeps the others, the identity first.
+    /// and keeps the others, the identity first; `None` for more than
+    /// [`MOST_SYMMETRIC`] nodes among them (their renamings would not fit
+    /// a machine's memory: 12 nodes have 479,001,600).
     ///
     /// ```
-    /// use magic::check::Renaming;
-    /// let all = Renaming::permuting(4, &[1, 2, 3]);
+    /// use magic::check::{Renaming, MOST_SYMMETRIC};
+    /// let all = Renaming::permuting(4, &[1, 2, 3]).unwrap();
     /// assert_eq!(all.len(), 6);
     /// assert!(all.iter().all(|r| r.node(0) == 0));
     /// assert_eq!((all[1].node(2), all[1].from(3)), (3, 2));
+    /// let many: Vec<u32> = (0..=MOST_SYMMETRIC as u32).collect();
+    /// assert!(Renaming::permuting(16, &many).is_none());
     /// ```
-    pub fn permuting(nodes: u32, among: &[u32]) -> Vec<Renaming> {
+    pub fn permuting(nodes: u32, among: &[u32]) -> Option<Vec<Renaming>> {
         let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
         among.sort_unstable();
         among.dedup();
+        if among.len() > MOST_SYMMETRIC {
+            return None;
+        }
         let mut out = Vec::new();
         let mut perm = among.clone();
         loop {
@@ -106,9 +113,13 @@ impl Renaming {
             perm.swap(i - 1, j);
             perm[i..].reverse();
         }
-        out
+        Some(out)
     }
 }
+
+/// The most nodes a search takes as interchangeable: their 8! = 40,320
+/// renamings are held for the whole search (see [`Renaming::permuting`]).
+pub const MOST_SYMMETRIC: usize = 8;
 
 /// Counts folded into one number, in order: a node's signature (see
 /// [`Model::node_signature`]), equal for equal counts.
@@ -1483,10 +1494,12 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Symmetr
     among.retain(|&n| n < m.nodes());
     among.sort_unstable();
     among.dedup();
-    if among.len() < 2 {
-        return Symmetry::default();
-    }
-    let perms = Renaming::permuting(m.nodes(), &among);
+    // More than a search can hold the renamings of: the plain search,
+    // which the report says ran (a `Checker` refuses them up front).
+    let perms = match Renaming::permuting(m.nodes(), &among) {
+        Some(p) if among.len() >= 2 => p,
+        _ => return Symmetry::default(),
+    };
     Symmetry { among, perms }
 }
 
@@ -1689,8 +1702,13 @@ pub struct Checker<S> {
     at_rest: Vec<AtRest<S>>,
     encode: Option<Encode<S>>,
     symmetric: Vec<u32>,
+    /// The list of symmetric nodes went on past what is read of it.
+    symmetric_endless: bool,
     encode_renamed: Option<EncodeRenamed<S>>,
 }
+
+/// The most items a list of symmetric nodes is read to (repeats count).
+const MOST_SYMMETRIC_ITEMS: usize = 1 << 20;
 
 impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// A check of the machines `build` makes (each one the same, ready to
@@ -1702,6 +1720,7 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
             at_rest: Vec::new(),
             encode: None,
             symmetric: Vec::new(),
+            symmetric_endless: false,
             encode_renamed: None,
         }
     }
@@ -1745,7 +1764,19 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
         nodes: impl IntoIterator<Item = u32>,
         encode: impl Fn(&S, &Renaming, &mut Vec<u8>) + Send + Sync + 'static,
     ) -> Self {
-        self.symmetric = nodes.into_iter().collect();
+        // Distinct nodes, read no further than one past what a search
+        // takes (the run refuses more): an endless list is not read for
+        // ever.
+        let mut distinct = std::collections::BTreeSet::new();
+        let mut items = nodes.into_iter();
+        for n in items.by_ref().take(MOST_SYMMETRIC_ITEMS) {
+            distinct.insert(n);
+            if distinct.len() > MOST_SYMMETRIC {
+                break;
+            }
+        }
+        self.symmetric_endless = distinct.len() <= MOST_SYMMETRIC && items.next().is_some();
+        self.symmetric = distinct.into_iter().collect();
         self.encode_renamed = Some(Box::new(encode));
         self
     }
@@ -1754,6 +1785,19 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// ([`explore_restoring`]); bounds out of their ranges are refused,
     /// naming the field.
     pub fn run(&self, bounds: Bounds) -> Result<Report, crate::OutOfRange> {
+        let allowed = || {
+            format!(
+                "at most {MOST_SYMMETRIC} nodes (their renamings are all held), listed in at most {MOST_SYMMETRIC_ITEMS} items"
+            )
+        };
+        if self.symmetric.len() > MOST_SYMMETRIC {
+            let got = format!("more than {MOST_SYMMETRIC} nodes");
+            return Err(crate::OutOfRange::new("symmetric", allowed(), got));
+        }
+        if self.symmetric_endless {
+            let got = format!("more than {MOST_SYMMETRIC_ITEMS} items");
+            return Err(crate::OutOfRange::new("symmetric", allowed(), got));
+        }
         explore_restoring(self, bounds)
     }
 }

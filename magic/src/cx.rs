@@ -603,8 +603,14 @@ impl<'a, S> Cx<'a, S> {
 
     /// Return a buffer to the pool when a transfer out of it is over (a
     /// memory write's ticket, say); the handler need not wait for it.
+    /// A ticket past [`LAST_CYCLE`] (its fields are the caller's to set)
+    /// halts the run when the handler returns, as a step past the end of
+    /// time does.
     pub fn free_buffer_after(&mut self, b: BufId, t: Ticket) -> Result<(), Refused> {
-        self.free_buffer_at(b, self.run.now.max(t.ready))
+        if t.ready > LAST_CYCLE {
+            self.past_end("free buffer", t.ready.0 as u128);
+        }
+        self.free_buffer_at(b, self.run.now.max(t.ready).min(PAST_END))
     }
 
     fn free_buffer_at(&mut self, b: BufId, at: Cycles) -> Result<(), Refused> {

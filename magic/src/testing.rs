@@ -162,6 +162,14 @@ pub enum BenchError {
         /// The message the node took.
         took: String,
     },
+    /// The handler ran, and the machine halted as it ended (its clock
+    /// passed the end of time, say): its figures would be the halt's, not
+    /// the handler's.
+    #[error("the handler ran, and the machine halted: {halt}")]
+    Halted {
+        /// Why the machine halted ([`crate::Halt`], in words).
+        halt: String,
+    },
     /// The message ran no handler (no route, or the machine ran dry or
     /// halted first): what the run reports.
     #[error("the message ran no handler{}", stuck_list(stuck))]
@@ -295,6 +303,11 @@ impl<S: NodeState> Bench<S> {
                 stuck: self.m.report(false).problems(),
             });
         };
+        if let Some(halt) = &self.m.halt {
+            return Err(BenchError::Halted {
+                halt: halt.to_string(),
+            });
+        }
         let (a, b) = (after[h], before[h]);
         let stats = HandlerStats {
             invocations: a.invocations - b.invocations,

@@ -535,3 +535,81 @@ fn a_named_font_that_is_missing_is_refused() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A chart built by hand that no drawing can show is refused, naming what
+/// is wrong, before anything is laid out (too many labels would be laid
+/// out for ever; a bar far outside its groups overflowed).
+#[test]
+fn a_chart_no_drawing_can_show_is_refused() {
+    use flashkit::plot::{render, Chart, Series, MOST_LABELS};
+    if !have_font() {
+        return;
+    }
+    let chart = |points: Vec<(f64, f64)>| Chart {
+        title: "t".into(),
+        x: "x".into(),
+        y: "y".into(),
+        log_x: false,
+        x_labels: 10,
+        groups: vec![],
+        series: vec![Series {
+            name: "s".into(),
+            points,
+            bound: false,
+        }],
+    };
+    let line = chart(vec![(0.0, 1.0), (1.0, 2.0)]);
+    assert!(render(&line, "a.svg").is_ok());
+    let cases = [
+        (
+            Chart {
+                x_labels: usize::MAX,
+                ..line.clone()
+            },
+            format!("x_labels must be at most {MOST_LABELS}"),
+        ),
+        (
+            Chart {
+                x_labels: 10_000_000,
+                ..line.clone()
+            },
+            "x_labels must be at most".to_string(),
+        ),
+        (
+            Chart {
+                groups: vec!["a".into()],
+                ..chart(vec![(1e7, 1.0)])
+            },
+            "series s: point 0's x (10000000) is no group's index (0 to 0)".into(),
+        ),
+        (
+            Chart {
+                groups: (0..=MOST_LABELS).map(|i| i.to_string()).collect(),
+                ..chart(vec![(0.0, 1.0)])
+            },
+            "groups must be at most".into(),
+        ),
+        (
+            chart(vec![(f64::NAN, 1.0), (1.0, 2.0)]),
+            "series s: point 0 (NaN, 1) is not a number".into(),
+        ),
+        (
+            chart(vec![(1.0, 1.0), (2.0, f64::NAN)]),
+            "series s: point 1 (2, NaN) is not a number".into(),
+        ),
+        (
+            Chart {
+                log_x: true,
+                ..chart(vec![(0.0, 1.0), (4.0, 2.0)])
+            },
+            "has no place on a logarithmic axis".into(),
+        ),
+    ];
+    for (c, says) in cases {
+        for path in ["a.svg", "a.png"] {
+            let err = render(&c, path).unwrap_err();
+            assert!(err.starts_with(&format!("{path}: ")), "{err}");
+            assert!(err.contains(&says), "{err}");
+        }
+    }
+}

@@ -49,6 +49,49 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// Refuse a chart no drawing can show: a point that is not a number, a
+/// bar outside its groups, more labels or groups than a chart is wide.
+fn drawable(c: &Chart) -> Result<(), String> {
+    use super::MOST_LABELS;
+    if c.x_labels > MOST_LABELS {
+        return Err(format!(
+            "x_labels must be at most {MOST_LABELS}, got {}",
+            c.x_labels
+        ));
+    }
+    if c.groups.len() > MOST_LABELS {
+        return Err(format!(
+            "groups must be at most {MOST_LABELS}, got {}",
+            c.groups.len()
+        ));
+    }
+    for s in &c.series {
+        for (i, &(x, y)) in s.points.iter().enumerate() {
+            if x.is_nan() || y.is_nan() {
+                return Err(format!(
+                    "series {}: point {i} ({x}, {y}) is not a number",
+                    s.name
+                ));
+            }
+            if c.log_x && x <= 0.0 {
+                return Err(format!(
+                    "series {}: point {i}'s x ({x}) has no place on a logarithmic axis",
+                    s.name
+                ));
+            }
+            let group = x >= 0.0 && x.fract() == 0.0 && x < c.groups.len() as f64;
+            if !c.groups.is_empty() && !group {
+                return Err(format!(
+                    "series {}: point {i}'s x ({x}) is no group's index (0 to {})",
+                    s.name,
+                    c.groups.len() - 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn draw<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -198,9 +241,9 @@ where
     let (x0, x1, xl) = if !c.groups.is_empty() {
         (-0.5, c.groups.len() as f64 - 0.5, c.groups.len())
     } else if c.log_x {
-        // One label per power of two.
+        // One label per power of two (as many as an axis takes).
         let (a, b) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
-        (a, b, (b - a) as usize + 1)
+        (a, b, ((b - a) as usize + 1).min(super::MOST_LABELS))
     } else {
         (x0, x1, c.x_labels)
     };
@@ -222,6 +265,7 @@ pub fn image_format(path: &str) -> Option<&'static str> {
 pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
     let (w, h) = (960u32, 600u32);
     let e = |e: String| format!("{path}: {e}");
+    drawable(c).map_err(e)?;
     let format = image_format(path);
     if format == Some("svg") {
         font()?;

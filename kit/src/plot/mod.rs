@@ -22,6 +22,10 @@ pub struct Series {
     pub bound: bool,
 }
 
+/// The most labels an x axis takes, and the most groups of bars: more
+/// would not fit a chart's width.
+pub const MOST_LABELS: usize = 100;
+
 /// A chart: axes, and the series drawn on them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
@@ -33,10 +37,12 @@ pub struct Chart {
     pub y: String,
     /// Draw x on a log2 scale, labelled with powers of two.
     pub log_x: bool,
-    /// Labels on the x axis (a categorical axis wants one per category).
+    /// Labels on the x axis (a categorical axis wants one per category;
+    /// at most [`MOST_LABELS`]).
     pub x_labels: usize,
-    /// Bars instead of lines when not empty: the names of the groups, each
-    /// series a bar in each group (its points' x is the group's index).
+    /// Bars instead of lines when not empty: the names of the groups (at
+    /// most [`MOST_LABELS`]), each series a bar in each group (its points'
+    /// x is the group's index, a whole number from 0).
     pub groups: Vec<String>,
     /// The series, drawn in order.
     pub series: Vec<Series>,

@@ -3,7 +3,7 @@
 //! machine are errors; time past its end and the cycle budget halt a run.
 
 use magic::machine::{DEFAULT_BUDGET, MAX_BUDGET};
-use magic::testing::Bench;
+use magic::testing::{Bench, BenchError};
 use magic::{
     messages, Cx, Cycles, Drops, Halt, Install, Magic, MagicParams, Msg, NodeId, NodeState, PAddr,
     ProcStep, Processor, Protocol, Refused, Region,
@@ -33,6 +33,9 @@ messages! {
         Overissue,
         /// Issue `instrs` instructions in `cycles` bundles.
         Bundles { cycles: u32, instrs: u32 },
+        /// Free a buffer after a transfer said to end past the end of
+        /// time.
+        FreeLate,
     }
 }
 
@@ -150,6 +153,15 @@ fn bundles(cx: &mut C<'_>, _: &Msg, m: lock_msg::Bundles) {
     cx.bundles(m.cycles, m.instrs);
 }
 
+fn free_late(cx: &mut C<'_>, _: &Msg, _: lock_msg::FreeLate) {
+    let b = cx.alloc_buffer().expect("a free buffer");
+    let never = magic::Ticket {
+        first: Cycles(u64::MAX),
+        ready: Cycles(u64::MAX),
+    };
+    assert_eq!(cx.free_buffer_after(b, never), Ok(()));
+}
+
 struct Lock;
 
 impl Protocol for Lock {
@@ -173,7 +185,9 @@ impl Protocol for Lock {
             b.handler("overissue", overissue),
             b.handler("bundles", bundles),
         );
-        b.route_any(r)
+        let late = b.handler("free_late", free_late);
+        b.route_any(late)
+            .route_any(r)
             .route_any(g)
             .route_any(m)
             .route_any(f)
@@ -525,6 +539,30 @@ fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
     assert_eq!(magic::SPIN_LIMIT, 1 << 24);
 }
 
+/// A checker takes at most `MOST_SYMMETRIC` interchangeable nodes: more
+/// is refused by name before any renaming is made (12 nodes' would not
+/// fit memory), and an endless list of them is not read for ever.
+#[test]
+fn a_check_refuses_more_symmetric_nodes_than_it_can_rename() {
+    use magic::check::{Bounds, Checker, MOST_SYMMETRIC};
+    let build = || Ok(machine(16));
+    let most = MOST_SYMMETRIC as u32;
+    for nodes in [most + 1, 16, u32::MAX] {
+        let check = Checker::new(build).symmetric(0..nodes, |_, _, _| {});
+        let e = check.run(Bounds::default()).unwrap_err();
+        assert_eq!(e.field, "symmetric", "{e}");
+        assert!(e.to_string().contains("at most 8 nodes"), "{e}");
+    }
+    let endless = Checker::new(build).symmetric(std::iter::repeat(1).chain(0..), |_, _, _| {});
+    assert_eq!(
+        endless.run(Bounds::default()).unwrap_err().field,
+        "symmetric"
+    );
+    // Repeats count once.
+    let twice = Checker::new(|| Ok(machine(2))).symmetric([0, 1, 0, 1], |_, _, _| {});
+    assert!(twice.run(Bounds::default()).unwrap().symmetry);
+}
+
 #[test]
 fn a_check_finds_a_refused_send_at_rest() {
     use magic::check::{Bounds, Checker};
@@ -665,4 +703,48 @@ fn odd_steps_are_refused_and_named() {
         "{:?}",
         r.refused
     );
+}
+
+/// A handler whose clock passes the end of time halts the machine as it
+/// ends: the bench says so, where it gave the handler a shot of the
+/// clock stopped at the end.
+#[test]
+fn the_bench_refuses_a_shot_of_a_handler_that_halted_the_machine() {
+    let mut bench = Bench::new(1, &Lock).unwrap();
+    let go = bench.msg(
+        NodeId(0),
+        LockMsg::Spend {
+            cycles: u64::MAX,
+            then: 0,
+            how: 1,
+        },
+    );
+    let e = bench.inject(NodeId(0), go).unwrap_err();
+    assert!(
+        matches!(&e, BenchError::Halted { halt } if halt.contains("past the last cycle the model can represent")),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("the handler ran, and the machine halted: "),
+        "{e}"
+    );
+}
+
+/// A buffer freed after a transfer said to end past the end of time
+/// halts the run naming the step, where it left the pool a buffer short
+/// for ever with a clean report.
+#[test]
+fn a_buffer_freed_past_the_end_of_time_halts_the_run() {
+    let mut m = machine(1);
+    post(&mut m, LockMsg::FreeLate);
+    let r = m.run();
+    match &r.halted {
+        Some(Halt::EndOfTime { what, at, .. }) => {
+            assert_eq!(what, "lock.free_late's free buffer step");
+            assert_eq!(*at, u64::MAX as u128);
+        }
+        h => panic!("{h:?}"),
+    }
+    assert!(!r.is_clean());
 }
