@@ -22,6 +22,9 @@ pub enum Error {
     /// A node the machine does not have.
     #[error(transparent)]
     NoNode(#[from] magic::NoNode),
+    /// The ledger could not start afresh: a handler was still running.
+    #[error(transparent)]
+    Running(#[from] magic::Running),
     /// The model stopped with work pending: what is stuck.
     #[error("the {what} did not complete: {stuck}")]
     Stuck {

@@ -336,7 +336,7 @@ pub fn run_with_machine(
             stuck: warmup.problems().join("; "),
         });
     }
-    m.reset_counters();
+    m.reset_counters()?;
     m.state_mut(NodeId(0))?
         .proc
         .push([Access::Load(PAddr(line.0 + 8))]);

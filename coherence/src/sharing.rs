@@ -312,7 +312,7 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
         start(&mut m, n, Access::Load(line))?;
     }
     settle(&mut m, "read phase")?;
-    m.reset_counters();
+    m.reset_counters()?;
     for n in 1..=s.evicting {
         start(&mut m, n, Access::Evict(line))?;
     }
@@ -320,7 +320,7 @@ pub fn run(s: Sharing, params: MagicParams, coh: CohParams) -> Result<SharingRun
     let hint_ledger = m.ledger();
     let hints = m.state(NodeId(0))?.stats.hints;
     let links = m.state(NodeId(0))?.links_used();
-    m.reset_counters();
+    m.reset_counters()?;
     let before = m.state(NodeId(0))?.stats.invalidations;
     let writer = nodes - 1;
     start(&mut m, writer, Access::Store(line, 1))?;

@@ -102,6 +102,34 @@ impl From<NoNode> for String {
     }
 }
 
+/// Why [`crate::Magic::reset_counters`] refused: a node's PP is still
+/// running a handler, whose counters were booked at its dispatch (before
+/// the reset), so the fresh ledger would show its PP idle while it works.
+///
+/// ```
+/// use magic::{Cycles, NodeId, Running};
+/// let e = Running { node: NodeId(2), until: Cycles(1003) };
+/// assert!(e.to_string().starts_with("node 2's PP runs a handler until cycle 1003"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "node {node}'s PP runs a handler until cycle {until}: a ledger started now would \
+     leave it out; reset the counters at a quiet point (run the machine on first)"
+)]
+pub struct Running {
+    /// The first node found running.
+    pub node: NodeId,
+    /// When its handler ends.
+    pub until: crate::time::Cycles,
+}
+
+/// For callers that still carry errors as text: the message.
+impl From<Running> for String {
+    fn from(e: Running) -> String {
+        e.to_string()
+    }
+}
+
 /// Why a controller refused a message (or a processor start) posted to it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PostError {

@@ -102,7 +102,7 @@ mod watch;
 
 pub use controller::Controller;
 pub use cx::{Cx, Refused, Ticket};
-pub use error::{NoNode, OutOfRange, PostError};
+pub use error::{NoNode, OutOfRange, PostError, Running};
 pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Region, LINE_BYTES};
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{

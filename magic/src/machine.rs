@@ -944,6 +944,22 @@ impl<A: NodeState + 'static, B: NodeState + 'static> Magic<(A, B)> {
 
 pub use crate::params::{DEFAULT_BUDGET, MAX_BUDGET};
 
+/// How a run past `budget` goes further: by a larger budget, or, at the
+/// most there is, not at all.
+fn raise_budget(budget: Cycles) -> String {
+    if budget >= MAX_BUDGET {
+        format!(
+            "that is the most a run may have ({MAX_BUDGET}): \
+             a run that needs more is too long for the model"
+        )
+    } else {
+        format!(
+            "a run that needs more raises it with [machine] budget \
+             (MagicParams::budget, or Magic::set_budget; at most {MAX_BUDGET})"
+        )
+    }
+}
+
 /// Why a run stopped before its work was done (beside a caller's own
 /// limit, [`RunReport::limit_reached`]): not clean, and no figure of it
 /// is a result.
@@ -951,10 +967,8 @@ pub use crate::params::{DEFAULT_BUDGET, MAX_BUDGET};
 pub enum Halt {
     /// The next instant lies past the run's cycle budget.
     #[error(
-        "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; \
-         a run that needs more raises it with [machine] budget \
-         (MagicParams::budget, or Magic::set_budget; at most {max})",
-        max = MAX_BUDGET
+        "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; {}",
+        raise_budget(*budget)
     )]
     Budget {
         /// The budget.
@@ -2060,8 +2074,22 @@ impl<S: NodeState> Magic<S> {
 
     /// Start the ledger afresh from now (after a warm-up phase, say): every
     /// handler and unit counter returns to zero; the machine's state stays.
-    pub fn reset_counters(&mut self) {
-        self.ledger_from = self.now();
+    /// Refused, changing nothing, while a PP runs a handler: its counters
+    /// were booked at its dispatch, and the fresh ledger would leave it out.
+    pub fn reset_counters(&mut self) -> Result<(), crate::Running> {
+        let now = self.now();
+        if let Some((n, hw)) = self
+            .hw
+            .iter()
+            .enumerate()
+            .find(|(_, hw)| hw.pp_running && hw.pp_until > now)
+        {
+            return Err(crate::Running {
+                node: NodeId(n as u32),
+                until: hw.pp_until,
+            });
+        }
+        self.ledger_from = now;
         self.stats.fill(HandlerStats::default());
         for hw in &mut self.hw {
             (hw.pp_busy, hw.dispatched, hw.net_delivered, hw.inbox_wait) = (0, 0, 0, 0);
@@ -2069,6 +2097,7 @@ impl<S: NodeState> Magic<S> {
             hw.mem.reset_counters();
             hw.pcache.reset_counters();
         }
+        Ok(())
     }
 
     /// Model events so far, counted as the reference peers count them: handler

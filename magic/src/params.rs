@@ -276,8 +276,23 @@ impl MagicParams {
         latency("mem_first_dword", self.mem_first_dword)?;
         latency("mem_write_latency", self.mem_write_latency)?;
         latency("pc_state", self.pc_state)?;
-        OutOfRange::check("pc_first_word", self.pc_first_word, self.pc_state, max)?;
-        OutOfRange::check("pc_line", self.pc_line, self.pc_first_word, max)?;
+        // Each stage of a dirty line's answer comes after the one before:
+        // a value out of order names the one it must follow.
+        let after = |field, c: Cycles, before: &str, least: Cycles| {
+            if (least..=max).contains(&c) {
+                Ok(())
+            } else {
+                let allowed = format!("from {before} ({least}) to {max}");
+                Err(OutOfRange::new(field, allowed, c))
+            }
+        };
+        after(
+            "pc_first_word",
+            self.pc_first_word,
+            "pc_state",
+            self.pc_state,
+        )?;
+        after("pc_line", self.pc_line, "pc_first_word", self.pc_first_word)?;
         OutOfRange::check(
             "link_bytes_per_cycle",
             self.link_bytes_per_cycle,

@@ -398,11 +398,11 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
         // Relations between machine keys, and an experiment's: the key set.
         (
             "[machine]\npc_first_word = 1000000\n[transfer]\n",
-            "s.toml:2: pc_first_word: pc_line must be from 1000000 to 1000000, got 43",
+            "s.toml:2: pc_first_word: pc_line must be from pc_first_word (1000000) to 1000000, got 43",
         ),
         (
             "[machine]\npc_state = 1000000\n[transfer]\n",
-            "s.toml:2: pc_state: pc_first_word must be from 1000000 to 1000000, got 28",
+            "s.toml:2: pc_state: pc_first_word must be from pc_state (1000000) to 1000000, got 28",
         ),
         (
             "[sharing]\nreaders = 1\n",

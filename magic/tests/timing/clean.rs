@@ -446,6 +446,17 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
     assert_eq!(e.field, "budget");
     assert!(m.set_budget(Cycles(MAX_BUDGET.0 + 1)).is_err());
     assert!(m.set_budget(MAX_BUDGET).is_ok());
+    // At the most there is, the run is not told to raise it.
+    let most = Halt::Budget {
+        budget: MAX_BUDGET,
+        next: Cycles(MAX_BUDGET.0 + 1),
+    };
+    assert!(
+        most.to_string().ends_with(&format!(
+            "that is the most a run may have ({MAX_BUDGET}): a run that needs more is too long for the model"
+        )),
+        "{most}"
+    );
     // The bench stops there too, instead of running forever.
     let mut m = machine(2);
     m.set_budget(Cycles(50_000)).unwrap();
@@ -747,4 +758,35 @@ fn a_buffer_freed_past_the_end_of_time_halts_the_run() {
         h => panic!("{h:?}"),
     }
     assert!(!r.is_clean());
+}
+
+/// The ledger starts afresh only at a point where no handler runs: one
+/// still running was booked at its dispatch, and a ledger started then
+/// would show its PP idle while it works.
+#[test]
+fn counters_reset_only_where_no_handler_runs() {
+    let mut m = machine(2);
+    post(
+        &mut m,
+        LockMsg::Spend {
+            cycles: 1000,
+            then: 0,
+            how: 1,
+        },
+    );
+    m.run_until(Some(Cycles(500)));
+    let before = m.ledger();
+    let e = m.reset_counters().unwrap_err();
+    assert_eq!(e.node, NodeId(0));
+    assert!(e.until > m.now(), "{e}");
+    assert!(
+        e.to_string()
+            .contains("reset the counters at a quiet point"),
+        "{e}"
+    );
+    // Refused, it changed nothing.
+    assert_eq!(m.ledger(), before);
+    assert!(m.run().is_clean());
+    m.reset_counters().unwrap();
+    assert!(m.ledger().handlers.iter().all(|h| h.stats.invocations == 0));
 }

@@ -1459,6 +1459,12 @@ impl From<magic::BuildError> for Failed {
     }
 }
 
+impl From<magic::Running> for Failed {
+    fn from(e: magic::Running) -> Failed {
+        Failed::Input(e.to_string())
+    }
+}
+
 impl From<magic::NoNode> for Failed {
     fn from(e: magic::NoNode) -> Failed {
         Failed::Input(e.to_string())
@@ -1691,7 +1697,7 @@ fn run_on<S: WithTransfer>(
             // The posted receives wait for data: that is the point.
             m.run();
             refused(m)?;
-            m.reset_counters();
+            m.reset_counters()?;
             let at = m.now() + Cycles(1);
             for n in [NodeId(0), NodeId(1)] {
                 let ops = after_posting(c, senders, n, p.dst_span);
@@ -1701,7 +1707,7 @@ fn run_on<S: WithTransfer>(
             }
             at
         } else {
-            m.reset_counters();
+            m.reset_counters()?;
             m.now() + Cycles(1)
         };
         if pass == 1 {
