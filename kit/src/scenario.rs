@@ -2161,6 +2161,17 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
         }
     };
     let [own, ..] = tables_of(s);
+    // Keys of a sheet the experiment reads that none of its handlers
+    // charge: the transfer's commit is its own sheet's (`commit_*`), and
+    // a remap runs no fetch-and-add.
+    let never: &[&str] = match own {
+        "transfer" | "study" => &["costs.command.commit"],
+        "remap" => &["costs.user.fop_apply"],
+        _ => &[],
+    };
+    if never.contains(&key) {
+        return false;
+    }
     let more: &[&str] = match own {
         "transfer" | "study" => TRANSFER,
         "miss" | "sharing" => COHERENCE,

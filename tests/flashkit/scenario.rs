@@ -213,6 +213,16 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[costs.cmam]\nrequest = 999\n[logp]\nplatform = \"sp\"\n",
             "s.toml:2: costs.cmam.request: [logp] does not read it here, so its value would change nothing: leave it out (or at its default)",
         ),
+        // A key of a sheet the experiment reads that none of its handlers
+        // charges.
+        (
+            "[costs.command]\ncommit = 99\n[transfer]\n",
+            "s.toml:2: costs.command.commit: [transfer] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[costs.user]\nfop_apply = 99\n[remap]\n",
+            "s.toml:2: costs.user.fop_apply: [remap] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
         // A list only where a scenario holds one: not a table's fields by
         // their order.
         (

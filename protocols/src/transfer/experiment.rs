@@ -1459,6 +1459,16 @@ impl From<magic::BuildError> for Failed {
     }
 }
 
+/// Start the machine's ledger afresh for the measured pass; a machine
+/// already halted (its budget reached with a handler running, say) keeps
+/// its counters, and the pass reports the halt.
+fn fresh_ledger<S: NodeState>(m: &mut Magic<S>) -> Result<(), Failed> {
+    if m.halted().is_none() {
+        m.reset_counters()?;
+    }
+    Ok(())
+}
+
 impl From<magic::Running> for Failed {
     fn from(e: magic::Running) -> Failed {
         Failed::Input(e.to_string())
@@ -1697,7 +1707,7 @@ fn run_on<S: WithTransfer>(
             // The posted receives wait for data: that is the point.
             m.run();
             refused(m)?;
-            m.reset_counters()?;
+            fresh_ledger(m)?;
             let at = m.now() + Cycles(1);
             for n in [NodeId(0), NodeId(1)] {
                 let ops = after_posting(c, senders, n, p.dst_span);
@@ -1707,7 +1717,7 @@ fn run_on<S: WithTransfer>(
             }
             at
         } else {
-            m.reset_counters()?;
+            fresh_ledger(m)?;
             m.now() + Cycles(1)
         };
         if pass == 1 {
