@@ -359,13 +359,18 @@ fn the_architecture_quotes_the_defaults() {
         ),
     ];
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    says_all("ARCHITECTURE.md", &text, &claims);
+}
+
+/// Every claim is in `text`, the text of `doc`.
+fn says_all(doc: &str, text: &str, claims: &[String]) {
     let missing: Vec<&String> = claims
         .iter()
         .filter(|c| !text.contains(c.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
-        "ARCHITECTURE.md no longer says (with the code's defaults):\n{missing:#?}"
+        "{doc} no longer says (with the code's figures):\n{missing:#?}"
     );
 }
 
@@ -384,12 +389,5 @@ fn the_readme_quotes_the_exports() {
         format!("`pingpong.goal` ({PINGPONG_ROUNDS} round trips"),
         format!("T / {PINGPONG_ROUNDS} picoseconds is the round trip"),
     ];
-    let missing: Vec<&String> = claims
-        .iter()
-        .filter(|c| !text.contains(c.as_str()))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "README.md no longer says (with the code's figures):\n{missing:#?}"
-    );
+    says_all("README.md", &text, &claims);
 }
