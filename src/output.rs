@@ -253,16 +253,19 @@ fn not_a_folder(p: &std::path::Path) -> Option<&std::path::Path> {
 }
 
 /// Write a whole file; a failure names the file (exit status 1). A
-/// regular file is written beside its place and renamed into it, so a run
-/// that fails or is killed midway leaves the old file (or none), never one
-/// cut short.
+/// regular file is written under a temporary name in its folder and
+/// renamed into its place, so a run that fails or is killed midway leaves
+/// the old file (or none), never one cut short. Written in place instead:
+/// a device or pipe (`/dev/full`, `/dev/stdout`), a file owned by another
+/// user (whose ownership a rename would take), and a file in a folder that
+/// takes no new file.
 pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), Failure> {
     stage(path, bytes)?.commit()
 }
 
-/// Write several files as one output: each is staged first, and only when
-/// all are written do they take their places, so a failure leaves the old
-/// set whole rather than a mix of old and new.
+/// Write several files as one output: every file is written whole before
+/// any takes its place, so a failure writing one leaves the old set
+/// (only a rename failing midway, in one folder, could leave a mix).
 pub fn write_files(files: &[(String, &[u8])]) -> Result<(), Failure> {
     let staged = files
         .iter()
@@ -271,30 +274,75 @@ pub fn write_files(files: &[(String, &[u8])]) -> Result<(), Failure> {
     staged.into_iter().try_for_each(Staged::commit)
 }
 
-/// A file written under a temporary name beside `path`, waiting to be
-/// renamed into its place (removed if dropped first); or, for what is no
-/// regular file (a device, a pipe), written in place already.
+/// A file written under a temporary name in its folder, waiting to be
+/// renamed into its place (removed if dropped first); or one written in
+/// place already.
 pub struct Staged {
     path: String,
     tmp: Option<std::path::PathBuf>,
     to: std::path::PathBuf,
 }
 
-/// Write `bytes` for `path` (see [`Staged`]).
-fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
-    let p = std::path::Path::new(path);
-    // A link is followed: the file it names is the one replaced.
-    let to = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let meta = std::fs::metadata(&to).ok();
-    if meta.as_ref().is_some_and(|m| !m.is_file()) {
-        // /dev/full, /dev/stdout, a pipe: nothing to rename over.
-        Sink::create(path)?.write(bytes)?;
-        return Ok(Staged {
-            path: path.to_string(),
-            tmp: None,
-            to,
-        });
+/// Where a path's bytes go: a regular file (existing or not) at the end
+/// of its links, or something to write in place.
+enum Target {
+    File(std::path::PathBuf, Option<std::fs::Metadata>),
+    InPlace,
+}
+
+/// Follow `p`'s links (a dangling one to the file it names): a device,
+/// a pipe or what `/dev` and `/proc` name (`/dev/stdout` is a link to
+/// wherever standard output goes) is written in place.
+fn target(p: &std::path::Path) -> Target {
+    let mut cur = p.to_path_buf();
+    for _ in 0..40 {
+        if cur.starts_with("/dev") || cur.starts_with("/proc") {
+            return Target::InPlace;
+        }
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&cur) {
+                Ok(to) => {
+                    let base = cur.parent().unwrap_or(std::path::Path::new(""));
+                    cur = base.join(to);
+                }
+                Err(_) => return Target::InPlace,
+            },
+            Ok(m) if m.is_file() => return Target::File(cur, Some(m)),
+            Ok(_) => return Target::InPlace,
+            Err(_) => return Target::File(cur, None),
+        }
     }
+    // A loop of links: the system says what is wrong with it.
+    Target::InPlace
+}
+
+/// Write `bytes` where `path` names, in place; a failure leaves no
+/// regular file cut short under its name.
+fn in_place(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
+    let mut s = Sink::create(path)?;
+    s.write(bytes).inspect_err(|_| {
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
+    Ok(Staged {
+        path: path.to_string(),
+        tmp: None,
+        to: path.into(),
+    })
+}
+
+/// Temporary names taken by this process (with its id, they are its own;
+/// a name another process holds is passed over).
+static TEMPORARY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Write `bytes` for `path` (see [`write_file`]).
+fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let (to, meta) = match target(std::path::Path::new(path)) {
+        Target::File(to, meta) => (to, meta),
+        Target::InPlace => return in_place(path, bytes),
+    };
     if meta.is_some() {
         // A file this process may not write is not replaced either (the
         // open writes nothing: it only asks).
@@ -302,37 +350,39 @@ fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
             return Err(failed(path, &e));
         }
     }
-    let name = to
-        .file_name()
-        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = to.with_file_name(format!(".{name}.{}.flashkit-tmp", std::process::id()));
+    let dir = to.parent().unwrap_or(std::path::Path::new(""));
+    let (tmp, f) = loop {
+        let n = TEMPORARY.fetch_add(1, Ordering::Relaxed);
+        // Short, whatever the file's name: a name near the system's
+        // limit still has room beside it.
+        let tmp = dir.join(format!(".flashkit-{}-{n}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1 << 20 => continue,
+            // A folder that takes no new file may still hold a file to
+            // write over.
+            Err(e) if meta.is_some() && e.kind() == io::ErrorKind::PermissionDenied => {
+                return in_place(path, bytes)
+            }
+            Err(e) => return Err(failed(path, &e)),
+        }
+    };
     let staged = Staged {
         path: path.to_string(),
-        tmp: Some(tmp.clone()),
+        tmp: Some(tmp),
         to,
     };
-    // One left by a killed process that had this one's number.
-    let _ = std::fs::remove_file(&tmp);
-    let f = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-    {
-        Ok(f) => f,
-        // A folder that takes no new file may still hold a file to
-        // write over: written in place, as no rename can be.
-        Err(e) if meta.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
-            let mut s = Sink::create(path)?;
-            s.write(bytes).inspect_err(|_| {
-                let _ = std::fs::remove_file(path);
-            })?;
-            let mut staged = staged;
-            staged.tmp = None;
-            return Ok(staged);
+    if let (Some(m), Ok(t)) = (&meta, f.metadata()) {
+        if (m.uid(), m.gid()) != (t.uid(), t.gid()) {
+            // Another's file keeps its owner (and a folder that lets only
+            // a file's owner replace it, /tmp's, is no obstacle).
+            drop(staged);
+            return in_place(path, bytes);
         }
-        Err(e) => return Err(failed(path, &e)),
-    };
-    if let Some(m) = &meta {
         // The file replaced keeps its permissions.
         let _ = f.set_permissions(m.permissions());
     }

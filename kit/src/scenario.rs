@@ -2390,11 +2390,7 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         platform(x.platform, x.nodes, s).map_err(protocol)?;
     }
     if let Some(x) = &s.suite {
-        // The benchmark's least nodes first, so a sweep's plan finds them.
-        let least = protocols::am::suite::least_nodes(x.benchmark.as_deref());
-        protocols::am::suite::check_nodes(&platform_config(x.platform, x.nodes, s), least)
-            .map_err(protocol)?;
-        platform(x.platform, x.nodes, s).map_err(protocol)?;
+        // The benchmark first: its least nodes are the range said next.
         if let Some(b) = &x.benchmark {
             let known = protocols::am::suite::BENCHMARKS;
             let interrupt = b == "interrupt" && x.platform == PlatformKind::Cm5Cmaml;
@@ -2407,6 +2403,11 @@ fn check(src: &Source<'_>, s: &Scenario) -> Result<(), ScenarioError> {
                 return Err(out(&magic::OutOfRange::new("benchmark", allowed, b)));
             }
         }
+        // The benchmark's least nodes first, so a sweep's plan finds them.
+        let least = protocols::am::suite::least_nodes(x.benchmark.as_deref());
+        protocols::am::suite::check_nodes(&platform_config(x.platform, x.nodes, s), least)
+            .map_err(protocol)?;
+        platform(x.platform, x.nodes, s).map_err(protocol)?;
     }
     Ok(())
 }

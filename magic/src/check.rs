@@ -1708,7 +1708,7 @@ pub struct Checker<S> {
 }
 
 /// The most items a list of symmetric nodes is read to (repeats count).
-const MOST_SYMMETRIC_ITEMS: usize = 1 << 20;
+const MOST_SYMMETRIC_ITEMS: usize = 1 << 16;
 
 impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// A check of the machines `build` makes (each one the same, ready to
@@ -1767,15 +1767,10 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
         // Distinct nodes, read no further than one past what a search
         // takes (the run refuses more): an endless list is not read for
         // ever.
-        let mut distinct = std::collections::BTreeSet::new();
         let mut items = nodes.into_iter();
-        for n in items.by_ref().take(MOST_SYMMETRIC_ITEMS) {
-            distinct.insert(n);
-            if distinct.len() > MOST_SYMMETRIC {
-                break;
-            }
-        }
-        self.symmetric_endless = distinct.len() <= MOST_SYMMETRIC && items.next().is_some();
+        let distinct: std::collections::BTreeSet<u32> =
+            items.by_ref().take(MOST_SYMMETRIC_ITEMS).collect();
+        self.symmetric_endless = items.next().is_some();
         self.symmetric = distinct.into_iter().collect();
         self.encode_renamed = Some(Box::new(encode));
         self
@@ -1785,18 +1780,28 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// ([`explore_restoring`]); bounds out of their ranges are refused,
     /// naming the field.
     pub fn run(&self, bounds: Bounds) -> Result<Report, crate::OutOfRange> {
-        let allowed = || {
-            format!(
-                "at most {MOST_SYMMETRIC} nodes (their renamings are all held), listed in at most {MOST_SYMMETRIC_ITEMS} items"
-            )
-        };
-        if self.symmetric.len() > MOST_SYMMETRIC {
-            let got = format!("more than {MOST_SYMMETRIC} nodes");
-            return Err(crate::OutOfRange::new("symmetric", allowed(), got));
-        }
-        if self.symmetric_endless {
-            let got = format!("more than {MOST_SYMMETRIC_ITEMS} items");
-            return Err(crate::OutOfRange::new("symmetric", allowed(), got));
+        // The plain search builds no renaming: only a search up to
+        // symmetry is held to the nodes it can rename.
+        if bounds.symmetry {
+            let allowed = || {
+                format!(
+                    "at most {MOST_SYMMETRIC} of the machine's nodes (their renamings are all held), listed in at most {MOST_SYMMETRIC_ITEMS} items"
+                )
+            };
+            if self.symmetric_endless {
+                let got = format!("more than {MOST_SYMMETRIC_ITEMS} items");
+                return Err(crate::OutOfRange::new("symmetric", allowed(), got));
+            }
+            // Nodes past the machine's are no nodes of it (a machine that
+            // does not build is the search's to report).
+            if self.symmetric.len() > MOST_SYMMETRIC {
+                if let Ok(m) = (self.build)() {
+                    let ours = self.symmetric.iter().filter(|&&n| n < m.nodes()).count();
+                    if ours > MOST_SYMMETRIC {
+                        return Err(crate::OutOfRange::new("symmetric", allowed(), ours));
+                    }
+                }
+            }
         }
         explore_restoring(self, bounds)
     }

@@ -1978,3 +1978,61 @@ fn pipeline_output_is_the_same_on_every_run_unless_timed() {
         }
     }
 }
+
+/// A whole-file output renamed into place keeps what a path means: a
+/// link to a file is followed (a dangling one too, making its file),
+/// `/dev/stdout` is written in place when standard output is a file (the
+/// rest of the output after it), and a name near the system's limit has
+/// room beside it for the temporary one.
+#[test]
+fn an_output_renamed_into_place_is_the_file_its_path_names() {
+    let dir = scratch("renamed");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Standard output appending to a file (`>>`), the trace through
+    // /dev/stdout: the trace, then the table, where a rename put the
+    // trace in the file's place and the table into the removed file.
+    let out = dir.join("out.txt");
+    let append = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&out)
+        .unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+        .args(["transfer", "--trace", "/dev/stdout"])
+        .stdout(append)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let (trace, table) = (text.find("traceEvents"), text.find("handler occupancy"));
+    assert!(
+        trace.is_some() && table.is_some() && trace < table,
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    // A dangling link makes the file it names.
+    let link = dir.join("link.svg");
+    std::os::unix::fs::symlink("made.svg", &link).unwrap();
+    let (code, _, err) = flashkit(&["plot", "chunk", "--out", link.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(dir.join("made.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+    // A long name.
+    let long = dir.join(format!("{}.svg", "a".repeat(240)));
+    let (code, _, err) = flashkit(&["plot", "chunk", "--out", long.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&long).unwrap().starts_with("<svg"));
+    // No temporary file is left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("flashkit-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -444,6 +444,12 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[network.cm5]\nbudget = 264000000000001\n[transfer]\n",
             "s.toml:2: network.cm5.budget: must be from 1 to 264000000000000 ticks (10 000 s), got 264000000000001",
         ),
+        // A benchmark that does not exist is named before the nodes its
+        // least would have said.
+        (
+            "[suite]\nplatform = \"cm5\"\nnodes = 100000\nbenchmark = \"foo\"\n",
+            "s.toml:4: benchmark: must be one of one-to-one, one-to-two, two-to-one, round-trip, ring, poll, traverse, array-transfer, two-to-one-segments, swap, bandwidth, operations, got foo",
+        ),
     ] {
         let (code, err) = run_text("s.toml", text);
         assert_eq!(code, 2, "{text}: {err}");

@@ -558,17 +558,29 @@ fn a_check_refuses_more_symmetric_nodes_than_it_can_rename() {
     use magic::check::{Bounds, Checker, MOST_SYMMETRIC};
     let build = || Ok(machine(16));
     let most = MOST_SYMMETRIC as u32;
-    for nodes in [most + 1, 16, u32::MAX] {
+    for nodes in [most + 1, 16, 1 << 16, u32::MAX] {
         let check = Checker::new(build).symmetric(0..nodes, |_, _, _| {});
         let e = check.run(Bounds::default()).unwrap_err();
         assert_eq!(e.field, "symmetric", "{e}");
-        assert!(e.to_string().contains("at most 8 nodes"), "{e}");
+        assert!(
+            e.to_string().contains("at most 8 of the machine's nodes"),
+            "{e}"
+        );
+        // The plain search renames nothing, and takes them.
+        let plain = Bounds {
+            symmetry: false,
+            ..Bounds::default()
+        };
+        assert!(!check.run(plain).unwrap().symmetry);
     }
     let endless = Checker::new(build).symmetric(std::iter::repeat(1).chain(0..), |_, _, _| {});
     assert_eq!(
         endless.run(Bounds::default()).unwrap_err().field,
         "symmetric"
     );
+    // Nodes past the machine's are no nodes of it: two of them are left.
+    let past = Checker::new(|| Ok(machine(2))).symmetric(0..64, |_, _, _| {});
+    assert!(past.run(Bounds::default()).unwrap().symmetry);
     // Repeats count once.
     let twice = Checker::new(|| Ok(machine(2))).symmetric([0, 1, 0, 1], |_, _, _| {});
     assert!(twice.run(Bounds::default()).unwrap().symmetry);
