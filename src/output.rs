@@ -210,7 +210,7 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
     }
     // `a.svg/` names a folder whatever is there (the system refuses to
     // write it as a file, after the run).
-    if path.ends_with(std::path::MAIN_SEPARATOR) || path.ends_with('/') {
+    if path.ends_with('/') {
         return Err(Failure::Usage(format!(
             "{flag} {path} ends in a slash, so it names a folder, not a file to write"
         )));
@@ -277,10 +277,10 @@ pub fn write_files(files: &[(String, &[u8])]) -> Result<(), Failure> {
 /// A file written under a temporary name in its folder, waiting to be
 /// renamed into its place (removed if dropped first); or one written in
 /// place already.
-pub struct Staged {
+struct Staged {
     path: String,
-    tmp: Option<std::path::PathBuf>,
-    to: std::path::PathBuf,
+    /// The temporary file and the place it is renamed to.
+    rename: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// Where a path's bytes go: a regular file (existing or not) at the end
@@ -327,8 +327,7 @@ fn in_place(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
     })?;
     Ok(Staged {
         path: path.to_string(),
-        tmp: None,
-        to: path.into(),
+        rename: None,
     })
 }
 
@@ -373,8 +372,7 @@ fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
     };
     let staged = Staged {
         path: path.to_string(),
-        tmp: Some(tmp),
-        to,
+        rename: Some((tmp, to)),
     };
     if let (Some(m), Ok(t)) = (&meta, f.metadata()) {
         if (m.uid(), m.gid()) != (t.uid(), t.gid()) {
@@ -392,10 +390,10 @@ fn stage(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
 
 impl Staged {
     /// Rename the staged file into its place.
-    pub fn commit(mut self) -> Result<(), Failure> {
-        match self.tmp.take() {
+    fn commit(mut self) -> Result<(), Failure> {
+        match self.rename.take() {
             None => Ok(()),
-            Some(tmp) => std::fs::rename(&tmp, &self.to).map_err(|e| {
+            Some((tmp, to)) => std::fs::rename(&tmp, to).map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);
                 failed(&self.path, &e)
             }),
@@ -405,7 +403,7 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if let Some(tmp) = self.tmp.take() {
+        if let Some((tmp, _)) = self.rename.take() {
             let _ = std::fs::remove_file(tmp);
         }
     }

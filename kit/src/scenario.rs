@@ -3465,9 +3465,8 @@ fn suite_run(c: &protocols::am::suite::SuiteConfig) -> Result<Report, RunError> 
     // Past the machine's most, the range said starts at the benchmark's
     // least (the machine's own least is below it); below the benchmark's
     // least, the benchmark names itself.
-    let least = suite::least_nodes(c.benchmark.as_deref());
     if c.platform.nodes() > c.platform.machine().max_nodes() {
-        suite::check_nodes(&c.platform, least)?;
+        suite::check_nodes(&c.platform, suite::least_nodes(c.benchmark.as_deref()))?;
     }
     let r = suite::run(c)?;
     ok(serde_json::to_value(&r)?, r.to_string())

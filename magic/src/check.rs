@@ -1494,11 +1494,13 @@ fn renamings<M: Model>(model: &M, bounds: Bounds, m: &Magic<M::Node>) -> Symmetr
     among.retain(|&n| n < m.nodes());
     among.sort_unstable();
     among.dedup();
+    if among.len() < 2 {
+        return Symmetry::default();
+    }
     // More than a search can hold the renamings of: the plain search,
     // which the report says ran (a `Checker` refuses them up front).
-    let perms = match Renaming::permuting(m.nodes(), &among) {
-        Some(p) if among.len() >= 2 => p,
-        _ => return Symmetry::default(),
+    let Some(perms) = Renaming::permuting(m.nodes(), &among) else {
+        return Symmetry::default();
     };
     Symmetry { among, perms }
 }

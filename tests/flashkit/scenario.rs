@@ -1100,29 +1100,26 @@ fn a_killed_sweep_keeps_its_finished_rows_and_resume_completes_it() {
         err.contains(&format!("shard 1/2 stopped after point {}", 2 * n - 1)),
         "{err}"
     );
+    // The part left as `left`, resumed: the fresh run's, byte for byte.
+    let resumed_from = |left: &[u8]| {
+        std::fs::write(&k, left).unwrap();
+        let out = slow_shard(&k, true).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    };
     // A torn last line, as a kill in mid-write leaves; --resume drops it
-    // and runs the rest: the part is the fresh run's, byte for byte.
+    // and runs the rest.
     let mut torn = kept.clone();
     torn.extend_from_slice(b"41,16,200,16");
-    std::fs::write(&k, &torn).unwrap();
-    let out = slow_shard(&k, true).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    resumed_from(&torn);
     // Cut short in its mark, the first line (a kill as the task began):
     // nothing was written, and --resume starts afresh.
     let mark_len = fresh.iter().position(|&b| b == b'\n').unwrap();
-    std::fs::write(&k, &fresh[..mark_len / 2]).unwrap();
-    let out = slow_shard(&k, true).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(std::fs::read(&k).unwrap(), fresh);
+    resumed_from(&fresh[..mark_len / 2]);
     // Resuming a complete part runs nothing and changes nothing.
     let t0 = std::time::Instant::now();
     assert!(slow_shard(&k, true).status().unwrap().success());
