@@ -140,6 +140,10 @@ fn digest(text: &str, vary: &[String]) -> String {
     format!("{:x}", h.finalize())
 }
 
+/// A part that went through a tool that ends lines in CR LF: a sweep
+/// writes LF only, and a resumed part is cut at its lines' lengths.
+const CRLF: &str = "its lines end in CR LF, not as a sweep writes them: convert them back (dos2unix) or run its shard again";
+
 /// What a part's first line says.
 #[derive(Clone, PartialEq, Eq)]
 struct Mark {
@@ -193,8 +197,10 @@ impl Mark {
         // No sweep has more points, or more shards, than MAX_POINTS: a
         // mark that says so was not written by one (and would have merge
         // make room for them all).
-        let sane = m.points <= MAX_POINTS && m.of <= MAX_POINTS;
-        (seen == 4 && sane && m.of > 0 && m.shard < m.of && !m.digest.is_empty()).then_some(m)
+        // Every sweep has a point, and its digest is a SHA-256 in hex.
+        let sane = (1..=MAX_POINTS).contains(&m.points) && m.of <= MAX_POINTS;
+        let digest = m.digest.len() == 64 && m.digest.bytes().all(|b| b.is_ascii_hexdigit());
+        (seen == 4 && sane && digest && m.of > 0 && m.shard < m.of).then_some(m)
     }
 }
 
@@ -362,6 +368,10 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         .map_err(|e| usage(e.to_string()))?;
     if text.is_empty() {
         return Ok(None);
+    }
+    // Its lengths are counted in LF-ended lines, as a sweep writes them.
+    if text.contains('\r') {
+        return Err(usage(CRLF.into()));
     }
     let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
     // Cut short in its first line, the mark (a task killed as it began):
@@ -716,6 +726,9 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
                 "{path}: empty, not a sweep part (a part begins with `{MARK}...`): run its shard again, or leave it out"
             ));
         }
+        if text.contains('\r') {
+            return Err(format!("{path}: {CRLF}"));
+        }
         if !text.ends_with('\n') {
             return Err(format!(
                 "{path}: its last line is cut short (a task killed while writing?): run its shard again with --resume"
@@ -725,7 +738,7 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
         let first = lines.next().unwrap_or_default();
         let mark = Mark::parse(first).ok_or_else(|| match first.starts_with(MARK) {
             true => format!(
-                "{path}: its first line is not one a sweep writes (`{MARK}digest=... points=N shard=i/n format=...`, N and n at most {MAX_POINTS}, i below n)"
+                "{path}: its first line is not one a sweep writes (`{MARK}digest=... points=N shard=i/n format=...`, the digest 64 hex digits, N from 1 and n at most {MAX_POINTS}, i below n)"
             ),
             false => format!(
                 "{path}: not a sweep part (its first line is not `{MARK}...`; write parts with sweep --out)"

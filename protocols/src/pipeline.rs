@@ -129,7 +129,8 @@ pub enum Pattern {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
-    /// Nodes in the machine (2 to 256).
+    /// Nodes in the machine (2 to FLASH's 4096,
+    /// [`Machines::max_nodes`](crate::am::Machines::max_nodes)).
     pub nodes: u32,
     /// Messages each node sends.
     pub msgs: u32,

@@ -859,10 +859,19 @@ fn a_doctored_part_is_refused_at_once() {
         ("points=24 ", "points=18446744073709551615 "),
         ("points=24 ", "points=4000000000 "),
         ("shard=0/2 ", "shard=0/18446744073709551615 "),
+        // No sweep is of no points, and its digest is a SHA-256.
+        ("points=24 ", "points=0 "),
     ] {
         assert!(mark.contains(from), "{mark}");
         refuse(format!("{}\n{rest}", mark.replace(from, to)), not_a_mark);
     }
+    let digest = &mark[..mark.find(" points").unwrap()];
+    let short = mark.replacen(digest, "# flashkit-sweep digest=x", 1);
+    refuse(format!("{short}\n{rest}"), not_a_mark);
+    // Through a tool that ends lines in CR LF: refused, by a merge and by
+    // a resume alike (which would cut it at its lines' LF-counted lengths).
+    let crlf = "its lines end in CR LF";
+    refuse(keep.replace('\n', "\r\n"), crlf);
     refuse(
         format!("{mark}\n{rows}"),
         "its second line is not a sweep's CSV header",
@@ -884,27 +893,31 @@ fn a_doctored_part_is_refused_at_once() {
             "row 1 holds a cell that is not a figure",
         );
     }
-    // --resume keeps no such row.
-    std::fs::write(&all[0], format!("{mark}\n{header}\n{short}")).unwrap();
-    let (code, _, err) = flashkit(&[
-        "sweep",
-        "examples/transfer.toml",
-        "--vary",
-        "transfer.chunk=1,2,3,4,5,6,7,8",
-        "--vary",
-        "transfer.sender=uncached,clean,dirty",
-        "--shard",
-        "0/2",
-        "--quiet",
-        "--out",
-        &all[0],
-        "--resume",
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("row 1 has 5 cells") && err.lines().count() == 1,
-        "{err}"
-    );
+    // --resume keeps no such row, and no part in CR LF lines (left as it is).
+    let resume = |text: String, says: &str| {
+        std::fs::write(&all[0], &text).unwrap();
+        let (code, _, err) = flashkit(&[
+            "sweep",
+            "examples/transfer.toml",
+            "--vary",
+            "transfer.chunk=1,2,3,4,5,6,7,8",
+            "--vary",
+            "transfer.sender=uncached,clean,dirty",
+            "--shard",
+            "0/2",
+            "--quiet",
+            "--out",
+            &all[0],
+            "--resume",
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+        assert_eq!(std::fs::read_to_string(&all[0]).unwrap(), text);
+    };
+    resume(format!("{mark}\n{header}\n{short}"), "row 1 has 5 cells");
+    let begun: Vec<&str> = keep.lines().take(3).collect();
+    resume(format!("{}\r\n", begun.join("\r\n")), crlf);
+    resume(keep.replace('\n', "\r\n"), crlf);
     let (code, _, err) = flashkit(&[
         "sweep",
         "examples/transfer.toml",
