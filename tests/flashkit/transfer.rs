@@ -69,6 +69,36 @@ fn transfer_occupancy_grid() {
 /// parts of lines, the send buffer in memory or dirty at node 2: the right
 /// bytes arrive, the caches agree, nothing is dropped.
 #[test]
+fn components_waiting_for_a_buffer_hold_none() {
+    // Many sends split the lines into parts, each merged with a second
+    // buffer, while the lines wait for node 2's copies: components that
+    // kept their buffers while they waited held all sixteen (a livelock).
+    use protocols::transfer::{run_with_machine, Mode};
+    for (bytes, sends, receiver, handler) in [
+        (2048, 48, ReceiverState::CleanRemote, Version::Chunked(4)),
+        (4096, 33, ReceiverState::CleanRemote, Version::Chunked(4)),
+        (1536, 60, ReceiverState::CleanRemote, Version::Chunked(4)),
+        (4096, 33, ReceiverState::DirtyRemote, Version::Optimized),
+    ] {
+        let c = Config {
+            bytes,
+            sends,
+            receiver,
+            handler,
+            mode: Mode::Global,
+            ..Config::default()
+        };
+        let r = run_with_machine(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let o = &r.outcome;
+        assert!(o.data_ok && o.incoherent.is_none(), "{c:?}: {:?}", o.stale);
+        let retried: u64 = (0..r.machine.nodes())
+            .map(|n| r.machine.state(magic::NodeId(n)).unwrap().stats.retries)
+            .sum();
+        assert!(retried > 0, "{c:?}: no component waited");
+    }
+}
+
+#[test]
 fn global_coherence_reaches_remote_homes_sharers_and_owners() {
     use protocols::transfer::{run_with_machine, Mode, Placement};
     for placement in [Placement::Home, Placement::Third] {

@@ -350,12 +350,13 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
         }
         Err(modes::ModeError::Busy { .. }) => {
             // No buffer for merging a part of a line, or the processor's
-            // copy is in flux: try again from the software queue.
+            // copy is in flux: try again from the software queue, the
+            // bytes in the receive's record and the buffer back in the pool.
             cx.state().stats.retries += 1;
-            cx.state().retry.push((*m, b));
-            if cx.state().retry.len() == 1 {
-                queue(cx, XferMsg::Retry);
-            }
+            c.home_record.charge(cx, addr::RECV, addr::RECV);
+            let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
+            let _ = cx.free_buffer(b);
+            wait_for_buffer(cx, *m, bytes);
             return;
         }
         Err(modes::ModeError::NeedsRemote(_)) => {
@@ -414,8 +415,27 @@ fn retry(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Retry) {
     let t = costs(cx).recv_retry;
     t.charge(cx, addr::RECV, addr::RECV);
     let waiting = std::mem::take(&mut cx.state().retry);
-    for (m, b) in waiting {
+    for (m, bytes) in waiting {
+        // Back from the receive's record into a data buffer.
+        let Some(b) = cx.alloc_buffer() else {
+            wait_for_buffer(cx, m, bytes);
+            continue;
+        };
+        costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
+        if let Some(x) = cx.buffer_mut(b) {
+            *x = bytes;
+        }
         store(cx, &m, b);
+    }
+}
+
+/// Hold component `m` (its bytes in the receive's record) until the
+/// software queue brings it back.
+fn wait_for_buffer(cx: &mut C<'_>, m: Msg, bytes: [u8; LINE_BYTES]) {
+    let s = cx.state();
+    s.retry.push((m, bytes));
+    if s.retry.len() == 1 {
+        queue(cx, XferMsg::Retry);
     }
 }
 

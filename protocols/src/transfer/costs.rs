@@ -253,11 +253,16 @@ magic::cost_sheet! {
              The line's coherence work is then the coherence protocol's own \
              (its directory check and issues), and the memory access and \
              the reply are the receiver's recv_write and send_component.");
-        /// Home: a waiting deposit's line to its record in MAGIC's memory, or back.
+        /// Home: a waiting deposit's line to its record in MAGIC's memory,
+        /// or back; and so at a receiver for a component that waits for a
+        /// second buffer (to merge a part of a line).
         home_record: Task = Task::new(2, 3, 0, 0), Source::Derived(
             "the receiver's recv_write: one memory access issued on a data \
              buffer. A home keeps no data buffer while a request waits for \
-             other nodes' answers, which need buffers themselves.");
+             other nodes' answers, which need buffers themselves, nor a \
+             receiver while a component waits for a buffer: components \
+             holding every buffer while each waits for one more would wait \
+             for ever.");
         /// Receiver: send a component on to its line's home.
         deposit_issue: Task = Task::new(2, 4, 0, 0), Source::Choice(
             "re-address the component's header to the line's home and hand \

@@ -433,8 +433,12 @@ pub struct XferNode {
     pub pages: PageTable,
     /// Components that met a stale page, waiting for its translation.
     pub parked: Vec<(Msg, BufId)>,
-    /// Components waiting for a data buffer to be stored.
-    pub retry: Vec<(Msg, BufId)>,
+    /// Components waiting for a data buffer to be stored, their bytes
+    /// (where they go in the line) in the receive's record in MAGIC's
+    /// memory: a waiting component keeps no data buffer, since
+    /// components holding every buffer while they wait for one more
+    /// would wait for ever.
+    pub retry: Vec<(Msg, [u8; LINE_BYTES])>,
     /// Software-queue messages that found the queue full, in order.
     pub deferred: VecDeque<Msg>,
     /// Pages MAGIC has asked the OS about and not yet heard of.
