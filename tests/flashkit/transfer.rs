@@ -99,6 +99,38 @@ fn components_waiting_for_a_buffer_hold_none() {
 }
 
 #[test]
+fn lines_served_after_a_remote_copy_land_when_written() {
+    // The receiver serves a line cached at node 2 once node 2 has answered,
+    // and its bytes land when the memory write is done: the landing rate
+    // is no faster than the link that carried every line (it was the pace
+    // of the notices that counted them in, 3.8 cycles a line), and the
+    // receive is not told before its last line is in memory.
+    use protocols::transfer::Mode;
+    for receiver in [ReceiverState::CleanRemote, ReceiverState::DirtyRemote] {
+        for bytes in [4096, 65536] {
+            let c = Config {
+                bytes,
+                receiver,
+                mode: Mode::Global,
+                ..Config::default()
+            };
+            let o = run(&c).unwrap();
+            let rate = o.per_line.unwrap();
+            assert!(
+                rate >= o.network_per_line,
+                "{c:?}: {rate} a line, the link {}",
+                o.network_per_line
+            );
+            let landed = o.stages.landing.unwrap();
+            assert!(
+                landed as f64 >= (o.lines - 1) as f64 * o.network_per_line,
+                "{c:?}: {landed}"
+            );
+        }
+    }
+}
+
+#[test]
 fn global_coherence_reaches_remote_homes_sharers_and_owners() {
     use protocols::transfer::{run_with_machine, Mode, Placement};
     for placement in [Placement::Home, Placement::Third] {

@@ -161,8 +161,13 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
                 Ok(t) => {
                     let _ = cx.free_buffer_after(b, t);
                     if from == cx.node() {
-                        // This node's own receive: no network message to
-                        // itself, a continuation on its software queue.
+                        // This node's own receive: its bytes land when the
+                        // write is done (not when the continuation below
+                        // counts them in: after a wait, a burst of those
+                        // runs faster than any line can be written).
+                        super::conn::landed(cx, id, t.ready);
+                        // No network message to itself, a continuation on
+                        // its software queue.
                         queue(cx, XferMsg::Deposited { id });
                         return;
                     }
