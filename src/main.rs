@@ -1119,12 +1119,14 @@ fn report(
 }
 
 fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failure> {
-    let text = output::read_input(path)?;
+    let read = output::read_input(path)?;
+    // A byte-order mark (some editors write one) is no part of the text.
+    let text = read.strip_prefix('\u{feff}').unwrap_or(&read);
     // A saved result is JSON (a scenario, TOML, never opens with a brace).
     if path.ends_with(".json") || text.trim_start().starts_with('{') {
-        return rerun(path, &text, trace, format);
+        return rerun(path, text, trace, format);
     }
-    let src = scenario::Source { path, text: &text };
+    let src = scenario::Source { path, text };
     let t = scenario::table(&src).map_err(|e| Failure::Usage(e.to_string()))?;
     let s = scenario::parse(&src, t).map_err(|e| Failure::Usage(e.to_string()))?;
     // What the run refuses is the file's, in its keys' words: a field at

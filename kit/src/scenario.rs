@@ -2085,6 +2085,21 @@ fn in_words(text: &str, e: &toml::de::Error) -> String {
         Some((head, _)) => format!("{head}expected a table"),
         None => msg,
     };
+    // A date or time reaches serde as a map of one private key: say what
+    // the author wrote.
+    let given = e.span().and_then(|sp| text.get(sp)).map(str::trim);
+    let msg = match given {
+        Some(v)
+            if msg.contains("invalid type: map") && v.parse::<toml::value::Datetime>().is_ok() =>
+        {
+            msg.replacen(
+                "invalid type: map",
+                &format!("invalid type: date or time `{v}`"),
+                1,
+            )
+        }
+        _ => msg,
+    };
     if msg != "wanted string or table" {
         return msg;
     }

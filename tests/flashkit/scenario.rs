@@ -160,6 +160,15 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[transfer]\nbytes = -inf\n",
             "s.toml:2: bytes: invalid type: floating point `-inf`, expected u64",
         ),
+        // TOML's dates and times, said as written (serde sees a map).
+        (
+            "[transfer]\nbytes = 1979-05-27\n",
+            "s.toml:2: bytes: invalid type: date or time `1979-05-27`, expected u64",
+        ),
+        (
+            "[transfer]\nbytes = 07:32:00\n",
+            "s.toml:2: bytes: invalid type: date or time `07:32:00`, expected u64",
+        ),
         // Values checked after parsing.
         (
             "[transfer]\nbytes = 0\n",
@@ -1803,7 +1812,12 @@ fn a_saved_result_runs_its_configuration_again() {
     // or by the content.
     let text = dir.join("saved.txt");
     std::fs::write(&text, &saved).unwrap();
-    for file in [&json, &text] {
+    // With a byte-order mark, as some editors save: the same.
+    let marked = dir.join("marked.json");
+    std::fs::write(&marked, format!("\u{feff}{saved}")).unwrap();
+    let marked_txt = dir.join("marked.result");
+    std::fs::write(&marked_txt, format!("\u{feff}{saved}")).unwrap();
+    for file in [&json, &text, &marked, &marked_txt] {
         assert_eq!(made(file, "json"), saved, "{}", file.display());
         for format in ["table", "csv"] {
             assert_eq!(made(file, format), made(&toml, format), "{format}");

@@ -576,17 +576,6 @@ fn deposited(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposited { id }: xfer_msg::Depo
     complete_if_done(cx, i);
 }
 
-/// Bytes of receive `id` are in this node's memory at `at` (a line served
-/// here as its home serves a deposit): the landing the per-line rate is
-/// measured by.
-pub(super) fn landed(cx: &mut C<'_>, id: u32, at: Cycles) {
-    let s = cx.state();
-    s.stats.marks.first_written.get_or_insert(at);
-    if let Some(r) = s.recvs.iter_mut().find(|r| r.id == id && r.deposits > 0) {
-        r.written = r.written.max(at);
-    }
-}
-
 // ---------------------------------------------------------------- global
 
 /// At a line's dirty owner: hand the line to its home, keeping a clean copy

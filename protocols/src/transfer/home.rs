@@ -165,7 +165,7 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
                         // write is done (not when the continuation below
                         // counts them in: after a wait, a burst of those
                         // runs faster than any line can be written).
-                        super::conn::landed(cx, id, t.ready);
+                        super::state::landed(cx, id, t.ready);
                         // No network message to itself, a continuation on
                         // its software queue.
                         queue(cx, XferMsg::Deposited { id });

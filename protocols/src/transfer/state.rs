@@ -667,6 +667,17 @@ pub(crate) fn step_again(cx: &mut C<'_>) {
     queue(cx, XferMsg::Step);
 }
 
+/// Bytes of receive `id` are in this node's memory at `at` (a line served
+/// here as its home serves a deposit): the landing the per-line rate is
+/// measured by.
+pub(crate) fn landed(cx: &mut C<'_>, id: u32, at: Cycles) {
+    let s = cx.state();
+    s.stats.marks.first_written.get_or_insert(at);
+    if let Some(r) = s.recvs.iter_mut().find(|r| r.id == id && r.deposits > 0) {
+        r.written = r.written.max(at);
+    }
+}
+
 /// Receive `i` is complete once its bytes are all in and its lines at a
 /// third-node home all acknowledged: schedule its cleanup.
 pub(crate) fn complete_if_done(cx: &mut C<'_>, i: usize) {
