@@ -943,7 +943,6 @@ fn logp_export(
         }
     }
     .map_err(|e| Failure::Failed(e.to_string()))?;
-    std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     let written: Vec<(String, &[u8])> = files
         .iter()
         .map(|file| {
@@ -951,6 +950,12 @@ fn logp_export(
             (path.display().to_string(), file.text.as_bytes())
         })
         .collect();
+    // Each file's place, before the folder is made or any file written (a
+    // folder of the file's name is no place for it).
+    for (path, _) in &written {
+        output::out_file("--out", path)?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     output::write_files(&written)?;
     let names: Vec<String> = written.into_iter().map(|(name, _)| name).collect();
     list_out("file", &names, format)

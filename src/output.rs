@@ -215,14 +215,44 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
             "{flag} {path} ends in a slash, so it names a folder, not a file to write"
         )));
     }
+    // A link that leads nowhere makes the file it names: that file's folder
+    // is the one that must be there.
+    let end = dangling_end(p);
+    let (p, via) = match &end {
+        Some(t) => (t.as_path(), format!(" (a link to {})", t.display())),
+        None => (p, String::new()),
+    };
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
     if let Some(d) = parent.filter(|d| !d.is_dir()) {
         return Err(Failure::Usage(match not_a_folder(d) {
-            Some(f) => format!("{flag} {path}: {} is a file, not a folder", f.display()),
-            None => format!("{flag} {path}: its folder does not exist"),
+            Some(f) => format!(
+                "{flag} {path}{via}: {} is a file, not a folder",
+                f.display()
+            ),
+            None => format!("{flag} {path}{via}: its folder does not exist"),
         }));
     }
     Ok(())
+}
+
+/// Where a link that leads nowhere ends (following links to links, as
+/// opening it to write does); `None` unless `p` is such a link.
+fn dangling_end(p: &std::path::Path) -> Option<std::path::PathBuf> {
+    if p.exists() {
+        return None;
+    }
+    let mut at = p.to_path_buf();
+    // As many links as the system follows before it gives up.
+    for _ in 0..40 {
+        let Ok(to) = std::fs::read_link(&at) else {
+            return (at != p).then_some(at);
+        };
+        at = match at.parent() {
+            Some(d) if to.is_relative() => d.join(to),
+            _ => to,
+        };
+    }
+    None
 }
 
 /// Refuse, before any work, a folder `flag` names to write files in that
@@ -230,6 +260,13 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
 /// made).
 pub fn out_dir(flag: &str, dir: &str) -> Result<(), Failure> {
     let p = std::path::Path::new(dir);
+    // No folder can be made where a link stands (its end is not made).
+    if let Some(t) = dangling_end(p) {
+        return Err(Failure::Usage(format!(
+            "{flag} {dir} is a link to {}, which does not exist: not a folder to write files in",
+            t.display()
+        )));
+    }
     if std::fs::metadata(p).is_ok_and(|m| !m.is_dir()) {
         return Err(Failure::Usage(format!(
             "{flag} {dir} is a file, not a folder to write files in"

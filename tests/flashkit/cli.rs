@@ -855,7 +855,44 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
     let slashed = format!("{}/", file.display());
     let new_slashed = format!("{}/", dir.join("new.csv").display());
     let through = format!("{}/sub", file.display());
-    let cases: [(&[&str], &str); 12] = [
+    // A link that leads nowhere: into a folder that does not exist (a
+    // file's place), or standing where an export's folder would be made;
+    // and a folder where an export's file goes.
+    let lost = dir.join("lost.svg");
+    std::os::unix::fs::symlink(dir.join("gone").join("x.svg"), &lost).unwrap();
+    let lost = lost.to_str().unwrap();
+    let nowhere = dir.join("nowhere");
+    std::os::unix::fs::symlink("no-such-target", &nowhere).unwrap();
+    let nowhere = nowhere.to_str().unwrap();
+    let taken = dir.join("taken");
+    std::fs::create_dir_all(taken.join("ring.goal")).unwrap();
+    let taken = taken.to_str().unwrap();
+    let export = |to: &'static str, out: &str| -> Vec<String> {
+        [
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "16",
+            "--export",
+            to,
+            "--out",
+            out,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let (lost_args, nowhere_args, taken_args) = (
+        ["plot", "chunk", "--out", lost],
+        export("loggopsim", nowhere),
+        export("loggopsim", taken),
+    );
+    let nowhere_args: Vec<&str> = nowhere_args.iter().map(|s| s.as_str()).collect();
+    let taken_args: Vec<&str> = taken_args.iter().map(|s| s.as_str()).collect();
+    let cases: [(&[&str], &str); 15] = [
+        (&lost_args, "--out"),
+        (&nowhere_args, "--out"),
+        (&taken_args, "--out"),
         (&["transfer", "--trace", d], "--trace"),
         (&["transfer", "--trace", missing], "--trace"),
         (&["run", "examples/transfer.toml", "--trace", d], "--trace"),
@@ -911,6 +948,9 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
     assert!(!dir.join("new.csv").exists());
+    // Nothing of the export was written beside the folder in its way.
+    let left: Vec<_> = std::fs::read_dir(dir.join("taken")).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
