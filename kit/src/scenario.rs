@@ -2176,15 +2176,44 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
         }
     };
     let [own, ..] = tables_of(s);
+    let under = |p: &str| {
+        key == p
+            || key
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('.'))
+    };
     // Keys of a sheet the experiment reads that none of its handlers
-    // charge: the transfer's commit is its own sheet's (`commit_*`), and
-    // a remap runs no fetch-and-add.
+    // charge: the transfer's commit is its own sheet's (`commit_*`), and a
+    // scenario's transfer has no page change, whose notice and walk these
+    // are; a fetch-and-add translates and copies nothing and no page
+    // changes under it; a remap's change is the OS's (its processor time
+    // is the context switch's and the interrupt's) and it copies no line
+    // in the OS, and it runs no fetch-and-add.
     let never: &[&str] = match own {
-        "transfer" | "study" => &["costs.command.commit"],
-        "remap" => &["costs.user.fop_apply"],
+        "transfer" | "study" => &[
+            "costs.command.commit",
+            "costs.command.os_notice",
+            "costs.transfer.walk",
+        ],
+        "fetch_op" => &[
+            "costs.user.line",
+            "costs.user.link",
+            "costs.user.tlb_lookup",
+            "costs.user.valid_check",
+            "costs.user.walk",
+            "costs.os.change",
+            "costs.os.copy_line",
+            "costs.os.interrupt",
+            "costs.command.os_notice",
+        ],
+        "remap" => &[
+            "costs.user.fop_apply",
+            "costs.os.change",
+            "costs.os.copy_line",
+        ],
         _ => &[],
     };
-    if never.contains(&key) {
+    if never.iter().any(|p| under(p)) {
         return false;
     }
     let more: &[&str] = match own {
@@ -2196,12 +2225,7 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
         "suite" => s.suite.as_ref().map_or(&[], |x| platform(x.platform)),
         _ => &[],
     };
-    std::iter::once(own).chain(more.iter().copied()).any(|p| {
-        key == p
-            || key
-                .strip_prefix(p)
-                .is_some_and(|rest| rest.starts_with('.'))
-    })
+    std::iter::once(own).chain(more.iter().copied()).any(under)
 }
 
 /// Why a pipeline's `[machine]` key other than the budget is refused (see

@@ -232,6 +232,29 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "[costs.user]\nfop_apply = 99\n[remap]\n",
             "s.toml:2: costs.user.fop_apply: [remap] does not read it here, so its value would change nothing: leave it out (or at its default)",
         ),
+        // Charged only where the experiment never goes: a page change under
+        // a transfer, a translation or the OS's change under a fetch-and-add,
+        // the OS's change and copy under a remap.
+        (
+            "[costs.transfer]\nwalk = 99\n[transfer]\n",
+            "s.toml:2: costs.transfer.walk: [transfer] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[costs.command]\nos_notice = 99\n[transfer]\n",
+            "s.toml:2: costs.command.os_notice: [transfer] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[fetch_op]\n[costs.user]\nlink = { cycles = 30, instrs = 17, loads = 0, stores = 0 }\n",
+            "s.toml:3: costs.user.link.cycles: [fetch_op] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[fetch_op]\n[costs.os]\ninterrupt = 99\n",
+            "s.toml:3: costs.os.interrupt: [fetch_op] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
+        (
+            "[costs.os]\nchange = 99\n[remap]\n",
+            "s.toml:2: costs.os.change: [remap] does not read it here, so its value would change nothing: leave it out (or at its default)",
+        ),
         // A list only where a scenario holds one: not a table's fields by
         // their order.
         (
@@ -247,8 +270,8 @@ fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
             "s.toml:2: costs.flush: a list, where a scenario holds one value or one table",
         ),
         (
-            "[costs.os]\nchange = 2000000\n[remap]\n",
-            "s.toml:2: costs.os.change: must be from 0 to 1000000, got 2000000",
+            "[costs.os]\ncontext_switch = 2000000\n[remap]\n",
+            "s.toml:2: costs.os.context_switch: must be from 0 to 1000000, got 2000000",
         ),
         // A table the experiment does not use is checked all the same.
         (
@@ -1592,19 +1615,19 @@ fn a_scenario_sets_the_operating_systems_costs() {
     assert!(slow > base, "{slow} vs {base}");
     let src = Source {
         path: "os.toml",
-        text: "[costs.os]\nchange = 2000000\n[remap]\n",
+        text: "[costs.os]\ncontext_switch = 2000000\n[remap]\n",
     };
     let e = scenario::parse(&src, scenario::table(&src).unwrap()).unwrap_err();
     assert_eq!(
         (e.line, e.key.as_deref()),
-        (Some(2), Some("costs.os.change")),
+        (Some(2), Some("costs.os.context_switch")),
         "{e}"
     );
     // A library caller that builds the scenario by hand is refused by the run.
     let mut s = scenario::Scenario::defaults(scenario::Experiment::Remap);
-    s.costs.os.change = flashkit::magic::Cycles(2_000_000);
+    s.costs.os.context_switch = flashkit::magic::Cycles(2_000_000);
     let e = scenario::run(&s).unwrap_err();
-    assert_eq!(e.field(), Some("costs.os.change"), "{e}");
+    assert_eq!(e.field(), Some("costs.os.context_switch"), "{e}");
 }
 
 /// A run that would go on past its cycle budget stops there: status 1, one
