@@ -152,11 +152,27 @@ where
             "values too large to draw: x from {x0:.3e} to {x1:.3e}, y from {y0:.3e} to {ymax:.3e}"
         ));
     }
+    // The title in one line across the image: smaller type for a long one.
+    let width = area.dim_in_pixel().0;
+    let text_width = |t: &str, size: u32| {
+        area.estimate_text_size(t, &TextStyle::from(("sans-serif", size).into_font()))
+            .map_or(0, |d| d.0)
+    };
+    let title_size = (10..=22)
+        .rev()
+        .find(|&s| text_width(&c.title, s) + 2 * 16 <= width)
+        .unwrap_or(10);
+    // Room beside the y axis for its widest label and its title.
+    let widest = [y0, y1, (y0 + y1) / 2.0]
+        .iter()
+        .map(|&v| text_width(&tick(v), 14))
+        .max()
+        .unwrap_or(0);
     let mut b = ChartBuilder::on(&area);
-    b.caption(&c.title, ("sans-serif", 22))
+    b.caption(&c.title, ("sans-serif", title_size))
         .margin(16)
         .x_label_area_size(48)
-        .y_label_area_size(64);
+        .y_label_area_size((widest + 36).max(64));
     macro_rules! body {
         ($chart:expr, $xl:expr) => {{
             let mut chart = $chart;
@@ -301,6 +317,16 @@ pub fn render(c: &Chart, path: &str) -> Result<Vec<u8>, String> {
 /// at most (ticks at 1.5 or 0.25 read as they are, not rounded into
 /// labels that repeat).
 fn tick(v: f64) -> String {
+    // Far from one, three significant digits and an exponent: a label of
+    // a few characters that says the value (plain digits would outgrow
+    // the axis, or round to 0).
+    let a = v.abs();
+    if a.is_finite() && (a >= 1e6 || (a > 0.0 && a < 1e-3)) {
+        let s = format!("{v:.2e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{e}");
+    }
     let r = (v * 1e6).round() / 1e6;
     if r == 0.0 {
         // Not "-0".
@@ -309,5 +335,28 @@ fn tick(v: f64) -> String {
         format!("{r}")
     } else {
         format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    #[test]
+    fn a_tick_says_its_value_in_a_few_characters() {
+        // Plain digits near one; far from it, an exponent (a label of 11
+        // digits was cut at the image's edge, and one of 1e-300 read 0).
+        for (v, says) in [
+            (0.0, "0"),
+            (12.5, "12.5"),
+            (-3.0, "-3"),
+            (999_999.0, "999999"),
+            (1.5e9, "1.5e9"),
+            (42_239_407_390.0, "4.22e10"),
+            (2e-300, "2e-300"),
+            (-1.25e-4, "-1.25e-4"),
+        ] {
+            assert_eq!(tick(v), says, "{v}");
+        }
     }
 }
