@@ -99,6 +99,27 @@ fn components_waiting_for_a_buffer_hold_none() {
 }
 
 #[test]
+fn an_incoherent_line_is_said_in_words() {
+    // Without coherence a dirty send line goes out stale, and the
+    // receiver's clean copy, listed by the directory, keeps the old bytes:
+    // the states agree, the bytes do not, and the report says which.
+    use protocols::transfer::Mode;
+    let c = Config {
+        mode: Mode::None,
+        sender: SenderState::Dirty,
+        receiver: ReceiverState::Clean,
+        ..Config::default()
+    };
+    let o = run(&c).unwrap();
+    let why = o.incoherent.unwrap();
+    assert!(
+        why.ends_with("node 1's clean copy, which the directory lists, differs from memory"),
+        "{why}"
+    );
+    assert!(!why.contains('(') && !why.contains("NodeId"), "{why}");
+}
+
+#[test]
 fn lines_served_after_a_remote_copy_land_when_written() {
     // The receiver serves a line cached at node 2 once node 2 has answered,
     // and its bytes land when the memory write is done: the landing rate

@@ -1983,18 +1983,37 @@ fn check_coherent<S: WithTransfer>(m: &Magic<S>, lines: &[PAddr]) -> Option<Stri
             (0..m.nodes()).filter_map(|n| Some((NodeId(n), m.pcache(NodeId(n)).ok()?)))
         {
             let st = cache.state(line);
-            let ok = match (&e.state(home), st) {
+            let dir = e.state(home);
+            let ok = match (&dir, st) {
                 (_, LineState::Uncached) => true,
                 (DirState::Exclusive(o), LineState::Dirty) => *o == n,
-                (DirState::Shared(s), LineState::Clean) => {
-                    s.contains(n) && cache.bytes(line).is_some_and(|b| *b == mem)
+                (DirState::Shared(s), LineState::Clean) if s.contains(n) => {
+                    if cache.bytes(line).is_some_and(|b| *b == mem) {
+                        true
+                    } else {
+                        // States that agree, over bytes that do not.
+                        return Some(format!(
+                            "{line}: node {n}'s clean copy, which the directory lists, differs from memory"
+                        ));
+                    }
                 }
                 _ => false,
             };
             if !ok {
+                let says = match &dir {
+                    DirState::Uncached => "no copy".to_string(),
+                    DirState::Shared(s) => {
+                        let nodes: Vec<String> = s.iter().map(|x| x.0.to_string()).collect();
+                        format!("clean copies at node(s) {}", nodes.join(", "))
+                    }
+                    DirState::Exclusive(o) => format!("a dirty copy at node {o}"),
+                };
+                let holds = match st {
+                    LineState::Dirty => "a dirty copy",
+                    _ => "a clean copy",
+                };
                 return Some(format!(
-                    "{line}: node {n}'s cache holds it {st:?}, the directory says {:?}",
-                    e.state(home)
+                    "{line}: node {n}'s cache holds {holds}, the directory lists {says}"
                 ));
             }
         }
