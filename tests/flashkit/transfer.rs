@@ -99,6 +99,25 @@ fn components_waiting_for_a_buffer_hold_none() {
 }
 
 #[test]
+fn a_page_change_past_the_budget_is_refused() {
+    use protocols::transfer::{PageChange, Side};
+    let change = |after: u64| Config {
+        change: Some(PageChange {
+            side: Side::Receive,
+            page: 0,
+            after: magic::Cycles(after),
+        }),
+        ..Config::default()
+    };
+    assert!(change(200).validate().is_ok());
+    let e = change(u64::MAX).validate().unwrap_err();
+    assert_eq!(e.field(), "after", "{e}");
+    let budget = Config::default().params.budget.0;
+    assert!(change(budget).validate().is_ok());
+    assert_eq!(change(budget + 1).validate().unwrap_err().field(), "after");
+}
+
+#[test]
 fn an_incoherent_line_is_said_in_words() {
     // Without coherence a dirty send line goes out stale, and the
     // receiver's clean copy, listed by the directory, keeps the old bytes:

@@ -351,6 +351,13 @@ impl Config {
             if ch.page >= (off + len).div_ceil(PAGE_BYTES) {
                 return Err(change(format!("the buffer has no page {}", ch.page)));
             }
+            // A change no run reaches is no change (the run would end at its
+            // budget, or past the end of time, before it).
+            let budget = self.params.budget;
+            if ch.after > budget {
+                let allowed = format!("at most the run's cycle budget, {}", budget.0);
+                return Err(OutOfRange::new("after", allowed, ch.after.0).into());
+            }
         }
         let need = self.memory_needed();
         if self.params.mem_bytes < need {
