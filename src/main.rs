@@ -953,7 +953,11 @@ fn logp_export(
     // Each file's place, before the folder is made or any file written (a
     // folder of the file's name is no place for it).
     for (path, _) in &written {
-        output::out_file("--out", path)?;
+        if std::path::Path::new(path).is_dir() {
+            return Err(Failure::Usage(format!(
+                "--out {dir}: {path} is a folder, not a file to write"
+            )));
+        }
     }
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     output::write_files(&written)?;

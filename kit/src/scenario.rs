@@ -2186,9 +2186,9 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
     // charge: the transfer's commit is its own sheet's (`commit_*`), and a
     // scenario's transfer has no page change, whose notice and walk these
     // are; a fetch-and-add translates and copies nothing and no page
-    // changes under it; a remap's change is the OS's (its processor time
-    // is the context switch's and the interrupt's) and it copies no line
-    // in the OS, and it runs no fetch-and-add.
+    // changes under it; a remap runs no fetch-and-add, and the OS charges
+    // its page-table edit and line copies only to a program held up
+    // behind a second change, which no scenario holds.
     let never: &[&str] = match own {
         "transfer" | "study" => &[
             "costs.command.commit",
