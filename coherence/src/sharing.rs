@@ -196,14 +196,22 @@ impl<'de> Deserialize<'de> for SharingRun {
         let w = Wire::deserialize(d)?;
         let read = || -> Result<SharingRun, String> {
             let s = w.config.sharing;
-            if (w.readers, w.evicting) != (s.readers, s.evicting)
-                || w.directory != w.config.coherence.format.name()
-                || w.nodes != s.readers.saturating_add(2)
-            {
-                return Err(
-                    "readers, evicting, directory or nodes disagree with the result's config"
-                        .into(),
-                );
+            let want = w.config.coherence.format.name();
+            // The first figure its configuration does not give, named.
+            let off = [
+                ("readers", w.readers != s.readers, s.readers.to_string()),
+                ("evicting", w.evicting != s.evicting, s.evicting.to_string()),
+                ("directory", w.directory != want, want.to_string()),
+                (
+                    "nodes",
+                    w.nodes != s.readers.saturating_add(2),
+                    s.readers.saturating_add(2).to_string(),
+                ),
+            ];
+            if let Some((key, _, given)) = off.into_iter().find(|x| x.1) {
+                return Err(format!(
+                    "{key} disagrees with the result's config, which gives {given}"
+                ));
             }
             let r = SharingRun {
                 version: w.version,
