@@ -490,9 +490,10 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     });
     bar.finish_and_clear();
     let plan = plan.map_err(|e| match e {
-        SweepError::NotATable { .. } | SweepError::Twice { .. } | SweepError::InValue { .. } => {
-            usage(format!("--vary {e}"))
-        }
+        SweepError::NotATable { .. }
+        | SweepError::Twice { .. }
+        | SweepError::Within { .. }
+        | SweepError::InValue { .. } => usage(format!("--vary {e}")),
         e => usage(e.to_string()),
     })?;
     let order = Shard {

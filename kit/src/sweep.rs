@@ -466,6 +466,15 @@ pub enum SweepError {
         /// The value it is below.
         value: String,
     },
+    /// A key on one axis and a key inside it on another: each point
+    /// would set the one and the other over it.
+    #[error("{outer} and {inner}, a key inside it, are both varied: vary one of them")]
+    Within {
+        /// The key that holds the other.
+        outer: String,
+        /// The key inside it.
+        inner: String,
+    },
     /// One key on two axes.
     #[error("{key} is varied twice: give its values once")]
     Twice {
@@ -583,6 +592,25 @@ impl Plan {
         for a in axes {
             if !seen.insert(a.key.as_str()) {
                 return Err(SweepError::Twice { key: a.key.clone() });
+            }
+            let inside = |outer: &str, inner: &str| {
+                inner
+                    .strip_prefix(outer)
+                    .is_some_and(|rest| rest.starts_with('.'))
+            };
+            if let Some(b) = axes
+                .iter()
+                .find(|b| inside(&a.key, &b.key) || inside(&b.key, &a.key))
+            {
+                let (outer, inner) = if inside(&a.key, &b.key) {
+                    (&a.key, &b.key)
+                } else {
+                    (&b.key, &a.key)
+                };
+                return Err(SweepError::Within {
+                    outer: outer.clone(),
+                    inner: inner.clone(),
+                });
             }
             in_value(&a.key)?;
             if a.values.is_empty() {

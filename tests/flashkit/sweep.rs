@@ -601,6 +601,22 @@ fn a_typed_sweep_refuses_an_empty_axis_a_twice_named_one_and_too_many_points() {
     };
     let e = Plan::new(&src, &[again]).map(|_| ()).unwrap_err();
     assert_eq!(e.to_string(), "transfer.bytes: 128 is given twice");
+    // Nor a key and a key inside it, in either order: the error names both.
+    let table = Axis {
+        key: "costs.transfer.send_init".into(),
+        values: vec![3.into()],
+    };
+    let inner = Axis {
+        key: "costs.transfer.send_init.cycles".into(),
+        values: vec![1.into(), 2.into()],
+    };
+    for axes in [[table.clone(), inner.clone()], [inner, table]] {
+        let e = Plan::new(&src, &axes).map(|_| ()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "costs.transfer.send_init and costs.transfer.send_init.cycles, a key inside it, are both varied: vary one of them"
+        );
+    }
     // A list of no configurations is no sweep either.
     let none = TypedSweep::configs(Vec::<Config>::new());
     assert_eq!(none.total().unwrap_err().to_string(), "configs: no values");
