@@ -700,14 +700,17 @@ fn the_suite_judges_strictly() {
     assert_eq!((text.as_str(), line), ("[transfer]\nbytes = 0\n", 2));
 }
 
-/// A scenario whose every key is in its range but whose transfer
-/// livelocks (free handlers and a free processor cache let components
-/// take every data buffer of a dirty receiver, each then waiting for one
-/// more to merge its part of a line): it halts at the spin limit, naming
-/// the loop, not after hours at its budget.
+/// A scenario whose every key is in its range and whose free handlers and
+/// free processor cache let components take every data buffer of a dirty
+/// receiver, each then waiting for one more to merge its part of a line.
+/// Components that kept their buffers while they waited livelocked here
+/// (the spin limit halted the run, naming the loop); a waiting component
+/// keeps its bytes in the receive's record instead, and the transfer
+/// completes. (The halt itself is held by the library's
+/// `a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it`.)
 #[test]
-#[ignore = "some 25 s on the release build: run in CI's release step"]
-fn a_transfer_that_livelocks_halts_naming_the_loop() {
+#[ignore = "a transfer at its extremes: run in CI's release step"]
+fn a_transfer_whose_components_take_every_buffer_completes() {
     let mut toml = String::from(
         "[machine]\npc_state = 0\npc_first_word = 0\npc_line = 0\ninbox_dispatch = 0\n\
          link_bytes_per_cycle = 1024\n",
@@ -737,20 +740,19 @@ fn a_transfer_that_livelocks_halts_naming_the_loop() {
     let dir = scratch("livelock");
     // Run as the suite runs its inputs: killed past `HANG`.
     let input = Input {
-        label: "livelock".into(),
+        label: "every buffer".into(),
         args: vec!["run".into(), "s.toml".into()],
         scenario: Some(toml),
         names: Names::Key(1, "transfer".into()),
     };
     let ended = run(&input, &dir);
     let (secs, err) = (ended.secs, ended.stderr);
-    assert_eq!(ended.code, Some(1), "{secs:.0} s: {err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(ended.code, Some(0), "{secs:.0} s: {err}");
+    assert_eq!(err, "");
     assert!(
-        err.starts_with("error: the transfer did not complete: livelock at cycle ")
-            && err.contains("(node 1's next: transfer XferMsg::Retry)")
-            && err.contains("16 component(s) waiting for a data buffer"),
-        "{err}"
+        ended.stdout.contains("data intact, caches coherent"),
+        "{}",
+        ended.stdout
     );
     assert!(secs < HANG.as_secs_f64(), "{secs:.0} s");
     let _ = std::fs::remove_dir_all(&dir);
