@@ -236,23 +236,13 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
 }
 
 /// Where a link that leads nowhere ends (following links to links, as
-/// opening it to write does); `None` unless `p` is such a link.
+/// opening it to write does, by [`target`]); `None` unless `p` is such a
+/// link.
 fn dangling_end(p: &std::path::Path) -> Option<std::path::PathBuf> {
-    if p.exists() {
-        return None;
+    match target(p) {
+        Target::File(to, None) if to != p => Some(to),
+        _ => None,
     }
-    let mut at = p.to_path_buf();
-    // As many links as the system follows before it gives up.
-    for _ in 0..40 {
-        let Ok(to) = std::fs::read_link(&at) else {
-            return (at != p).then_some(at);
-        };
-        at = match at.parent() {
-            Some(d) if to.is_relative() => d.join(to),
-            _ => to,
-        };
-    }
-    None
 }
 
 /// Refuse, before any work, a folder `flag` names to write files in that

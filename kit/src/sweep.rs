@@ -593,23 +593,16 @@ impl Plan {
             if !seen.insert(a.key.as_str()) {
                 return Err(SweepError::Twice { key: a.key.clone() });
             }
-            let inside = |outer: &str, inner: &str| {
-                inner
-                    .strip_prefix(outer)
+            // A key inside this one, on any axis (before or after it).
+            let inner = axes.iter().find(|b| {
+                b.key
+                    .strip_prefix(a.key.as_str())
                     .is_some_and(|rest| rest.starts_with('.'))
-            };
-            if let Some(b) = axes
-                .iter()
-                .find(|b| inside(&a.key, &b.key) || inside(&b.key, &a.key))
-            {
-                let (outer, inner) = if inside(&a.key, &b.key) {
-                    (&a.key, &b.key)
-                } else {
-                    (&b.key, &a.key)
-                };
+            });
+            if let Some(b) = inner {
                 return Err(SweepError::Within {
-                    outer: outer.clone(),
-                    inner: inner.clone(),
+                    outer: a.key.clone(),
+                    inner: b.key.clone(),
                 });
             }
             in_value(&a.key)?;

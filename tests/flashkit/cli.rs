@@ -585,17 +585,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 fn logp_exports_write_the_tools_files() {
     let d = scratch("lgs");
     let dir = d.to_str().unwrap();
-    let args = [
-        "logp",
-        "--platform",
-        "sp",
-        "--nodes",
-        "8",
-        "--export",
-        "loggopsim",
-        "--out",
-        dir,
-    ];
+    let args = export("sp", "8", "loggopsim", dir);
     let (code, out, err) = flashkit(&args);
     assert_eq!(code, 0, "{err}");
     let names = [
@@ -663,17 +653,7 @@ fn logp_exports_write_the_tools_files() {
     }
 
     let d = scratch("sg");
-    let (code, out, err) = flashkit(&[
-        "logp",
-        "--platform",
-        "cm5",
-        "--nodes",
-        "16",
-        "--export",
-        "simgrid",
-        "--out",
-        d.to_str().unwrap(),
-    ]);
+    let (code, out, err) = flashkit(&export("cm5", "16", "simgrid", d.to_str().unwrap()));
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 3, "{out}");
     let xml = std::fs::read_to_string(d.join("platform.xml")).unwrap();
@@ -693,17 +673,7 @@ fn logp_exports_write_the_tools_files() {
     for k in ["smpi/os:0:", "smpi/or:0:", "smpi/ois:0:"] {
         assert!(cfg.contains(k), "{k} in {cfg}");
     }
-    let (code, out, _) = flashkit(&[
-        "logp",
-        "--platform",
-        "flash",
-        "--nodes",
-        "8",
-        "--export",
-        "simgrid",
-        "--out",
-        d.to_str().unwrap(),
-    ]);
+    let (code, out, _) = flashkit(&export("flash", "8", "simgrid", d.to_str().unwrap()));
     assert_eq!(code, 0, "{out}");
     let xml = std::fs::read_to_string(d.join("platform.xml")).unwrap();
     assert!(
@@ -747,17 +717,7 @@ fn logp_export_needs_a_folder_it_can_write() {
     let f = scratch("file");
     std::fs::write(&f, "not a folder").unwrap();
     let dir = f.join("out");
-    let (code, out, err) = flashkit(&[
-        "logp",
-        "--platform",
-        "cm5",
-        "--nodes",
-        "8",
-        "--export",
-        "loggopsim",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let (code, out, err) = flashkit(&export("cm5", "8", "loggopsim", dir.to_str().unwrap()));
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty(), "{out}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -867,28 +827,9 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
     let taken = dir.join("taken");
     std::fs::create_dir_all(taken.join("ring.goal")).unwrap();
     let taken = taken.to_str().unwrap();
-    let export = |to: &'static str, out: &str| -> Vec<String> {
-        [
-            "logp",
-            "--platform",
-            "cm5",
-            "--nodes",
-            "16",
-            "--export",
-            to,
-            "--out",
-            out,
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let (lost_args, nowhere_args, taken_args) = (
-        ["plot", "chunk", "--out", lost],
-        export("loggopsim", nowhere),
-        export("loggopsim", taken),
-    );
-    let nowhere_args: Vec<&str> = nowhere_args.iter().map(|s| s.as_str()).collect();
-    let taken_args: Vec<&str> = taken_args.iter().map(|s| s.as_str()).collect();
+    let lost_args = ["plot", "chunk", "--out", lost];
+    let nowhere_args = export("cm5", "16", "loggopsim", nowhere);
+    let taken_args = export("cm5", "16", "loggopsim", taken);
     let cases: [(&[&str], &str); 15] = [
         (&lost_args, "--out"),
         (&nowhere_args, "--out"),
@@ -952,6 +893,22 @@ fn an_output_that_cannot_be_a_file_is_refused_up_front() {
     let left: Vec<_> = std::fs::read_dir(dir.join("taken")).unwrap().collect();
     assert_eq!(left.len(), 1, "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `flashkit logp` of `platform` on `nodes`, exported `to` a tool's files
+/// in `out`.
+fn export<'a>(platform: &'a str, nodes: &'a str, to: &'a str, out: &'a str) -> [&'a str; 9] {
+    [
+        "logp",
+        "--platform",
+        platform,
+        "--nodes",
+        nodes,
+        "--export",
+        to,
+        "--out",
+        out,
+    ]
 }
 
 /// Run flashkit with standard output on /dev/full.

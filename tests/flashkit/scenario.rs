@@ -566,6 +566,13 @@ fn a_plan_refuses_an_impossible_point_before_running_any() {
 }
 
 fn sweep(extra: &[&str]) -> String {
+    let (code, out, err) = sweep_ended(extra);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+/// [`sweep`] as it ended: status, standard output and error.
+fn sweep_ended(extra: &[&str]) -> (i32, String, String) {
     let mut args = vec![
         "sweep",
         "examples/transfer.toml",
@@ -576,9 +583,7 @@ fn sweep(extra: &[&str]) -> String {
         "--quiet",
     ];
     args.extend_from_slice(extra);
-    let (code, out, err) = flashkit(&args);
-    assert_eq!(code, 0, "{err}");
-    out
+    flashkit(&args)
 }
 
 /// A fresh scratch directory for one test.
@@ -928,20 +933,7 @@ fn a_doctored_part_is_refused_at_once() {
     // --resume keeps no such row, and no part in CR LF lines (left as it is).
     let resume = |text: String, says: &str| {
         std::fs::write(&all[0], &text).unwrap();
-        let (code, _, err) = flashkit(&[
-            "sweep",
-            "examples/transfer.toml",
-            "--vary",
-            "transfer.chunk=1,2,3,4,5,6,7,8",
-            "--vary",
-            "transfer.sender=uncached,clean,dirty",
-            "--shard",
-            "0/2",
-            "--quiet",
-            "--out",
-            &all[0],
-            "--resume",
-        ]);
+        let (code, _, err) = sweep_ended(&["--shard", "0/2", "--out", &all[0], "--resume"]);
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(says) && err.lines().count() == 1, "{err}");
         assert_eq!(std::fs::read_to_string(&all[0]).unwrap(), text);

@@ -12,8 +12,8 @@
 use super::home;
 use super::msg::{xfer_msg, Answering, Refusal, XferMsg, XferOp};
 use super::state::{
-    addr, command, complete_if_done, costs, queue, requeue, step_again, Accepted, CmdRecord,
-    HeldBack, RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
+    addr, command, complete_if_done, costs, from_record, land, queue, requeue, step_again,
+    to_record, Accepted, CmdRecord, HeldBack, RecvOp, SendOp, Space, Span, Strategy, XferNode, C,
 };
 use crate::os_side::{self, Frame};
 use crate::user::pages::PageTable;
@@ -343,19 +343,15 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
             let _ = cx.free_buffer_after(b, t);
             let held = write_held(cx, t, data, units);
             let s = cx.state();
-            s.stats.marks.first_written.get_or_insert(t.ready);
-            let r = &mut s.recvs[i];
-            r.written = r.written.max(t.ready);
-            r.held = held;
+            land(s, i, t.ready);
+            s.recvs[i].held = held;
         }
         Err(modes::ModeError::Busy { .. }) => {
             // No buffer for merging a part of a line, or the processor's
             // copy is in flux: try again from the software queue, the
             // bytes in the receive's record and the buffer back in the pool.
             cx.state().stats.retries += 1;
-            c.home_record.charge(cx, addr::RECV, addr::RECV);
-            let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
-            let _ = cx.free_buffer(b);
+            let bytes = to_record(cx, b);
             wait_for_buffer(cx, *m, bytes);
             return;
         }
@@ -421,10 +417,7 @@ fn retry(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Retry) {
             wait_for_buffer(cx, m, bytes);
             continue;
         };
-        costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
-        if let Some(x) = cx.buffer_mut(b) {
-            *x = bytes;
-        }
+        from_record(cx, b, bytes);
         store(cx, &m, b);
     }
 }
@@ -569,10 +562,8 @@ fn deposited(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposited { id }: xfer_msg::Depo
         s.stats.dropped += 1;
         return;
     };
-    s.stats.marks.first_written.get_or_insert(now);
-    let r = &mut s.recvs[i];
-    r.deposits -= 1;
-    r.written = r.written.max(now);
+    land(s, i, now);
+    s.recvs[i].deposits -= 1;
     complete_if_done(cx, i);
 }
 

@@ -21,7 +21,9 @@
 //! serve this placement; the experiment refuses the combination up front.
 
 use super::msg::{xfer_msg, XferMsg};
-use super::state::{addr, costs, queue, requeue, HomeLine, HomeReq, XferNode, C};
+use super::state::{
+    addr, costs, from_record, queue, requeue, to_record, HomeLine, HomeReq, XferNode, C,
+};
 
 use coherence::modes::{self, Action, ModeError};
 use magic::{BufId, Install, LineState, Msg, PAddr, LINE_BYTES};
@@ -150,10 +152,7 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
         } => {
             if buf.is_none() {
                 // Back from the line's record into a data buffer.
-                c.home_record.charge(cx, addr::RECV, addr::RECV);
-                if let Some(x) = cx.buffer_mut(b) {
-                    *x = bytes;
-                }
+                from_record(cx, b, bytes);
             }
             let range = at as usize..at as usize + len as usize;
             let steps = c.recv_steps();
@@ -194,13 +193,12 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
 /// A request about to wait gives its buffer `b` back to the pool: a
 /// deposit's bytes go to the line's record in MAGIC's memory first.
 fn shelve(cx: &mut C<'_>, mut req: HomeReq, b: BufId) -> HomeReq {
-    if let HomeReq::Deposit { bytes, .. } = &mut req {
-        costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
-        if let Some(x) = cx.buffer(b) {
-            *bytes = *x;
+    match &mut req {
+        HomeReq::Deposit { bytes, .. } => *bytes = to_record(cx, b),
+        HomeReq::Pull { .. } => {
+            let _ = cx.free_buffer(b);
         }
     }
-    let _ = cx.free_buffer(b);
     req
 }
 

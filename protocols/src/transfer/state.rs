@@ -667,14 +667,39 @@ pub(crate) fn step_again(cx: &mut C<'_>) {
     queue(cx, XferMsg::Step);
 }
 
-/// Bytes of receive `id` are in this node's memory at `at` (a line served
-/// here as its home serves a deposit): the landing the per-line rate is
-/// measured by.
+/// Bytes of receive `i` are in memory at `at`: the landing the per-line
+/// rate is measured by, and the write its completion waits for.
+pub(crate) fn land(s: &mut XferNode, i: usize, at: Cycles) {
+    s.stats.marks.first_written.get_or_insert(at);
+    let r = &mut s.recvs[i];
+    r.written = r.written.max(at);
+}
+
+/// Bytes of receive `id` are in this node's memory at `at`: a line served
+/// here as its home serves a deposit, counted in later by its notice.
 pub(crate) fn landed(cx: &mut C<'_>, id: u32, at: Cycles) {
     let s = cx.state();
-    s.stats.marks.first_written.get_or_insert(at);
-    if let Some(r) = s.recvs.iter_mut().find(|r| r.id == id && r.deposits > 0) {
-        r.written = r.written.max(at);
+    if let Some(i) = s.recvs.iter().position(|r| r.id == id && r.deposits > 0) {
+        land(s, i, at);
+    }
+}
+
+/// A waiting request's line out of data buffer `b` into its record in
+/// MAGIC's memory, and the buffer back in the pool: what waits keeps no
+/// buffer (at a home, a deposit waiting for other nodes; at a receiver, a
+/// component waiting for a second buffer).
+pub(crate) fn to_record(cx: &mut C<'_>, b: BufId) -> [u8; LINE_BYTES] {
+    costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
+    let bytes = cx.buffer(b).copied().unwrap_or([0; LINE_BYTES]);
+    let _ = cx.free_buffer(b);
+    bytes
+}
+
+/// A record's line back into data buffer `b` (see [`to_record`]).
+pub(crate) fn from_record(cx: &mut C<'_>, b: BufId, bytes: [u8; LINE_BYTES]) {
+    costs(cx).home_record.charge(cx, addr::RECV, addr::RECV);
+    if let Some(x) = cx.buffer_mut(b) {
+        *x = bytes;
     }
 }
 
