@@ -122,7 +122,8 @@ pub enum Body {
         /// The chunk acknowledged, with every earlier one.
         chunk: u32,
     },
-    /// The receiver's next expected chunk (answer to a keep-alive).
+    /// The receiver's next expected chunk (answer to a keep-alive): every
+    /// earlier one is in.
     ChunkNack {
         /// The chunk the receiver expects next.
         expected: u32,
@@ -736,20 +737,14 @@ impl Sim<'_> {
             Body::ChunkAck { chunk } => {
                 self.count(n, "control");
                 self.charge(n, "control", c.control, pop);
-                let node = &mut self.nodes[n];
-                let q = &mut node.peers[from].chunks_out;
-                while q.front().is_some_and(|x| x.number <= chunk) {
-                    let done = q.pop_front().expect("front");
-                    node.outstanding -= 1;
-                    if done.last {
-                        // The store's completion function runs.
-                        node.received += 1;
-                    }
-                }
+                self.chunks_acked(n, from, u64::from(chunk) + 1);
             }
             Body::ChunkNack { expected } => {
                 self.count(n, "control");
                 self.charge(n, "control", c.control, pop);
+                // The chunk the receiver expects says it has every earlier
+                // one: a lost ChunkAck is recovered here.
+                self.chunks_acked(n, from, u64::from(expected));
                 let again: Vec<Chunk> = self.nodes[n].peers[from]
                     .chunks_out
                     .iter()
@@ -763,6 +758,22 @@ impl Sim<'_> {
             }
         }
         true
+    }
+
+    /// Node `n`'s chunks to `from` numbered below `below` are in: each
+    /// leaves the node's outstanding work, and a block's last one runs the
+    /// store's completion function.
+    fn chunks_acked(&mut self, n: usize, from: usize, below: u64) {
+        let node = &mut self.nodes[n];
+        let q = &mut node.peers[from].chunks_out;
+        while q.front().is_some_and(|x| u64::from(x.number) < below) {
+            let done = q.pop_front().expect("front");
+            node.outstanding -= 1;
+            if done.last {
+                // The store's completion function runs.
+                node.received += 1;
+            }
+        }
     }
 
     /// Put one chunk's packets on the adapter: each group of
