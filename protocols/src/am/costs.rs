@@ -593,10 +593,20 @@ pub fn run(
 
 impl std::fmt::Display for FeatureCosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The protocol and network by the words their flags take.
+        let protocol = match self.config.protocol {
+            Delivery::Single => "single",
+            Delivery::Finite => "finite",
+            Delivery::Indefinite => "indefinite",
+        };
+        let network = match self.config.network {
+            Network::Cm5 => "cm5",
+            Network::Ordered => "ordered",
+        };
         writeln!(
             f,
-            "{:?} protocol, {} words in {} packets of {} words, {:?} network ({} out of order, {} acks)",
-            self.config.protocol, self.config.words, self.packets, self.config.packet_words, self.config.network, self.out_of_order, self.acks
+            "{protocol} protocol, {} words in {} packets of {} words, {network} network ({} out of order, {} acks)",
+            self.config.words, self.packets, self.config.packet_words, self.out_of_order, self.acks
         )?;
         writeln!(f, "{:<20} {:>8} {:>12}", "feature", "source", "destination")?;
         let x = &self.features;

@@ -224,11 +224,15 @@ impl UserCpu {
             || self.os_side.changing()
             || !self.os_changes.is_empty();
         busy.then(|| {
-            format!(
-                "user program: {} op(s) left, waiting {:?}",
-                self.program.len(),
-                self.waiting
-            )
+            let waiting = match self.waiting {
+                Waiting::No => String::new(),
+                Waiting::Commit => ", waiting for its command's commit".to_string(),
+                Waiting::Done => ", waiting for an operation's completion".to_string(),
+                Waiting::Os { since } => {
+                    format!(", waiting for the OS's translation change since cycle {since}")
+                }
+            };
+            format!("user program: {} op(s) left{waiting}", self.program.len())
         })
     }
 
