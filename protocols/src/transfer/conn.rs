@@ -175,7 +175,8 @@ fn setup(cx: &mut C<'_>, _m: &Msg, _msg: xfer_msg::Setup) {
     run_tasks(cx, &[c.setup_load, c.setup_verify], addr::SEND);
     let mut uses = Vec::with_capacity(a.frames.len());
     for (k, f) in a.frames.iter().enumerate() {
-        cx.bundles(c.link.cycles, c.link.instrs);
+        // The in-use table's entry beside the stream's state.
+        c.link.charge_on(cx, addr::SEND);
         uses.push(cx.state().pages.link(*f, 0, k as u8));
     }
     run_tasks(
@@ -298,7 +299,8 @@ fn store(cx: &mut C<'_>, m: &Msg, b: BufId) {
         .state()
         .recvs
         .iter()
-        .position(|r| r.id == id && ro + n <= r.span.len);
+        // A component holds at least a byte, within its receive.
+        .position(|r| r.id == id && n > 0 && ro.checked_add(n).is_some_and(|e| e <= r.span.len));
     let Some(i) = found else {
         cx.state().stats.dropped += 1;
         let _ = cx.free_buffer(b);
@@ -489,7 +491,7 @@ fn os_translation(
         relinked += 1;
     }
     for _ in 0..relinked {
-        cx.bundles(c.link.cycles, c.link.instrs);
+        c.link.charge_on(cx, addr::SEND);
     }
     if frame.0.is_none() {
         cx.state().stats.unmapped += 1;

@@ -259,7 +259,8 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: user_msg::Commit) {
 /// the hand-coded link).
 fn link_page(cx: &mut C<'_>, slot: usize, k: usize) {
     let c = costs(cx);
-    cx.bundles(c.link.cycles, c.link.instrs);
+    // The in-use table's entry beside the operation's record.
+    c.link.charge_on(cx, rec_addr(slot));
     let magic = &mut cx.state().magic;
     let Some(src) = magic.records[slot].as_mut().and_then(|r| r.src.get_mut(k)) else {
         return;
