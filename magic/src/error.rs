@@ -159,6 +159,12 @@ pub enum PostError {
         /// The time asked for, in ticks, exactly (it may not fit a [`Time`]).
         at: u128,
     },
+    /// The message declares more payload than a packet holds.
+    #[error("cannot post a message of {len} payload bytes: a packet holds at most {most}", most = crate::ids::LINE_BYTES)]
+    TooLong {
+        /// The payload length the message declares.
+        len: u16,
+    },
 }
 
 /// For callers that still carry errors as text: the message.

@@ -905,6 +905,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             halt: None,
             spin: 0,
             spin_limit: SPIN_LIMIT,
+            proc_spin: (Cycles(0), 0),
             params: self.params,
             nodes: self.nodes,
         })
@@ -1008,6 +1009,22 @@ pub enum Halt {
         /// The message at the front of its software queue.
         what: String,
         /// The cycle the loop was found at.
+        at: Cycles,
+        /// The spin limit it reached.
+        limit: u64,
+    },
+    /// Compute processors' steps have asked, [`SPIN_LIMIT`] times at one
+    /// cycle, to step again at that cycle or an earlier one: a program
+    /// that never lets time pass. Left alone, such a run would never end.
+    #[error(
+        "node {node}'s processor stepped again without letting time pass, {limit} steps at \
+         cycle {at}: a processor step asks for a later cycle (the limit is \
+         Magic::set_spin_limit's)"
+    )]
+    ProcessorSpin {
+        /// The node whose step reached the limit.
+        node: NodeId,
+        /// The cycle time stood still at.
         at: Cycles,
         /// The spin limit it reached.
         limit: u64,
@@ -1118,6 +1135,10 @@ pub struct Magic<S> {
     spin: u64,
     /// When `spin` makes the run look for a livelock (`u64::MAX`: never).
     spin_limit: u64,
+    /// Processor steps that asked for no later cycle than their own, and
+    /// the cycle they ran at: a program that never lets time pass halts
+    /// at the spin limit ([`Halt::ProcessorSpin`]).
+    proc_spin: (Cycles, u64),
 }
 
 impl<S: NodeState> Magic<S> {
@@ -1202,6 +1223,8 @@ impl<S: NodeState> Magic<S> {
     /// row from the software queue with nothing else applied ([`SPIN_LIMIT`]
     /// by default), or never (`None`): for a protocol whose handlers do
     /// that much local work in a row and do end. A limit of 0 is taken as 1.
+    /// The same limit bounds processor steps at one cycle that ask to step
+    /// again at once ([`Halt::ProcessorSpin`]).
     pub fn set_spin_limit(&mut self, limit: Option<u64>) {
         self.spin_limit = limit.map_or(u64::MAX, |l| l.max(1));
     }
@@ -1253,6 +1276,9 @@ impl<S: NodeState> Magic<S> {
         data: Option<[u8; LINE_BYTES]>,
     ) -> Result<(), PostError> {
         self.check_post(node, at)?;
+        if msg.len as usize > LINE_BYTES {
+            return Err(PostError::TooLong { len: msg.len });
+        }
         msg.src = node;
         let here = Arrival {
             first: at,
@@ -1645,13 +1671,40 @@ impl<S: NodeState> Magic<S> {
                 self.halt_past_end(node, what, t.0 as u128 + self.params.pi_in.0 as u128);
                 continue;
             }
-            // The node is this one and `at` is not in the past: it is taken.
-            let _ = self.post_data(NodeId(node), at, msg, data);
+            // The node is this one and `at` is not in the past: it is
+            // taken unless it is longer than a packet, which is refused.
+            if let Err(PostError::TooLong { len }) = self.post_data(NodeId(node), at, msg, data) {
+                self.hw[node as usize].lose(
+                    Cause::TooLong,
+                    First {
+                        handler: None,
+                        step: "processor request",
+                        msg: Some(msg.mtype),
+                        detail: len.into(),
+                        at: t,
+                        why: Some(crate::error::Refused::TooLong),
+                    },
+                );
+            }
         }
         if let ProcStep::At(at) = step {
             if at > LAST_CYCLE {
                 let what = "the processor's next step".to_string();
                 return self.halt_past_end(node, what, at.0 as u128);
+            }
+            if at <= t {
+                // Again at once: time does not pass while it does.
+                let (when, n) = self.proc_spin;
+                let n = if when == t { n + 1 } else { 1 };
+                self.proc_spin = (t, n);
+                if n >= self.spin_limit {
+                    self.halt.get_or_insert(Halt::ProcessorSpin {
+                        node: NodeId(node),
+                        at: t,
+                        limit: self.spin_limit,
+                    });
+                    return;
+                }
             }
             self.engine
                 .schedule(Time::from_cycles(at.max(t)), Ev::ProcStep { node });

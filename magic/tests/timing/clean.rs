@@ -39,14 +39,20 @@ messages! {
     }
 }
 
-/// Node state: when the processor should step next (`None`: idle).
+/// Node state: when the processor should step next (`None`: idle), and
+/// whether every step asks to step again at a cycle no later than its own
+/// (`back` cycles before it).
 #[derive(Clone, Debug, Default)]
 struct Node {
     step_at: Option<Cycles>,
+    stand_still: Option<u64>,
 }
 
 impl NodeState for Node {
-    fn processor_step(&mut self, _p: &mut Processor<'_>) -> ProcStep {
+    fn processor_step(&mut self, p: &mut Processor<'_>) -> ProcStep {
+        if let Some(back) = self.stand_still {
+            return ProcStep::At(Cycles(p.now().0.saturating_sub(back)));
+        }
         match self.step_at.take() {
             Some(at) => ProcStep::At(at),
             None => ProcStep::Idle,
@@ -467,6 +473,47 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
     assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
 }
 
+/// A processor whose every step asks to step again now, or earlier, never
+/// lets time pass: the run halts at the spin limit, naming the node and
+/// the cycle, rather than hanging.
+#[test]
+fn a_processor_that_never_lets_time_pass_halts_naming_it() {
+    for back in [0, 3] {
+        let mut m = machine(2);
+        m.set_spin_limit(Some(500));
+        m.state_mut(NodeId(1)).unwrap().stand_still = Some(back);
+        m.start_processor(NodeId(1), Cycles(5)).unwrap();
+        let r = m.run();
+        assert!(!r.is_clean());
+        assert_eq!(
+            r.halted,
+            Some(Halt::ProcessorSpin {
+                node: NodeId(1),
+                at: Cycles(5),
+                limit: 500
+            })
+        );
+        assert!(
+            r.problems()[0].starts_with(
+                "node 1's processor stepped again without letting time pass, 500 steps at cycle 5"
+            ),
+            "{:?}",
+            r.problems()
+        );
+    }
+    // At the default limit too (some 16.8 million steps).
+    let mut m = machine(1);
+    m.state_mut(NodeId(0)).unwrap().stand_still = Some(0);
+    m.start_processor(NodeId(0), Cycles(0)).unwrap();
+    assert!(matches!(
+        m.run().halted,
+        Some(Halt::ProcessorSpin {
+            limit: magic::SPIN_LIMIT,
+            ..
+        })
+    ));
+}
+
 #[test]
 fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
     // A handler that reschedules itself with nothing else in flight:
@@ -801,4 +848,21 @@ fn counters_reset_only_where_no_handler_runs() {
     assert!(m.run().is_clean());
     m.reset_counters().unwrap();
     assert!(m.ledger().handlers.iter().all(|h| h.stats.invocations == 0));
+}
+
+/// A message posted with more payload than a packet holds is refused,
+/// saying so, and nothing is posted.
+#[test]
+fn a_post_longer_than_a_packet_is_refused() {
+    use magic::PostError;
+    let mut m = machine(2);
+    let msg = m.msg(NodeId(0), LockMsg::Grant).len(129);
+    let e = m.post(NodeId(0), Cycles(0), msg).unwrap_err();
+    assert_eq!(e, PostError::TooLong { len: 129 });
+    assert_eq!(
+        e.to_string(),
+        "cannot post a message of 129 payload bytes: a packet holds at most 128"
+    );
+    let r = m.run();
+    assert!(r.is_clean() && m.now() == Cycles(0), "{r:?}");
 }

@@ -564,7 +564,7 @@ fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
             prop_assert!(!what.is_empty());
             prop_assert!(*at > Magic::<Node>::LAST_CYCLE.0 as u128);
         }
-        Some(Halt::Livelock { node, at, .. }) => {
+        Some(Halt::Livelock { node, at, .. }) | Some(Halt::ProcessorSpin { node, at, .. }) => {
             prop_assert!(node.0 < c.nodes);
             prop_assert!(*at <= c.budget);
         }
