@@ -86,6 +86,9 @@ impl Renaming {
     /// assert_eq!((all[1].node(2), all[1].from(3)), (3, 2));
     /// let many: Vec<u32> = (0..=MOST_SYMMETRIC as u32).collect();
     /// assert!(Renaming::permuting(16, &many).is_none());
+    /// // A machine of many nodes costs nothing past the last permuted one.
+    /// let two = Renaming::permuting(u32::MAX, &[0, 1]).unwrap();
+    /// assert_eq!((two[1].node(0), two[1].node(4_000_000_000)), (1, 4_000_000_000));
     /// ```
     pub fn permuting(nodes: u32, among: &[u32]) -> Option<Vec<Renaming>> {
         let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
@@ -96,8 +99,11 @@ impl Renaming {
         }
         let mut out = Vec::new();
         let mut perm = among.clone();
+        // Nodes past the last of `among` keep their numbers without a
+        // place in the renaming (however many the machine has).
+        let len = among.last().map_or(0, |&n| n + 1);
         loop {
-            let mut to: Vec<u32> = (0..nodes).collect();
+            let mut to: Vec<u32> = (0..len).collect();
             for (a, p) in among.iter().zip(&perm) {
                 to[*a as usize] = *p;
             }
