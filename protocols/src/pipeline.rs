@@ -201,17 +201,19 @@ impl NodeState for PipeNode {
 }
 
 impl PipeNode {
-    /// The destination of message `j` of node `i` of `n`.
+    /// The destination of message `j` of node `i` of `n` (a machine of one
+    /// node, which only a protocol author builds, sends to itself).
     fn dest(&mut self, i: u32, n: u32, j: u32) -> u32 {
+        let others = (n - 1).max(1);
         match self.pattern {
             Pattern::Ring => (i + 1) % n,
-            Pattern::Shift => (i + 1 + j % (n - 1)) % n,
+            Pattern::Shift => (i + 1 + j % others) % n,
             Pattern::Rand => {
                 self.lcg = self
                     .lcg
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                (i + 1 + ((self.lcg >> 33) % (n as u64 - 1)) as u32) % n
+                (i + 1 + ((self.lcg >> 33) % others as u64) as u32) % n
             }
         }
     }
@@ -239,7 +241,7 @@ fn send(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts, msg: pipe_msg::Next) {
     cx.busy(c.send);
     let pkt = cx.msg(PipeMsg::Packet { k, start }).to(dst).len(128);
     let _ = cx.send(pkt, None);
-    if k + 1 < PACKETS {
+    if k < PACKETS - 1 {
         let next = cx.msg(PipeMsg::Next {
             dst,
             k: k + 1,
@@ -257,13 +259,14 @@ fn send(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts, msg: pipe_msg::Next) {
 fn recv(cx: &mut Cx<'_, PipeNode>, c: &PipelineCosts, msg: pipe_msg::Packet) {
     let pipe_msg::Packet { k, start } = msg;
     cx.busy(c.recv);
-    if k + 1 == PACKETS {
+    if k == PACKETS - 1 {
         cx.busy(c.done);
         let t = cx.now();
         let s = cx.state();
         s.completed += 1;
         s.sum_completion += t.0;
-        s.sum_latency += (t - start).0;
+        // A message set up later than now is none this workload sends.
+        s.sum_latency += t.0.saturating_sub(start.0);
         s.last = s.last.max(t);
     }
 }

@@ -706,7 +706,9 @@ fn line_in(cx: &mut C<'_>, m: &Msg, msg: am_msg::Line) {
         }
     };
     let inc = &mut s.incoming[i];
-    inc.1 += bytes;
+    // Bytes a message of no more than `total` carries: a forged count
+    // stops at the most, which delivers it.
+    inc.1 = inc.1.saturating_add(bytes);
     inc.2 = total;
     if inc.1 >= inc.2 {
         s.incoming.swap_remove(i);

@@ -549,6 +549,9 @@ impl<'de> Deserialize<'de> for LogpResult {
         let (version, config, rest) =
             carried(serde_json::Value::deserialize(d)?).map_err(D::Error::custom)?;
         let logp: LogP = serde_json::from_value(rest).map_err(D::Error::custom)?;
+        // A platform no run could have measured is none to read.
+        check_nodes(&config, LOGP_LEAST_NODES).map_err(D::Error::custom)?;
+        config.build().map_err(D::Error::custom)?;
         // The figures' platform repeats the configuration's.
         let tag = serde_json::to_value(&config)
             .ok()

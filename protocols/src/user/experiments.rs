@@ -147,6 +147,11 @@ impl<'de> Deserialize<'de> for FetchOpResult {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = FetchOpWire::deserialize(d)?;
         let read = || -> Result<FetchOpResult, String> {
+            // A configuration no run could have had is none to read.
+            let c = &w.config;
+            check_fetch_op(c.target, &c.params).map_err(|e| e.to_string())?;
+            c.params.validate().map_err(|e| e.to_string())?;
+            c.user.validate().map_err(|e| e.to_string())?;
             if w.startup_cycles > w.latency_cycles {
                 return Err(format!(
                     "startup_cycles is {}, more than the {} latency_cycles it is part of",

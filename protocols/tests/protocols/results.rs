@@ -1016,3 +1016,108 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
         assert!(e.contains(says), "{e}, not {says}");
     }
 }
+
+/// A saved result whose configuration no run could have had (a field out
+/// of its range) is refused, naming the field, and never panics: it would
+/// read back as a run that was never made, and its configuration would not
+/// measure it again.
+#[test]
+fn a_result_whose_config_is_out_of_range_is_refused_naming_the_field() {
+    use protocols::am::config::PlatformConfig;
+    use protocols::am::suite::{logp_config, LogpResult};
+    use protocols::user::experiments::{fetch_op, FetchOpResult};
+    fn refused<T: serde::Serialize + serde::de::DeserializeOwned>(
+        r: &T,
+        path: &[&str],
+        to: Value,
+    ) -> String {
+        let mut v = serde_json::to_value(r).unwrap();
+        assert!(serde_json::from_value::<T>(v.clone()).is_ok());
+        let mut at = &mut v;
+        for p in path {
+            at = at.get_mut(*p).unwrap_or_else(|| panic!("{path:?}"));
+        }
+        *at = to;
+        serde_json::from_value::<T>(v)
+            .map(|_| ())
+            .err()
+            .unwrap_or_else(|| panic!("{path:?} taken"))
+            .to_string()
+    }
+    let f = fetch_op(1, magic::MagicParams::default()).unwrap().result();
+    for (path, to) in [
+        (&["config", "target"][..], Value::from(4096)),
+        (&["config", "target"], Value::from(u32::MAX)),
+        (&["config", "params", "pi_out"], Value::from(u64::MAX)),
+        (&["config", "params", "data_buffers"], Value::from(0)),
+    ] {
+        let e = refused::<FetchOpResult>(&f, path, to);
+        assert!(e.contains(path.last().unwrap()), "{e}");
+    }
+    let m = coherence::miss::run_config(&miss_config(coherence::miss::Case::RemoteDirty)).unwrap();
+    for (path, to) in [
+        (&["config", "setup", "offset"][..], Value::from(u64::MAX)),
+        (&["config", "params", "swq_capacity"], Value::from(u64::MAX)),
+    ] {
+        let e = refused::<coherence::miss::MissRun>(&m, path, to);
+        assert!(e.contains(path.last().unwrap()), "{e}");
+    }
+    let s = coherence::sharing::run_config(&coherence::sharing::Config::default()).unwrap();
+    let e = refused::<coherence::sharing::SharingRun>(
+        &s,
+        &["config", "params", "mem_bytes"],
+        Value::from(u64::MAX),
+    );
+    assert!(e.contains("mem_bytes"), "{e}");
+    let l = logp_config(&PlatformConfig::sp(3)).unwrap();
+    let e = refused::<LogpResult>(&l, &["config", "nodes"], Value::from(2));
+    assert!(e.contains("nodes"), "{e}");
+}
+
+/// The pipeline's handlers take any message of theirs a protocol author
+/// posts, and a machine of one node, without a panic: a forged packet
+/// number ends its message, and one node sends to itself.
+#[test]
+fn the_pipelines_handlers_take_forged_messages_and_one_node() {
+    use magic::{Cycles, Magic, NodeId};
+    use protocols::pipeline::{self, Pattern, PipeMsg, Pipeline, PipelineConfig};
+    let cfg = PipelineConfig {
+        nodes: 2,
+        msgs: 1,
+        pattern: Pattern::Ring,
+        costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
+    };
+    for forged in [
+        PipeMsg::Next {
+            dst: NodeId(1),
+            k: u64::MAX,
+            start: Cycles(0),
+        },
+        PipeMsg::Packet {
+            k: u64::MAX,
+            start: Cycles(u64::MAX / 2),
+        },
+        PipeMsg::Packet {
+            k: 31,
+            start: Cycles(u64::MAX / 2),
+        },
+    ] {
+        let mut m = pipeline::build(&cfg).unwrap();
+        let msg = m.msg(NodeId(0), forged);
+        m.post(NodeId(0), Cycles(0), msg).unwrap();
+        m.run();
+    }
+    for pattern in [Pattern::Ring, Pattern::Shift, Pattern::Rand] {
+        let config = PipelineConfig {
+            nodes: 1,
+            pattern,
+            ..cfg
+        };
+        let mut m = Magic::with(pipeline::pipeline_params(), 1, &Pipeline { config }).unwrap();
+        let post = m.msg(NodeId(0), PipeMsg::Post);
+        m.post(NodeId(0), Cycles(0), post).unwrap();
+        assert!(m.run().is_clean());
+        assert_eq!(pipeline::completed(&m), 1);
+    }
+}
