@@ -2211,6 +2211,37 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
             "costs.os.change",
             "costs.os.copy_line",
         ],
+        // CMAM polls: no CM-5 run of it takes an interrupt. LogP's bulk is
+        // double-aligned (no shifts), measured with polling; the SP's
+        // figures are SP AM's, whose sends hold the flush and flow work
+        // the raw mode alone takes apart.
+        "logp" => match s.logp.as_ref().map(|x| x.platform) {
+            Some(PlatformKind::Cm5) => &[
+                "costs.cmam.interrupt",
+                "costs.cmam.interrupt_fast",
+                "costs.cmam.shift_word",
+                "costs.cmam.xfer_prime_shift",
+            ],
+            Some(PlatformKind::Cm5Cmaml) => &[
+                "costs.cmaml.interrupt",
+                "costs.cmaml.interrupt_fast",
+                "costs.cmaml.shift_word",
+                "costs.cmaml.xfer_prime_shift",
+            ],
+            Some(PlatformKind::Sp) => &[
+                "costs.sp.flow_recv",
+                "costs.sp.flow_send",
+                "costs.sp.flush_line",
+            ],
+            _ => &[],
+        },
+        "suite"
+            if s.suite
+                .as_ref()
+                .is_some_and(|x| x.platform == PlatformKind::Cm5) =>
+        {
+            &["costs.cmam.interrupt", "costs.cmam.interrupt_fast"]
+        }
         _ => &[],
     };
     if never.iter().any(|p| under(p)) {

@@ -2606,3 +2606,39 @@ fn a_saved_studys_base_shape_is_its_points() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Costs LogP's measurement never charges are refused beside a `[logp]`
+/// (CMAM's interrupts everywhere), and taken where a benchmark charges them.
+#[test]
+fn keys_logp_never_charges_are_refused_beside_it() {
+    for (text, key) in [
+        (
+            "[logp]\nplatform = \"cm5\"\n[costs.cmam]\ninterrupt = 7\n",
+            "costs.cmam.interrupt",
+        ),
+        (
+            "[logp]\nplatform = \"cm5-cmaml\"\n[costs.cmaml]\nshift_word = 7\n",
+            "costs.cmaml.shift_word",
+        ),
+        (
+            "[logp]\nplatform = \"sp\"\n[costs.sp]\nflow_send = 7\n",
+            "costs.sp.flow_send",
+        ),
+        (
+            "[suite]\nplatform = \"cm5\"\n[costs.cmam]\ninterrupt_fast = 7\n",
+            "costs.cmam.interrupt_fast",
+        ),
+    ] {
+        let (code, err) = run_text("logp.toml", text);
+        assert_eq!(code, 2, "{text}");
+        assert!(
+            err.contains(key) && err.contains("does not read it here"),
+            "{err}"
+        );
+    }
+    let (code, err) = run_text(
+        "suite.toml",
+        "[suite]\nplatform = \"cm5-cmaml\"\nbenchmark = \"interrupt\"\nnodes = 4\n[costs.cmaml]\ninterrupt = 700\n",
+    );
+    assert_eq!(code, 0, "{err}");
+}
