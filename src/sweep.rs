@@ -121,7 +121,7 @@ impl RowFormat {
 }
 
 /// The first line of every part: what it marks out.
-const MARK: &str = "# flashkit-sweep ";
+const MARK: &str = flashkit::sweep::PART_MARK;
 
 /// The digest that names a sweep: the kit's version, the scenario's text
 /// and the `--vary` arguments in order (not the file's path).

@@ -195,6 +195,23 @@ fn in_value(key: &str) -> Result<(), SweepError> {
     Ok(())
 }
 
+/// How the first line of a sharded sweep's part begins (`sweep --shard ..
+/// --out`): a part is merged into the table (`flashkit merge`) before it
+/// is read as one.
+pub const PART_MARK: &str = "# flashkit-sweep ";
+
+/// `Err` for a text that is a sweep's part, not its merged table.
+pub(crate) fn not_a_part(text: &str) -> Result<(), String> {
+    match text.trim_start_matches('\u{feff}').starts_with(PART_MARK) {
+        true => Err(
+            "a sharded sweep's part, not its table (its first line is the part's \
+                     `# flashkit-sweep` mark): merge the parts first (flashkit merge)"
+                .into(),
+        ),
+        false => Ok(()),
+    }
+}
+
 /// Every scalar of `v` as (dotted key, text), in key order, appended to
 /// `out`; a list of plain values (the inbox's order) is one cell of them a
 /// space apart (a semicolon and a space where a value holds a space). Lists of tables (occupancy tables) and nulls (a setting

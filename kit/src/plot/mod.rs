@@ -233,9 +233,14 @@ pub fn logp() -> Result<Chart, String> {
 /// // A spreadsheet's byte-order mark is not part of the first column's name.
 /// let chart = flashkit::plot::from_csv("\u{feff}x,y\n1,2\n2,4\n", "x", "y", None).unwrap();
 /// assert_eq!(chart.series[0].points, [(1.0, 2.0), (2.0, 4.0)]);
+/// // A sharded sweep's part is merged before it is plotted.
+/// let part = "# flashkit-sweep digest=ab points=2 shard=0/2 format=csv\nx,y\n1,2\n";
+/// let e = flashkit::plot::from_csv(part, "x", "y", None).unwrap_err();
+/// assert!(e.contains("merge the parts first"), "{e}");
 /// ```
 pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
     use crate::sweep::csv_cells_of;
+    crate::sweep::not_a_part(text)?;
     // A spreadsheet's CSV may begin with a byte-order mark: not a name.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.lines();
@@ -290,6 +295,7 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
 /// reads a saved result, a column a line lacks, and a value of `x` or `y`
 /// that is not a finite number are errors naming the line.
 pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
+    crate::sweep::not_a_part(text)?;
     let mut points = Vec::new();
     for (n, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
