@@ -144,13 +144,6 @@ impl<'de> Deserialize<'de> for MissRun {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::deserialize(d)?;
         let read = || -> Result<MissRun, String> {
-            // A configuration no run could have had is none to read.
-            let c = &w.config;
-            c.params.validate().map_err(|e| e.to_string())?;
-            c.setup
-                .validate(c.case, &c.params)
-                .map_err(|e| e.to_string())?;
-            protocol::by_node_bits(&c.coherence).map_err(|e| e.to_string())?;
             if w.case != w.config.case {
                 return Err("case disagrees with the rest of the result".into());
             }

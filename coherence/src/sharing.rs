@@ -196,10 +196,6 @@ impl<'de> Deserialize<'de> for SharingRun {
         let w = Wire::deserialize(d)?;
         let read = || -> Result<SharingRun, String> {
             let s = w.config.sharing;
-            // A configuration no run could have had is none to read.
-            w.config.params.validate().map_err(|e| e.to_string())?;
-            s.validate(&w.config.params).map_err(|e| e.to_string())?;
-            protocol::by_node_bits(&w.config.coherence).map_err(|e| e.to_string())?;
             let want = w.config.coherence.format.name();
             // The first figure its configuration does not give, named.
             let off = [

@@ -1018,31 +1018,26 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
 }
 
 /// A saved result whose configuration no run could have had (a field out
-/// of its range) is refused, naming the field, and never panics: it would
-/// read back as a run that was never made, and its configuration would not
-/// measure it again.
+/// of its range) reads back as the data it is, without a panic, and its
+/// configuration is refused when run again, naming the field (the kit
+/// names its place in the JSON).
 #[test]
-fn a_result_whose_config_is_out_of_range_is_refused_naming_the_field() {
+fn a_result_whose_config_is_out_of_range_reads_and_is_refused_when_run() {
     use protocols::am::config::PlatformConfig;
     use protocols::am::suite::{logp_config, LogpResult};
-    use protocols::user::experiments::{fetch_op, FetchOpResult};
-    fn refused<T: serde::Serialize + serde::de::DeserializeOwned>(
+    use protocols::user::experiments::{fetch_op, fetch_op_config, FetchOpResult};
+    fn edited<T: serde::Serialize + serde::de::DeserializeOwned>(
         r: &T,
         path: &[&str],
         to: Value,
-    ) -> String {
+    ) -> T {
         let mut v = serde_json::to_value(r).unwrap();
-        assert!(serde_json::from_value::<T>(v.clone()).is_ok());
         let mut at = &mut v;
         for p in path {
             at = at.get_mut(*p).unwrap_or_else(|| panic!("{path:?}"));
         }
         *at = to;
-        serde_json::from_value::<T>(v)
-            .map(|_| ())
-            .err()
-            .unwrap_or_else(|| panic!("{path:?} taken"))
-            .to_string()
+        serde_json::from_value::<T>(v).unwrap_or_else(|e| panic!("{path:?}: {e}"))
     }
     let f = fetch_op(1, magic::MagicParams::default()).unwrap().result();
     for (path, to) in [
@@ -1051,7 +1046,8 @@ fn a_result_whose_config_is_out_of_range_is_refused_naming_the_field() {
         (&["config", "params", "pi_out"], Value::from(u64::MAX)),
         (&["config", "params", "data_buffers"], Value::from(0)),
     ] {
-        let e = refused::<FetchOpResult>(&f, path, to);
+        let r = edited::<FetchOpResult>(&f, path, to);
+        let e = fetch_op_config(&r.config).err().unwrap().to_string();
         assert!(e.contains(path.last().unwrap()), "{e}");
     }
     let m = coherence::miss::run_config(&miss_config(coherence::miss::Case::RemoteDirty)).unwrap();
@@ -1059,18 +1055,27 @@ fn a_result_whose_config_is_out_of_range_is_refused_naming_the_field() {
         (&["config", "setup", "offset"][..], Value::from(u64::MAX)),
         (&["config", "params", "swq_capacity"], Value::from(u64::MAX)),
     ] {
-        let e = refused::<coherence::miss::MissRun>(&m, path, to);
+        let r = edited::<coherence::miss::MissRun>(&m, path, to);
+        let e = coherence::miss::run_config(&r.config)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains(path.last().unwrap()), "{e}");
     }
     let s = coherence::sharing::run_config(&coherence::sharing::Config::default()).unwrap();
-    let e = refused::<coherence::sharing::SharingRun>(
+    let r = edited::<coherence::sharing::SharingRun>(
         &s,
         &["config", "params", "mem_bytes"],
         Value::from(u64::MAX),
     );
+    let e = coherence::sharing::run_config(&r.config)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("mem_bytes"), "{e}");
     let l = logp_config(&PlatformConfig::sp(3)).unwrap();
-    let e = refused::<LogpResult>(&l, &["config", "nodes"], Value::from(2));
+    let r = edited::<LogpResult>(&l, &["config", "nodes"], Value::from(2));
+    let e = logp_config(&r.config).err().unwrap().to_string();
     assert!(e.contains("nodes"), "{e}");
 }
 
