@@ -1568,10 +1568,10 @@ pub struct Bulk {
 /// The least-squares fit of T(x) = c + x / B over (bytes, microseconds)
 /// points. Fewer than two distinct sizes fit no line: every figure is
 /// then NaN (a figure the points do not define, never a plausible one).
-/// A line that starts below zero is no start-up a transfer could have
-/// (the points are not a line: a call that returns before its data
-/// moves is flat at small sizes): its start-up and n1/2 are then NaN,
-/// its bandwidth the slope's.
+/// A line that starts below zero is none a transfer makes (a call that
+/// returns before its data moves is flat at small sizes, then steeper
+/// than the link): every figure is then NaN too, for its slope is no
+/// bandwidth either.
 ///
 /// ```
 /// use protocols::am::suite::fit;
@@ -1579,7 +1579,7 @@ pub struct Bulk {
 /// assert_eq!((b.startup_us, b.bandwidth_mb_s, b.n_half_bytes), (1.0, 100.0, 100.0));
 /// let flat_then_steep = fit(&[(100.0, 5.0), (200.0, 5.0), (300.0, 5.0), (400.0, 40.0)]);
 /// assert!(flat_then_steep.startup_us.is_nan() && flat_then_steep.n_half_bytes.is_nan());
-/// assert!(flat_then_steep.bandwidth_mb_s > 0.0);
+/// assert!(flat_then_steep.bandwidth_mb_s.is_nan());
 /// ```
 pub fn fit(points: &[(f64, f64)]) -> Bulk {
     let n = points.len() as f64;
@@ -1592,8 +1592,8 @@ pub fn fit(points: &[(f64, f64)]) -> Bulk {
     });
     let slope = sxy / sxx; // microseconds per byte
     let c = my - slope * mx;
-    let c = if c < 0.0 { f64::NAN } else { c };
     let b = 1.0 / slope; // bytes per microsecond = MB/s
+    let (c, b) = if c < 0.0 { (f64::NAN, f64::NAN) } else { (c, b) };
     Bulk {
         startup_us: c,
         bandwidth_mb_s: b,
