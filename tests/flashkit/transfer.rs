@@ -170,6 +170,32 @@ fn lines_served_after_a_remote_copy_land_when_written() {
     }
 }
 
+/// Lines whose home is a third node land when the home has written them,
+/// which the home's notice carries: the landing rate is no faster than the
+/// link that carried each line to the home (it was the pace of the notices
+/// queued at the receiver, 39.4 cycles a line against the link's 40).
+#[test]
+fn lines_homed_on_a_third_node_land_when_the_home_writes_them() {
+    use protocols::transfer::{Mode, Placement};
+    for mode in [Mode::None, Mode::Global] {
+        for handler in [Version::Base, Version::Chunked(4)] {
+            for bytes in [4096, 65536] {
+                let c = Config {
+                    bytes,
+                    mode,
+                    handler,
+                    placement: Placement::Third,
+                    ..Config::default()
+                };
+                let o = run(&c).unwrap();
+                let link = c.params.wire_cycles(128).0 as f64;
+                let rate = o.per_line.unwrap();
+                assert!(rate >= link, "{c:?}: {rate} a line, the link {link}");
+            }
+        }
+    }
+}
+
 #[test]
 fn global_coherence_reaches_remote_homes_sharers_and_owners() {
     use protocols::transfer::{run_with_machine, Mode, Placement};

@@ -1593,7 +1593,11 @@ pub fn fit(points: &[(f64, f64)]) -> Bulk {
     let slope = sxy / sxx; // microseconds per byte
     let c = my - slope * mx;
     let b = 1.0 / slope; // bytes per microsecond = MB/s
-    let (c, b) = if c < 0.0 { (f64::NAN, f64::NAN) } else { (c, b) };
+    let (c, b) = if c < 0.0 {
+        (f64::NAN, f64::NAN)
+    } else {
+        (c, b)
+    };
     Bulk {
         startup_us: c,
         bandwidth_mb_s: b,

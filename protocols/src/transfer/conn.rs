@@ -553,7 +553,8 @@ fn cleanup(cx: &mut C<'_>, _m: &Msg, xfer_msg::Cleanup { id }: xfer_msg::Cleanup
 ///
 /// The home may be this node, for a line of its own whose other copies had
 /// to be dealt with first: the notice then comes on the software queue.
-fn deposited(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposited { id }: xfer_msg::Deposited) {
+fn deposited(cx: &mut C<'_>, m: &Msg, d: xfer_msg::Deposited) {
+    let xfer_msg::Deposited { id, written } = d;
     if m.addr.region() == Region::Message {
         requeue(cx);
     }
@@ -564,7 +565,9 @@ fn deposited(cx: &mut C<'_>, m: &Msg, xfer_msg::Deposited { id }: xfer_msg::Depo
         s.stats.dropped += 1;
         return;
     };
-    land(s, i, now);
+    // Landed when the home wrote it (a notice can claim no later time than
+    // its own arrival).
+    land(s, i, written.min(now));
     s.recvs[i].deposits -= 1;
     complete_if_done(cx, i);
 }

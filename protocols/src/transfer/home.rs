@@ -167,11 +167,19 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
                         super::state::landed(cx, id, t.ready);
                         // No network message to itself, a continuation on
                         // its software queue.
-                        queue(cx, XferMsg::Deposited { id });
+                        let written = t.ready;
+                        queue(cx, XferMsg::Deposited { id, written });
                         return;
                     }
                     c.send_component.charge(cx, addr::SEND, addr::SEND);
-                    let m = cx.msg(XferMsg::Deposited { id }).to(from).addr(line);
+                    // The bytes land when the write is done, not when the
+                    // notice reaches the receiver (notices that queue there
+                    // run closer together than lines can be written).
+                    let written = t.ready;
+                    let m = cx
+                        .msg(XferMsg::Deposited { id, written })
+                        .to(from)
+                        .addr(line);
                     let _ = cx.send(m, None);
                     return;
                 }

@@ -6,6 +6,7 @@
 
 use crate::os_side::{Frame, OsMessages};
 use magic::message::Word;
+use magic::Cycles;
 use os_shim::{Pid, VPage};
 use serde::Serialize;
 
@@ -240,6 +241,9 @@ magic::messages! {
         Deposited {
             /// The receive's number at the depositor.
             id: u32,
+            /// When the home's write of the bytes was done (10 ns system
+            /// cycles): when they landed, for the receive's figures.
+            written: Cycles,
         } => Reply,
         /// Global coherence, from a receive line's home to a node caching
         /// it clean: drop the copy.
