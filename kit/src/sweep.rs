@@ -203,11 +203,11 @@ pub const PART_MARK: &str = "# flashkit-sweep ";
 /// `Err` for a text that is a sweep's part, not its merged table.
 pub(crate) fn not_a_part(text: &str) -> Result<(), String> {
     match text.trim_start_matches('\u{feff}').starts_with(PART_MARK) {
-        true => Err(
-            "a sharded sweep's part, not its table (its first line is the part's \
-                     `# flashkit-sweep` mark): merge the parts first (flashkit merge)"
-                .into(),
-        ),
+        true => Err(format!(
+            "a sharded sweep's part, not its table (its first line is the part's `{}` \
+             mark): merge the parts first (flashkit merge)",
+            PART_MARK.trim_end()
+        )),
         false => Ok(()),
     }
 }

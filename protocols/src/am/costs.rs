@@ -593,16 +593,15 @@ pub fn run(
 
 impl std::fmt::Display for FeatureCosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The protocol and network by the words their flags take.
-        let protocol = match self.config.protocol {
-            Delivery::Single => "single",
-            Delivery::Finite => "finite",
-            Delivery::Indefinite => "indefinite",
+        // The protocol and network by the words their flags take (their
+        // serialized names).
+        let word = |v: serde_json::Result<serde_json::Value>| {
+            v.ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
         };
-        let network = match self.config.network {
-            Network::Cm5 => "cm5",
-            Network::Ordered => "ordered",
-        };
+        let protocol = word(serde_json::to_value(self.config.protocol));
+        let network = word(serde_json::to_value(self.config.network));
         writeln!(
             f,
             "{protocol} protocol, {} words in {} packets of {} words, {network} network ({} out of order, {} acks)",

@@ -611,7 +611,8 @@ impl Schedule {
         let next = match (l.next_arrival(n), horizon) {
             (Some(a), Some(h)) => a.min(h),
             (Some(a), None) | (None, Some(a)) => a,
-            (None, None) if done || l.busy(n) => {
+            // (A node done with its program is here only while busy.)
+            (None, None) if l.busy(n) => {
                 // Only its own timers can help (a keep-alive for packets of
                 // its own not yet acknowledged): poll on.
                 Time(l.now(n).0 + 1)

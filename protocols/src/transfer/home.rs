@@ -163,7 +163,9 @@ fn serve(cx: &mut C<'_>, line: PAddr, req: HomeReq, buf: Option<BufId>) {
                         // This node's own receive: its bytes land when the
                         // write is done (not when the continuation below
                         // counts them in: after a wait, a burst of those
-                        // runs faster than any line can be written).
+                        // runs faster than any line can be written). The
+                        // notice carries the same time; stamped here, as it
+                        // is written, the first landing is the first written.
                         super::state::landed(cx, id, t.ready);
                         // No network message to itself, a continuation on
                         // its software queue.
