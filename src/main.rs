@@ -1131,6 +1131,13 @@ fn run_file(path: &str, trace: Option<&str>, format: Format) -> Result<(), Failu
     let read = output::read_input(path)?;
     // A byte-order mark (some editors write one) is no part of the text.
     let text = read.strip_prefix('\u{feff}').unwrap_or(&read);
+    if text.starts_with(flashkit::sweep::PART_MARK) {
+        return Err(Failure::Usage(format!(
+            "{path}: a sharded sweep's part (its first line is the `{}` mark), not a scenario \
+             or a saved result: run the sweep's scenario, or merge its parts (flashkit merge)",
+            flashkit::sweep::PART_MARK.trim_end()
+        )));
+    }
     // A saved result is JSON (a scenario, TOML, never opens with a brace).
     if path.ends_with(".json") || text.trim_start().starts_with('{') {
         return rerun(path, text, trace, format);

@@ -749,7 +749,13 @@ fn merged(paths: &[String], texts: &[String]) -> Result<String, String> {
             .then(|| lines.next())
             .flatten();
         let mut rows = Vec::new();
-        for row in lines {
+        for (k, row) in lines.enumerate() {
+            if row.trim().is_empty() {
+                return Err(format!(
+                    "{path}: row {} is an empty line, which a sweep never writes: remove it",
+                    k + 1
+                ));
+            }
             let p = row_point(row, mark.format)
                 .filter(|&p| p < mark.points && p % mark.of == mark.shard)
                 .ok_or_else(|| {

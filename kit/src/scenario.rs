@@ -1242,6 +1242,46 @@ impl Scenario {
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         toml::to_string(self)
     }
+
+    /// The checks a scenario file gets ([`parse`]), for a scenario made
+    /// or read some other way (a sweep's record, say): one experiment,
+    /// every value in its range, no key set that the experiment does not
+    /// read. The error names the key, dotted from the scenario's root.
+    ///
+    /// ```
+    /// use flashkit::scenario::{Experiment, Scenario};
+    /// let mut s = Scenario::defaults(Experiment::Transfer);
+    /// assert!(s.validate().is_ok());
+    /// s.transfer.as_mut().unwrap().bytes = 0;
+    /// let e = s.validate().unwrap_err();
+    /// assert!(e.starts_with("transfer.bytes: must be from 1"), "{e}");
+    /// ```
+    pub fn validate(&self) -> Result<(), String> {
+        let text = self.to_toml().map_err(|e| e.to_string())?;
+        let src = Source {
+            path: "",
+            text: &text,
+        };
+        let e = match table(&src).and_then(|t| parse(&src, t)) {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        // The key the error's line sets, dotted whole (the file's error
+        // names it within its table).
+        let key = e.line.and_then(|l| {
+            let k = keyed(&text).into_iter().find(|k| k.line == l)?;
+            Some(k.path.join("."))
+        });
+        let key = match (key, e.key) {
+            // An inline table's line: the error's key is the one inside it.
+            (Some(k), Some(named)) if named.starts_with(&format!("{k}.")) => Some(named),
+            (k, named) => k.or(named),
+        };
+        Err(match key {
+            Some(k) => format!("{k}: {}", e.message),
+            None => e.message,
+        })
+    }
 }
 
 /// One read miss (`flashkit miss`).

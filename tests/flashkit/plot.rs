@@ -314,6 +314,32 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
         );
         assert!(!svg.exists(), "nothing drawn");
     }
+    // Integers past 2^53, which an axis would draw at a neighbour (two of
+    // them at one x): refused, named as written.
+    for (rows, cell) in [
+        (
+            "18446744073709551615,1\n18446744073709551614,2\n",
+            "18446744073709551615",
+        ),
+        ("9007199254740993,1\n", "9007199254740993"),
+        ("-9007199254740994,1\n", "-9007199254740994"),
+    ] {
+        std::fs::write(&csv, format!("a,b\n{rows}")).unwrap();
+        let (code, err) = plot_within(
+            &[
+                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
+            ],
+            20,
+        );
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "error: {csv_s}: row 2, column 'a': {cell} is past 2^53"
+            )),
+            "{err}"
+        );
+        assert!(!svg.exists(), "nothing drawn");
+    }
     // Finite values too far apart for an axis: refused, not drawn (plotters
     // would overflow placing them).
     if have_font() {
@@ -418,6 +444,18 @@ fn a_sweeps_json_lines_plot_as_its_csv_does() {
                 second.replacen("\"total_cycles\":", "\"total_cycles\":1", 1)
             ),
             "line 1: result: a transfer result that does not read back: total_us is",
+        ),
+        // ... or its scenario: a value no run takes.
+        (
+            format!("{}\n", second.replacen("\"chunk\":2", "\"chunk\":99", 1)),
+            "line 1: config.transfer.chunk: must be from 1 to the data-buffer pool, 16, got 99",
+        ),
+        (
+            format!(
+                "{}\n",
+                second.replacen("\"net_latency\":22", "\"net_latency\":2000000", 1)
+            ),
+            "line 1: config.machine.net_latency: must be from 0 to 1000000, got 2000000",
         ),
         (format!("\n{second}\n"), "line 2: no column 'result.nope'"),
         (String::new(), "the JSON Lines hold no line"),

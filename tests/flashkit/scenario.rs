@@ -778,6 +778,30 @@ fn the_merge_refuses_missing_duplicated_and_foreign_points() {
         err.contains("part-1.csv: its last line is cut short"),
         "{err}"
     );
+    // A blank line after its rows (an editor's): said as what it is, not
+    // as a row of another shard.
+    std::fs::write(&all[1], format!("{keep}\n")).unwrap();
+    let (code, err) = merge(&all, &out);
+    assert_eq!(code, 2);
+    let rows = keep.lines().count() - 2;
+    assert!(
+        err.contains(&format!(
+            "part-1.csv: row {} is an empty line, which a sweep never writes: remove it",
+            rows + 1
+        )),
+        "{err}"
+    );
+    // A part is not a scenario to run.
+    let (code, out_text, err) = flashkit(&["run", &all[1]]);
+    assert_eq!((code, out_text.as_str()), (2, ""), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {}: a sharded sweep's part (its first line is the `# flashkit-sweep` mark), \
+             not a scenario or a saved result",
+            all[1]
+        )),
+        "{err}"
+    );
     std::fs::write(&all[1], &keep).unwrap();
     // Duplicated.
     let copy = dir.join("copy.csv");

@@ -227,12 +227,16 @@ pub fn logp() -> Result<Chart, String> {
 
 /// A chart from a sweep's CSV: `y` against `x`, one series per value of
 /// `series` (if given). A cell of `x` or `y` that is not a finite number
-/// (empty, text, `inf`, `nan`) is an error naming its row and column.
+/// (empty, text, `inf`, `nan`), or an integer past 2^53 (which the chart
+/// would draw at a neighbour), is an error naming its row and column.
 ///
 /// ```
 /// // A spreadsheet's byte-order mark is not part of the first column's name.
 /// let chart = flashkit::plot::from_csv("\u{feff}x,y\n1,2\n2,4\n", "x", "y", None).unwrap();
 /// assert_eq!(chart.series[0].points, [(1.0, 2.0), (2.0, 4.0)]);
+/// // 2^53 + 1 has no f64 of its own.
+/// let e = flashkit::plot::from_csv("x,y\n9007199254740993,1\n", "x", "y", None).unwrap_err();
+/// assert!(e.starts_with("row 2, column 'x': 9007199254740993 is past 2^53"), "{e}");
 /// // A sharded sweep's part is merged before it is plotted.
 /// let part = "# flashkit-sweep digest=ab points=2 shard=0/2 format=csv\nx,y\n1,2\n";
 /// let e = flashkit::plot::from_csv(part, "x", "y", None).unwrap_err();
@@ -292,8 +296,11 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
 /// [`crate::sweep::jsonl_cells`] lists a line's). A line that is not a JSON
 /// object, not a sweep's [`Record`](crate::sweep::Record), or whose result
 /// does not read back as [`Saved::read`](crate::scenario::Saved::read)
-/// reads a saved result, a column a line lacks, and a value of `x` or `y`
-/// that is not a finite number are errors naming the line.
+/// reads a saved result, whose scenario (`config`) is not one a run takes
+/// ([`Scenario::validate`](crate::scenario::Scenario::validate)), a column
+/// a line lacks, and a value of `x` or `y` that is not a finite number
+/// (or an integer a chart's axis cannot hold exactly) are errors naming
+/// the line.
 pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Chart, String> {
     crate::sweep::not_a_part(text)?;
     let mut points = Vec::new();
@@ -316,6 +323,12 @@ pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<
             .map_err(|e| format!("{at}: not a sweep's record: {}: {}", e.path(), e.inner()))?;
         crate::scenario::Saved::read(&record.result.to_string())
             .map_err(|e| format!("{at}: result: {e}"))?;
+        // Its scenario one the kit runs: the columns `config` gives are
+        // values a run could have had.
+        record
+            .config
+            .validate()
+            .map_err(|e| format!("{at}: config.{e}"))?;
         let cells = crate::sweep::jsonl_cells(&v);
         let cell = |name: &str| {
             cells
@@ -336,9 +349,25 @@ pub fn from_jsonl(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<
     chart(x, y, series, points)
 }
 
+/// The largest integer every integer up to which a chart's axis (an
+/// `f64`) holds exactly: 2^53.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
 /// A cell of column `name` at `at` (`row 3`, `line 2`) as a finite number.
 fn number(at: &str, name: &str, cell: &str) -> Result<f64, String> {
     match cell.parse::<f64>() {
+        // An integer past 2^53 is drawn at a neighbour of its value, and
+        // two such integers may be drawn at one x.
+        Ok(v)
+            if cell
+                .parse::<i128>()
+                .is_ok_and(|i| v as i128 != i || v.abs() > EXACT) =>
+        {
+            Err(format!(
+                "{at}, column '{name}': {cell} is past 2^53, where a chart's axis holds \
+                 integers only approximately: plot values from -2^53 to 2^53"
+            ))
+        }
         Ok(v) if v.is_finite() => Ok(v),
         Ok(_) => Err(format!(
             "{at}, column '{name}': '{cell}' is not a finite number"
