@@ -76,7 +76,9 @@ impl Renaming {
     /// Every renaming of `nodes` nodes that permutes the nodes of `among`
     /// and keeps the others, the identity first; `None` for more than
     /// [`MOST_SYMMETRIC`] nodes among them (their renamings would not fit
-    /// a machine's memory: 12 nodes have 479,001,600).
+    /// a machine's memory: 12 nodes have 479,001,600), or for a node among
+    /// them past the most a machine has (2^12: its renamings would be as
+    /// long as that node's number).
     ///
     /// ```
     /// use magic::check::{Renaming, MOST_SYMMETRIC};
@@ -89,12 +91,17 @@ impl Renaming {
     /// // A machine of many nodes costs nothing past the last permuted one.
     /// let two = Renaming::permuting(u32::MAX, &[0, 1]).unwrap();
     /// assert_eq!((two[1].node(0), two[1].node(4_000_000_000)), (1, 4_000_000_000));
+    /// // No machine has a node 4096.
+    /// assert!(Renaming::permuting(u32::MAX, &[0, 4096]).is_none());
     /// ```
     pub fn permuting(nodes: u32, among: &[u32]) -> Option<Vec<Renaming>> {
         let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
         among.sort_unstable();
         among.dedup();
-        if among.len() > MOST_SYMMETRIC {
+        let past = among
+            .last()
+            .is_some_and(|&n| n >= 1 << crate::ids::PAddr::NODE_BITS);
+        if among.len() > MOST_SYMMETRIC || past {
             return None;
         }
         let mut out = Vec::new();
@@ -298,7 +305,26 @@ impl<S: NodeState> Magic<S> {
     /// As [`Magic::encode_hardware`], of the machine with its nodes renamed
     /// by `r`: the nodes in the renamed order, and the nodes a message or a
     /// data word names renamed (the payload's and the data's as `model`
-    /// renames them).
+    /// renames them). A renaming longer than the machine names nodes it
+    /// lacks: they write nothing.
+    ///
+    /// ```
+    /// # use magic::{Install, Magic, MagicParams, NodeId, Protocol};
+    /// # use magic::check::{Checker, Renaming};
+    /// # struct Idle;
+    /// # impl Protocol for Idle {
+    /// #     type Node = ();
+    /// #     fn name(&self) -> &'static str { "idle" }
+    /// #     fn node(&self, _: NodeId, _: u32) {}
+    /// #     fn install<S: 'static>(&self, _: &mut Install<'_, S, ()>) {}
+    /// # }
+    /// let build = || Magic::with(MagicParams::default(), 2, &Idle).map_err(|e| e.to_string());
+    /// let (m, model) = (build().unwrap(), Checker::new(build));
+    /// let (mut swapped, mut long) = (Vec::new(), Vec::new());
+    /// m.encode_hardware_renamed(&model, &Renaming::new(vec![1, 0]).unwrap(), &mut swapped);
+    /// m.encode_hardware_renamed(&model, &Renaming::new(vec![2, 1, 0]).unwrap(), &mut long);
+    /// assert!(long.len() < swapped.len());
+    /// ```
     pub fn encode_hardware_renamed<M: Model<Node = S>>(
         &self,
         model: &M,
@@ -321,7 +347,11 @@ impl<S: NodeState> Magic<S> {
         out: &mut Vec<u8>,
     ) {
         let word = |w: u64| model.rename_data(w, r);
-        let hw = &self.hw[r.from(j) as usize];
+        // A renaming that names a node this machine lacks renames nothing
+        // to it (as `Checker::encode_renamed` skips its state).
+        let Some(hw) = self.hw.get(r.from(j) as usize) else {
+            return;
+        };
         hw.pcache.encode_words(&word, out);
         hw.mem.encode_words(&word, out);
         for q in &hw.queues {

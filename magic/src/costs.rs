@@ -319,13 +319,22 @@ impl Task {
         Ok(())
     }
 
-    /// The same task repeated `n` times (a per-item cost times the items).
-    pub const fn times(self, n: u32) -> Task {
-        Task {
-            cycles: self.cycles * n,
-            instrs: self.instrs * n,
-            loads: self.loads * n,
-            stores: self.stores * n,
+    /// The same task repeated `n` times (a per-item cost times the items);
+    /// `None` if a count would pass `u32::MAX`.
+    pub const fn times(self, n: u32) -> Option<Task> {
+        match (
+            self.cycles.checked_mul(n),
+            self.instrs.checked_mul(n),
+            self.loads.checked_mul(n),
+            self.stores.checked_mul(n),
+        ) {
+            (Some(cycles), Some(instrs), Some(loads), Some(stores)) => Some(Task {
+                cycles,
+                instrs,
+                loads,
+                stores,
+            }),
+            _ => None,
         }
     }
 }
@@ -854,6 +863,7 @@ mod tests {
 
     #[test]
     fn times_scales_every_part() {
-        assert_eq!(Task::new(2, 3, 1, 1).times(3), Task::new(6, 9, 3, 3));
+        assert_eq!(Task::new(2, 3, 1, 1).times(3), Some(Task::new(6, 9, 3, 3)));
+        assert_eq!(Task::new(1, 2, 0, 0).times(u32::MAX), None);
     }
 }

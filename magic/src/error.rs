@@ -38,13 +38,15 @@ impl OutOfRange {
         }
     }
 
-    /// `Err` unless `lo <= got <= hi` (inclusive).
+    /// `Err` unless `lo <= got <= hi` (inclusive): a value that compares
+    /// with neither bound (a NaN) is out of range.
     ///
     /// ```
     /// use magic::OutOfRange;
     /// assert!(OutOfRange::check("chunk", 4u64, 1, 64).is_ok());
     /// let e = OutOfRange::check("chunk", 0u64, 1, 64).unwrap_err();
     /// assert_eq!(e.to_string(), "chunk must be from 1 to 64, got 0");
+    /// assert!(OutOfRange::check("share", f64::NAN, 0.0, 1.0).is_err());
     /// ```
     pub fn check<T: PartialOrd + std::fmt::Display>(
         field: &'static str,
@@ -52,7 +54,7 @@ impl OutOfRange {
         lo: T,
         hi: T,
     ) -> Result<(), OutOfRange> {
-        if got < lo || got > hi {
+        if !(lo <= got && got <= hi) {
             Err(OutOfRange::new(field, format!("from {lo} to {hi}"), got))
         } else {
             Ok(())

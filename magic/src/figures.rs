@@ -129,6 +129,7 @@ pub fn ser_mb_s<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
 /// padded to its column (`(name, width, right-aligned)`), two spaces apart,
 /// trailing blanks trimmed. Widths are fixed, so a row's padding never
 /// depends on another row's values; a wider value pushes only its own row.
+/// A width past 65,535 pads to 65,535.
 ///
 /// ```
 /// let cols = [("name", 6, false), ("us", 6, true)];
@@ -143,6 +144,8 @@ pub fn line(out: &mut String, cols: &[(&str, usize, bool)], cells: &[String]) {
         if i > 0 {
             row.push_str("  ");
         }
+        // The most a format's width takes; no table is wider.
+        let w = (*w).min(u16::MAX as usize);
         if *right {
             row.push_str(&format!("{cell:>w$}"));
         } else {
@@ -156,6 +159,14 @@ pub fn line(out: &mut String, cols: &[(&str, usize, bool)], cells: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_wider_than_a_format_takes_pads_to_the_most_it_takes() {
+        let mut out = String::new();
+        line(&mut out, &[("a", usize::MAX / 2, true)], &["x".into()]);
+        assert_eq!(out.len(), u16::MAX as usize + 1, "padded, and its newline");
+        assert!(out.ends_with("x\n"));
+    }
 
     #[test]
     fn text_and_value_agree() {

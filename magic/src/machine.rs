@@ -1229,7 +1229,9 @@ impl<S: NodeState> Magic<S> {
         self.spin_limit = limit.map_or(u64::MAX, |l| l.max(1));
     }
 
-    /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles.
+    /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles. A run
+    /// halted on its budget ([`Halt::Budget`]) goes on under the new one
+    /// (it halted before an instant it applied nothing of).
     ///
     /// ```
     /// # use magic::{Cycles, Magic, MagicParams, NodeId, Protocol, Install};
@@ -1252,6 +1254,11 @@ impl<S: NodeState> Magic<S> {
     pub fn set_budget(&mut self, budget: Cycles) -> Result<(), crate::OutOfRange> {
         crate::OutOfRange::check("budget", budget, Cycles(1), MAX_BUDGET)?;
         self.budget = budget;
+        // A run halted on the old budget stopped before its next instant,
+        // which it applied nothing of: it goes on under the new one.
+        if matches!(self.halt, Some(Halt::Budget { .. })) {
+            self.halt = None;
+        }
         Ok(())
     }
 
@@ -1341,11 +1348,19 @@ impl<S: NodeState> Magic<S> {
     /// (or the run halts: see [`Halt`]).
     pub fn run_until(&mut self, limit: Option<Cycles>) -> RunReport {
         let mut limit_reached = false;
-        while let Some(t) = self.next_instant() {
-            if limit.is_some_and(|l| t.to_cycles_floor() > l) {
-                limit_reached = true;
-                break;
+        loop {
+            // The caller's limit before the budget and the end of time: an
+            // instant past the limit is not the run's to halt on.
+            if let Some(l) = limit {
+                let next = self.engine.next_time();
+                if self.halt.is_none() && next.is_some_and(|t| t.to_cycles_floor() > l) {
+                    limit_reached = true;
+                    break;
+                }
             }
+            let Some(t) = self.next_instant() else {
+                break;
+            };
             self.instant(t);
         }
         self.report(limit_reached)

@@ -155,6 +155,16 @@ pub enum BenchError {
         /// Nodes in the machine.
         nodes: u32,
     },
+    /// The message declares more payload than a packet holds (as
+    /// [`Magic::post`](crate::Magic::post) refuses it).
+    #[error(
+        "a message of {len} bytes of payload: a packet holds at most {}",
+        LINE_BYTES
+    )]
+    TooLong {
+        /// The payload the message declares.
+        len: u16,
+    },
     /// The machine was not quiet: the node took other pending work
     /// before the message injected, whose shot it would not be.
     #[error("the node took {took} before the message injected: inject into a quiet machine (run it first)")]
@@ -237,7 +247,9 @@ impl<S: NodeState> Bench<S> {
     /// the processor interface if its source is `node`, else from the
     /// network on its lane. Other work the machine has pending runs too,
     /// so inject into a quiet machine: a node that takes other work before
-    /// the message is [`BenchError::NotQuiet`]. What the handler sent is
+    /// the message is [`BenchError::NotQuiet`]. A message from or to a node
+    /// the machine lacks, or with more payload than a packet holds, is
+    /// refused. What the handler sent is
     /// delivered only by a later [`Bench::run`].
     pub fn inject(&mut self, node: NodeId, msg: Msg) -> Result<Shot, BenchError> {
         self.inject_data(node, msg, None)
@@ -251,8 +263,15 @@ impl<S: NodeState> Bench<S> {
         data: Option<[u8; LINE_BYTES]>,
     ) -> Result<Shot, BenchError> {
         let nodes = self.m.nodes;
-        if node.0 >= nodes {
-            return Err(BenchError::NoNode { node, nodes });
+        // The message comes from a node of the machine (its source is the
+        // node it arrives from).
+        for n in [node, msg.src] {
+            if n.0 >= nodes {
+                return Err(BenchError::NoNode { node: n, nodes });
+            }
+        }
+        if msg.len as usize > LINE_BYTES {
+            return Err(BenchError::TooLong { len: msg.len });
         }
         let msg = msg.to(node);
         let q = if msg.src == node {
@@ -402,6 +421,24 @@ mod tests {
             ["node 0: 1 message(s) dropped: they did not decode as their handler's type (the first: flags Flag::Set for flags.set, at cycle 6)"]
         );
         assert_eq!(bench.machine().drops(NodeId(0)).unwrap().undecodable, 1);
+    }
+
+    /// A message no machine's node could send, or longer than a packet,
+    /// is refused as `Magic::post` refuses it.
+    #[test]
+    fn an_injection_from_no_node_or_too_long_is_refused() {
+        let mut bench = Bench::new(2, &Flags).unwrap();
+        let stranger = bench.msg(NodeId(u32::MAX), Flag::Set { on: true });
+        assert_eq!(
+            bench.inject(NodeId(0), stranger).unwrap_err().to_string(),
+            format!("no node {} (the machine has 2)", u32::MAX)
+        );
+        let long = bench.msg(NodeId(1), Flag::Set { on: true }).len(u16::MAX);
+        assert_eq!(
+            bench.inject(NodeId(0), long).unwrap_err(),
+            BenchError::TooLong { len: u16::MAX }
+        );
+        assert!(bench.run(Cycles(100)).is_clean());
     }
 
     /// Work pending before the message injected is taken first: refused,

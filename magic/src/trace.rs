@@ -78,8 +78,18 @@ fn us(c: Cycles) -> f64 {
 
 /// Chrome trace-event JSON for `slices` of a machine of `nodes` nodes:
 /// one process per node, one thread per track, complete ("X") events in
-/// microseconds of simulated time.
+/// microseconds of simulated time. A count past the most nodes a machine
+/// has (2^12) names that many processes, no more: no machine's trace has
+/// others.
+///
+/// ```
+/// use magic::trace::{chrome_json, Track};
+/// let v = chrome_json(u32::MAX, &[]);
+/// let per_node = 1 + 2 * Track::ALL.len();
+/// assert_eq!(v["traceEvents"].as_array().unwrap().len(), 4096 * per_node);
+/// ```
 pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
+    let nodes = nodes.min(1 << crate::ids::PAddr::NODE_BITS);
     let mut ev = Vec::with_capacity(slices.len() + 8 * nodes as usize);
     for n in 0..nodes {
         ev.push(serde_json::json!({

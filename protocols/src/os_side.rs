@@ -24,7 +24,8 @@ use os_shim::{Change, Os, Pid, VPage, PAGE_BYTES};
 
 /// The pages a buffer of `len` bytes at virtual address `va` spans.
 pub fn pages_spanned(va: u64, len: u64) -> u64 {
-    (va % PAGE_BYTES + len).div_ceil(PAGE_BYTES)
+    // In 128 bits: a length near 2^64 spans fewer than 2^64 pages.
+    ((va % PAGE_BYTES) as u128 + len as u128).div_ceil(PAGE_BYTES as u128) as u64
 }
 
 /// A page's frame as the OS reports it to MAGIC: `None` when the page is

@@ -473,6 +473,45 @@ fn a_run_stops_at_its_cycle_budget_and_says_how_to_raise_it() {
     assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
 }
 
+/// A caller's limit comes before the budget and the end of time: a run
+/// limited to before its next instant stops at the limit, clean so far,
+/// however far that instant is; and a run halted on its budget goes on
+/// when the budget is raised.
+#[test]
+fn a_callers_limit_stops_the_run_before_the_budget_would() {
+    let mut m = machine(2);
+    m.set_budget(Cycles(1000)).unwrap();
+    let msg = m.msg(NodeId(1), LockMsg::Grant);
+    m.post(NodeId(1), Cycles(5000), msg).unwrap();
+    let r = m.run_until(Some(Cycles(100)));
+    assert!(r.limit_reached && r.halted.is_none(), "{r:?}");
+    // Past the budget without a limit of its own: halted, naming it.
+    let r = m.run();
+    assert!(
+        matches!(
+            r.halted,
+            Some(Halt::Budget {
+                next: Cycles(5003),
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    // Raised, the run goes on from where it stopped.
+    m.set_budget(Cycles(1_000_000)).unwrap();
+    let r = m.run();
+    assert!(r.is_clean() && r.end >= Cycles(5003), "{r:?}");
+    // An instant past the end of time is the run's to halt on only when
+    // it reaches it.
+    let mut m = machine(2);
+    let last = Magic::<Node>::LAST_CYCLE;
+    let msg = m.msg(NodeId(1), LockMsg::Grant);
+    m.post(NodeId(1), last, msg).unwrap();
+    let r = m.run_until(Some(Cycles(0)));
+    assert!(r.limit_reached && r.halted.is_none(), "{r:?}");
+    assert!(matches!(m.run().halted, Some(Halt::EndOfTime { .. })));
+}
+
 /// A processor whose every step asks to step again now, or earlier, never
 /// lets time pass: the run halts at the spin limit, naming the node and
 /// the cycle, rather than hanging.

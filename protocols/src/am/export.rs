@@ -515,7 +515,7 @@ impl SimGridPlan {
     /// `level` of the fat tree (1: the same first-level router; a star has
     /// one level), without the bytes' time.
     pub fn route_latency_us(&self, level: u32) -> f64 {
-        2.0 * (level + self.ni_levels) as f64 * self.link_latency_us
+        2.0 * (level as f64 + self.ni_levels as f64) * self.link_latency_us
     }
 }
 
@@ -719,6 +719,21 @@ fn check_figures(l: &LogP) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::am::suite::Bulk;
+
+    #[test]
+    fn a_route_of_any_level_has_a_latency() {
+        let l = figures(10.0, 100.0);
+        let p = SimGridPlan::new(
+            &l,
+            1024,
+            Network::FatTree {
+                step_us: Some(0.25),
+            },
+        )
+        .unwrap();
+        let far = p.route_latency_us(u32::MAX);
+        assert!(far.is_finite() && far > p.route_latency_us(1), "{far}");
+    }
 
     fn figures(rt: f64, bw: f64) -> LogP {
         LogP {

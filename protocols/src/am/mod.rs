@@ -363,6 +363,9 @@ pub(crate) fn check_programs(nodes: u32, programs: &[Vec<Step>]) -> Result<(), E
                         "a block of {bytes} bytes of {total} (at most {MAX_BLOCK})"
                     ))
                 }
+                Step::StoreShared { bytes, total, .. } if bytes > total => Some(format!(
+                    "a part of {bytes} bytes of a segment of {total} (a part is at most its segment)"
+                )),
                 Step::Compute(t) if t > RUN_LIMIT => {
                     Some(format!("a computation of {t} (at most {RUN_LIMIT})"))
                 }

@@ -141,20 +141,31 @@ pub struct Span {
 
 impl Span {
     /// The physical address of byte `off` of the buffer (`off` may run up to
-    /// a line before the start or after the end: the line is the same page's).
+    /// a line before the start or after the end: the line is the same page's;
+    /// further out, the first or last page's). A span of no page (which
+    /// no buffer has) puts every byte in frame 0.
     pub fn paddr(&self, off: i64) -> PAddr {
-        let v = (self.va as i64 + off) as u64;
+        let v = self.byte(off);
         let first = self.va / PAGE_BYTES;
-        let k =
-            ((v / PAGE_BYTES).clamp(first, first + self.frames.len() as u64 - 1) - first) as usize;
-        PAddr(self.frames[k].0 + v % PAGE_BYTES)
+        let last = first.saturating_add((self.frames.len() as u64).saturating_sub(1));
+        let k = (v / PAGE_BYTES).clamp(first, last) - first;
+        let frame = self.frames.get(k as usize).map_or(0, |f| f.0);
+        PAddr(frame.saturating_add(v % PAGE_BYTES))
+    }
+
+    /// The virtual address of byte `off` (within the address space).
+    fn byte(&self, off: i64) -> u64 {
+        (self.va as i128 + off as i128).clamp(0, u64::MAX as i128) as u64
     }
 
     /// The invalidation technique's check before a use: one branch.
     pub fn valid(&self, pages: &PageTable, off: i64) -> bool {
-        let v = (self.va as i64 + off.max(0)) as u64;
-        let k = (v / PAGE_BYTES - self.va / PAGE_BYTES) as usize;
-        self.uses.get(k).is_none_or(|u| pages.valid(u))
+        let v = self.byte(off.max(0));
+        let k = v / PAGE_BYTES - self.va / PAGE_BYTES;
+        usize::try_from(k)
+            .ok()
+            .and_then(|k| self.uses.get(k))
+            .is_none_or(|u| pages.valid(u))
     }
 
     /// The pages a buffer of `len` bytes at `va` spans.
@@ -752,4 +763,43 @@ pub struct Accepted {
     pub len: u64,
     /// The frame of each page it spans.
     pub frames: Vec<PAddr>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_gives_an_address_for_any_offset() {
+        let span = Span {
+            va: 0x1000 + 64,
+            len: PAGE_BYTES,
+            frames: vec![PAddr(0x80_0000), PAddr(0x40_0000)],
+            uses: Vec::new(),
+        };
+        // Each page's bytes in its own frame; far offsets in the ends'.
+        assert_eq!(span.paddr(0), PAddr(0x80_0040));
+        assert_eq!(span.paddr(PAGE_BYTES as i64), PAddr(0x40_0040));
+        assert_eq!(span.paddr(i64::MAX).0 >> 22, 1);
+        assert_eq!(span.paddr(i64::MIN), PAddr(0x80_0000));
+        assert!(span.valid(&PageTable::default(), i64::MAX));
+        // A span of no page, or at the top of the address space.
+        let none = Span {
+            va: 0,
+            len: 0,
+            frames: Vec::new(),
+            uses: Vec::new(),
+        };
+        assert_eq!(none.paddr(0), PAddr(0));
+        let top = Span {
+            va: i64::MAX as u64,
+            len: 1,
+            frames: vec![PAddr(0)],
+            uses: Vec::new(),
+        };
+        let _ = top.paddr(i64::MAX);
+        assert!(top.valid(&PageTable::default(), 1));
+        assert_eq!(Span::pages(4095, u64::MAX), (1 << 52) + 1);
+        assert_eq!(Span::pages(0, PAGE_BYTES + 1), 2);
+    }
 }

@@ -88,6 +88,40 @@ fn a_get_fetches_a_block_where_the_layer_offers_it() {
     assert!(e.to_string().contains("no get"), "{e}");
 }
 
+/// A sender's part of a shared segment larger than the segment is a
+/// program error on every platform, never counts that disagree.
+#[test]
+fn a_part_larger_than_its_segment_is_refused() {
+    use magic::NodeId;
+    use protocols::am::{Align, Step};
+    let part = Step::StoreShared {
+        to: NodeId(1),
+        bytes: 100,
+        align: Align::Byte,
+        segment: 0,
+        total: 50,
+    };
+    let progs = vec![
+        vec![part, part, Step::Wait { received: 2 }],
+        vec![Step::Wait { received: 2 }],
+    ];
+    let two: Vec<Box<dyn Platform>> = vec![
+        Box::new(Cm5::new(2, Layer::Cmam)),
+        Box::new(Cm5::new(2, Layer::Cmaml)),
+        Box::new(Sp::new(2)),
+        Box::new(Flash::new(2)),
+    ];
+    for p in two {
+        let e = p.run(&progs).unwrap_err();
+        assert!(matches!(e, protocols::Error::Program(_)), "{e}");
+        assert!(
+            e.to_string()
+                .contains("a part of 100 bytes of a segment of 50"),
+            "{e}"
+        );
+    }
+}
+
 /// Too few nodes for a benchmark is an error naming what it needs, on every
 /// platform, never a panic; the suite's benchmarks that fit still run.
 #[test]
