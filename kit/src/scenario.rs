@@ -1947,6 +1947,16 @@ pub(crate) fn parse_values(
     src: &Source<'_>,
     value: toml::Table,
 ) -> Result<Scenario, ScenarioError> {
+    parse_values_as(src, value, true)
+}
+
+/// [`parse_values`], finding the range of a key whose value its integer
+/// type cannot hold when `ranges` (a search that is not itself one).
+fn parse_values_as(
+    src: &Source<'_>,
+    value: toml::Table,
+    ranges: bool,
+) -> Result<Scenario, ScenarioError> {
     // Every key of a scenario's root is a table (`[miss]`): one the file
     // gives as something else is said so, at its line, where serde would
     // name a type (`expected struct Miss`); the first in the file if more.
@@ -2020,6 +2030,10 @@ pub(crate) fn parse_values(
         // Else the line the error points at, and the key set on it.
         if let Some(sp) = e.span().filter(|_| !changed) {
             let line = line_at(&text, sp.start);
+            let msg = match ranges {
+                true => integer_range(src, sp, &msg).unwrap_or(msg),
+                false => msg,
+            };
             let mut err = src.at(Some(line), &msg);
             err.key = src.key_at(line);
             return err;
@@ -2532,12 +2546,66 @@ fn line_at(text: &str, at: usize) -> usize {
         + 1
 }
 
+/// For an integer its key's type cannot hold (negative, or past the
+/// type's most: serde says only that), the key's range, as a value in the
+/// type out of range would have it said (`must be from 0 to 1000000, got
+/// 18446744073709551615`): the range found by putting the type's ends in
+/// the value's place. `None` for any other error, or a key whose range is
+/// its type's.
+fn integer_range(src: &Source<'_>, span: std::ops::Range<usize>, msg: &str) -> Option<String> {
+    let typed = msg == "number too large to fit in target type"
+        || (msg.starts_with("invalid value: integer `") && msg.contains("`, expected u"));
+    // The whole number (TOML's own error points at its first digit).
+    let rest = src.text.get(span.start..)?;
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-')))
+        .unwrap_or(rest.len());
+    let span = span.start..span.start + len.max(span.len());
+    let given = src.text.get(span.clone())?.trim();
+    if !typed || given.replace('_', "").parse::<i128>().is_err() {
+        return None;
+    }
+    let line = line_at(src.text, span.start);
+    let found = ["0", "255", "65535", "4294967295", "9223372036854775807"]
+        .into_iter()
+        .find_map(|end| {
+            let probe = format!(
+                "{}{end}{}",
+                src.text.get(..span.start)?,
+                src.text.get(span.end..)?
+            );
+            let at = Source {
+                path: src.path,
+                text: &probe,
+            };
+            let e = parse_values_as(&at, table_as(&at, false).ok()?, false).err()?;
+            let (allowed, _) = e.message.strip_prefix("must be ")?.rsplit_once(", got ")?;
+            (e.line == Some(line)).then(|| format!("must be {allowed}, got {given}"))
+        });
+    // A key of the full 64 bits: TOML's own integers stop short of it.
+    found.or_else(|| {
+        (msg == "number too large to fit in target type")
+            .then(|| format!("a TOML integer is at most {}, got {given}", i64::MAX))
+    })
+}
+
 /// Read a scenario file's text into a table (syntax errors name the line,
 /// and the key set on it).
 pub fn table(src: &Source<'_>) -> Result<toml::Table, ScenarioError> {
+    table_as(src, true)
+}
+
+/// [`table`], finding the range of a key whose integer TOML cannot hold
+/// when `ranges` (see [`integer_range`]).
+fn table_as(src: &Source<'_>, ranges: bool) -> Result<toml::Table, ScenarioError> {
     src.text.parse::<toml::Table>().map_err(|e| {
         let line = e.span().map(|s| line_at(src.text, s.start));
-        let mut err = src.at(line, e.message().replace('\n', "; "));
+        let msg = e.message().replace('\n', "; ");
+        let msg = match e.span().filter(|_| ranges) {
+            Some(sp) => integer_range(src, sp, &msg).unwrap_or(msg),
+            None => msg,
+        };
+        let mut err = src.at(line, msg);
         err.key = line.and_then(|l| src.key_at(l));
         err
     })

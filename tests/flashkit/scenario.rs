@@ -135,14 +135,32 @@ fn run_text(name: &str, text: &str) -> (i32, String) {
 #[test]
 fn a_refusal_names_the_key_the_file_sets_its_line_and_the_range() {
     for (text, want) in [
-        // Values too large for their type, and not numbers at all.
+        // Values too large for their type (or TOML), or below it: the
+        // key's range all the same; and not numbers at all.
         (
             "[transfer]\nbytes = 9223372036854775808\n",
-            "s.toml:2: bytes: number too large to fit in target type",
+            "s.toml:2: bytes: must be from 1 to 1048576, got 9223372036854775808",
         ),
         (
             "[costs.transfer]\nshift_dword = 18446744073709551616\n[transfer]\n",
-            "s.toml:2: costs.transfer.shift_dword: number too large to fit in target type",
+            "s.toml:2: costs.transfer.shift_dword: must be from 0 to 1000000, got 18446744073709551616",
+        ),
+        (
+            "[machine]\npp_issue_width = 4294967296\n[transfer]\n",
+            "s.toml:2: pp_issue_width: must be from 1 to 16, got 4294967296",
+        ),
+        (
+            "[machine]\nmem_first_dword = 18_446_744_073_709_551_615\n[transfer]\n",
+            "s.toml:2: mem_first_dword: must be from 0 to 1000000, got 18_446_744_073_709_551_615",
+        ),
+        (
+            "[transfer]\nbytes = -1\n",
+            "s.toml:2: bytes: must be from 1 to 1048576, got -1",
+        ),
+        // A key whose range is all of its 64 bits: TOML's own end.
+        (
+            "[network.sp]\nseed = 18446744073709551615\n[suite]\nplatform = \"sp\"\n",
+            "s.toml:2: network.sp.seed: a TOML integer is at most 9223372036854775807, got 18446744073709551615",
         ),
         (
             "[machine]\npi_out = 9223372036854775807\n[miss]\n",
