@@ -3607,11 +3607,10 @@ fn remap_run(
 ) -> Result<(Report, magic::Magic<protocols::user::UserNode>), RunError> {
     let (r, m) = protocols::user::experiments::remap_with(t, p, user)?;
     let json = serde_json::to_value(&r)?;
-    let ledger = m.ledger();
-    crate::invariants::check(&json, &[&ledger], m.params().pp_issue_width)?;
+    crate::invariants::check(&json, &[&r.ledger], m.params().pp_issue_width)?;
     let report = Report {
         json,
-        table: format!("{r}\n{}", ledger.render()),
+        table: format!("{r}\n{}", r.ledger.render()),
         failed: (!r.data_ok).then(|| "the destination does not hold the source's bytes".into()),
     };
     Ok((report, m))

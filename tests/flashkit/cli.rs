@@ -168,9 +168,18 @@ fn fetch_op_and_remap_print_json() {
             "tlb_hits",
             "tlb_misses",
             "total_cycles",
+            "occupancy_cycles",
         ] {
             assert!(v[k].is_u64(), "{t}: {k} in {v}");
         }
+        // Where the cycles went, as data: the MAGIC handlers' rows.
+        assert!(v["occupancy"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["handler"]
+                .as_str()
+                .is_some_and(|h| h.starts_with("user."))));
     }
     for args in [
         &["remap", "--technique", "magic"][..],

@@ -352,11 +352,12 @@ pub struct RemapConfig {
     pub user: UserParams,
 }
 
-/// What a remap run measured: counts, with what made them (its
-/// [`RemapConfig`] and the kit's version). Its JSON is the `flashkit remap
-/// --format json` output and reads back equal.
+/// What a remap run measured: counts and the occupancy ledger, with what
+/// made them (its [`RemapConfig`] and the kit's version). Its JSON is the
+/// `flashkit remap --format json` output and reads back equal, refusing a
+/// ledger figure its counts do not give.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RemapWire")]
+#[serde(try_from = "RemapWire", into = "RemapWire")]
 pub struct RemapResult {
     /// The version of the kit that measured it (`protocols`' package
     /// version).
@@ -379,10 +380,13 @@ pub struct RemapResult {
     pub tlb_misses: u64,
     /// The first command write to the operation's completion.
     pub total_cycles: u64,
+    /// The run's occupancy ledger.
+    pub ledger: Ledger,
 }
 
-/// A remap's JSON as it reads: [`RemapResult`]'s fields, checked.
-#[derive(Deserialize)]
+/// A remap's JSON, key by key: [`RemapResult`]'s fields, the ledger's
+/// counters with their figures exact.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RemapWire {
     version: String,
@@ -395,6 +399,31 @@ struct RemapWire {
     tlb_hits: u64,
     tlb_misses: u64,
     total_cycles: u64,
+    occupancy_cycles: u64,
+    occupancy_booked_cycles: u64,
+    occupancy: Vec<ExactHandlerRow>,
+    units: Vec<ExactUnitRow>,
+}
+
+impl From<RemapResult> for RemapWire {
+    fn from(r: RemapResult) -> RemapWire {
+        RemapWire {
+            occupancy_cycles: r.ledger.elapsed.0,
+            occupancy_booked_cycles: r.ledger.booked.0,
+            occupancy: r.ledger.exact_handlers(),
+            units: r.ledger.exact_units(),
+            version: r.version,
+            config: r.config,
+            technique: r.technique,
+            data_ok: r.data_ok,
+            os_wait_cycles: r.os_wait_cycles,
+            processor_interrupts: r.processor_interrupts,
+            stale_uses_detected: r.stale_uses_detected,
+            tlb_hits: r.tlb_hits,
+            tlb_misses: r.tlb_misses,
+            total_cycles: r.total_cycles,
+        }
+    }
 }
 
 impl TryFrom<RemapWire> for RemapResult {
@@ -403,6 +432,13 @@ impl TryFrom<RemapWire> for RemapResult {
         if w.technique != w.config.technique {
             return Err("technique disagrees with the rest of the result".into());
         }
+        let ledger = Ledger::from_exact(
+            Cycles(w.occupancy_cycles),
+            Cycles(w.occupancy_booked_cycles),
+            REMAP_NODES,
+            w.occupancy,
+            w.units,
+        )?;
         Ok(RemapResult {
             version: w.version,
             config: w.config,
@@ -414,9 +450,13 @@ impl TryFrom<RemapWire> for RemapResult {
             tlb_hits: w.tlb_hits,
             tlb_misses: w.tlb_misses,
             total_cycles: w.total_cycles,
+            ledger,
         })
     }
 }
+
+/// The nodes of a remap's machine: the sender's and the receiver's.
+const REMAP_NODES: u32 = 2;
 
 impl std::fmt::Display for RemapResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -475,7 +515,7 @@ pub fn remap_with(
         },
         user: up,
     };
-    let mut m = machine(params, up, 2)?;
+    let mut m = machine(params, up, REMAP_NODES)?;
     let (a, b) = (NodeId(0), NodeId(1));
     let (src_v, dst_v) = (0x10_0000u64, 0x20_0000u64);
     // Source pages on node 0 (frames 32..), destination pages on node 1 (frames 64..).
@@ -592,6 +632,7 @@ pub fn remap_with(
         tlb_hits: n.magic.tlb.hits,
         tlb_misses: n.magic.tlb.misses,
         total_cycles: (done - first).0,
+        ledger: m.ledger(),
     };
     Ok((result, m))
 }

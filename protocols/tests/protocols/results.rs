@@ -822,6 +822,13 @@ fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again() {
                 e.to_string(),
                 "technique disagrees with the rest of the result"
             );
+            // Where the cycles went is in it, and a figure of it its
+            // counters do not give is refused.
+            assert!(r.ledger.elapsed.0 > 0 && !j["occupancy"].as_array().unwrap().is_empty());
+            let mut v = j.clone();
+            v["occupancy"][0]["mean"] = 1e9.into();
+            let e = serde_json::from_value::<RemapResult>(v).unwrap_err();
+            assert!(e.to_string().starts_with("occupancy (user."), "{e}");
         }
     }
 }
