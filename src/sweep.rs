@@ -534,6 +534,8 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
     let kept = target.kept;
     let todo = order.len().saturating_sub(kept);
     let bar = progress(todo, "points", s.quiet);
+    // Rows written (a JSON array opened).
+    let mut rows = 0usize;
     // Each point is built as a worker takes it, and each row written as
     // soon as every point before it is done, so output cut short holds
     // every row before the first unfinished point.
@@ -566,19 +568,25 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
                 Made::Row(cols) => row(s.format, &mut target, &cols, k == 0, &mut chunk)?,
                 Made::Line(line) => chunk = line,
             }
-            target.sink.write(chunk.as_bytes())
+            target.sink.write(chunk.as_bytes())?;
+            rows += 1;
+            Ok(())
         },
     );
     bar.finish_and_clear();
-    written?;
-    if !target.part {
-        // The table's end: a JSON array's bracket (an empty one if no rows).
-        if s.format == RowFormat::Json {
-            let end = if todo == 0 { "[]\n" } else { "]\n" };
-            target.sink.write(end.as_bytes())?;
-        }
+    if !target.part && s.format == RowFormat::Json {
+        // The table's end: a JSON array's bracket (an empty one if no rows),
+        // also after a point that failed, so the rows before it are a JSON
+        // array still.
+        let end = match (rows, &written) {
+            (0, Ok(())) => "[]\n",
+            (0, Err(_)) => "",
+            _ => "]\n",
+        };
+        let closed = target.sink.write(end.as_bytes());
+        return written.and(closed);
     }
-    Ok(())
+    written
 }
 
 /// Whether `a` and `b` name one file: one device and inode (a hard link

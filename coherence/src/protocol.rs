@@ -889,12 +889,21 @@ pub fn by_node_bits(coh: &CohParams) -> Result<(), OutOfRange> {
     }
 }
 
-/// The canonical (home) address of a processor address.
+/// The canonical (home) address of a processor address (a machine of no
+/// nodes is taken as one of one).
+///
+/// ```
+/// use coherence::protocol::{canonical, Placement};
+/// use magic::{NodeId, PAddr, Region};
+/// let a = PAddr::new(Region::Normal, NodeId(1), 0x1080);
+/// assert_eq!(canonical(Placement::Interleaved, 4, a).node(), NodeId(1));
+/// assert_eq!(canonical(Placement::Interleaved, 0, a).node(), NodeId(0));
+/// ```
 pub fn canonical(placement: Placement, nodes: u32, a: PAddr) -> PAddr {
     match placement {
         Placement::NodeBits => a.with_region(Region::Normal),
         Placement::Interleaved => {
-            let home = ((a.offset() / LINE_BYTES as u64) % nodes as u64) as u32;
+            let home = ((a.offset() / LINE_BYTES as u64) % nodes.max(1) as u64) as u32;
             PAddr::new(Region::Normal, NodeId(home), a.offset())
         }
     }

@@ -1238,6 +1238,40 @@ impl Scenario {
         s
     }
 
+    /// [`Scenario::validate`] of a scenario TOML cannot write (`e`): a
+    /// value past TOML's integers (2^63 - 1), checked as that end would be
+    /// and named as given.
+    fn validate_past_toml(&self, e: toml::ser::Error) -> Result<(), String> {
+        fn past(v: &mut serde_json::Value, at: &str) -> Option<(String, u64)> {
+            match v {
+                serde_json::Value::Number(n) => {
+                    let x = n.as_u64().filter(|&x| x > i64::MAX as u64)?;
+                    *v = serde_json::Value::from(i64::MAX);
+                    Some((at.to_string(), x))
+                }
+                serde_json::Value::Object(m) => m
+                    .iter_mut()
+                    .find_map(|(k, x)| past(x, &crate::json::dotted(at, k))),
+                _ => None,
+            }
+        }
+        let mut v = serde_json::to_value(self).map_err(|x| x.to_string())?;
+        let Some((key, got)) = past(&mut v, "") else {
+            return Err(e.to_string());
+        };
+        let at_end: Scenario = serde_json::from_value(v).map_err(|x| x.to_string())?;
+        at_end.validate().map_err(|m| {
+            // This key's refusal says the value given; another key's is its own.
+            let end = format!(", got {}", i64::MAX);
+            match m.strip_prefix(&format!("{key}: ")) {
+                Some(why) if why.ends_with(&end) => {
+                    format!("{key}: {}, got {got}", &why[..why.len() - end.len()])
+                }
+                _ => m,
+            }
+        })
+    }
+
     /// The scenario as a TOML file.
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         toml::to_string(self)
@@ -1255,9 +1289,16 @@ impl Scenario {
     /// s.transfer.as_mut().unwrap().bytes = 0;
     /// let e = s.validate().unwrap_err();
     /// assert!(e.starts_with("transfer.bytes: must be from 1"), "{e}");
+    /// // Past what a TOML file can hold, named all the same.
+    /// s.transfer.as_mut().unwrap().bytes = u64::MAX;
+    /// let e = s.validate().unwrap_err();
+    /// assert_eq!(e, format!("transfer.bytes: must be from 1 to 1048576, got {}", u64::MAX));
     /// ```
     pub fn validate(&self) -> Result<(), String> {
-        let text = self.to_toml().map_err(|e| e.to_string())?;
+        let text = match self.to_toml() {
+            Ok(t) => t,
+            Err(e) => return self.validate_past_toml(e),
+        };
         let src = Source {
             path: "",
             text: &text,
@@ -3282,10 +3323,11 @@ impl RunError {
 
     /// The configuration field the error is about, if it is about one.
     pub fn field(&self) -> Option<&'static str> {
+        // Every range error names its field, as `range` finds it.
+        if let Some(e) = self.range() {
+            return Some(e.field);
+        }
         match self {
-            RunError::Range(e) => Some(e.field),
-            RunError::Build(magic::BuildError::Params(e)) => Some(e.field),
-            RunError::Coherence(coherence::Error::OutOfRange(e)) => Some(e.field),
             RunError::Protocols(e) => e.field(),
             RunError::Transfer(protocols::transfer::Failed::Config(e)) => Some(e.field()),
             RunError::Mode(_) => Some("mode"),

@@ -401,7 +401,7 @@ pub fn csv_cells_of(line: &str) -> Option<Vec<String>> {
 
 /// One CSV cell, quoted when it holds a comma, a quote or a newline.
 pub fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

@@ -194,9 +194,19 @@ pub enum OsError {
     /// The process lacks the right (read or write) this use of the page needs.
     #[error("process {} lacks the right for page {:#x}", .0.0, .1.0)]
     NoRight(Pid, VPage),
-    /// A frame that is not a page-aligned address in normal space.
-    #[error("{0} is not a page-aligned normal-space frame")]
+    /// A frame that is not a page-aligned address in normal space below
+    /// the shadow bit ([`WRITE_SHADOW`]: a frame above it would have a
+    /// shadow that is another frame's write shadow).
+    #[error("{0} is not a page-aligned normal-space frame below 2^38")]
     BadFrame(PAddr),
+}
+
+/// A page-aligned address of normal space whose shadows name it alone:
+/// below [`WRITE_SHADOW`], the bit a write shadow sets.
+fn is_frame(f: PAddr) -> bool {
+    f.region() == Region::Normal
+        && f.offset().is_multiple_of(PAGE_BYTES)
+        && f.offset() < WRITE_SHADOW
 }
 
 /// One node's operating system.
@@ -241,7 +251,7 @@ impl Os {
 
     /// Map virtual page `v` of `pid` to `frame`.
     pub fn map(&mut self, pid: Pid, v: VPage, frame: PAddr, rights: Rights) -> Result<(), OsError> {
-        if frame.region() != Region::Normal || !frame.offset().is_multiple_of(PAGE_BYTES) {
+        if !is_frame(frame) {
             return Err(OsError::BadFrame(frame));
         }
         self.proc_mut(pid)?
@@ -322,7 +332,7 @@ impl Os {
                 p.pages.remove(&v);
             }
             Change::Remap(v, f) | Change::Move(v, f) => {
-                if f.region() != Region::Normal || f.offset() % PAGE_BYTES != 0 {
+                if !is_frame(f) {
                     return Err(OsError::BadFrame(f));
                 }
                 let rights = old.map_or(Rights::RW, |m| m.rights);
@@ -339,6 +349,26 @@ mod tests {
 
     fn frame(n: u32, k: u64) -> PAddr {
         PAddr::new(Region::Normal, NodeId(n), k * PAGE_BYTES)
+    }
+
+    /// A frame at or above the shadow bit would share its shadow with
+    /// another frame's write shadow (a read-only page written through
+    /// it): refused, by a mapping and by a move alike.
+    #[test]
+    fn a_frame_at_the_shadow_bit_is_refused() {
+        let mut os = Os::new(NodeId(0), OsCosts::default());
+        os.spawn(Pid(1));
+        let high = PAddr::new(Region::Normal, NodeId(0), WRITE_SHADOW);
+        assert_eq!(
+            os.map(Pid(1), VPage(5), high, Rights::RO),
+            Err(OsError::BadFrame(high))
+        );
+        let top = PAddr::new(Region::Normal, NodeId(0), WRITE_SHADOW - PAGE_BYTES);
+        os.map(Pid(1), VPage(5), top, Rights::RO).unwrap();
+        assert_eq!(
+            os.apply(Pid(1), Change::Move(VPage(5), high)),
+            Err(OsError::BadFrame(high))
+        );
     }
 
     #[test]

@@ -71,8 +71,15 @@ pub enum Error {
 impl Error {
     /// The configuration field the error is about, if it is about one.
     pub fn field(&self) -> Option<&'static str> {
+        use coherence::Error as C;
         match self {
-            Error::OutOfRange(r) | Error::TooFewNodes { range: r, .. } => Some(r.field),
+            Error::OutOfRange(r)
+            | Error::TooFewNodes { range: r, .. }
+            | Error::Network(r)
+            | Error::Build(BuildError::Params(r))
+            | Error::Coherence(C::OutOfRange(r))
+            | Error::Coherence(C::Build(BuildError::Params(r))) => Some(r.field),
+            Error::Unknown { what, .. } => Some(what),
             _ => None,
         }
     }

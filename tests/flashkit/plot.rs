@@ -371,6 +371,31 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What the sweep's CSV writer writes, the chart's reader reads back: a
+/// cell with a line break or a carriage return, quoted, is the same text.
+#[test]
+fn a_cell_the_csv_writer_quotes_reads_back_the_same() {
+    use flashkit::{plot, sweep};
+    let row = |x: &str, s: &str| {
+        vec![
+            ("x".into(), x.into()),
+            ("y".into(), "2".into()),
+            ("s".into(), s.into()),
+        ]
+    };
+    let text = sweep::csv(&[
+        row("1", "line\nbreak"),
+        row("2", "trail\r"),
+        row("3", "plain"),
+    ]);
+    let chart = plot::from_csv(&text, "x", "y", Some("s")).unwrap();
+    let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["s = line\nbreak", "s = plain", "s = trail\r"]);
+    // A quote left open to the end is still one.
+    let e = plot::from_csv("x,y\n1,\"2\n3,4\n", "x", "y", None).unwrap_err();
+    assert_eq!(e, "row 2: a quote left open");
+}
+
 /// The library's charts read a sweep's JSON Lines as well as its CSV: the
 /// same sweep, written both ways, plots the same chart, its columns named
 /// alike (a parameter by its key, a figure as `result.*`); a chart is
@@ -612,6 +637,14 @@ fn a_chart_no_drawing_can_show_is_refused() {
                 ..line.clone()
             },
             "x_labels must be at most".to_string(),
+        ),
+        (
+            Chart {
+                log_x: true,
+                groups: vec!["a".into(), "b".into()],
+                ..chart(vec![(1.0, 1.0)])
+            },
+            "log_x and groups together: bars have no logarithmic axis".into(),
         ),
         (
             Chart {

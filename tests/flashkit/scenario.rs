@@ -2684,3 +2684,32 @@ fn keys_logp_never_charges_are_refused_beside_it() {
     );
     assert_eq!(code, 0, "{err}");
 }
+
+/// A run's error names its field whichever layer refused it: the two
+/// accessors agree, and a name that is no benchmark is its field too.
+#[test]
+fn a_run_error_names_the_field_its_range_does() {
+    use flashkit::scenario::{run, Experiment, PlatformKind, Scenario};
+    for experiment in [Experiment::Suite, Experiment::Logp] {
+        let mut s = Scenario::defaults(experiment);
+        if let Some(x) = s.suite.as_mut() {
+            x.platform = PlatformKind::Flash;
+            x.nodes = 4;
+            x.benchmark = Some("ring".into());
+        }
+        if let Some(x) = s.logp.as_mut() {
+            x.platform = PlatformKind::Flash;
+            x.nodes = 4;
+        }
+        s.machine.data_buffers = 1;
+        let e = run(&s).unwrap_err();
+        assert_eq!(e.field(), Some("data_buffers"), "{e}");
+        assert_eq!(e.range().map(|r| r.field), e.field(), "{e}");
+    }
+    let e = protocols::Error::Unknown {
+        what: "benchmark",
+        name: "nope".into(),
+        known: "ring".into(),
+    };
+    assert_eq!(e.field(), Some("benchmark"));
+}

@@ -117,6 +117,39 @@ fn flashkit(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A point that fails ends the sweep, status 1, naming it; the rows
+/// before it stand as they were written, a JSON array still (closed).
+#[test]
+fn a_failed_point_leaves_the_rows_before_it_whole() {
+    let dir = std::env::temp_dir().join(format!("flashkit-sweep-fail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("t.toml");
+    std::fs::write(&f, "[transfer]\nbytes = 256\n").unwrap();
+    let f = f.to_str().unwrap();
+    for (format, rows) in [("json", 1), ("csv", 2), ("jsonl", 1)] {
+        let (code, out, err) = flashkit(&[
+            "sweep",
+            f,
+            "--vary",
+            "machine.budget=100000000,10",
+            "--format",
+            format,
+            "--quiet",
+        ]);
+        assert_eq!(code, 1, "{format}: {err}");
+        assert!(
+            err.starts_with("error: point 1: the transfer did not complete"),
+            "{err}"
+        );
+        assert_eq!(out.lines().count(), rows, "{format}: {out}");
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&out).expect("a JSON array");
+            assert_eq!(v.as_array().map(Vec::len), Some(1), "{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// One part of a cost entry is a key like any other: the other parts keep
 /// their values, and the figure moves with it.
 #[test]

@@ -65,6 +65,11 @@ fn drawable(c: &Chart) -> Result<(), String> {
             c.groups.len()
         ));
     }
+    // Bars stand at their groups' indices: a logarithmic axis has no
+    // place for the first, and no bar is drawn on one.
+    if c.log_x && !c.groups.is_empty() {
+        return Err("log_x and groups together: bars have no logarithmic axis".into());
+    }
     for s in &c.series {
         for (i, &(x, y)) in s.points.iter().enumerate() {
             if x.is_nan() || y.is_nan() {

@@ -265,10 +265,23 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
     let (xi, yi) = (col(x)?, col(y)?);
     let si = series.map(col).transpose()?;
     let mut points = Vec::new();
-    for (n, l) in lines.enumerate() {
+    let mut rows = lines.enumerate();
+    while let Some((n, l)) = rows.next() {
         // A cell is named by its row (the header is row 1) and column.
         let at = format!("row {}", n + 2);
-        let cells = csv_cells_of(l).ok_or_else(|| format!("{at}: a quote left open"))?;
+        // A quoted cell may hold a line break: its row goes on on the
+        // next line (an odd count of quotes is one left open).
+        let odd = |l: &str| l.matches('"').count() % 2 == 1;
+        let (mut row, mut open) = (l.to_string(), odd(l));
+        while open {
+            let (_, more) = rows
+                .next()
+                .ok_or_else(|| format!("{at}: a quote left open"))?;
+            row.push('\n');
+            row.push_str(more);
+            open ^= odd(more);
+        }
+        let cells = csv_cells_of(&row).ok_or_else(|| format!("{at}: a quote left open"))?;
         if cells.len() != head.len() {
             return Err(format!(
                 "{at} has {} cells where the header has {}",
