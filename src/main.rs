@@ -571,6 +571,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             (None, Some(file)) => {
                 if let Some(t) = trace.as_deref() {
                     output::out_file("--trace", t)?;
+                    output::not_stdout("--trace", t)?;
                     if sweep::same_file(t, &file) {
                         return Err(Failure::Usage(format!(
                             "--trace {t} is the scenario {file}: write the trace to another file"
@@ -787,6 +788,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .map_err(|e| Failure::Usage(flagged(&e)))?;
             if let Some(t) = trace.as_deref() {
                 output::out_file("--trace", t)?;
+                output::not_stdout("--trace", t)?;
             }
             report(
                 scenario::run_traced(&s, trace.is_some()),
@@ -958,6 +960,8 @@ fn logp_export(
                 "--out {dir}: {path} is a folder, not a file to write"
             )));
         }
+        // The list of files is printed.
+        output::not_stdout("--out", path)?;
     }
     std::fs::create_dir_all(dir).map_err(|e| output::failed(dir, &e))?;
     output::write_files(&written)?;
@@ -1236,6 +1240,7 @@ fn study(
             return Err(Failure::Usage(format!("--plot {p}: write .svg or .png")));
         }
         output::out_file("--plot", p)?;
+        output::not_stdout("--plot", p)?;
     }
     let total = flashkit::study::points(bytes).len();
     let bar = sweep::progress(total, "runs", quiet);

@@ -235,6 +235,31 @@ pub fn out_file(flag: &str, path: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether `path` is where standard output goes: its file (however
+/// named) or its pipe.
+fn is_stdout(path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), std::fs::metadata("/dev/stdout")) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// `Err` if `path` names the file standard output was sent to, for a
+/// command that prints there too: the file written would be renamed over
+/// it, and what is printed lost with the file it went to. (`/dev/stdout`
+/// itself is written through standard output, before what is printed.)
+pub fn not_stdout(flag: &str, path: &str) -> Result<(), Failure> {
+    let renamed = matches!(target(std::path::Path::new(path)), Target::File(..));
+    if renamed && is_stdout(path) {
+        return Err(Failure::Usage(format!(
+            "{flag} {path} is the file standard output goes to, which the command prints to \
+             as well: write it to another file"
+        )));
+    }
+    Ok(())
+}
+
 /// Where a link that leads nowhere ends (following links to links, as
 /// opening it to write does, by [`target`]); `None` unless `p` is such a
 /// link.
@@ -346,6 +371,19 @@ fn target(p: &std::path::Path) -> Target {
 /// Write `bytes` where `path` names, in place; a failure leaves no
 /// regular file cut short under its name.
 fn in_place(path: &str, bytes: &[u8]) -> Result<Staged, Failure> {
+    // Standard output's own handle, whose place in its file is where
+    // what is printed after goes: a second opening would write from the
+    // file's start, over it.
+    if is_stdout(path) {
+        let mut o = io::stdout().lock();
+        o.write_all(bytes)
+            .and_then(|()| o.flush())
+            .map_err(|e| failed(path, &e))?;
+        return Ok(Staged {
+            path: path.to_string(),
+            rename: None,
+        });
+    }
     let mut s = Sink::create(path)?;
     s.write(bytes).inspect_err(|_| {
         if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {

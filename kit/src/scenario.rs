@@ -695,6 +695,29 @@ impl<'de> Deserialize<'de> for Row {
                 row.data_ok, row.stale_lines
             )));
         }
+        // The row's buffers are line-aligned: its lines are its bytes'.
+        let lines = row.bytes.div_ceil(magic::LINE_BYTES as u64);
+        if row.stale_lines > lines {
+            return Err(D::Error::custom(format!(
+                "stale_lines is {}, more than the {lines} lines of its {} bytes",
+                row.stale_lines, row.bytes
+            )));
+        }
+        let budget = row.config.params.budget;
+        if row.total > budget {
+            return Err(D::Error::custom(format!(
+                "total_cycles is {}, past the run's budget of {budget} cycles",
+                row.total
+            )));
+        }
+        // Two processors, neither busy past the budget.
+        if row.processor.0 > budget.0.saturating_mul(2) {
+            return Err(D::Error::custom(format!(
+                "processor_cycles is {}, more than two processors busy for the run's budget \
+                 of {budget} cycles",
+                row.processor
+            )));
+        }
         if row.point().config_on(&row.config) != row.config {
             return Err(D::Error::custom(
                 "config is not the transfer of the row's point (its bytes, mode, sender, \
@@ -2068,13 +2091,21 @@ fn parse_values_as(
             }
             return err;
         }
+        // An integer its type cannot hold: its key's range, found in the
+        // text deserialized (the file's, or the table's as changed).
+        let msg = match e.span().filter(|_| ranges) {
+            Some(sp) => {
+                let read = Source {
+                    path: src.path,
+                    text: &text,
+                };
+                integer_range(&read, sp, &msg).unwrap_or(msg)
+            }
+            None => msg,
+        };
         // Else the line the error points at, and the key set on it.
         if let Some(sp) = e.span().filter(|_| !changed) {
             let line = line_at(&text, sp.start);
-            let msg = match ranges {
-                true => integer_range(src, sp, &msg).unwrap_or(msg),
-                false => msg,
-            };
             let mut err = src.at(Some(line), &msg);
             err.key = src.key_at(line);
             return err;
@@ -2284,6 +2315,15 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
     // changes under it; a remap runs no fetch-and-add, and the OS charges
     // its page-table edit and line copies only to a program held up
     // behind a second change, which no scenario holds.
+    // The SP's FIFOs are sized, not modelled: a full receive FIFO is
+    // counted, not a delay, and no figure shows the count; nothing sends
+    // through the send FIFO's limit. No run reads either.
+    if ["network.sp.send_fifo", "network.sp.recv_fifo"]
+        .iter()
+        .any(|p| under(p))
+    {
+        return false;
+    }
     let never: &[&str] = match own {
         "transfer" | "study" => &[
             "costs.command.commit",

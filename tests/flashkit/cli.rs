@@ -1789,7 +1789,9 @@ fn devices_files_for_folders_and_long_values_are_refused_in_one_line() {
         (vec!["run", &long], "characters left out".into()),
         (
             vec!["sweep", &neg, "--vary", "transfer.chunk=1,2", "--quiet"],
-            format!("error: point 0 (transfer.chunk=1): {neg}:4: net_latency: invalid value"),
+            format!(
+                "error: point 0 (transfer.chunk=1): {neg}:4: net_latency: must be from 0 to 1000000, got -5"
+            ),
         ),
     ] {
         let (code, out, err) = flashkit(&args);
@@ -2041,4 +2043,97 @@ fn an_output_renamed_into_place_is_the_file_its_path_names() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file flag naming the file standard output was redirected to would
+/// be renamed over it, losing what is printed: refused, status 2, nothing
+/// written. `/dev/stdout` is written through standard output itself, its
+/// file or pipe, before what is printed (not over it); a file of its own
+/// is written as ever.
+#[test]
+fn a_file_that_is_standard_output_is_refused() {
+    let d = scratch("stdout");
+    std::fs::create_dir_all(&d).unwrap();
+    let run_into = |file: &std::path::Path, args: &[&str]| {
+        let out = std::fs::File::create(file).unwrap();
+        let r = Command::new(env!("CARGO_BIN_EXE_flashkit"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(out)
+            .output()
+            .expect("runs");
+        (
+            r.status.code(),
+            String::from_utf8_lossy(&r.stderr).to_string(),
+        )
+    };
+    let same = d.join("same.json");
+    let s = same.to_str().unwrap();
+    let (code, err) = run_into(&same, &["transfer", "--trace", s, "--format", "json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: --trace {s} is the file standard output goes to, which the command prints \
+             to as well: write it to another file\n"
+        )
+    );
+    assert_eq!(
+        std::fs::metadata(&same).unwrap().len(),
+        0,
+        "nothing written"
+    );
+    // Through /dev/stdout, into a pipe or a file opened afresh (`>`): the
+    // trace whole, then the result after it.
+    let (code, out, err) = flashkit(&["transfer", "--trace", "/dev/stdout", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let both = d.join("both.txt");
+    let (fcode, ferr) = run_into(
+        &both,
+        &["transfer", "--trace", "/dev/stdout", "--format", "json"],
+    );
+    assert_eq!(fcode, Some(0), "{ferr}");
+    assert_eq!(std::fs::read_to_string(&both).unwrap(), out);
+    let mut docs = serde_json::Deserializer::from_str(&out).into_iter::<serde_json::Value>();
+    let trace = docs.next().unwrap().unwrap();
+    let result = docs.next().unwrap().unwrap();
+    assert!(
+        trace["traceEvents"].is_array() && result["config"].is_object(),
+        "{out}"
+    );
+    // An export whose file is the one standard output was sent to.
+    let ee = d.join("ee");
+    std::fs::create_dir_all(&ee).unwrap();
+    let flags = ee.join("flags");
+    let (code, err) = run_into(
+        &flags,
+        &[
+            "logp",
+            "--platform",
+            "cm5",
+            "--nodes",
+            "4",
+            "--export",
+            "loggopsim",
+            "--out",
+            ee.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is the file standard output goes to"), "{err}");
+    // A trace of its own is written.
+    let own = d.join("own.json");
+    let (code, err) = run_into(
+        &d.join("result.json"),
+        &[
+            "transfer",
+            "--trace",
+            own.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::metadata(&own).unwrap().len() > 0);
+    let _ = std::fs::remove_dir_all(&d);
 }

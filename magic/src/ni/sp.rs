@@ -66,10 +66,14 @@ pub struct SpParams {
     /// (its DMA too), less than its 6.4 us on the link, so the adapters
     /// keep up with a stream at the switch's rate.
     pub adapter_per_packet: Time,
-    /// Send FIFO entries, in packets (128; from 1 to 1 048 576). Published.
+    /// Send FIFO entries, in packets (128; from 1 to 1 048 576). Published;
+    /// kept for the record, not modelled: no send waits on it (a scenario
+    /// refuses it, as its value would change nothing).
     pub send_fifo: usize,
     /// Receive FIFO entries, in packets (64; from 1 to 1 048 576).
-    /// Published.
+    /// Published; not modelled as a delay: a packet arriving at a full
+    /// FIFO is counted (`SwitchStats::overflowed`), and a scenario refuses the
+    /// key, as its value would change no figure.
     pub recv_fifo: usize,
     /// Fault injection: parts per million of packets dropped (0; from 0 to
     /// 1 000 000).

@@ -166,6 +166,13 @@ impl<'de> Deserialize<'de> for FeatureCosts {
                 w.packets, c.words, c.packet_words
             )));
         }
+        // Each packet arrives once, ahead of its turn or not.
+        if w.out_of_order > packets {
+            return Err(D::Error::custom(format!(
+                "out_of_order is {}, more than the {packets} packets that arrive",
+                w.out_of_order
+            )));
+        }
         let total = total(&w.features).ok_or_else(|| {
             D::Error::custom("features sum past 18446744073709551615 instructions")
         })?;

@@ -1019,6 +1019,10 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
             refused::<FeatureCosts>(&finite, &|v| v["packets"] = 5.into()),
             "packets is 5, but 16 words in packets of 4 take 4",
         ),
+        (
+            refused::<FeatureCosts>(&finite, &|v| v["out_of_order"] = 5.into()),
+            "out_of_order is 5, more than the 4 packets that arrive",
+        ),
     ] {
         assert!(e.contains(says), "{e}, not {says}");
     }
