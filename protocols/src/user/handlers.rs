@@ -154,9 +154,13 @@ fn cmd_commit(cx: &mut C<'_>, _m: &Msg, _msg: user_msg::Commit) {
             let cap = |n: usize| n as u64 * PAGE_BYTES;
             let src_ok = match op {
                 OpCode::SendVirt => {
-                    // Whole pages from a page boundary.
+                    // Whole pages from a page boundary, named by `Vaddr`
+                    // alone: MAGIC translates them, so a source page the
+                    // process named by a shadow write (on any node) is no
+                    // part of it.
                     rec.fields[Field::Vaddr as usize].is_some_and(|v| v % PAGE_BYTES == 0)
                         && len <= cap(MAX_PAGES)
+                        && rec.src.is_empty()
                 }
                 _ => {
                     len <= cap(rec.src.len())
