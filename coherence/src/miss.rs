@@ -207,7 +207,7 @@ impl Setup {
         if self.nodes < 3 {
             return Err(OutOfRange::new("nodes", "at least 3", self.nodes));
         }
-        OutOfRange::check("nodes", self.nodes, 3, 1 << magic::PAddr::NODE_BITS)?;
+        OutOfRange::check("nodes", self.nodes, 3, magic::PAddr::MAX_NODES)?;
         // Only a dirty line has an owner: another value would be ignored.
         let default = Setup::default().owner;
         if case != Case::RemoteDirty && self.owner != default {

@@ -2308,13 +2308,6 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
                 .strip_prefix(p)
                 .is_some_and(|rest| rest.starts_with('.'))
     };
-    // Keys of a sheet the experiment reads that none of its handlers
-    // charge: the transfer's commit is its own sheet's (`commit_*`), and a
-    // scenario's transfer has no page change, whose notice and walk these
-    // are; a fetch-and-add translates and copies nothing and no page
-    // changes under it; a remap runs no fetch-and-add, and the OS charges
-    // its page-table edit and line copies only to a program held up
-    // behind a second change, which no scenario holds.
     // The SP's FIFOs are sized, not modelled: a full receive FIFO is
     // counted, not a delay, and no figure shows the count; nothing sends
     // through the send FIFO's limit. No run reads either.
@@ -2324,6 +2317,13 @@ pub fn reads(s: &Scenario, key: &str) -> bool {
     {
         return false;
     }
+    // Keys of a sheet the experiment reads that none of its handlers
+    // charge: the transfer's commit is its own sheet's (`commit_*`), and a
+    // scenario's transfer has no page change, whose notice and walk these
+    // are; a fetch-and-add translates and copies nothing and no page
+    // changes under it; a remap runs no fetch-and-add, and the OS charges
+    // its page-table edit and line copies only to a program held up
+    // behind a second change, which no scenario holds.
     let never: &[&str] = match own {
         "transfer" | "study" => &[
             "costs.command.commit",

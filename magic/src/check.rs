@@ -100,7 +100,7 @@ impl Renaming {
         among.dedup();
         let past = among
             .last()
-            .is_some_and(|&n| n >= 1 << crate::ids::PAddr::NODE_BITS);
+            .is_some_and(|&n| n >= crate::ids::PAddr::MAX_NODES);
         if among.len() > MOST_SYMMETRIC || past {
             return None;
         }

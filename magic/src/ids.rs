@@ -96,6 +96,9 @@ impl PAddr {
     pub const OFFSET_BITS: u32 = 40;
     /// Bits of the node number (12: up to 4096 nodes, FLASH's design point).
     pub const NODE_BITS: u32 = 12;
+    /// The most nodes an address can name, so the most a machine has
+    /// (4096).
+    pub const MAX_NODES: u32 = 1 << Self::NODE_BITS;
     const REGION_SHIFT: u32 = Self::OFFSET_BITS + Self::NODE_BITS;
 
     /// The address of byte `offset` of `node`'s memory, seen through `region`.

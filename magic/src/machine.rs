@@ -842,7 +842,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
         if let Some(e) = self.errors.into_iter().next() {
             return Err(e);
         }
-        let max = 1u32 << PAddr::NODE_BITS;
+        let max = PAddr::MAX_NODES;
         if self.nodes == 0 || self.nodes > max {
             return Err(BuildError::Nodes {
                 got: self.nodes,

@@ -89,7 +89,7 @@ fn us(c: Cycles) -> f64 {
 /// assert_eq!(v["traceEvents"].as_array().unwrap().len(), 4096 * per_node);
 /// ```
 pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
-    let nodes = nodes.min(1 << crate::ids::PAddr::NODE_BITS);
+    let nodes = nodes.min(crate::ids::PAddr::MAX_NODES);
     let mut ev = Vec::with_capacity(slices.len() + 8 * nodes as usize);
     for n in 0..nodes {
         ev.push(serde_json::json!({

@@ -289,20 +289,24 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
     let csv = dir.join("s.csv");
     let svg = dir.join("s.svg");
     let (csv_s, svg_s) = (csv.to_str().unwrap(), svg.to_str().unwrap());
+    // The CSV of columns a and b with `rows`, drawn as b against a.
+    let draw = |rows: &str| {
+        std::fs::write(&csv, format!("a,b\n{rows}")).unwrap();
+        plot_within(
+            &[
+                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
+            ],
+            20,
+        )
+    };
     for (cell, x, y) in [
         ("inf", "1", "inf"),
         ("-inf", "-inf", "2"),
         ("NaN", "3", "NaN"),
         ("infinity", "4", "infinity"),
     ] {
-        std::fs::write(&csv, format!("a,b\n0,1\n{x},{y}\n")).unwrap();
         let column = if x == cell { "a" } else { "b" };
-        let (code, err) = plot_within(
-            &[
-                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
-            ],
-            20,
-        );
+        let (code, err) = draw(&format!("0,1\n{x},{y}\n"));
         assert_eq!(
             (code, err),
             (
@@ -324,13 +328,7 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
         ("9007199254740993,1\n", "9007199254740993"),
         ("-9007199254740994,1\n", "-9007199254740994"),
     ] {
-        std::fs::write(&csv, format!("a,b\n{rows}")).unwrap();
-        let (code, err) = plot_within(
-            &[
-                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
-            ],
-            20,
-        );
+        let (code, err) = draw(rows);
         assert_eq!(code, 2, "{err}");
         assert!(
             err.starts_with(&format!(
@@ -344,13 +342,7 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
     // would overflow placing them).
     if have_font() {
         for rows in ["1e308,1\n-1e308,2\n", "1,1e308\n2,-1e308\n"] {
-            std::fs::write(&csv, format!("a,b\n{rows}")).unwrap();
-            let (code, err) = plot_within(
-                &[
-                    "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
-                ],
-                20,
-            );
+            let (code, err) = draw(rows);
             assert_eq!(code, 2, "{rows}: {err}");
             assert!(
                 err.starts_with(&format!("error: {svg_s}: values too large to draw: ")),
@@ -359,13 +351,7 @@ fn a_cell_that_is_not_a_finite_number_is_refused_naming_its_row_and_column() {
             assert!(!svg.exists(), "nothing drawn");
         }
         // Negative values are drawn inside the axes.
-        std::fs::write(&csv, "a,b\n1,5\n2,-7\n").unwrap();
-        let (code, err) = plot_within(
-            &[
-                "csv", "--csv", csv_s, "--x", "a", "--y", "b", "--out", svg_s,
-            ],
-            20,
-        );
+        let (code, err) = draw("1,5\n2,-7\n");
         assert_eq!(code, 0, "{err}");
     }
     let _ = std::fs::remove_dir_all(&dir);

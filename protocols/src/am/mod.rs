@@ -21,7 +21,7 @@ pub mod suite;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Machines {
     /// FLASH: 4096 nodes, its design point, as many as MAGIC's addresses
-    /// name ([`magic::PAddr::NODE_BITS`]).
+    /// name ([`magic::PAddr::MAX_NODES`]).
     Flash,
     /// The CM-5: 1024 nodes, the largest machine built; its data network is
     /// a 4-ary fat tree of five levels at that size.
@@ -35,7 +35,7 @@ impl Machines {
     /// The most nodes the machine may have.
     pub const fn max_nodes(self) -> u32 {
         match self {
-            Machines::Flash => 1 << magic::PAddr::NODE_BITS,
+            Machines::Flash => magic::PAddr::MAX_NODES,
             Machines::Cm5 => 1024,
             Machines::Sp => 512,
         }
