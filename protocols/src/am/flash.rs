@@ -240,6 +240,7 @@ impl Protocol for FlashAm<'_> {
             pc: 0,
             resume_at: Some(Cycles(0)),
             waiting_ack: false,
+            reply_to: None,
             queue: VecDeque::new(),
             received: 0,
             marks: Vec::new(),
@@ -306,6 +307,9 @@ pub struct AmNode {
     resume_at: Option<Cycles>,
     /// Waiting for a command's ACK, or for messages.
     waiting_ack: bool,
+    /// An echo's handler has run and replies to this node once its
+    /// receive's cost has passed (the reply's command is written then).
+    reply_to: Option<NodeId>,
     /// Messages delivered to the process and not yet taken: (from, handler).
     queue: VecDeque<(NodeId, Handler)>,
     received: u64,
@@ -354,22 +358,29 @@ impl AmNode {
         }
     }
 
-    /// Take every delivered message and run its handler; `true` if a
-    /// handler issued a command (an echo replies), which the program then
-    /// waits for.
-    fn take_all(&mut self, p: &mut Processor<'_>, now: &mut Cycles) -> bool {
+    /// Take every delivered message and run its handler, `now` moving on
+    /// by each one's cost; `true` if a handler is to reply (an echo), which
+    /// the program does once the receive is over (see
+    /// [`AmNode::processor_step`]) and then waits for.
+    fn take_all(&mut self, now: &mut Cycles) -> bool {
         while let Some((from, h)) = self.queue.pop_front() {
             let take = self.queue_miss + self.costs.dispatch;
             self.charge("receive", take);
             *now += Cycles(take);
             self.received += 1;
             if h == Handler::Echo {
-                // The handler replies: a command sequence of its own.
-                self.issue(p, AmOp::Reply, from, 4, Handler::Nop, 0);
+                self.reply_to = Some(from);
                 return true;
             }
         }
         false
+    }
+
+    /// Go on at `now`: the processor is busy until then (its receives'
+    /// cost), and takes up its program, or an echo's reply, there.
+    fn resume(&mut self, now: Cycles) -> ProcStep {
+        self.resume_at = Some(now);
+        self.next()
     }
 
     /// Issue a command sequence (its writes, then the commit).
@@ -405,9 +416,14 @@ impl AmNode {
 impl NodeState for AmNode {
     fn pending(&self) -> Option<String> {
         let left = self.program.len() - self.pc;
-        (left > 0 || !self.stores.is_empty()).then(|| {
+        let reply = if self.reply_to.is_some() {
+            "; an echo's reply not written"
+        } else {
+            ""
+        };
+        (left > 0 || !self.stores.is_empty() || self.reply_to.is_some()).then(|| {
             format!(
-                "program: {left} step(s) left, {} of its messages in; {} store(s) sending",
+                "program: {left} step(s) left, {} of its messages in; {} store(s) sending{reply}",
                 self.received,
                 self.stores.len()
             )
@@ -420,6 +436,12 @@ impl NodeState for AmNode {
             return self.next();
         }
         self.resume_at = None;
+        if let Some(to) = self.reply_to.take() {
+            // The echo's handler replies: a command sequence of its own,
+            // written once the handler's receive is over.
+            self.issue(p, AmOp::Reply, to, 4, Handler::Nop, 0);
+            return ProcStep::Idle;
+        }
         loop {
             let Some(&step) = self.program.get(self.pc) else {
                 return ProcStep::Idle;
@@ -461,25 +483,22 @@ impl NodeState for AmNode {
                     self.pc += 1;
                     self.charge("poll", self.costs.poll_empty);
                     now += Cycles(self.costs.poll_empty);
-                    if self.take_all(p, &mut now) {
-                        return ProcStep::Idle;
-                    }
-                    self.resume_at = Some(now);
-                    return self.next();
+                    self.take_all(&mut now);
+                    return self.resume(now);
                 }
                 Step::Wait { received } => {
                     let before = now;
-                    if self.take_all(p, &mut now) {
-                        return ProcStep::Idle;
+                    let replying = self.take_all(&mut now);
+                    if !replying && self.received >= received {
+                        self.pc += 1;
+                    }
+                    if replying || now > before {
+                        // The program (or the reply, or the next look for
+                        // messages) goes on once the handlers have run, not
+                        // at the instant they began.
+                        return self.resume(now);
                     }
                     if self.received >= received {
-                        self.pc += 1;
-                        if now > before {
-                            // The program goes on once the handlers have
-                            // run, not at the instant they began.
-                            self.resume_at = Some(now);
-                            return self.next();
-                        }
                         continue;
                     }
                     // Nothing yet: the next delivery wakes the program.

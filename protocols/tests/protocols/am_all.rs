@@ -35,6 +35,41 @@ fn a_round_trip_costs_at_least_its_overheads() {
     }
 }
 
+/// Two senders into one MAGIC are timed at the receiver: its processor
+/// takes each message, so a message received costs it at least what
+/// taking one costs (a poll that found one, less an empty poll; on
+/// MAGIC a poll's own cost does not grow with what it finds, where the
+/// CM-5's found-poll cost is shared by the messages one poll takes), and
+/// a round trip holds two of them besides the two sends.
+#[test]
+fn a_receiver_pays_for_every_message_it_takes() {
+    let p = Flash::new(16);
+    let take = suite::poll_one(&p).unwrap() - suite::poll_empty(&p).unwrap();
+    let l = suite::logp(&p).unwrap();
+    let floor = l.send_overhead_us + l.reply_overhead_us + 2.0 * take;
+    assert!(take > 0.3, "{take}");
+    assert!(l.recv_overhead_us >= take - 1e-9, "{take} {l:?}");
+    assert!(l.round_trip_us >= floor - 1e-9, "{take} {l:?}");
+}
+
+/// On MAGIC a message taken while the program waits costs its
+/// receive in full: a dearer receive slows two-to-one by as much.
+#[test]
+fn a_dearer_receive_slows_the_receiver_by_as_much() {
+    use protocols::am::flash::FlashCosts;
+    let at = |dispatch: u64| {
+        let costs = FlashCosts {
+            dispatch,
+            ..FlashCosts::default()
+        };
+        let f = Flash::with(4, costs, Default::default(), Default::default()).unwrap();
+        suite::two_to_one(&f).unwrap()
+    };
+    let (cheap, dear) = (at(5), at(105));
+    // 100 cycles of 10 ns more a message.
+    assert!((dear - cheap - 1.0).abs() < 0.02, "{cheap} {dear}");
+}
+
 #[test]
 fn magic_moves_bulk_data_at_the_network_rate() {
     // A line of 128 bytes every 40 cycles of 10 ns: 320 MB/s.
