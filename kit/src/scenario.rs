@@ -2927,6 +2927,27 @@ fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
     }
 }
 
+/// The dotted path of the first key `full` has and `given` does not
+/// (objects key by key, arrays element by element), below `at`.
+fn missing_key(given: &serde_json::Value, full: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value;
+    match (given, full) {
+        (Value::Object(g), Value::Object(f)) => f.iter().find_map(|(k, x)| {
+            let path = crate::json::dotted(at, k);
+            match g.get(k) {
+                None => Some(path),
+                Some(y) => missing_key(y, x, &path),
+            }
+        }),
+        (Value::Array(g), Value::Array(f)) => g
+            .iter()
+            .zip(f)
+            .enumerate()
+            .find_map(|(i, (y, x))| missing_key(y, x, &format!("{at}.{i}"))),
+        _ => None,
+    }
+}
+
 /// A saved result's JSON as a `T`, or where in it and why not.
 fn read_as<T: serde::de::DeserializeOwned>(
     v: serde_json::Value,
@@ -2969,6 +2990,27 @@ impl Saved {
             .find(|(_, keys)| keys.iter().all(|k| m.contains_key(*k)))
             .ok_or(SavedError::NotAResult)?
             .0;
+        let config = m["config"].clone();
+        let saved = Saved::read_kind(v, kind)?;
+        // A key left out of the configuration would be read as its
+        // default, and the rerun would be of another configuration than
+        // the one measured: every key the result writes must be there.
+        if let Some(key) = missing_key(&config, &saved.json()["config"], "config") {
+            use serde::de::Error as _;
+            return Err(SavedError::Bad {
+                kind,
+                field: key,
+                error: serde_json::Error::custom(
+                    "missing: a saved result's configuration gives every key, so that a rerun \
+                     runs what was measured",
+                ),
+            });
+        }
+        Ok(saved)
+    }
+
+    /// The result of experiment `kind` (one of [`SAVED`]'s) in `v`.
+    fn read_kind(v: serde_json::Value, kind: &'static str) -> Result<Saved, SavedError> {
         match kind {
             "transfer" => Ok(Saved::Transfer(Box::new(read_as(v, kind)?))),
             "miss" => Ok(Saved::Miss(Box::new(read_as(v, kind)?))),

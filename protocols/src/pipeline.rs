@@ -139,9 +139,10 @@ pub struct PipelineConfig {
     /// The handlers' costs.
     pub costs: PipelineCosts,
     /// The run's cycle budget (a scenario's `[machine] budget`; 1 to
-    /// [`magic::params::MAX_BUDGET`], [`magic::params::DEFAULT_BUDGET`] when a saved
-    /// configuration leaves it out): a run that needs more stops, not
-    /// clean, and has no result.
+    /// [`magic::params::MAX_BUDGET`]; this type reads a configuration
+    /// that leaves it out as [`magic::params::DEFAULT_BUDGET`], where
+    /// `flashkit run` of a saved result refuses one that leaves out any
+    /// key): a run that needs more stops, not clean, and has no result.
     #[serde(default = "default_budget")]
     pub budget: Cycles,
 }

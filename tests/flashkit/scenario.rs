@@ -2203,6 +2203,38 @@ fn a_saved_miss_runs_its_configuration_again() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A saved result whose configuration leaves a key out would rerun that
+/// key's default, not what was measured: refused, naming the key, for a
+/// key at the top of the configuration and one nested in it.
+#[test]
+fn a_saved_result_missing_a_config_key_is_refused_naming_it() {
+    let dir = scratch("rerun-missing");
+    let toml = dir.join("t.toml");
+    std::fs::write(&toml, "[transfer]\nsender = \"dirty\"\n").unwrap();
+    let (code, saved, err) = flashkit(&["run", path(&toml), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    for (key, dotted) in [
+        ("sender", "config.sender"),
+        ("budget", "config.params.budget"),
+    ] {
+        let mut edited = v.clone();
+        let config = edited["config"].as_object_mut().unwrap();
+        match key {
+            "budget" => config["params"].as_object_mut().unwrap().remove(key),
+            _ => config.remove(key),
+        }
+        .unwrap();
+        let json = dir.join(format!("{key}.json"));
+        std::fs::write(&json, edited.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&json)]);
+        assert_eq!(code, 2, "{key}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{dotted}: missing")), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The saved result `v`, written to `json` with its figure `key` edited to
 /// 9.5, is refused in one line with status 2 that says `says`.
 fn a_figure_edited_is_refused(
