@@ -421,6 +421,12 @@ impl Ledger {
                 "occupancy_booked_cycles is {booked}, less than the {elapsed} occupancy_cycles"
             ));
         }
+        let last = crate::time::LAST_CYCLE;
+        if booked > last {
+            return Err(format!(
+                "occupancy_booked_cycles is {booked}, past the last cycle a run reaches ({last})"
+            ));
+        }
         if nodes == 0 {
             return Err("a ledger of no nodes: a machine has at least one".to_string());
         }

@@ -483,6 +483,41 @@ impl<'de> Deserialize<'de> for PipelineRun {
                 w.completion, w.end_cycles
             )));
         }
+        // The peers' figures as a run gives them: every message completes
+        // by the last completion and after its own set-up, so the sums
+        // lie within what the messages could add to; a clean run
+        // completed every message, in its workload's events.
+        let messages = w.config.nodes as u64 * w.config.msgs as u64;
+        let refuse = |what: String| Err(D::Error::custom(what));
+        if w.sum_latency > w.sum_completion {
+            return refuse(format!(
+                "sum_latency is {}, more than the {} sum_completion (a latency ends at its \
+                 message's completion)",
+                w.sum_latency, w.sum_completion
+            ));
+        }
+        if w.sum_completion > messages.saturating_mul(w.completion) {
+            return refuse(format!(
+                "sum_completion is {}, more than {messages} messages completing by cycle {} give",
+                w.sum_completion, w.completion
+            ));
+        }
+        let clean =
+            !w.limit_reached && w.halted.is_none() && w.stuck.is_empty() && w.refused.is_empty();
+        let events = messages.saturating_mul(1 + 4 * PACKETS);
+        if clean && w.events != events {
+            return refuse(format!(
+                "events is {}, where a clean run of {messages} messages counts {events}",
+                w.events
+            ));
+        }
+        if clean && w.sum_completion < messages {
+            return refuse(format!(
+                "sum_completion is {}, less than a clean run's {messages} messages, each \
+                 completing at cycle 1 or later, give",
+                w.sum_completion
+            ));
+        }
         let ledger = Ledger::from_exact(
             Cycles(w.occupancy_cycles),
             Cycles(w.occupancy_booked_cycles),

@@ -795,9 +795,12 @@ pub struct CoherenceActions {
 }
 
 impl CoherenceActions {
-    /// All of them.
+    /// All of them (at most 2^64 - 1: a run takes far fewer, and a
+    /// result read back holds no more than its nodes could take).
     pub fn total(&self) -> u64 {
-        self.interventions + self.invalidations + self.fetches
+        self.interventions
+            .saturating_add(self.invalidations)
+            .saturating_add(self.fetches)
     }
 }
 
@@ -968,6 +971,43 @@ impl Outcome {
                     s.total, w.transfer_cycles, w.total_cycles
                 ))
             }
+        }
+        // Waits, flushes and processor time within what the run took:
+        // a wait or a flush within the whole, a count of actions or
+        // processor cycles within what its nodes could do in it (each
+        // action takes a handler at least a cycle).
+        let total = w.total_cycles;
+        if total > o.config.params.budget.0 {
+            return Err(format!(
+                "total_cycles is {total}, past the run's budget of {} cycles",
+                o.config.params.budget
+            ));
+        }
+        let held = w.held_back;
+        let within = [
+            ("held_back.pp_arbitration", held.pp_arbitration),
+            ("held_back.memory", held.memory),
+            ("held_back.pcache_if", held.pcache_if),
+            ("held_back (its sum)", held.total()),
+            ("flushes.send_cycles", w.flushes.send_cycles),
+            ("flushes.receive_cycles", w.flushes.receive_cycles),
+        ];
+        if let Some((k, x)) = within.into_iter().find(|x| x.1 > total) {
+            return Err(format!("{k} is {x}, more than the {total} total_cycles"));
+        }
+        let most = total.saturating_mul(nodes as u64);
+        let a = w.coherence_actions;
+        let done = [
+            ("coherence_actions.interventions", a.interventions),
+            ("coherence_actions.invalidations", a.invalidations),
+            ("coherence_actions.fetches", a.fetches),
+            ("coherence_actions (their sum)", a.total()),
+            ("processor_cycles", w.processor_cycles),
+        ];
+        if let Some((k, x)) = done.into_iter().find(|x| x.1 > most) {
+            return Err(format!(
+                "{k} is {x}, more than {nodes} nodes do in the {total} total_cycles"
+            ));
         }
         // A figure the configuration also holds names both places.
         let repeats = |k: &str, ok: bool| {

@@ -333,17 +333,20 @@ pub struct HeldBack {
 }
 
 impl HeldBack {
-    /// All of it.
+    /// All of it (at most 2^64 - 1: a run's waits are far less, and a
+    /// result read back holds none past its total).
     pub fn total(&self) -> u64 {
-        self.pp_arbitration + self.memory + self.pcache_if
+        self.pp_arbitration
+            .saturating_add(self.memory)
+            .saturating_add(self.pcache_if)
     }
 
-    /// Both added.
+    /// Both added (each at most 2^64 - 1, as [`HeldBack::total`]).
     pub fn plus(self, o: HeldBack) -> HeldBack {
         HeldBack {
-            pp_arbitration: self.pp_arbitration + o.pp_arbitration,
-            memory: self.memory + o.memory,
-            pcache_if: self.pcache_if + o.pcache_if,
+            pp_arbitration: self.pp_arbitration.saturating_add(o.pp_arbitration),
+            memory: self.memory.saturating_add(o.memory),
+            pcache_if: self.pcache_if.saturating_add(o.pcache_if),
         }
     }
 

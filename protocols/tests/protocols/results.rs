@@ -527,6 +527,53 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     assert!(e.contains("unknown field `wall_s`"), "{e}");
     let e = refused(&|v| v["total_cycles"] = (-1).into());
     assert!(e.contains("invalid value"), "{e}");
+    // Waits, flushes and actions within what the run took.
+    let e = refused(&|v| v["held_back"]["memory"] = (o.total.0 + 1).into());
+    assert_eq!(
+        e,
+        format!(
+            "held_back.memory is {}, more than the {} total_cycles",
+            o.total.0 + 1,
+            o.total.0
+        )
+    );
+    let e = refused(&|v| {
+        v["held_back"]["memory"] = u64::MAX.into();
+        v["held_back"]["pcache_if"] = u64::MAX.into();
+    });
+    assert!(
+        e.starts_with("held_back.memory is 18446744073709551615"),
+        "{e}"
+    );
+    let e = refused(&|v| v["coherence_actions"]["fetches"] = u64::MAX.into());
+    assert!(
+        e.starts_with("coherence_actions.fetches is 18446744073709551615, more than 2 nodes do"),
+        "{e}"
+    );
+    let e = refused(&|v| v["flushes"]["send_cycles"] = (o.total.0 + 1).into());
+    assert!(e.starts_with("flushes.send_cycles is "), "{e}");
+    let e = refused(&|v| v["processor_cycles"] = u64::MAX.into());
+    assert!(e.starts_with("processor_cycles is "), "{e}");
+}
+
+/// Sums of waits and of actions do not overflow, whatever a caller
+/// builds them from.
+#[test]
+fn held_back_and_action_sums_stop_at_the_largest_count() {
+    use protocols::transfer::state::HeldBack;
+    let h = HeldBack {
+        pp_arbitration: u64::MAX,
+        memory: 1,
+        pcache_if: 0,
+    };
+    assert_eq!(h.total(), u64::MAX);
+    assert_eq!(h.plus(h).pp_arbitration, u64::MAX);
+    let a = protocols::transfer::CoherenceActions {
+        interventions: u64::MAX,
+        invalidations: 1,
+        fetches: 1,
+    };
+    assert_eq!(a.total(), u64::MAX);
 }
 
 /// A read miss away from its defaults in every part of its configuration.
@@ -730,6 +777,21 @@ fn a_pipelines_json_keeps_its_counts_and_reads_back_equal() {
     assert!(e.contains("unknown field `wall_s`"), "{e}");
     let e = refused(&|v| v["config"]["nodes"] = "four".into());
     assert!(e.contains("invalid type"), "{e}");
+    // The peers' figures hold together as a run gives them.
+    let e = refused(&|v| v["sum_latency"] = u64::MAX.into());
+    assert!(
+        e.starts_with("sum_latency is 18446744073709551615, more than the "),
+        "{e}"
+    );
+    let e = refused(&|v| v["sum_completion"] = (12 * r.result.completion + 1).into());
+    assert!(e.starts_with("sum_completion is "), "{e}");
+    let e = refused(&|v| v["events"] = 0.into());
+    assert_eq!(
+        e,
+        "events is 0, where a clean run of 12 messages counts 1548"
+    );
+    let e = refused(&|v| v["occupancy_booked_cycles"] = u64::MAX.into());
+    assert!(e.contains("past the last cycle a run reaches"), "{e}");
 }
 
 /// A fetch-and-add's result carries its configuration and version, keeps
