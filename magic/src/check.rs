@@ -76,9 +76,11 @@ impl Renaming {
     /// Every renaming of `nodes` nodes that permutes the nodes of `among`
     /// and keeps the others, the identity first; `None` for more than
     /// [`MOST_SYMMETRIC`] nodes among them (their renamings would not fit
-    /// a machine's memory: 12 nodes have 479,001,600), or for a node among
+    /// a machine's memory: 12 nodes have 479,001,600), for a node among
     /// them past the most a machine has (2^12: its renamings would be as
-    /// long as that node's number).
+    /// long as that node's number), and for a list that is not of
+    /// distinct nodes of the machine (a node past `nodes`, or one named
+    /// twice: which renaming was meant, the list does not say).
     ///
     /// ```
     /// use magic::check::{Renaming, MOST_SYMMETRIC};
@@ -91,13 +93,19 @@ impl Renaming {
     /// // A machine of many nodes costs nothing past the last permuted one.
     /// let two = Renaming::permuting(u32::MAX, &[0, 1]).unwrap();
     /// assert_eq!((two[1].node(0), two[1].node(4_000_000_000)), (1, 4_000_000_000));
-    /// // No machine has a node 4096.
+    /// // No machine has a node 4096; a machine of 2 has no node 7.
     /// assert!(Renaming::permuting(u32::MAX, &[0, 4096]).is_none());
+    /// assert!(Renaming::permuting(2, &[0, 1, 7]).is_none());
+    /// assert!(Renaming::permuting(4, &[1, 1, 2]).is_none());
     /// ```
     pub fn permuting(nodes: u32, among: &[u32]) -> Option<Vec<Renaming>> {
+        let listed = among.len();
         let mut among: Vec<u32> = among.iter().copied().filter(|&n| n < nodes).collect();
         among.sort_unstable();
         among.dedup();
+        if among.len() != listed {
+            return None;
+        }
         let past = among
             .last()
             .is_some_and(|&n| n >= crate::ids::PAddr::MAX_NODES);
@@ -1742,6 +1750,8 @@ pub struct Checker<S> {
     symmetric: Vec<u32>,
     /// The list of symmetric nodes went on past what is read of it.
     symmetric_endless: bool,
+    /// The first node the list named twice.
+    symmetric_twice: Option<u32>,
     encode_renamed: Option<EncodeRenamed<S>>,
 }
 
@@ -1759,6 +1769,7 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
             encode: None,
             symmetric: Vec::new(),
             symmetric_endless: false,
+            symmetric_twice: None,
             encode_renamed: None,
         }
     }
@@ -1796,7 +1807,9 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
     /// state's canonical encoding with the nodes it names renamed by the
     /// [`Renaming`] (and without times, which would keep renamed states
     /// apart). Messages and data are taken to name no node but their source
-    /// and destination.
+    /// and destination. A search up to symmetry ([`Checker::run`]) refuses
+    /// a list of more than [`MOST_SYMMETRIC`] nodes, a node the machine
+    /// does not have, and a node named twice, each naming `symmetric`.
     pub fn symmetric(
         mut self,
         nodes: impl IntoIterator<Item = u32>,
@@ -1806,8 +1819,13 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
         // takes (the run refuses more): an endless list is not read for
         // ever.
         let mut items = nodes.into_iter();
-        let distinct: std::collections::BTreeSet<u32> =
-            items.by_ref().take(MOST_SYMMETRIC_ITEMS).collect();
+        let mut distinct = std::collections::BTreeSet::new();
+        self.symmetric_twice = None;
+        for n in items.by_ref().take(MOST_SYMMETRIC_ITEMS) {
+            if !distinct.insert(n) {
+                self.symmetric_twice.get_or_insert(n);
+            }
+        }
         self.symmetric_endless = items.next().is_some();
         self.symmetric = distinct.into_iter().collect();
         self.encode_renamed = Some(Box::new(encode));
@@ -1830,14 +1848,26 @@ impl<S: NodeState + Clone + Send + Sync + std::fmt::Debug> Checker<S> {
                 let got = format!("more than {MOST_SYMMETRIC_ITEMS} items");
                 return Err(crate::OutOfRange::new("symmetric", allowed(), got));
             }
-            // Nodes past the machine's are no nodes of it (a machine that
-            // does not build is the search's to report).
+            if let Some(n) = self.symmetric_twice {
+                let allowed =
+                    "each node once (which renaming a repeat means, the list does not say)";
+                return Err(crate::OutOfRange::new("symmetric", allowed, n));
+            }
             if self.symmetric.len() > MOST_SYMMETRIC {
-                if let Ok(m) = (self.build)() {
-                    let ours = self.symmetric.iter().filter(|&&n| n < m.nodes()).count();
-                    if ours > MOST_SYMMETRIC {
-                        return Err(crate::OutOfRange::new("symmetric", allowed(), ours));
-                    }
+                return Err(crate::OutOfRange::new(
+                    "symmetric",
+                    allowed(),
+                    self.symmetric.len(),
+                ));
+            }
+            // Only nodes of the machine (one that does not build is the
+            // search's to report): a node past it is a slip that would
+            // leave the search plainer than asked, unsaid.
+            if let (Some(&last), Ok(m)) = (self.symmetric.last(), (self.build)()) {
+                if last >= m.nodes() {
+                    let allowed =
+                        format!("nodes of the machine, 0 to {}", m.nodes().saturating_sub(1));
+                    return Err(crate::OutOfRange::new("symmetric", allowed, last));
                 }
             }
         }

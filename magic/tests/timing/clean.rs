@@ -638,7 +638,8 @@ fn a_loop_with_nothing_else_in_flight_halts_as_a_livelock_naming_it() {
 
 /// A checker takes at most `MOST_SYMMETRIC` interchangeable nodes: more
 /// is refused by name before any renaming is made (12 nodes' would not
-/// fit memory), and an endless list of them is not read for ever.
+/// fit memory), an endless list of them is not read for ever, and a
+/// node past the machine's or named twice is refused.
 #[test]
 fn a_check_refuses_more_symmetric_nodes_than_it_can_rename() {
     use magic::check::{Bounds, Checker, MOST_SYMMETRIC};
@@ -664,12 +665,21 @@ fn a_check_refuses_more_symmetric_nodes_than_it_can_rename() {
         endless.run(Bounds::default()).unwrap_err().field,
         "symmetric"
     );
-    // Nodes past the machine's are no nodes of it: two of them are left.
-    let past = Checker::new(|| Ok(machine(2))).symmetric(0..64, |_, _, _| {});
-    assert!(past.run(Bounds::default()).unwrap().symmetry);
-    // Repeats count once.
+    // A node past the machine's, or one named twice, is a slip that
+    // would leave the search plainer than asked: refused, named.
+    let past = Checker::new(|| Ok(machine(2))).symmetric([0, 1, 7], |_, _, _| {});
+    let e = past.run(Bounds::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "symmetric must be nodes of the machine, 0 to 1, got 7"
+    );
     let twice = Checker::new(|| Ok(machine(2))).symmetric([0, 1, 0, 1], |_, _, _| {});
-    assert!(twice.run(Bounds::default()).unwrap().symmetry);
+    let e = twice.run(Bounds::default()).unwrap_err();
+    assert!(e.to_string().contains("each node once"), "{e}");
+    assert!(e.to_string().ends_with("got 0"), "{e}");
+    // Both nodes, once each: the search up to symmetry.
+    let both = Checker::new(|| Ok(machine(2))).symmetric([1, 0], |_, _, _| {});
+    assert!(both.run(Bounds::default()).unwrap().symmetry);
 }
 
 #[test]
