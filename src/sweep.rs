@@ -348,7 +348,7 @@ impl Shard {
 
 /// Open `--out` for a resumed run: keep its mark, header and the rows that
 /// are the shard's first points in order; drop a torn last line.
-fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failure> {
+fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<Target>, Failure> {
     let usage = |why: String| Failure::Usage(format!("--resume {path}: {why}"));
     // A device would be read forever (or written to as if a part).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
@@ -409,6 +409,21 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
             header = Some(h.to_string());
         }
     }
+    // The header names the sweep's parameters first, as the shard's
+    // first point gives them.
+    if let (Some(h), Some(first)) = (&header, order.get(0)) {
+        let names = plan_parameters(plan, first)?;
+        let cells = flashkit::sweep::csv_cells_of(h).unwrap_or_default();
+        if !names
+            .iter()
+            .map(|c| &c.0)
+            .eq(cells.iter().take(names.len()))
+        {
+            return Err(usage(
+                "its header is not this sweep's columns; remove it to start afresh".into(),
+            ));
+        }
+    }
     let mut kept = 0;
     for row in lines {
         let p = row_point(row, mark.format);
@@ -424,11 +439,28 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         len += row.len() + 1;
         kept += 1;
     }
+    let rows = whole.lines().skip(if header.is_some() { 2 } else { 1 });
     let fit = match mark.format {
-        RowFormat::Csv => csv_rows_fit(header.as_deref(), whole.lines().skip(2)),
-        f => json_rows_fit(f, whole.lines().skip(1)).map(drop),
+        RowFormat::Csv => csv_rows_fit(header.as_deref(), rows.clone()),
+        f => json_rows_fit(f, rows.clone()).map(drop),
     };
     fit.map_err(|e| usage(format!("{e}; remove it to start afresh")))?;
+    // Each row's parameters are its point's: a row edited, or of another
+    // sweep's point of that number, is no row of this one.
+    for (k, row) in rows.enumerate() {
+        let index = order.get(k).unwrap_or_default();
+        let cells = row_cells(row, mark.format, header.as_deref());
+        for (key, want) in plan_parameters(plan, index)? {
+            let have = cells.iter().find(|c| c.0 == key).map(|c| c.1.as_str());
+            if have != Some(want.as_str()) {
+                return Err(usage(format!(
+                    "row {} (point {index}) has {key} = {}, where this sweep's point {index} has {want}: not a part this sweep wrote; remove it to start afresh",
+                    k + 1,
+                    have.unwrap_or("nothing"),
+                )));
+            }
+        }
+    }
     f.set_len(len as u64)
         .map_err(|e| output::failed(path, &e))?;
     f.seek(std::io::SeekFrom::End(0))
@@ -439,6 +471,35 @@ fn reopen(path: &str, mark: &Mark, order: Shard) -> Result<Option<Target>, Failu
         header,
         kept,
     }))
+}
+
+/// Point `index`'s number and parameters as its row has them.
+fn plan_parameters(plan: &Plan, index: usize) -> Result<Row, Failure> {
+    let p = plan
+        .point(index)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    Ok(plan.parameter_row(&p))
+}
+
+/// A kept row's cells by column: a CSV line's under `header`, a JSON
+/// row's keys, a JSON Lines record's columns (none for a line that is not
+/// one, which the row checks refuse).
+fn row_cells(row: &str, format: RowFormat, header: Option<&str>) -> Row {
+    match format {
+        RowFormat::Csv => {
+            let names = header
+                .and_then(flashkit::sweep::csv_cells_of)
+                .unwrap_or_default();
+            let cells = flashkit::sweep::csv_cells_of(row).unwrap_or_default();
+            names.into_iter().zip(cells).collect()
+        }
+        RowFormat::Json => serde_json::from_str::<BTreeMap<String, String>>(row)
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default(),
+        RowFormat::Jsonl => serde_json::from_str(row)
+            .map(|v| flashkit::sweep::jsonl_cells(&v))
+            .unwrap_or_default(),
+    }
 }
 
 /// Run a sweep, writing its rows as they are done (see the module's notes).
@@ -509,7 +570,7 @@ pub fn sweep(s: &Sweep<'_>) -> Result<(), Failure> {
         format: s.format,
     };
     let resumed = match (s.out, s.resume) {
-        (Some(path), true) => reopen(path, &mark, order)?,
+        (Some(path), true) => reopen(path, &mark, order, &plan)?,
         _ => None,
     };
     let mut target = match resumed {

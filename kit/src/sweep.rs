@@ -833,6 +833,13 @@ impl Plan {
         self.columns(point.index, &point.scenario, &report.json)
     }
 
+    /// The columns of `point`'s row that its result does not give: its
+    /// number and its parameters, as [`Plan::row`] makes them (what a
+    /// resumed part's kept rows are checked against).
+    pub fn parameter_row(&self, point: &Point) -> Row {
+        parameter_columns(&self.costs, point.index, &point.scenario)
+    }
+
     /// The row of a [`Record`] (of this sweep): its columns as
     /// [`Plan::row`] makes them.
     pub fn record_row(&self, record: &Record) -> Row {
@@ -911,9 +918,17 @@ impl Plan {
 /// A row's columns: `point`, the parameters of `sc` that `keep` keeps,
 /// then `result.*`.
 fn columns(keep: &Changed, index: usize, sc: &Scenario, result: &serde_json::Value) -> Row {
+    let mut cols = parameter_columns(keep, index, sc);
+    let mut results = Vec::new();
+    result_cells(result, &mut results);
+    cols.extend(results.into_iter().filter(|(k, _)| keep.keep(k)));
+    cols
+}
+
+/// A row's point number and parameters (see [`columns`]).
+fn parameter_columns(keep: &Changed, index: usize, sc: &Scenario) -> Row {
     let mut cols = vec![("point".to_string(), index.to_string())];
     parameters(sc, &mut cols);
-    result_cells(result, &mut cols);
     cols.retain(|(k, _)| keep.keep(k));
     cols
 }

@@ -715,6 +715,60 @@ fn parts(dir: &std::path::Path, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// A resumed part keeps only rows of this sweep: one whose parameters
+/// are not its point's, or a header that is not the sweep's columns, is
+/// refused even when no point is left to run (where nothing else would
+/// look at it), in each format.
+#[test]
+fn a_resumed_part_keeps_only_this_sweeps_rows() {
+    let dir = scratch("resume-foreign");
+    for format in ["csv", "json", "jsonl"] {
+        let part = dir.join(format!("p.{format}"));
+        let args = ["--shard", "0/2", "--out", path(&part), "--format", format];
+        sweep(&args);
+        let whole = std::fs::read_to_string(&part).unwrap();
+        let resume = |text: &str| {
+            std::fs::write(&part, text).unwrap();
+            let mut a = args.to_vec();
+            a.push("--resume");
+            sweep_ended(&a)
+        };
+        // Whole, or cut after a row: resumed to the same part.
+        assert_eq!(resume(&whole).0, 0);
+        let cut: String = whole.lines().take(3).map(|l| format!("{l}\n")).collect();
+        assert_eq!(resume(&cut).0, 0);
+        assert_eq!(std::fs::read_to_string(&part).unwrap(), whole);
+        // A kept row's sender edited: no point of this sweep has it.
+        let at = if format == "jsonl" {
+            "\"sender\":\""
+        } else {
+            "uncached"
+        };
+        let edited = whole.replacen(at, &format!("{at}x"), 1);
+        assert_ne!(edited, whole, "{format}");
+        let (code, _, err) = resume(&edited);
+        assert_eq!(code, 2, "{format}: {err}");
+        assert!(
+            err.contains("where this sweep's point 0 has"),
+            "{format}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // A CSV part whose header names another column.
+    let part = dir.join("p.csv");
+    let whole = sweep(&["--shard", "0/2", "--out", path(&part)]);
+    assert!(whole.is_empty());
+    let text = std::fs::read_to_string(&part).unwrap();
+    std::fs::write(&part, text.replacen("transfer.chunk", "transfer.chunks", 1)).unwrap();
+    let (code, _, err) = sweep_ended(&["--shard", "0/2", "--out", path(&part), "--resume"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("its header is not this sweep's columns"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `flashkit merge PARTS -o OUT`: its status and error line; OUT must not
 /// exist unless the merge succeeded.
 fn merge(parts: &[String], out: &std::path::Path) -> (i32, String) {

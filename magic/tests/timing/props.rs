@@ -853,7 +853,8 @@ fn op(progs: u32) -> BoxedStrategy<Op> {
 
 /// A run's cycle budget: a cycle, a few, or long, as long as the default
 /// unless a program reschedules itself forever (every cycle of the budget
-/// may then run a handler).
+/// may then run a handler, on every node that runs it: on all 4096, the
+/// budget is short, or a traced run would hold billions of slices).
 #[derive(Clone, Copy, Debug)]
 enum Budget {
     One,
@@ -862,7 +863,7 @@ enum Budget {
 }
 
 impl Budget {
-    fn cycles(self, progs: &[Vec<Op>]) -> Cycles {
+    fn cycles(self, progs: &[Vec<Op>], running: u32) -> Cycles {
         let forever = progs
             .iter()
             .flatten()
@@ -870,6 +871,7 @@ impl Budget {
         match self {
             Budget::One => Cycles(1),
             Budget::Short(c) => Cycles(c),
+            Budget::Long if forever && running > 8 => Cycles(1_000),
             Budget::Long if forever => Cycles(300_000),
             Budget::Long => magic::machine::DEFAULT_BUDGET,
         }
@@ -932,7 +934,9 @@ fn case() -> BoxedStrategy<Case> {
                     })
                     .collect(),
                     dirty: dirty.into_iter().map(|(n, l)| (n, l * 128)).collect(),
-                    budget: budget.cycles(&progs),
+                    // The nodes that may run a program: every node's
+                    // processor starts one with `everywhere`.
+                    budget: budget.cycles(&progs, if everywhere.is_some() { nodes } else { 4 }),
                     progs,
                     run,
                     back,
