@@ -677,7 +677,7 @@ impl StageCycles {
             sender_handler: sender,
             receiver_handler: receiver,
             network,
-            limited_by: rate.map(|_| Bound::of(direction, network, sender, receiver)),
+            limited_by: rate.map(|r| Bound::of_rate(direction, r, network, sender, receiver)),
         }
     }
 }
@@ -704,6 +704,12 @@ pub enum Bound {
     /// A node's PP, running both the sender's and the receiver's handlers
     /// (both ways).
     Pp,
+    /// No stage: the rate is more than [`Bound::SLACK`] above the slowest
+    /// stage's time, so the stages stood idle between lines (the command
+    /// sequences of many sends, each with its own start-up; a short
+    /// transfer's partial last line), and naming the slowest would point
+    /// at a stage that is not what sets the pace.
+    Gaps,
 }
 
 impl Bound {
@@ -714,6 +720,44 @@ impl Bound {
             Bound::Sender => "sender",
             Bound::Receiver => "receiver",
             Bound::Pp => "PP",
+            Bound::Gaps => "gaps",
+        }
+    }
+
+    /// How far above the slowest stage's time a rate may lie and still be
+    /// that stage's (a model choice: a stream's own jitter, a line's
+    /// start-up shared over the lines, stays well within it; many sends'
+    /// start-ups, four times a stage, do not).
+    pub const SLACK: f64 = 1.1;
+
+    /// The bound of a transfer whose lines land `rate` cycles apart:
+    /// [`Bound::of`] its stages, or [`Bound::Gaps`] when the rate lies
+    /// more than [`Bound::SLACK`] above that stage's time.
+    ///
+    /// ```
+    /// use protocols::transfer::{Bound, Direction};
+    /// let uni = Direction::Uni;
+    /// assert_eq!(Bound::of_rate(uni, 41.0, 40.0, 24.7, 32.0), Bound::Network);
+    /// assert_eq!(Bound::of_rate(uni, 161.2, 40.0, 24.7, 32.0), Bound::Gaps);
+    /// ```
+    pub fn of_rate(
+        direction: Direction,
+        rate: f64,
+        network: f64,
+        sender: f64,
+        receiver: f64,
+    ) -> Bound {
+        let b = Bound::of(direction, network, sender, receiver);
+        let stage = match b {
+            Bound::Network => network,
+            Bound::Sender => sender,
+            Bound::Receiver => receiver,
+            Bound::Pp | Bound::Gaps => sender + receiver,
+        };
+        if rate > stage * Bound::SLACK {
+            Bound::Gaps
+        } else {
+            b
         }
     }
 
@@ -1280,6 +1324,7 @@ impl std::fmt::Display for Outcome {
                 per(rate),
                 match bound {
                     Bound::Pp => "PP (the sender's and receiver's handlers share it)",
+                    Bound::Gaps => "gaps between the stages' work (no stage's time is the rate)",
                     b => b.name(),
                 }
             )?,

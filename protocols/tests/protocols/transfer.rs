@@ -1010,3 +1010,26 @@ fn where_a_unit_is_slower_the_streams_wait_for_it_and_the_slowdown_says_so() {
         }
     }
 }
+
+/// Many sends, each its own command sequence and start-up, leave every
+/// stage idle between lines: the rate is no stage's, and the bound says
+/// so rather than name the network, a quarter of the rate.
+#[test]
+fn a_rate_no_stage_sets_is_said_to_be_the_gaps() {
+    use protocols::transfer::{run, Bound, Config};
+    let r = run(&Config {
+        sends: 32,
+        ..Config::default()
+    })
+    .unwrap();
+    let rate = r.per_line.unwrap();
+    assert!(
+        rate > 4.0 * r.network_per_line,
+        "{rate} {}",
+        r.network_per_line
+    );
+    assert_eq!(r.limited_by, Some(Bound::Gaps));
+    // One send of 4 KB is the network's.
+    let one = run(&Config::default()).unwrap();
+    assert_eq!(one.limited_by, Some(Bound::Network));
+}
