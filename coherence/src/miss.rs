@@ -138,6 +138,16 @@ impl Serialize for MissRun {
     }
 }
 
+/// The first word of the line the miss loads, as `case` places it: a
+/// dirty copy's bytes (0x77) in the remote-dirty case, memory's (0x11)
+/// otherwise.
+fn expected_word(case: Case) -> u64 {
+    u64::from_le_bytes(match case {
+        Case::RemoteDirty => [0x77; 8],
+        _ => [0x11; 8],
+    })
+}
+
 /// Reads a miss's JSON back: the figures are computed from the counts
 /// again, and one the counts do not give is refused, naming it.
 impl<'de> Deserialize<'de> for MissRun {
@@ -146,6 +156,22 @@ impl<'de> Deserialize<'de> for MissRun {
         let read = || -> Result<MissRun, String> {
             if w.case != w.config.case {
                 return Err("case disagrees with the rest of the result".into());
+            }
+            // The word the case places is what the check expects: a saved
+            // failure edited to pass would change it.
+            let placed = expected_word(w.case);
+            if w.expected != placed {
+                return Err(format!(
+                    "expected is {:#x}, where the {:?} case places {placed:#x}",
+                    w.expected, w.case
+                ));
+            }
+            let budget = w.config.params.budget.0;
+            if w.latency_cycles > budget {
+                return Err(format!(
+                    "latency_cycles is {}, past the run's budget of {budget} cycles",
+                    w.latency_cycles
+                ));
             }
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
@@ -321,11 +347,7 @@ pub fn run_with_machine(
     for l in [warm, line] {
         protocol::place(&mut m, l, copies, in_memory, dirty)?;
     }
-    let expected = u64::from_le_bytes(if copies.is_empty() {
-        [0x11; 8]
-    } else {
-        [0x77; 8]
-    });
+    let expected = expected_word(case);
     m.state_mut(NodeId(0))?.proc.push([Access::Load(warm)]);
     m.start_processor(NodeId(0), Cycles(0))
         .map_err(Error::Machine)?;

@@ -153,6 +153,13 @@ impl<'de> Deserialize<'de> for FetchOpResult {
                     w.startup_cycles, w.latency_cycles
                 ));
             }
+            let budget = w.config.params.budget.0;
+            if w.latency_cycles > budget {
+                return Err(format!(
+                    "latency_cycles is {}, past the run's budget of {budget} cycles",
+                    w.latency_cycles
+                ));
+            }
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
                 Cycles(w.occupancy_booked_cycles),

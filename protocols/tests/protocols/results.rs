@@ -1199,3 +1199,39 @@ fn the_pipelines_handlers_take_forged_messages_and_one_node() {
         assert_eq!(pipeline::completed(&m), 1);
     }
 }
+
+/// A saved miss's word expected is the one its case places, and its
+/// latency within its budget; a fetch-and-add's latency too.
+#[test]
+fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
+    use coherence::miss::{self, Case, MissRun};
+    use protocols::user::experiments::{fetch_op_config, FetchOpConfig, FetchOpResult};
+    for case in [Case::RemoteDirty, Case::RemoteClean] {
+        let r = miss::run_config(&miss_config(case)).unwrap();
+        let j = serde_json::to_value(&r).unwrap();
+        let edit = |k: &str, x: u64| {
+            let mut v = j.clone();
+            v[k] = x.into();
+            serde_json::from_value::<MissRun>(v)
+                .unwrap_err()
+                .to_string()
+        };
+        // A failed check edited to pass: value and expected both changed.
+        let mut v = j.clone();
+        v["value"] = 5.into();
+        v["expected"] = 5.into();
+        let e = serde_json::from_value::<MissRun>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("expected is 0x5, where the "), "{e}");
+        let e = edit("latency_cycles", u64::MAX);
+        assert!(e.contains("past the run's budget"), "{e}");
+    }
+    let r = fetch_op_config(&FetchOpConfig::default()).unwrap().result();
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["latency_cycles"] = u64::MAX.into();
+    let e = serde_json::from_value::<FetchOpResult>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("past the run's budget"), "{e}");
+}
