@@ -439,6 +439,21 @@ impl TryFrom<RemapWire> for RemapResult {
         if w.technique != w.config.technique {
             return Err("technique disagrees with the rest of the result".into());
         }
+        // Within what the run took: its total within its budget, the OS's
+        // wait within its total.
+        let budget = w.config.params.budget.0;
+        if w.total_cycles > budget {
+            return Err(format!(
+                "total_cycles is {}, past the run's budget of {budget} cycles",
+                w.total_cycles
+            ));
+        }
+        if w.os_wait_cycles > w.total_cycles {
+            return Err(format!(
+                "os_wait_cycles is {}, more than the {} total_cycles",
+                w.os_wait_cycles, w.total_cycles
+            ));
+        }
         let ledger = Ledger::from_exact(
             Cycles(w.occupancy_cycles),
             Cycles(w.occupancy_booked_cycles),

@@ -872,6 +872,18 @@ fn a_remaps_json_reads_back_equal_and_its_config_measures_it_again() {
             let back: RemapResult = serde_json::from_value(j.clone()).unwrap();
             assert_eq!(back, r);
             assert_eq!(remap_config(&back.config).unwrap().0, r);
+            // Its total within its budget, the OS's wait within its total.
+            for (k, x, says) in [
+                ("total_cycles", u64::MAX, "past the run's budget"),
+                ("os_wait_cycles", r.total_cycles + 1, "more than the"),
+            ] {
+                let mut v = j.clone();
+                v[k] = x.into();
+                let e = serde_json::from_value::<RemapResult>(v)
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.starts_with(k) && e.contains(says), "{e}");
+            }
             let mut v = j.clone();
             v["technique"] = if technique == Technique::Tlb {
                 "holdoff"
