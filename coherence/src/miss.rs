@@ -166,13 +166,9 @@ impl<'de> Deserialize<'de> for MissRun {
                     w.expected, w.case
                 ));
             }
-            let budget = w.config.params.budget.0;
-            if w.latency_cycles > budget {
-                return Err(format!(
-                    "latency_cycles is {}, past the run's budget of {budget} cycles",
-                    w.latency_cycles
-                ));
-            }
+            w.config
+                .params
+                .within_budget("latency_cycles", w.latency_cycles)?;
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
                 Cycles(w.occupancy_booked_cycles),

@@ -222,6 +222,27 @@ fn four_queues<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[InQueue; 4], D
 }
 
 impl MagicParams {
+    /// A saved result's figure `field` of `cycles`, read back: within the
+    /// run's budget, or an error naming it (a run that needs more stops
+    /// and has no result, so no result holds more).
+    ///
+    /// ```
+    /// use magic::MagicParams;
+    /// let p = MagicParams::default();
+    /// assert!(p.within_budget("total_cycles", 1563).is_ok());
+    /// let e = p.within_budget("total_cycles", u64::MAX).unwrap_err();
+    /// assert!(e.starts_with("total_cycles is 18446744073709551615, past the run's budget"));
+    /// ```
+    pub fn within_budget(&self, field: &str, cycles: u64) -> Result<(), String> {
+        if cycles > self.budget.0 {
+            return Err(format!(
+                "{field} is {cycles}, past the run's budget of {} cycles",
+                self.budget
+            ));
+        }
+        Ok(())
+    }
+
     /// The most link bytes per cycle.
     pub const MAX_LINK_BYTES_PER_CYCLE: u64 = 1024;
     /// The most header bytes.

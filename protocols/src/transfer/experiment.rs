@@ -1021,12 +1021,7 @@ impl Outcome {
         // processor cycles within what its nodes could do in it (each
         // action takes a handler at least a cycle).
         let total = w.total_cycles;
-        if total > o.config.params.budget.0 {
-            return Err(format!(
-                "total_cycles is {total}, past the run's budget of {} cycles",
-                o.config.params.budget
-            ));
-        }
+        o.config.params.within_budget("total_cycles", total)?;
         let held = w.held_back;
         let within = [
             ("held_back.pp_arbitration", held.pp_arbitration),

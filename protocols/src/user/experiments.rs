@@ -153,13 +153,9 @@ impl<'de> Deserialize<'de> for FetchOpResult {
                     w.startup_cycles, w.latency_cycles
                 ));
             }
-            let budget = w.config.params.budget.0;
-            if w.latency_cycles > budget {
-                return Err(format!(
-                    "latency_cycles is {}, past the run's budget of {budget} cycles",
-                    w.latency_cycles
-                ));
-            }
+            w.config
+                .params
+                .within_budget("latency_cycles", w.latency_cycles)?;
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
                 Cycles(w.occupancy_booked_cycles),
@@ -441,13 +437,9 @@ impl TryFrom<RemapWire> for RemapResult {
         }
         // Within what the run took: its total within its budget, the OS's
         // wait within its total.
-        let budget = w.config.params.budget.0;
-        if w.total_cycles > budget {
-            return Err(format!(
-                "total_cycles is {}, past the run's budget of {budget} cycles",
-                w.total_cycles
-            ));
-        }
+        w.config
+            .params
+            .within_budget("total_cycles", w.total_cycles)?;
         if w.os_wait_cycles > w.total_cycles {
             return Err(format!(
                 "os_wait_cycles is {}, more than the {} total_cycles",
