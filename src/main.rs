@@ -1109,13 +1109,16 @@ fn failure(e: scenario::RunError, file: Option<&str>) -> Failure {
 
 /// Print a scenario's report; a failed run's check makes the exit status 1.
 fn report(
-    r: Result<(scenario::Report, Option<serde_json::Value>), scenario::RunError>,
+    r: Result<(scenario::Report, Option<flashkit::magic::trace::Chrome>), scenario::RunError>,
     trace: Option<&str>,
     format: Format,
 ) -> Result<(), Failure> {
     let (r, tr) = r.map_err(|e| failure(e, None))?;
     if let (Some(path), Some(tr)) = (trace, tr) {
-        output::write_file(path, tr.to_string().as_bytes())?;
+        // Streamed from the slices: the document is never held whole.
+        let bytes =
+            serde_json::to_vec(&tr).map_err(|e| Failure::Failed(format!("--trace {path}: {e}")))?;
+        output::write_file(path, &bytes)?;
     }
     match format {
         Format::Json => out!("{}", r.json),

@@ -2703,15 +2703,15 @@ pub struct Report {
     pub failed: Option<String>,
 }
 
-/// Run a scenario; with `trace`, the measured run's timelines come back
-/// as Chrome trace-event JSON too.
+/// Run a scenario ([`run_traced`] without its timelines).
 pub fn run(s: &Scenario) -> Result<Report, RunError> {
     run_traced(s, false).map(|x| x.0)
 }
 
 /// Run a scenario, recording the measured run's timelines when `trace`
-/// (returned as Chrome trace-event JSON; the AM platforms' own machines
-/// keep none, so those scenarios refuse it).
+/// (returned as Chrome trace-event JSON, [`magic::trace::Chrome`], which
+/// serializes from the slices as it is written; the AM platforms' own
+/// machines keep none, so those scenarios refuse it).
 ///
 /// Every MAGIC experiment's result is held to the rules every result keeps
 /// ([`crate::invariants`]) before it is returned: one that breaks one is
@@ -2719,7 +2719,7 @@ pub fn run(s: &Scenario) -> Result<Report, RunError> {
 pub fn run_traced(
     s: &Scenario,
     trace: bool,
-) -> Result<(Report, Option<serde_json::Value>), RunError> {
+) -> Result<(Report, Option<magic::trace::Chrome>), RunError> {
     if s.kinds() != 1 {
         return Err(RunError::Kinds(s.kinds()));
     }
@@ -2732,7 +2732,7 @@ pub fn run_traced(
     // Machines built for the run record their timelines from the start.
     p.trace = trace;
     let chrome = |nodes: u32, t: Vec<magic::trace::Slice>| {
-        trace.then(|| magic::trace::chrome_json(nodes, &t))
+        trace.then(|| magic::trace::Chrome::new(nodes, t))
     };
     if let Some(m) = &s.miss {
         let coh = s.coherence.params(s.costs.coherence);
@@ -2770,10 +2770,7 @@ pub fn run_traced(
     }
     if let Some(x) = &s.study {
         let (row, m) = study_point(x, s, trace)?;
-        return Ok((
-            row.report(),
-            m.map(|m| magic::trace::chrome_json(m.0, &m.1)),
-        ));
+        return Ok((row.report(), m.map(|m| magic::trace::Chrome::new(m.0, m.1))));
     }
     let Some(t) = &s.transfer else {
         return Err(RunError::Kinds(s.kinds()));
@@ -2786,11 +2783,11 @@ pub fn run_traced(
 fn transfer(
     c: &protocols::transfer::Config,
     trace: bool,
-) -> Result<(Report, Option<serde_json::Value>), RunError> {
+) -> Result<(Report, Option<magic::trace::Chrome>), RunError> {
     let r = protocols::transfer::run_with_machine(c)?;
     let json = r.json();
     crate::invariants::check(&json, &[&r.ledger], c.params.pp_issue_width)?;
-    let tr = trace.then(|| magic::trace::chrome_json(r.machine.nodes(), &r.machine.trace()));
+    let tr = trace.then(|| magic::trace::Chrome::new(r.machine.nodes(), r.machine.trace()));
     // Without coherence, stale data is the result being measured, not a
     // failure of the model.
     let checked = c.mode != protocols::transfer::Mode::None;
@@ -3133,7 +3130,10 @@ impl Saved {
 /// with that configuration gives (with this kit's version), and with
 /// `trace` the run's timelines. The kit that measured it gives an equal
 /// result.
-pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::Value>), RunError> {
+pub fn rerun(
+    saved: &Saved,
+    trace: bool,
+) -> Result<(Report, Option<magic::trace::Chrome>), RunError> {
     if let Some(field) = saved.planted() {
         return Err(RunError::Planted(field));
     }
@@ -3191,10 +3191,7 @@ pub fn rerun(saved: &Saved, trace: bool) -> Result<(Report, Option<serde_json::V
             let mut c = r.config.clone();
             (c.trace, c.params.trace) = (trace, trace);
             let (row, m) = study_config(&r.point(), &c)?;
-            Ok((
-                row.report(),
-                m.map(|m| magic::trace::chrome_json(m.0, &m.1)),
-            ))
+            Ok((row.report(), m.map(|m| magic::trace::Chrome::new(m.0, m.1))))
         }
         Saved::Study(s) => {
             untraced(trace, STUDY_TRACE)?;
@@ -3782,6 +3779,9 @@ fn tracing(params: &magic::MagicParams, trace: bool) -> magic::MagicParams {
 }
 
 /// A rerun machine's timelines as Chrome trace-event JSON, when asked for.
-fn timelines<S: magic::NodeState>(m: &magic::Magic<S>, trace: bool) -> Option<serde_json::Value> {
-    trace.then(|| magic::trace::chrome_json(m.nodes(), &m.trace()))
+fn timelines<S: magic::NodeState>(
+    m: &magic::Magic<S>,
+    trace: bool,
+) -> Option<magic::trace::Chrome> {
+    trace.then(|| magic::trace::Chrome::new(m.nodes(), m.trace()))
 }

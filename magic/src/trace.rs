@@ -125,3 +125,152 @@ pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
     }
     serde_json::json!({ "traceEvents": ev, "displayTimeUnit": "ns" })
 }
+
+/// A run's timelines as Chrome trace-event JSON ([`chrome_json`]'s
+/// document), serialized as it is written: a traced run of millions of
+/// handlers holds its slices (some 50 bytes each), never the document
+/// (some 2 KB a slice as a `serde_json::Value`), so writing a trace takes
+/// little more memory than recording it.
+///
+/// ```
+/// use magic::trace::{chrome_json, Chrome, Slice, Track};
+/// let s = Slice { node: 1, track: Track::Pp, protocol: "p", name: "h",
+///                 start: magic::Cycles(3), end: magic::Cycles(9), msg: None };
+/// let c = Chrome::new(2, vec![s]);
+/// assert_eq!(serde_json::to_string(&c).unwrap(), chrome_json(2, &[s]).to_string());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chrome {
+    nodes: u32,
+    slices: Vec<Slice>,
+}
+
+impl Chrome {
+    /// The timelines `slices` of a machine of `nodes` nodes (a count past
+    /// 2^12 names that many processes, as [`chrome_json`]).
+    pub fn new(nodes: u32, slices: Vec<Slice>) -> Chrome {
+        Chrome {
+            nodes: nodes.min(crate::ids::PAddr::MAX_NODES),
+            slices,
+        }
+    }
+
+    /// The slices, in the order they were recorded.
+    pub fn slices(&self) -> &[Slice] {
+        &self.slices
+    }
+
+    /// The whole document as a value ([`chrome_json`]).
+    pub fn json(&self) -> serde_json::Value {
+        chrome_json(self.nodes, &self.slices)
+    }
+}
+
+/// Keys in the order `serde_json`'s maps keep them (sorted), so the
+/// document streams byte for byte as [`chrome_json`]'s prints.
+impl Serialize for Chrome {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = z.serialize_map(Some(2))?;
+        m.serialize_entry("displayTimeUnit", "ns")?;
+        m.serialize_entry("traceEvents", &Events(self))?;
+        m.end()
+    }
+}
+
+/// The `traceEvents` array: each node's metadata, then every slice.
+struct Events<'a>(&'a Chrome);
+
+impl Serialize for Events<'_> {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeSeq;
+        let c = self.0;
+        let per_node = 1 + 2 * Track::ALL.len();
+        let mut seq = z.serialize_seq(Some(c.nodes as usize * per_node + c.slices.len()))?;
+        for n in 0..c.nodes {
+            let name = format!("node {n}");
+            let process = MetaArgs::Name { name: &name };
+            seq.serialize_element(&Meta::new(process, "process_name", n, 0))?;
+            for t in Track::ALL {
+                let tid = t as u32;
+                let thread = MetaArgs::Name { name: t.name() };
+                seq.serialize_element(&Meta::new(thread, "thread_name", n, tid))?;
+                let sort = MetaArgs::SortIndex { sort_index: tid };
+                seq.serialize_element(&Meta::new(sort, "thread_sort_index", n, tid))?;
+            }
+        }
+        for s in &c.slices {
+            let name = if s.protocol.is_empty() {
+                s.name.to_string()
+            } else {
+                format!("{}.{}", s.protocol, s.name)
+            };
+            seq.serialize_element(&Complete {
+                args: CompleteArgs {
+                    cycles: s.end.0.saturating_sub(s.start.0),
+                    message: s.msg.map(|m| m.0),
+                },
+                cat: s.track.name(),
+                dur: us(s.end - s.start),
+                name: &name,
+                ph: "X",
+                pid: s.node,
+                tid: s.track as u32,
+                ts: us(s.start),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A metadata ("M") event, its keys sorted.
+#[derive(Serialize)]
+struct Meta<'a> {
+    args: MetaArgs<'a>,
+    name: &'static str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+}
+
+impl<'a> Meta<'a> {
+    fn new(args: MetaArgs<'a>, name: &'static str, pid: u32, tid: u32) -> Meta<'a> {
+        Meta {
+            args,
+            name,
+            ph: "M",
+            pid,
+            tid,
+        }
+    }
+}
+
+/// A metadata event's arguments: a name, or a sort index.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MetaArgs<'a> {
+    Name { name: &'a str },
+    SortIndex { sort_index: u32 },
+}
+
+/// A complete ("X") event, its keys sorted.
+#[derive(Serialize)]
+struct Complete<'a> {
+    args: CompleteArgs,
+    cat: &'static str,
+    dur: f64,
+    name: &'a str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+    ts: f64,
+}
+
+/// A complete event's arguments: its cycles, and its message's type if
+/// it had one.
+#[derive(Serialize)]
+struct CompleteArgs {
+    cycles: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<u8>,
+}

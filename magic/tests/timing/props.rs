@@ -630,6 +630,9 @@ fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
         }
         let json = magic::trace::chrome_json(c.nodes, &slices);
         prop_assert!(json.is_object() || json.is_array());
+        // Streamed, the same document byte for byte.
+        let streamed = serde_json::to_string(&magic::trace::Chrome::new(c.nodes, slices));
+        prop_assert_eq!(streamed.ok(), Some(json.to_string()));
     }
     Ok(())
 }
