@@ -141,6 +141,10 @@ impl Serialize for FetchOpResult {
     }
 }
 
+/// The word a fetch-and-add finds, and what it adds.
+const FETCH_WORD: u64 = 40;
+const FETCH_ADD: u64 = 2;
+
 /// Reads a fetch-and-add's JSON back: the ledger's figures are computed
 /// from its counters again, and one they do not give is refused, naming it.
 impl<'de> Deserialize<'de> for FetchOpResult {
@@ -156,6 +160,17 @@ impl<'de> Deserialize<'de> for FetchOpResult {
             w.config
                 .params
                 .within_budget("latency_cycles", w.latency_cycles)?;
+            // The word holds FETCH_WORD and gets FETCH_ADD: a run of the
+            // handlers as they are reads and leaves just those (a planted
+            // bug may not).
+            if w.config.user.inject.is_none()
+                && (w.old, w.new) != (FETCH_WORD, FETCH_WORD + FETCH_ADD)
+            {
+                return Err(format!(
+                    "old and new are {} and {}, where the fetch-and-add finds {FETCH_WORD} and adds {FETCH_ADD}",
+                    w.old, w.new
+                ));
+            }
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
                 Cycles(w.occupancy_booked_cycles),
@@ -236,7 +251,7 @@ pub fn fetch_op_with(
     let t = NodeId(target);
     let word = PAddr(frame(t, 16).0 + 0x88);
     let mut line = m.memory(t)?.line(word.line());
-    line[8..16].copy_from_slice(&40u64.to_le_bytes());
+    line[8..16].copy_from_slice(&FETCH_WORD.to_le_bytes());
     m.memory_mut(t)?.store_line(word.line(), &line);
     let me = NodeId(0);
     let vaddr = 0x40_0000;
@@ -247,7 +262,7 @@ pub fn fetch_op_with(
     n.push([
         UserOp::Switch(PID),
         UserOp::Write(Field::Op.va(), OpCode::FetchAdd as u64),
-        UserOp::Write(Field::Arg.va(), 2),
+        UserOp::Write(Field::Arg.va(), FETCH_ADD),
         UserOp::Write(shadow, vaddr + 0x88),
         UserOp::Commit,
         UserOp::Wait,

@@ -1246,4 +1246,15 @@ fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("past the run's budget"), "{e}");
+    // The word it finds and what it adds are the experiment's.
+    assert_eq!((r.old, r.new), (40, 42));
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["old"] = 7.into();
+    let e = serde_json::from_value::<FetchOpResult>(v)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "old and new are 7 and 42, where the fetch-and-add finds 40 and adds 2"
+    );
 }
