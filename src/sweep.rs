@@ -410,14 +410,17 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
         }
     }
     // The header names the sweep's parameters first, as the shard's
-    // first point gives them.
-    if let (Some(h), Some(first)) = (&header, order.get(0)) {
+    // first point gives them (read once, for every row's cells too).
+    let columns = header
+        .as_deref()
+        .and_then(flashkit::sweep::csv_cells_of)
+        .unwrap_or_default();
+    if let (Some(_), Some(first)) = (&header, order.get(0)) {
         let names = plan_parameters(plan, first)?;
-        let cells = flashkit::sweep::csv_cells_of(h).unwrap_or_default();
         if !names
             .iter()
             .map(|c| &c.0)
-            .eq(cells.iter().take(names.len()))
+            .eq(columns.iter().take(names.len()))
         {
             return Err(usage(
                 "its header is not this sweep's columns; remove it to start afresh".into(),
@@ -449,7 +452,7 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
     // sweep's point of that number, is no row of this one.
     for (k, row) in rows.enumerate() {
         let index = order.get(k).unwrap_or_default();
-        let cells = row_cells(row, mark.format, header.as_deref());
+        let cells = row_cells(row, mark.format, &columns);
         for (key, want) in plan_parameters(plan, index)? {
             let have = cells.iter().find(|c| c.0 == key).map(|c| c.1.as_str());
             if have != Some(want.as_str()) {
@@ -481,17 +484,14 @@ fn plan_parameters(plan: &Plan, index: usize) -> Result<Row, Failure> {
     Ok(plan.parameter_row(&p))
 }
 
-/// A kept row's cells by column: a CSV line's under `header`, a JSON
-/// row's keys, a JSON Lines record's columns (none for a line that is not
-/// one, which the row checks refuse).
-fn row_cells(row: &str, format: RowFormat, header: Option<&str>) -> Row {
+/// A kept row's cells by column: a CSV line's under its header's
+/// `columns`, a JSON row's keys, a JSON Lines record's columns (none for
+/// a line that is not one, which the row checks refuse).
+fn row_cells(row: &str, format: RowFormat, columns: &[String]) -> Row {
     match format {
         RowFormat::Csv => {
-            let names = header
-                .and_then(flashkit::sweep::csv_cells_of)
-                .unwrap_or_default();
             let cells = flashkit::sweep::csv_cells_of(row).unwrap_or_default();
-            names.into_iter().zip(cells).collect()
+            columns.iter().cloned().zip(cells).collect()
         }
         RowFormat::Json => serde_json::from_str::<BTreeMap<String, String>>(row)
             .map(|m| m.into_iter().collect())
