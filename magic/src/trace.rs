@@ -89,41 +89,8 @@ fn us(c: Cycles) -> f64 {
 /// assert_eq!(v["traceEvents"].as_array().unwrap().len(), 4096 * per_node);
 /// ```
 pub fn chrome_json(nodes: u32, slices: &[Slice]) -> serde_json::Value {
-    let nodes = nodes.min(crate::ids::PAddr::MAX_NODES);
-    let mut ev = Vec::with_capacity(slices.len() + 8 * nodes as usize);
-    for n in 0..nodes {
-        ev.push(serde_json::json!({
-            "ph": "M", "name": "process_name", "pid": n, "tid": 0,
-            "args": {"name": format!("node {n}")}
-        }));
-        for t in Track::ALL {
-            ev.push(serde_json::json!({
-                "ph": "M", "name": "thread_name", "pid": n, "tid": t as u32,
-                "args": {"name": t.name()}
-            }));
-            ev.push(serde_json::json!({
-                "ph": "M", "name": "thread_sort_index", "pid": n, "tid": t as u32,
-                "args": {"sort_index": t as u32}
-            }));
-        }
-    }
-    for s in slices {
-        let mut args = serde_json::json!({ "cycles": s.end.0.saturating_sub(s.start.0) });
-        if let Some(m) = s.msg {
-            args["message"] = serde_json::json!(m.0);
-        }
-        ev.push(serde_json::json!({
-            "ph": "X",
-            "name": if s.protocol.is_empty() { s.name.to_string() } else { format!("{}.{}", s.protocol, s.name) },
-            "cat": s.track.name(),
-            "pid": s.node,
-            "tid": s.track as u32,
-            "ts": us(s.start),
-            "dur": us(s.end - s.start),
-            "args": args,
-        }));
-    }
-    serde_json::json!({ "traceEvents": ev, "displayTimeUnit": "ns" })
+    // One writer of the document: the streamed one, held as a value.
+    serde_json::to_value(Chrome::new(nodes, slices.to_vec())).unwrap_or_default()
 }
 
 /// A run's timelines as Chrome trace-event JSON ([`chrome_json`]'s
@@ -167,7 +134,8 @@ impl Chrome {
 }
 
 /// Keys in the order `serde_json`'s maps keep them (sorted), so the
-/// document streams byte for byte as [`chrome_json`]'s prints.
+/// streamed document prints byte for byte as its value ([`chrome_json`])
+/// does.
 impl Serialize for Chrome {
     fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
         use serde::ser::SerializeMap;
