@@ -118,6 +118,34 @@ fn a_page_change_past_the_budget_is_refused() {
 }
 
 #[test]
+fn a_page_change_after_the_transfer_is_over_is_refused() {
+    // The default transfer is over some 2,100 cycles after its send is
+    // issued: a change 1,600 cycles after it comes later (the OS's notice
+    // waits its turn), one 200 after it lands mid-transfer and costs it.
+    use protocols::transfer::{Failed, PageChange, Side};
+    let change = |after: u64| Config {
+        change: Some(PageChange {
+            side: Side::Receive,
+            page: 0,
+            after: magic::Cycles(after),
+        }),
+        ..Config::default()
+    };
+    let plain = run(&Config::default()).unwrap().total;
+    let during = run(&change(200)).unwrap();
+    assert!(during.total > plain, "{:?} vs {plain:?}", during.total);
+    for after in [1600, 5000] {
+        match run(&change(after)) {
+            Err(Failed::Config(e)) => {
+                assert_eq!(e.field(), "change", "{e}");
+                assert!(e.to_string().contains("transfer was over"), "{e}");
+            }
+            other => panic!("a change {after} cycles in: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn an_incoherent_line_is_said_in_words() {
     // Without coherence a dirty send line goes out stale, and the
     // receiver's clean copy, listed by the directory, keeps the old bytes:

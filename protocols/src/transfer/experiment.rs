@@ -1822,7 +1822,47 @@ fn run_on<S: WithTransfer>(
             )));
         }
     }
+    if let Some(ch) = c.change {
+        change_in_time(&p.m, ch)?;
+    }
     measure(c, p.m, &p.senders).map_err(Failed::Stuck)
+}
+
+/// A page change the transfer was over before changes nothing, and its
+/// figures would read as a change that cost nothing: it is refused, as a
+/// time past a run's end is. Its time is the OS's notice to MAGIC; the
+/// transfer's end, the last receive told.
+fn change_in_time<S: WithTransfer>(m: &Magic<S>, ch: PageChange) -> Result<(), Failed> {
+    let node = match ch.side {
+        Side::Send => NodeId(0),
+        Side::Receive => NodeId(1),
+    };
+    let log = |n: NodeId| m.state(n).map_or(&[][..], |x| &x.xfer().cpu.log[..]);
+    let notice = log(node).iter().find_map(|e| match *e {
+        ConnEvent::Changed { at, waited } => Some(Cycles(at.0.saturating_sub(waited.0))),
+        _ => None,
+    });
+    let end = log(NodeId(1))
+        .iter()
+        .filter_map(|e| match *e {
+            ConnEvent::RecvDone { at, .. } => Some(at),
+            _ => None,
+        })
+        .max();
+    match (notice, end) {
+        (Some(notice), Some(end)) if notice >= end => Err(ConfigError::Change {
+            why: format!(
+                "the page moves at cycle {} (`after` {}), when the transfer was over at \
+                 cycle {}: it would change nothing; a smaller `after` moves it while the \
+                 transfer runs",
+                notice.0, ch.after.0, end.0
+            ),
+        }
+        .into()),
+        // A change never made, or a transfer never ended, is the run's
+        // failure, said by the run.
+        _ => Ok(()),
+    }
 }
 
 /// Data: every receive holds its part of the stream; the bytes around them
