@@ -258,6 +258,10 @@ fn json_rows_fit<'a>(
                 if keys != RECORD || !objects {
                     return Err(bad("is not a record of point, version, config and result"));
                 }
+                // A record edited into one no run wrote (a figure its
+                // counts do not give, a scenario the kit would refuse).
+                flashkit::sweep::Record::read(&v)
+                    .map_err(|e| format!("row {}: {e}: not a row a sweep wrote", i + 1))?;
             }
             _ => {
                 let cells = obj
@@ -452,6 +456,9 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
     // sweep's point of that number, is no row of this one.
     for (k, row) in rows.enumerate() {
         let index = order.get(k).unwrap_or_default();
+        if mark.format == RowFormat::Jsonl {
+            same_scenario(plan, index, k, row).map_err(usage)?;
+        }
         let cells = row_cells(row, mark.format, &columns);
         for (key, want) in plan_parameters(plan, index)? {
             let have = cells.iter().find(|c| c.0 == key).map(|c| c.1.as_str());
@@ -474,6 +481,23 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
         header,
         kept,
     }))
+}
+
+/// A kept record's scenario is its point's whole (every parameter, the
+/// machine's and the costs' included), not only in the columns a CSV row
+/// would show.
+fn same_scenario(plan: &Plan, index: usize, k: usize, row: &str) -> Result<(), String> {
+    let point = plan.point(index).map_err(|e| e.to_string())?;
+    let kept = serde_json::from_str::<serde_json::Value>(row)
+        .ok()
+        .and_then(|v| v.get("config").cloned());
+    if kept != serde_json::to_value(&point.scenario).ok() {
+        return Err(format!(
+            "row {} (point {index}) has another scenario than this sweep's point {index}: not a part this sweep wrote; remove it to start afresh",
+            k + 1
+        ));
+    }
+    Ok(())
 }
 
 /// Point `index`'s number and parameters as its row has them.

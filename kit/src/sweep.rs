@@ -953,6 +953,32 @@ pub struct Record {
     pub result: serde_json::Value,
 }
 
+impl Record {
+    /// A line of a sweep's JSON Lines, as parsed JSON, read as a record a
+    /// run could have written: a [`Record`], its result one that reads
+    /// back as a saved result does ([`scenario::Saved::read`]: its derived
+    /// figures what its counts give), its scenario one the kit runs
+    /// ([`Scenario::validate`]). The error says which part is wrong; an
+    /// edited line is refused wherever a sweep's lines are read (a plot,
+    /// a merge, a resumed part).
+    ///
+    /// ```
+    /// use flashkit::sweep::Record;
+    /// let v = serde_json::json!({"point": 0, "version": "0", "config": {}, "result": {}});
+    /// assert!(Record::read(&v).unwrap_err().starts_with("result: "));
+    /// ```
+    pub fn read(v: &serde_json::Value) -> Result<Record, String> {
+        let record: Record = serde_path_to_error::deserialize(v)
+            .map_err(|e| format!("not a sweep's record: {}: {}", e.path(), e.inner()))?;
+        scenario::Saved::read(&record.result.to_string()).map_err(|e| format!("result: {e}"))?;
+        record
+            .config
+            .validate()
+            .map_err(|e| format!("config.{e}"))?;
+        Ok(record)
+    }
+}
+
 /// A sweep's rows as CSV: the header (the first row's columns), then a
 /// line a row. Rows of one plan line up.
 pub fn csv(rows: &[Row]) -> String {

@@ -738,20 +738,22 @@ fn a_resumed_part_keeps_only_this_sweeps_rows() {
         let cut: String = whole.lines().take(3).map(|l| format!("{l}\n")).collect();
         assert_eq!(resume(&cut).0, 0);
         assert_eq!(std::fs::read_to_string(&part).unwrap(), whole);
-        // A kept row's sender edited: no point of this sweep has it.
-        let at = if format == "jsonl" {
-            "\"sender\":\""
+        // A kept row's sender edited: no point of this sweep has it (a
+        // record's scenario is compared whole, its sender a valid one).
+        let (at, to, said) = if format == "jsonl" {
+            (
+                "\"sender\":\"uncached\"",
+                "\"sender\":\"dirty\"",
+                "another scenario than this sweep's point 0",
+            )
         } else {
-            "uncached"
+            ("uncached", "xuncached", "where this sweep's point 0 has")
         };
-        let edited = whole.replacen(at, &format!("{at}x"), 1);
+        let edited = whole.replacen(at, to, 1);
         assert_ne!(edited, whole, "{format}");
         let (code, _, err) = resume(&edited);
         assert_eq!(code, 2, "{format}: {err}");
-        assert!(
-            err.contains("where this sweep's point 0 has"),
-            "{format}: {err}"
-        );
+        assert!(err.contains(said), "{format}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     // A CSV part whose header names another column.
@@ -766,6 +768,75 @@ fn a_resumed_part_keeps_only_this_sweeps_rows() {
         err.contains("its header is not this sweep's columns"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A JSON Lines record edited into one no run wrote is refused by a
+/// resume and by a merge: a figure its counts do not give, a machine
+/// parameter of its scenario that is not its point's (a resume knows the
+/// sweep's points; a merge, which has only the parts, does not).
+#[test]
+fn an_edited_record_is_refused_by_a_resume_and_a_merge() {
+    let dir = scratch("record-edited");
+    let part = |i: usize| dir.join(format!("p{i}.jsonl"));
+    let args = |i: usize| {
+        let p = part(i);
+        let s = format!("{i}/2");
+        let v: Vec<String> = ["--shard", &s, "--out", path(&p), "--format", "jsonl"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v
+    };
+    for i in 0..2 {
+        let a = args(i);
+        sweep(&a.iter().map(|x| x.as_str()).collect::<Vec<_>>());
+    }
+    let whole = std::fs::read_to_string(part(0)).unwrap();
+    let merged = dir.join("all.jsonl");
+    let parts = [path(&part(0)).to_string(), path(&part(1)).to_string()];
+    assert_eq!(merge(&parts, &merged).0, 0);
+    let edits = [
+        // A figure: the bandwidth its bytes and cycles do not give.
+        (
+            "\"bandwidth_mb_s\":",
+            "\"bandwidth_mb_s\":1",
+            "does not read back",
+            true,
+        ),
+        // A machine parameter no column of the row shows.
+        (
+            "\"net_latency\":22",
+            "\"net_latency\":99",
+            "another scenario",
+            false,
+        ),
+    ];
+    for (at, to, said, by_merge) in edits {
+        let first = whole.lines().nth(1).unwrap();
+        let i = first.find(at).unwrap_or_else(|| panic!("{at} in {first}"));
+        let end = first[i + at.len()..]
+            .find([',', '}'])
+            .map_or(first.len(), |e| i + at.len() + e);
+        let row = format!("{}{to}{}", &first[..i], &first[end..]);
+        let edited = whole.replacen(first, &row, 1);
+        assert_ne!(edited, whole);
+        std::fs::write(part(0), &edited).unwrap();
+        let (code, err) = merge(&parts, &merged);
+        if by_merge {
+            assert_eq!(code, 2, "{err}");
+            assert!(err.contains(said), "{err}");
+        } else {
+            assert_eq!(code, 0, "{err}");
+        }
+        let mut a = args(0);
+        a.push("--resume".into());
+        let (code, _, err) = sweep_ended(&a.iter().map(|x| x.as_str()).collect::<Vec<_>>());
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(said), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        std::fs::write(part(0), &whole).unwrap();
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
