@@ -637,6 +637,8 @@ struct Node {
     seg_cached: Option<u32>,
     received: u64,
     marks: Vec<Time>,
+    /// What is left of a computation interrupts broke into pieces.
+    computing: Option<Time>,
 }
 
 struct Sim<'a> {
@@ -1009,16 +1011,50 @@ impl Sim<'_> {
                 self.poll(n);
                 true
             }
-            Step::Compute(d) => {
-                self.nodes[n].t = Time(self.nodes[n].t.0 + d.0);
-                true
-            }
+            Step::Compute(d) => return self.compute(n, d),
             Step::Wait { .. } | Step::Mark => unreachable!("the scheduler's"),
         };
         if !sent {
             self.poll(n);
         }
         sent
+    }
+
+    /// Compute for `d`; `true` once it is done. Polled, the processor
+    /// computes through, and messages wait. Taken by interrupt, each
+    /// message arriving meanwhile stops the computation for its interrupt
+    /// (taken before the next step, `before_step`), which the computation
+    /// then resumes after: so it computes in pieces, each up to the
+    /// earliest a message could arrive, what is left of it kept between
+    /// them.
+    fn compute(&mut self, n: usize, d: Time) -> bool {
+        let now = self.nodes[n].t;
+        if !matches!(self.p.reception, Reception::Interrupts { .. }) {
+            self.nodes[n].t = Time(now.0 + d.0);
+            return true;
+        }
+        let left = self.nodes[n].computing.take().unwrap_or(d).0;
+        // The earliest another node could send from is its own clock, and
+        // not before this one's (one behind it is done and can only answer
+        // what reaches it from now on); a packet in flight arrives when
+        // the network says.
+        let latency = super::Layer::min_latency(self).0;
+        let sent = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != n)
+            .map(|(_, x)| x.t.0.max(now.0).saturating_add(latency))
+            .min();
+        let arrival = self.net.next_arrival(NodeId(n as u32)).map(|t| t.0);
+        let bound = sent.into_iter().chain(arrival).min().unwrap_or(u64::MAX);
+        let piece = left.min(bound.saturating_sub(now.0).max(1));
+        self.nodes[n].t = Time(now.0 + piece);
+        if piece < left {
+            self.nodes[n].computing = Some(Time(left - piece));
+            return false;
+        }
+        true
     }
 
     /// Replies handlers could not send: try them first.
@@ -1185,6 +1221,7 @@ impl Cm5 {
                     seg_cached: None,
                     received: 0,
                     marks: Vec::new(),
+                    computing: None,
                 })
                 .collect(),
             run: Run::default(),

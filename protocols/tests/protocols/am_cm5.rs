@@ -40,6 +40,32 @@ fn interrupt_reception_costs_the_kernel_path() {
 }
 
 #[test]
+fn a_message_interrupts_the_computation_it_arrives_in() {
+    // Node 0 computes for as long as the messages take to come, one every
+    // interval; each interrupts it as it arrives, so its time is the
+    // computation's plus the interrupts': the share lost is what one
+    // interrupt costs over the interval and that cost, whatever the
+    // network's buffering (with none, messages held until the computation
+    // ended would stall the sender and stretch the run).
+    for capacity in [8usize, 1 << 20] {
+        let mut p = Cm5::new(8, Layer::Cmaml);
+        p.reception = Reception::Interrupts { fast: false };
+        p.hw.capacity = capacity;
+        for interval in [20, 100, 200] {
+            let (cost, share) =
+                suite::interrupt_load(&p, Time(interval * magic::time::TICKS_PER_US)).unwrap();
+            let want = cost / (interval as f64 + cost);
+            assert!(
+                (share - want).abs() <= 0.05 * want,
+                "capacity {capacity}, interval {interval} us: lost {:.1}%, {cost:.2} us of {interval} + {cost:.2} is {:.1}%",
+                100.0 * share,
+                100.0 * want
+            );
+        }
+    }
+}
+
+#[test]
 fn round_trips_step_up_where_the_fat_tree_does() {
     let p = Cm5::new(64, Layer::Cmam);
     let rt: Vec<f64> = suite::round_trips(&p)
