@@ -37,7 +37,7 @@ magic::cost_sheet! {
             from 1: "its load of the element is one of its instructions";
         /// Take the OS's notice of the running process.
         set_pid: u32 = 2, Source::Choice("store the PID in a register.");
-        /// The invalidation technique's check on a use: one branch.
+        /// The check on a use of a linked page (invalidation, software TLB; hold-off links none): one branch.
         valid_check: u32 = 1, Source::Published(
             "section 4: handlers check validity on every use, one branch.");
         /// Fetch-and-add at the word's home: add and merge into the line.
