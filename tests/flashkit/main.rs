@@ -22,6 +22,7 @@ mod library;
 mod modes;
 mod pipeline;
 mod plot;
+mod plot_series;
 mod results_props;
 mod scenario;
 mod suite;

@@ -26,6 +26,15 @@ pub struct Series {
 /// would not fit a chart's width.
 pub const MOST_LABELS: usize = 100;
 
+/// The most series a chart draws. Each is told apart from the others by
+/// its colour (one of six) together with its mark (one of three: a circle
+/// and a solid line, a triangle and a dashed line, a cross and a dotted
+/// line; for bars, a solid, a hollow and a pale fill), so that no two
+/// series of a chart look alike; and their legend, a line each, fits
+/// beside the plot. A chart from a sweep with more values of `--series`
+/// than this is refused, naming the count.
+pub const MOST_SERIES: usize = 18;
+
 /// A chart: axes, and the series drawn on them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
@@ -44,7 +53,7 @@ pub struct Chart {
     /// most [`MOST_LABELS`]), each series a bar in each group (its points'
     /// x is the group's index, a whole number from 0).
     pub groups: Vec<String>,
-    /// The series, drawn in order.
+    /// The series, drawn in order (at most [`MOST_SERIES`]).
     pub series: Vec<Series>,
 }
 
@@ -226,7 +235,8 @@ pub fn logp() -> Result<Chart, String> {
 }
 
 /// A chart from a sweep's CSV: `y` against `x`, one series per value of
-/// `series` (if given). A cell of `x` or `y` that is not a finite number
+/// `series` (if given; in numeric order when every value is a number, and
+/// at most [`MOST_SERIES`]). A cell of `x` or `y` that is not a finite number
 /// (empty, text, `inf`, `nan`), or an integer past 2^53 (which the chart
 /// would draw at a neighbour), is an error naming its row and column.
 ///
@@ -304,7 +314,7 @@ pub fn from_csv(text: &str, x: &str, y: &str, series: Option<&str>) -> Result<Ch
 
 /// A chart from a sweep's JSON Lines (`flashkit sweep --format jsonl`, or
 /// [`crate::sweep::jsonl`]): `y` against `x`, one series per value of
-/// `series` (if given), each named as a CSV column of the same sweep is
+/// `series` (if given; ordered and limited as [`from_csv`]'s), each named as a CSV column of the same sweep is
 /// (`transfer.chunk`, `machine.net_latency`, `result.per_line_cycles`;
 /// [`crate::sweep::jsonl_cells`] lists a line's). A line that is not a JSON
 /// object, not a sweep's [`Record`](crate::sweep::Record), or whose result
@@ -393,10 +403,13 @@ fn number(at: &str, name: &str, cell: &str) -> Result<f64, String> {
 }
 
 /// `y` against `x` from (series value, x, y) points: a series per value,
-/// in the values' order as text, each series's points in x order. An `x`
-/// met twice in one series is an error: those rows differ in a column the
-/// chart does not show, and one line through both would zigzag between
-/// them as if it were a curve.
+/// in the values' numeric order when every value is a number (`2` before
+/// `10`), else in their order as text, each series's points in x order.
+/// More values than [`MOST_SERIES`] are an error naming `--series` and
+/// the count: their lines could not be told apart, nor their legend fit.
+/// An `x` met twice in one series is an error: those rows differ in a
+/// column the chart does not show, and one line through both would zigzag
+/// between them as if it were a curve.
 fn chart(
     x: &str,
     y: &str,
@@ -407,6 +420,16 @@ fn chart(
     for (k, px, py) in points {
         by.entry(k).or_default().push((px, py));
     }
+    if by.len() > MOST_SERIES {
+        return Err(format!(
+            "--series {} has {} values, a line each: a chart tells at most {MOST_SERIES} \
+             series apart; plot fewer rows, or name with --series a column with fewer values",
+            series.unwrap_or(""),
+            by.len()
+        ));
+    }
+    let mut by: Vec<(String, Vec<(f64, f64)>)> = by.into_iter().collect();
+    order_series(&mut by);
     for (k, p) in &mut by {
         p.sort_by(|a, b| a.0.total_cmp(&b.0));
         if let Some(w) = p.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -441,4 +464,86 @@ fn chart(
             })
             .collect(),
     })
+}
+
+/// Order series by their keys: numerically when every key is a number
+/// (`2` before `10`; keys of one value, such as `1` and `1.0`, as text),
+/// else as text. Either way the order depends on the keys alone.
+fn order_series<T>(by: &mut [(String, T)]) {
+    let number = |k: &str| k.parse::<f64>().ok();
+    let numeric = by.iter().all(|(k, _)| number(k).is_some());
+    by.sort_by(|(a, _), (b, _)| {
+        let by_number = match (numeric, number(a), number(b)) {
+            (true, Some(a), Some(b)) => a.total_cmp(&b),
+            _ => std::cmp::Ordering::Equal,
+        };
+        by_number.then_with(|| a.cmp(b))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{from_csv, MOST_SERIES};
+
+    /// A CSV of `keys` as column `k`, two points each, rows in `keys`'s order.
+    fn csv(keys: &[&str]) -> String {
+        let mut t = String::from("k,x,y\n");
+        for (i, k) in keys.iter().enumerate() {
+            t.push_str(&format!("{k},1,{i}\n{k},2,{i}\n"));
+        }
+        t
+    }
+
+    fn names(text: &str) -> Vec<String> {
+        let chart = from_csv(text, "x", "y", Some("k")).unwrap();
+        chart.series.into_iter().map(|s| s.name).collect()
+    }
+
+    #[test]
+    fn numeric_series_are_in_numeric_order() {
+        // As text they read 0, 1, 10, 100, 1000, 2.
+        let keys = ["1000", "2", "100", "0", "10", "1"];
+        let want: Vec<String> = ["0", "1", "2", "10", "100", "1000"]
+            .iter()
+            .map(|k| format!("k = {k}"))
+            .collect();
+        assert_eq!(names(&csv(&keys)), want);
+        // Whatever order the rows come in.
+        let mut rev = keys;
+        rev.reverse();
+        assert_eq!(names(&csv(&rev)), want);
+        // Negative, fractional and exponent keys are numbers too; keys of
+        // one value are ordered as text, every time.
+        assert_eq!(
+            names(&csv(&["1e1", "-3", "2.5", "1.0", "1", "-0.5"])),
+            ["-3", "-0.5", "1", "1.0", "2.5", "1e1"].map(|k| format!("k = {k}"))
+        );
+    }
+
+    #[test]
+    fn series_not_all_numbers_are_in_text_order() {
+        let keys = ["b", "10", "a", "9", "dirty"];
+        assert_eq!(
+            names(&csv(&keys)),
+            ["10", "9", "a", "b", "dirty"].map(|k| format!("k = {k}"))
+        );
+        // An empty key is no number (its series is named by y): the
+        // series sort as text.
+        assert_eq!(names(&csv(&["10", "", "9"])), ["y", "k = 10", "k = 9"]);
+    }
+
+    #[test]
+    fn more_series_than_a_chart_tells_apart_are_refused_naming_series() {
+        let keys: Vec<String> = (0..MOST_SERIES).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        assert_eq!(names(&csv(&refs)).len(), MOST_SERIES);
+        for n in [MOST_SERIES + 1, 2000] {
+            let keys: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let e = from_csv(&csv(&refs), "x", "y", Some("k")).unwrap_err();
+            assert!(!e.contains('\n'), "one line: {e}");
+            assert!(e.starts_with(&format!("--series k has {n} values")), "{e}");
+            assert!(e.contains(&format!("at most {MOST_SERIES}")), "{e}");
+        }
+    }
 }
