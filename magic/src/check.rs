@@ -170,6 +170,8 @@ impl<S: NodeState> Magic<S> {
     /// documentation). Messages already queued stay queued.
     pub fn hold_deliveries(&mut self) {
         self.held.get_or_insert_with(Vec::new);
+        // A held delivery comes in when the search releases it.
+        self.params.inbound_contention = false;
         for hw in &mut self.hw {
             hw.software_held.get_or_insert(0);
         }
@@ -1668,7 +1670,9 @@ fn settle<M: Model>(model: &M, bounds: Bounds, m: &mut Magic<M::Node>) -> Result
         n += 1;
         if n > bounds.settle_instants {
             return Err(format!(
-                "livelock: still busy after {} instants without a delivery",
+                "livelock: still busy after {} instants without a delivery (the \
+                 settle_instants bound: a machine that settles more slowly than it \
+                 is counted livelocked; a larger bound tells the two apart)",
                 bounds.settle_instants
             ));
         }

@@ -755,14 +755,18 @@ impl<'a, S> Cx<'a, S> {
         self.step("send", from, msg.dest.0 as u64);
         self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
         let (pkt, tag) = self.packets.insert(msg, bytes, arrival);
+        let node = msg.dest.0;
+        if self.params.inbound_contention && msg.dest != self.run.node {
+            // Its first byte at the destination's port: a wire's time
+            // before the header is in.
+            let port = header - self.params.wire_cycles(0);
+            let ev = Ev::Arrive { node, q, pkt, tag };
+            self.engine.schedule(Time::from_cycles(port), ev);
+            return Ok(());
+        }
         self.engine.schedule(
             Time::from_cycles(deliver + self.params.inbox_dispatch),
-            Ev::Deliver {
-                node: msg.dest.0,
-                q,
-                pkt,
-                tag,
-            },
+            Ev::Deliver { node, q, pkt, tag },
         );
         Ok(())
     }

@@ -884,6 +884,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
                 dirty: false,
                 wake_at: None,
                 software_held: None,
+                in_free: Cycles(0),
             })
             .collect();
         let handlers = self.handlers.len();
@@ -1417,6 +1418,15 @@ impl<S: NodeState> Magic<S> {
                 );
                 (node, what)
             }
+            Ev::Arrive { node, pkt, .. } => {
+                let m = self.packets.msg(pkt);
+                let what = format!(
+                    "the arrival of {} from node {} at the inbound port",
+                    self.reg.describe(m.mtype),
+                    m.src
+                );
+                (node, what)
+            }
             Ev::PpDone { node } => (node, "the end of a handler".to_string()),
             Ev::Wake { node } => (node, "the inbox's next look".to_string()),
             Ev::ProcStep { node } => (node, "the processor's step".to_string()),
@@ -1449,6 +1459,7 @@ impl<S: NodeState> Magic<S> {
         self.spin = 0;
         let outside = |ev: &Ev| match ev {
             Ev::Deliver { q, .. } => *q != InQueue::Software,
+            Ev::Arrive { .. } => true,
             Ev::PpDone { .. } | Ev::Wake { .. } => false,
             Ev::ProcStep { .. } | Ev::ProcDeliver { .. } => true,
         };
@@ -1617,6 +1628,7 @@ impl<S: NodeState> Magic<S> {
                 queue.insert(pos, new);
                 self.mark(node);
             }
+            Ev::Arrive { node, q, pkt, tag } => self.arrive(t, node, q, pkt, tag),
             Ev::PpDone { node } => {
                 self.hw[node as usize].pp_running = false;
                 self.mark(node);
@@ -1637,6 +1649,40 @@ impl<S: NodeState> Magic<S> {
                 self.deliver_to_processor(t, node, pkt)
             }
         }
+    }
+
+    /// Packet `pkt` reaches node `node`'s inbound port at `t`: it comes in
+    /// once the port is free (one packet at a time, each for its wire
+    /// time), its data that much later, and is delivered when its header
+    /// (or, for a whole-packet route, its last byte) is in, as a send
+    /// with the port to itself would have delivered it.
+    #[cold]
+    #[inline(never)]
+    fn arrive(&mut self, t: Cycles, node: u32, q: InQueue, pkt: u32, tag: crate::node::Tag) {
+        let p = &self.params;
+        let msg = *self.packets.msg(pkt);
+        let hw = &mut self.hw[node as usize];
+        let start = t.max(hw.in_free);
+        let late = start - t;
+        if late.0 > 0 {
+            self.packets.delay_data(pkt, late);
+        }
+        // Its time on the port is its time on the sender's wire (its data
+        // may have left later than its header, waiting to be read).
+        let wire = p.wire_cycles(msg.len as u64);
+        let full = self
+            .packets
+            .data_full(pkt)
+            .map_or(start + wire, |f| f.max(start + wire));
+        hw.in_free = full;
+        let header = start + p.wire_cycles(0);
+        let whole = self.table[msg.mtype.0 as usize][msg.addr.region() as usize]
+            .is_some_and(|r| r.opts.whole_packet);
+        let deliver = if whole { full.max(header) } else { header };
+        self.engine.schedule(
+            Time::from_cycles(deliver + p.inbox_dispatch),
+            Ev::Deliver { node, q, pkt, tag },
+        );
     }
 
     /// Node `node`'s compute processor takes a step (out of the line of

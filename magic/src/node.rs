@@ -23,6 +23,15 @@ pub(crate) enum Ev {
         pkt: u32,
         tag: Tag,
     },
+    /// A network packet for `node` reaches its inbound port (its first
+    /// byte): it comes in once the port is free, and is delivered (as
+    /// `Deliver`) when it has (see [`crate::MagicParams::inbound_contention`]).
+    Arrive {
+        node: u32,
+        q: InQueue,
+        pkt: u32,
+        tag: Tag,
+    },
     /// The PP of `node` finished its handler.
     PpDone { node: u32 },
     /// Look at `node` again (a data buffer came back, a message became eligible).
@@ -242,6 +251,22 @@ impl Packets {
 
     pub(crate) fn msg(&self, i: u32) -> &Msg {
         &self.slots[i as usize].msg
+    }
+
+    /// When message `i`'s last byte of data arrives, if it carries data.
+    pub(crate) fn data_full(&self, i: u32) -> Option<Cycles> {
+        let d = self.slots[i as usize].data;
+        (d != NO_DATA).then(|| self.lines[d as usize].full)
+    }
+
+    /// Message `i`'s data, if any, arrives `by` cycles later than it was
+    /// sent to (its destination's inbound port was busy).
+    pub(crate) fn delay_data(&mut self, i: u32, by: Cycles) {
+        let d = self.slots[i as usize].data;
+        if let Some(l) = self.lines.get_mut(d as usize) {
+            l.first += by;
+            l.full += by;
+        }
     }
 
     /// The bytes a message carries, if any.
@@ -626,6 +651,10 @@ pub(crate) struct NodeHw {
     // The rest is touched by some handlers only, or rarely.
     /// What this node dropped or refused (`None` until the first drop).
     pub lost: Option<Box<Losses>>,
+    /// When the inbound port is next free: the end of the last packet
+    /// coming in (booked only with `inbound_contention`, which a search's
+    /// held deliveries turn off).
+    pub(crate) in_free: Cycles,
     pub mem: Memory,
     pub pcache: ProcCache,
     pub dcache: DCache,
@@ -678,6 +707,7 @@ impl NodeHw {
             link,
             bufs,
             lost: _,
+            in_free,
             mem,
             pcache,
             dcache,
@@ -697,6 +727,7 @@ impl NodeHw {
         put_opt(out, software_held.map(u64::from));
         link.pack(out);
         bufs.pack(out);
+        put(out, in_free.0);
         mem.pack(out);
         pcache.pack(out);
         dcache.pack(out);
@@ -726,6 +757,7 @@ impl NodeHw {
             link,
             bufs,
             lost,
+            in_free,
             mem,
             pcache,
             dcache,
@@ -745,6 +777,7 @@ impl NodeHw {
         *software_held = r.opt().map(|x| x as u32);
         link.unpack(r);
         bufs.unpack(r);
+        *in_free = r.cycles();
         mem.unpack(r);
         pcache.unpack(r);
         dcache.unpack(r);
@@ -852,6 +885,7 @@ impl Held {
             Ev::Wake { node } => (2, node, 0, 0, None),
             Ev::ProcStep { node } => (3, node, 0, 0, None),
             Ev::ProcDeliver { node, pkt } => (4, node, 0, pkt, None),
+            Ev::Arrive { node, q, pkt, tag } => (5, node, q as u64, pkt, Some(tag)),
         };
         for x in [kind, node.into(), q, pkt.into()] {
             put(out, x);
@@ -879,6 +913,12 @@ impl Held {
             2 => Ev::Wake { node },
             3 => Ev::ProcStep { node },
             4 => Ev::ProcDeliver { node, pkt },
+            5 => Ev::Arrive {
+                node,
+                q: *InQueue::ALL.iter().find(|x| **x as u8 == q)?,
+                pkt,
+                tag: Tag::unpack(r),
+            },
             _ => return None,
         };
         let chan = Channel {

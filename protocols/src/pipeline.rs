@@ -345,6 +345,7 @@ pub fn pipeline_params() -> MagicParams {
     MagicParams {
         inbox_dispatch: Cycles(0),
         outbox_latency: Cycles(0),
+        inbound_contention: false,
         ..MagicParams::default()
     }
 }

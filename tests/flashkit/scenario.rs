@@ -1848,7 +1848,7 @@ fn a_scenario_sets_the_cycle_budget_and_every_magic_experiment_keeps_it() {
     let (code, err) = run_text("left.toml", "[machine]\nbudget = 1000\n[transfer]\n");
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("with work left at cycle 1032")
+        err.contains("with work left at cycle 1029")
             && err.contains("transfer.send_step, from node 0, due at cycle 1053)"),
         "{err}"
     );

@@ -175,6 +175,7 @@ fn any_params() -> impl Strategy<Value = MagicParams> {
             extreme(2, MagicParams::MAX_PP_ISSUE_WIDTH as u64, u32::MAX as u64),
             count(1024, MagicParams::MAX_DCACHE_LINES),
             extreme(64 << 20, MagicParams::MAX_MEM_BYTES, u64::MAX),
+            any::<bool>(),
         ),
     )
         .prop_map(|(a, b)| MagicParams {
@@ -197,6 +198,7 @@ fn any_params() -> impl Strategy<Value = MagicParams> {
             pp_issue_width: b.6 as u32,
             dcache_lines: b.7,
             mem_bytes: b.8,
+            inbound_contention: b.9,
             budget: magic::machine::DEFAULT_BUDGET,
             trace: false,
         })

@@ -688,6 +688,7 @@ fn params() -> BoxedStrategy<MagicParams> {
                 d.mem_bytes,
                 MagicParams::MAX_MEM_BYTES,
             ),
+            any::<bool>(),
         ),
     )
         .prop_map(|(a, b)| MagicParams {
@@ -711,6 +712,7 @@ fn params() -> BoxedStrategy<MagicParams> {
             dcache_lines: 1 << b.6,
             // Whole lines.
             mem_bytes: b.7 / MagicParams::MIN_MEM_BYTES * MagicParams::MIN_MEM_BYTES,
+            inbound_contention: b.8,
             // Each run sets its own (`Magic::set_budget`).
             budget: MagicParams::default().budget,
             trace: false,

@@ -78,6 +78,28 @@ fn magic_moves_bulk_data_at_the_network_rate() {
 }
 
 #[test]
+fn two_senders_into_one_magic_node_share_its_inbound_link() {
+    // Each sender's 64 KB alone moves at the link's 320 MB/s; the two
+    // into one node come in through its one port, so together they take
+    // at least twice one's time on the wire (409.6 us), whichever
+    // segments they fill.
+    let f = Flash::new(4);
+    for shared in [true, false] {
+        let us = suite::two_to_one_segments(&f, 65536, shared).unwrap();
+        let mb_s = 2.0 * 65536.0 / us;
+        assert!(
+            us >= 409.6 && mb_s <= 320.0,
+            "shared {shared}: {us:.2} us, {mb_s:.2} MB/s"
+        );
+    }
+    // A machine whose packets never wait at a port takes them at once.
+    let mut free = Flash::new(4);
+    free.params.inbound_contention = false;
+    let us = suite::two_to_one_segments(&free, 65536, true).unwrap();
+    assert!(us < 300.0, "{us:.2} us");
+}
+
+#[test]
 fn runs_repeat_exactly() {
     for p in platforms() {
         let a = suite::table(p.as_ref(), "round-trip").unwrap()[0].to_string();
