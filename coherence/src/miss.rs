@@ -169,6 +169,9 @@ impl<'de> Deserialize<'de> for MissRun {
             w.config
                 .params
                 .within_budget("latency_cycles", w.latency_cycles)?;
+            w.config
+                .params
+                .within_budget("occupancy_cycles", w.occupancy_cycles)?;
             let ledger = Ledger::from_exact(
                 Cycles(w.occupancy_cycles),
                 Cycles(w.occupancy_booked_cycles),

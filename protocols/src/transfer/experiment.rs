@@ -1022,6 +1022,9 @@ impl Outcome {
         // action takes a handler at least a cycle).
         let total = w.total_cycles;
         o.config.params.within_budget("total_cycles", total)?;
+        o.config
+            .params
+            .within_budget("occupancy_cycles", w.occupancy_cycles)?;
         let held = w.held_back;
         let within = [
             ("held_back.pp_arbitration", held.pp_arbitration),

@@ -157,9 +157,14 @@ impl<'de> Deserialize<'de> for FetchOpResult {
                     w.startup_cycles, w.latency_cycles
                 ));
             }
+            // The run went on past the latency (to the last event the
+            // ledger counts), all of it within the budget.
             w.config
                 .params
                 .within_budget("latency_cycles", w.latency_cycles)?;
+            w.config
+                .params
+                .within_budget("occupancy_cycles", w.occupancy_cycles)?;
             // The word holds FETCH_WORD and gets FETCH_ADD: a run of the
             // handlers as they are reads and leaves just those (a planted
             // bug may not).
@@ -455,6 +460,9 @@ impl TryFrom<RemapWire> for RemapResult {
         w.config
             .params
             .within_budget("total_cycles", w.total_cycles)?;
+        w.config
+            .params
+            .within_budget("occupancy_cycles", w.occupancy_cycles)?;
         if w.os_wait_cycles > w.total_cycles {
             return Err(format!(
                 "os_wait_cycles is {}, more than the {} total_cycles",

@@ -1246,6 +1246,16 @@ fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("past the run's budget"), "{e}");
+    // A budget the latency fits in but the run does not: the run goes on
+    // to its last event (occupancy_cycles), and could not have.
+    let mut v = serde_json::to_value(&r).unwrap();
+    assert!(r.latency.0 < 200 && v["occupancy_cycles"].as_u64() > Some(200));
+    v["config"]["params"]["budget"] = 200.into();
+    let e = serde_json::from_value::<FetchOpResult>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("occupancy_cycles is "), "{e}");
+    assert!(e.contains("past the run's budget of 200"), "{e}");
     // The word it finds and what it adds are the experiment's.
     assert_eq!((r.old, r.new), (40, 42));
     let mut v = serde_json::to_value(&r).unwrap();
