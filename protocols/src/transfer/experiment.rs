@@ -647,19 +647,20 @@ impl StageCycles {
     /// The per-line figures of a transfer of `lines` lines made one way or
     /// both: the one place they are computed. Each count is divided by
     /// the lines (at least one), the landing span by the spaces between
-    /// them.
+    /// them; `line_wire` is the cycles a line's packet holds a link (the
+    /// least a stream of lines can keep them apart, [`Bound::of_rate`]).
     ///
     /// ```
     /// use protocols::transfer::{Bound, Direction, StageCycles};
     /// // The 4 KB transfer from a dirty send buffer: 32 lines.
     /// let s = StageCycles { sender_busy: 1465, network_busy: 1280, receiver_busy: 1024,
     ///                       landing: Some(1434), ..StageCycles::default() };
-    /// let p = s.per_line(32, Direction::Uni);
+    /// let p = s.per_line(32, Direction::Uni, 40.0);
     /// assert_eq!(p.rate, Some(1434.0 / 31.0)); // the table's 46.3
     /// assert_eq!(p.sender_occupancy, 1465.0 / 32.0);
     /// assert_eq!(p.limited_by, Some(Bound::Sender));
     /// ```
-    pub fn per_line(&self, lines: u64, direction: Direction) -> PerLine {
+    pub fn per_line(&self, lines: u64, direction: Direction, line_wire: f64) -> PerLine {
         let per = |x: u64| x as f64 / lines.max(1) as f64;
         let rate = self
             .landing
@@ -677,7 +678,8 @@ impl StageCycles {
             sender_handler: sender,
             receiver_handler: receiver,
             network,
-            limited_by: rate.map(|r| Bound::of_rate(direction, r, network, sender, receiver)),
+            limited_by: rate
+                .map(|r| Bound::of_rate(direction, r, network, sender, receiver, line_wire)),
         }
     }
 }
@@ -710,6 +712,15 @@ pub enum Bound {
     /// transfer's partial last line), and naming the slowest would point
     /// at a stage that is not what sets the pace.
     Gaps,
+    /// No stage (one way): the rate is more than [`Bound::SLACK`] below
+    /// the slowest stage's time, faster than that stage could pass lines.
+    /// Lines that had queued at the receiver (behind a slower start) landed
+    /// back to back as it drained them: the spacing is the drain's, not a
+    /// pace any stage kept up. Both ways a node's PP turns from one stream
+    /// to the other and its lines land in bursts, whose spacing may lie
+    /// below the PP's mean while the PP, busy throughout, is still the
+    /// bound: those stay [`Bound::Pp`].
+    Backlog,
 }
 
 impl Bound {
@@ -721,6 +732,7 @@ impl Bound {
             Bound::Receiver => "receiver",
             Bound::Pp => "PP",
             Bound::Gaps => "gaps",
+            Bound::Backlog => "backlog",
         }
     }
 
@@ -732,13 +744,20 @@ impl Bound {
 
     /// The bound of a transfer whose lines land `rate` cycles apart:
     /// [`Bound::of`] its stages, or [`Bound::Gaps`] when the rate lies
-    /// more than [`Bound::SLACK`] above that stage's time.
+    /// more than [`Bound::SLACK`] above that stage's time, or (one way)
+    /// [`Bound::Backlog`] when that stage's time, and `line_wire` (the
+    /// cycles a line holds a link: a stage's time per line may count
+    /// traffic outside the stream), both lie more than `SLACK` above the
+    /// rate.
     ///
     /// ```
     /// use protocols::transfer::{Bound, Direction};
     /// let uni = Direction::Uni;
-    /// assert_eq!(Bound::of_rate(uni, 41.0, 40.0, 24.7, 32.0), Bound::Network);
-    /// assert_eq!(Bound::of_rate(uni, 161.2, 40.0, 24.7, 32.0), Bound::Gaps);
+    /// assert_eq!(Bound::of_rate(uni, 41.0, 40.0, 24.7, 32.0, 40.0), Bound::Network);
+    /// assert_eq!(Bound::of_rate(uni, 161.2, 40.0, 24.7, 32.0, 40.0), Bound::Gaps);
+    /// assert_eq!(Bound::of_rate(uni, 28.1, 47.2, 27.2, 25.0, 40.0), Bound::Backlog);
+    /// // Below the link's time per line but not below a line's own wire.
+    /// assert_eq!(Bound::of_rate(uni, 40.0, 48.0, 27.2, 25.0, 40.0), Bound::Network);
     /// ```
     pub fn of_rate(
         direction: Direction,
@@ -746,16 +765,19 @@ impl Bound {
         network: f64,
         sender: f64,
         receiver: f64,
+        line_wire: f64,
     ) -> Bound {
         let b = Bound::of(direction, network, sender, receiver);
         let stage = match b {
             Bound::Network => network,
             Bound::Sender => sender,
             Bound::Receiver => receiver,
-            Bound::Pp | Bound::Gaps => sender + receiver,
+            Bound::Pp | Bound::Gaps | Bound::Backlog => sender + receiver,
         };
         if rate > stage * Bound::SLACK {
             Bound::Gaps
+        } else if direction == Direction::Uni && rate * Bound::SLACK < stage.min(line_wire) {
+            Bound::Backlog
         } else {
             b
         }
@@ -938,7 +960,7 @@ impl Outcome {
     fn from_counts(w: Wire) -> Result<Outcome, String> {
         let stages = w.stages();
         let c = w.config;
-        let p = stages.per_line(w.lines, c.direction);
+        let p = stages.per_line(w.lines, c.direction, line_wire(&c.params));
         let nodes = c.nodes();
         let ledger = Ledger::from_exact(
             Cycles(w.occupancy_cycles),
@@ -1323,6 +1345,9 @@ impl std::fmt::Display for Outcome {
                 match bound {
                     Bound::Pp => "PP (the sender's and receiver's handlers share it)",
                     Bound::Gaps => "gaps between the stages' work (no stage's time is the rate)",
+                    Bound::Backlog => {
+                        "backlog: lines queued at the receiver landed as it drained them, faster than the slowest stage passes them"
+                    }
                     b => b.name(),
                 }
             )?,
@@ -1831,6 +1856,12 @@ fn run_on<S: WithTransfer>(
     measure(c, p.m, &p.senders).map_err(Failed::Stuck)
 }
 
+/// The cycles a line's packet holds a link: the closest a stream of lines
+/// can keep them.
+fn line_wire(p: &MagicParams) -> f64 {
+    p.wire_cycles(LINE_BYTES as u64).0 as f64
+}
+
 /// A page change the transfer was over before changes nothing, and its
 /// figures would read as a change that cost nothing: it is refused, as a
 /// time past a run's end is. Its time is the OS's notice to MAGIC; the
@@ -2312,7 +2343,7 @@ fn measure<S: WithTransfer>(
             _ => None,
         },
     };
-    let per = stages.per_line(lines, c.direction);
+    let per = stages.per_line(lines, c.direction, line_wire(&c.params));
     // The stream that ended last: its sender's link, its receiver's end.
     let last = |n: NodeId| done(n).unwrap_or(Cycles(0));
     let (ender, its_sender) = if senders.contains(&r0) && last(s0) > last(r0) {

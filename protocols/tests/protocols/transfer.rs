@@ -1033,3 +1033,32 @@ fn a_rate_no_stage_sets_is_said_to_be_the_gaps() {
     let one = run(&Config::default()).unwrap();
     assert_eq!(one.limited_by, Some(Bound::Network));
 }
+
+/// A short transfer whose lines queue at the receiver behind a slow
+/// start (a send buffer dirty in a third node's cache, fetched through
+/// its home) lands them as the receiver drains them: faster than the
+/// network passes a line, which no stage's pace gives, and the bound says
+/// so rather than name the network it beat.
+#[test]
+fn lines_drained_from_a_backlog_are_not_said_to_be_the_networks() {
+    use protocols::transfer::{run, Bound, Config, Mode, Placement};
+    let c = Config {
+        bytes: 1000,
+        mode: Mode::Global,
+        placement: Placement::Third,
+        sender: SenderState::DirtyRemote,
+        ..Config::default()
+    };
+    let r = run(&c).unwrap();
+    let rate = r.per_line.unwrap();
+    assert!(
+        rate * Bound::SLACK < r.network_per_line,
+        "{rate} against {}",
+        r.network_per_line
+    );
+    assert_eq!(r.limited_by, Some(Bound::Backlog));
+    assert!(r.to_string().contains("limited by the backlog: "), "{r}");
+    // The same state over 4 KB keeps pace with its network.
+    let whole = run(&Config { bytes: 4096, ..c }).unwrap();
+    assert_eq!(whole.limited_by, Some(Bound::Network));
+}
