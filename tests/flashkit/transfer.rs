@@ -98,17 +98,22 @@ fn components_waiting_for_a_buffer_hold_none() {
     }
 }
 
-#[test]
-fn a_page_change_past_the_budget_is_refused() {
+/// The default transfer with its receive buffer's first page moved
+/// `after` cycles after the send is issued.
+fn change(after: u64) -> Config {
     use protocols::transfer::{PageChange, Side};
-    let change = |after: u64| Config {
+    Config {
         change: Some(PageChange {
             side: Side::Receive,
             page: 0,
             after: magic::Cycles(after),
         }),
         ..Config::default()
-    };
+    }
+}
+
+#[test]
+fn a_page_change_past_the_budget_is_refused() {
     assert!(change(200).validate().is_ok());
     let e = change(u64::MAX).validate().unwrap_err();
     assert_eq!(e.field(), "after", "{e}");
@@ -122,15 +127,7 @@ fn a_page_change_after_the_transfer_is_over_is_refused() {
     // The default transfer is over some 2,100 cycles after its send is
     // issued: a change 1,600 cycles after it comes later (the OS's notice
     // waits its turn), one 200 after it lands mid-transfer and costs it.
-    use protocols::transfer::{Failed, PageChange, Side};
-    let change = |after: u64| Config {
-        change: Some(PageChange {
-            side: Side::Receive,
-            page: 0,
-            after: magic::Cycles(after),
-        }),
-        ..Config::default()
-    };
+    use protocols::transfer::Failed;
     let plain = run(&Config::default()).unwrap().total;
     let during = run(&change(200)).unwrap();
     assert!(during.total > plain, "{:?} vs {plain:?}", during.total);
