@@ -609,10 +609,15 @@ impl std::fmt::Display for FeatureCosts {
         };
         let protocol = word(serde_json::to_value(self.config.protocol));
         let network = word(serde_json::to_value(self.config.network));
+        let n = |k: u64, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
         writeln!(
             f,
-            "{protocol} protocol, {} words in {} packets of {} words, {network} network ({} out of order, {} acks)",
-            self.config.words, self.packets, self.config.packet_words, self.out_of_order, self.acks
+            "{protocol} protocol, {} in {} of {}, {network} network ({} out of order, {})",
+            n(self.config.words, "word", "words"),
+            n(self.packets, "packet", "packets"),
+            n(self.config.packet_words, "word", "words"),
+            self.out_of_order,
+            n(self.acks, "ack", "acks"),
         )?;
         writeln!(f, "{:<20} {:>8} {:>12}", "feature", "source", "destination")?;
         let x = &self.features;
