@@ -456,11 +456,24 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
     // sweep's point of that number, is no row of this one.
     for (k, row) in rows.enumerate() {
         let index = order.get(k).unwrap_or_default();
+        let point = plan.point(index).map_err(|e| usage(e.to_string()))?;
+        // A record carries its point's whole scenario (the machine's and
+        // the costs' parameters too, which no column shows): compared
+        // whole, it holds every parameter a row's cells would.
         if mark.format == RowFormat::Jsonl {
-            same_scenario(plan, index, k, row).map_err(usage)?;
+            let kept = serde_json::from_str::<serde_json::Value>(row)
+                .ok()
+                .and_then(|v| v.get("config").cloned());
+            if kept != serde_json::to_value(&point.scenario).ok() {
+                return Err(usage(format!(
+                    "row {} (point {index}) has another scenario than this sweep's point {index}: not a part this sweep wrote; remove it to start afresh",
+                    k + 1
+                )));
+            }
+            continue;
         }
         let cells = row_cells(row, mark.format, &columns);
-        for (key, want) in plan_parameters(plan, index)? {
+        for (key, want) in plan.parameter_row(&point) {
             let have = cells.iter().find(|c| c.0 == key).map(|c| c.1.as_str());
             if have != Some(want.as_str()) {
                 return Err(usage(format!(
@@ -483,23 +496,6 @@ fn reopen(path: &str, mark: &Mark, order: Shard, plan: &Plan) -> Result<Option<T
     }))
 }
 
-/// A kept record's scenario is its point's whole (every parameter, the
-/// machine's and the costs' included), not only in the columns a CSV row
-/// would show.
-fn same_scenario(plan: &Plan, index: usize, k: usize, row: &str) -> Result<(), String> {
-    let point = plan.point(index).map_err(|e| e.to_string())?;
-    let kept = serde_json::from_str::<serde_json::Value>(row)
-        .ok()
-        .and_then(|v| v.get("config").cloned());
-    if kept != serde_json::to_value(&point.scenario).ok() {
-        return Err(format!(
-            "row {} (point {index}) has another scenario than this sweep's point {index}: not a part this sweep wrote; remove it to start afresh",
-            k + 1
-        ));
-    }
-    Ok(())
-}
-
 /// Point `index`'s number and parameters as its row has them.
 fn plan_parameters(plan: &Plan, index: usize) -> Result<Row, Failure> {
     let p = plan
@@ -509,8 +505,9 @@ fn plan_parameters(plan: &Plan, index: usize) -> Result<Row, Failure> {
 }
 
 /// A kept row's cells by column: a CSV line's under its header's
-/// `columns`, a JSON row's keys, a JSON Lines record's columns (none for
-/// a line that is not one, which the row checks refuse).
+/// `columns`, a JSON row's keys (none for a line that is not one, which
+/// the row checks refuse). A JSON Lines record is compared by its whole
+/// scenario instead, and has none here.
 fn row_cells(row: &str, format: RowFormat, columns: &[String]) -> Row {
     match format {
         RowFormat::Csv => {
@@ -520,9 +517,7 @@ fn row_cells(row: &str, format: RowFormat, columns: &[String]) -> Row {
         RowFormat::Json => serde_json::from_str::<BTreeMap<String, String>>(row)
             .map(|m| m.into_iter().collect())
             .unwrap_or_default(),
-        RowFormat::Jsonl => serde_json::from_str(row)
-            .map(|v| flashkit::sweep::jsonl_cells(&v))
-            .unwrap_or_default(),
+        RowFormat::Jsonl => Row::new(),
     }
 }
 

@@ -745,13 +745,7 @@ impl<'a, S> Cx<'a, S> {
             }
             self.hw.bufs.release(b, left);
         }
-        let whole = self.table[msg.mtype.0 as usize][msg.addr.region() as usize]
-            .is_some_and(|r| r.opts.whole_packet);
-        let deliver = if whole {
-            arrival.full.max(header)
-        } else {
-            header
-        };
+        let deliver = delivered_at(self.table, &msg, header, arrival.full);
         self.step("send", from, msg.dest.0 as u64);
         self.sent(crate::watch::Dest::Node(msg.dest), &msg, bytes.is_some());
         let (pkt, tag) = self.packets.insert(msg, bytes, arrival);
@@ -866,5 +860,24 @@ impl<'a, S> Cx<'a, S> {
             },
         );
         Ok(())
+    }
+}
+
+/// When a packet whose header is in at `header` and whose last byte at
+/// `full` is delivered: at its header (cut through), or whole for a route
+/// that asks for the whole packet. The one rule a send and an inbound
+/// port's late packet both deliver by.
+pub(crate) fn delivered_at(
+    table: &[[Option<Route>; 4]],
+    msg: &Msg,
+    header: Cycles,
+    full: Cycles,
+) -> Cycles {
+    let whole = table[msg.mtype.0 as usize][msg.addr.region() as usize]
+        .is_some_and(|r| r.opts.whole_packet);
+    if whole {
+        full.max(header)
+    } else {
+        header
     }
 }

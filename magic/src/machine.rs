@@ -1676,9 +1676,7 @@ impl<S: NodeState> Magic<S> {
             .map_or(start + wire, |f| f.max(start + wire));
         hw.in_free = full;
         let header = start + p.wire_cycles(0);
-        let whole = self.table[msg.mtype.0 as usize][msg.addr.region() as usize]
-            .is_some_and(|r| r.opts.whole_packet);
-        let deliver = if whole { full.max(header) } else { header };
+        let deliver = crate::cx::delivered_at(&self.table, &msg, header, full);
         self.engine.schedule(
             Time::from_cycles(deliver + p.inbox_dispatch),
             Ev::Deliver { node, q, pkt, tag },
