@@ -1115,7 +1115,9 @@ fn report(
 ) -> Result<(), Failure> {
     let (r, tr) = r.map_err(|e| failure(e, None))?;
     if let (Some(path), Some(tr)) = (trace, tr) {
-        // Streamed from the slices: the document is never held whole.
+        // Serialized from the slices, never held as a JSON value: its
+        // bytes, which `trace::MAX_SLICES` bounds, are staged whole so a
+        // failed write leaves no part of a trace in the file's place.
         let bytes =
             serde_json::to_vec(&tr).map_err(|e| Failure::Failed(format!("--trace {path}: {e}")))?;
         output::write_file(path, &bytes)?;

@@ -907,6 +907,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             spin: 0,
             spin_limit: SPIN_LIMIT,
             proc_spin: (Cycles(0), 0),
+            traced: 0,
             params: self.params,
             nodes: self.nodes,
         })
@@ -1030,6 +1031,34 @@ pub enum Halt {
         /// The spin limit it reached.
         limit: u64,
     },
+    /// A traced run recorded more than [`crate::trace::MAX_SLICES`]
+    /// slices of its timelines: its trace would hold more than a viewer
+    /// opens (and more memory than the run), so the run stops rather than
+    /// grow it or write a part of it as the whole.
+    #[error(
+        "the run's trace passed its maximum of {max} slices at cycle {at}: trace a shorter \
+         run (fewer nodes, messages or bytes), or run this one untraced"
+    )]
+    TraceFull {
+        /// The cycle of the instant that passed it.
+        at: Cycles,
+        /// The maximum ([`crate::trace::MAX_SLICES`]).
+        max: u64,
+    },
+}
+
+/// `added` slices more recorded at cycle `t`, on top of the `traced`
+/// already: past [`crate::trace::MAX_SLICES`] in all, the run halts
+/// ([`Halt::TraceFull`]).
+#[cold]
+fn count_traced(traced: &mut u64, halt: &mut Option<Halt>, added: usize, t: Cycles) {
+    *traced = traced.saturating_add(added as u64);
+    if *traced > crate::trace::MAX_SLICES {
+        halt.get_or_insert(Halt::TraceFull {
+            at: t,
+            max: crate::trace::MAX_SLICES,
+        });
+    }
 }
 
 /// Handlers from the software queue in a row, counted over the whole
@@ -1140,6 +1169,9 @@ pub struct Magic<S> {
     /// the cycle they ran at: a program that never lets time pass halts
     /// at the spin limit ([`Halt::ProcessorSpin`]).
     proc_spin: (Cycles, u64),
+    /// Slices the nodes' timelines have recorded since `trace_on` (or
+    /// the start), held to [`crate::trace::MAX_SLICES`].
+    traced: u64,
 }
 
 impl<S: NodeState> Magic<S> {
@@ -1689,6 +1721,7 @@ impl<S: NodeState> Magic<S> {
     fn step_processor(&mut self, t: Cycles, node: u32) {
         let mut requests = SmallVec::new();
         let hw = &mut self.hw[node as usize];
+        let traced = hw.trace.as_deref().map_or(0, Vec::len);
         let step = self.state[node as usize].processor_step(&mut Processor::of(
             hw,
             &self.reg,
@@ -1696,6 +1729,7 @@ impl<S: NodeState> Magic<S> {
             t,
             &mut requests,
         ));
+        self.processor_traced(node, traced, t);
         self.processor_after(node, t, step, requests);
     }
 
@@ -1706,14 +1740,31 @@ impl<S: NodeState> Magic<S> {
         let (msg, data) = self.packets.take(pkt);
         let mut requests = SmallVec::new();
         let hw = &mut self.hw[node as usize];
+        let traced = hw.trace.as_deref().map_or(0, Vec::len);
         let step = self.state[node as usize].processor_receive(
             &mut Processor::of(hw, &self.reg, NodeId(node), t, &mut requests),
             &msg,
             data.as_ref(),
         );
+        self.processor_traced(node, traced, t);
+        let hw = &mut self.hw[node as usize];
         match step {
             Some(step) => self.processor_after(node, t, step, requests),
             None => hw.to_processor.push((t, msg)),
+        }
+    }
+
+    /// Count what node `node`'s processor recorded on its timeline in a
+    /// step, its timelines having held `before` slices.
+    fn processor_traced(&mut self, node: u32, before: usize, t: Cycles) {
+        let len = self.hw[node as usize].trace.as_deref().map(Vec::len);
+        if let Some(len) = len {
+            count_traced(
+                &mut self.traced,
+                &mut self.halt,
+                len.saturating_sub(before),
+                t,
+            );
         }
     }
 
@@ -1944,6 +1995,9 @@ impl<S: NodeState> Magic<S> {
             } else {
                 None
             };
+            // What the node's timelines held before the handler, which
+            // may record its units' slices (see `count_traced`).
+            let traced = hw.trace.as_deref().map_or(0, Vec::len);
             let mut out = Run {
                 node: NodeId(n),
                 handler: route.handler,
@@ -2004,6 +2058,8 @@ impl<S: NodeState> Magic<S> {
                     end,
                     msg: Some(msg.mtype),
                 });
+                let added = tr.len().saturating_sub(traced);
+                count_traced(&mut self.traced, &mut self.halt, added, t);
             }
             let (tally, left, spec_left) = (out.tally, out.msg_buf, out.spec);
             // Buffers the handler neither sent nor kept go back to the pool.
@@ -2239,6 +2295,7 @@ impl<S: NodeState> Magic<S> {
         for hw in &mut self.hw {
             hw.trace = Some(Box::default());
         }
+        self.traced = 0;
     }
 
     /// What was recorded since `trace_on`, in time order.

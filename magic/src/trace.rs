@@ -53,6 +53,13 @@ impl Track {
     }
 }
 
+/// The most slices a machine records in all: a run that would record
+/// more halts at the instant it passes them ([`crate::Halt::TraceFull`]).
+/// 2^20 slices are some 56 MB held and some 150 MB of trace-event JSON,
+/// about what a trace viewer still opens; a longer run is looked at in a
+/// shorter one, or untraced.
+pub const MAX_SLICES: u64 = 1 << 20;
+
 /// One busy interval on a track.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {

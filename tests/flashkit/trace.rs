@@ -113,3 +113,47 @@ fn a_miss_scenario_traces_too_and_the_cm5_study_says_it_cannot() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("CM-5"));
 }
+
+/// A pipeline of 32 nodes sending 400 messages each: some 400,000
+/// packets, each a send and a receive on a PP and a packet on the wire.
+const LONG_PIPELINE: &str = "[pipeline]\nnodes = 32\nmsgs = 400\n";
+
+#[test]
+fn a_run_whose_trace_would_pass_its_maximum_stops_and_writes_none() {
+    let dir = std::env::temp_dir().join(format!("flashkit-long-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (toml, trace) = (dir.join("long.toml"), dir.join("long.json"));
+    std::fs::write(&toml, LONG_PIPELINE).unwrap();
+    let run = |traced: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_flashkit"));
+        c.arg("run").arg(&toml);
+        if traced {
+            c.arg("--trace").arg(&trace);
+        }
+        c.output().unwrap()
+    };
+    let out = run(true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let max = flashkit::magic::trace::MAX_SLICES;
+    assert!(
+        err.starts_with(&format!(
+            "error: the run's trace passed its maximum of {max} slices at cycle "
+        )) && err.ends_with(
+            "trace a shorter run (fewer nodes, messages or bytes), or run this one untraced\n"
+        ) && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(
+        !trace.exists(),
+        "no part of a trace is written as the whole"
+    );
+    // Untraced, the same run is clean.
+    let out = run(false);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
