@@ -23,6 +23,15 @@
 //! below 10^-26). It is breadth first, so the first violation found has a
 //! shortest trace; it stops there.
 //!
+//! What it checks is safety: the invariants in every state, and
+//! [`Model::finished`] in every state with no move left (a deadlock, work
+//! stuck). It does not check liveness: states that move only among
+//! themselves and never reach an end (handlers that keep one another
+//! going, a retry that never succeeds) are explored like any others, and a
+//! search that finds nothing else is complete, with no violation. A timed
+//! run of the same machine halts on such a loop ([`crate::Halt::Livelock`],
+//! [`crate::Halt::Events`]).
+//!
 //! [`explore_restoring`] keeps each state of its frontier as a snapshot of
 //! the machine, packed into bytes (see [`crate::pack`]; the node states
 //! too, where the model packs them, [`Model::pack_node`]), and restores it
@@ -167,7 +176,8 @@ pub enum Move {
 
 impl<S: NodeState> Magic<S> {
     /// Hold every later delivery for an explorer to release (see the module
-    /// documentation). Messages already queued stay queued.
+    /// documentation). Messages already queued stay queued; a run's report
+    /// counts messages still held as stuck (the run is not clean).
     pub fn hold_deliveries(&mut self) {
         self.held.get_or_insert_with(Vec::new);
         // A held delivery comes in when the search releases it.

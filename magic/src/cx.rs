@@ -34,6 +34,11 @@ pub use crate::error::Refused;
 /// arithmetic far from overflowing.
 const PAST_END: Cycles = Cycles(LAST_CYCLE.0 + 1);
 
+/// The first cycle past the largest budget a run may have
+/// ([`crate::params::MAX_BUDGET`]): a handler's clock that would pass it
+/// stops there (see `Cx::clock_to`).
+const BEYOND_BUDGETS: Cycles = Cycles(crate::params::MAX_BUDGET.0 + 1);
+
 /// The first step of a handler that would take its clock past
 /// [`LAST_CYCLE`]: the step and the cycle it asked for (exact, so wider
 /// than a cycle count).
@@ -174,14 +179,27 @@ impl<'a, S> Cx<'a, S> {
         self.run.past_end.get_or_insert(PastEnd { step, to });
     }
 
-    /// The handler's clock moved to cycle `to` by step `step`: exactly, or,
-    /// past [`LAST_CYCLE`], recorded and stopped at [`PAST_END`].
+    /// The handler's clock moved to cycle `to` by step `step`: exactly up
+    /// to [`BEYOND_BUDGETS`]; past [`LAST_CYCLE`], recorded (the run halts
+    /// when the handler returns) and stopped at [`PAST_END`]; between the
+    /// two, stopped at [`BEYOND_BUDGETS`], which no run's budget reaches
+    /// (the run halts at its budget before it gets there). So a handler
+    /// books at most that many cycles, and a ledger's sums over thousands
+    /// of nodes fit their counters.
     fn clock_to(&mut self, step: &'static str, to: u128) -> Cycles {
+        if to > BEYOND_BUDGETS.0 as u128 {
+            return self.past_budgets(step, to);
+        }
+        Cycles(to as u64)
+    }
+
+    #[cold]
+    fn past_budgets(&mut self, step: &'static str, to: u128) -> Cycles {
         if to > LAST_CYCLE.0 as u128 {
             self.past_end(step, to);
             return PAST_END.max(self.run.now);
         }
-        Cycles(to as u64)
+        BEYOND_BUDGETS.max(self.run.now)
     }
 
     /// Record a message the handler sent when the node is being watched.

@@ -477,8 +477,12 @@ impl Ledger {
 
     /// The same report with every node's rows summed into one row per handler
     /// and per unit (shares and utilizations are over all nodes' time). A
-    /// sum past 2^64 - 1, which only a ledger built by hand holds, stops
-    /// there.
+    /// sum past 2^64 - 1 stops there: a ledger built by hand can hold
+    /// one, and so can a run halted past the end of time
+    /// ([`crate::Halt::EndOfTime`]), whose handler's step counted what no
+    /// clock holds; otherwise a run's handlers book no more than the
+    /// largest budget ([`crate::params::MAX_BUDGET`]) each, which 4096
+    /// nodes' sums hold.
     pub fn summed(&self) -> Ledger {
         let saturating: Sum = |a, b| Some(a.saturating_add(b));
         // A saturating sum refuses nothing: the fallback is never taken.

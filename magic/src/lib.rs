@@ -107,7 +107,7 @@ pub use ids::{BufId, HandlerId, Lane, LineAddr, Msg, MsgType, NodeId, PAddr, Reg
 pub use ledger::{HandlerStats, Ledger, Unit};
 pub use machine::{
     Dispatch, Drops, Halt, Handler, HandlerFn, Install, Magic, MagicBuilder, NodeState, ProcStep,
-    Processor, Protocol, RunReport, SPIN_LIMIT,
+    Processor, Protocol, RunReport, EVENT_LIMIT, SPIN_LIMIT,
 };
 pub use message::{BuildError, DecodeError, Message};
 pub use params::{InQueue, MagicParams};

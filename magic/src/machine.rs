@@ -906,6 +906,7 @@ impl<S: NodeState + 'static> MagicBuilder<S> {
             halt: None,
             spin: 0,
             spin_limit: SPIN_LIMIT,
+            event_limit: EVENT_LIMIT,
             proc_spin: (Cycles(0), 0),
             traced: 0,
             params: self.params,
@@ -949,8 +950,13 @@ pub use crate::params::{DEFAULT_BUDGET, MAX_BUDGET};
 
 /// How a run past `budget` goes further: by a larger budget, or, at the
 /// most there is, not at all.
-fn raise_budget(budget: Cycles) -> String {
-    if budget >= MAX_BUDGET {
+fn raise_budget(budget: Cycles, next: Cycles) -> String {
+    if next > MAX_BUDGET && budget < MAX_BUDGET {
+        format!(
+            "no budget reaches that (the most a run may have is {MAX_BUDGET}): \
+             a run that needs more is too long for the model"
+        )
+    } else if budget >= MAX_BUDGET {
         format!(
             "that is the most a run may have ({MAX_BUDGET}): \
              a run that needs more is too long for the model"
@@ -971,7 +977,7 @@ pub enum Halt {
     /// The next instant lies past the run's cycle budget.
     #[error(
         "the run reached its cycle budget of {budget} cycles with work left at cycle {next}; {}",
-        raise_budget(*budget)
+        raise_budget(*budget, *next)
     )]
     Budget {
         /// The budget.
@@ -1031,6 +1037,21 @@ pub enum Halt {
         /// The spin limit it reached.
         limit: u64,
     },
+    /// The run applied [`EVENT_LIMIT`] events (or the limit
+    /// [`Magic::set_event_limit`] set) with work left: handlers that keep
+    /// one another going without end, a message a handler sends to its
+    /// own node say, which would take hours to reach the cycle budget.
+    #[error(
+        "the run applied {limit} events by cycle {at} with work left: handlers that keep one \
+         another going without end (a message a handler sends to its own node, say)? A run \
+         that truly needs more raises the limit (Magic::set_event_limit)"
+    )]
+    Events {
+        /// The limit.
+        limit: u64,
+        /// The cycle of the last instant applied.
+        at: Cycles,
+    },
     /// A traced run recorded more than [`crate::trace::MAX_SLICES`]
     /// slices of its timelines: its trace would hold more than a viewer
     /// opens (and more memory than the run), so the run stops rather than
@@ -1060,6 +1081,14 @@ fn count_traced(traced: &mut u64, halt: &mut Option<Halt>, added: usize, t: Cycl
         });
     }
 }
+
+/// Events a run applies before it halts ([`Halt::Events`]) unless
+/// [`Magic::set_event_limit`] sets another limit: 10^9, some 40 seconds of
+/// the engine's time. The longest run of the kit's own, a pipeline of
+/// its most messages (4 million), applies some 4 x 10^8; a loop of
+/// handlers with no end, which the cycle budget would stop only after
+/// some 5 x 10^10 events (an hour), stops here.
+pub const EVENT_LIMIT: u64 = 1_000_000_000;
 
 /// Handlers from the software queue in a row, counted over the whole
 /// machine, with no handler from another queue and no processor event
@@ -1165,6 +1194,8 @@ pub struct Magic<S> {
     spin: u64,
     /// When `spin` makes the run look for a livelock (`u64::MAX`: never).
     spin_limit: u64,
+    /// Events the run may apply (see [`EVENT_LIMIT`]).
+    event_limit: u64,
     /// Processor steps that asked for no later cycle than their own, and
     /// the cycle they ran at: a program that never lets time pass halts
     /// at the spin limit ([`Halt::ProcessorSpin`]).
@@ -1260,6 +1291,17 @@ impl<S: NodeState> Magic<S> {
     /// again at once ([`Halt::ProcessorSpin`]).
     pub fn set_spin_limit(&mut self, limit: Option<u64>) {
         self.spin_limit = limit.map_or(u64::MAX, |l| l.max(1));
+    }
+
+    /// Halt a run ([`Halt::Events`]) once it has applied `limit` events
+    /// ([`EVENT_LIMIT`] by default), or never (`None`): for a run longer
+    /// than any of the kit's own. A run halted on the limit goes on under a
+    /// larger one (it halted before an instant it applied nothing of).
+    pub fn set_event_limit(&mut self, limit: Option<u64>) {
+        self.event_limit = limit.unwrap_or(u64::MAX);
+        if matches!(self.halt, Some(Halt::Events { limit, .. }) if limit < self.event_limit) {
+            self.halt = None;
+        }
     }
 
     /// Set the run's cycle budget, from 1 to [`MAX_BUDGET`] cycles. A run
@@ -1431,6 +1473,13 @@ impl<S: NodeState> Magic<S> {
             self.halt = Some(Halt::Budget {
                 budget: self.budget,
                 next: c,
+            });
+            return None;
+        }
+        if self.engine.popped() >= self.event_limit {
+            self.halt = Some(Halt::Events {
+                limit: self.event_limit,
+                at: self.now(),
             });
             return None;
         }
@@ -2123,6 +2172,14 @@ impl<S: NodeState> Magic<S> {
             if let Some(p) = self.state[i].pending() {
                 out.push(format!("node {i}: {p}"));
             }
+        }
+        // Deliveries held for an explorer are work the run did not do.
+        if let Some(held) = self.held.as_ref().filter(|h| !h.is_empty()) {
+            out.push(format!(
+                "{} message(s) held for release (Magic::deliver), first: {}",
+                held.len(),
+                self.describe_delivery(0)
+            ));
         }
         out
     }

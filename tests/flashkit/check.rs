@@ -297,6 +297,17 @@ fn held_deliveries_keep_each_channels_order() {
     assert!(m
         .describe_delivery(d[0])
         .starts_with("n0 processor -> MAGIC: finc FincMsg::Ask"));
+    // A run that stops with deliveries held did not do their work.
+    let r = m.run();
+    assert!(!r.is_clean(), "{r:?}");
+    assert!(
+        r.stuck.last().is_some_and(|s| s.starts_with(
+            "2 message(s) held for release (Magic::deliver), first: n0 processor -> MAGIC: \
+             finc FincMsg::Ask"
+        )),
+        "{:?}",
+        r.stuck
+    );
     assert!(!m.deliver(1), "the younger ask cannot overtake the older");
     assert!(m.deliver(d[0]));
     while m.step().is_some() {}

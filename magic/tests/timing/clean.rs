@@ -36,6 +36,8 @@ messages! {
         /// Free a buffer after a transfer said to end past the end of
         /// time.
         FreeLate,
+        /// Send itself to its own node, forever.
+        Echo,
     }
 }
 
@@ -168,6 +170,13 @@ fn free_late(cx: &mut C<'_>, _: &Msg, _: lock_msg::FreeLate) {
     assert_eq!(cx.free_buffer_after(b, never), Ok(()));
 }
 
+fn echo(cx: &mut C<'_>, _: &Msg, _: lock_msg::Echo) {
+    cx.instr(1);
+    let me = cx.node();
+    let again = cx.msg(LockMsg::Echo).to(me);
+    assert_eq!(cx.send(again, None), Ok(()));
+}
+
 struct Lock;
 
 impl Protocol for Lock {
@@ -192,6 +201,8 @@ impl Protocol for Lock {
             b.handler("bundles", bundles),
         );
         let late = b.handler("free_late", free_late);
+        let e = b.handler("echo", echo);
+        b.route_any(e);
         b.route_any(late)
             .route_any(r)
             .route_any(g)
@@ -353,14 +364,44 @@ fn a_handler_charging_past_the_end_of_time_halts_the_run_naming_it() {
         Some(Halt::EndOfTime { node, what, at }) => Some((node.0, what.clone(), *at)),
         _ => None,
     };
-    // Dispatched at cycle 3: busy to the last cycle exactly is in time
-    // (the budget stops the run at the handler's end)...
-    let (r, _) = spend_run(last - 3, 0, 0);
-    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
-    // ... one instruction bundle more is not.
-    let (r, mut m) = spend_run(last - 3, 1, 0);
+    // Dispatched at cycle 3: busy to the last cycle exactly is in time,
+    // past every budget a run may have: the handler's clock stops just
+    // past the largest (so what it books fits a ledger's sums), where the
+    // run halts, at its budget, saying no budget reaches it...
+    let beyond = Cycles(MAX_BUDGET.0 + 1);
+    let (r, m) = spend_run(last - 3, 0, 0);
+    let past = Some(Halt::Budget {
+        budget: DEFAULT_BUDGET,
+        next: beyond,
+    });
+    assert_eq!(r.halted, past, "{r:?}");
+    assert!(
+        r.problems()[0].ends_with(&format!(
+            "with work left at cycle {beyond}; no budget reaches that (the most a run may \
+             have is {MAX_BUDGET}): a run that needs more is too long for the model"
+        )),
+        "{:?}",
+        r.problems()
+    );
+    let busy = m
+        .ledger()
+        .summed()
+        .handler(None, "lock.spend")
+        .unwrap()
+        .stats
+        .busy;
+    assert_eq!(busy, beyond.0 - 3);
+    // ... and a step after it goes on from where the clock stopped.
+    let (r, _) = spend_run(last - 3, 1, 0);
+    let next = match r.halted {
+        Some(Halt::Budget { next, .. }) => next,
+        _ => panic!("{r:?}"),
+    };
+    assert!(next > beyond && next.0 < beyond.0 + 10, "{r:?}");
+    // One cycle more in one step is past the end of time.
+    let (r, mut m) = spend_run(last - 2, 0, 0);
     assert!(!r.is_clean());
-    let what = "lock.spend's instructions step";
+    let what = "lock.spend's busy step";
     assert_eq!(end_of_time(&r), Some((0, what.into(), last as u128 + 1)));
     assert_eq!(
         r.problems(),
@@ -384,6 +425,35 @@ fn a_handler_charging_past_the_end_of_time_halts_the_run_naming_it() {
         end_of_time(&r),
         Some((0, "lock.spend's wait step".into(), at))
     );
+}
+
+/// Every node of the largest machine busy to the last cycle: each books
+/// no more than the budget, so the ledger sums over the nodes exactly
+/// (at the end of time, 4096 of them would pass a 64-bit counter).
+#[test]
+fn thousands_of_handlers_charging_to_the_end_of_time_book_within_the_budget() {
+    let last = magic::time::LAST_CYCLE.0;
+    let mut m = machine(4096);
+    for n in 0..4096 {
+        let msg = m.msg(
+            NodeId(n),
+            LockMsg::Spend {
+                cycles: last - 10,
+                then: 0,
+                how: 0,
+            },
+        );
+        m.post(NodeId(n), Cycles(0), msg).unwrap();
+    }
+    let r = m.run();
+    assert!(matches!(r.halted, Some(Halt::Budget { .. })), "{r:?}");
+    let ledger = m.ledger();
+    let busy = |l: &magic::Ledger, n| l.handler(n, "lock.spend").unwrap().stats.busy;
+    let each = busy(&ledger, Some(0));
+    assert!(each <= MAX_BUDGET.0 + 1, "{each}");
+    let summed = ledger.summed();
+    assert_eq!(busy(&summed, None), 4096 * each);
+    assert_eq!(summed.invariants(2), Ok(()));
 }
 
 #[test]
@@ -510,6 +580,44 @@ fn a_callers_limit_stops_the_run_before_the_budget_would() {
     let r = m.run_until(Some(Cycles(0)));
     assert!(r.limit_reached && r.halted.is_none(), "{r:?}");
     assert!(matches!(m.run().halted, Some(Halt::EndOfTime { .. })));
+}
+
+/// A handler that sends itself to its own node never ends, and time
+/// passes (two cycles a round): the cycle budget would stop it only after
+/// some 5 x 10^10 events. The event limit stops it, naming itself; a
+/// larger limit lets the run go on from where it stopped.
+#[test]
+fn a_handler_that_sends_to_its_own_node_forever_halts_at_the_event_limit() {
+    let mut m = machine(1);
+    post(&mut m, LockMsg::Echo);
+    m.set_event_limit(Some(1000));
+    let r = m.run();
+    let Some(Halt::Events { limit: 1000, at }) = r.halted else {
+        panic!("{r:?}");
+    };
+    assert_eq!(r.engine_events, 1000);
+    assert!(!r.is_clean());
+    assert!(
+        r.problems()[0].starts_with(&format!(
+            "the run applied 1000 events by cycle {at} with work left: handlers that keep one \
+             another going without end (a message a handler sends to its own node, say)?"
+        )),
+        "{:?}",
+        r.problems()
+    );
+    m.set_event_limit(Some(3000));
+    let r = m.run();
+    assert!(
+        matches!(r.halted, Some(Halt::Events { limit: 3000, .. })),
+        "{r:?}"
+    );
+    assert_eq!(r.engine_events, 3000);
+    // The default limit is the kit's, and a run under it is not stopped.
+    let mut m = machine(1);
+    post(&mut m, LockMsg::Echo);
+    m.set_budget(Cycles(10_000)).unwrap();
+    assert!(matches!(m.run().halted, Some(Halt::Budget { .. })));
+    assert!(magic::EVENT_LIMIT >= 1_000_000_000);
 }
 
 /// A processor whose every step asks to step again now, or earlier, never

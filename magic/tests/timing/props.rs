@@ -568,6 +568,13 @@ fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
             prop_assert!(node.0 < c.nodes);
             prop_assert!(*at <= c.budget);
         }
+        Some(h @ (Halt::TraceFull { .. } | Halt::Events { .. })) => {
+            prop_assert!(
+                false,
+                "a short untraced run halted on a limit it is far from: {}",
+                h
+            );
+        }
     }
     prop_assert!(r.end <= c.budget, "{:?}", r);
     // Clean exactly when nothing was refused, left stuck or halted.
