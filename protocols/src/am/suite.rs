@@ -20,15 +20,16 @@ pub const ROUND_TRIPS: u64 = 1024;
 /// What a benchmark measured: a stretch of simulated time and the
 /// repetitions (messages, polls, round trips, transfers) it covers, the
 /// counts a per-repetition time is computed from ([`Span::us`]).
-/// Read back, a span of no repetitions is refused (field `repeats`).
+/// A span of no repetitions has no time per repetition: built
+/// ([`Span::new`]) or read back, it is refused (field `repeats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "SpanWire")]
 pub struct Span {
     /// Simulated time, in ticks ([`magic::time::TICKS_PER_US`] a
     /// microsecond): the unit every platform's clock counts in.
-    pub ticks: u64,
+    ticks: u64,
     /// The repetitions it covers (at least 1).
-    pub repeats: u64,
+    repeats: u64,
 }
 
 /// The JSON of a [`Span`], key by key.
@@ -42,11 +43,7 @@ struct SpanWire {
 impl TryFrom<SpanWire> for Span {
     type Error = OutOfRange;
     fn try_from(w: SpanWire) -> Result<Span, OutOfRange> {
-        OutOfRange::check("repeats", w.repeats, 1, u64::MAX)?;
-        Ok(Span {
-            ticks: w.ticks,
-            repeats: w.repeats,
-        })
+        Span::new(w.ticks, w.repeats)
     }
 }
 
@@ -61,6 +58,31 @@ impl Default for Span {
 }
 
 impl Span {
+    /// `ticks` of simulated time over `repeats` repetitions, or `Err`
+    /// naming `repeats` when there are none (a time per repetition would
+    /// be infinite).
+    ///
+    /// ```
+    /// use protocols::am::suite::Span;
+    /// assert_eq!(Span::new(26_400, 4).unwrap().us(), 0.25);
+    /// assert_eq!(Span::new(5, 0).unwrap_err().field, "repeats");
+    /// ```
+    pub fn new(ticks: u64, repeats: u64) -> Result<Span, OutOfRange> {
+        OutOfRange::check("repeats", repeats, 1, u64::MAX)?;
+        Ok(Span { ticks, repeats })
+    }
+
+    /// Simulated time, in ticks ([`magic::time::TICKS_PER_US`] a
+    /// microsecond): the unit every platform's clock counts in.
+    pub fn ticks(self) -> u64 {
+        self.ticks
+    }
+
+    /// The repetitions it covers (at least 1).
+    pub fn repeats(self) -> u64 {
+        self.repeats
+    }
+
     /// Microseconds per repetition: the one place a span becomes a time.
     pub fn us(self) -> f64 {
         Time(self.ticks).as_us() / self.repeats as f64
@@ -329,30 +351,50 @@ pub struct LogpCounts {
 }
 
 /// One size of a transfer curve: the bytes of a block and the span of its
-/// transfers.
+/// transfers. Its JSON is flat (`bytes`, `ticks`, `repeats`); read back,
+/// no transfers timed is refused (field `repeats`), as for a [`Span`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "CurvePointWire", into = "CurvePointWire")]
 pub struct CurvePoint {
     /// Bytes a transfer moves.
     pub bytes: u32,
-    /// The transfers' simulated time, in ticks.
-    pub ticks: u64,
-    /// The transfers timed.
-    pub repeats: u64,
+    /// The transfers' simulated time, over the transfers timed.
+    pub span: Span,
+}
+
+/// The JSON of a [`CurvePoint`], key by key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CurvePointWire {
+    bytes: u32,
+    ticks: u64,
+    repeats: u64,
+}
+
+impl TryFrom<CurvePointWire> for CurvePoint {
+    type Error = OutOfRange;
+    fn try_from(w: CurvePointWire) -> Result<CurvePoint, OutOfRange> {
+        Ok(CurvePoint {
+            bytes: w.bytes,
+            span: Span::new(w.ticks, w.repeats)?,
+        })
+    }
+}
+
+impl From<CurvePoint> for CurvePointWire {
+    fn from(c: CurvePoint) -> CurvePointWire {
+        CurvePointWire {
+            bytes: c.bytes,
+            ticks: c.span.ticks,
+            repeats: c.span.repeats,
+        }
+    }
 }
 
 impl CurvePoint {
-    /// Its span.
-    pub fn span(self) -> Span {
-        Span {
-            ticks: self.ticks,
-            repeats: self.repeats,
-        }
-    }
-
     /// (bytes, microseconds per transfer): a point to fit.
     pub fn point(self) -> (f64, f64) {
-        (self.bytes as f64, self.span().us())
+        (self.bytes as f64, self.span.us())
     }
 }
 
@@ -548,7 +590,13 @@ impl<'de> Deserialize<'de> for LogpResult {
         use serde::de::Error as _;
         let (version, config, rest) =
             carried(serde_json::Value::deserialize(d)?).map_err(D::Error::custom)?;
-        let logp: LogP = serde_json::from_value(rest).map_err(D::Error::custom)?;
+        // Where in the figures a value is wrong, as a dotted path
+        // (`counts.ring: repeats ...`); nothing for the figures as a whole.
+        let logp: LogP =
+            serde_path_to_error::deserialize(rest).map_err(|e| match e.path().to_string() {
+                p if p == "." => D::Error::custom(e.inner()),
+                p => D::Error::custom(format!("{p}: {}", e.inner())),
+            })?;
         // The figures' platform repeats the configuration's.
         let tag = serde_json::to_value(&config)
             .ok()
@@ -642,9 +690,10 @@ pub fn ops_of(p: &dyn Platform) -> Result<Run, Error> {
     p.run(&progs)
 }
 
-/// Interrupt-driven reception: node 1 sends a message every `interval`;
-/// node 0 computes and takes each by interrupt. Returns the processor time
-/// node 0 loses per message, and the share of its time that is.
+/// Interrupt-driven reception: node 1 sends a message every `interval`
+/// (from 0 to [`MAX_INTERVAL`], refused naming `interval` past it); node 0
+/// computes and takes each by interrupt. Returns the processor time node 0
+/// loses per message, and the share of its time that is.
 pub fn interrupt_load(p: &dyn Platform, interval: Time) -> Result<(f64, f64), Error> {
     let (lost, whole) = interrupt_span(p, interval)?;
     Ok((lost.us(), share(lost.ticks, whole)))
@@ -659,7 +708,7 @@ fn share(part: u64, whole: u64) -> f64 {
 /// [`interrupt_load`]'s counts: the processor time node 0 lost, over the
 /// messages, and the ticks of its whole run.
 pub fn interrupt_span(p: &dyn Platform, interval: Time) -> Result<(Span, u64), Error> {
-    let n = MSGS / 4;
+    let n = INTERRUPT_MSGS;
     let mut progs = idle(p, 2, "interrupt load")?;
     crate::error::check("interval", interval, Time::ZERO, MAX_INTERVAL)?;
     for _ in 0..n {
@@ -686,8 +735,19 @@ pub fn interrupt_span(p: &dyn Platform, interval: Time) -> Result<(Span, u64), E
     Ok((lost, r.ticks_between(0, 0, 1)?))
 }
 
-/// The longest interval between messages of the interrupt load (1 s).
-pub const MAX_INTERVAL: Time = Time(1_000_000 * magic::time::TICKS_PER_US);
+/// Messages of the interrupt load.
+const INTERRUPT_MSGS: u64 = MSGS / 4;
+
+/// The longest interval between messages of the interrupt load (5 ms; a
+/// longer one is refused naming `interval`). Its 256 messages then take
+/// some 1.3 s of simulated time, within every platform's default budgets:
+/// node 0's one computation within [`RUN_LIMIT`](super::RUN_LIMIT), and
+/// the events of a CM-5 or SP node that polls, or steps by the network's
+/// least latency, within `event_budget`.
+pub const MAX_INTERVAL: Time = Time(5_000 * magic::time::TICKS_PER_US);
+
+// Node 0's computation spans every interval.
+const _: () = assert!(MAX_INTERVAL.0 * INTERRUPT_MSGS <= super::RUN_LIMIT.0);
 
 /// The processor time lost per message taken by interrupt.
 pub fn interrupt_cost(p: &dyn Platform, interval: Time) -> Result<f64, Error> {
@@ -1635,11 +1695,7 @@ pub fn array_curve_counts(
         .iter()
         .map(|&bytes| {
             let s = array_transfer_span(p, bytes, align, blocking)?;
-            Ok(CurvePoint {
-                bytes,
-                ticks: s.ticks,
-                repeats: s.repeats,
-            })
+            Ok(CurvePoint { bytes, span: s })
         })
         .collect()
 }
@@ -1656,7 +1712,7 @@ pub fn array_tables(p: &dyn Platform) -> Result<Vec<Table>, Error> {
         .enumerate()
         .map(|(i, &x)| {
             std::iter::once(count(x as u64))
-                .chain(curves.iter().map(|c| us(c[i].span())))
+                .chain(curves.iter().map(|c| us(c[i].span)))
                 .collect()
         })
         .collect();

@@ -278,3 +278,33 @@ fn each_benchmark_runs_on_its_least_nodes_and_no_fewer() {
         }
     }
 }
+
+/// The interrupt load runs at the longest interval it accepts on every
+/// platform and reception, with their default budgets, and refuses one
+/// tick more naming `interval`.
+#[test]
+fn the_interrupt_load_runs_up_to_its_longest_interval_and_refuses_past_it() {
+    use magic::Time;
+    use protocols::am::cm5::Reception;
+    let interrupts = |fast| {
+        let mut p = Cm5::new(2, Layer::Cmaml);
+        p.reception = Reception::Interrupts { fast };
+        Box::new(p) as Box<dyn Platform>
+    };
+    let all: [Box<dyn Platform>; 6] = [
+        Box::new(Cm5::new(2, Layer::Cmam)),
+        Box::new(Cm5::new(2, Layer::Cmaml)),
+        interrupts(false),
+        interrupts(true),
+        Box::new(Sp::new(2)),
+        Box::new(Flash::new(2)),
+    ];
+    for p in all {
+        let (lost, share) = suite::interrupt_load(p.as_ref(), suite::MAX_INTERVAL)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+        assert!(lost.is_finite() && share.is_finite(), "{}", p.name());
+        let past = Time(suite::MAX_INTERVAL.0 + 1);
+        let e = suite::interrupt_load(p.as_ref(), past).unwrap_err();
+        assert_eq!(e.field(), Some("interval"), "{}: {e}", p.name());
+    }
+}

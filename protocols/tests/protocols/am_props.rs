@@ -240,7 +240,12 @@ proptest! {
             // (A 1-byte pipelined stream is a million stores: only the refusals.)
             prop_assert!(suite::pipelined(&p, bytes).is_err());
         }
-        refused_or_ran(suite::interrupt_load(&p, Time(interval)));
+        let r = suite::interrupt_load(&p, Time(interval));
+        if interval > suite::MAX_INTERVAL.0 {
+            prop_assert_eq!(r.expect_err("interval out of range").field(), Some("interval"));
+        } else {
+            prop_assert!(r.is_ok(), "{:?}", r);
+        }
         refused_or_ran(suite::traverse_step(&p, step, false));
         let _ = suite::traverse_steps(step);
     }

@@ -42,3 +42,25 @@ fn a_run_writes_itself_as_json() {
         .iter()
         .any(|o| o[0] == serde_json::json!([0, "request"])));
 }
+
+/// A span of no repetitions has no time per repetition: built or read
+/// back (alone or as a curve's point), it is refused naming `repeats`;
+/// one of some reads and writes the same JSON as ever.
+#[test]
+fn a_span_of_no_repetitions_is_refused_naming_repeats() {
+    use suite::{CurvePoint, Span};
+    assert_eq!(Span::new(5, 0).unwrap_err().field, "repeats");
+    let s = Span::new(26_400, 2).unwrap();
+    assert_eq!((s.ticks(), s.repeats(), s.us()), (26_400, 2, 0.5));
+    let json = r#"{"ticks":26400,"repeats":2}"#;
+    assert_eq!(serde_json::to_string(&s).unwrap(), json);
+    assert_eq!(serde_json::from_str::<Span>(json).unwrap(), s);
+    let p = CurvePoint { bytes: 8, span: s };
+    let json = r#"{"bytes":8,"ticks":26400,"repeats":2}"#;
+    assert_eq!(serde_json::to_string(&p).unwrap(), json);
+    assert_eq!(serde_json::from_str::<CurvePoint>(json).unwrap(), p);
+    let e = serde_json::from_str::<Span>(r#"{"ticks":5,"repeats":0}"#).unwrap_err();
+    assert!(e.to_string().starts_with("repeats must be from 1"), "{e}");
+    let e = serde_json::from_str::<CurvePoint>(r#"{"bytes":8,"ticks":5,"repeats":0}"#).unwrap_err();
+    assert!(e.to_string().starts_with("repeats must be from 1"), "{e}");
+}

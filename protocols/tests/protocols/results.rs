@@ -1062,6 +1062,14 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
             "bulk.startup_us is ",
         ),
         (
+            refused::<LogpResult>(&l, &|v| v["counts"]["ring"]["repeats"] = 0.into()),
+            "counts.ring: repeats must be from 1",
+        ),
+        (
+            refused::<LogpResult>(&l, &|v| v["counts"]["bulk"][3]["repeats"] = 0.into()),
+            "counts.bulk[3]: repeats must be from 1",
+        ),
+        (
             refused::<LogpResult>(&l, &|v| v["config"]["nodes"] = "3".into()),
             "invalid type",
         ),
