@@ -572,7 +572,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         h: Handler<V>,
         opts: Dispatch,
     ) -> &mut Self {
-        self.route_number(V::KIND.index(), region, h, opts)
+        self.route_number::<V::Message, V>(V::KIND, region, h, opts)
     }
 
     /// Dispatch `h`'s kind to `h` whatever region its address is in.
@@ -607,7 +607,7 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         h: Handler<M>,
         opts: Dispatch,
     ) -> &mut Self {
-        self.route_number(k.index(), region, h, opts)
+        self.route_number::<M, M>(k, region, h, opts)
     }
 
     /// Dispatch kind `k` to `h`, a handler of every kind, whatever region
@@ -629,17 +629,42 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         self
     }
 
-    /// Route the kind at position `i` of `h`'s message type.
-    fn route_number<X>(
+    /// Route kind `k` of `h`'s message type `M`. A kind whose index is not
+    /// a position in its [`Kind::NAMES`] (a hand-written kind) is an error
+    /// that `build` reports, where its number would be another kind's.
+    fn route_number<M: Message, X>(
         &mut self,
-        i: usize,
+        k: M::Kind,
         region: Region,
         h: Handler<X>,
         opts: Dispatch,
     ) -> &mut Self {
-        if let Some(base) = h.base {
-            let t = MsgType(base + i as u8);
-            self.b.route_with(t, region, h.id, opts);
+        let Some(base) = h.base else {
+            return self;
+        };
+        let i = k.index();
+        let kinds = <M::Kind as Kind>::NAMES.len();
+        // `claim` gave `M` a block of `kinds` numbers below the one kept
+        // for unknown types: a kind in range is one of them.
+        let t = (i < kinds)
+            .then(|| u8::try_from(i).ok().and_then(|i| base.checked_add(i)))
+            .flatten();
+        match t {
+            Some(t) => {
+                self.b.route_with(MsgType(t), region, h.id, opts);
+            }
+            None => {
+                let e = BuildError::KindOutOfRange {
+                    message: message::short_name::<M>(),
+                    kind: format!("{k:?}"),
+                    index: i,
+                    kinds,
+                    protocol: self.protocol,
+                };
+                if !self.b.errors.contains(&e) {
+                    self.b.errors.push(e);
+                }
+            }
         }
         self
     }

@@ -599,6 +599,25 @@ pub enum BuildError {
         /// The name, as `protocol.handler`.
         handler: String,
     },
+    /// A kind routed whose [`Kind::index`] is not a position in its
+    /// [`Kind::NAMES`] (a hand-written [`Kind`]): its type number would be
+    /// another kind's, or the one kept for unknown types.
+    #[error(
+        "{protocol} routes kind {kind} of message type {message} as number {index}, \
+         but the type has {kinds} kind(s)"
+    )]
+    KindOutOfRange {
+        /// The message type.
+        message: &'static str,
+        /// The kind, as its `Debug` shows it.
+        kind: String,
+        /// What its [`Kind::index`] says.
+        index: usize,
+        /// How many kinds its [`Kind::NAMES`] has.
+        kinds: usize,
+        /// The protocol that routed it.
+        protocol: &'static str,
+    },
     /// A protocol's own check failed (the protocol names what).
     #[error("{0}")]
     Protocol(String),
@@ -621,8 +640,9 @@ struct Family {
 }
 
 /// The type number no installed message has: a message of a type the
-/// machine does not know is encoded with it, reaches no handler, and is
-/// counted and reported as unrouted.
+/// machine does not know (or of a kind whose [`Kind::index`] is past its
+/// [`Kind::NAMES`]) is encoded with it, reaches no handler, and is counted
+/// and reported as unrouted.
 pub const UNKNOWN: MsgType = MsgType(u8::MAX);
 
 /// The message types installed on a machine, and the block of type numbers
@@ -673,7 +693,8 @@ fn slot_of(id: TypeId) -> usize {
     (h.finish() >> 7) as usize % SLOTS
 }
 
-fn short_name<M: 'static>() -> &'static str {
+/// A type's name without its path, as errors name message types.
+pub(crate) fn short_name<M: 'static>() -> &'static str {
     let full = core::any::type_name::<M>();
     full.rsplit("::").next().unwrap_or(full)
 }
@@ -703,14 +724,18 @@ impl Registry {
             });
         }
         let kinds = <M::Kind as Kind>::NAMES;
-        let end = self.next + kinds.len() as u16;
-        if end > UNKNOWN.0 as u16 {
-            return Err(BuildError::TooManyTypes {
-                message: name,
-                protocol,
-            });
-        }
-        let base = self.next as u8;
+        // Counted in `usize`: a type of more kinds than a `u16` counts is
+        // refused, not wrapped into a small block.
+        let end = usize::from(self.next).saturating_add(kinds.len());
+        let (base, end) = match (u8::try_from(self.next), u16::try_from(end)) {
+            (Ok(base), Ok(end)) if end <= u16::from(UNKNOWN.0) => (base, end),
+            _ => {
+                return Err(BuildError::TooManyTypes {
+                    message: name,
+                    protocol,
+                })
+            }
+        };
         self.next = end;
         let slot = &mut self.slots[slot_of(TypeId::of::<M>())];
         if slot.is_none() {
@@ -726,11 +751,25 @@ impl Registry {
         Ok(base)
     }
 
-    /// The type number of kind `k` of `M`, or [`UNKNOWN`] when `M` is not installed.
+    /// The type number of kind `k` of `M`, or [`UNKNOWN`] when `M` is not
+    /// installed or `k`'s [`Kind::index`] is not a position in
+    /// [`Kind::NAMES`] (a hand-written [`Kind`]): never another kind's
+    /// number, so such a message reaches no handler and is counted and
+    /// reported as unrouted.
     #[inline]
     pub fn type_of<M: Message>(&self, k: M::Kind) -> MsgType {
-        self.base_of::<M>()
-            .map_or(UNKNOWN, |b| MsgType(b + k.index() as u8))
+        let i = k.index();
+        match self.base_of::<M>() {
+            Some(b) if i < <M::Kind as Kind>::NAMES.len() => {
+                // `add` gave `M` a block of `NAMES.len()` numbers below
+                // `UNKNOWN`, so this is one of them.
+                u8::try_from(i)
+                    .ok()
+                    .and_then(|i| b.checked_add(i))
+                    .map_or(UNKNOWN, MsgType)
+            }
+            _ => UNKNOWN,
+        }
     }
 
     /// The first of `M`'s block of type numbers, if `M` is installed.
@@ -807,11 +846,15 @@ impl Registry {
     }
 }
 
-/// The kind of `M` type number `t` is, when `M`'s block starts at `base`.
+/// The kind of `M` type number `t` is, when `M`'s block starts at `base`;
+/// `None` past the block, whatever a hand-written [`Kind::from_index`]
+/// makes of the position.
 #[inline]
 pub(crate) fn kind_at<M: Message>(base: u8, t: MsgType) -> Option<M::Kind> {
     t.0.checked_sub(base)
-        .and_then(|i| M::Kind::from_index(i as usize))
+        .map(usize::from)
+        .filter(|&i| i < <M::Kind as Kind>::NAMES.len())
+        .and_then(M::Kind::from_index)
 }
 
 /// Decode the payload of a message already known to be of kind `k`.
@@ -913,6 +956,98 @@ mod tests {
         let c = r.encode(NodeId(0), NodeId(1), &U::C { x: 5 });
         assert_eq!(c.mtype, MsgType(2));
         assert_eq!(r.decode::<U>(&c), Ok(U::C { x: 5 }));
+    }
+
+    /// A hand-written kind whose index may be past its names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct BigK(usize);
+
+    impl Kind for BigK {
+        const NAMES: &'static [&'static str] = &["only"];
+        fn index(self) -> usize {
+            self.0
+        }
+        fn from_index(i: usize) -> Option<Self> {
+            Some(BigK(i))
+        }
+    }
+
+    /// A message of a hand-written kind.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct BigM(usize);
+
+    impl Message for BigM {
+        type Kind = BigK;
+        fn kind(&self) -> BigK {
+            BigK(self.0)
+        }
+        fn encode(&self, _: &mut Writer<'_>) {}
+        fn decode(k: BigK, _: &mut Reader<'_>) -> Option<Self> {
+            Some(BigM(k.0))
+        }
+    }
+
+    #[test]
+    fn a_kind_past_its_names_encodes_as_unknown() {
+        let mut r = Registry::starting_at(0);
+        r.add::<T>("t").unwrap();
+        assert_eq!(r.add::<BigM>("big"), Ok(2));
+        assert_eq!(r.type_of::<BigM>(BigK(0)), MsgType(2));
+        for i in [1, 253, 254, 256, 1000, usize::MAX] {
+            assert_eq!(r.type_of::<BigM>(BigK(i)), UNKNOWN, "BigK({i})");
+            let msg = r.encode(NodeId(0), NodeId(0), &BigM(i));
+            assert_eq!(msg.mtype, UNKNOWN, "BigM({i})");
+            assert!(r.decode::<BigM>(&msg).is_err());
+        }
+        // Nor does another type's message decode as one of a kind past
+        // `BigM`'s names.
+        assert_eq!(r.add::<U>("u"), Ok(3));
+        let c = r.encode(NodeId(0), NodeId(0), &U::C { x: 1 });
+        assert_eq!(
+            r.decode::<BigM>(&c),
+            Err(DecodeError::WrongType {
+                expected: "BigM",
+                found: "u U::C".into()
+            })
+        );
+    }
+
+    /// A type of more kinds than a `u16` counts is refused, where its
+    /// count wrapped to a small block and its kinds took others' numbers.
+    #[test]
+    fn a_type_of_more_kinds_than_numbers_is_refused() {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        struct ManyK;
+        impl Kind for ManyK {
+            const NAMES: &'static [&'static str] = &[""; 1 << 16];
+            fn index(self) -> usize {
+                0
+            }
+            fn from_index(_: usize) -> Option<Self> {
+                Some(ManyK)
+            }
+        }
+        #[derive(Clone, Copy, Debug)]
+        struct ManyM;
+        impl Message for ManyM {
+            type Kind = ManyK;
+            fn kind(&self) -> ManyK {
+                ManyK
+            }
+            fn encode(&self, _: &mut Writer<'_>) {}
+            fn decode(_: ManyK, _: &mut Reader<'_>) -> Option<Self> {
+                Some(ManyM)
+            }
+        }
+        let mut r = Registry::starting_at(0);
+        assert_eq!(
+            r.add::<ManyM>("many"),
+            Err(BuildError::TooManyTypes {
+                message: "ManyM",
+                protocol: "many"
+            })
+        );
+        assert_eq!(r.add::<T>("t"), Ok(0));
     }
 
     #[test]

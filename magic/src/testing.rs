@@ -249,7 +249,9 @@ impl<S: NodeState> Bench<S> {
     /// so inject into a quiet machine: a node that takes other work before
     /// the message is [`BenchError::NotQuiet`]. A message from or to a node
     /// the machine lacks, or with more payload than a packet holds, is
-    /// refused. What the handler sent is
+    /// refused. A message with no route is dropped and is
+    /// [`BenchError::NotDispatched`], naming the drop, even when other
+    /// pending work ran after it. What the handler sent is
     /// delivered only by a later [`Bench::run`].
     pub fn inject(&mut self, node: NodeId, msg: Msg) -> Result<Shot, BenchError> {
         self.inject_data(node, msg, None)
@@ -315,9 +317,18 @@ impl<S: NodeState> Bench<S> {
                 took: self.m.reg.describe(took.mtype),
             });
         }
+        // The handler is the one the message is routed to. With no route
+        // it was dropped, and the same dispatch went on to other pending
+        // work: whatever ran then is not the message's.
         let after = self.m.node_stats(i);
-        let Some(h) = (0..after.len()).find(|&h| after[h].invocations > before[h].invocations)
-        else {
+        let ran = watch.took.and_then(|t| {
+            let route = (*self.m.table.get(t.mtype.0 as usize)?)[t.addr.region() as usize]?;
+            let h = route.handler.0 as usize;
+            let (a, b) = (*after.get(h)?, *before.get(h)?);
+            let name = self.m.handlers.get(h)?.full_name();
+            (a.invocations > b.invocations).then_some((name, a, b))
+        });
+        let Some((handler, a, b)) = ran else {
             return Err(BenchError::NotDispatched {
                 stuck: self.m.report(false).problems(),
             });
@@ -327,7 +338,6 @@ impl<S: NodeState> Bench<S> {
                 halt: halt.to_string(),
             });
         }
-        let (a, b) = (after[h], before[h]);
         let stats = HandlerStats {
             invocations: a.invocations - b.invocations,
             busy: a.busy - b.busy,
@@ -348,7 +358,7 @@ impl<S: NodeState> Bench<S> {
             .collect();
         Ok(Shot {
             node,
-            handler: self.m.handlers[h].full_name(),
+            handler,
             stats,
             steps: watch.steps,
             sent,
@@ -459,5 +469,174 @@ mod tests {
         assert!(bench.run(Cycles(100)).is_clean());
         let shot = bench.inject(NodeId(0), ours).unwrap();
         assert_eq!(shot.handler, "flags.set");
+    }
+
+    crate::messages! {
+        /// A message routed in one region only.
+        enum Near: NearKind {
+            /// Answered in the normal region.
+            Ping,
+        }
+    }
+
+    fn ping(cx: &mut Cx<'_, ()>, _: &Msg, _: near::Ping) {
+        cx.instr(2);
+    }
+
+    /// Routes `Near::Ping` in the normal region only.
+    struct NormOnly;
+
+    impl Protocol for NormOnly {
+        type Node = ();
+        fn name(&self) -> &'static str {
+            "norm"
+        }
+        fn node(&self, _: NodeId, _: u32) {}
+        fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+            let h = b.handler("ping", ping);
+            b.route(crate::Region::Normal, h);
+        }
+    }
+
+    /// An injected message with no route is dropped, and the dispatch goes
+    /// on to work the machine had pending: the handler that work runs is
+    /// not the injected message's shot.
+    #[test]
+    fn an_injection_with_no_route_is_not_dispatched_whatever_runs_after_it() {
+        let mut bench = Bench::new(2, &NormOnly).unwrap();
+        let pending = bench.msg(NodeId(0), Near::Ping);
+        bench.machine().post(NodeId(0), Cycles(0), pending).unwrap();
+        let unrouted = bench
+            .msg(NodeId(1), Near::Ping)
+            .to(NodeId(0))
+            .addr(PAddr::new(crate::Region::Io, NodeId(0), 0));
+        let e = bench.inject(NodeId(0), unrouted).unwrap_err();
+        let BenchError::NotDispatched { stuck } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(
+            stuck,
+            &["node 0: 1 message(s) of norm Near::Ping had no route (dropped)"]
+        );
+        assert_eq!(bench.machine().drops(NodeId(0)).unwrap().unhandled, 1);
+        // The pending message ran its handler all the same.
+        let ledger = bench.machine().node_stats(0).to_vec();
+        assert_eq!(ledger[0].invocations, 1);
+        // Alone, the message is not dispatched either.
+        let e = bench.inject(NodeId(0), unrouted).unwrap_err();
+        assert!(matches!(e, BenchError::NotDispatched { .. }), "{e:?}");
+        assert_eq!(bench.machine().drops(NodeId(0)).unwrap().unhandled, 2);
+    }
+
+    /// A hand-written kind whose index may be past its names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct BigK(usize);
+
+    impl crate::message::Kind for BigK {
+        const NAMES: &'static [&'static str] = &["only"];
+        fn index(self) -> usize {
+            self.0
+        }
+        fn from_index(i: usize) -> Option<Self> {
+            Some(BigK(i))
+        }
+    }
+
+    /// A message of a hand-written kind.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct BigM(usize);
+
+    impl Message for BigM {
+        type Kind = BigK;
+        fn kind(&self) -> BigK {
+            BigK(self.0)
+        }
+        fn encode(&self, _: &mut crate::message::Writer<'_>) {}
+        fn decode(k: BigK, _: &mut crate::message::Reader<'_>) -> Option<Self> {
+            Some(BigM(k.0))
+        }
+    }
+
+    fn big(cx: &mut Cx<'_, ()>, _: &Msg, _: BigM) {
+        cx.instr(1);
+    }
+
+    /// Routes `BigM`'s kind `BigK(self.0)` to a handler of every kind.
+    struct BigP(usize);
+
+    impl Protocol for BigP {
+        type Node = ();
+        fn name(&self) -> &'static str {
+            "big"
+        }
+        fn node(&self, _: NodeId, _: u32) {}
+        fn install<S: 'static>(&self, b: &mut Install<'_, S, ()>) {
+            let h = b.handler_of_all("all", big);
+            b.route_kind_any(BigK(self.0), h);
+        }
+    }
+
+    /// A kind whose index is past its names is refused when routed, where
+    /// its number was another type's, the one kept for unknown types, or
+    /// past the jump table.
+    #[test]
+    fn a_kind_past_its_names_is_refused_at_install() {
+        for i in [1, 2, 251, 253, 254, 255, 256, 1000, usize::MAX] {
+            // `Flags` takes type 0: `BigM`'s block starts at 1.
+            let e = Magic::pair(MagicParams::default(), 1, &Flags, &BigP(i))
+                .err()
+                .unwrap_or_else(|| panic!("BigK({i}) was routed"));
+            assert_eq!(
+                e,
+                BuildError::KindOutOfRange {
+                    message: "BigM",
+                    kind: format!("BigK({i})"),
+                    index: i,
+                    kinds: 1,
+                    protocol: "big",
+                }
+            );
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "big routes kind BigK({i}) of message type BigM as number {i}, \
+                     but the type has 1 kind(s)"
+                )
+            );
+        }
+        // Alone, its block starts at 0: a wrapped number would be its own.
+        for i in [256, 512] {
+            assert!(matches!(
+                Bench::new(1, &BigP(i)).err(),
+                Some(BuildError::KindOutOfRange { index, .. }) if index == i
+            ));
+        }
+        assert!(Magic::pair(MagicParams::default(), 1, &Flags, &BigP(0)).is_ok());
+    }
+
+    /// A message of such a kind reaches no handler (not even its own
+    /// type's, whose number a wrapped index would be): it is encoded with
+    /// the number kept for unknown types, counted and reported as unrouted.
+    #[test]
+    fn a_message_of_a_kind_past_its_names_is_unrouted() {
+        let mut bench = Bench::new(1, &BigP(0)).unwrap();
+        assert_eq!(bench.msg(NodeId(0), BigM(0)).mtype, crate::MsgType(0));
+        for i in [256, 1000] {
+            let msg = bench.msg(NodeId(0), BigM(i));
+            assert_eq!(msg.mtype, crate::message::UNKNOWN);
+            let e = bench.inject(NodeId(0), msg).unwrap_err();
+            assert!(matches!(e, BenchError::NotDispatched { .. }), "{e:?}");
+        }
+        let r = bench.run(Cycles(100));
+        assert_eq!(
+            r.refused,
+            ["node 0: 2 message(s) of a type no installed protocol owns had no route (dropped)"]
+        );
+        assert_eq!(bench.machine().drops(NodeId(0)).unwrap().unhandled, 2);
+        assert!(bench
+            .machine()
+            .node_stats(0)
+            .iter()
+            .all(|s| s.invocations == 0));
     }
 }
