@@ -864,7 +864,7 @@ pub(crate) fn decode_words<M: Message>(k: M::Kind, words: &[u64; WORDS]) -> Opti
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     crate::messages! {
@@ -958,9 +958,10 @@ mod tests {
         assert_eq!(r.decode::<U>(&c), Ok(U::C { x: 5 }));
     }
 
-    /// A hand-written kind whose index may be past its names.
+    /// A hand-written kind whose index may be past its names (the
+    /// machine's tests in `testing` use it too).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct BigK(usize);
+    pub(crate) struct BigK(pub(crate) usize);
 
     impl Kind for BigK {
         const NAMES: &'static [&'static str] = &["only"];
@@ -974,7 +975,7 @@ mod tests {
 
     /// A message of a hand-written kind.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct BigM(usize);
+    pub(crate) struct BigM(pub(crate) usize);
 
     impl Message for BigM {
         type Kind = BigK;

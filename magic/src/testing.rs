@@ -528,34 +528,7 @@ mod tests {
         assert_eq!(bench.machine().drops(NodeId(0)).unwrap().unhandled, 2);
     }
 
-    /// A hand-written kind whose index may be past its names.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct BigK(usize);
-
-    impl crate::message::Kind for BigK {
-        const NAMES: &'static [&'static str] = &["only"];
-        fn index(self) -> usize {
-            self.0
-        }
-        fn from_index(i: usize) -> Option<Self> {
-            Some(BigK(i))
-        }
-    }
-
-    /// A message of a hand-written kind.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct BigM(usize);
-
-    impl Message for BigM {
-        type Kind = BigK;
-        fn kind(&self) -> BigK {
-            BigK(self.0)
-        }
-        fn encode(&self, _: &mut crate::message::Writer<'_>) {}
-        fn decode(k: BigK, _: &mut crate::message::Reader<'_>) -> Option<Self> {
-            Some(BigM(k.0))
-        }
-    }
+    use crate::message::tests::{BigK, BigM};
 
     fn big(cx: &mut Cx<'_, ()>, _: &Msg, _: BigM) {
         cx.instr(1);
