@@ -3384,8 +3384,8 @@ impl RunError {
     }
 
     /// The model ran and the run is not clean (work left stuck, a message
-    /// or step refused, its cycle budget or the end of time reached, a
-    /// figure breaking a rule every result keeps): exit status 1 at the
+    /// or step refused, a halt such as its cycle budget or the end of time
+    /// reached, a figure breaking a rule every result keeps): exit status 1 at the
     /// command line, where bad input is 2.
     pub fn not_clean(&self) -> bool {
         use coherence::Error as C;

@@ -1160,6 +1160,9 @@ impl<S: NodeState + Clone> Magic<S> {
             self.state.clone_from(&s.state);
         }
         self.halt = None;
+        // The slices recorded are the restored timelines' (a trace cap
+        // counts a path's, not every state's the machine was made).
+        self.recount_traced();
         r.done() && rare.next().is_none()
     }
 }

@@ -1067,11 +1067,14 @@ pub enum Halt {
     /// one another going without end, a message a handler sends to its
     /// own node say, which would take hours to reach the cycle budget.
     #[error(
-        "the run applied {limit} events by cycle {at} with work left: handlers that keep one \
-         another going without end (a message a handler sends to its own node, say)? A run \
-         that truly needs more raises the limit (Magic::set_event_limit)"
+        "the run applied {events} events by cycle {at}, its limit of {limit}, with work left: \
+         handlers that keep one another going without end (a message a handler sends to its \
+         own node, say), or a run longer than the kit's own, which raises the limit \
+         (Magic::set_event_limit)"
     )]
     Events {
+        /// Events the run applied.
+        events: u64,
         /// The limit.
         limit: u64,
         /// The cycle of the last instant applied.
@@ -1142,8 +1145,9 @@ pub struct RunReport {
     pub engine_events: u64,
     /// True if the run stopped at its cycle limit with events still pending.
     pub limit_reached: bool,
-    /// Why the run stopped early, if it did: its cycle budget, or time
-    /// passing its end.
+    /// Why the run stopped early, if it did (see [`Halt`]): its cycle
+    /// budget, time passing its end, a livelock, its event limit or a
+    /// full trace.
     pub halted: Option<Halt>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,
@@ -1322,8 +1326,9 @@ impl<S: NodeState> Magic<S> {
     /// ([`EVENT_LIMIT`] by default), or never (`None`): for a run longer
     /// than any of the kit's own. A run halted on the limit goes on under a
     /// larger one (it halted before an instant it applied nothing of).
+    /// A limit of 0 is taken as 1.
     pub fn set_event_limit(&mut self, limit: Option<u64>) {
-        self.event_limit = limit.unwrap_or(u64::MAX);
+        self.event_limit = limit.map_or(u64::MAX, |l| l.max(1));
         if matches!(self.halt, Some(Halt::Events { limit, .. }) if limit < self.event_limit) {
             self.halt = None;
         }
@@ -1503,6 +1508,7 @@ impl<S: NodeState> Magic<S> {
         }
         if self.engine.popped() >= self.event_limit {
             self.halt = Some(Halt::Events {
+                events: self.engine.popped(),
                 limit: self.event_limit,
                 at: self.now(),
             });
@@ -2370,6 +2376,16 @@ impl<S: NodeState> Magic<S> {
     pub(crate) fn node_stats(&self, n: usize) -> &[HandlerStats] {
         let k = self.handlers.len();
         self.stats.get(n * k..(n + 1) * k).unwrap_or(&[])
+    }
+
+    /// Count the slices the nodes' timelines hold afresh (after a restore).
+    pub(crate) fn recount_traced(&mut self) {
+        self.traced = self
+            .hw
+            .iter()
+            .filter_map(|h| h.trace.as_deref())
+            .map(|t| t.len() as u64)
+            .sum();
     }
 
     /// Record every handler invocation and unit busy period from now on.

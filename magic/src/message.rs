@@ -603,7 +603,7 @@ pub enum BuildError {
     /// [`Kind::NAMES`] (a hand-written [`Kind`]): its type number would be
     /// another kind's, or the one kept for unknown types.
     #[error(
-        "{protocol} routes kind {kind} of message type {message} as number {index}, \
+        "{protocol} routes kind {kind} of message type {message} with index {index}, \
          but the type has {kinds} kind(s)"
     )]
     KindOutOfRange {

@@ -572,7 +572,7 @@ mod tests {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "big routes kind BigK({i}) of message type BigM as number {i}, \
+                    "big routes kind BigK({i}) of message type BigM with index {i}, \
                      but the type has 1 kind(s)"
                 )
             );

@@ -409,8 +409,8 @@ pub struct PipelineRun {
     /// True if the run stopped at its cycle limit with events pending.
     pub limit_reached: bool,
     /// Why the run stopped early, if it did ([`magic::Halt`] in words: its
-    /// cycle budget, or time passing its end); its figures are then no
-    /// result.
+    /// cycle budget, time passing its end, a livelock, its event limit or
+    /// a full trace); its figures are then no result.
     pub halted: Option<String>,
     /// Work left when the run stopped: one line per stuck item.
     pub stuck: Vec<String>,

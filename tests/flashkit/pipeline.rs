@@ -183,3 +183,40 @@ fn a_pipeline_run_at_its_budget_is_not_clean() {
         .any(|s| s.ends_with("of its messages never set up")));
     assert!(run.refused.is_empty(), "{:?}", run.refused);
 }
+
+/// The largest pipeline a configuration may ask for runs within a MAGIC
+/// run's event limit, whatever its costs and pattern: its engine events
+/// per message, measured on small runs, times the most messages.
+#[test]
+fn the_largest_pipeline_runs_within_the_event_limit() {
+    use protocols::pipeline::PipelineCosts;
+    let cheap = PipelineCosts {
+        setup: magic::Cycles(1),
+        send: magic::Cycles(1),
+        recv: magic::Cycles(1),
+        done: magic::Cycles(0),
+    };
+    let mut most = 0.0f64;
+    for (nodes, msgs) in [(2, 60), (16, 20), (64, 4)] {
+        for pattern in [Pattern::Ring, Pattern::Shift, Pattern::Rand] {
+            for costs in [PipelineCosts::default(), cheap] {
+                let cfg = PipelineConfig {
+                    nodes,
+                    msgs,
+                    pattern,
+                    costs,
+                    budget: magic::params::DEFAULT_BUDGET,
+                };
+                let mut m = pipeline::build(&cfg).unwrap();
+                let r = m.run();
+                assert!(r.is_clean(), "{r:?}");
+                most = most.max(r.engine_events as f64 / (nodes * msgs) as f64);
+            }
+        }
+    }
+    let largest = most * pipeline::MAX_MESSAGES as f64;
+    assert!(
+        largest * 2.0 < magic::EVENT_LIMIT as f64,
+        "{most} events a message: {largest} at the most messages"
+    );
+}

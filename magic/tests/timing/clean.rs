@@ -592,15 +592,21 @@ fn a_handler_that_sends_to_its_own_node_forever_halts_at_the_event_limit() {
     post(&mut m, LockMsg::Echo);
     m.set_event_limit(Some(1000));
     let r = m.run();
-    let Some(Halt::Events { limit: 1000, at }) = r.halted else {
+    let Some(Halt::Events {
+        events: 1000,
+        limit: 1000,
+        at,
+    }) = r.halted
+    else {
         panic!("{r:?}");
     };
     assert_eq!(r.engine_events, 1000);
     assert!(!r.is_clean());
     assert!(
         r.problems()[0].starts_with(&format!(
-            "the run applied 1000 events by cycle {at} with work left: handlers that keep one \
-             another going without end (a message a handler sends to its own node, say)?"
+            "the run applied 1000 events by cycle {at}, its limit of 1000, with work left: \
+             handlers that keep one another going without end (a message a handler sends to \
+             its own node, say)"
         )),
         "{:?}",
         r.problems()

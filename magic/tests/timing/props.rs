@@ -37,7 +37,7 @@ messages! {
 /// Sends and reschedules that lead this far are not made (unless refused
 /// anyway, to a node that does not exist): the traffic is bounded. A
 /// program that reschedules itself forever runs at this depth, so it
-/// stops only at the run's budget.
+/// stops only at the run's budget (or, traced, at the trace's cap).
 const MAX_DEPTH: u32 = 4;
 
 /// A data buffer a step names: one the handler holds (the `i`th, modulo
@@ -551,7 +551,8 @@ fn ledger_true(m: &Magic<Node>, width: u32) -> Result<(), TestCaseError> {
 /// Everything every run must satisfy.
 fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
     let (r, m) = (&ran.report, &ran.m);
-    // It ended: finished, or halted at its budget or the end of time, named.
+    // It ended: finished, or halted at its budget, the end of time, a
+    // livelock or (traced) the trace's cap, named.
     prop_assert!(!r.limit_reached);
     match &r.halted {
         None => {}
@@ -568,10 +569,16 @@ fn check(c: &Case, ran: &Ran) -> Result<(), TestCaseError> {
             prop_assert!(node.0 < c.nodes);
             prop_assert!(*at <= c.budget);
         }
-        Some(h @ (Halt::TraceFull { .. } | Halt::Events { .. })) => {
+        Some(Halt::TraceFull { at, .. }) => {
+            // A traced program that reschedules itself to the budget
+            // records more slices than a trace holds.
+            prop_assert!(c.trace, "an untraced run halted on its trace");
+            prop_assert!(*at <= c.budget);
+        }
+        Some(h @ Halt::Events { .. }) => {
             prop_assert!(
                 false,
-                "a short untraced run halted on a limit it is far from: {}",
+                "a run far shorter than the event limit halted on it: {}",
                 h
             );
         }
