@@ -642,23 +642,16 @@ impl<S: 'static, T: 'static> Install<'_, S, T> {
         let Some(base) = h.base else {
             return self;
         };
-        let i = k.index();
-        let kinds = <M::Kind as Kind>::NAMES.len();
-        // `claim` gave `M` a block of `kinds` numbers below the one kept
-        // for unknown types: a kind in range is one of them.
-        let t = (i < kinds)
-            .then(|| u8::try_from(i).ok().and_then(|i| base.checked_add(i)))
-            .flatten();
-        match t {
+        match message::number_at::<M>(base, k) {
             Some(t) => {
-                self.b.route_with(MsgType(t), region, h.id, opts);
+                self.b.route_with(t, region, h.id, opts);
             }
             None => {
                 let e = BuildError::KindOutOfRange {
                     message: message::short_name::<M>(),
                     kind: format!("{k:?}"),
-                    index: i,
-                    kinds,
+                    index: k.index(),
+                    kinds: <M::Kind as Kind>::NAMES.len(),
                     protocol: self.protocol,
                 };
                 if !self.b.errors.contains(&e) {

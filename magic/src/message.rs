@@ -758,18 +758,9 @@ impl Registry {
     /// reported as unrouted.
     #[inline]
     pub fn type_of<M: Message>(&self, k: M::Kind) -> MsgType {
-        let i = k.index();
-        match self.base_of::<M>() {
-            Some(b) if i < <M::Kind as Kind>::NAMES.len() => {
-                // `add` gave `M` a block of `NAMES.len()` numbers below
-                // `UNKNOWN`, so this is one of them.
-                u8::try_from(i)
-                    .ok()
-                    .and_then(|i| b.checked_add(i))
-                    .map_or(UNKNOWN, MsgType)
-            }
-            _ => UNKNOWN,
-        }
+        self.base_of::<M>()
+            .and_then(|b| number_at::<M>(b, k))
+            .unwrap_or(UNKNOWN)
     }
 
     /// The first of `M`'s block of type numbers, if `M` is installed.
@@ -844,6 +835,21 @@ impl Registry {
                 }
             })
     }
+}
+
+/// The type number of kind `k` of `M`, when `M`'s block starts at `base`;
+/// `None` for a kind whose [`Kind::index`] is not a position in its
+/// [`Kind::NAMES`] (a hand-written [`Kind`]), whose number would be
+/// another kind's. [`Registry::add`] gave `M` a block of `NAMES.len()`
+/// numbers below [`UNKNOWN`], so a kind in range is one of them.
+#[inline]
+pub(crate) fn number_at<M: Message>(base: u8, k: M::Kind) -> Option<MsgType> {
+    let i = k.index();
+    if i >= <M::Kind as Kind>::NAMES.len() {
+        return None;
+    }
+    let i = u8::try_from(i).ok()?;
+    base.checked_add(i).map(MsgType)
 }
 
 /// The kind of `M` type number `t` is, when `M`'s block starts at `base`;
