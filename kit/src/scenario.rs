@@ -3396,6 +3396,7 @@ impl RunError {
                 | RunError::Transfer(Failed::Stuck(_))
                 | RunError::Coherence(C::Stuck { .. })
                 | RunError::Protocols(protocols::Error::Incomplete(_))
+                | RunError::Protocols(protocols::Error::OverBudget { .. })
                 | RunError::Protocols(protocols::Error::Coherence(C::Stuck { .. }))
         )
     }

@@ -1643,6 +1643,9 @@ fn path_to(visits: &[Visit], mut v: u32) -> Vec<Move> {
 /// The initial machine, holding, settled.
 fn start<M: Model>(model: &M, bounds: Bounds) -> Result<Magic<M::Node>, String> {
     let mut m = model.build()?;
+    // The machine as built is a state too: one that breaks the invariant
+    // before anything moves is a violation, with an empty trace.
+    model.invariant(&m)?;
     m.hold_deliveries();
     settle(model, bounds, &mut m)?;
     Ok(m)

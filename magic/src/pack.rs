@@ -42,10 +42,16 @@ pub fn put(out: &mut Vec<u8>, mut x: u64) {
     out.push(x as u8);
 }
 
-/// Append `x` as [`put`] does, `None` as 0 and `Some(v)` as `v + 1`.
+/// Append `x` as [`put`] does, `None` as 0 and `Some(v)` as `v + 1`
+/// (a 65-bit value, so `Some(u64::MAX)` is not `None`).
 #[inline]
 pub fn put_opt(out: &mut Vec<u8>, x: Option<u64>) {
-    put(out, x.map_or(0, |v| v.wrapping_add(1)));
+    let mut w = x.map_or(0, |v| u128::from(v) + 1);
+    while w >= 0x80 {
+        out.push(w as u8 | 0x80);
+        w >>= 7;
+    }
+    out.push(w as u8);
 }
 
 /// Call `f` on each of a map's entries in the order of their keys, so
@@ -178,13 +184,25 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A value [`put`] packed.
+    /// A value [`put`] packed. Bits past the 64th (a varint that no
+    /// `u64` packs) mark the reader short.
     #[inline]
     pub fn u64(&mut self) -> u64 {
-        let mut x = 0u64;
-        for shift in (0..64).step_by(7) {
+        let w = self.wide();
+        u64::try_from(w).unwrap_or_else(|_| {
+            self.short = true;
+            u64::MAX
+        })
+    }
+
+    /// A varint of up to 10 bytes (70 bits); a longer one marks the
+    /// reader short.
+    #[inline]
+    fn wide(&mut self) -> u128 {
+        let mut x = 0u128;
+        for shift in (0..70).step_by(7) {
             let b = self.byte();
-            x |= u64::from(b & 0x7f) << shift;
+            x |= u128::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return x;
             }
@@ -193,9 +211,14 @@ impl<'a> Reader<'a> {
         x
     }
 
-    /// A value [`put_opt`] packed.
+    /// A value [`put_opt`] packed; one past `Some(u64::MAX)` marks the
+    /// reader short.
     pub fn opt(&mut self) -> Option<u64> {
-        self.u64().checked_sub(1)
+        let w = self.wide().checked_sub(1)?;
+        Some(u64::try_from(w).unwrap_or_else(|_| {
+            self.short = true;
+            u64::MAX
+        }))
     }
 
     /// A value [`put`] packed that fits a `u32`; one that does not marks
@@ -318,6 +341,38 @@ mod tests {
         r.line(&mut back);
         assert_eq!(back, line);
         assert!(r.done());
+    }
+
+    /// `Some(u64::MAX)` is a value, not `None`; bytes no `put` or
+    /// `put_opt` writes (a varint past 64 or 65 bits, or past 10 bytes)
+    /// mark the reader short rather than reading as a plausible value.
+    #[test]
+    fn the_largest_values_read_back_and_wider_ones_are_refused() {
+        let mut out = Vec::new();
+        put_opt(&mut out, Some(u64::MAX));
+        put_opt(&mut out, Some(u64::MAX - 1));
+        let mut r = Reader::new(&out);
+        assert_eq!((r.opt(), r.opt()), (Some(u64::MAX), Some(u64::MAX - 1)));
+        assert!(r.done());
+        // 70 bits: past a u64 and past an option's 65.
+        let wide = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        let mut r = Reader::new(&wide);
+        r.u64();
+        assert!(r.short());
+        let mut r = Reader::new(&wide);
+        r.opt();
+        assert!(r.short());
+        // Eleven bytes: longer than any varint written.
+        let long = [0x80; 11];
+        let mut r = Reader::new(&long);
+        r.u64();
+        assert!(r.short());
+        // A u64's 65th bit, which only an option may carry.
+        let mut out = Vec::new();
+        put_opt(&mut out, Some(u64::MAX));
+        let mut r = Reader::new(&out);
+        r.u64();
+        assert!(r.short());
     }
 
     #[test]

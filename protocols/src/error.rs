@@ -63,6 +63,16 @@ pub enum Error {
     /// missing); the message says where.
     #[error("{0}")]
     Incomplete(String),
+    /// A run reached one of its budgets (`budget`, its simulated time, or
+    /// `event_budget`, its events) before it ended: a run that needs more
+    /// raises the key the error names.
+    #[error("{why}")]
+    OverBudget {
+        /// The key that bounds it (`budget` or `event_budget`).
+        key: &'static str,
+        /// What was reached, where, and how to raise it.
+        why: String,
+    },
     /// Measured figures an export cannot use.
     #[error("{0}")]
     Export(String),
@@ -80,8 +90,24 @@ impl Error {
             | Error::Coherence(C::OutOfRange(r))
             | Error::Coherence(C::Build(BuildError::Params(r))) => Some(r.field),
             Error::Unknown { what, .. } => Some(what),
+            Error::OverBudget { key, .. } => Some(key),
             _ => None,
         }
+    }
+
+    /// A MAGIC run that did not end clean, `what` saying what did not
+    /// complete: one stopped at its cycle budget names `budget`.
+    pub(crate) fn unclean(what: &str, r: &magic::RunReport) -> Error {
+        let why = format!("{what}: {}", r.problems().join("; "));
+        match r.halted {
+            Some(magic::Halt::Budget { .. }) => Error::over_budget("budget", why),
+            _ => Error::Incomplete(why),
+        }
+    }
+
+    /// A run stopped at the budget `key` bounds it by, `why` saying what.
+    pub(crate) fn over_budget(key: &'static str, why: String) -> Error {
+        Error::OverBudget { key, why }
     }
 
     /// The platform has `got` nodes where `benchmark` needs `need`.

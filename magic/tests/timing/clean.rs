@@ -795,6 +795,30 @@ fn a_check_refuses_more_symmetric_nodes_than_it_can_rename() {
     assert!(both.run(Bounds::default()).unwrap().symmetry);
 }
 
+/// The machine as built is the search's first state: an invariant it
+/// breaks is found even when nothing ever moves, by either search.
+#[test]
+fn a_check_finds_an_invariant_the_built_machine_breaks() {
+    use magic::check::{explore, Bounds, Checker};
+    let check = Checker::new(|| Ok(machine(2))).invariant(|_| Err("always broken".into()));
+    for threads in [1, 2] {
+        let r = check
+            .run(Bounds {
+                threads,
+                ..Bounds::default()
+            })
+            .unwrap();
+        assert_eq!(r.violations, 1, "{r:?}");
+        assert_eq!(r.violation.as_deref(), Some("always broken"));
+        assert!(r.trace.is_empty() && !r.complete, "{r:?}");
+    }
+    let r = explore(&check, Bounds::default()).unwrap();
+    assert_eq!(
+        (r.violations, r.violation.as_deref()),
+        (1, Some("always broken"))
+    );
+}
+
 #[test]
 fn a_check_finds_a_refused_send_at_rest() {
     use magic::check::{Bounds, Checker};

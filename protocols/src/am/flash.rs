@@ -790,10 +790,7 @@ impl Platform for Flash {
         }
         let rep = m.run();
         if !rep.is_clean() {
-            return Err(Error::Incomplete(format!(
-                "the run is not clean: {}",
-                rep.problems().join("; ")
-            )));
+            return Err(Error::unclean("the run is not clean", &rep));
         }
         let mut run = Run {
             end: Time::from_cycles(m.now()),

@@ -422,30 +422,36 @@ impl Budget {
             s => format!("{s:.6} s"),
         };
         if now > self.time {
-            return Err(Error::Incomplete(format!(
-                "no end in sight: the run reached its budget of {} of simulated time \
+            return Err(Error::over_budget(
+                "budget",
+                format!(
+                    "no end in sight: the run reached its budget of {} of simulated time \
                  ({} ticks) with node {n} still running at {}; a run that needs more \
                  raises it with [{}] budget (at most {} ticks, {} s)",
-                shown(self.time, true),
-                self.time.0,
-                shown(now, false),
-                self.table,
-                magic::ni::cm5::MAX_RUN_TIME.0,
-                secs(magic::ni::cm5::MAX_RUN_TIME),
-            )));
+                    shown(self.time, true),
+                    self.time.0,
+                    shown(now, false),
+                    self.table,
+                    magic::ni::cm5::MAX_RUN_TIME.0,
+                    secs(magic::ni::cm5::MAX_RUN_TIME),
+                ),
+            ));
         }
         let most = self.per_node.saturating_mul(u64::from(self.nodes));
         if events > most {
-            return Err(Error::Incomplete(format!(
-                "no end in sight: the run reached its budget of {most} events (scheduler \
+            return Err(Error::over_budget(
+                "event_budget",
+                format!(
+                    "no end in sight: the run reached its budget of {most} events (scheduler \
                  steps and packets sent, {} a node) with node {n} still running at {} \
                  of simulated time; a run that needs more raises it with [{}] event_budget \
                  (at most {} a node)",
-                self.per_node,
-                shown(now, false),
-                self.table,
-                magic::ni::cm5::MAX_EVENTS,
-            )));
+                    self.per_node,
+                    shown(now, false),
+                    self.table,
+                    magic::ni::cm5::MAX_EVENTS,
+                ),
+            ));
         }
         Ok(())
     }

@@ -276,10 +276,7 @@ pub fn fetch_op_with(
         .map_err(|e| Error::Incomplete(e.to_string()))?;
     let r = m.run();
     if !r.is_clean() {
-        return Err(Error::Incomplete(format!(
-            "the fetch-and-add did not complete: {}",
-            r.problems().join("; ")
-        )));
+        return Err(Error::unclean("the fetch-and-add did not complete", &r));
     }
     let n = m.state(me)?;
     let first = n
@@ -626,11 +623,8 @@ pub fn remap_with(
         .map_err(|e| Error::Incomplete(e.to_string()))?;
     let r = m.run();
     if !r.is_clean() {
-        return Err(Error::Incomplete(format!(
-            "the {} run did not complete: {}",
-            technique.name(),
-            r.problems().join("; ")
-        )));
+        let what = format!("the {} run did not complete", technique.name());
+        return Err(Error::unclean(&what, &r));
     }
     // The destination must hold the source's bytes, read through the
     // translations as they are after the move.

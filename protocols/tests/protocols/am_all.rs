@@ -308,3 +308,42 @@ fn the_interrupt_load_runs_up_to_its_longest_interval_and_refuses_past_it() {
         assert_eq!(e.field(), Some("interval"), "{}: {e}", p.name());
     }
 }
+
+/// A run stopped at one of its budgets names the key that raises it, on
+/// every platform: the comparison platforms' simulated time (`budget`)
+/// and events (`event_budget`), FLASH's cycle budget (`budget`).
+#[test]
+fn a_run_stopped_at_its_budget_names_the_key_that_raises_it() {
+    use magic::{Cycles, MagicParams, Time};
+    let mut events = Cm5::new(4, Layer::Cmam);
+    events.hw.event_budget = 10;
+    let mut time = Cm5::new(4, Layer::Cmam);
+    time.hw.budget = Time(1);
+    let mut sp = Sp::new(4);
+    sp.hw.event_budget = 10;
+    let flash = Flash::with(
+        4,
+        Default::default(),
+        Default::default(),
+        MagicParams {
+            budget: Cycles(1000),
+            ..MagicParams::default()
+        },
+    )
+    .unwrap();
+    let cases: [(Box<dyn Platform>, &str); 4] = [
+        (Box::new(events), "event_budget"),
+        (Box::new(time), "budget"),
+        (Box::new(sp), "event_budget"),
+        (Box::new(flash), "budget"),
+    ];
+    for (p, key) in cases {
+        let e = suite::round_trip(p.as_ref(), 1).unwrap_err();
+        assert_eq!(e.field(), Some(key), "{}: {e}", p.name());
+        assert!(
+            matches!(e, protocols::Error::OverBudget { .. }),
+            "{}: {e}",
+            p.name()
+        );
+    }
+}
