@@ -134,3 +134,90 @@ impl<'de> Visitor<'de> for Distinct<'_> {
         Ok(())
     }
 }
+
+/// The dotted path of the first place, below `at`, where `given` does not
+/// hold what `full` (the same value as the kit writes it, read back) does,
+/// and why: a key left out, a `null` for a value, a list for a table (which
+/// a reader fills by position), a list of another length. A value read
+/// as its default or by position would make a rerun run another
+/// configuration than the one written; scalars are compared by kind only
+/// (each was read as its type already).
+pub(crate) fn unlike(
+    given: &serde_json::Value,
+    full: &serde_json::Value,
+    at: &str,
+) -> Option<(String, &'static str)> {
+    use serde_json::Value;
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Object(_) => "a table",
+        Value::Array(_) => "a list",
+        _ => "a value",
+    };
+    match (given, full) {
+        (Value::Object(g), Value::Object(f)) => f.iter().find_map(|(k, x)| {
+            let path = dotted(at, k);
+            match g.get(k) {
+                None => Some((path, "missing")),
+                Some(y) => unlike(y, x, &path),
+            }
+        }),
+        (Value::Array(g), Value::Array(f)) if g.len() != f.len() => Some((
+            at.to_string(),
+            "a list of another length than the one written",
+        )),
+        (Value::Array(g), Value::Array(f)) => g
+            .iter()
+            .zip(f)
+            .enumerate()
+            .find_map(|(i, (y, x))| unlike(y, x, &format!("{at}.{i}"))),
+        (g, f) if kind(g) != kind(f) => Some((
+            at.to_string(),
+            match (kind(g), kind(f)) {
+                ("null", _) => "null, where a value is written",
+                ("a list", "a table") => "a list, where a table is written",
+                _ => "not the kind of value written here",
+            },
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unlike;
+    use serde_json::json;
+
+    #[test]
+    fn a_value_read_as_its_default_or_by_position_is_unlike_the_one_written() {
+        let full = json!({"a": {"b": 1, "c": [1, 2]}, "d": null});
+        assert_eq!(unlike(&full, &full, "config"), None);
+        let cases = [
+            (
+                json!({"a": {"c": [1, 2]}, "d": null}),
+                "config.a.b",
+                "missing",
+            ),
+            (
+                json!({"a": {"b": null, "c": [1, 2]}, "d": null}),
+                "config.a.b",
+                "null",
+            ),
+            (
+                json!({"a": [1, [1, 2]], "d": null}),
+                "config.a",
+                "a list, where",
+            ),
+            (
+                json!({"a": {"b": 1, "c": [1]}, "d": null}),
+                "config.a.c",
+                "another length",
+            ),
+        ];
+        for (given, path, why) in cases {
+            let (p, w) = unlike(&given, &full, "config").unwrap();
+            assert_eq!(p, path);
+            assert!(w.starts_with(why) || w.contains(why), "{w}");
+        }
+    }
+}

@@ -2924,27 +2924,6 @@ fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
     }
 }
 
-/// The dotted path of the first key `full` has and `given` does not
-/// (objects key by key, arrays element by element), below `at`.
-fn missing_key(given: &serde_json::Value, full: &serde_json::Value, at: &str) -> Option<String> {
-    use serde_json::Value;
-    match (given, full) {
-        (Value::Object(g), Value::Object(f)) => f.iter().find_map(|(k, x)| {
-            let path = crate::json::dotted(at, k);
-            match g.get(k) {
-                None => Some(path),
-                Some(y) => missing_key(y, x, &path),
-            }
-        }),
-        (Value::Array(g), Value::Array(f)) => g
-            .iter()
-            .zip(f)
-            .enumerate()
-            .find_map(|(i, (y, x))| missing_key(y, x, &format!("{at}.{i}"))),
-        _ => None,
-    }
-}
-
 /// A saved result's JSON as a `T`, or where in it and why not.
 fn read_as<T: serde::de::DeserializeOwned>(
     v: serde_json::Value,
@@ -2989,18 +2968,19 @@ impl Saved {
             .0;
         let config = m["config"].clone();
         let saved = Saved::read_kind(v, kind)?;
-        // A key left out of the configuration would be read as its
-        // default, and the rerun would be of another configuration than
-        // the one measured: every key the result writes must be there.
-        if let Some(key) = missing_key(&config, &saved.json()["config"], "config") {
+        // A key left out of the configuration, or given as `null` or as a
+        // list for a table, would be read as its default or by position,
+        // and the rerun would be of another configuration than the one
+        // measured: every key the result writes must be there, as written.
+        if let Some((key, why)) = crate::json::unlike(&config, &saved.json()["config"], "config") {
             use serde::de::Error as _;
             return Err(SavedError::Bad {
                 kind,
                 field: key,
-                error: serde_json::Error::custom(
-                    "missing: a saved result's configuration gives every key, so that a rerun \
-                     runs what was measured",
-                ),
+                error: serde_json::Error::custom(format!(
+                    "{why}: a saved result's configuration gives every key as it was \
+                     written, so that a rerun runs what was measured"
+                )),
             });
         }
         Ok(saved)

@@ -971,6 +971,12 @@ impl Record {
         let record: Record = serde_path_to_error::deserialize(v)
             .map_err(|e| format!("not a sweep's record: {}: {}", e.path(), e.inner()))?;
         scenario::Saved::read(&record.result.to_string()).map_err(|e| format!("result: {e}"))?;
+        // The scenario as a sweep writes it: a key given as null or a
+        // table as a list would rerun defaults, or values by position.
+        let written = serde_json::to_value(&record.config).map_err(|e| format!("config: {e}"))?;
+        if let Some((key, why)) = crate::json::unlike(&v["config"], &written, "config") {
+            return Err(format!("{key}: {why}"));
+        }
         record
             .config
             .validate()

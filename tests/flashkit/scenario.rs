@@ -2357,6 +2357,46 @@ fn a_saved_result_missing_a_config_key_is_refused_naming_it() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(&format!("{dotted}: missing")), "{err}");
     }
+    // A key given as null, or a table given as a list (which a reader
+    // fills by position, the rest defaulted), is as good as left out.
+    // The machine's first eight keys in the order they are declared.
+    let params = serde_json::json!([14, 8, 23, 28, 43, 4, 32, 100]);
+    for (name, edit, says) in [
+        (
+            "null",
+            serde_json::json!({"costs": {"cleanup_load": null}}),
+            "config.costs.cleanup_load: null, where a value is written",
+        ),
+        (
+            "list",
+            serde_json::json!({"params": params}),
+            "config.params: a list, where a table is written",
+        ),
+        (
+            "empty",
+            serde_json::json!({"params": []}),
+            "config.params: a list, where a table is written",
+        ),
+    ] {
+        let mut edited = v.clone();
+        for (k, x) in edit.as_object().unwrap() {
+            match x.as_object() {
+                // One entry of a table edited, the others kept.
+                Some(entries) => {
+                    for (e, y) in entries {
+                        edited["config"][k][e] = y.clone();
+                    }
+                }
+                None => edited["config"][k] = x.clone(),
+            }
+        }
+        let json = dir.join(format!("{name}.json"));
+        std::fs::write(&json, edited.to_string()).unwrap();
+        let (code, out, err) = flashkit(&["run", path(&json)]);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{name}: {err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

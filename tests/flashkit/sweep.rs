@@ -411,6 +411,20 @@ fn json_lines_carry_each_points_complete_scenario_and_its_result() {
         assert_eq!(again.json, r.result, "point {i}");
         assert!(r.result["total_cycles"].is_u64());
     }
+    // A line whose scenario gives a table as a list (read by position,
+    // the rest defaulted) or a key as null is refused, naming it.
+    let mut raw: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert!(Record::read(&raw).is_ok());
+    raw["config"]["machine"] = serde_json::json!([14, 8, 23, 28, 43, 4, 32, 22]);
+    let e = Record::read(&raw).unwrap_err();
+    assert_eq!(e, "config.machine: a list, where a table is written");
+    let mut raw: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    raw["config"]["costs"]["transfer"]["send_init"] = serde_json::Value::Null;
+    let e = Record::read(&raw).unwrap_err();
+    assert!(
+        e.starts_with("config.costs.transfer.send_init: null"),
+        "{e}"
+    );
     // The library writes the command's bytes, both formats.
     let records = p.run_records(2, |_, _| {}).unwrap();
     assert_eq!(jsonl(&records).unwrap(), out);
