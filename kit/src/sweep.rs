@@ -784,6 +784,25 @@ impl Plan {
                 error.path = "--vary".into();
                 error.line = None;
                 error.key = Some(a.key.clone());
+            } else if error.line.is_none() {
+                // A key no line of the file holds (its default), out of
+                // range only beside a value the sweep set (an issue width
+                // against the cycles varied): that value's.
+                let culprit = values.iter().rev().find_map(|(a, v)| {
+                    let mut alone = self.base.clone();
+                    set(&mut alone, &a.key, v.clone()).ok()?;
+                    scenario::parse_values(&src, alone).is_err().then_some(a)
+                });
+                if let (Some(a), Some(k)) = (culprit, error.key.take()) {
+                    let sep = if error.message.starts_with("must") {
+                        " "
+                    } else {
+                        ": "
+                    };
+                    error.message = format!("with it, {k}{sep}{}", error.message);
+                    error.path = "--vary".into();
+                    error.key = Some(a.key.clone());
+                }
             }
             SweepError::Point {
                 index,

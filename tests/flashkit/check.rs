@@ -562,6 +562,10 @@ fn a_bad_memory_maximum_is_refused_naming_the_flag() {
         assert_eq!(code, 2, "--max-bytes {bad}: {out}");
         assert!(err.contains("--max-bytes"), "--max-bytes {bad}: {err}");
     }
+    // A fraction of a unit is told as such, not as a wrong unit.
+    let (code, _, err) = flashkit(&["check", "coherence", "--max-bytes", "1.5G"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a whole number of units"), "{err}");
     for good in ["1M", "1MiB", "1MB", "1048576", "1024k"] {
         let (code, _, err) = flashkit(&[
             "check",

@@ -836,6 +836,26 @@ fn a_varied_value_out_of_range_is_named_as_the_command_lines() {
     );
 }
 
+/// A key the file leaves at its default, out of range only beside a value
+/// the sweep set (a task's instructions against its cycles varied down),
+/// is that value's: the error names the `--vary`, then the key it breaks.
+#[test]
+fn a_default_a_varied_value_breaks_is_named_as_the_varied_values() {
+    let (code, out, err) = flashkit(&[
+        "sweep",
+        "examples/transfer.toml",
+        "--vary",
+        "costs.transfer.send_init.cycles=1,2",
+        "--quiet",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err,
+        "error: point 0 (costs.transfer.send_init.cycles=1): --vary: costs.transfer.send_init.cycles: \
+         with it, costs.transfer.send_init.instrs must be at most 2 (issue width 2 x 1 cycles), got 10\n"
+    );
+}
+
 /// A key the experiment does not read would give rows that do not differ:
 /// the sweep refuses it before it runs anything, point by point (a key one
 /// platform reads and another does not is refused at the first point that
