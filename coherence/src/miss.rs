@@ -157,6 +157,18 @@ impl<'de> Deserialize<'de> for MissRun {
             if w.case != w.config.case {
                 return Err("case disagrees with the rest of the result".into());
             }
+            // The configuration as the run checks it: no run takes another.
+            let c = &w.config;
+            c.params
+                .validate()
+                .map_err(|e| format!("config.params.{e}"))?;
+            c.setup
+                .validate(c.case, &c.params)
+                .map_err(|e| format!("config.setup.{e}"))?;
+            c.coherence
+                .validate()
+                .and_then(|()| protocol::by_node_bits(&c.coherence))
+                .map_err(|e| format!("config.{e}"))?;
             // The word the case places is what the check expects: a saved
             // failure edited to pass would change it.
             let placed = expected_word(w.case);
@@ -164,6 +176,14 @@ impl<'de> Deserialize<'de> for MissRun {
                 return Err(format!(
                     "expected is {:#x}, where the {:?} case places {placed:#x}",
                     w.expected, w.case
+                ));
+            }
+            // A load that returned another word is a failed run, not a
+            // result (only a planted bug's run may give one).
+            if c.coherence.inject.is_none() && w.value != w.expected {
+                return Err(format!(
+                    "value is {:#x}, where the load of the {:?} case returns {:#x}",
+                    w.value, w.case, w.expected
                 ));
             }
             w.config

@@ -310,6 +310,16 @@ impl TryFrom<ReportWire> for CheckReport {
     type Error = String;
 
     fn try_from(w: ReportWire) -> Result<CheckReport, String> {
+        // The configuration as `run` checks it (its bounds among it).
+        w.config.validate().map_err(|e| format!("config.{e}"))?;
+        // A search holds at most its bound's states.
+        let most = w.config.max_states as u64;
+        if let Some((i, r)) = w.runs.iter().enumerate().find(|r| r.1.states > most) {
+            return Err(format!(
+                "runs[{i}].states is {}, more than config.max_states, {most}",
+                r.states
+            ));
+        }
         if w.runs.len() != w.config.searches.len() {
             return Err(format!(
                 "runs has {} reports for the {} searches of config.searches",

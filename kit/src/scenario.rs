@@ -2924,6 +2924,48 @@ fn only_path(v: &serde_json::Value, key: &str) -> Option<String> {
     }
 }
 
+/// Where in a saved configuration `config` (its JSON) the field a refusal
+/// names is held, as [`Saved::path_of`] says it.
+fn config_path(config: &serde_json::Value, field: &str) -> Option<String> {
+    let parts: Vec<&str> = field.split('.').collect();
+    let kept = match parts[..] {
+        ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
+            Some(format!("{sheet}.costs.{}", rest.join(".")))
+        }
+        // A transfer's chunk is its chunked handler's argument.
+        ["chunk"] => Some("handler.Chunked".into()),
+        _ => None,
+    };
+    kept.into_iter()
+        .chain((0..parts.len()).map(|i| parts[i..].join(".")))
+        .find_map(|k| only_path(config, &k))
+        .map(|p| format!("config.{p}"))
+}
+
+/// A result's refusal of its configuration's value (`config.entries must
+/// be ...`, the field as the check names it) placed where the saved JSON
+/// holds the value (`config.user.tlb.entries`), as a rerun's refusal is;
+/// any other refusal as it is.
+fn at_config_path(e: SavedError, config: &serde_json::Value) -> SavedError {
+    use serde::de::Error as _;
+    let SavedError::Bad { kind, field, error } = e else {
+        return e;
+    };
+    let msg = error.to_string();
+    let placed = (field.is_empty() || field == ".")
+        .then(|| msg.strip_prefix("config.")?.split_once(" must be "))
+        .flatten()
+        .and_then(|(name, rest)| Some((config_path(config, name)?, rest)));
+    match placed {
+        Some((at, rest)) => SavedError::Bad {
+            kind,
+            field: at,
+            error: serde_json::Error::custom(format!("must be {rest}")),
+        },
+        None => SavedError::Bad { kind, field, error },
+    }
+}
+
 /// A saved result's JSON as a `T`, or where in it and why not.
 fn read_as<T: serde::de::DeserializeOwned>(
     v: serde_json::Value,
@@ -2967,7 +3009,7 @@ impl Saved {
             .ok_or(SavedError::NotAResult)?
             .0;
         let config = m["config"].clone();
-        let saved = Saved::read_kind(v, kind)?;
+        let saved = Saved::read_kind(v, kind).map_err(|e| at_config_path(e, &config))?;
         // A key left out of the configuration, or given as `null` or as a
         // list for a table, would be read as its default or by position,
         // and the rerun would be of another configuration than the one
@@ -3053,20 +3095,7 @@ impl Saved {
     /// assert_eq!(saved.path_of("costs.os.change").as_deref(), Some("config.user.os.change"));
     /// ```
     pub fn path_of(&self, field: &str) -> Option<String> {
-        let json = self.json();
-        let parts: Vec<&str> = field.split('.').collect();
-        let kept = match parts[..] {
-            ["costs", sheet, ref rest @ ..] if !rest.is_empty() => {
-                Some(format!("{sheet}.costs.{}", rest.join(".")))
-            }
-            // A transfer's chunk is its chunked handler's argument.
-            ["chunk"] => Some("handler.Chunked".into()),
-            _ => None,
-        };
-        kept.into_iter()
-            .chain((0..parts.len()).map(|i| parts[i..].join(".")))
-            .find_map(|k| only_path(&json["config"], &k))
-            .map(|p| format!("config.{p}"))
+        config_path(&self.json()["config"], field)
     }
 
     /// The version of the kit that measured it.

@@ -738,9 +738,12 @@ impl PartialEq for Progress {
 
 impl Eq for Progress {}
 
-/// What a search found.
+/// What a search found. It reads back as it serializes, refusing what no
+/// search reports (a complete search that also found a violation or
+/// stopped at a bound, or reached no state; a path longer than the moves
+/// made), naming the field.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ReportWire")]
 pub struct Report {
     /// Distinct states reached (the initial one included).
     pub states: u64,
@@ -764,6 +767,71 @@ pub struct Report {
     pub violation: Option<String>,
     /// A shortest sequence of moves to the violation, one readable line each.
     pub trace: Vec<String>,
+}
+
+/// A [`Report`]'s JSON as read, before it is held to what a search gives.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportWire {
+    states: u64,
+    transitions: u64,
+    depth: u32,
+    complete: bool,
+    #[serde(default)]
+    limit: Option<Limit>,
+    symmetry: bool,
+    violations: u32,
+    violation: Option<String>,
+    trace: Vec<String>,
+}
+
+impl TryFrom<ReportWire> for Report {
+    type Error = String;
+
+    fn try_from(w: ReportWire) -> Result<Report, String> {
+        // A violation stops the search and a bound ends it unfinished
+        // (`fail` and the limits leave `complete` false); a finished
+        // search reached its initial state at least.
+        if w.complete {
+            if w.violations > 0 {
+                return Err(format!(
+                    "complete is true, but violations is {} (a violation stops the search)",
+                    w.violations
+                ));
+            }
+            if let Some(l) = w.limit {
+                return Err(format!(
+                    "complete is true, but limit is {:?} (a search stopped at {} is not complete)",
+                    l,
+                    l.name()
+                ));
+            }
+            if w.states == 0 {
+                return Err(
+                    "states is 0, but complete is true (a complete search reached its initial state)"
+                        .into(),
+                );
+            }
+        }
+        // Each step along the deepest shortest path is a move made.
+        if u64::from(w.depth) > w.transitions {
+            return Err(format!(
+                "depth is {}, more than the {} transitions made",
+                w.depth, w.transitions
+            ));
+        }
+        Ok(Report {
+            states: w.states,
+            transitions: w.transitions,
+            depth: w.depth,
+            complete: w.complete,
+            limit: w.limit,
+            symmetry: w.symmetry,
+            violations: w.violations,
+            violation: w.violation,
+            trace: w.trace,
+        })
+    }
 }
 
 /// The bound a search stopped at before it was complete.

@@ -478,6 +478,18 @@ impl<'de> Deserialize<'de> for PipelineRun {
             .validate()
             .map_err(|e| at("config.costs.", e))?;
         w.config.validate().map_err(|e| at("config.", e))?;
+        // The run stops at its budget: its end and the ledger's span lie
+        // within it, as a transfer's and a miss's do.
+        let params = MagicParams {
+            budget: w.config.budget,
+            ..pipeline_params()
+        };
+        for (k, x) in [
+            ("end_cycles", w.end_cycles),
+            ("occupancy_cycles", w.occupancy_cycles),
+        ] {
+            params.within_budget(k, x).map_err(D::Error::custom)?;
+        }
         if w.completion > w.end_cycles {
             return Err(D::Error::custom(format!(
                 "completion is cycle {}, after the run's end at cycle {}",

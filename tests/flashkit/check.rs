@@ -657,3 +657,40 @@ fn the_bug_list_follows_the_format_and_each_bug_acts_where_it_is_planted() {
         assert_eq!(v["violations"], 1, "{t}: {v}");
     }
 }
+
+/// A saved check's bounds are ones a check takes, each search holds at
+/// most their states, and a search's report is one a search gives: else
+/// it is refused on reading, naming the field.
+#[test]
+fn a_saved_check_no_search_gives_is_refused_naming_the_field() {
+    use flashkit::check::CheckReport;
+    let (code, v, err) = check("transfer", &["--lines", "2", "--receives", "1"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(serde_json::from_value::<CheckReport>(v.clone()).is_ok());
+    let refused = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut w = v.clone();
+        edit(&mut w);
+        serde_json::from_value::<CheckReport>(w)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&|w| w["config"]["max_states"] = 0.into());
+    assert!(e.starts_with("config.max_states must be "), "{e}");
+    let e = refused(&|w| w["config"]["max_states"] = 10.into());
+    assert!(e.starts_with("runs[0].states is "), "{e}");
+    assert!(e.ends_with("more than config.max_states, 10"), "{e}");
+    let e = refused(&|w| {
+        w["runs"][0]["violations"] = 1.into();
+        w["runs"][0]["violation"] = "x".into();
+    });
+    assert!(
+        e.starts_with("complete is true, but violations is 1"),
+        "{e}"
+    );
+    let e = refused(&|w| w["runs"][0]["limit"] = "states".into());
+    assert!(
+        e.starts_with("complete is true, but limit is States"),
+        "{e}"
+    );
+}

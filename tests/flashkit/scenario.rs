@@ -2228,7 +2228,13 @@ fn a_saved_study_check_or_budgeted_pipeline_runs_its_configuration_again() {
             make: &["run", "{toml}"],
             code: 0,
             holds: ("/config/budget", json!(5_000_000)),
-            edits: &[("/config/budget", "100", 1, "cycle budget of 100 cycles")],
+            // A run ends within its budget: one past it is no run's.
+            edits: &[(
+                "/config/budget",
+                "100",
+                2,
+                "end_cycles is 2640, past the run's budget of 100 cycles",
+            )],
         },
     ];
     let dir = scratch("rerun-table");
@@ -2776,12 +2782,12 @@ fn an_edited_saved_result_is_refused_at_its_path() {
             serde_json::json!("Interleaved"),
             "config.coherence.placement: must be NodeBits: the experiment homes its lines by their address, got Interleaved",
         ),
-        // A figure that repeats one of the configuration names both.
+        // A configuration no run takes is refused before its figures.
         (
             &["transfer", "--format", "json"],
             "/config/bytes",
             serde_json::json!(0),
-            "bytes (a repeat of config.bytes) disagrees with the rest of the result",
+            "config.bytes: must be from 1 to 1048576, got 0",
         ),
         (
             &["miss", "--case", "remote-clean", "--format", "json"],

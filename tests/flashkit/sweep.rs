@@ -209,7 +209,7 @@ fn a_bad_part_of_an_entry_is_one_line_naming_the_key() {
         ),
         (
             "costs.transfer.send_init.cycles=1",
-            "costs.transfer.send_init.instrs: must be at most 2",
+            "with it, costs.transfer.send_init.instrs must be at most 2",
         ),
     ] {
         let (code, out, err) =

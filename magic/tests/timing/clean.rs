@@ -1052,3 +1052,41 @@ fn a_post_longer_than_a_packet_is_refused() {
     let r = m.run();
     assert!(r.is_clean() && m.now() == Cycles(0), "{r:?}");
 }
+
+/// A search's report reads back as it was written; one no search gives (a
+/// complete search that found a violation, stopped at a bound or reached
+/// no state; a path longer than the moves made) is refused, naming the
+/// field.
+#[test]
+fn a_search_report_no_search_gives_is_refused_naming_the_field() {
+    use magic::check::{Bounds, Checker, Report};
+    let r = Checker::new(|| Ok(machine(2)))
+        .run(Bounds::default())
+        .unwrap();
+    assert!(r.complete && r.states > 0 && r.violations == 0, "{r:?}");
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(serde_json::from_value::<Report>(j.clone()).unwrap(), r);
+    let refused = |k: &str, x: serde_json::Value| {
+        let mut v = j.clone();
+        v[k] = x;
+        serde_json::from_value::<Report>(v).unwrap_err().to_string()
+    };
+    let e = refused("violations", 1.into());
+    assert!(
+        e.starts_with("complete is true, but violations is 1"),
+        "{e}"
+    );
+    let e = refused("limit", "states".into());
+    assert!(
+        e.starts_with("complete is true, but limit is States"),
+        "{e}"
+    );
+    let e = refused("states", 0.into());
+    assert!(e.starts_with("states is 0, but complete is true"), "{e}");
+    let deep = r.transitions + 1;
+    let e = refused("depth", deep.into());
+    assert!(
+        e.starts_with(&format!("depth is {deep}, more than the ")),
+        "{e}"
+    );
+}

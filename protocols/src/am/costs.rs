@@ -173,6 +173,19 @@ impl<'de> Deserialize<'de> for FeatureCosts {
                 w.out_of_order
             )));
         }
+        // Acknowledgements only where the network may lose a packet: one
+        // for a finite message, one a packet for a stream.
+        let acks = match (c.protocol, c.network) {
+            (Delivery::Single, _) | (_, Network::Ordered) => 0,
+            (Delivery::Finite, Network::Cm5) => 1,
+            (Delivery::Indefinite, Network::Cm5) => packets,
+        };
+        if w.acks > acks {
+            return Err(D::Error::custom(format!(
+                "acks is {}, more than the {acks} a {:?} message on the {:?} network sends",
+                w.acks, c.protocol, c.network
+            )));
+        }
         let total = total(&w.features).ok_or_else(|| {
             D::Error::custom("features sum past 18446744073709551615 instructions")
         })?;

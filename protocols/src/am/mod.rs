@@ -417,7 +417,9 @@ impl Budget {
         // 10^-11 s, not twenty digits (`exact`: the budget as set; a time
         // the run reached, to the microsecond).
         let shown = |t: Time, exact: bool| match secs(t) {
-            s if s != 0.0 && s < 1e-6 => format!("{s:.3e} s"),
+            // No time at all is 0, not a rounded 0.000000.
+            0.0 => "0 s".to_string(),
+            s if s < 1e-6 => format!("{s:.3e} s"),
             s if exact => format!("{s} s"),
             s => format!("{s:.6} s"),
         };

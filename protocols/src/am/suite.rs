@@ -590,6 +590,8 @@ impl<'de> Deserialize<'de> for LogpResult {
         use serde::de::Error as _;
         let (version, config, rest) =
             carried(serde_json::Value::deserialize(d)?).map_err(D::Error::custom)?;
+        // The platform as the measurement checks it: no run takes another.
+        platform_config(&config, LOGP_LEAST_NODES, "config.").map_err(D::Error::custom)?;
         // Where in the figures a value is wrong, as a dotted path
         // (`counts.ring: repeats ...`); nothing for the figures as a whole.
         let logp: LogP =
@@ -654,6 +656,15 @@ pub fn logp_config(c: &PlatformConfig) -> Result<LogpResult, Error> {
         config: c.clone(),
         logp: logp(p.as_ref())?,
     })
+}
+
+/// A saved run's platform `c`, checked as its run checks it (from `least`
+/// nodes, then every value the platform takes), naming the field after
+/// `at`, where the result holds it.
+fn platform_config(c: &PlatformConfig, least: u32, at: &str) -> Result<(), String> {
+    check_nodes(c, least)
+        .and_then(|()| c.build().map(drop))
+        .map_err(|e| format!("{at}{e}"))
 }
 
 /// `Err` naming `nodes` unless the platform `c` describes has from
@@ -1152,6 +1163,9 @@ fn tab(benchmark: &str, cols: &[(&str, Option<&str>)], rows: Vec<Vec<Cell>>) -> 
     }
 }
 
+/// The operations benchmark's table.
+const OPERATIONS: &str = "operations (one round trip)";
+
 /// The fit tables, each after the curve table it fits: (curve, fit).
 const FITS: [(&str, &str); 2] = [("array-transfer", ARRAY_FIT), ("bandwidth", BANDWIDTH_FIT)];
 
@@ -1359,7 +1373,7 @@ pub fn table(p: &dyn Platform, name: &str) -> Result<Vec<Table>, Error> {
                 })
                 .collect();
             vec![tab(
-                "operations (one round trip)",
+                OPERATIONS,
                 &[
                     ("node", NODE),
                     ("operation", NONE),
@@ -1434,11 +1448,26 @@ impl Serialize for SuiteResult {
 
 impl<'de> Deserialize<'de> for SuiteResult {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
         let w = SuiteWire::deserialize(d)?;
+        // The run as `run` checks it, and the tables it makes, in order.
+        let names = suite_tables(&w.config).map_err(D::Error::custom)?;
+        let given: Vec<&str> = w.tables.iter().map(|t| t.benchmark.as_str()).collect();
+        if let Some(i) = (0..names.len().max(given.len())).find(|&i| names.get(i) != given.get(i)) {
+            let want = names
+                .get(i)
+                .map_or("none".to_string(), |n| format!("{n:?}"));
+            let got = given
+                .get(i)
+                .map_or("none".to_string(), |n| format!("{n:?}"));
+            return Err(D::Error::custom(format!(
+                "tables[{i}].benchmark is {got}, where the config's run makes {want}"
+            )));
+        }
         Ok(SuiteResult {
             version: w.version,
             config: w.config,
-            tables: read_tables(w.tables).map_err(serde::de::Error::custom)?,
+            tables: read_tables(w.tables).map_err(D::Error::custom)?,
         })
     }
 }
@@ -1450,6 +1479,54 @@ impl std::fmt::Display for SuiteResult {
         }
         Ok(())
     }
+}
+
+/// The benchmarks a suite run of `c` runs, in order, as [`run`] lists
+/// them: its one benchmark, or all (and on CMAML the interrupt load).
+fn suite_benchmarks(c: &SuiteConfig) -> Vec<&str> {
+    let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
+    match &c.benchmark {
+        Some(b) => vec![b.as_str()],
+        None => BENCHMARKS
+            .iter()
+            .copied()
+            .chain(cmaml.then_some("interrupt"))
+            .collect(),
+    }
+}
+
+/// The names of the tables benchmark `name` makes, in order: its own, and
+/// the fit after a curve that has one.
+fn tables_of(name: &str) -> Vec<&str> {
+    match name {
+        "operations" => vec![OPERATIONS],
+        _ => std::iter::once(name)
+            .chain(FITS.iter().filter(|f| f.0 == name).map(|f| f.1))
+            .collect(),
+    }
+}
+
+/// The tables a saved suite run of `c` holds, in order, once its
+/// configuration is one [`run`] takes (naming the field under `config`).
+fn suite_tables(c: &SuiteConfig) -> Result<Vec<&str>, String> {
+    let least = least_nodes(c.benchmark.as_deref());
+    platform_config(&c.platform, least, "config.platform.")?;
+    let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
+    if let Some(b) = c.benchmark.as_deref() {
+        if b == "interrupt" && !cmaml {
+            return Err(format!("config.benchmark: {INTERRUPT_IS_CMAMLS}"));
+        }
+        if b != "interrupt" && !BENCHMARKS.contains(&b) {
+            return Err(format!(
+                "config.benchmark is {b:?}, none of {}",
+                BENCHMARKS.join(", ")
+            ));
+        }
+    }
+    Ok(suite_benchmarks(c)
+        .into_iter()
+        .flat_map(tables_of)
+        .collect())
 }
 
 /// The fewest nodes `benchmark` runs on (the whole suite's, `None`): three
@@ -1483,16 +1560,8 @@ pub fn run(c: &SuiteConfig) -> Result<SuiteResult, Error> {
     }
     let plat = c.platform.build()?;
     let cmaml = matches!(c.platform, PlatformConfig::Cm5Cmaml { .. });
-    let names: Vec<&str> = match &c.benchmark {
-        Some(b) => vec![b.as_str()],
-        None => BENCHMARKS
-            .iter()
-            .copied()
-            .chain(cmaml.then_some("interrupt"))
-            .collect(),
-    };
     let mut tables = Vec::new();
-    for n in names {
+    for n in suite_benchmarks(c) {
         if n != "interrupt" {
             tables.extend(table(plat.as_ref(), n)?);
             continue;
@@ -1618,11 +1687,20 @@ fn check_bytes(bytes: u32) -> Result<(), Error> {
 #[serde(deny_unknown_fields)]
 pub struct Bulk {
     /// Start-up time, the fit's constant c (microseconds).
+    #[serde(deserialize_with = "nan_or_f64")]
     pub startup_us: f64,
     /// Asymptotic bandwidth, the fit's B (MB/s).
+    #[serde(deserialize_with = "nan_or_f64")]
     pub bandwidth_mb_s: f64,
     /// The size at which half the asymptotic bandwidth is reached (c * B).
+    #[serde(deserialize_with = "nan_or_f64")]
     pub n_half_bytes: f64,
+}
+
+/// A fit's figure as JSON holds it: a number, or `null` for the NaN a fit
+/// the points do not define gives (JSON has no NaN, and writes it `null`).
+fn nan_or_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The least-squares fit of T(x) = c + x / B over (bytes, microseconds)
@@ -1631,12 +1709,17 @@ pub struct Bulk {
 /// A line that starts below zero is none a transfer makes (a call that
 /// returns before its data moves is flat at small sizes, then steeper
 /// than the link): every figure is then NaN too, for its slope is no
-/// bandwidth either.
+/// bandwidth either. A flat or falling line defines no bandwidth: its
+/// bandwidth and n1/2 are NaN, its start-up the line's constant.
 ///
 /// ```
 /// use protocols::am::suite::fit;
 /// let b = fit(&[(0.0, 1.0), (100.0, 2.0)]);
 /// assert_eq!((b.startup_us, b.bandwidth_mb_s, b.n_half_bytes), (1.0, 100.0, 100.0));
+/// let flat = fit(&[(100.0, 5.0), (200.0, 5.0)]);
+/// assert!(flat.bandwidth_mb_s.is_nan() && flat.n_half_bytes.is_nan());
+/// let falling = fit(&[(100.0, 5.0), (200.0, 4.0), (300.0, 3.0)]);
+/// assert!(falling.bandwidth_mb_s.is_nan() && falling.n_half_bytes.is_nan());
 /// let flat_then_steep = fit(&[(100.0, 5.0), (200.0, 5.0), (300.0, 5.0), (400.0, 40.0)]);
 /// assert!(flat_then_steep.startup_us.is_nan() && flat_then_steep.n_half_bytes.is_nan());
 /// assert!(flat_then_steep.bandwidth_mb_s.is_nan());
@@ -1652,7 +1735,10 @@ pub fn fit(points: &[(f64, f64)]) -> Bulk {
     });
     let slope = sxy / sxx; // microseconds per byte
     let c = my - slope * mx;
-    let b = 1.0 / slope; // bytes per microsecond = MB/s
+    // Bytes per microsecond = MB/s. A flat or falling line takes no longer
+    // for more bytes: its slope is no bandwidth (1/0 is no figure, and a
+    // negative one would look like one).
+    let b = if slope > 0.0 { 1.0 / slope } else { f64::NAN };
     let (c, b) = if c < 0.0 {
         (f64::NAN, f64::NAN)
     } else {

@@ -958,6 +958,13 @@ impl Outcome {
 
     /// The outcome its counts make: the derived figures computed from them.
     fn from_counts(w: Wire) -> Result<Outcome, String> {
+        // A configuration no run takes gives no result (and the counts
+        // below are read against it).
+        w.config
+            .params
+            .validate()
+            .map_err(|e| format!("config.params.{e}"))?;
+        w.config.validate().map_err(|e| format!("config.{e}"))?;
         let stages = w.stages();
         let c = w.config;
         let p = stages.per_line(w.lines, c.direction, line_wire(&c.params));
@@ -1058,6 +1065,25 @@ impl Outcome {
         ];
         if let Some((k, x)) = within.into_iter().find(|x| x.1 > total) {
             return Err(format!("{k} is {x}, more than the {total} total_cycles"));
+        }
+        // A stage's handlers run on one PP and the link is one link, each
+        // within the run; the landing span lies within it too.
+        let stage = [
+            ("sender_busy_cycles", w.sender_busy_cycles),
+            ("receiver_busy_cycles", w.receiver_busy_cycles),
+            ("network_busy_cycles", w.network_busy_cycles),
+            ("landing_cycles", w.landing_cycles.unwrap_or(0)),
+        ];
+        if let Some((k, x)) = stage.into_iter().find(|x| x.1 > total) {
+            return Err(format!("{k} is {x}, more than the {total} total_cycles"));
+        }
+        // The receiver counts the components the stream is cut into.
+        let lines = components(&o.config);
+        if w.lines != lines {
+            return Err(format!(
+                "lines is {}, but {} bytes at the config's offsets, sends and receives come in {lines}",
+                w.lines, o.config.bytes
+            ));
         }
         let most = total.saturating_mul(nodes as u64);
         let a = w.coherence_actions;
@@ -1482,6 +1508,32 @@ fn receive_layout(c: &Config) -> Vec<(u64, u64)> {
         va += n + if c.receives > 1 { LINE + 64 } else { 0 };
     }
     v
+}
+
+/// The components a stream of `c` comes in, which its receiver counts as
+/// the run's lines: the sends cut where the sender cuts them
+/// ([`super::sender::cut`]), at each destination line's end and each
+/// send's and receive's. Only for a configuration `validate` has passed
+/// (every send and receive at least a byte).
+fn components(c: &Config) -> u64 {
+    let sends = split(c.bytes, c.sends);
+    let spaces = receive_layout(c);
+    let (mut i, mut j, mut sent, mut used, mut n) = (0, 0, 0, 0, 0u64);
+    while let (Some(&len), Some(&(va, room))) = (sends.get(i), spaces.get(j)) {
+        let k = super::sender::cut(va % LINE + used, len - sent, room - used);
+        if k == 0 {
+            break;
+        }
+        n += 1;
+        (sent, used) = (sent + k, used + k);
+        if sent == len {
+            (i, sent) = (i + 1, 0);
+        }
+        if used == room {
+            (j, used) = (j + 1, 0);
+        }
+    }
+    n
 }
 
 /// `bytes` in `parts` sizes that differ by at most one, none empty (a

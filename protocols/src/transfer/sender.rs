@@ -160,6 +160,14 @@ struct Comp {
     shift: u64,
 }
 
+/// The bytes of the next component: up to the end of the destination line
+/// its first byte lands in (at `dv` within its receive's lines), and within
+/// what is left of the front send and of the front space. The one place a
+/// stream is cut, which a saved result's line count is held to.
+pub(super) fn cut(dv: u64, send_left: u64, space_left: u64) -> u64 {
+    (LINE - dv % LINE).min(send_left).min(space_left)
+}
+
 fn next_component(s: &XferNode) -> Option<Comp> {
     let send = s.out.sends.front()?;
     let r = s.out.space.front()?;
@@ -167,7 +175,7 @@ fn next_component(s: &XferNode) -> Option<Comp> {
     let dv = r.align + r.used;
     let dp = dv % LINE;
     let sv = send.span.va + so;
-    let n = (LINE - dp).min(send.span.len - so).min(r.len - r.used);
+    let n = cut(dv, send.span.len - so, r.len - r.used);
     Some(Comp {
         so: so as i64,
         n,

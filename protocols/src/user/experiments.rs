@@ -151,6 +151,9 @@ impl<'de> Deserialize<'de> for FetchOpResult {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = FetchOpWire::deserialize(d)?;
         let read = || -> Result<FetchOpResult, String> {
+            // The configuration as the run checks it: no run takes another.
+            user_config(&w.config.params, &w.config.user)?;
+            check_fetch_op(w.config.target, &w.config.params).map_err(|e| format!("config.{e}"))?;
             if w.startup_cycles > w.latency_cycles {
                 return Err(format!(
                     "startup_cycles is {}, more than the {} latency_cycles it is part of",
@@ -211,6 +214,16 @@ pub struct FetchOpRun {
     pub new: u64,
     /// The machine after the run.
     pub machine: Magic<UserNode>,
+}
+
+/// A saved user-layer run's machine and user parameters, checked as its
+/// run checks them, naming the field under `config`.
+fn user_config(params: &MagicParams, user: &UserParams) -> Result<(), String> {
+    params
+        .validate()
+        .map_err(|e| format!("config.params.{e}"))?;
+    user.validate_on(params.pp_issue_width)
+        .map_err(|e| format!("config.user.{e}"))
 }
 
 /// The nodes of a fetch-and-add's machine: the target's and node 0, at
@@ -451,6 +464,24 @@ impl TryFrom<RemapWire> for RemapResult {
     fn try_from(w: RemapWire) -> Result<RemapResult, String> {
         if w.technique != w.config.technique {
             return Err("technique disagrees with the rest of the result".into());
+        }
+        user_config(&w.config.params, &w.config.user)?;
+        check_remap(&w.config.params).map_err(|e| format!("config.{e}"))?;
+        // Only a send by virtual address looks pages up in the TLB: once
+        // for each page it moves, and once again for each stale use it
+        // translates anew; a miss raises an interrupt for its translation.
+        let lookups = PAGES.saturating_add(w.stale_uses_detected);
+        if w.tlb_hits > lookups {
+            return Err(format!(
+                "tlb_hits is {}, more than the {PAGES} pages moved and the {} stale_uses_detected look up",
+                w.tlb_hits, w.stale_uses_detected
+            ));
+        }
+        if w.tlb_misses > w.processor_interrupts {
+            return Err(format!(
+                "tlb_misses is {}, more than the {} processor_interrupts they raise",
+                w.tlb_misses, w.processor_interrupts
+            ));
         }
         // Within what the run took: its total within its budget, the OS's
         // wait within its total.

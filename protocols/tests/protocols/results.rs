@@ -1110,27 +1110,28 @@ fn an_am_results_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     }
 }
 
-/// A saved result whose configuration no run could have had (a field out
-/// of its range) reads back as the data it is, without a panic, and its
-/// configuration is refused when run again, naming the field (the kit
-/// names its place in the JSON).
+/// A saved result whose configuration no run takes is refused on reading,
+/// naming the field where the result holds it, as its run refuses it.
 #[test]
-fn a_result_whose_config_is_out_of_range_reads_and_is_refused_when_run() {
+fn a_result_whose_config_is_out_of_range_is_refused_on_reading_naming_the_field() {
     use protocols::am::config::PlatformConfig;
     use protocols::am::suite::{logp_config, LogpResult};
     use protocols::user::experiments::{fetch_op, fetch_op_config, FetchOpResult};
-    fn edited<T: serde::Serialize + serde::de::DeserializeOwned>(
+    fn refused<T: serde::Serialize + serde::de::DeserializeOwned>(
         r: &T,
         path: &[&str],
         to: Value,
-    ) -> T {
+    ) -> String {
         let mut v = serde_json::to_value(r).unwrap();
         let mut at = &mut v;
         for p in path {
             at = at.get_mut(*p).unwrap_or_else(|| panic!("{path:?}"));
         }
         *at = to;
-        serde_json::from_value::<T>(v).unwrap_or_else(|e| panic!("{path:?}: {e}"))
+        match serde_json::from_value::<T>(v) {
+            Ok(_) => panic!("{path:?}: read back"),
+            Err(e) => e.to_string(),
+        }
     }
     let f = fetch_op(1, magic::MagicParams::default()).unwrap().result();
     for (path, to) in [
@@ -1139,37 +1140,49 @@ fn a_result_whose_config_is_out_of_range_reads_and_is_refused_when_run() {
         (&["config", "params", "pi_out"], Value::from(u64::MAX)),
         (&["config", "params", "data_buffers"], Value::from(0)),
     ] {
-        let r = edited::<FetchOpResult>(&f, path, to);
-        let e = fetch_op_config(&r.config).err().unwrap().to_string();
-        assert!(e.contains(path.last().unwrap()), "{e}");
+        let e = refused::<FetchOpResult>(&f, path, to.clone());
+        assert!(
+            e.starts_with(&format!("{} must be ", path.join("."))),
+            "{e}"
+        );
+        // The run refuses it too, naming the same field.
+        let mut c = f.config.clone();
+        match path.last() {
+            Some(&"target") => c.target = to.as_u64().unwrap() as u32,
+            Some(&"pi_out") => c.params.pi_out = magic::Cycles(u64::MAX),
+            _ => c.params.data_buffers = 0,
+        }
+        let run = fetch_op_config(&c).err().unwrap().to_string();
+        assert!(run.contains(path.last().unwrap()), "{run}");
     }
     let m = coherence::miss::run_config(&miss_config(coherence::miss::Case::RemoteDirty)).unwrap();
     for (path, to) in [
         (&["config", "setup", "offset"][..], Value::from(u64::MAX)),
+        (&["config", "setup", "offset"], Value::from(1u64 << 62)),
+        (&["config", "setup", "owner"], Value::from(0)),
         (&["config", "params", "swq_capacity"], Value::from(u64::MAX)),
     ] {
-        let r = edited::<coherence::miss::MissRun>(&m, path, to);
-        let e = coherence::miss::run_config(&r.config)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains(path.last().unwrap()), "{e}");
+        let e = refused::<coherence::miss::MissRun>(&m, path, to);
+        assert!(
+            e.starts_with(&format!("{} must be ", path.join("."))),
+            "{e}"
+        );
     }
     let s = coherence::sharing::run_config(&coherence::sharing::Config::default()).unwrap();
-    let r = edited::<coherence::sharing::SharingRun>(
+    let e = refused::<coherence::sharing::SharingRun>(
         &s,
         &["config", "params", "mem_bytes"],
         Value::from(u64::MAX),
     );
-    let e = coherence::sharing::run_config(&r.config)
+    assert!(e.starts_with("config.params.mem_bytes must be "), "{e}");
+    let l = logp_config(&PlatformConfig::sp(3)).unwrap();
+    let e = refused::<LogpResult>(&l, &["config", "nodes"], Value::from(2));
+    assert!(e.starts_with("config.nodes must be "), "{e}");
+    let run = logp_config(&PlatformConfig::sp(2))
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("mem_bytes"), "{e}");
-    let l = logp_config(&PlatformConfig::sp(3)).unwrap();
-    let r = edited::<LogpResult>(&l, &["config", "nodes"], Value::from(2));
-    let e = logp_config(&r.config).err().unwrap().to_string();
-    assert!(e.contains("nodes"), "{e}");
+    assert!(run.starts_with("nodes must be "), "{run}");
 }
 
 /// The pipeline's handlers take any message of theirs a protocol author
@@ -1275,4 +1288,341 @@ fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
         e,
         "old and new are 7 and 42, where the fetch-and-add finds 40 and adds 2"
     );
+}
+
+/// A transfer's JSON is read against its configuration: one no run takes is
+/// refused as the run refuses it, named under `config`; its lines are the
+/// components its bytes, offsets, sends and receives are cut into, and its
+/// stages' counts lie within the run.
+#[test]
+fn a_transfers_json_is_held_to_its_config_its_lines_and_its_span() {
+    let o = run(&Config::default()).unwrap();
+    let j = o.json();
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<Outcome>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    for (edit, says) in [
+        (
+            &(|v: &mut Value| {
+                v["config"]["bytes"] = 0.into();
+                v["bytes"] = 0.into();
+            }) as &dyn Fn(&mut Value),
+            "config.bytes must be from 1 to 1048576, got 0",
+        ),
+        (
+            &|v: &mut Value| v["config"]["params"]["data_buffers"] = 0.into(),
+            "config.params.data_buffers must be ",
+        ),
+        (
+            &|v: &mut Value| v["config"]["params"]["mem_first_dword"] = 1_000_000_000_000u64.into(),
+            "config.params.mem_first_dword must be ",
+        ),
+        (
+            &|v: &mut Value| v["config"]["handler"] = serde_json::json!({"Chunked": 0}),
+            "config.chunk must be from 1 to the data-buffer pool",
+        ),
+        (
+            &|v: &mut Value| v["config"]["sends"] = 0.into(),
+            "config.sends must be from 1 to ",
+        ),
+        (
+            &|v: &mut Value| v["lines"] = 0.into(),
+            "lines is 0, but 4096 bytes at the config's offsets, sends and receives come in 32",
+        ),
+        (
+            &|v: &mut Value| v["lines"] = 1_000_000_000u64.into(),
+            "lines is 1000000000, but ",
+        ),
+        (
+            &|v: &mut Value| v["network_busy_cycles"] = 10_000_000_000u64.into(),
+            "network_busy_cycles is 10000000000, more than the ",
+        ),
+        (
+            &|v: &mut Value| v["sender_busy_cycles"] = 1_000_000_000u64.into(),
+            "sender_busy_cycles is 1000000000, more than the ",
+        ),
+        (
+            &|v: &mut Value| v["landing_cycles"] = 10_000_000_000u64.into(),
+            "landing_cycles is 10000000000, more than the ",
+        ),
+    ] {
+        let e = refused(edit);
+        assert!(e.starts_with(says), "{e}, not {says}");
+    }
+    // Lines cut at the destination's line ends, and at every send's and
+    // receive's: each shape reads back equal.
+    for c in [
+        Config {
+            bytes: 1000,
+            src_offset: 5,
+            dst_offset: 77,
+            sends: 3,
+            receives: 5,
+            ..Config::default()
+        },
+        Config {
+            bytes: 300,
+            dst_offset: 100,
+            sends: 7,
+            ..Config::default()
+        },
+        Config {
+            direction: Direction::Bi,
+            bytes: 129,
+            src_offset: 127,
+            ..Config::default()
+        },
+    ] {
+        let o = run(&c).unwrap();
+        let back: Outcome = serde_json::from_value(o.json()).unwrap();
+        assert_eq!(back, o, "{c:?}");
+    }
+}
+
+/// A miss whose load returned another word than its case places is a
+/// failed run: read back, it is refused, naming `value`.
+#[test]
+fn a_saved_miss_whose_load_returned_another_word_is_refused() {
+    use coherence::miss::{self, Case, MissRun};
+    let r = miss::run_config(&miss_config(Case::RemoteDirty)).unwrap();
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["value"] = 0.into();
+    let e = serde_json::from_value::<MissRun>(v)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "value is 0x0, where the load of the RemoteDirty case returns 0x7777777777777777"
+    );
+}
+
+/// A remap's TLB counts are within what its send looks up: a lookup a page
+/// moved and one again a stale use, a miss an interrupt each.
+#[test]
+fn a_saved_remaps_tlb_counts_are_held_to_its_lookups() {
+    use protocols::user::experiments::{remap_config, RemapConfig, RemapResult, Technique, PAGES};
+    let (r, _) = remap_config(&RemapConfig {
+        technique: Technique::Tlb,
+        ..RemapConfig::default()
+    })
+    .unwrap();
+    assert!(r.tlb_hits > 0, "{r:?}");
+    let j = serde_json::to_value(&r).unwrap();
+    let refused = |k: &str, x: u64| {
+        let mut v = j.clone();
+        v[k] = x.into();
+        serde_json::from_value::<RemapResult>(v)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused("tlb_hits", 1_000_000_000_000_000_000);
+    assert!(
+        e.starts_with(&format!(
+            "tlb_hits is 1000000000000000000, more than the {PAGES} pages moved"
+        )),
+        "{e}"
+    );
+    let e = refused("tlb_misses", r.processor_interrupts + 1);
+    assert!(e.starts_with("tlb_misses is "), "{e}");
+    let mut v = j.clone();
+    v["config"]["params"]["mem_bytes"] = 256.into();
+    let e = serde_json::from_value::<RemapResult>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("config.mem_bytes"), "{e}");
+}
+
+/// A sharing run's configuration is one its run takes, and its hints are
+/// at most one an evicting reader.
+#[test]
+fn a_saved_sharing_runs_config_and_hints_are_held_to_its_run() {
+    use coherence::sharing::{self, Config, SharingRun};
+    let r = sharing::run_config(&Config::default()).unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let mut v = j.clone();
+    let over = r.sharing.readers + 1;
+    v["evicting"] = over.into();
+    v["config"]["sharing"]["evicting"] = over.into();
+    let e = serde_json::from_value::<SharingRun>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("config.sharing.evicting must be "), "{e}");
+    let mut v = j.clone();
+    v["hints"] = 1_000_000_000_000u64.into();
+    v["per_hint"] = (r.hint_cycles as f64 / 1e12).into();
+    let e = serde_json::from_value::<SharingRun>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("hints is 1000000000000, more than the "),
+        "{e}"
+    );
+}
+
+/// A pipeline's end and its ledger's span lie within its budget.
+#[test]
+fn a_saved_pipelines_end_is_within_its_budget() {
+    use protocols::pipeline::{self, Pattern, PipelineConfig, PipelineRun};
+    let r = pipeline::run(&PipelineConfig {
+        nodes: 4,
+        msgs: 2,
+        pattern: Pattern::Ring,
+        costs: Default::default(),
+        budget: magic::params::DEFAULT_BUDGET,
+    })
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    for k in ["end_cycles", "occupancy_cycles"] {
+        let mut v = j.clone();
+        v[k] = 1_000_000_000_000_000u64.into();
+        let e = serde_json::from_value::<PipelineRun>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{k} is 1000000000000000, past the run's budget")),
+            "{e}"
+        );
+    }
+}
+
+/// A suite run's tables are those its configuration makes, in order, and
+/// its configuration one `run` takes; a whole suite (the interrupt load,
+/// the fits and the operations among it) reads back equal.
+#[test]
+fn a_saved_suites_tables_are_its_configs_in_order() {
+    use protocols::am::config::PlatformConfig;
+    use protocols::am::suite::{self, SuiteConfig, SuiteResult};
+    let ring = suite::run(&SuiteConfig {
+        platform: PlatformConfig::cm5(3),
+        benchmark: Some("ring".into()),
+    })
+    .unwrap();
+    let j = serde_json::to_value(&ring).unwrap();
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut v = j.clone();
+        edit(&mut v);
+        serde_json::from_value::<SuiteResult>(v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    for (e, says) in [
+        (
+            refused(&|v| v["tables"] = serde_json::json!([])),
+            r#"tables[0].benchmark is none, where the config's run makes "ring""#,
+        ),
+        (
+            refused(&|v| v["tables"][0]["benchmark"] = "not-a-benchmark".into()),
+            r#"tables[0].benchmark is "not-a-benchmark", where the config's run makes "ring""#,
+        ),
+        (
+            refused(&|v| v["config"]["benchmark"] = "swap".into()),
+            r#"tables[0].benchmark is "ring", where the config's run makes "swap""#,
+        ),
+        (
+            refused(&|v| v["config"]["benchmark"] = "nonsense".into()),
+            r#"config.benchmark is "nonsense", none of one-to-one"#,
+        ),
+        (
+            refused(&|v| v["config"]["benchmark"] = "interrupt".into()),
+            "config.benchmark: interrupt-driven reception is CMAML's",
+        ),
+        (
+            refused(&|v| v["config"]["platform"]["nodes"] = 1.into()),
+            "config.platform.nodes must be ",
+        ),
+    ] {
+        assert!(e.starts_with(says), "{e}, not {says}");
+    }
+    let whole = suite::run(&SuiteConfig {
+        platform: PlatformConfig::cm5_cmaml(3),
+        benchmark: None,
+    })
+    .unwrap();
+    let back: SuiteResult = serde_json::from_value(serde_json::to_value(&whole).unwrap()).unwrap();
+    assert_eq!(back, whole);
+}
+
+/// A flat or falling curve defines no bandwidth: the fit's bandwidth and
+/// n1/2 are NaN, never infinite or negative; a LogP result with such a fit
+/// writes them `null` and reads that back.
+#[test]
+fn a_flat_or_falling_curve_fits_no_bandwidth_and_its_logp_reads_back() {
+    use protocols::am::config::PlatformConfig;
+    use protocols::am::suite::{fit, logp_config, LogP, LogpCounts, LogpResult};
+    for points in [
+        &[(100.0, 5.0), (200.0, 5.0)][..],
+        &[(100.0, 5.0), (200.0, 4.0), (300.0, 3.0)],
+        &[(0.0, 0.0), (100.0, 0.0)],
+    ] {
+        let b = fit(points);
+        assert!(
+            b.bandwidth_mb_s.is_nan() && b.n_half_bytes.is_nan(),
+            "{points:?}: {b:?}"
+        );
+    }
+    let l = logp_config(&PlatformConfig::sp(3)).unwrap();
+    let mut counts = serde_json::to_value(&l.logp.counts).unwrap();
+    for p in counts["bulk"].as_array_mut().unwrap() {
+        p["ticks"] = 1_000_000.into();
+        p["repeats"] = 4.into();
+    }
+    let counts: LogpCounts = serde_json::from_value(counts).unwrap();
+    let flat = LogpResult {
+        logp: LogP::from_counts(l.logp.platform.clone(), counts),
+        ..l
+    };
+    assert!(flat.logp.bulk.startup_us > 0.0, "{:?}", flat.logp.bulk);
+    let j = serde_json::to_value(&flat).unwrap();
+    assert!(j["bulk"]["bandwidth_mb_s"].is_null(), "{}", j["bulk"]);
+    assert!(j["bulk"]["n_half_bytes"].is_null(), "{}", j["bulk"]);
+    let back: LogpResult = serde_json::from_value(j.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), j);
+    // A figure the counts do give is still held to them.
+    let mut v = j.clone();
+    v["bulk"]["startup_us"] = Value::Null;
+    let e = serde_json::from_value::<LogpResult>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bulk.startup_us is NaN, but the counts give"),
+        "{e}"
+    );
+}
+
+/// A cost study's acknowledgements are those its protocol sends on its
+/// network: none for a single packet or an ordered network, one for a
+/// finite message, one a packet for a stream.
+#[test]
+fn a_saved_cost_studys_acks_are_its_protocols() {
+    use protocols::am::costs::{self, CostsConfig, Delivery, FeatureCosts, Network};
+    for (protocol, network, most) in [
+        (Delivery::Single, Network::Cm5, 0),
+        (Delivery::Finite, Network::Cm5, 1),
+        (Delivery::Finite, Network::Ordered, 0),
+        (Delivery::Indefinite, Network::Cm5, 4),
+    ] {
+        let c = CostsConfig {
+            protocol,
+            words: if protocol == Delivery::Single { 4 } else { 16 },
+            packet_words: 4,
+            network,
+        };
+        let r = costs::run_config(&c).unwrap();
+        assert!(r.acks <= most, "{c:?}: {r:?}");
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["acks"] = (most + 1).into();
+        let e = serde_json::from_value::<FeatureCosts>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("acks is {}, more than the {most} ", most + 1)),
+            "{e}"
+        );
+    }
 }
