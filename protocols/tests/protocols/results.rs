@@ -471,14 +471,7 @@ fn a_json_its_counts_do_not_give_is_refused_naming_the_figure() {
     })
     .unwrap();
     let j = o.json();
-    let refused = |edit: &dyn Fn(&mut Value)| {
-        let mut v = j.clone();
-        edit(&mut v);
-        serde_json::from_value::<Outcome>(v)
-            .map(|_| ())
-            .unwrap_err()
-            .to_string()
-    };
+    let refused = |edit: &dyn Fn(&mut Value)| refusal::<Outcome>(&j, edit);
     let rounded = magic::figures::value(Figure::FracCycles, o.per_line.unwrap());
     assert_ne!(Some(rounded), o.per_line, "a rate rounding changes");
     let e = refused(&|v| v["per_line_cycles"] = rounded.into());
@@ -1290,6 +1283,17 @@ fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
     );
 }
 
+/// The refusal of `j`, edited by `edit`, read back as a `T` (a panic if it
+/// reads back).
+fn refusal<T: serde::de::DeserializeOwned>(j: &Value, edit: &dyn Fn(&mut Value)) -> String {
+    let mut v = j.clone();
+    edit(&mut v);
+    match serde_json::from_value::<T>(v) {
+        Ok(_) => panic!("an edited result read back"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// A transfer's JSON is read against its configuration: one no run takes is
 /// refused as the run refuses it, named under `config`; its lines are the
 /// components its bytes, offsets, sends and receives are cut into, and its
@@ -1298,14 +1302,7 @@ fn a_saved_miss_or_fetch_ops_edited_check_or_latency_is_refused() {
 fn a_transfers_json_is_held_to_its_config_its_lines_and_its_span() {
     let o = run(&Config::default()).unwrap();
     let j = o.json();
-    let refused = |edit: &dyn Fn(&mut Value)| {
-        let mut v = j.clone();
-        edit(&mut v);
-        serde_json::from_value::<Outcome>(v)
-            .map(|_| ())
-            .unwrap_err()
-            .to_string()
-    };
+    let refused = |edit: &dyn Fn(&mut Value)| refusal::<Outcome>(&j, edit);
     for (edit, says) in [
         (
             &(|v: &mut Value| {
@@ -1503,14 +1500,7 @@ fn a_saved_suites_tables_are_its_configs_in_order() {
     })
     .unwrap();
     let j = serde_json::to_value(&ring).unwrap();
-    let refused = |edit: &dyn Fn(&mut Value)| {
-        let mut v = j.clone();
-        edit(&mut v);
-        serde_json::from_value::<SuiteResult>(v)
-            .map(|_| ())
-            .unwrap_err()
-            .to_string()
-    };
+    let refused = |edit: &dyn Fn(&mut Value)| refusal::<SuiteResult>(&j, edit);
     for (e, says) in [
         (
             refused(&|v| v["tables"] = serde_json::json!([])),
