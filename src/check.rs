@@ -118,7 +118,9 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
         "T" | "t" => 40,
         "P" | "p" => 50,
         u if u.starts_with(['.', ',']) => {
-            return Err(format!("{s:?}: a whole number of units (1536M for 1.5G)"))
+            return Err(format!(
+                "{s:?}: a whole number of units (a fraction in the next smaller unit, as 1536M for 1.5G)"
+            ))
         }
         _ => return Err(format!("{s:?}: the unit must be K, M, G, T or P")),
     };

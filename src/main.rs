@@ -937,7 +937,14 @@ fn logp_export(
     protocols::am::suite::check_nodes(&c, protocols::am::suite::LOGP_LEAST_NODES).map_err(usage)?;
     output::out_dir("--out", dir)?;
     let plat = c.build().map_err(usage)?;
-    let f = protocols::am::suite::logp(plat.as_ref()).map_err(usage)?;
+    // A measurement that did not end (a budget reached) is no bad input.
+    let f = protocols::am::suite::logp(plat.as_ref()).map_err(|e| match e {
+        protocols::Error::OverBudget { .. } | protocols::Error::Incomplete(_) => {
+            output::say(&format!("error: {e}"));
+            Failure::Stuck
+        }
+        e => usage(e),
+    })?;
     let files = match e {
         ExportArg::Loggopsim => export::loggopsim(&f, nodes),
         ExportArg::Simgrid => {

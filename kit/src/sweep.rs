@@ -793,7 +793,7 @@ impl Plan {
                     set(&mut alone, &a.key, v.clone()).ok()?;
                     scenario::parse_values(&src, alone).is_err().then_some(a)
                 });
-                if let (Some(a), Some(k)) = (culprit, error.key.take()) {
+                if let (Some(a), Some(k)) = (culprit, error.key.clone()) {
                     let sep = if error.message.starts_with("must") {
                         " "
                     } else {

@@ -188,11 +188,21 @@ impl<'a> Reader<'a> {
     /// `u64` packs) mark the reader short.
     #[inline]
     pub fn u64(&mut self) -> u64 {
-        let w = self.wide();
-        u64::try_from(w).unwrap_or_else(|_| {
-            self.short = true;
-            u64::MAX
-        })
+        let mut x = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte();
+            // The tenth byte holds the 64th bit alone, and ends the value.
+            if shift == 63 && b > 1 {
+                self.short = true;
+                return u64::MAX;
+            }
+            x |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return x;
+            }
+        }
+        self.short = true;
+        x
     }
 
     /// A varint of up to 10 bytes (70 bits); a longer one marks the

@@ -364,6 +364,26 @@ fn a_transfers_json_reads_back_equal_and_its_config_measures_it_again() {
     };
     let cj = serde_json::to_string(&bugged).unwrap();
     assert_eq!(serde_json::from_str::<Config>(&cj).unwrap(), bugged);
+    // A run with a planted bug reads back as it ran, its lines cut as the
+    // bug cut them (not as a correct sender would).
+    let mut cut_otherwise = 0;
+    for bug in protocols::transfer::state::Bug::ALL {
+        for (sends, receives) in [(1, 1), (2, 2), (4, 4), (1, 4), (4, 1), (3, 2)] {
+            let c = Config {
+                inject: Some(bug),
+                sends,
+                receives,
+                ..Config::default()
+            };
+            let Ok(o) = run(&c) else { continue };
+            let back: Outcome = serde_json::from_value(o.json())
+                .unwrap_or_else(|e| panic!("{bug:?} {sends}x{receives}: {e}"));
+            assert_eq!(back, o, "{bug:?} {sends}x{receives}");
+            let clean = run(&Config { inject: None, ..c }).unwrap();
+            cut_otherwise += usize::from(o.lines != clean.lines);
+        }
+    }
+    assert!(cut_otherwise > 0, "no planted bug cut its stream otherwise");
     let partial: Config = serde_json::from_str(r#"{"bytes": 300}"#).unwrap();
     assert_eq!(
         partial,
