@@ -159,16 +159,10 @@ impl<'de> Deserialize<'de> for MissRun {
             }
             // The configuration as the run checks it: no run takes another.
             let c = &w.config;
-            c.params
-                .validate()
-                .map_err(|e| format!("config.params.{e}"))?;
+            protocol::saved_params(&c.params, &c.coherence)?;
             c.setup
                 .validate(c.case, &c.params)
                 .map_err(|e| format!("config.setup.{e}"))?;
-            c.coherence
-                .validate()
-                .and_then(|()| protocol::by_node_bits(&c.coherence))
-                .map_err(|e| format!("config.{e}"))?;
             // The word the case places is what the check expects: a saved
             // failure edited to pass would change it.
             let placed = expected_word(w.case);

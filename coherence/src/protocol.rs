@@ -873,6 +873,18 @@ impl NodeState for CohNode {
     }
 }
 
+/// A saved run's machine and coherence parameters, checked as the run
+/// that made it checks them (the coherence model's ranges, and lines homed
+/// by their node bits), naming the field under `config`.
+pub(crate) fn saved_params(params: &magic::MagicParams, coh: &CohParams) -> Result<(), String> {
+    params
+        .validate()
+        .map_err(|e| format!("config.params.{e}"))?;
+    coh.validate()
+        .and_then(|()| by_node_bits(coh))
+        .map_err(|e| format!("config.{e}"))
+}
+
 /// `Ok` where lines are homed by their address's node bits, else the
 /// error naming `coherence.placement`: for the experiments that place a
 /// line at its home by address (a miss's cases, the shared line, a

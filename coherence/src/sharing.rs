@@ -198,15 +198,9 @@ impl<'de> Deserialize<'de> for SharingRun {
             let s = w.config.sharing;
             // The configuration as the run checks it: no run takes another.
             let c = &w.config;
-            c.params
-                .validate()
-                .map_err(|e| format!("config.params.{e}"))?;
+            protocol::saved_params(&c.params, &c.coherence)?;
             s.validate(&c.params)
                 .map_err(|e| format!("config.sharing.{e}"))?;
-            c.coherence
-                .validate()
-                .and_then(|()| protocol::by_node_bits(&c.coherence))
-                .map_err(|e| format!("config.{e}"))?;
             // Each evicting reader sends the home one hint at most.
             if w.hints > u64::from(s.evicting) {
                 return Err(format!(
